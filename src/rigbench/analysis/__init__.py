@@ -1,0 +1,1 @@
+"""Analysis of stored results: statistics now; comparison and recommendation later."""

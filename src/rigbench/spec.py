@@ -1,0 +1,174 @@
+"""What to run (TrialSpec), how to measure it (MeasureOptions) and what came out (Result).
+
+These are the typed boundaries between the CLI, the runner, the child process and the store.
+Everything here is plain data that round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Bumped whenever a stored Result changes meaning; stored with every database.
+SCHEMA_VERSION = 1
+
+Precision = Literal["fp32", "bf16", "fp16"]
+Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported", "interrupted"]
+STATUSES: tuple[str, ...] = ("ok", "oom", "crash", "timeout", "diverged", "unsupported", "interrupted")
+
+
+class MeasureOptions(BaseModel):
+    """The measurement protocol's knobs (docs/METHODOLOGY.md explains each)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    warmup_steps: int = Field(3, ge=1, description="at least this many untimed steps first")
+    warmup_seconds: float = Field(0.5, ge=0, description="...and warm up for at least this long")
+    min_steps: int = Field(10, ge=2, description="time at least this many steps")
+    min_seconds: float = Field(2.0, ge=0, description="...and keep timing for at least this long")
+    max_steps: int = Field(100_000, ge=2, description="stop timing after this many steps")
+    timeout_s: float = Field(600.0, gt=0, description="kill the trial's process after this long")
+    memory_limit_bytes: int | None = Field(None, gt=0, description="cap on the trial's memory (CPU)")
+    sample_interval_s: float = Field(0.1, gt=0, description="trackers sample this often")
+
+    @classmethod
+    def quick(cls, **overrides: Any) -> MeasureOptions:
+        """A short protocol for smoke runs (`--quick`): fewer steps, shorter windows."""
+        values: dict[str, Any] = dict(warmup_steps=1, warmup_seconds=0.0, min_steps=3,
+                                      min_seconds=0.5, sample_interval_s=0.05)
+        values.update(overrides)
+        return cls(**values)
+
+
+class TrialSpec(BaseModel):
+    """One trial: a workload trained on one device with one configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workload: str
+    workload_options: dict[str, int | float | str] = Field(default_factory=dict)
+    framework: str = "torch"
+    device: str = "cpu"
+    batch_size: int = Field(..., ge=1)
+    precision: Precision = "fp32"
+    threads: int | None = Field(None, ge=1, description="CPU threads for the framework; None = its default")
+    lr: float | None = Field(None, gt=0, description="learning rate; None = the workload's default")
+    seed: int = 0
+    measure: MeasureOptions = Field(default_factory=MeasureOptions)
+
+    def label(self) -> str:
+        """Short human label, e.g. `cnn torch cpu b128 fp32`."""
+        opts = ",".join(f"{k}={v}" for k, v in sorted(self.workload_options.items()))
+        name = f"{self.workload}:{opts}" if opts else self.workload
+        return f"{name} {self.framework} {self.device} b{self.batch_size} {self.precision}"
+
+
+class ChildReport(BaseModel):
+    """What the child process writes back about its trial (JSON file)."""
+
+    status: Status
+    error: str | None = None
+    params: int | None = None
+    flops_per_sample: float | None = None
+    device_name: str | None = None
+    software: dict[str, Any] = Field(default_factory=dict)
+    threads: int | None = None
+    first_step_s: float | None = None
+    warmup_s: float | None = None
+    warmup_steps: int | None = None
+    measure_start: float | None = None  # wall clock (time.time()) when timing began
+    measure_end: float | None = None
+    step_times_s: list[float] = Field(default_factory=list)
+    losses: list[float] = Field(default_factory=list)
+    allocator_peak_bytes: int | None = None
+    diverged_at_step: int | None = None
+
+
+class Metrics(BaseModel):
+    """The summary numbers of a trial (all optional: a failed trial has few)."""
+
+    samples_per_s: float | None = None
+    samples_per_s_ci: tuple[float, float] | None = None
+    step_time_ms_median: float | None = None
+    step_time_ms_iqr: float | None = None
+    step_time_ms_mean: float | None = None
+    step_time_cv: float | None = None
+    noisy: bool | None = None
+    steps_measured: int = 0
+    first_step_s: float | None = None
+    warmup_s: float | None = None
+    cpu_util_pct_mean: float | None = None
+    cpu_util_pct_p95: float | None = None
+    system_cpu_pct_mean: float | None = None
+    system_cpu_pct_p95: float | None = None
+    rss_peak_mib: float | None = None
+    gpu_util_pct_mean: float | None = None
+    gpu_util_pct_p95: float | None = None
+    gpu_mem_peak_mib: float | None = None
+    allocator_peak_mib: float | None = None
+    params: int | None = None
+    flops_per_sample: float | None = None
+    epoch_seconds: float | None = None
+    dataset: str | None = None
+    dataset_size: int | None = None
+    final_loss: float | None = None
+
+
+class Result(BaseModel):
+    """A finished trial, successful or not, as stored and exported."""
+
+    id: int | None = None
+    run_id: str
+    created_at: str
+    spec: TrialSpec
+    status: Status
+    error: str | None = None
+    device_name: str | None = None
+    threads: int | None = None
+    metrics: Metrics = Field(default_factory=Metrics)
+    software: dict[str, Any] = Field(default_factory=dict)
+    step_times_s: list[float] = Field(default_factory=list)
+    tracker_samples: list[dict[str, float | None]] = Field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def row(self) -> dict[str, Any]:
+        """The flat record that `--json` and `results export` print (documented in README)."""
+        m = self.metrics
+        return {
+            "id": self.id,
+            "run_id": self.run_id,
+            "created_at": self.created_at,
+            "workload": self.spec.workload,
+            "workload_options": self.spec.workload_options,
+            "framework": self.spec.framework,
+            "device": self.spec.device,
+            "device_name": self.device_name,
+            "batch_size": self.spec.batch_size,
+            "precision": self.spec.precision,
+            "threads": self.threads,
+            "status": self.status,
+            "error": self.error,
+            "samples_per_s": m.samples_per_s,
+            "samples_per_s_ci": list(m.samples_per_s_ci) if m.samples_per_s_ci else None,
+            "step_time_ms_median": m.step_time_ms_median,
+            "step_time_ms_iqr": m.step_time_ms_iqr,
+            "step_time_cv": m.step_time_cv,
+            "noisy": m.noisy,
+            "steps_measured": m.steps_measured,
+            "first_step_s": m.first_step_s,
+            "warmup_s": m.warmup_s,
+            "cpu_util_pct_mean": m.cpu_util_pct_mean,
+            "cpu_util_pct_p95": m.cpu_util_pct_p95,
+            "system_cpu_pct_mean": m.system_cpu_pct_mean,
+            "system_cpu_pct_p95": m.system_cpu_pct_p95,
+            "rss_peak_mib": m.rss_peak_mib,
+            "gpu_util_pct_mean": m.gpu_util_pct_mean,
+            "gpu_mem_peak_mib": m.gpu_mem_peak_mib,
+            "allocator_peak_mib": m.allocator_peak_mib,
+            "params": m.params,
+            "flops_per_sample": m.flops_per_sample,
+            "dataset": m.dataset,
+            "epoch_seconds": m.epoch_seconds,
+            "software": self.software,
+        }

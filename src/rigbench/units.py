@@ -1,0 +1,62 @@
+"""Parsing of human-friendly values: sizes like `2GiB`, lists like `16,64`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from rigbench.errors import UsageError
+
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "kib": 1024,
+    "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
+    "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
+    "t": 1000**4, "tb": 1000**4, "tib": 1024**4,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str, what: str = "size") -> int:
+    """`2GiB` -> 2147483648; `512MiB`, `1.5GB`, `1000000` (bytes). Raises UsageError."""
+    match = _SIZE_RE.match(text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _SIZE_UNITS:
+        raise UsageError(f"{what} {text!r} is not a size: write e.g. 2GiB, 512MiB or 1.5GB")
+    value = int(float(match.group(1)) * _SIZE_UNITS[unit])
+    if value <= 0:
+        raise UsageError(f"{what} must be larger than 0, got {text!r}")
+    return value
+
+
+def split_list(values: Iterable[str] | None) -> list[str]:
+    """Flatten repeated flags and comma-separated values: ['16,64', '128'] -> ['16', '64', '128']."""
+    out: list[str] = []
+    for value in values or []:
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return out
+
+
+def parse_positive_ints(values: Iterable[str] | None, what: str) -> list[int]:
+    """Parse a list flag of whole numbers >= 1, with an error that names the flag."""
+    out = []
+    for part in split_list(values):
+        try:
+            number = int(part)
+        except ValueError:
+            raise UsageError(f"{what} must be whole numbers, got {part!r}") from None
+        if number < 1:
+            raise UsageError(f"{what} must be at least 1, got {number}")
+        out.append(number)
+    return out
+
+
+def format_bytes(n: float | None) -> str:
+    """1536 -> '1.5 KiB'; None -> '-'."""
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
