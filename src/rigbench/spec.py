@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 SCHEMA_VERSION = 1
 
 Precision = Literal["fp32", "bf16", "fp16"]
-Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported", "interrupted"]
-STATUSES: tuple[str, ...] = ("ok", "oom", "crash", "timeout", "diverged", "unsupported", "interrupted")
+Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported"]
+STATUSES: tuple[str, ...] = ("ok", "oom", "crash", "timeout", "diverged", "unsupported")
 
 
 class MeasureOptions(BaseModel):

@@ -1,0 +1,50 @@
+"""Table definitions. Bump rigbench.spec.SCHEMA_VERSION when their meaning changes.
+
+Queryable columns are real columns; the full spec, metrics and software versions are kept
+as JSON so that a Result round-trips exactly; raw samples (every step time, every tracker
+sample) live in their own table so listing results does not load them.
+"""
+
+from sqlalchemy import Column, Float, ForeignKey, Integer, MetaData, String, Table, Text
+
+metadata = MetaData()
+
+meta = Table(
+    "meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+runs = Table(
+    "runs", metadata,
+    Column("id", String(36), primary_key=True),
+    Column("created_at", String(32), nullable=False),
+    Column("command", Text, nullable=False),
+    Column("machine_json", Text, nullable=False),  # rigbench.fingerprint.machine_fingerprint()
+)
+
+trials = Table(
+    "trials", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(36), ForeignKey("runs.id"), nullable=False, index=True),
+    Column("created_at", String(32), nullable=False),
+    Column("workload", String(64), nullable=False, index=True),
+    Column("framework", String(32), nullable=False),
+    Column("device", String(64), nullable=False),
+    Column("batch_size", Integer, nullable=False),
+    Column("precision", String(8), nullable=False),
+    Column("threads", Integer),
+    Column("status", String(16), nullable=False, index=True),
+    Column("error", Text),
+    Column("samples_per_s", Float),
+    Column("step_time_ms_median", Float),
+    Column("schema_version", Integer, nullable=False),
+    Column("result_json", Text, nullable=False),  # Result without the raw samples
+)
+
+trial_samples = Table(
+    "trial_samples", metadata,
+    Column("trial_id", Integer, ForeignKey("trials.id"), primary_key=True),
+    Column("step_times_json", Text, nullable=False),
+    Column("tracker_json", Text, nullable=False),
+)

@@ -1,0 +1,63 @@
+"""Statistics against numbers computed by hand (linear-interpolation percentiles)."""
+
+import math
+
+import pytest
+
+from rigbench.analysis import stats
+
+
+def test_median_iqr_p95_by_hand():
+    values = [5, 1, 4, 2, 3]  # sorted: 1 2 3 4 5
+    assert stats.median(values) == 3
+    # p25 sits at index 0.25*4 = 1 -> 2; p75 at index 3 -> 4
+    assert stats.iqr(values) == 2
+    # p95 at index 0.95*4 = 3.8 -> 4 + 0.8*(5-4) = 4.8
+    assert stats.percentile(values, 95) == pytest.approx(4.8)
+
+
+def test_even_count_interpolates():
+    # [10, 20]: p25 at index 0.25 -> 12.5, p75 -> 17.5
+    assert stats.median([10, 20]) == 15
+    assert stats.iqr([10, 20]) == pytest.approx(5)
+
+
+def test_coefficient_of_variation_by_hand():
+    # mean 3, sample variance (4+1+0+1+4)/4 = 2.5
+    assert stats.coefficient_of_variation([1, 2, 3, 4, 5]) == pytest.approx(math.sqrt(2.5) / 3)
+    assert stats.coefficient_of_variation([7.0]) == 0.0
+
+
+def test_throughput_summary_constant_steps():
+    s = stats.throughput_summary([0.1] * 5, batch_size=32)
+    assert s["samples_per_s"] == pytest.approx(320)
+    assert s["samples_per_s_ci_low"] == pytest.approx(320)
+    assert s["samples_per_s_ci_high"] == pytest.approx(320)
+    assert s["step_time_ms_median"] == pytest.approx(100)
+    assert s["step_time_ms_iqr"] == pytest.approx(0)
+    assert s["noisy"] is False
+    assert s["steps_measured"] == 5
+
+
+def test_throughput_summary_flags_noise_and_orders_ci():
+    times = [0.10, 0.10, 0.10, 0.20, 0.05, 0.10, 0.15, 0.10]
+    s = stats.throughput_summary(times, batch_size=10)
+    assert s["noisy"] is True  # CV of these is about 0.38
+    assert s["samples_per_s"] == pytest.approx(100)  # median step 0.1 s
+    assert s["samples_per_s_ci_low"] <= s["samples_per_s"] <= s["samples_per_s_ci_high"]
+
+
+def test_bootstrap_is_deterministic_and_brackets_the_median():
+    values = [0.9, 1.0, 1.1, 1.05, 0.95, 1.2, 0.85, 1.0, 1.02, 0.98]
+    a = stats.bootstrap_ci(values)
+    assert a == stats.bootstrap_ci(values)
+    assert a[0] <= stats.median(values) <= a[1]
+    assert stats.bootstrap_ci([2.5]) == (2.5, 2.5)
+
+
+def test_empty_inputs_raise():
+    for fn in (stats.median, stats.mean, stats.bootstrap_ci):
+        with pytest.raises(ValueError):
+            fn([])
+    with pytest.raises(ValueError):
+        stats.throughput_summary([], 8)

@@ -1,0 +1,74 @@
+"""The database round trip on a real SQLite file."""
+
+import sqlite3
+
+import pytest
+
+from rigbench.errors import UsageError
+from rigbench.spec import SCHEMA_VERSION, Metrics, Result, TrialSpec
+from rigbench.store import Store, resolve_db_url
+from rigbench.store.export import to_csv, to_json
+
+
+def make_result(run_id="r1", status="ok", **metrics):
+    spec = TrialSpec(workload="cnn", device="cpu", batch_size=32, workload_options={})
+    return Result(run_id=run_id, created_at="2026-01-01T00:00:00+00:00", spec=spec, status=status,
+                  error=None if status == "ok" else "boom <script>", metrics=Metrics(**metrics),
+                  step_times_s=[0.1, 0.11, 0.09], tracker_samples=[{"t": 1.0, "rss_bytes": 5.0}],
+                  software={"torch": "2.13.0"})
+
+
+def test_round_trip_keeps_everything(tmp_path):
+    store = Store(str(tmp_path / "r.db"))
+    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run cnn", {"cpu_model": "X"})
+    original = make_result(samples_per_s=320.5, samples_per_s_ci=(300.0, 340.0), steps_measured=3)
+    new_id = store.add_result(original)
+    assert new_id == original.id
+    loaded = store.get(new_id)
+    assert loaded == original
+    assert loaded.step_times_s == [0.1, 0.11, 0.09]
+    assert loaded.tracker_samples == [{"t": 1.0, "rss_bytes": 5.0}]
+    assert store.machine("r1") == {"cpu_model": "X"}
+    # a new Store on the same file sees the same data (it was committed)
+    assert Store(str(tmp_path / "r.db")).get(new_id) == original
+
+
+def test_list_filters_and_failed_results(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    store.add_run("r1", "t", "c", {})
+    store.add_run("r2", "t", "c", {})
+    store.add_result(make_result("r1"))
+    store.add_result(make_result("r2", status="oom"))
+    assert [r.status for r in store.list()] == ["ok", "oom"]
+    assert [r.status for r in store.list(run_id="r2")] == ["oom"]
+    assert [r.run_id for r in store.list(status="ok")] == ["r1"]
+    assert store.list(limit=1)[0].status == "oom"  # the newest
+    assert store.list()[0].step_times_s == []  # listing does not load raw samples
+    assert store.get(999) is None
+
+
+def test_schema_version_is_stored_and_checked(tmp_path):
+    path = tmp_path / "r.db"
+    Store(str(path))
+    con = sqlite3.connect(path)
+    assert con.execute("select value from meta where key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    con.execute("update meta set value='999' where key='schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(UsageError, match="newer than this rigbench"):
+        Store(str(path))
+
+
+def test_bad_urls_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError):
+        Store("nosuchdialect://x")
+    assert resolve_db_url("x.db").startswith("sqlite:////")
+
+
+def test_export_json_and_csv():
+    rows = [make_result(samples_per_s=10.0, samples_per_s_ci=(9.0, 11.0))]
+    assert '"samples_per_s": 10.0' in to_json(rows)
+    csv_text = to_csv(rows)
+    header, line = csv_text.splitlines()
+    assert header.startswith("id,run_id,created_at,workload")
+    assert "[9.0, 11.0]" in line.replace('""', '"')
