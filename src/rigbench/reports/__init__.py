@@ -1,0 +1,1 @@
+"""Ways to show results: terminal tables now; JSON/CSV export in rigbench.store.export."""

@@ -1,0 +1,182 @@
+"""The library API. The CLI is a thin layer over these functions.
+
+    from rigbench import api
+    specs = api.plan_run(workloads=["cnn"], devices=["cpu"], batch_sizes=[32, 128])
+    outcome = api.run(specs, db="results.db")
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rigbench.devices import host_devices
+from rigbench.errors import UsageError
+from rigbench.fingerprint import machine_fingerprint
+from rigbench.frameworks import check_framework, installed_frameworks
+from rigbench.runner.assemble import now_iso
+from rigbench.runner.probe import probe
+from rigbench.runner.session import SessionOutcome, run_trials
+from rigbench.spec import MeasureOptions, Precision, Result, TrialSpec
+from rigbench.store import Store
+from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref, resolved_options
+
+
+def workloads_info(count: bool = True) -> list[dict[str, Any]]:
+    """Every workload's facts; with `count`, parameters and training FLOPs per sample as
+    counted by PyTorch on a meta device (None when torch is not installed)."""
+    counts: dict[str, list] = {}
+    if count and "torch" in installed_frameworks():
+        counts = probe("torch", count=True).get("counts", {})
+    rows = []
+    for w in WORKLOADS.values():
+        params, flops = counts.get(w.name, (None, None))
+        rows.append({
+            "name": w.name, "title": w.title, "task": w.task, "input_shape": list(w.input_shape),
+            "num_classes": w.num_classes, "dataset": w.dataset.name,
+            "dataset_train_size": w.dataset.train_size, "dataset_source": w.dataset.source,
+            "default_batch": w.default_batch, "optimizer": w.optimizer, "default_lr": w.default_lr,
+            "options": resolved_options(w, {}),
+            "option_choices": {k: list(v) for k, v in w.option_choices.items()},
+            "params": params, "train_flops_per_sample": flops, "origin": w.origin,
+            "seed_documents": list(w.seed_docs),
+        })
+    return rows
+
+
+def devices_info() -> list[dict[str, Any]]:
+    """Devices of this machine: what the hardware shows (CPU, NVML/amdsmi GPUs) merged with
+    what each installed framework can use, by device id."""
+    merged: dict[str, dict[str, Any]] = {}
+    for dev in host_devices():
+        merged[dev["id"]] = {**dev, "frameworks": []}
+    for name in installed_frameworks():
+        for dev in probe(name)["devices"]:
+            entry = merged.setdefault(dev["id"], {**dev, "frameworks": []})
+            for key in ("kind", "name", "memory_bytes"):
+                if entry.get(key) in (None, "") and dev.get(key) is not None:
+                    entry[key] = dev[key]
+            entry["frameworks"].append(name)
+    return list(merged.values())
+
+
+def framework_devices(framework: str) -> list[str]:
+    """Device ids the framework can use here."""
+    check_framework(framework)
+    return [d["id"] for d in probe(framework)["devices"]]
+
+
+def _normalise_device(device: str) -> str:
+    device = device.strip().lower()
+    return f"{device}:0" if device in ("cuda", "xpu", "dml") else device
+
+
+def plan_run(
+    workloads: Sequence[str] = (),
+    devices: Sequence[str] = (),
+    batch_sizes: Sequence[int] = (),
+    precision: Precision = "fp32",
+    threads: int | None = None,
+    framework: str = "torch",
+    steps: int | None = None,
+    seconds: float | None = None,
+    quick: bool = False,
+    memory_limit_bytes: int | None = None,
+    timeout_s: float | None = None,
+    lr: float | None = None,
+) -> list[TrialSpec]:
+    """The trials of a run: every workload x device x batch size. Empty lists mean every
+    workload, every device the framework can use here, and each workload's default batch
+    (a small one with `quick`, the same on every device so speed-ups compare). Raises UsageError for bad input."""
+    check_framework(framework)
+    refs: list[tuple[Workload, dict[str, Any]]] = [parse_workload_ref(w) for w in workloads] or [
+        (w, {}) for w in WORKLOADS.values()
+    ]
+    available = framework_devices(framework)
+    chosen = [_normalise_device(d) for d in devices] or available
+    for device in chosen:
+        if device not in available:
+            raise UsageError(f"device {device!r} is not available to {framework} here: "
+                             f"choose from {', '.join(available)}")
+    if any(b < 1 for b in batch_sizes):
+        raise UsageError("batch sizes must be at least 1")
+    overrides: dict[str, Any] = {}
+    if steps is not None:
+        overrides["min_steps"] = steps
+    if seconds is not None:
+        overrides["min_seconds"] = seconds
+    if timeout_s is not None:
+        overrides["timeout_s"] = timeout_s
+    if memory_limit_bytes is not None:
+        overrides["memory_limit_bytes"] = memory_limit_bytes
+    try:
+        measure = MeasureOptions.quick(**overrides) if quick else MeasureOptions(**overrides)
+    except ValueError as exc:
+        raise UsageError(_first_validation_message(exc)) from None
+    specs = []
+    for workload, options in refs:
+        for device in dict.fromkeys(chosen):
+            default = workload.quick_batch if quick else workload.default_batch
+            for batch in batch_sizes or [default]:
+                specs.append(TrialSpec(
+                    workload=workload.name, workload_options=options, framework=framework,
+                    device=device, batch_size=batch, precision=precision, threads=threads,
+                    lr=lr, measure=measure,
+                ))
+    return specs
+
+
+def _first_validation_message(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", lambda: [])()
+    if errors:
+        first = errors[0]
+        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return str(exc)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    db_url: str
+    results: list[Result]
+    interrupted: bool
+
+
+def run(
+    specs: Sequence[TrialSpec],
+    db: str | None = None,
+    command: str | None = None,
+    on_trial_start: Callable[[int, TrialSpec], None] | None = None,
+    on_trial_end: Callable[[int, Result], None] | None = None,
+    on_child_start: Callable[[int], None] | None = None,
+) -> RunOutcome:
+    """Run trials one by one in child processes; every result is stored as it finishes."""
+    store = Store(db)
+    run_id = uuid.uuid4().hex[:12]
+    store.add_run(run_id, now_iso(), command or shlex.join(sys.argv), machine_fingerprint())
+    session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,
+                                         on_trial_end=on_trial_end, on_child_start=on_child_start)
+    return RunOutcome(run_id, store.url, session.results, session.interrupted)
+
+
+def speedups_over_cpu(results: Sequence[Result]) -> list[dict[str, Any]]:
+    """For each workload/batch/precision measured on the CPU and on another device (both
+    ok): the other device's samples/s divided by the CPU's."""
+    def key(r: Result) -> tuple:
+        return (r.spec.workload, tuple(sorted(r.spec.workload_options.items())),
+                r.spec.batch_size, r.spec.precision)
+
+    ok = [r for r in results if r.status == "ok" and r.metrics.samples_per_s]
+    cpu = {key(r): r for r in ok if r.spec.device == "cpu"}
+    rows = []
+    for r in ok:
+        base = cpu.get(key(r))
+        if r.spec.device != "cpu" and base is not None:
+            rows.append({"workload": r.spec.workload, "device": r.spec.device,
+                         "batch_size": r.spec.batch_size, "precision": r.spec.precision,
+                         "speedup": r.metrics.samples_per_s / base.metrics.samples_per_s})
+    return rows

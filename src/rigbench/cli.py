@@ -1,0 +1,204 @@
+"""Command line: flags -> specs -> rigbench.api. No measurement logic lives here."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rigbench import __version__, api
+from rigbench.errors import UsageError
+from rigbench.reports import terminal
+from rigbench.store import Store
+from rigbench.store.export import to_csv, to_json
+from rigbench.units import parse_positive_ints, parse_size, split_list
+
+app = typer.Typer(
+    help="Measure how well this machine trains neural networks, on every device it has.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+)
+results_app = typer.Typer(help="Read stored results: list, show one, export.", no_args_is_help=True)
+app.add_typer(results_app, name="results")
+
+# When stdout is a file or a pipe, rich would wrap tables at 80 columns; keep rows whole.
+out = Console() if sys.stdout.isatty() else Console(width=200)
+err = Console(stderr=True)
+
+DB_HELP = "Database: an SQLAlchemy URL (sqlite:///x.db, postgresql://...) or a file path. Default: $RIGBENCH_DB or rigbench.db in the user data directory."
+
+
+def handles_usage_errors(fn: Callable) -> Callable:
+    """Bad input: one line naming what to change, exit code 2."""
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UsageError as exc:
+            print(f"rigbench: error: {exc}", file=sys.stderr)  # one line, never wrapped
+            raise typer.Exit(2) from None
+    return wrapper
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"rigbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """rigbench: trustworthy training benchmarks for this machine."""
+
+
+@app.command()
+@handles_usage_errors
+def run(
+    workloads: Optional[list[str]] = typer.Argument(None, help="Workloads to train (default: all). Options as NAME:key=value, e.g. resnet:depth=56. See `rigbench workloads`."),
+    device: Optional[list[str]] = typer.Option(None, "--device", "-d", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
+    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16 (bf16/fp16 use autocast mixed precision)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
+    seconds: Optional[float] = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
+    quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="Cap each trial's memory, e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
+    framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout (progress goes to stderr)."),
+) -> None:
+    """Train workloads on devices, each trial in its own process; store and show the results."""
+    if precision not in ("fp32", "bf16", "fp16"):
+        raise UsageError(f"--precision must be fp32, bf16 or fp16, got {precision!r}")
+    if threads is not None and threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if steps is not None and steps < 2:
+        raise UsageError("--steps must be at least 2")
+    if seconds is not None and seconds < 0:
+        raise UsageError("--seconds cannot be negative")
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be more than 0 seconds")
+    if lr is not None and lr <= 0:
+        raise UsageError("--lr must be more than 0")
+    specs = api.plan_run(
+        workloads=split_list(workloads), devices=split_list(device),
+        batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
+        threads=threads, framework=framework, steps=steps, seconds=seconds, quick=quick,
+        memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
+        timeout_s=timeout, lr=lr,
+    )
+    Store(db)  # open (and validate) the database before spending time on trials
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                        TimeElapsedColumn(), console=err, transient=True)
+    with progress:
+        task = progress.add_task("starting", total=len(specs))
+
+        def started(i: int, spec: Any) -> None:
+            progress.update(task, description=f"trial {i + 1}/{len(specs)}: {spec.label()}")
+
+        def ended(i: int, result: Any) -> None:
+            progress.advance(task)
+            speed = result.metrics.samples_per_s
+            note = f"{speed:,.1f} samples/s" if speed else result.status
+            err.print(f"  {result.spec.label()}: {note}", highlight=False, markup=False)
+
+        outcome = api.run(specs, db=db, on_trial_start=started, on_trial_end=ended)
+    if as_json:
+        print(json.dumps([r.row() for r in outcome.results], indent=2))
+    else:
+        out.print(terminal.results_table(outcome.results, title=f"run {outcome.run_id}"))
+        speedups = api.speedups_over_cpu(outcome.results)
+        if speedups:
+            out.print(terminal.speedup_table(speedups))
+        out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
+                  f"See one trial with: rigbench results show ID", highlight=False)
+    if outcome.interrupted:
+        err.print(f"interrupted: {len(outcome.results)} of {len(specs)} trials finished and were stored")
+        raise typer.Exit(130)
+
+
+@app.command()
+@handles_usage_errors
+def workloads(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the reference workloads: shapes, data set size, parameters, FLOPs, origin."""
+    rows = api.workloads_info()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        out.print(terminal.workloads_table(rows))
+
+
+@app.command()
+@handles_usage_errors
+def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List this machine's devices and which frameworks can use each."""
+    rows = api.devices_info()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        out.print(terminal.devices_table(rows))
+
+
+@results_app.command("list")
+@handles_usage_errors
+def results_list(
+    run_id: Optional[str] = typer.Option(None, "--run", help="Only this run."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="Only this workload."),
+    status: Optional[str] = typer.Option(None, "--status", help="Only this status (ok, oom, crash, ...)."),
+    limit: int = typer.Option(50, "--limit", help="Show the newest N."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """List stored results, newest last."""
+    rows = Store(db).list(run_id=run_id, workload=workload, status=status, limit=limit)
+    out.print(terminal.results_table(rows))
+
+
+@results_app.command("show")
+@handles_usage_errors
+def results_show(
+    trial_id: int = typer.Argument(..., help="The trial's id (first column of `results list`)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full result with raw samples as JSON."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Show one trial with every metric, its spec and the machine it ran on."""
+    store = Store(db)
+    result = store.get(trial_id)
+    if result is None:
+        raise UsageError(f"no trial with id {trial_id} in {store.url}: see `rigbench results list`")
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        out.print(terminal.result_detail(result, store.machine(result.run_id)))
+
+
+@results_app.command("export")
+@handles_usage_errors
+def results_export(
+    fmt: str = typer.Option("json", "--format", help="json or csv."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    run_id: Optional[str] = typer.Option(None, "--run", help="Only this run."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Export stored results as JSON or CSV (the fields of `rigbench run --json`)."""
+    if fmt not in ("json", "csv"):
+        raise UsageError(f"--format must be json or csv, got {fmt!r}")
+    rows = Store(db).list(run_id=run_id)
+    text = to_json(rows) if fmt == "json" else to_csv(rows)
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        err.print(f"wrote {len(rows)} results to {output}")
+    else:
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,115 @@
+"""Rich tables for the terminal. Formatting only: no measurement or storage logic here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from rigbench.spec import Result
+from rigbench.units import format_bytes
+
+_STATUS_STYLE = {"ok": "green", "oom": "yellow", "diverged": "yellow", "unsupported": "dim",
+                 "timeout": "red", "crash": "red"}
+
+
+def _num(value: float | None, fmt: str = "{:.1f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _speed(r: Result) -> str:
+    m = r.metrics
+    if m.samples_per_s is None:
+        return "-"
+    text = f"{m.samples_per_s:,.1f}"
+    if m.samples_per_s_ci:
+        low, high = m.samples_per_s_ci
+        text += f" ±{(high - low) / 2:,.1f}"
+    return text + (" [noisy]" if m.noisy else "")
+
+
+def workload_label(r: Result) -> str:
+    opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
+    return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
+
+
+def results_table(results: Sequence[Result], title: str | None = None) -> Table:
+    """The run table: one row per trial, failures included with their status."""
+    table = Table(title=title, header_style="bold")
+    for name, justify in [("id", "right"), ("workload", "left"), ("device", "left"),
+                          ("batch", "right"), ("prec", "left"), ("samples/s ±95% CI", "right"),
+                          ("step ms", "right"), ("CPU %", "right"), ("GPU %", "right"),
+                          ("RSS MiB", "right"), ("GPU MiB", "right"), ("status", "left")]:
+        table.add_column(name, justify=justify)
+    for r in results:
+        m = r.metrics
+        gpu_mem = m.gpu_mem_peak_mib if m.gpu_mem_peak_mib is not None else m.allocator_peak_mib
+        style = _STATUS_STYLE.get(r.status, "")
+        table.add_row(
+            str(r.id or "-"), workload_label(r), r.spec.device, str(r.spec.batch_size),
+            r.spec.precision, _speed(r), _num(m.step_time_ms_median, "{:.2f}"),
+            _num(m.cpu_util_pct_mean), _num(m.gpu_util_pct_mean), _num(m.rss_peak_mib, "{:.0f}"),
+            _num(gpu_mem, "{:.0f}"), f"[{style}]{r.status}[/{style}]" if style else r.status,
+        )
+    return table
+
+
+def speedup_table(rows: Sequence[dict[str, Any]]) -> Table:
+    table = Table(title="Speed-up over the CPU (samples/s ratio)", header_style="bold")
+    for name in ("workload", "device", "batch", "prec", "speed-up"):
+        table.add_column(name, justify="right" if name in ("batch", "speed-up") else "left")
+    for row in rows:
+        table.add_row(row["workload"], row["device"], str(row["batch_size"]), row["precision"],
+                      f"{row['speedup']:.2f}x")
+    return table
+
+
+def workloads_table(rows: Sequence[dict[str, Any]]) -> Table:
+    table = Table(header_style="bold")
+    for name in ("name", "task", "input", "data set", "default batch", "params",
+                 "train GFLOP/sample", "options", "origin"):
+        table.add_column(name, overflow="fold")
+    for w in rows:
+        flops = w["train_flops_per_sample"]
+        table.add_row(
+            w["name"], w["task"], "x".join(map(str, w["input_shape"])),
+            f"{w['dataset']} ({w['dataset_train_size']:,})", str(w["default_batch"]),
+            "-" if w["params"] is None else f"{w['params']:,}",
+            "-" if flops is None else f"{flops / 1e9:.3f}",
+            ", ".join(f"{k}={v}" for k, v in w["options"].items()) or "-", w["origin"],
+        )
+    return table
+
+
+def devices_table(rows: Sequence[dict[str, Any]]) -> Table:
+    table = Table(header_style="bold")
+    for name in ("id", "kind", "name", "memory", "frameworks"):
+        table.add_column(name)
+    for d in rows:
+        table.add_row(d["id"], d.get("kind") or "-", d.get("name") or "-",
+                      format_bytes(d.get("memory_bytes")),
+                      ", ".join(d.get("frameworks") or []) or "none (no framework build sees it)")
+    return table
+
+
+def result_detail(r: Result, machine: dict[str, Any] | None) -> Table:
+    """Every summary field of one result, for `rigbench results show`."""
+    table = Table(show_header=False, title=f"trial {r.id}: {r.spec.label()}")
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in r.row().items():
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        table.add_row(key, "-" if value is None else str(value))
+    table.add_row("measure options", r.spec.measure.model_dump_json())
+    table.add_row("raw step times", f"{len(r.step_times_s)} kept")
+    table.add_row("raw tracker samples", f"{len(r.tracker_samples)} kept")
+    if machine:
+        table.add_row("machine", f"{machine.get('cpu_model')} | {machine.get('logical_cores')} "
+                                 f"logical cores | {format_bytes(machine.get('ram_bytes'))} RAM | "
+                                 f"{machine.get('os')}")
+        for gpu in machine.get("gpus") or []:
+            table.add_row("gpu", f"{gpu.get('name')} {format_bytes(gpu.get('memory_bytes'))} "
+                                 f"driver {gpu.get('driver')}")
+    return table

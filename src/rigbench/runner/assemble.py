@@ -1,0 +1,62 @@
+"""Turn a child's report and the parent's tracker samples into a Result."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from rigbench.analysis.stats import throughput_summary
+from rigbench.runner.isolate import Outcome
+from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.trackers.summary import summarize
+from rigbench.workloads import get_workload
+
+MIB = 2**20
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
+    """Summarise a trial: step statistics from the child's timings, trackers over the
+    child's measured window only, and epoch time from the workload's reference data set."""
+    report = outcome.report
+    workload = get_workload(spec.workload)
+    metrics = Metrics(
+        params=report.params,
+        flops_per_sample=report.flops_per_sample,
+        first_step_s=report.first_step_s,
+        warmup_s=report.warmup_s,
+        dataset=workload.dataset.name,
+        dataset_size=workload.dataset.train_size,
+        final_loss=report.losses[-1] if report.losses else None,
+    )
+    if report.allocator_peak_bytes is not None:
+        metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
+    if report.status == "ok" and report.step_times_s:
+        summary = throughput_summary(report.step_times_s, spec.batch_size)
+        for key in ("step_time_ms_median", "step_time_ms_iqr", "step_time_ms_mean",
+                    "step_time_cv", "noisy", "samples_per_s", "steps_measured"):
+            setattr(metrics, key, summary[key])
+        metrics.samples_per_s_ci = (summary["samples_per_s_ci_low"], summary["samples_per_s_ci_high"])
+        metrics.epoch_seconds = workload.dataset.train_size / summary["samples_per_s"]
+    if report.measure_start is not None and report.measure_end is not None:
+        window = summarize(outcome.samples, report.measure_start, report.measure_end,
+                           interval_slack=spec.measure.sample_interval_s)
+        for key in ("cpu_util_pct_mean", "cpu_util_pct_p95", "system_cpu_pct_mean",
+                    "system_cpu_pct_p95", "rss_peak_mib", "gpu_util_pct_mean",
+                    "gpu_util_pct_p95", "gpu_mem_peak_mib"):
+            setattr(metrics, key, window.get(key))
+    return Result(
+        run_id=run_id,
+        created_at=now_iso(),
+        spec=spec,
+        status=report.status,
+        error=report.error,
+        device_name=report.device_name,
+        threads=report.threads,
+        metrics=metrics,
+        software=report.software,
+        step_times_s=report.step_times_s,
+        tracker_samples=outcome.samples,
+    )

@@ -1,0 +1,94 @@
+"""Entry point of a trial's child process: `python -m rigbench.runner.child SPEC REPORT`.
+
+Reads a TrialSpec (JSON file), imports the framework adapter, counts the model, applies the
+memory limit, builds the trainer, runs the protocol and writes a ChildReport (JSON file).
+Every failure it can see becomes a status in the report; failures it cannot see (a signal,
+the kernel's OOM killer, a hang) are classified by the parent from the exit.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import traceback
+
+from rigbench.errors import DivergedError, UnsupportedError, UsageError
+from rigbench.frameworks import load_adapter
+from rigbench.runner.protocol import measure
+from rigbench.spec import ChildReport, TrialSpec
+from rigbench.workloads import get_workload, resolved_options
+
+#: Lines of traceback kept in a crash's error text.
+TRACEBACK_LINES = 12
+
+
+def apply_memory_limit(limit_bytes: int) -> None:
+    """Cap the address space so that allocations past the limit fail instead of swapping.
+
+    RLIMIT_AS counts virtual memory, and a framework maps far more address space than it
+    touches (libraries, thread stacks). So the cap is set after the framework is imported:
+    current virtual size plus (limit - current resident size), i.e. the trial may touch
+    about `limit_bytes` of memory in total. docs/METHODOLOGY.md explains the approximation.
+    """
+    import psutil  # core dependency; imported here to keep the child's start lean
+
+    info = psutil.Process().memory_info()
+    headroom = limit_bytes - info.rss
+    if headroom <= 0:
+        raise MemoryError(
+            f"the memory limit ({limit_bytes / 2**20:.0f} MiB) is below what the framework "
+            f"alone takes ({info.rss / 2**20:.0f} MiB)"
+        )
+    cap = info.vms + headroom
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def run_trial(spec: TrialSpec) -> ChildReport:
+    """Run one trial in this process and describe the outcome; never raises."""
+    report = ChildReport(status="crash")
+    adapter = None
+    try:
+        workload = get_workload(spec.workload)
+        options = resolved_options(workload, spec.workload_options)
+        adapter = load_adapter(spec.framework)
+        report.params, report.flops_per_sample = adapter.count(workload, options)
+        if spec.measure.memory_limit_bytes:
+            apply_memory_limit(spec.measure.memory_limit_bytes)
+        trainer = adapter.build(spec, workload)
+        # Read after build: building sets the thread count the trial runs with.
+        report.software = adapter.software()
+        report.device_name = trainer.device_name
+        report.threads = report.software.get("num_threads")
+        m = measure(trainer, spec.measure)
+        report.status = "ok"
+        report.first_step_s, report.warmup_s, report.warmup_steps = m.first_step_s, m.warmup_s, m.warmup_steps
+        report.measure_start, report.measure_end = m.measure_start, m.measure_end
+        report.step_times_s, report.losses = m.step_times_s, m.losses
+        report.allocator_peak_bytes = trainer.allocator_peak_bytes()
+    except DivergedError as exc:
+        report.status, report.error, report.diverged_at_step = "diverged", str(exc), exc.step
+    except (UnsupportedError, UsageError) as exc:
+        report.status, report.error = "unsupported", str(exc)
+    except BaseException as exc:  # noqa: BLE001 - every failure must become a status
+        oom = isinstance(exc, MemoryError) or (adapter is not None and adapter.is_oom(exc))
+        report.status = "oom" if oom else "crash"
+        tail = traceback.format_exception(exc)[-TRACEBACK_LINES:]
+        report.error = (str(exc) or type(exc).__name__) if oom else "".join(tail).strip()
+    return report
+
+
+def main(argv: list[str]) -> int:
+    spec_path, report_path = argv
+    with open(spec_path, encoding="utf-8") as fh:
+        spec = TrialSpec.model_validate_json(fh.read())
+    report = run_trial(spec)
+    tmp = report_path + ".part"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(report.model_dump_json())
+    os.replace(tmp, report_path)  # the parent never sees a half-written report
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+"""Run a list of trials one after another, storing each result the moment it finishes.
+
+A failing trial is a result like any other and the session goes on. Ctrl-C ends the
+trial in progress (its child is killed, nothing half-finished is stored) and returns the
+finished ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from rigbench.runner.assemble import build_result
+from rigbench.runner.isolate import run_isolated
+from rigbench.spec import Result, TrialSpec
+from rigbench.store import Store
+
+
+@dataclass
+class SessionOutcome:
+    results: list[Result] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def run_trials(
+    specs: Sequence[TrialSpec],
+    store: Store,
+    run_id: str,
+    on_trial_start: Callable[[int, TrialSpec], None] | None = None,
+    on_trial_end: Callable[[int, Result], None] | None = None,
+    on_child_start: Callable[[int], None] | None = None,
+) -> SessionOutcome:
+    """Run `specs` in order, one child process each (one trial per device at a time)."""
+    outcome = SessionOutcome()
+    for index, spec in enumerate(specs):
+        if on_trial_start:
+            on_trial_start(index, spec)
+        try:
+            child = run_isolated(spec, on_start=on_child_start)
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            break
+        result = build_result(spec, child, run_id)
+        store.add_result(result)
+        outcome.results.append(result)
+        if on_trial_end:
+            on_trial_end(index, result)
+    return outcome

@@ -1,0 +1,63 @@
+"""Test doubles shared by the tracker and fingerprint tests."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+GIB = 1024**3
+OTHER_PID = 999_999_999  # not a real pid; stands for another tenant of the GPU
+
+
+class FakeNVML:
+    """Stands in for pynvml: one 16 GiB GPU used by `pid` (1 GiB) and another pid (3 GiB)."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, pid: int, procs_fail: bool = False, init_fails: bool = False,
+                 power_fails: bool = False, procs: list | None = None) -> None:
+        self.pid, self.procs_fail, self.init_fails, self.power_fails = pid, procs_fail, init_fails, power_fails
+        self.procs = procs if procs is not None else [
+            SimpleNamespace(pid=OTHER_PID, usedGpuMemory=3 * GIB),
+            SimpleNamespace(pid=pid, usedGpuMemory=1 * GIB),
+        ]
+
+    def nvmlInit(self):
+        if self.init_fails:
+            raise self.NVMLError("Driver Not Loaded")
+
+    def nvmlDeviceGetCount(self):
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        if index >= 2:
+            raise self.NVMLError("Invalid Argument")
+        return ("handle", index)
+
+    def nvmlDeviceGetName(self, handle):
+        return b"Fake GPU" if handle[1] == 0 else "Fake GPU 2"  # old pynvml returns bytes
+
+    def nvmlDeviceGetUUID(self, handle):
+        return f"GPU-fake-{handle[1]}"
+
+    def nvmlDeviceGetUtilizationRates(self, handle):
+        return SimpleNamespace(gpu=42, memory=17)
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        return SimpleNamespace(total=16 * GIB, used=5 * GIB, free=11 * GIB)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        if self.procs_fail:
+            raise self.NVMLError("Not Supported")
+        return self.procs
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        if self.power_fails:
+            raise self.NVMLError("Not Supported")
+        return 123_456  # milliwatts
+
+    def nvmlSystemGetDriverVersion(self):
+        return "550.54.15"
+
+    def nvmlSystemGetCudaDriverVersion(self):
+        return 12040
