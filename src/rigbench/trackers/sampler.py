@@ -153,6 +153,8 @@ class Tracker:
             children = root.children(recursive=True)
         except (psutil.NoSuchProcess, psutil.AccessDenied) as exc:
             raise _ProcessGone from exc
+        if rss == 0:  # exiting: its memory is released before it turns zombie
+            raise _ProcessGone
         live = {self.pid: root}
         for child in children:
             proc = self._procs.get(child.pid)

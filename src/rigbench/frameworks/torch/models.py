@@ -1,0 +1,400 @@
+"""The reference networks in PyTorch, one short builder per workload.
+
+Each builder follows the paper (or published model) named in its docstring and uses the
+paper's names where it has them. `build_model` takes the workload's resolved options
+(defaults merged). `synthetic_batch` makes the resident batch a trial trains on, and
+`training_step` is the one definition of "a training step" shared by the trainer (which
+times it) and by the FLOP counter (which counts it), so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from rigbench.workloads import Workload
+
+#: Vocabulary of the LSTM language model (Penn Treebank as in Mikolov's split).
+VOCAB = 10_000
+#: Latent size of the DCGAN generator (Radford et al. 2016).
+NZ = 100
+
+#: `update(loss, part)` runs the backward pass of `loss` and, in the trainer, the optimiser
+#: step of `part` ("model", or "discriminator"/"generator" for dcgan).
+Update = Callable[[Tensor, str], None]
+Autocast = Callable[[], AbstractContextManager[Any]]
+
+
+# --------------------------------------------------------------------------- mlp
+
+
+def mlp(options: dict[str, Any]) -> nn.Module:
+    """Fully connected net in the shape of Shi et al. 2016's FCN-S.
+
+    Shi, Wang, Xu & Chu, "Benchmarking State-of-the-Art Deep Learning Software Tools"
+    (2016): three hidden layers of 2048 units; here on 28x28 inputs with 10 classes.
+    """
+    return nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(784, 2048), nn.ReLU(),
+        nn.Linear(2048, 2048), nn.ReLU(),
+        nn.Linear(2048, 2048), nn.ReLU(),
+        nn.Linear(2048, 10),
+    )
+
+
+# --------------------------------------------------------------------------- autoencoder
+
+
+def autoencoder(options: dict[str, Any]) -> nn.Module:
+    """Deep autoencoder of Hinton & Salakhutdinov 2006 (Science 313:504).
+
+    Encoder 784-1000-500-250-30, mirrored decoder 30-250-500-1000-784, logistic output
+    for pixel intensities in [0, 1]. The paper's RBM pre-training is not reproduced
+    (rigbench measures training speed, which the fine-tuning step represents); ReLU is
+    used between layers and the 30-unit code layer is linear as in the paper.
+    """
+    sizes = [784, 1000, 500, 250, 30]
+    layers: list[nn.Module] = [nn.Flatten()]
+    encoder = list(zip(sizes, sizes[1:]))
+    decoder = [(b, a) for a, b in reversed(encoder)]
+    for i, (n_in, n_out) in enumerate(encoder + decoder):
+        layers.append(nn.Linear(n_in, n_out))
+        if i == len(encoder) - 1:
+            continue  # linear code layer
+        layers.append(nn.ReLU() if i < len(encoder) + len(decoder) - 1 else nn.Sigmoid())
+    layers.append(nn.Unflatten(1, (1, 28, 28)))
+    return nn.Sequential(*layers)
+
+
+# --------------------------------------------------------------------------- cnn
+
+
+def cnn(options: dict[str, Any]) -> nn.Module:
+    """The CIFAR-10 CNN of the TensorFlow 2 tutorial "Convolutional Neural Network (CNN)".
+
+    As used in Yin 2020 (seed 003): conv32-pool-conv64-pool-conv64-dense64-dense10 with
+    3x3 'valid' convolutions; 122,570 parameters, the count the tutorial's summary prints.
+    """
+    return nn.Sequential(
+        nn.Conv2d(3, 32, 3), nn.ReLU(), nn.MaxPool2d(2),    # 32 -> 30 -> 15
+        nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),   # 15 -> 13 -> 6
+        nn.Conv2d(64, 64, 3), nn.ReLU(),                    # 6 -> 4
+        nn.Flatten(),
+        nn.Linear(64 * 4 * 4, 64), nn.ReLU(),
+        nn.Linear(64, 10),
+    )
+
+
+# --------------------------------------------------------------------------- rcnn
+
+
+class RCL(nn.Module):
+    """Recurrent convolutional layer of Liang & Hu 2015 (CVPR), eq. (1)-(2), unrolled T steps.
+
+    x(0) = ReLU(BN_0(w_f * u)) and x(t) = ReLU(BN_t(w_f * u + w_r * x(t-1))), with the
+    feed-forward kernel w_f and the recurrent kernel w_r shared across steps. The paper
+    normalises with local response normalisation; like most re-implementations we use batch
+    norm, one per unrolled step (statistics differ per step), which trains reliably.
+    Convolutions carry no bias because the batch norm's shift replaces it.
+    """
+
+    def __init__(self, channels: int, steps: int):
+        super().__init__()
+        self.steps = steps
+        self.feedforward = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.recurrent = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn = nn.ModuleList(nn.BatchNorm2d(channels) for _ in range(steps + 1))
+
+    def forward(self, u: Tensor) -> Tensor:
+        ff = self.feedforward(u)  # w_f * u is the same at every step: compute it once
+        x = F.relu(self.bn[0](ff))
+        for t in range(1, self.steps + 1):
+            x = F.relu(self.bn[t](ff + self.recurrent(x)))
+        return x
+
+
+def rcnn(options: dict[str, Any]) -> nn.Module:
+    """RCNN-K of Liang & Hu, "Recurrent Convolutional Neural Network for Object Recognition" (CVPR 2015).
+
+    Layer 1 is a feed-forward 5x5 convolution with K filters; then RCL, RCL, 3x3/2 max
+    pooling, dropout, RCL, RCL, global max pooling and a softmax classifier. Options:
+    `width` = K (RCNN-96 by default, 0.67M parameters in the paper) and `steps` = T.
+    Dropout rate 0.5 is our choice (the conventional rate; the paper does not fix it here).
+    """
+    k, steps = int(options["width"]), int(options["steps"])
+    return nn.Sequential(
+        nn.Conv2d(3, k, 5, padding=2, bias=False), nn.BatchNorm2d(k), nn.ReLU(),
+        RCL(k, steps), RCL(k, steps),
+        nn.MaxPool2d(3, stride=2, padding=1),
+        nn.Dropout(0.5),
+        RCL(k, steps), RCL(k, steps),
+        nn.AdaptiveMaxPool2d(1), nn.Flatten(),
+        nn.Linear(k, 10),
+    )
+
+
+# --------------------------------------------------------------------------- lstm
+
+
+class LSTMLanguageModel(nn.Module):
+    """Two-layer LSTM word model (Zaremba, Sutskever & Vinyals 2014 style, as benchmarked by Shi et al. 2016).
+
+    Embedding(10000, H) -> 2-layer LSTM(H) -> Linear(H, 10000), next-token cross-entropy.
+    Every step starts from a zero state (no truncated-BPTT carry-over between batches),
+    which leaves the per-step work unchanged. No dropout: Shi et al. time the plain model.
+    """
+
+    def __init__(self, hidden: int, layers: int = 2, vocab: int = VOCAB):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, hidden)
+        self.lstm = nn.LSTM(hidden, hidden, layers, batch_first=True)
+        self.decoder = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        h, _ = self.lstm(self.embedding(tokens))
+        return self.decoder(h)
+
+
+def lstm(options: dict[str, Any]) -> nn.Module:
+    """LSTM language model with hidden size `hidden` (default 256)."""
+    return LSTMLanguageModel(int(options["hidden"]))
+
+
+# --------------------------------------------------------------------------- dcgan
+
+
+def _dcgan_init(m: nn.Module) -> None:
+    """Weight init of Radford et al. 2016: N(0, 0.02); batch-norm scale N(1, 0.02)."""
+    if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):
+        nn.init.normal_(m.weight, 0.0, 0.02)
+    elif isinstance(m, nn.BatchNorm2d):
+        nn.init.normal_(m.weight, 1.0, 0.02)
+        nn.init.zeros_(m.bias)
+
+
+def dcgan(options: dict[str, Any]) -> nn.Module:
+    """DCGAN of Radford, Metz & Chintala 2016 for 64x64x3 images, as in pytorch/examples.
+
+    nz=100, ngf=ndf=64. The generator is a stack of strided transposed convolutions with
+    batch norm and ReLU, ending in Tanh; the discriminator mirrors it with LeakyReLU(0.2)
+    (no batch norm on its first layer) and ends in one logit (the sigmoid lives in
+    BCEWithLogits, which is numerically safe under autocast).
+    Returns a ModuleDict with `generator` and `discriminator`.
+    """
+    ngf = ndf = 64
+    generator = nn.Sequential(
+        nn.ConvTranspose2d(NZ, ngf * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 8), nn.ReLU(True),       # 4x4
+        nn.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 4), nn.ReLU(True),  # 8x8
+        nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 2), nn.ReLU(True),  # 16x16
+        nn.ConvTranspose2d(ngf * 2, ngf, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf), nn.ReLU(True),          # 32x32
+        nn.ConvTranspose2d(ngf, 3, 4, 2, 1, bias=False), nn.Tanh(),                                         # 64x64
+    )
+    discriminator = nn.Sequential(
+        nn.Conv2d(3, ndf, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, True),                                    # 32x32
+        nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 2), nn.LeakyReLU(0.2, True),     # 16x16
+        nn.Conv2d(ndf * 2, ndf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 4), nn.LeakyReLU(0.2, True),  # 8x8
+        nn.Conv2d(ndf * 4, ndf * 8, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 8), nn.LeakyReLU(0.2, True),  # 4x4
+        nn.Conv2d(ndf * 8, 1, 4, 1, 0, bias=False), nn.Flatten(),                                           # 1 logit
+    )
+    model = nn.ModuleDict({"generator": generator, "discriminator": discriminator})
+    model.apply(_dcgan_init)
+    return model
+
+
+# --------------------------------------------------------------------------- resnet
+
+
+class BasicBlock(nn.Module):
+    """Two 3x3 conv-BN layers with an identity shortcut (He et al. 2016, fig. 2).
+
+    When the shape changes, the shortcut is option A of section 3.3: stride-2 subsampling
+    and zero-padded extra channels, so it adds no parameters (used for CIFAR, sec. 4.2).
+    """
+
+    def __init__(self, in_planes: int, planes: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.stride, self.extra = stride, planes - in_planes
+
+    def shortcut(self, x: Tensor) -> Tensor:
+        if self.stride == 1 and self.extra == 0:
+            return x
+        x = x[:, :, :: self.stride, :: self.stride]
+        half = self.extra // 2
+        return F.pad(x, (0, 0, 0, 0, half, self.extra - half))
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+def resnet(options: dict[str, Any]) -> nn.Module:
+    """CIFAR ResNet of He, Zhang, Ren & Sun 2016 (CVPR), section 4.2.
+
+    3x3 conv with 16 filters, then 3 stages of n BasicBlocks with 16/32/64 filters on
+    32/16/8 maps (depth = 6n+2), global average pooling and a 10-way fully connected layer.
+    ResNet-20 has 269,722 parameters and ResNet-56 853,018 (Table 6: 0.27M and 0.85M).
+    """
+    depth = int(options["depth"])
+    if (depth - 2) % 6:
+        raise ValueError(f"CIFAR ResNet depth must be 6n+2, got {depth}")
+    n = (depth - 2) // 6
+    layers: list[nn.Module] = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+    in_planes = 16
+    for planes, stride in ((16, 1), (32, 2), (64, 2)):
+        for i in range(n):
+            layers.append(BasicBlock(in_planes, planes, stride if i == 0 else 1))
+            in_planes = planes
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    model = nn.Sequential(*layers)
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")  # He et al. 2015 init
+    return model
+
+
+# --------------------------------------------------------------------------- catsdogs
+
+#: Conv widths per block; a 2x2 max pool follows every block (6 pools: 256 -> 4).
+CATSDOGS_BLOCKS = ((32, 32), (64, 64), (128, 128), (256, 256, 256), (512, 512, 512), (512, 512, 512))
+#: Dense widths, chosen as round numbers that bring the trainable count near the published one.
+CATSDOGS_DENSE = (768, 512)
+
+
+def catsdogs(options: dict[str, Any]) -> nn.Module:
+    """Seed 001's Keras cats-vs-dogs CNN, rebuilt from its published facts.
+
+    Published: 256x256x3 input, 15 Conv2D 3x3 'same' each followed by BatchNormalization
+    (and ReLU), 6 MaxPooling2D, 3 Dense, a binary output; first conv output [m,256,256,32],
+    sixth conv output [m,64,64,128]; 21,455,521 trainable and 8,192 non-trainable params.
+    The channel plan and the dense widths 768/512 are our reconstruction (the seed does not
+    publish them): this model has 21,436,577 trainable parameters (-0.09%) and 8,576
+    non-trainable batch-norm statistics (the published 8,192 implies 4,096 conv channels in
+    all, ours have 4,288, so the original channel plan differed somewhat).
+    Convolutions keep their bias as Keras' Conv2D does by default. Output: one logit.
+    """
+    layers: list[nn.Module] = []
+    c_in = 3
+    for block in CATSDOGS_BLOCKS:
+        for c_out in block:
+            layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU()]
+            c_in = c_out
+        layers.append(nn.MaxPool2d(2))
+    d1, d2 = CATSDOGS_DENSE
+    layers += [
+        nn.Flatten(),
+        nn.Linear(c_in * 4 * 4, d1), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(d1, d2), nn.ReLU(),
+        nn.Linear(d2, 1),
+    ]
+    return nn.Sequential(*layers)
+
+
+# --------------------------------------------------------------------------- registry
+
+BUILDERS: dict[str, Callable[[dict[str, Any]], nn.Module]] = {
+    "mlp": mlp, "autoencoder": autoencoder, "cnn": cnn, "rcnn": rcnn,
+    "lstm": lstm, "dcgan": dcgan, "resnet": resnet, "catsdogs": catsdogs,
+}
+
+
+def build_model(workload_name: str, options: dict[str, Any]) -> nn.Module:
+    """The network of `workload_name`, built with resolved `options` on the current default device."""
+    return BUILDERS[workload_name](options)
+
+
+def trainable_params(model: nn.Module) -> int:
+    """Number of trainable parameters (batch-norm running statistics are buffers, not counted)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+# --------------------------------------------------------------------------- data and step
+
+
+def synthetic_batch(workload: Workload, batch_size: int, device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
+    """A fixed batch with the workload's real shapes, drawn from torch's default generator.
+
+    Returns (inputs, targets): images ~ N(0, 1) with random class labels; autoencoder
+    images ~ U(0, 1) (pixel intensities, the range of its logistic output) and targets
+    the images themselves; token ids in [0, 10000) with the next tokens as targets;
+    catsdogs 0/1 float labels; dcgan (real images, latent noise z ~ N(0, 1)).
+    """
+    shape = (batch_size, *workload.input_shape)
+    name = workload.name
+    if name == "lstm":
+        tokens = torch.randint(0, VOCAB, (batch_size, shape[1] + 1), device=device)
+        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    if name == "autoencoder":
+        x = torch.rand(shape, device=device)
+        return x, x
+    x = torch.randn(shape, device=device)
+    if name == "dcgan":
+        return x, torch.randn(batch_size, NZ, 1, 1, device=device)
+    if name == "catsdogs":
+        return x, torch.randint(0, 2, (batch_size,), device=device).float()
+    return x, torch.randint(0, workload.num_classes or 2, (batch_size,), device=device)
+
+
+def loss(workload_name: str, model: nn.Module, inputs: Tensor, targets: Tensor) -> Tensor:
+    """The training loss of a single-update workload (all but dcgan)."""
+    out = model(inputs)
+    if workload_name == "autoencoder":
+        return F.mse_loss(out, targets)
+    if workload_name == "catsdogs":
+        return F.binary_cross_entropy_with_logits(out.squeeze(1), targets)
+    if workload_name == "lstm":
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]), targets.reshape(-1))
+    return F.cross_entropy(out, targets)
+
+
+def _gan_step(model: nn.Module, real: Tensor, noise: Tensor, update: Update, autocast: Autocast) -> Tensor:
+    """One DCGAN iteration as in pytorch/examples: a D update, then a G update.
+
+    D is trained on the real batch (label 1) and on G(z) detached (label 0); G is then
+    trained to make the *updated* D call the same G(z) real. Returns D loss + G loss.
+    """
+    generator, discriminator = model["generator"], model["discriminator"]
+    bce = F.binary_cross_entropy_with_logits
+    with autocast():
+        fake = generator(noise)
+        d_real = discriminator(real)
+        d_fake = discriminator(fake.detach())
+        loss_d = bce(d_real, torch.ones_like(d_real)) + bce(d_fake, torch.zeros_like(d_fake))
+    update(loss_d, "discriminator")
+    with autocast():
+        d_fake = discriminator(fake)
+        loss_g = bce(d_fake, torch.ones_like(d_fake))
+    update(loss_g, "generator")
+    return loss_d.detach() + loss_g.detach()
+
+
+def training_step(workload_name: str, model: nn.Module, batch: tuple[Tensor, Tensor],
+                  update: Update, autocast: Autocast) -> Tensor:
+    """Forward and loss under `autocast`, then `update(loss, part)` for each update of the step.
+
+    Returns the detached loss without synchronising with the device.
+    """
+    inputs, targets = batch
+    if workload_name == "dcgan":
+        return _gan_step(model, inputs, targets, update, autocast)
+    with autocast():
+        value = loss(workload_name, model, inputs, targets)
+    update(value, "model")
+    return value.detach()
+
+
+def parts(workload_name: str, model: nn.Module) -> dict[str, nn.Module]:
+    """The separately optimised parts of a model: {"model": model}, or D and G for dcgan."""
+    if workload_name == "dcgan":
+        return {"discriminator": model["discriminator"], "generator": model["generator"]}
+    return {"model": model}

@@ -1,0 +1,273 @@
+"""TorchTrainer: one workload, built on one device, with a resident synthetic batch.
+
+Implements rigbench.frameworks.base.Trainer. The step itself is `models.training_step`;
+this module adds the device, precision, optimiser, timing and memory plumbing.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+import warnings
+from contextlib import nullcontext
+from functools import partial
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from rigbench.errors import UnsupportedError, UsageError
+from rigbench.frameworks.torch import models
+from rigbench.spec import TrialSpec
+from rigbench.workloads import Workload, resolved_options
+
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+# --------------------------------------------------------------------------- devices
+
+
+def resolve_device(device: str) -> torch.device:
+    """The torch.device for a rigbench device id ("cpu", "cuda:0", "mps", "xpu:0", "dml:0").
+
+    Only the syntax is checked here; whether the device exists is the adapter's check.
+    DirectML devices are torch "privateuseone" devices handed out by torch_directml.
+    """
+    kind, _, index = device.partition(":")
+    if kind == "dml":
+        import torch_directml  # optional; only present on Windows DirectML installs
+
+        return torch_directml.device(int(index or 0))
+    try:
+        return torch.device(device)
+    except RuntimeError as exc:
+        raise UsageError(f"invalid device {device!r}: {exc}") from None
+
+
+def _cpu_name() -> str:
+    """The CPU's brand string (Linux: /proc/cpuinfo), else platform.processor(), else "CPU"."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
+def device_name(device: torch.device) -> str:
+    """Human name of the device, e.g. "NVIDIA H100 80GB HBM3"."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "xpu":
+        return torch.xpu.get_device_name(device)
+    if device.type == "mps":
+        return f"Apple GPU (MPS), {_cpu_name()}"
+    if device.type == "privateuseone":
+        import torch_directml
+
+        return torch_directml.device_name(device.index or 0)
+    return _cpu_name()
+
+
+def synchronize(device: torch.device) -> None:
+    """Block until the device's queued work is done (nothing to do on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+    elif device.type == "xpu":
+        torch.xpu.synchronize(device)
+    elif device.type == "privateuseone":
+        # DirectML has no synchronize API; its queue is in order, so a blocking copy of
+        # a fresh tensor back to the host waits for everything queued before it.
+        torch.zeros(1, device=device).cpu()
+
+
+# --------------------------------------------------------------------------- timers
+
+
+class CudaEventTimer:
+    """Steps bracketed by CUDA events on the current stream: no host sync until elapsed_s().
+
+    elapsed_s() must only be called after the trainer's synchronize(), when every
+    recorded event has completed.
+    """
+
+    def __init__(self, device: torch.device):
+        self._stream = torch.cuda.current_stream(device)
+        self._pairs: list[tuple[Any, Any]] = []
+        self._start: Any = None
+
+    def start(self) -> None:
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._start.record(self._stream)
+
+    def stop(self) -> None:
+        end = torch.cuda.Event(enable_timing=True)
+        end.record(self._stream)
+        self._pairs.append((self._start, end))
+
+    def elapsed_s(self) -> list[float]:
+        return [start.elapsed_time(end) / 1000.0 for start, end in self._pairs]  # ms -> s
+
+
+class HostTimer:
+    """Steps timed with time.perf_counter(); stop() first waits for the device if it is asynchronous."""
+
+    def __init__(self, sync: Any = None):
+        self._sync = sync
+        self._times: list[float] = []
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        if self._sync is not None:
+            self._sync()
+        self._times.append(time.perf_counter() - self._t0)
+
+    def elapsed_s(self) -> list[float]:
+        return list(self._times)
+
+
+# --------------------------------------------------------------------------- trainer
+
+
+def _backward_only(loss: Tensor, part: str) -> None:
+    loss.backward()
+
+
+def _make_optimizer(kind: str, params: Any, lr: float, workload_name: str) -> torch.optim.Optimizer:
+    """'sgd': SGD with momentum 0.9; 'adam': Adam, with beta1 = 0.5 for dcgan (Radford et al. 2016)."""
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if kind == "adam":
+        betas = (0.5, 0.999) if workload_name == "dcgan" else (0.9, 0.999)
+        return torch.optim.Adam(params, lr=lr, betas=betas)
+    raise ValueError(f"unknown optimizer {kind!r}")
+
+
+def _autocast_factory(device: torch.device, precision: str) -> Any:
+    """A zero-argument autocast context factory for `precision`; UnsupportedError if unusable.
+
+    For a dtype it cannot do, autocast either raises or (CPU, CUDA, MPS) only warns
+    "Disabling autocast" and runs in fp32, so the probe also checks that it stayed enabled.
+    """
+    if precision == "fp32":
+        return nullcontext
+    factory = partial(torch.autocast, device_type=device.type, dtype=_DTYPES[precision])
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with factory():
+                enabled = torch.is_autocast_enabled(device.type)
+    except (RuntimeError, ValueError) as exc:
+        raise UnsupportedError(f"{precision} autocast is not supported on {device.type}: {exc}") from None
+    if not enabled:
+        why = "; ".join(str(w.message) for w in caught) or "autocast disabled itself"
+        raise UnsupportedError(f"{precision} autocast is not supported on {device.type}: {why}")
+    return factory
+
+
+class TorchTrainer:
+    """A workload's model, optimiser(s) and resident batch on one device (base.Trainer)."""
+
+    def __init__(self, spec: TrialSpec, workload: Workload):
+        self.device = resolve_device(spec.device)
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)  # events, autocast and allocator stats use it
+        self.workload = workload
+        self._autocast = _autocast_factory(self.device, spec.precision)
+        torch.manual_seed(spec.seed)
+        # Built and drawn on the CPU, then moved: the same seed gives the same weights and
+        # batch on every device, so losses are comparable across devices.
+        self.model = models.build_model(workload.name, resolved_options(workload, spec.workload_options))
+        self.model.to(self.device).train()
+        self.batch = tuple(t.to(self.device) for t in models.synthetic_batch(workload, spec.batch_size))
+        self.optimizers = self._optimizers(workload.default_lr if spec.lr is None else spec.lr)
+        # Loss scaling keeps fp16 gradients from underflowing; only CUDA's scaler is used
+        # (CPU fp16 autocast runs without one). Note GradScaler.step() reads its inf check
+        # back to the host, so an fp16 CUDA step does synchronise once.
+        use_scaler = spec.precision == "fp16" and self.device.type == "cuda"
+        self.scalers = {part: torch.amp.GradScaler("cuda") for part in self.optimizers} if use_scaler else {}
+        self.params = models.trainable_params(self.model)
+        self.device_name = device_name(self.device)
+        if spec.precision != "fp32":
+            self._probe_precision(spec.precision)
+
+    def _probe_precision(self, precision: str) -> None:
+        """Forward and backward once, on one sample, under autocast, without an update.
+
+        Entering autocast can succeed while a kernel still lacks the reduced-precision
+        variant on this device (e.g. oneDNN's LSTM in bf16/fp16 on CPUs without AVX-512:
+        "could not create a primitive descriptor"); that is `unsupported`, not a crash.
+        Only batch-norm running statistics move, which train-mode steps do not read.
+        """
+        from rigbench.frameworks.torch import is_oom
+
+        one = tuple(t[:1] for t in self.batch)
+        try:
+            models.training_step(self.workload.name, self.model, one, _backward_only, self._autocast)
+        except (RuntimeError, NotImplementedError) as exc:
+            if is_oom(exc):
+                raise
+            raise UnsupportedError(f"{precision} {self.workload.name} fails on {self.device.type}: {exc}") from exc
+        finally:
+            for optimizer in self.optimizers.values():
+                optimizer.zero_grad(set_to_none=True)
+
+    def _optimizers(self, lr: float) -> dict[str, torch.optim.Optimizer]:
+        """One optimiser per separately updated part (D and G for dcgan)."""
+        name, kind = self.workload.name, self.workload.optimizer
+        parts = models.parts(name, self.model)
+        return {part: _make_optimizer(kind, module.parameters(), lr, name) for part, module in parts.items()}
+
+    def _update(self, loss: Tensor, part: str) -> None:
+        optimizer, scaler = self.optimizers[part], self.scalers.get(part)
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+            return
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+    def step(self) -> Tensor:
+        """One training step; returns the detached loss without a device sync."""
+        for optimizer in self.optimizers.values():
+            optimizer.zero_grad(set_to_none=True)
+        return models.training_step(self.workload.name, self.model, self.batch, self._update, self._autocast)
+
+    def synchronize(self) -> None:
+        synchronize(self.device)
+
+    def step_timer(self) -> CudaEventTimer | HostTimer:
+        if self.device.type == "cuda":
+            return CudaEventTimer(self.device)
+        return HostTimer(None if self.device.type == "cpu" else self.synchronize)
+
+    def loss_values(self, handles: list[Any]) -> list[float]:
+        if not handles:
+            return []
+        return torch.stack(handles).float().cpu().tolist()  # one device-to-host copy
+
+    def allocator_peak_bytes(self) -> int | None:
+        """Peak allocator bytes since the last reset; on MPS the driver's current total
+        (MPS keeps no peak), on CPU and DirectML None (no allocator statistics)."""
+        kind = self.device.type
+        if kind == "cuda":
+            return int(torch.cuda.max_memory_allocated(self.device))
+        if kind == "xpu":
+            return int(torch.xpu.max_memory_allocated(self.device))
+        if kind == "mps":
+            return int(torch.mps.driver_allocated_memory())
+        return None
+
+    def reset_peak_memory(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        elif self.device.type == "xpu":
+            torch.xpu.reset_peak_memory_stats(self.device)
