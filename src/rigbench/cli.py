@@ -60,15 +60,15 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 @app.command()
 @handles_usage_errors
 def run(
-    workloads: Optional[list[str]] = typer.Argument(None, help="Workloads to train (default: all). Options as NAME:key=value, e.g. resnet:depth=56. See `rigbench workloads`."),
-    device: Optional[list[str]] = typer.Option(None, "--device", "-d", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
-    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
+    workloads: Optional[list[str]] = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all). Options as NAME:key=value, e.g. resnet:depth=56. See `rigbench workloads`."),
+    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
+    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16 (bf16/fp16 use autocast mixed precision)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
     steps: Optional[int] = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
     seconds: Optional[float] = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="Cap each trial's memory, e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
     framework: str = typer.Option("torch", "--framework", help="Framework to train with."),

@@ -47,7 +47,9 @@ class Workload:
 
 MNIST = Dataset("mnist", 60_000, "LeCun et al. 1998, 60,000 training images 28x28")
 CIFAR10 = Dataset("cifar10", 50_000, "Krizhevsky 2009, 50,000 training images 32x32")
-PTB = Dataset("ptb", 929_589, "Penn Treebank (Mikolov's split), 929k training tokens")
+# A language-model sample is one sequence of 32 tokens: 929,589 training tokens // 32.
+PTB = Dataset("ptb", 929_589 // 32, "Penn Treebank (Mikolov's split): 929,589 training tokens "
+              "= 29,049 sequences of 32 tokens")
 CATSDOGS = Dataset("catsdogs", 20_000, "Kaggle Dogs vs. Cats as split in seed 001: 20,000 training images")
 
 _WORKLOADS: tuple[Workload, ...] = (

@@ -15,6 +15,7 @@ import traceback
 
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
+from rigbench.runner.count_cache import cached_count
 from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.workloads import get_workload, resolved_options
@@ -52,7 +53,7 @@ def run_trial(spec: TrialSpec) -> ChildReport:
         workload = get_workload(spec.workload)
         options = resolved_options(workload, spec.workload_options)
         adapter = load_adapter(spec.framework)
-        report.params, report.flops_per_sample = adapter.count(workload, options)
+        report.params, report.flops_per_sample = cached_count(adapter, workload, options)
         if spec.measure.memory_limit_bytes:
             apply_memory_limit(spec.measure.memory_limit_bytes)
         trainer = adapter.build(spec, workload)

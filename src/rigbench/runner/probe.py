@@ -15,6 +15,7 @@ from typing import Any
 
 from rigbench.errors import UsageError
 from rigbench.frameworks import check_framework, load_adapter
+from rigbench.runner.count_cache import cached_count
 from rigbench.workloads import WORKLOADS, resolved_options
 
 PROBE_TIMEOUT_S = 300
@@ -25,7 +26,7 @@ def probe_here(name: str, count: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"framework": name, "software": adapter.software(),
                            "devices": adapter.list_devices()}
     if count:
-        out["counts"] = {w.name: list(adapter.count(w, resolved_options(w, {})))
+        out["counts"] = {w.name: list(cached_count(adapter, w, resolved_options(w, {})))
                          for w in WORKLOADS.values()}
     return out
 

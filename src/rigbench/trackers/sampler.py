@@ -28,6 +28,10 @@ import psutil
 from rigbench.trackers import nvml as nvml_mod
 
 
+#: How often the tree of descendant processes is listed again (seconds).
+CHILDREN_REFRESH_S = 1.0
+
+
 class _ProcessGone(Exception):
     """The tracked process exited or became unreadable: sampling is over."""
 
@@ -54,6 +58,8 @@ class Tracker:
         # Process objects are kept between samples because psutil's interval-less
         # cpu_percent measures since the previous call *on the same object*.
         self._procs: dict[int, psutil.Process] = {}
+        self._children: list[psutil.Process] = []
+        self._children_listed_at = float("-inf")
         self._gpu: tuple[Any, Any] | None = None  # (nvml module, device handle)
         #: An unexpected exception that ended sampling early (None normally).
         self.error: Exception | None = None
@@ -141,8 +147,9 @@ class Tracker:
     def _process_tree(self) -> tuple[float, int, list[int]]:
         """(psutil CPU percent summed over the tree, RSS sum, pids). Raises _ProcessGone.
 
-        Descendants that appear are primed (their first reading is 0); ones that vanish
-        between listing and reading are skipped, losing at most one interval of their CPU.
+        Descendants are listed again every CHILDREN_REFRESH_S, so a new one is counted from
+        the listing after it starts (its first reading is 0); ones that vanish between
+        listing and reading are skipped, losing at most one interval of their CPU.
         """
         root = self._procs[self.pid]
         try:
@@ -150,7 +157,7 @@ class Tracker:
                 raise _ProcessGone
             cpu = root.cpu_percent(interval=None)
             rss = root.memory_info().rss
-            children = root.children(recursive=True)
+            children = self._list_children(root)
         except (psutil.NoSuchProcess, psutil.AccessDenied) as exc:
             raise _ProcessGone from exc
         if rss == 0:  # exiting: its memory is released before it turns zombie
@@ -168,6 +175,18 @@ class Tracker:
             live[child.pid] = proc
         self._procs = live
         return cpu, rss, list(live)
+
+    def _list_children(self, root: psutil.Process) -> list[psutil.Process]:
+        """The tracked process's descendants, listed afresh at most every CHILDREN_REFRESH_S.
+
+        Listing scans all of /proc (about 4 ms here); doing that at every sample would
+        itself take a few % of a core from the trial being measured.
+        """
+        now = time.monotonic()
+        if now - self._children_listed_at >= CHILDREN_REFRESH_S:
+            self._children = root.children(recursive=True)
+            self._children_listed_at = now
+        return self._children
 
 
 def _process(pid: int) -> psutil.Process:
