@@ -25,7 +25,10 @@ def framework_names() -> list[str]:
 
 def is_installed(name: str) -> bool:
     """True if the framework's package is importable; does not import it."""
-    return importlib.util.find_spec(FRAMEWORKS[name][1]) is not None
+    try:
+        return importlib.util.find_spec(FRAMEWORKS[name][1]) is not None
+    except (ImportError, ValueError):  # a broken or blocked install counts as absent
+        return False
 
 
 def installed_frameworks() -> list[str]:

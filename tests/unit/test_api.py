@@ -1,0 +1,59 @@
+"""API pieces that need no framework: speed-ups, and the core without torch installed."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rigbench.api import speedups_over_cpu
+from rigbench.spec import Metrics, Result, TrialSpec
+
+
+def result(device, speed, status="ok", batch=32, precision="fp32"):
+    spec = TrialSpec(workload="cnn", device=device, batch_size=batch, precision=precision)
+    return Result(run_id="r", created_at="t", spec=spec, status=status,
+                  metrics=Metrics(samples_per_s=speed))
+
+
+def test_speedups_pair_same_workload_batch_precision_only():
+    rows = speedups_over_cpu([
+        result("cpu", 100.0), result("cuda:0", 1500.0),
+        result("cuda:0", 9999.0, batch=64),            # no CPU result at batch 64
+        result("mps", 50.0, status="oom"),             # failed: no speed-up
+        result("cpu", 10.0, precision="bf16"), result("cuda:0", 40.0, precision="bf16"),
+    ])
+    assert [(r["device"], r["precision"], r["speedup"]) for r in rows] == [
+        ("cuda:0", "fp32", pytest.approx(15.0)), ("cuda:0", "bf16", pytest.approx(4.0))]
+
+
+BLOCK_TORCH = """
+import importlib.abc, sys
+class BlockTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+sys.meta_path.insert(0, BlockTorch())
+"""
+
+
+def test_core_imports_and_works_without_torch(tmp_path):
+    code = BLOCK_TORCH + textwrap.dedent(f"""
+        import rigbench, rigbench.cli, rigbench.api as api
+        from rigbench.errors import UsageError
+        from rigbench.frameworks import installed_frameworks
+        from rigbench.store import Store
+        assert installed_frameworks() == [], installed_frameworks()
+        rows = api.workloads_info()
+        assert len(rows) == 8 and all(r["params"] is None for r in rows)
+        assert [d["id"] for d in api.devices_info()][0] == "cpu"
+        Store({str(tmp_path / 'x.db')!r}).list()
+        try:
+            api.plan_run(["mlp"])
+        except UsageError as exc:
+            print("ERROR:", exc)
+        assert "torch" not in sys.modules
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "ERROR: framework 'torch' is not installed: pip install" in proc.stdout
