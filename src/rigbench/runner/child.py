@@ -9,7 +9,6 @@ the kernel's OOM killer, a hang) are classified by the parent from the exit.
 from __future__ import annotations
 
 import os
-import resource
 import sys
 import traceback
 
@@ -34,6 +33,10 @@ def apply_memory_limit(limit_bytes: int) -> None:
     """
     import psutil  # core dependency; imported here to keep the child's start lean
 
+    try:
+        import resource  # POSIX only
+    except ImportError:
+        raise UnsupportedError("--memory-limit needs RLIMIT_AS, which this OS lacks (Windows)") from None
     info = psutil.Process().memory_info()
     headroom = limit_bytes - info.rss
     if headroom <= 0:

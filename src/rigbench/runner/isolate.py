@@ -61,7 +61,10 @@ def gpu_index_for(device: str) -> int | None:
 
 def _describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildReport:
     if returncode < 0:
-        name = signal.Signals(-returncode).name
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
         hint = ""
         if -returncode == signal.SIGKILL:
             hint = " (if no one killed it, likely the kernel's out-of-memory killer"
@@ -76,11 +79,22 @@ def _describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildR
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the child and everything it started (POSIX: its process group)."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # Windows: no process groups to signal
+            proc.kill()
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+def _new_session_args() -> dict:
+    """Popen arguments that keep Ctrl-C away from the child (the parent ends it itself)."""
+    if os.name == "nt":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
 
 
 def run_isolated(spec: TrialSpec, on_start: Callable[[int], None] | None = None) -> Outcome:
@@ -95,7 +109,7 @@ def run_isolated(spec: TrialSpec, on_start: Callable[[int], None] | None = None)
             proc = subprocess.Popen(
                 [sys.executable, "-m", "rigbench.runner.child", str(spec_path), str(report_path)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                env=child_env(spec), start_new_session=True,
+                env=child_env(spec), **_new_session_args(),
             )
             tracker = Tracker(proc.pid, interval=spec.measure.sample_interval_s,
                               gpu_index=gpu_index_for(spec.device))
