@@ -1,0 +1,126 @@
+"""Real data sets for training: registry, verified downloads, and numpy loaders.
+
+Framework-free on purpose (numpy only, plus scikit-learn for `digits` and Pillow for
+image folders): the CLI process may list, download and check data without importing a
+framework, and each framework adapter turns the arrays into its own tensors.
+
+The entry point for `rigbench train` is `load_for_workload`:
+
+    data = load_for_workload("mlp", "fashion_mnist", data_dir=None, download=True)
+    x_train, y_train, x_test, y_test = data       # uint8 [N,C,H,W], int64 [N]
+    data.classes                                  # class names, label i = classes[i]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from rigbench.data.accepts import ACCEPTS, accepted_datasets, check_compatible
+from rigbench.data.cache import FileProgress, dataset_dir, ensure_files, verify_file
+from rigbench.data.download import fetch
+from rigbench.data.errors import ChecksumError, CorruptFileError, DownloadError
+from rigbench.data.registry import DATASETS, DatasetInfo, RemoteFile, get_dataset, list_datasets
+from rigbench.data.transforms import resize_images, to_channels, to_workload_shape
+from rigbench.errors import UsageError
+from rigbench.workloads import get_workload
+
+__all__ = [
+    "ACCEPTS", "DATASETS", "ChecksumError", "CorruptFileError", "DatasetInfo", "DownloadError",
+    "LoadedData", "RemoteFile", "accepted_datasets", "check_compatible", "dataset_dir",
+    "ensure_files", "fetch", "get_dataset", "list_datasets", "load", "load_for_workload",
+    "resize_images", "to_channels", "to_workload_shape", "verify_file",
+]
+
+
+@dataclass(frozen=True)
+class LoadedData:
+    """A loaded data set; unpacks as (x_train, y_train, x_test, y_test).
+
+    Images are uint8 [N, C, H, W] (0..255, channels first), labels int64 [N] indexing
+    `classes`. Scaling to floats is left to the framework side, on the device.
+    """
+
+    dataset: str
+    classes: tuple[str, ...]
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter((self.x_train, self.y_train, self.x_test, self.y_test))
+
+
+def load(dataset: str | DatasetInfo, data_dir: str | os.PathLike[str] | None = None, *,
+         shape: tuple[int, ...] | None = None, download: bool = True, verify: bool = True,
+         progress: FileProgress | None = None) -> LoadedData:
+    """Load `dataset` from `data_dir` (default: the cache), fetching missing files if allowed.
+
+    `shape` (C, H, W) converts the images (grey <-> RGB, bilinear resize); None keeps the
+    stored shape. An image folder has no stored shape, so it needs `shape`.
+    `verify=False` skips the checksums but never the format checks.
+    """
+    info = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    if info.format == "image_folder":
+        if shape is None or len(shape) != 3:
+            raise ValueError(f"an image folder has no fixed size: pass shape=(C, H, W), got {shape}")
+        from rigbench.data.image_folder import find_classes, load_image_folder
+
+        root = dataset_dir(info, data_dir)
+        arrays = load_image_folder(root, (shape[1], shape[2]), channels=shape[0])
+        return LoadedData(info.name, find_classes(root), *arrays)
+    arrays = _load_fixed(info, data_dir, download, verify, progress)
+    x_train, y_train, x_test, y_test = arrays
+    if shape is not None and tuple(shape) != x_train.shape[1:]:
+        x_train, x_test = to_workload_shape(x_train, shape), to_workload_shape(x_test, shape)
+    return LoadedData(info.name, info.classes or (), x_train, y_train, x_test, y_test)
+
+
+def load_for_workload(workload_name: str, dataset_name: str | None = None,
+                      data_dir: str | os.PathLike[str] | None = None, *, download: bool = True,
+                      verify: bool = True, progress: FileProgress | None = None) -> LoadedData:
+    """The data for training `workload_name`, already in its input shape.
+
+    `dataset_name` defaults to the workload's reference data set (the first it accepts).
+    Raises UsageError when the workload cannot use the data set, or when the data has more
+    classes than the network has outputs.
+    """
+    workload = get_workload(workload_name)
+    if dataset_name is None:
+        accepted = accepted_datasets(workload_name)
+        if not accepted:
+            raise UsageError(f"workload {workload_name!r} takes no real data set yet (only synthetic data)")
+        dataset_name = accepted[0]
+    check_compatible(workload_name, dataset_name)
+    data = load(dataset_name, data_dir, shape=workload.input_shape, download=download, verify=verify,
+                progress=progress)
+    if workload.num_classes is not None and len(data.classes) > workload.num_classes:
+        raise UsageError(f"{dataset_name} has {len(data.classes)} classes ({', '.join(data.classes)}) but "
+                         f"workload {workload_name!r} has {workload.num_classes} outputs")
+    return data
+
+
+def _load_fixed(info: DatasetInfo, data_dir, download: bool, verify: bool,
+                progress: FileProgress | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The four arrays of a registry data set with fixed files (or none, for digits)."""
+    if info.format == "sklearn_digits":
+        from rigbench.data.digits import load_digits_arrays
+
+        return load_digits_arrays()
+    paths = ensure_files(info, data_dir, download=download, verify=verify, progress=progress)
+    if info.format == "idx":
+        from rigbench.data.idx import load_idx_pair
+
+        n = len(info.classes) if info.classes else None
+        x_train, y_train = load_idx_pair(paths["train_images"], paths["train_labels"], n)
+        x_test, y_test = load_idx_pair(paths["test_images"], paths["test_labels"], n)
+        return x_train, y_train, x_test, y_test
+    if info.format == "cifar10_binary":
+        from rigbench.data.cifar10 import load_cifar10_binary
+
+        return load_cifar10_binary(paths["archive"])
+    raise ValueError(f"no loader for format {info.format!r} of {info.name}")

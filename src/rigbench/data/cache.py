@@ -1,0 +1,130 @@
+"""Where a data set's files live, and making sure they are there and intact.
+
+The directory is `--data-dir` when given, else `cache_dir()/data/NAME`. A file that is
+present is checked against its published digests once; the result is remembered in a
+`<file>.verified` stamp (size, mtime, digests), so a 170 MB archive is not hashed again on
+every run. Touching or replacing the file changes size or mtime and forces a fresh check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from rigbench.data.download import fetch
+from rigbench.data.errors import ChecksumError, DownloadError
+from rigbench.data.hashing import file_digests, first_mismatch
+from rigbench.data.registry import DatasetInfo, RemoteFile, get_dataset
+from rigbench.errors import UsageError
+from rigbench.fingerprint import cache_dir
+
+#: progress(filename, bytes_done, bytes_total_or_None) while downloading.
+FileProgress = Callable[[str, int, int | None], None]
+
+_STAMP_SUFFIX = ".verified"
+
+
+def dataset_dir(dataset: DatasetInfo | str, data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """`data_dir` if given, else `cache_dir()/data/<name>` (RIGBENCH_CACHE_DIR moves it)."""
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    info = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    return cache_dir() / "data" / info.name
+
+
+def ensure_files(dataset: DatasetInfo | str, data_dir: str | os.PathLike[str] | None = None,
+                 download: bool = True, verify: bool = True,
+                 progress: FileProgress | None = None) -> dict[str, Path]:
+    """{role: path} of every file of `dataset`, present and (unless verify=False) checked.
+
+    A present file with the wrong digest raises ChecksumError and is left alone. Missing
+    files are downloaded when `download` is true; otherwise, or when the network fails, a
+    UsageError lists each missing file, the directory it belongs in and its URLs.
+    """
+    info = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    directory = dataset_dir(info, data_dir)
+    paths = {f.role: directory / f.filename for f in info.files}
+    missing = [f for f in info.files if not paths[f.role].is_file()]
+    for f in info.files:
+        if f not in missing and verify:
+            verify_file(paths[f.role], f)
+    if missing and not download:
+        raise UsageError(_missing_message(info, directory, missing, "not there, and downloading is off"))
+    for i, f in enumerate(missing):
+        try:
+            _download(f, paths[f.role], progress)
+        except DownloadError as error:
+            raise UsageError(_missing_message(info, directory, missing[i:], error.reason)) from None
+        if verify:
+            verify_file(paths[f.role], f)  # already checked by fetch: this writes the stamp
+    return paths
+
+
+def verify_file(path: Path, remote: RemoteFile) -> None:
+    """Raise ChecksumError unless `path` has `remote`'s digests; remembered in a stamp."""
+    expected = remote.digests
+    if not expected:
+        return
+    stat = path.stat()
+    if _read_stamp(path) == _stamp(stat, expected):
+        return
+    found = file_digests(path, tuple(expected))
+    mismatch = first_mismatch(found, expected)
+    if mismatch:
+        algorithm, want, got = mismatch
+        size = f" ({stat.st_size:,} bytes, published {remote.size:,})" if remote.size else ""
+        raise ChecksumError(str(path), want, got, algorithm,
+                            hint=f"it is damaged or a different version{size}: delete it and run again "
+                                 f"to re-fetch it from {remote.urls[0]}")
+    _write_stamp(path, _stamp(stat, expected))
+
+
+def _download(remote: RemoteFile, dest: Path, progress: FileProgress | None) -> None:
+    """Try each mirror in turn; the last network failure is raised.
+
+    A `.part` left by one mirror may be continued from another: the mirrors serve the
+    same bytes, and the digests are checked before anything is kept.
+    """
+    callback = (lambda done, total: progress(remote.filename, done, total)) if progress else None
+    last: DownloadError | None = None
+    for url in remote.urls:
+        try:
+            fetch(url, dest, md5=remote.md5, sha256=remote.sha256, progress=callback)
+            return
+        except DownloadError as error:
+            last = error
+    assert last is not None
+    raise last
+
+
+def _missing_message(info: DatasetInfo, directory: Path, missing: list[RemoteFile], reason: str) -> str:
+    """One line: what to fetch by hand, from where, and where to put it."""
+    wanted = "; ".join(f"{f.filename} from {' or '.join(f.urls)}" for f in missing)
+    return (f"cannot get the {info.name} data set ({reason}): put {wanted} into {directory}, "
+            f"or pass --data-dir pointing at a folder that holds them (docs/DATASETS.md)")
+
+
+def _stamp(stat: os.stat_result, expected: dict[str, str]) -> dict[str, object]:
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+            **{a: d.lower() for a, d in sorted(expected.items())}}
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + _STAMP_SUFFIX)
+
+
+def _read_stamp(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(_stamp_path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_stamp(path: Path, stamp: dict[str, object]) -> None:
+    """Best effort: a read-only data directory just means hashing again next time."""
+    with contextlib.suppress(OSError):
+        _stamp_path(path).write_text(json.dumps(stamp, sort_keys=True))

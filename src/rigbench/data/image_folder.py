@@ -1,0 +1,123 @@
+"""The user's own images: one sub-folder per class, PNG or JPEG, read with Pillow.
+
+    root/cats/001.jpg, root/dogs/002.png, ...          split here by a seed
+    root/train/cats/..., root/test/cats/..., ...       split kept as given
+
+Classes are the sorted folder names, so the label of a class never depends on the order
+the file system lists them in. Every image is converted to RGB (or grey) and resized to the
+workload's (H, W) as it is decoded, so the full-size images are never all in memory.
+Hidden entries (.DS_Store, .ipynb_checkpoints) are skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rigbench.data.split import stratified_split
+from rigbench.errors import UsageError
+
+IMAGE_FORMATS = ("PNG", "JPEG")
+
+
+def find_classes(root: str | Path) -> tuple[str, ...]:
+    """The class names under `root` (or under root/train when it is pre-split), sorted."""
+    return tuple(sorted(_class_dirs(_layout(Path(root))[0])))
+
+
+def load_image_folder(root: str | Path, size: tuple[int, int], channels: int = 3,
+                      test_fraction: float = 0.2, seed: int = 0
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x_train uint8 [N,C,H,W], y_train int64, x_test, y_test) from the folder tree at `root`.
+
+    `size` is (H, W). Without train/ and test/ sub-folders, each class is split by
+    `test_fraction` with `seed` (stratified, deterministic).
+    """
+    train_root, test_root = _layout(Path(root))
+    classes = find_classes(root)
+    train_files, train_labels = _listing(train_root, classes)
+    if test_root is None:
+        train_idx, test_idx = stratified_split(train_labels, test_fraction, seed)
+        test_files = [train_files[i] for i in test_idx]
+        test_labels = train_labels[test_idx]
+        train_files = [train_files[i] for i in train_idx]
+        train_labels = train_labels[train_idx]
+    else:
+        test_files, test_labels = _listing(test_root, classes)
+    return (_decode_all(train_files, size, channels), train_labels,
+            _decode_all(test_files, size, channels), test_labels)
+
+
+def _layout(root: Path) -> tuple[Path, Path | None]:
+    """(folder of training classes, folder of test classes or None when we split)."""
+    if not root.is_dir():
+        raise UsageError(f"image folder {root} does not exist: give --data-dir a folder with one "
+                         f"sub-folder of PNG/JPEG images per class")
+    has_train, has_test = (root / "train").is_dir(), (root / "test").is_dir()
+    if has_train and has_test:
+        return root / "train", root / "test"
+    if has_train or has_test:
+        lone = "train" if has_train else "test"
+        raise UsageError(f"{root} has a {lone}/ folder but no {'test' if has_train else 'train'}/ one: "
+                         f"give both, or neither and let rigbench split the classes")
+    return root, None
+
+
+def _class_dirs(folder: Path) -> list[str]:
+    names = [p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    if not names:
+        raise UsageError(f"{folder} has no class folders: put each class's images in its own "
+                         f"sub-folder, e.g. {folder / 'cats'} and {folder / 'dogs'}")
+    return names
+
+
+def _listing(folder: Path, classes: tuple[str, ...]) -> tuple[list[Path], np.ndarray]:
+    """Every image path under `folder` in class then name order, and its label."""
+    found = sorted(_class_dirs(folder))
+    if tuple(found) != classes:
+        raise UsageError(f"{folder} has classes {', '.join(found)} but the training folder has "
+                         f"{', '.join(classes)}: train/ and test/ need the same class folders")
+    files: list[Path] = []
+    labels: list[int] = []
+    for label, name in enumerate(classes):
+        entries = sorted(p for p in (folder / name).iterdir() if not p.name.startswith("."))
+        if not entries:
+            raise UsageError(f"class folder {folder / name} is empty: add PNG/JPEG images or remove it")
+        for entry in entries:
+            if not entry.is_file():
+                raise UsageError(f"{entry} is not an image file: class folders hold images only, no sub-folders")
+        files += entries
+        labels += [label] * len(entries)
+    return files, np.asarray(labels, dtype=np.int64)
+
+
+def _decode_all(files: list[Path], size: tuple[int, int], channels: int) -> np.ndarray:
+    out = np.empty((len(files), channels, *size), dtype=np.uint8)
+    for i, path in enumerate(files):
+        out[i] = _decode(path, size, channels)
+    return out
+
+
+def _decode(path: Path, size: tuple[int, int], channels: int) -> np.ndarray:
+    """One image as uint8 [C, H, W]; anything that is not a readable PNG/JPEG is a UsageError."""
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise UsageError("image folders need Pillow: pip install 'rigbench[data]'") from None
+    if channels not in (1, 3):
+        raise UsageError(f"image folders give 1 or 3 channels, the workload wants {channels}")
+    try:
+        with Image.open(path) as image:
+            if image.format not in IMAGE_FORMATS:
+                raise UsageError(f"{path} is a {image.format} image: only PNG and JPEG are read")
+            image = image.convert("RGB" if channels == 3 else "L")
+            height, width = size
+            image = image.resize((width, height), Image.Resampling.BILINEAR)
+            pixels = np.asarray(image, dtype=np.uint8)
+    except UnidentifiedImageError:
+        raise UsageError(f"{path} is not an image: class folders may hold only PNG and JPEG files") from None
+    except (OSError, SyntaxError, ValueError) as error:
+        # Pillow reports truncated or damaged files with OSError/SyntaxError/ValueError.
+        raise UsageError(f"{path} is not a readable PNG or JPEG image ({error})") from None
+    return pixels[None] if channels == 1 else pixels.transpose(2, 0, 1)

@@ -1,0 +1,189 @@
+"""Downloads against a local HTTP server on 127.0.0.1 that honours (or ignores) Range."""
+
+import dataclasses
+import hashlib
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from rigbench.data import ChecksumError, DownloadError, ensure_files, fetch, load
+from rigbench.data.download import part_path
+from rigbench.errors import UsageError
+from tests.data_files import md5_of, mnist_arrays, write_mnist
+
+BODY = bytes(range(256)) * 40  # 10,240 bytes
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        server = self.server
+        byte_range = self.headers.get("Range")
+        server.requests.append((self.path, byte_range))
+        body = server.files.get(self.path)
+        if body is None:
+            self.send_error(404)
+            return
+        start = 0
+        if byte_range and server.honour_range:
+            start = int(byte_range.removeprefix("bytes=").split("-")[0])
+            if start >= len(body):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(body)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+        else:
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body) - start))
+        self.end_headers()
+        # cut_at: the connection drops after that many bytes of the file, once.
+        end = len(body) if server.cut_at is None else server.cut_at
+        server.cut_at = None
+        self.wfile.write(body[start:end])
+        server.bytes_sent += max(0, end - start)
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.files, httpd.requests, httpd.honour_range = {"/blob.bin": BODY}, [], True
+    httpd.bytes_sent, httpd.cut_at = 0, None
+    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def closed_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed on return: connecting is refused
+
+
+def test_fetch_verifies_and_renames(server, tmp_path):
+    seen = []
+    dest = fetch(f"{server.url}/blob.bin", tmp_path / "sub" / "blob.bin", md5=md5_of(BODY),
+                 sha256=hashlib.sha256(BODY).hexdigest(), progress=lambda d, t: seen.append((d, t)))
+    assert dest.read_bytes() == BODY and not part_path(dest).exists()
+    assert seen[-1] == (len(BODY), len(BODY))
+    assert server.requests == [("/blob.bin", None)]
+
+
+def test_resume_asks_for_the_rest_and_appends(server, tmp_path):
+    dest = tmp_path / "blob.bin"
+    half = len(BODY) // 2
+    part_path(dest).write_bytes(BODY[:half])
+    fetch(f"{server.url}/blob.bin", dest, md5=md5_of(BODY))
+    assert server.requests == [("/blob.bin", f"bytes={half}-")]
+    assert server.bytes_sent == len(BODY) - half
+    assert dest.read_bytes() == BODY and not part_path(dest).exists()
+
+
+def test_dropped_connection_keeps_the_part_for_the_next_try(server, tmp_path):
+    dest = tmp_path / "blob.bin"
+    server.cut_at = 3000
+    with pytest.raises(DownloadError, match="blob.bin"):
+        fetch(f"{server.url}/blob.bin", dest, md5=md5_of(BODY))
+    assert part_path(dest).read_bytes() == BODY[:3000] and not dest.exists()
+    fetch(f"{server.url}/blob.bin", dest, md5=md5_of(BODY))
+    assert server.requests[-1] == ("/blob.bin", "bytes=3000-")
+    assert dest.read_bytes() == BODY
+
+
+def test_server_without_range_support_restarts_from_zero(server, tmp_path):
+    server.honour_range = False
+    dest = tmp_path / "blob.bin"
+    part_path(dest).write_bytes(b"x" * 100)
+    fetch(f"{server.url}/blob.bin", dest, md5=md5_of(BODY))
+    assert dest.read_bytes() == BODY
+
+
+def test_stale_part_is_retried_once_from_zero(server, tmp_path):
+    dest = tmp_path / "blob.bin"
+    part_path(dest).write_bytes(b"\xff" * 1000)  # not a prefix of BODY
+    fetch(f"{server.url}/blob.bin", dest, md5=md5_of(BODY))
+    assert server.requests == [("/blob.bin", "bytes=1000-"), ("/blob.bin", None)]
+    assert dest.read_bytes() == BODY
+
+
+def test_complete_part_is_just_verified(server, tmp_path):
+    dest = tmp_path / "blob.bin"
+    part_path(dest).write_bytes(BODY)
+    fetch(f"{server.url}/blob.bin", dest, md5=md5_of(BODY))  # server answers 416
+    assert dest.read_bytes() == BODY and server.bytes_sent == 0
+
+
+def test_wrong_checksum_keeps_nothing(server, tmp_path):
+    dest = tmp_path / "blob.bin"
+    with pytest.raises(ChecksumError) as caught:
+        fetch(f"{server.url}/blob.bin", dest, md5="0" * 32)
+    assert str(dest) in str(caught.value) and "nothing was saved" in str(caught.value)
+    assert caught.value.expected == "0" * 32 and caught.value.got == md5_of(BODY)
+    assert not dest.exists() and not part_path(dest).exists()
+
+
+def test_http_error_names_the_url(server, tmp_path):
+    with pytest.raises(DownloadError, match=r"cannot download http://127.0.0.1:\d+/nope.bin \(HTTP 404"):
+        fetch(f"{server.url}/nope.bin", tmp_path / "nope.bin")
+
+
+def test_server_down_names_file_directory_and_url(closed_port, tmp_path):
+    url = f"http://127.0.0.1:{closed_port}/blob.bin"
+    dest = tmp_path / "blob.bin"
+    with pytest.raises(UsageError) as caught:
+        fetch(url, dest, md5=md5_of(BODY))
+    message = str(caught.value)
+    assert url in message and str(dest) in message and "refused" in message.lower()
+    assert not dest.exists()
+
+
+def test_dataset_download_end_to_end(server, tmp_path):
+    arrays = mnist_arrays(seed=7)
+    info, blobs = write_mnist(tmp_path / "upstream", arrays, url_prefix=f"{server.url}/mnist/")
+    server.files.update({f"/mnist/{name}": blob for name, blob in blobs.items()})
+    target = tmp_path / "cache"
+    data = load(info, target)
+    np.testing.assert_array_equal(data.x_train[:, 0], arrays[0])
+    np.testing.assert_array_equal(data.y_test, arrays[3])
+    assert sorted(p.name for p in target.iterdir()) == sorted(
+        [*blobs, *(f"{name}.verified" for name in blobs)])
+    requests = len(server.requests)
+    load(info, target)  # everything present and stamped: no network at all
+    assert len(server.requests) == requests
+
+
+def test_mirrors_are_tried_in_order(server, tmp_path):
+    arrays = mnist_arrays(seed=8)
+    info, blobs = write_mnist(tmp_path / "upstream", arrays)
+    server.files.update({f"/m2/{name}": blob for name, blob in blobs.items()})
+    mirrored = dataclasses.replace(info, files=tuple(
+        dataclasses.replace(f, urls=(f"{server.url}/m1/{f.filename}", f"{server.url}/m2/{f.filename}"))
+        for f in info.files))
+    ensure_files(mirrored, tmp_path / "cache")
+    assert [p for p, _ in server.requests[:2]] == ["/m1/train-images-idx3-ubyte.gz", "/m2/train-images-idx3-ubyte.gz"]
+
+
+def test_offline_dataset_lists_every_missing_file(closed_port, tmp_path):
+    arrays = mnist_arrays()
+    info, _ = write_mnist(tmp_path / "upstream", arrays, url_prefix=f"http://127.0.0.1:{closed_port}/")
+    target = tmp_path / "cache"
+    (target).mkdir()
+    (target / "train-images-idx3-ubyte.gz").write_bytes((tmp_path / "upstream" / "train-images-idx3-ubyte.gz").read_bytes())
+    with pytest.raises(UsageError) as caught:
+        ensure_files(info, target)
+    message = str(caught.value)
+    assert "\n" not in message and str(target) in message and "--data-dir" in message
+    for f in info.files[1:]:
+        assert f.filename in message and f.urls[0] in message
+    assert "train-images" not in message  # already there
