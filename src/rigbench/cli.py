@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -120,6 +121,9 @@ def run(
             out.print(terminal.speedup_table(speedups))
         out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
                   f"See one trial with: rigbench results show ID", highlight=False)
+        db_arg = f" --db {shlex.quote(db)}" if db else ""
+        out.print(f"Report: rigbench report --run {outcome.run_id}{db_arg} --out report.html",
+                  highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
         err.print(f"interrupted: {len(outcome.results)} of {len(specs)} trials finished and were stored")
         raise typer.Exit(130)
@@ -198,6 +202,23 @@ def results_export(
         err.print(f"wrote {len(rows)} results to {output}")
     else:
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+
+
+@app.command()
+@handles_usage_errors
+def report(
+    run_id: Optional[list[str]] = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),
+    where: Optional[list[str]] = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
+    output: str = typer.Option("report.html", "--out", "-o", metavar="FILE", help="The HTML file to write (self-contained: opens offline)."),
+    png_dir: Optional[str] = typer.Option(None, "--png", metavar="DIR", help="Also write each chart as a PNG into DIR."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Write an HTML report with interactive charts: speed, CPU/GPU use and memory against batch size, speed-ups, machine, failures."""
+    done = api.report(output, db=db, run_ids=run_id or [], where=where or [], png_dir=png_dir)
+    out.print(f"Wrote {done.path} ({done.size_bytes / 1024:,.0f} KB): {done.trials} trials, "
+              f"{len(done.charts)} charts", highlight=False, markup=False, soft_wrap=True)
+    if done.pngs:
+        out.print(f"PNGs: {len(done.pngs)} in {png_dir}", highlight=False, markup=False, soft_wrap=True)
 
 
 def main() -> None:

@@ -106,7 +106,7 @@ def result_detail(r: Result, machine: dict[str, Any] | None) -> Table:
     table.add_row("raw step times", f"{len(r.step_times_s)} kept")
     table.add_row("raw tracker samples", f"{len(r.tracker_samples)} kept")
     if machine:
-        table.add_row("machine", f"{machine.get('cpu_model')} | {machine.get('logical_cores')} "
+        table.add_row("machine", f"{machine.get('cpu_model')} | {machine.get('cpu_cores_logical')} "
                                  f"logical cores | {format_bytes(machine.get('ram_bytes'))} RAM | "
                                  f"{machine.get('os')}")
         for gpu in machine.get("gpus") or []:

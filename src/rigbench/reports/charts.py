@@ -1,0 +1,301 @@
+"""Results -> chart specifications, independent of how they are drawn.
+
+The HTML report (`html.py`, plotly) and the PNG export (`png.py`, matplotlib) draw the same
+`Chart` objects, so both always show the same numbers. Nothing here imports an optional
+dependency. A section whose builders return no chart is left out of the page: charts for
+data that does not exist yet (accuracy curves, rooflines) are never drawn empty; they are
+added later as another `Section` with its own builders.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from rigbench import api
+from rigbench.spec import Result
+
+#: Series colours, in order, shared by the page and the PNGs so that both read alike.
+COLOURS: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+                            "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+
+
+@dataclass
+class Series:
+    """One line (or one set of bars): points in x order, with optional asymmetric error."""
+
+    name: str
+    x: list[Any] = field(default_factory=list)
+    y: list[float] = field(default_factory=list)
+    err_minus: list[float] | None = None  # distance below y (None: no error bars)
+    err_plus: list[float] | None = None
+    hover: list[str] = field(default_factory=list)  # HTML-escaped, lines joined by <br>
+    dash: bool = False  # a reference line (e.g. ideal scaling), not a measurement
+
+
+@dataclass
+class Chart:
+    """A chart: `kind` is "line" or "bar"; `x_scale` is "log2", "linear" or "category"."""
+
+    id: str
+    title: str
+    x_title: str
+    y_title: str
+    series: list[Series]
+    kind: str = "line"
+    x_scale: str = "linear"
+
+
+@dataclass
+class Section:
+    """A heading on the page and the builders that fill it."""
+
+    id: str
+    title: str
+    blurb: str
+    builders: tuple[Callable[[Sequence[Result]], list[Chart]], ...]
+
+
+def hover_lines(*lines: str) -> str:
+    """Hover text for one point. Plotly reads hover text as a small HTML subset, so user
+    text is escaped here (plotly turns &lt; back into a literal <) and joined with <br>."""
+    return "<br>".join(html.escape(line, quote=False) for line in lines if line)
+
+
+def _ok(results: Sequence[Result]) -> list[Result]:
+    return [r for r in results if r.status == "ok" and r.metrics.samples_per_s]
+
+
+def _workload(r: Result) -> str:
+    opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
+    return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
+
+
+def _threads(r: Result) -> int | None:
+    """Threads the trial ran with: what the child reported, else what was asked for."""
+    return r.threads if r.threads is not None else r.spec.threads
+
+
+class LineKey(NamedTuple):
+    """What makes trials one line in a chart against batch size."""
+
+    workload: str
+    framework: str
+    device: str
+    precision: str
+    threads: int | None
+    run_id: str
+
+
+def _line_key(r: Result) -> LineKey:
+    return LineKey(_workload(r), r.spec.framework, r.spec.device, r.spec.precision,
+                   _threads(r), r.run_id)
+
+
+def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
+    """Names for lines. Workload, framework and device are always named; precision,
+    threads and run only when they differ between the results shown, so a plain run gets
+    short names and mixed runs still get distinct ones."""
+    keys = {_line_key(r) for r in results}
+    varies = {field: len({getattr(k, field) for k in keys}) > 1 for field in LineKey._fields}
+
+    def name(key: LineKey) -> str:
+        parts = [key.workload, key.framework, key.device]
+        if varies["precision"]:
+            parts.append(key.precision)
+        if varies["threads"]:
+            parts.append("default threads" if key.threads is None
+                         else f"{key.threads} thread{'s' * (key.threads != 1)}")
+        if varies["run_id"]:
+            parts.append(f"run {key.run_id}")
+        return " · ".join(parts)
+    return name
+
+
+def trial_hover(r: Result, value: str) -> str:
+    """The hover text of a measured point: the value, then the trial's spec."""
+    m = r.metrics
+    return hover_lines(
+        value, r.spec.label(), f"trial {r.id} · run {r.run_id}",
+        f"device: {r.device_name}" if r.device_name else "",
+        f"threads: {_threads(r)}" if _threads(r) is not None else "",
+        f"step {m.step_time_ms_median:.2f} ms median, {m.steps_measured} steps"
+        + (" [noisy]" if m.noisy else "") if m.step_time_ms_median else "",
+        f"measure: ≥{r.spec.measure.min_steps} steps and ≥{r.spec.measure.min_seconds:g} s",
+    )
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A per-trial number plotted against batch size (Figures 2-9 of seed 003)."""
+
+    id: str
+    title: str
+    y_title: str
+    unit: str
+    value: Callable[[Result], float | None]
+    interval: Callable[[Result], tuple[float, float] | None] = lambda r: None
+
+
+def _gpu_memory(r: Result) -> float | None:
+    # NVML's per-process figure when there is one, else the allocator's peak (as the terminal table)
+    m = r.metrics
+    return m.gpu_mem_peak_mib if m.gpu_mem_peak_mib is not None else m.allocator_peak_mib
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("speed", "Training speed", "samples/s (95% CI)", "samples/s",
+           lambda r: r.metrics.samples_per_s, lambda r: r.metrics.samples_per_s_ci),
+    Metric("cpu", "CPU use", "CPU % (100 = every logical core)", "% CPU",
+           lambda r: r.metrics.cpu_util_pct_mean),
+    Metric("gpu", "GPU use", "GPU % (NVML utilisation)", "% GPU",
+           lambda r: r.metrics.gpu_util_pct_mean),
+    Metric("rss", "Host memory", "peak RSS (MiB)", "MiB RSS", lambda r: r.metrics.rss_peak_mib),
+    Metric("gpu_mem", "GPU memory", "peak GPU memory (MiB)", "MiB GPU", _gpu_memory),
+)
+
+
+def metric_chart(results: Sequence[Result], metric: Metric) -> Chart | None:
+    """`metric` against batch size, one line per workload/framework/device; None when no
+    successful trial has the metric (e.g. GPU % on a CPU-only run)."""
+    rows = [r for r in _ok(results) if metric.value(r) is not None]
+    if not rows:
+        return None
+    name = _line_namer(rows)
+    by_line: dict[LineKey, list[Result]] = defaultdict(list)
+    for r in rows:
+        by_line[_line_key(r)].append(r)
+    series = []
+    for key, members in by_line.items():
+        members.sort(key=lambda r: (r.spec.batch_size, r.id or 0))
+        s = Series(name=name(key))
+        with_ci = all(metric.interval(r) for r in members)
+        if with_ci:
+            s.err_minus, s.err_plus = [], []
+        for r in members:
+            y = metric.value(r)
+            s.x.append(r.spec.batch_size)
+            s.y.append(y)
+            text = f"{y:,.1f} {metric.unit}"
+            if with_ci:
+                low, high = metric.interval(r)
+                s.err_minus.append(y - low)
+                s.err_plus.append(high - y)
+                text += f" (95% CI {low:,.1f} to {high:,.1f})"
+            s.hover.append(trial_hover(r, text))
+        series.append(s)
+    return Chart(id=metric.id, title=f"{metric.title} against batch size", x_title="batch size",
+                 y_title=metric.y_title, series=series, x_scale="log2")
+
+
+def batch_charts(results: Sequence[Result]) -> list[Chart]:
+    """Speed, CPU %, GPU %, host and GPU memory against batch size (those with data)."""
+    return [c for c in (metric_chart(results, m) for m in METRICS) if c is not None]
+
+
+def speedup_charts(results: Sequence[Result]) -> list[Chart]:
+    """Each device's samples/s over the CPU's, per workload and batch size (bars)."""
+    rows = api.speedups_over_cpu(_ok(results))
+    if not rows:
+        return []
+    precisions = {row["precision"] for row in rows}
+    by_device: dict[str, Series] = {}
+    for row in rows:
+        name = row["device"] + (f" · {row['precision']}" if len(precisions) > 1 else "")
+        s = by_device.setdefault(name, Series(name=name))
+        s.x.append(f"{row['workload']} b{row['batch_size']}")
+        s.y.append(row["speedup"])
+        s.hover.append(hover_lines(f"{row['speedup']:.2f}x the CPU's samples/s",
+                                   f"{row['workload']} b{row['batch_size']} {row['precision']}",
+                                   f"{row['device']} vs cpu"))
+    return [Chart(id="speedup_cpu", title="Speed-up over the CPU", x_title="workload and batch size",
+                  y_title="× CPU samples/s", series=list(by_device.values()), kind="bar",
+                  x_scale="category")]
+
+
+def _pairs(results: Sequence[Result], group: Callable[[Result], tuple],
+           vary: Callable[[Result], Any], base: Any) -> list[tuple[tuple, Result, Result]]:
+    """(group, result, baseline) for each successful trial whose `vary` is not `base` and
+    that has a successful baseline trial (same group, `vary` == `base`); the newest
+    baseline wins when there are several."""
+    ok = _ok(results)
+    baselines = {group(r): r for r in ok if vary(r) == base}
+    return [(group(r), r, baselines[group(r)]) for r in ok
+            if vary(r) not in (base, None) and group(r) in baselines]
+
+
+def _speedup(r: Result, baseline: Result) -> float:
+    return r.metrics.samples_per_s / baseline.metrics.samples_per_s
+
+
+def precision_charts(results: Sequence[Result]) -> list[Chart]:
+    """bf16/fp16 samples/s over fp32's for the same workload, device, batch and threads."""
+    pairs = _pairs(results, lambda r: (_workload(r), r.spec.framework, r.spec.device,
+                                       r.spec.batch_size, _threads(r)),
+                   lambda r: r.spec.precision, "fp32")
+    if not pairs:
+        return []
+    by_precision: dict[str, Series] = {}
+    for (workload, framework, device, batch, _), r, base in pairs:
+        s = by_precision.setdefault(r.spec.precision, Series(name=r.spec.precision))
+        s.x.append(f"{workload} {device} b{batch}")
+        s.y.append(_speedup(r, base))
+        s.hover.append(trial_hover(r, f"{_speedup(r, base):.2f}x fp32's samples/s "
+                                      f"(trial {base.id})"))
+    return [Chart(id="precision", title="Speed-up over fp32", x_title="workload, device, batch",
+                  y_title="× fp32 samples/s", series=list(by_precision.values()), kind="bar",
+                  x_scale="category")]
+
+
+def thread_charts(results: Sequence[Result]) -> list[Chart]:
+    """samples/s over the 1-thread trial's, against threads, with the ideal linear line."""
+    pairs = _pairs(results, lambda r: (_workload(r), r.spec.framework, r.spec.device,
+                                       r.spec.batch_size, r.spec.precision),
+                   _threads, 1)
+    if not pairs:
+        return []
+    by_group: dict[tuple, Series] = {}
+    for key, r, base in sorted(pairs, key=lambda p: (p[0], _threads(p[1]))):
+        workload, framework, device, batch, precision = key
+        s = by_group.get(key)
+        if s is None:
+            s = by_group[key] = Series(name=f"{workload} · {framework} · {device} · b{batch} · {precision}",
+                                       x=[1], y=[1.0], hover=[trial_hover(base, "1.00x (baseline)")])
+        s.x.append(_threads(r))
+        s.y.append(_speedup(r, base))
+        s.hover.append(trial_hover(r, f"{_speedup(r, base):.2f}x the 1-thread samples/s"))
+    # a point at every measured count: on the log x axis a two-point line would not be y = x
+    counts = sorted({x for s in by_group.values() for x in s.x})
+    ideal = Series(name="ideal (linear)", x=counts, y=[float(n) for n in counts],
+                   hover=[hover_lines(f"ideal: {n}x") for n in counts], dash=True)
+    return [Chart(id="threads", title="Thread scaling", x_title="threads",
+                  y_title="× 1-thread samples/s", series=[*by_group.values(), ideal], x_scale="log2")]
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("batch", "Speed and resources against batch size",
+            "One line per workload, framework and device. Error bars on speed are the "
+            "bootstrap 95% confidence interval of the median step time. Failed trials are "
+            "not drawn; they are listed at the end.", (batch_charts,)),
+    Section("speedup", "Speed-up over the CPU",
+            "Each device's samples/s divided by the CPU's for the same workload, batch size "
+            "and precision.", (speedup_charts,)),
+    Section("scaling", "Precision and thread scaling",
+            "Mixed precision over fp32, and more threads over one, for otherwise identical "
+            "trials.", (precision_charts, thread_charts)),
+    # Accuracy/time-to-target/loss curves and roofline/MFU/published comparisons go here as
+    # new Sections once results carry their data; until then they must not appear at all.
+)
+
+
+def gather(results: Sequence[Result]) -> list[tuple[Section, list[Chart]]]:
+    """The sections that have at least one chart, with their charts, in page order."""
+    out = []
+    for section in SECTIONS:
+        charts = [chart for build in section.builders for chart in build(results)]
+        if charts:
+            out.append((section, charts))
+    return out

@@ -1,0 +1,201 @@
+"""`rigbench report` end to end: real CPU trials, the real CLI in a subprocess, and the page
+opened offline in real headless Chromium (Debian's `chromium`, driven by playwright)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+for _module in ("plotly", "jinja2", "matplotlib"):
+    pytest.importorskip(_module, reason="the report extra is not installed: pip install -e '.[report]'")
+
+from rigbench import api  # noqa: E402
+from rigbench.spec import Metrics  # noqa: E402
+from rigbench.store import Store  # noqa: E402
+from tests.unit.test_report_data import every_kind_of_result  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+PWNED = "<script>window.__pwned=1</script>"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def rigbench(*args):
+    return subprocess.run([sys.executable, "-m", "rigbench", *args], check=False, capture_output=True,
+                          text=True, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def filled_db(tmp_path_factory):
+    """4 real CPU trials (mlp and cnn at batch 8 and 16) plus one crashed trial whose error
+    text is a script tag. Module-scoped: the trials take ~30-40 s."""
+    base = tmp_path_factory.mktemp("report")
+    db = str(base / "report.db")
+    with pytest.MonkeyPatch.context() as mp:  # conftest's isolation is per test, this runs before it
+        mp.setenv("RIGBENCH_CACHE_DIR", str(base / "cache"))
+        specs = api.plan_run(workloads=["mlp", "cnn"], devices=["cpu"], batch_sizes=[8, 16],
+                             quick=True, threads=1)
+        outcome = api.run(specs, db=db, command="pytest: report fixture")
+    assert [r.status for r in outcome.results] == ["ok"] * 4, [r.error for r in outcome.results]
+    crashed = outcome.results[0].model_copy(update={
+        "id": None, "status": "crash", "metrics": Metrics(),
+        "error": f"RuntimeError: boom\n{PWNED}"})
+    Store(db).add_result(crashed)
+    return db
+
+
+@pytest.fixture(scope="module")
+def report_page(filled_db, tmp_path_factory):
+    path = tmp_path_factory.mktemp("page") / "report.html"
+    proc = rigbench("report", "--db", filled_db, "--out", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "5 trials, 3 charts" in proc.stdout
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is missing (pip install -e '.[test]')")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def open_offline(browser, path):
+    """A page showing `path`, with every request that is not file:// or data: aborted.
+    Returns (page, console and page errors, blocked URLs)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors, blocked = [], []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    def only_local(route):
+        if route.request.url.startswith(("file:", "data:")):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+    page.route("**/*", only_local)
+    page.goto(path.as_uri())
+    page.wait_for_function("document.querySelectorAll('.chart').length > 0 && "
+                           "document.querySelectorAll('.chart').length === "
+                           "document.querySelectorAll('.chart.js-plotly-plot').length")
+    return page, errors, blocked
+
+
+def drawn_charts(page):
+    """chart id -> (points per trace in its data, drawn SVG points)."""
+    rows = page.evaluate("""Array.from(document.querySelectorAll('.chart')).map(el => [
+        el.id, (el.data || []).map(t => (t.x || []).length), el.querySelectorAll('.point').length])""")
+    return {chart_id: (lengths, points) for chart_id, lengths, points in rows}
+
+
+def test_page_is_one_self_contained_file(report_page):
+    text = report_page.read_text(encoding="utf-8")
+    assert text.count("* plotly.js v") == 1  # the library once, not once per chart
+    assert "<script src" not in text and "<link" not in text
+    assert PWNED not in text  # only ever escaped
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in text
+    assert "docs/METHODOLOGY.md" in text
+
+
+def test_page_in_chromium_offline(report_page, browser):
+    page, errors, blocked = open_offline(browser, report_page)
+    try:
+        assert errors == [] and blocked == []
+        charts = drawn_charts(page)
+        assert set(charts) == {"chart-speed", "chart-cpu", "chart-rss"}  # no GPU: no empty GPU charts
+        for chart_id, (lengths, points) in charts.items():
+            assert lengths == [2, 2], chart_id  # mlp and cnn, batch 8 and 16 each
+            assert points >= 4, chart_id
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        cell = page.locator("#failed pre.error")
+        assert cell.count() == 1 and cell.is_visible()
+        assert PWNED in cell.inner_text()
+        assert page.locator("#speedup, #scaling").count() == 0  # no data, no section
+
+        # hovering a point shows its exact value and the trial's spec
+        box = page.locator("#chart-speed .point").first.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        hover = page.locator("#chart-speed .hovertext").first
+        hover.wait_for(timeout=5000)
+        text = hover.text_content()  # an SVG element: no innerText
+        assert "samples/s (95% CI" in text and "torch cpu b" in text and "trial " in text
+        page.mouse.move(0, 0)
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_every_chart_kind_draws_in_chromium(tmp_path, browser):
+    """GPU, speed-up, precision and thread charts, from results built here (no GPU needed)."""
+    db = str(tmp_path / "kinds.db")
+    store = Store(db)
+    store.add_run("r1", "2026-01-01T00:00:00+00:00", "test", {"hostname": "<b>host</b>"})
+    for result in every_kind_of_result():
+        store.add_result(result)
+    done = api.report(str(tmp_path / "kinds.html"), db=db)
+    assert done.charts == ["speed", "cpu", "gpu", "rss", "gpu_mem", "speedup_cpu", "precision", "threads"]
+    page, errors, blocked = open_offline(browser, tmp_path / "kinds.html")
+    try:
+        assert errors == [] and blocked == []
+        charts = drawn_charts(page)
+        assert len(charts) == 8
+        for chart_id, (lengths, points) in charts.items():
+            assert lengths and all(lengths) and points > 0, chart_id
+        assert "<b>host</b>" in page.locator("#machine").inner_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-all-kinds.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_png_per_chart(filled_db, tmp_path):
+    proc = rigbench("report", "--db", filled_db, "--out", str(tmp_path / "r.html"),
+                    "--png", str(tmp_path / "png"))
+    assert proc.returncode == 0, proc.stderr
+    files = sorted((tmp_path / "png").iterdir())
+    assert [f.name for f in files] == ["cpu.png", "rss.png", "speed.png"]
+    for f in files:
+        data = f.read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 5000
+
+
+def test_where_and_run_select_trials(filled_db, tmp_path):
+    run_id = Store(filled_db).list()[0].run_id
+    proc = rigbench("report", "--db", filled_db, "--run", run_id, "--where", "workload=cnn",
+                    "--where", "batch_size=16", "--out", str(tmp_path / "cnn.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert "1 trials, 3 charts" in proc.stdout
+    # only failures: the page still has the machine and the failed-trials table, and no charts
+    proc = rigbench("report", "--db", filled_db, "--where", "status=crash", "--out", str(tmp_path / "f.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert "1 trials, 0 charts" in proc.stdout
+    assert "&lt;script&gt;window.__pwned" in (tmp_path / "f.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--where", "colour=red"], "unknown --where key 'colour': use workload, device, framework"),
+    (["--where", "batch_size"], "--where 'batch_size' must be KEY=VALUE"),
+    (["--where", "batch_size=big"], "batch_size must be a whole number"),
+    (["--where", "workload=resnet"], "match --where workload=resnet"),
+    (["--run", "nosuchrun"], "no results stored for --run 'nosuchrun'"),
+])
+def test_bad_selection_is_one_line_exit_2(filled_db, tmp_path, args, message):
+    proc = rigbench("report", "--db", filled_db, "--out", str(tmp_path / "x.html"), *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "x.html").exists()

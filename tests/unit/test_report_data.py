@@ -1,0 +1,180 @@
+"""What the report draws from a given list of Results: series, points, sections, escaping."""
+
+import json
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbench import api, cli
+from rigbench.errors import UsageError
+from rigbench.reports.charts import gather
+from rigbench.spec import Metrics, Result, TrialSpec
+
+_ids = iter(range(1, 10_000))
+
+
+def make_result(workload="cnn", device="cpu", batch=16, speed=100.0, precision="fp32", threads=1,
+                status="ok", run_id="r1", error=None, options=None, **metrics):
+    """A stored-looking Result; speed None (or a failed status) leaves samples/s empty."""
+    spec = TrialSpec(workload=workload, device=device, batch_size=batch, precision=precision,
+                     threads=threads, workload_options=options or {})
+    values = {"cpu_util_pct_mean": 45.0, "rss_peak_mib": 400.0, "step_time_ms_median": 12.5, "steps_measured": 10}
+    if status == "ok" and speed is not None:
+        values.update(samples_per_s=speed, samples_per_s_ci=(speed * 0.9, speed * 1.2))
+    values.update(metrics)
+    return Result(id=next(_ids), run_id=run_id, created_at="2026-01-01T00:00:00+00:00", spec=spec,
+                  status=status, error=error, threads=threads, metrics=Metrics(**values),
+                  software={"torch": "2.13.0"})
+
+
+def every_kind_of_result():
+    """Results that fill every chart: CPU and GPU, fp32 and bf16, 1 and 2 threads, a crash."""
+    gpu = {"gpu_util_pct_mean": 60.0, "gpu_mem_peak_mib": 900.0}
+    return [
+        make_result(batch=8, speed=100.0), make_result(batch=16, speed=150.0),
+        make_result(device="cuda:0", batch=8, speed=1000.0, **gpu),
+        make_result(device="cuda:0", batch=16, speed=1800.0, **gpu),
+        make_result(device="cuda:0", batch=16, speed=2700.0, precision="bf16", **gpu),
+        make_result(batch=16, speed=270.0, threads=2),
+        make_result(batch=16, status="crash", error="boom <script>alert(1)</script>"),
+    ]
+
+
+def charts_by_id(results):
+    return {chart.id: chart for _, charts in gather(results) for chart in charts}
+
+
+def series(chart):
+    return {s.name: (s.x, s.y) for s in chart.series}
+
+
+def test_one_line_per_workload_and_device_in_batch_order():
+    results = [make_result(batch=16, speed=150.0), make_result(batch=8, speed=100.0),
+               make_result(workload="mlp", batch=16, speed=300.0)]
+    speed = charts_by_id(results)["speed"]
+    assert series(speed) == {"cnn · torch · cpu": ([8, 16], [100.0, 150.0]),
+                             "mlp · torch · cpu": ([16], [300.0])}
+    cnn = speed.series[0]
+    assert cnn.err_minus == pytest.approx([10.0, 15.0]) and cnn.err_plus == pytest.approx([20.0, 30.0])
+    assert speed.x_scale == "log2" and speed.x_title == "batch size"
+    assert series(charts_by_id(results)["cpu"])["cnn · torch · cpu"] == ([8, 16], [45.0, 45.0])
+    assert charts_by_id(results)["cpu"].series[0].err_plus is None  # CI only for speed
+
+
+def test_cpu_only_results_give_only_the_charts_with_data():
+    results = [make_result(batch=8), make_result(batch=16),
+               make_result(status="crash", error="boom"), make_result(status="oom")]
+    sections = gather(results)
+    assert [section.id for section, _ in sections] == ["batch"]  # no speed-up, no scaling
+    assert [chart.id for chart in sections[0][1]] == ["speed", "cpu", "rss"]  # no GPU charts
+    assert sum(len(s.x) for s in sections[0][1][0].series) == 2  # failed trials not drawn
+
+
+def test_nothing_to_draw_gives_no_sections():
+    assert gather([make_result(status="crash")]) == []
+    assert gather([]) == []
+
+
+def test_gpu_charts_and_speedup_over_cpu():
+    charts = charts_by_id(every_kind_of_result())
+    assert list(charts) == ["speed", "cpu", "gpu", "rss", "gpu_mem", "speedup_cpu", "precision", "threads"]
+    assert series(charts["gpu"]) == {"cnn · torch · cuda:0 · fp32": ([8, 16], [60.0, 60.0]),
+                                     "cnn · torch · cuda:0 · bf16": ([16], [60.0])}
+    speedup = charts["speedup_cpu"]
+    assert speedup.kind == "bar"
+    # api.speedups_over_cpu compares with the newest CPU trial of the same workload/batch/precision
+    assert series(speedup) == {"cuda:0": (["cnn b8", "cnn b16"], [10.0, pytest.approx(1800 / 270)])}
+
+
+def test_gpu_memory_falls_back_to_the_allocator_peak():
+    results = [make_result(device="cuda:0", allocator_peak_mib=300.0)]
+    assert series(charts_by_id(results)["gpu_mem"]) == {"cnn · torch · cuda:0": ([16], [300.0])}
+
+
+def test_precision_and_thread_scaling():
+    charts = charts_by_id(every_kind_of_result())
+    assert series(charts["precision"]) == {"bf16": (["cnn cuda:0 b16"], [1.5])}
+    threads = series(charts["threads"])
+    assert threads["cnn · torch · cpu · b16 · fp32"] == ([1, 2], [1.0, 1.8])
+    assert threads["ideal (linear)"] == ([1, 2], [1.0, 2.0])
+    assert charts["threads"].series[-1].dash
+
+
+def test_scaling_needs_a_baseline():
+    no_fp32 = [make_result(precision="bf16"), make_result(threads=4), make_result(threads=8)]
+    assert set(charts_by_id(no_fp32)) == {"speed", "cpu", "rss"}
+
+
+def test_names_say_what_differs_between_runs():
+    results = [make_result(run_id="r1"), make_result(run_id="r2", speed=120.0)]
+    assert set(series(charts_by_id(results)["speed"])) == {"cnn · torch · cpu · run r1",
+                                                           "cnn · torch · cpu · run r2"}
+
+
+def test_hover_has_value_and_spec_and_escapes_user_text():
+    hostile = make_result(options={"tag": "<img src=x onerror=alert(1)>"}, speed=123.4)
+    hover = charts_by_id([hostile])["speed"].series[0].hover[0]
+    assert "123.4 samples/s (95% CI 111.1 to 148.1)" in hover
+    assert "torch cpu b16 fp32" in hover and f"trial {hostile.id} · run r1" in hover
+    assert "<img" not in hover and "&lt;img src=x onerror=alert(1)&gt;" in hover
+    assert "<br>" in hover  # plotly's line break, the one tag we write
+
+
+def test_parse_where():
+    assert api.parse_where(["device=cpu", "workload=cnn", "workload=mlp", "batch_size=016"]) == {
+        "device": {"cpu"}, "workload": {"cnn", "mlp"}, "batch_size": {"16"}}
+    for bad, message in [("colour=red", "unknown --where key 'colour'"), ("device", "KEY=VALUE"),
+                         ("device=", "KEY=VALUE"), ("batch_size=x", "whole number")]:
+        with pytest.raises(UsageError, match=message):
+            api.parse_where([bad])
+
+
+def test_rendered_page_escapes_text_and_embeds_json_safely():
+    pytest.importorskip("jinja2")
+    pytest.importorskip("plotly")
+    from rigbench.reports import html
+
+    results = every_kind_of_result()
+    page, charts = html.render(results, {"r1": {"hostname": "<b>evil</b>", "cpu_model": "EPYC"}})
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>evil</b>" not in page and "&lt;b&gt;evil&lt;/b&gt;" in page
+    start = page.index('<script type="application/json" id="rigbench-charts">')
+    block = page[start:page.index("</script>", start)]
+    assert "<" not in block.split(">", 1)[1]  # nothing in the data can close the block
+    figures = json.loads(block.split(">", 1)[1])
+    assert [f["id"] for f in figures] == [c.id for c in charts]
+    assert page.count("* plotly.js v") == 1
+
+
+def test_plotly_accepts_every_figure():
+    go = pytest.importorskip("plotly.graph_objects")
+    from rigbench.reports import html
+
+    for chart in charts_by_id(every_kind_of_result()).values():
+        figure = html.plotly_figure(chart)
+        go.Figure(data=figure["data"], layout=figure["layout"])  # raises on an unknown property
+
+
+def test_missing_report_dependency_is_a_usage_error(monkeypatch, tmp_path):
+    import rigbench.reports
+
+    # forget an earlier import, so that api.report imports the module afresh
+    monkeypatch.delitem(sys.modules, "rigbench.reports.html", raising=False)
+    monkeypatch.delattr(rigbench.reports, "html", raising=False)
+    monkeypatch.setitem(sys.modules, "plotly", None)  # `import plotly` now fails
+    monkeypatch.setitem(sys.modules, "plotly.offline", None)
+    with pytest.raises(UsageError, match=r"pip install 'rigbench\[report\]'"):
+        api.report(str(tmp_path / "r.html"), db=str(tmp_path / "r.db"))
+
+
+def test_run_prints_the_report_command(monkeypatch, tmp_path):
+    done = make_result()
+    monkeypatch.setattr(api, "plan_run", lambda **kw: [done.spec])
+    monkeypatch.setattr(api, "run", lambda specs, **kw: api.RunOutcome("abc123", "sqlite:///x.db", [done], False))
+    db = str(tmp_path / "x.db")
+    proc = CliRunner().invoke(cli.app, ["run", "cnn", "--db", db])
+    assert proc.exit_code == 0, proc.output
+    assert f"Report: rigbench report --run abc123 --db {db} --out report.html" in proc.output
+    proc = CliRunner().invoke(cli.app, ["run", "cnn", "--db", db, "--json"])
+    assert "Report:" not in proc.output
