@@ -263,3 +263,72 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
     except OSError as exc:
         raise UsageError(f"cannot write --png {png_dir}: {exc.strerror}") from None
     return ReportOutcome(str(out), len(results), [c.id for c in charts], pngs, len(page.encode()))
+
+
+def prepare_data(workload: str, dataset: str | None, data_dir: str | None = None,
+                 download: bool = True) -> str:
+    """Check that `workload` can train on `dataset` (default: its reference data set) and that
+    the files are here and verified, fetching them when allowed. Done in the parent, before
+    any trial, so that a missing or corrupt file is one clear error (exit 2), not a failed
+    trial. Returns the data set's name."""
+    from rigbench.data import accepted_datasets, check_compatible, ensure_files, get_dataset
+
+    if dataset is None:
+        accepted = accepted_datasets(workload)
+        if not accepted:
+            raise UsageError(f"workload {workload!r} takes no real data set yet: choose another workload")
+        dataset = accepted[0]
+    get_dataset(dataset)  # unknown name: lists the known ones
+    check_compatible(workload, dataset)
+    if dataset == "image_folder" and not data_dir:
+        raise UsageError("--dataset image_folder needs --data-dir DIR with one sub-folder per class")
+    ensure_files(dataset, data_dir, download=download)
+    return dataset
+
+
+def plan_train(
+    workload: str,
+    dataset: str,
+    epochs: int,
+    lrs: Sequence[float] = (),
+    batch_sizes: Sequence[int] = (),
+    devices: Sequence[str] = (),
+    target_accuracy: float | None = None,
+    precision: Precision = "fp32",
+    threads: int | None = None,
+    framework: str = "torch",
+    data_dir: str | None = None,
+    input_mode: str = "resident",
+    workers: int = 0,
+    pin_memory: bool = False,
+    max_train_samples: int | None = None,
+    timeout_s: float = 3600.0,
+) -> list[TrialSpec]:
+    """Training trials: one per device x batch size x learning rate (the thesis's Tables 9-10
+    come from a list of learning rates or batch sizes). Defaults: the CPU, the workload's
+    reference batch size and learning rate."""
+    from rigbench.spec import TrainOptions
+
+    ref, options = parse_workload_ref(workload)
+    available = framework_devices(framework)
+    chosen = [_normalise_device(d) for d in devices] or ["cpu"]
+    for device in chosen:
+        if device not in available:
+            raise UsageError(f"device {device!r} is not available to {framework} here: "
+                             f"choose from {', '.join(available)}")
+    try:
+        train = TrainOptions(dataset=dataset, data_dir=data_dir, download=False, epochs=epochs,
+                             target_accuracy=target_accuracy, input_mode=input_mode,
+                             workers=workers, pin_memory=pin_memory,
+                             max_train_samples=max_train_samples)
+        measure = MeasureOptions(timeout_s=timeout_s)
+    except ValueError as exc:
+        raise UsageError(_first_validation_message(exc)) from None
+    return [
+        TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
+                  batch_size=batch, precision=precision, threads=threads, lr=lr, measure=measure,
+                  train=train)
+        for device in dict.fromkeys(chosen)
+        for batch in (batch_sizes or [ref.default_batch])
+        for lr in (lrs or [None])
+    ]

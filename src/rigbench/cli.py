@@ -18,7 +18,7 @@ from rigbench.errors import UsageError
 from rigbench.reports import terminal
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
-from rigbench.units import parse_positive_ints, parse_size, split_list
+from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list
 
 app = typer.Typer(
     help="Measure how well this machine trains neural networks, on every device it has.",
@@ -56,6 +56,25 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """rigbench: trustworthy training benchmarks for this machine."""
+
+
+def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
+    """Run trials with a progress bar and one line per finished trial, all on stderr."""
+    Store(db)  # open (and validate) the database before spending time on trials
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                        TimeElapsedColumn(), console=err, transient=True)
+    with progress:
+        task = progress.add_task("starting", total=len(specs))
+
+        def started(i: int, spec: Any) -> None:
+            progress.update(task, description=f"trial {i + 1}/{len(specs)}: {spec.label()}")
+
+        def ended(i: int, result: Any) -> None:
+            progress.advance(task)
+            err.print(f"  {result.spec.label()}: {terminal.one_line_outcome(result)}",
+                      highlight=False, markup=False)
+
+        return api.run(specs, db=db, on_trial_start=started, on_trial_end=ended)
 
 
 @app.command()
@@ -96,22 +115,7 @@ def run(
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
         timeout_s=timeout, lr=lr,
     )
-    Store(db)  # open (and validate) the database before spending time on trials
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                        TimeElapsedColumn(), console=err, transient=True)
-    with progress:
-        task = progress.add_task("starting", total=len(specs))
-
-        def started(i: int, spec: Any) -> None:
-            progress.update(task, description=f"trial {i + 1}/{len(specs)}: {spec.label()}")
-
-        def ended(i: int, result: Any) -> None:
-            progress.advance(task)
-            speed = result.metrics.samples_per_s
-            note = f"{speed:,.1f} samples/s" if speed else result.status
-            err.print(f"  {result.spec.label()}: {note}", highlight=False, markup=False)
-
-        outcome = api.run(specs, db=db, on_trial_start=started, on_trial_end=ended)
+    outcome = _run_with_progress(specs, db)
     if as_json:
         print(json.dumps([r.row() for r in outcome.results], indent=2))
     else:
@@ -126,6 +130,58 @@ def run(
                   highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
         err.print(f"interrupted: {len(outcome.results)} of {len(specs)} trials finished and were stored")
+        raise typer.Exit(130)
+
+
+@app.command()
+@handles_usage_errors
+def train(
+    workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to train, e.g. mlp, cnn, resnet:depth=56."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="digits, mnist, fashion_mnist, cifar10 or image_folder (default: the workload's reference data set)."),
+    epochs: int = typer.Option(10, "--epochs", help="Epochs to train, each followed by a held-out evaluation."),
+    target_accuracy: Optional[float] = typer.Option(None, "--target-accuracy", help="Report time and epochs to reach this held-out accuracy (0.9 or 90 both mean 90%)."),
+    lr: Optional[list[str]] = typer.Option(None, "--lr", metavar="LR", help="Learning rate(s), e.g. --lr 0.001,0.01,0.1 (default: the workload's)."),
+    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 32,128 (default: the workload's)."),
+    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) (default: cpu)."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework."),
+    input_mode: str = typer.Option("resident", "--input", help="resident: the data set lives on the device; loader: a DataLoader feeds it from host memory (input and copy times are reported)."),
+    workers: int = typer.Option(0, "--workers", help="DataLoader worker processes (--input loader)."),
+    pin_memory: bool = typer.Option(False, "--pin-memory", help="Pinned host memory for faster copies to a GPU (--input loader)."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
+    offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
+    timeout: float = typer.Option(3600, "--timeout", help="Kill a training run after this many seconds."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout."),
+) -> None:
+    """Train on a real data set: held-out accuracy per epoch, time and epochs to a target."""
+    if precision not in ("fp32", "bf16", "fp16"):
+        raise UsageError(f"--precision must be fp32, bf16 or fp16, got {precision!r}")
+    if input_mode not in ("resident", "loader"):
+        raise UsageError(f"--input must be resident or loader, got {input_mode!r}")
+    if epochs < 1:
+        raise UsageError("--epochs must be at least 1")
+    if target_accuracy is not None:
+        target_accuracy = target_accuracy / 100 if target_accuracy > 1 else target_accuracy
+        if not 0 < target_accuracy <= 1:
+            raise UsageError("--target-accuracy must be between 0 and 1 (or 0 and 100 as a percentage)")
+    lrs = parse_positive_floats(lr, "--lr")
+    name = api.prepare_data(workload.partition(":")[0], dataset, data_dir, download=not offline)
+    specs = api.plan_train(
+        workload, name, epochs, lrs=lrs, batch_sizes=parse_positive_ints(batch_size, "--batch-size"),
+        devices=split_list(device), target_accuracy=target_accuracy, precision=precision,  # type: ignore[arg-type]
+        threads=threads, data_dir=data_dir, input_mode=input_mode, workers=workers,
+        pin_memory=pin_memory, timeout_s=timeout,
+    )
+    outcome = _run_with_progress(specs, db)
+    if as_json:
+        print(json.dumps([r.row() for r in outcome.results], indent=2))
+    else:
+        out.print(terminal.train_table(outcome.results, title=f"run {outcome.run_id}"))
+        out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
+                  f"Per-epoch figures: rigbench results show ID", highlight=False)
+    if outcome.interrupted:
+        err.print(f"interrupted: {len(outcome.results)} of {len(specs)} runs finished and were stored")
         raise typer.Exit(130)
 
 

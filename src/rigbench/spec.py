@@ -41,6 +41,37 @@ class MeasureOptions(BaseModel):
         return cls(**values)
 
 
+class TrainOptions(BaseModel):
+    """What makes a trial a training run on real data (`rigbench train`), not a speed test."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    data_dir: str | None = None
+    download: bool = True
+    epochs: int = Field(..., ge=1)
+    target_accuracy: float | None = Field(None, gt=0, le=1, description="fraction, e.g. 0.9")
+    input_mode: Literal["resident", "loader"] = "resident"
+    workers: int = Field(0, ge=0, description="loader worker processes (input_mode=loader)")
+    pin_memory: bool = False
+    max_train_samples: int | None = Field(None, ge=1, description="use only this many training samples")
+
+
+class EpochRecord(BaseModel):
+    """One epoch of a training run: train and held-out figures, with where the time went."""
+
+    epoch: int
+    steps: int
+    train_loss: float  # mean over the epoch's steps
+    eval_loss: float | None = None
+    accuracy: float | None = None  # held-out, fraction; None for gan/autoencoder
+    train_seconds: float  # the epoch's training steps, input pipeline included; no evaluation
+    eval_seconds: float
+    input_seconds: float = 0.0  # waiting for the next batch (loader mode)
+    copy_seconds: float = 0.0  # host-to-device copies (loader mode)
+    extra: dict[str, float] = Field(default_factory=dict)  # loss_d/loss_g (gan), recon_mse (autoencoder)
+
+
 class TrialSpec(BaseModel):
     """One trial: a workload trained on one device with one configuration."""
 
@@ -56,6 +87,7 @@ class TrialSpec(BaseModel):
     lr: float | None = Field(None, gt=0, description="learning rate; None = the workload's default")
     seed: int = 0
     measure: MeasureOptions = Field(default_factory=MeasureOptions)
+    train: TrainOptions | None = Field(None, description="set for `rigbench train` trials")
 
     def label(self) -> str:
         """Short human label, e.g. `cnn torch cpu b128 fp32`."""
@@ -83,6 +115,12 @@ class ChildReport(BaseModel):
     losses: list[float] = Field(default_factory=list)
     allocator_peak_bytes: int | None = None
     diverged_at_step: int | None = None
+    # training runs (`rigbench train`)
+    epochs: list[EpochRecord] = Field(default_factory=list)
+    loss_curve: list[float] = Field(default_factory=list)  # training loss of every step
+    train_samples: int | None = None
+    test_samples: int | None = None
+    diverged_at_epoch: int | None = None
 
 
 class Metrics(BaseModel):
@@ -113,6 +151,19 @@ class Metrics(BaseModel):
     dataset: str | None = None
     dataset_size: int | None = None
     final_loss: float | None = None
+    # training runs (`rigbench train`); accuracy figures are fractions (0.9 = 90%)
+    epochs: int | None = None
+    accuracy_per_epoch: list[float | None] | None = None
+    final_accuracy: float | None = None
+    best_accuracy: float | None = None
+    target_accuracy: float | None = None
+    seconds_to_target: float | None = None
+    epochs_to_target: int | None = None
+    train_seconds: float | None = None
+    eval_seconds: float | None = None
+    input_fraction: float | None = None  # share of training time waiting for batches
+    copy_fraction: float | None = None  # share of training time in host-to-device copies
+    diverged_at_epoch: int | None = None
 
 
 class Result(BaseModel):
@@ -130,6 +181,8 @@ class Result(BaseModel):
     software: dict[str, Any] = Field(default_factory=dict)
     step_times_s: list[float] = Field(default_factory=list)
     tracker_samples: list[dict[str, float | None]] = Field(default_factory=list)
+    epoch_records: list[EpochRecord] = Field(default_factory=list)
+    loss_curve: list[float] = Field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     def row(self) -> dict[str, Any]:
@@ -171,4 +224,17 @@ class Result(BaseModel):
             "dataset": m.dataset,
             "epoch_seconds": m.epoch_seconds,
             "software": self.software,
+            "lr": self.spec.lr,
+            "epochs": m.epochs,
+            "accuracy_per_epoch": m.accuracy_per_epoch,
+            "final_accuracy": m.final_accuracy,
+            "best_accuracy": m.best_accuracy,
+            "target_accuracy": m.target_accuracy,
+            "seconds_to_target": m.seconds_to_target,
+            "epochs_to_target": m.epochs_to_target,
+            "train_seconds": m.train_seconds,
+            "eval_seconds": m.eval_seconds,
+            "input_fraction": m.input_fraction,
+            "copy_fraction": m.copy_fraction,
+            "diverged_at_epoch": m.diverged_at_epoch,
         }

@@ -51,6 +51,20 @@ def parse_positive_ints(values: Iterable[str] | None, what: str) -> list[int]:
     return out
 
 
+def parse_positive_floats(values: Iterable[str] | None, what: str) -> list[float]:
+    """Parse a list flag of numbers > 0 (e.g. learning rates `0.001,1e-2`)."""
+    out = []
+    for part in split_list(values):
+        try:
+            number = float(part)
+        except ValueError:
+            raise UsageError(f"{what} must be numbers, got {part!r}") from None
+        if not number > 0:
+            raise UsageError(f"{what} must be more than 0, got {part}")
+        out.append(number)
+    return out
+
+
 def format_bytes(n: float | None) -> str:
     """1536 -> '1.5 KiB'; None -> '-'."""
     if n is None:

@@ -66,7 +66,9 @@ def hover_lines(*lines: str) -> str:
 
 
 def _ok(results: Sequence[Result]) -> list[Result]:
-    return [r for r in results if r.status == "ok" and r.metrics.samples_per_s]
+    """Finished speed trials. Training runs (`rigbench train`) are left out of the speed
+    charts: their throughput includes the input pipeline and is not the timing protocol's."""
+    return [r for r in results if r.status == "ok" and r.metrics.samples_per_s and r.spec.train is None]
 
 
 def _workload(r: Result) -> str:

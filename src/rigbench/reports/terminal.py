@@ -34,6 +34,17 @@ def workload_label(r: Result) -> str:
     return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
 
 
+def one_line_outcome(r: Result) -> str:
+    """What a finished trial comes to, in a few words (progress lines)."""
+    m = r.metrics
+    if r.spec.train is not None and m.epochs:
+        acc = f", held-out accuracy {m.final_accuracy:.1%}" if m.final_accuracy is not None else ""
+        return f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{acc}"
+    if m.samples_per_s:
+        return f"{m.samples_per_s:,.1f} samples/s"
+    return r.status
+
+
 def results_table(results: Sequence[Result], title: str | None = None) -> Table:
     """The run table: one row per trial, failures included with their status."""
     table = Table(title=title, header_style="bold")
@@ -51,6 +62,32 @@ def results_table(results: Sequence[Result], title: str | None = None) -> Table:
             r.spec.precision, _speed(r), _num(m.step_time_ms_median, "{:.2f}"),
             _num(m.cpu_util_pct_mean), _num(m.gpu_util_pct_mean), _num(m.rss_peak_mib, "{:.0f}"),
             _num(gpu_mem, "{:.0f}"), f"[{style}]{r.status}[/{style}]" if style else r.status,
+        )
+    return table
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def train_table(results: Sequence[Result], title: str | None = None) -> Table:
+    """Training runs: the columns of the thesis's Table 9 (accuracy after N epochs, time and
+    epochs to the target), with train and evaluation time apart."""
+    table = Table(title=title, header_style="bold")
+    for name in ("id", "workload", "data set", "device", "batch", "lr", "epochs", "final acc",
+                 "best acc", "target", "s to target", "epochs to target", "train s", "eval s",
+                 "input %", "status"):
+        table.add_column(name, justify="left" if name in ("workload", "data set", "device", "status") else "right")
+    for r in results:
+        m = r.metrics
+        style = _STATUS_STYLE.get(r.status, "")
+        table.add_row(
+            str(r.id or "-"), workload_label(r), m.dataset or "-", r.spec.device, str(r.spec.batch_size),
+            "-" if r.spec.lr is None else f"{r.spec.lr:g}", str(m.epochs or 0),
+            _pct(m.final_accuracy), _pct(m.best_accuracy), _pct(m.target_accuracy),
+            _num(m.seconds_to_target), "-" if m.epochs_to_target is None else str(m.epochs_to_target),
+            _num(m.train_seconds), _num(m.eval_seconds), _pct(m.input_fraction),
+            f"[{style}]{r.status}[/{style}]" if style else r.status,
         )
     return table
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from rigbench.analysis.stats import throughput_summary
+from rigbench.analysis.training import train_summary
 from rigbench.runner.isolate import Outcome
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.trackers.summary import summarize
@@ -33,7 +34,9 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     )
     if report.allocator_peak_bytes is not None:
         metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
-    if report.status == "ok" and report.step_times_s:
+    if spec.train is not None:
+        _add_train_metrics(metrics, spec, report)
+    elif report.status == "ok" and report.step_times_s:
         summary = throughput_summary(report.step_times_s, spec.batch_size)
         for key in ("step_time_ms_median", "step_time_ms_iqr", "step_time_ms_mean",
                     "step_time_cv", "noisy", "samples_per_s", "steps_measured"):
@@ -59,4 +62,17 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         software=report.software,
         step_times_s=report.step_times_s,
         tracker_samples=outcome.samples,
+        epoch_records=report.epochs,
+        loss_curve=report.loss_curve,
     )
+
+
+def _add_train_metrics(metrics: Metrics, spec: TrialSpec, report) -> None:
+    """A training run's figures come from its epochs, not from the speed protocol: its data
+    set is the one it trained on, and epoch time is measured, not extrapolated."""
+    summary = train_summary(report.epochs, spec.batch_size, spec.train.target_accuracy)
+    for key, value in summary.items():
+        setattr(metrics, key, value)
+    metrics.dataset = spec.train.dataset
+    metrics.dataset_size = report.train_samples
+    metrics.diverged_at_epoch = report.diverged_at_epoch

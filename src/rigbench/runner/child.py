@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
@@ -59,19 +60,19 @@ def run_trial(spec: TrialSpec) -> ChildReport:
         report.params, report.flops_per_sample = cached_count(adapter, workload, options)
         if spec.measure.memory_limit_bytes:
             apply_memory_limit(spec.measure.memory_limit_bytes)
-        trainer = adapter.build(spec, workload)
-        # Read after build: building sets the thread count the trial runs with.
-        report.software = adapter.software()
-        report.device_name = trainer.device_name
-        report.threads = report.software.get("num_threads")
-        m = measure(trainer, spec.measure)
+        if spec.train is not None:
+            _train(adapter, spec, workload, report)
+        else:
+            _measure(adapter, spec, workload, report)
         report.status = "ok"
-        report.first_step_s, report.warmup_s, report.warmup_steps = m.first_step_s, m.warmup_s, m.warmup_steps
-        report.measure_start, report.measure_end = m.measure_start, m.measure_end
-        report.step_times_s, report.losses = m.step_times_s, m.losses
-        report.allocator_peak_bytes = trainer.allocator_peak_bytes()
     except DivergedError as exc:
-        report.status, report.error, report.diverged_at_step = "diverged", str(exc), exc.step
+        report.status, report.error = "diverged", str(exc)
+        if spec.train is not None:  # `step` counts epochs here; finished epochs are kept
+            report.diverged_at_epoch = exc.step
+            report.epochs = list(getattr(exc, "epochs", []))
+            report.loss_curve = list(getattr(exc, "loss_curve", []))
+        else:
+            report.diverged_at_step = exc.step
     except (UnsupportedError, UsageError) as exc:
         report.status, report.error = "unsupported", str(exc)
     except BaseException as exc:  # noqa: BLE001 - every failure must become a status
@@ -80,6 +81,38 @@ def run_trial(spec: TrialSpec) -> ChildReport:
         tail = traceback.format_exception(exc)[-TRACEBACK_LINES:]
         report.error = (str(exc) or type(exc).__name__) if oom else "".join(tail).strip()
     return report
+
+
+def _measure(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
+    """The speed protocol on a resident synthetic batch (`rigbench run`)."""
+    trainer = adapter.build(spec, workload)
+    # Read after build: building sets the thread count the trial runs with.
+    report.software = adapter.software()
+    report.device_name = trainer.device_name
+    report.threads = report.software.get("num_threads")
+    m = measure(trainer, spec.measure)
+    report.first_step_s, report.warmup_s, report.warmup_steps = m.first_step_s, m.warmup_s, m.warmup_steps
+    report.measure_start, report.measure_end = m.measure_start, m.measure_end
+    report.step_times_s, report.losses = m.step_times_s, m.losses
+    report.allocator_peak_bytes = trainer.allocator_peak_bytes()
+
+
+def _train(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
+    """Epochs on a real data set with held-out evaluation (`rigbench train`).
+
+    The parent has already fetched and verified the files; here they are only read.
+    """
+    from rigbench.data import load_for_workload
+
+    opts = spec.train
+    data = load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
+    report.train_samples, report.test_samples = len(data.y_train), len(data.y_test)
+    report.measure_start = time.time()
+    run = adapter.train(spec, workload, data)
+    report.measure_end = time.time()
+    report.software = adapter.software()
+    report.threads = report.software.get("num_threads")
+    report.device_name, report.epochs, report.loss_curve = run.device_name, run.epochs, run.loss_curve
 
 
 def main(argv: list[str]) -> int:

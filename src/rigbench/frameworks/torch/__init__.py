@@ -1,20 +1,23 @@
 """The PyTorch adapter (rigbench.frameworks.base.FrameworkAdapter).
 
 `torch` is imported inside the functions, not at module level, so that `installed()` can
-answer without importing it; the heavy submodules (models, trainer, flops) import it and
-are loaded on first use, in the child processes that run trials, probes and counts.
+answer without importing it; the heavy submodules (models, trainer, training, flops) import it
+and are loaded on first use, in the child processes that run trials, probes and counts.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rigbench.errors import UsageError
 
 if TYPE_CHECKING:
+    from rigbench.data import LoadedData
     from rigbench.frameworks.torch.trainer import TorchTrainer
-    from rigbench.spec import TrialSpec
+    from rigbench.frameworks.torch.training import TrainRun
+    from rigbench.spec import EpochRecord, TrialSpec
     from rigbench.workloads import Workload
 
 NAME = "torch"
@@ -128,6 +131,19 @@ def build(spec: TrialSpec, workload: Workload) -> TorchTrainer:
     from rigbench.frameworks.torch.trainer import TorchTrainer
 
     return TorchTrainer(spec, workload)
+
+
+def train(spec: TrialSpec, workload: Workload, data: LoadedData,
+          on_epoch: Callable[[EpochRecord], None] | None = None) -> TrainRun:
+    """Set the thread count, check the device, and train on `data` (see training.train)."""
+    import torch
+
+    if spec.threads is not None:
+        torch.set_num_threads(spec.threads)  # first: later ops size their pools from it
+    _check_device(spec.device)
+    from rigbench.frameworks.torch import training
+
+    return training.train(spec, workload, data, on_epoch)
 
 
 def is_oom(exc: BaseException) -> bool:

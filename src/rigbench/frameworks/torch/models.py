@@ -347,7 +347,11 @@ def synthetic_batch(workload: Workload, batch_size: int, device: torch.device | 
 
 def loss(workload_name: str, model: nn.Module, inputs: Tensor, targets: Tensor) -> Tensor:
     """The training loss of a single-update workload (all but dcgan)."""
-    out = model(inputs)
+    return output_loss(workload_name, model(inputs), targets)
+
+
+def output_loss(workload_name: str, out: Tensor, targets: Tensor) -> Tensor:
+    """`loss` from the model's output, for callers that also need the output (evaluation)."""
     if workload_name == "autoencoder":
         return F.mse_loss(out, targets)
     if workload_name == "catsdogs":

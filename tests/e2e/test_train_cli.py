@@ -1,0 +1,54 @@
+"""`rigbench train` through a real subprocess on the real `digits` data set."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sklearn")
+pytestmark = pytest.mark.timeout(300)
+
+TRAIN_KEYS = {"dataset", "epochs", "accuracy_per_epoch", "final_accuracy", "target_accuracy",
+              "seconds_to_target", "epochs_to_target", "train_seconds", "eval_seconds"}
+
+
+def rigbench(*args):
+    return subprocess.run([sys.executable, "-m", "rigbench", *args], capture_output=True, text=True,
+                          timeout=280)
+
+
+def test_train_digits_lr_list_with_a_diverging_rate(tmp_path):
+    db = str(tmp_path / "train.db")
+    proc = rigbench("train", "mlp", "--dataset", "digits", "--epochs", "3", "--lr", "0.05,1e6",
+                    "--batch-size", "32", "--target-accuracy", "80", "--threads", "2",
+                    "--db", db, "--json")
+    assert proc.returncode == 0, proc.stderr
+    good, bad = json.loads(proc.stdout)
+    assert TRAIN_KEYS <= set(good)
+    assert good["status"] == "ok" and good["dataset"] == "digits" and good["lr"] == 0.05
+    assert good["epochs"] == 3 and len(good["accuracy_per_epoch"]) == 3
+    assert good["target_accuracy"] == 0.8
+    assert good["final_accuracy"] >= 0.8 and good["epochs_to_target"] is not None
+    assert 0 < good["seconds_to_target"] <= good["train_seconds"]
+    assert good["eval_seconds"] > 0
+    # the diverging learning rate is a stored result, and the sweep went on to finish
+    assert bad["status"] == "diverged" and bad["diverged_at_epoch"] == 1 and bad["lr"] == 1e6
+    listed = subprocess.run([sys.executable, "-m", "rigbench", "results", "list", "--db", db],
+                            capture_output=True, text=True).stdout
+    assert "diverged" in listed
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "mlp", "--dataset", "nosuch"], "unknown data set 'nosuch'"),
+    (["train", "lstm", "--dataset", "digits"], "lstm"),
+    (["train", "mlp", "--dataset", "digits", "--lr", "-1"], "--lr must be more than 0"),
+    (["train", "mlp", "--dataset", "digits", "--input", "disk"], "--input must be resident or loader"),
+    (["train", "mlp", "--dataset", "mnist", "--offline", "--data-dir", "/nonexistent-rigbench"], "train-images-idx3-ubyte.gz"),
+])
+def test_bad_train_input_is_one_line_exit_2(args, message):
+    proc = rigbench(*args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr

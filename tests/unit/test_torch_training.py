@@ -1,0 +1,133 @@
+"""Training on real data (torch adapter): the `digits` set that ships with scikit-learn, on the CPU.
+
+Accuracies are asserted, never times: only that each timed part was measured at all.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sklearn")
+
+from rigbench.data import LoadedData, load_for_workload  # noqa: E402
+from rigbench.errors import DivergedError, UnsupportedError  # noqa: E402
+from rigbench.frameworks import torch as adapter  # noqa: E402
+from rigbench.frameworks.torch import training  # noqa: E402
+from rigbench.spec import TrainOptions, TrialSpec  # noqa: E402
+from rigbench.workloads import WORKLOADS  # noqa: E402
+
+DIGITS_TRAIN = 1438  # after the data layer's stratified 80/20 split
+DIGITS_TEST = 359
+
+
+def _spec(workload: str, epochs: int, batch_size: int = 32, lr: float | None = None, **train) -> TrialSpec:
+    return TrialSpec(workload=workload, device="cpu", batch_size=batch_size, threads=2, lr=lr,
+                     train=TrainOptions(dataset="digits", epochs=epochs, **train))
+
+
+def _train(spec: TrialSpec, on_epoch=None) -> training.TrainRun:
+    data = load_for_workload(spec.workload, "digits")
+    return adapter.train(spec, WORKLOADS[spec.workload], data, on_epoch)
+
+
+@pytest.mark.parametrize(("workload", "lr", "epochs"), [
+    ("mlp", 0.02, 4),   # seeds 0-3: best 0.94-0.96 by epoch 3
+    ("cnn", None, 6),   # default lr 0.01; seeds 0-3: best 0.94-0.95 by epoch 4-6
+])
+def test_classifier_learns_digits(workload, lr, epochs):
+    seen = []
+    run = _train(_spec(workload, epochs, lr=lr), on_epoch=seen.append)
+    assert seen == run.epochs and [r.epoch for r in run.epochs] == list(range(1, epochs + 1))
+    assert max(r.accuracy for r in run.epochs) >= 0.90
+    steps = DIGITS_TRAIN // 32  # the last partial batch is dropped
+    assert len(run.loss_curve) == epochs * steps
+    assert run.train_samples == DIGITS_TRAIN and run.test_samples == DIGITS_TEST and run.params > 0
+    for r in run.epochs:
+        assert r.steps == steps and r.train_seconds > 0 and r.eval_seconds > 0
+        assert r.input_seconds == r.copy_seconds == 0  # resident mode
+        assert math.isfinite(r.eval_loss) and r.extra == {}
+
+
+@pytest.mark.parametrize(("workers", "pin_memory"), [(0, True), (1, False)])  # pinning is ignored on cpu
+def test_loader_mode_times_input_and_copy(workers, pin_memory):
+    spec = _spec("cnn", 1, max_train_samples=500, input_mode="loader", workers=workers, pin_memory=pin_memory)
+    (record,) = _train(spec).epochs
+    assert record.steps == 500 // 32  # same count as resident mode
+    assert record.input_seconds > 0 and record.copy_seconds >= 0
+    assert record.train_seconds >= record.input_seconds + record.copy_seconds
+    assert 0 <= record.accuracy <= 1
+
+
+def test_same_seed_same_run():
+    first = _train(_spec("cnn", 1, max_train_samples=256))
+    again = _train(_spec("cnn", 1, max_train_samples=256))
+    assert first.loss_curve == again.loss_curve
+    assert first.epochs[0].accuracy == again.epochs[0].accuracy
+
+
+def test_huge_lr_diverges_in_epoch_one():
+    with pytest.raises(DivergedError) as info:
+        _train(_spec("mlp", 3, lr=1e6, max_train_samples=320))
+    exc = info.value
+    assert exc.step == 1 and exc.epochs == [] and "epoch 1" in str(exc)
+    assert all(math.isfinite(v) for v in exc.loss_curve) and len(exc.loss_curve) < 320 // 32
+
+
+def test_divergence_later_carries_finished_epochs(monkeypatch):
+    """A real blow-up in epoch 2: the lr is raised to 1e6 once epoch 1 is done."""
+    trainers = []
+
+    class Recorded(training.TorchTrainer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            trainers.append(self)
+
+    def raise_lr(record):
+        for group in trainers[0].optimizers["model"].param_groups:
+            group["lr"] = 1e6
+
+    monkeypatch.setattr(training, "TorchTrainer", Recorded)
+    with pytest.raises(DivergedError) as info:
+        _train(_spec("mlp", 3, lr=0.02, max_train_samples=320), on_epoch=raise_lr)
+    exc = info.value
+    assert exc.step == 2 and [r.epoch for r in exc.epochs] == [1]
+    assert len(exc.loss_curve) >= 10 and all(math.isfinite(v) for v in exc.loss_curve)
+
+
+def test_autoencoder_reconstruction_improves():
+    run = _train(_spec("autoencoder", 3))
+    assert all(r.accuracy is None for r in run.epochs)
+    mse = [r.extra["recon_mse"] for r in run.epochs]
+    assert mse[2] < mse[0]
+    assert run.epochs[-1].eval_loss == pytest.approx(mse[-1])
+
+
+def test_dcgan_reports_both_losses():
+    data = load_for_workload("dcgan", "digits")
+    assert data.x_train.shape[1:] == (3, 64, 64)
+    (record,) = adapter.train(_spec("dcgan", 1, batch_size=16, max_train_samples=64), WORKLOADS["dcgan"], data).epochs
+    assert record.steps == 4 and record.accuracy is None and record.eval_loss is None
+    assert set(record.extra) == {"loss_d", "loss_g"} and all(map(math.isfinite, record.extra.values()))
+    assert record.train_loss == pytest.approx(record.extra["loss_d"] + record.extra["loss_g"], rel=1e-4)
+
+
+def test_catsdogs_binary_labels():
+    """One logit, float 0/1 targets, accuracy from logit > 0 (tiny random images: shapes only)."""
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (6, 3, 256, 256), dtype=np.uint8)
+    labels = np.array([0, 1, 0, 1, 0, 1], dtype=np.int64)
+    data = LoadedData("fake", ("cat", "dog"), images[:4], labels[:4], images[4:], labels[4:])
+    spec = TrialSpec(workload="catsdogs", device="cpu", batch_size=2, threads=2,
+                     train=TrainOptions(dataset="image_folder", epochs=1))
+    (record,) = adapter.train(spec, WORKLOADS["catsdogs"], data).epochs
+    assert record.steps == 2 and record.accuracy in (0.0, 0.5, 1.0)
+
+
+def test_lstm_has_no_data_set():
+    data = load_for_workload("mlp", "digits")
+    with pytest.raises(UnsupportedError):
+        adapter.train(_spec("lstm", 1), WORKLOADS["lstm"], data)
