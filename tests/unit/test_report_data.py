@@ -178,3 +178,35 @@ def test_run_prints_the_report_command(monkeypatch, tmp_path):
     assert f"Report: rigbench report --run abc123 --db {db} --out report.html" in proc.output
     proc = CliRunner().invoke(cli.app, ["run", "cnn", "--db", db, "--json"])
     assert "Report:" not in proc.output
+
+
+def train_result(lr, batch=32, accuracies=(0.5, 0.8, 0.92), target=0.9, status="ok", rid=1):
+    from rigbench.analysis.training import train_summary
+    from rigbench.spec import EpochRecord, TrainOptions
+
+    epochs = [EpochRecord(epoch=i + 1, steps=40, train_loss=1.0 / (i + 1), accuracy=a,
+                          train_seconds=2.0, eval_seconds=0.1) for i, a in enumerate(accuracies)]
+    spec = TrialSpec(workload="mlp", batch_size=batch, lr=lr,
+                     train=TrainOptions(dataset="digits", epochs=len(epochs), target_accuracy=target))
+    metrics = Metrics(dataset="digits", **{k: v for k, v in train_summary(epochs, batch, target).items()})
+    return Result(id=rid, run_id="r", created_at="t", spec=spec, status=status, metrics=metrics,
+                  epoch_records=epochs)
+
+
+def test_training_section_only_with_train_results_and_right_points():
+    assert "training" not in [s.id for s, _ in gather([make_result()])]
+    results = [train_result(0.05, rid=1), train_result(0.005, accuracies=(0.3, 0.5, 0.6), rid=2),
+               train_result(1e6, accuracies=(0.4,), status="diverged", rid=3)]
+    sections = dict((s.id, charts) for s, charts in gather(results))
+    charts = {c.id: c for c in sections["training"]}
+    acc = charts["accuracy_lr"].series[0]
+    assert acc.x == ["0.005", "0.05", "1e+06"]  # sorted by learning rate, as category labels
+    assert acc.y == pytest.approx([60.0, 92.0, 40.0])
+    to_target = charts["to_target_lr"].series[0]
+    assert to_target.x == ["0.05"] and to_target.y == pytest.approx([6.0])  # only the run that got there
+    assert "accuracy_batch" not in charts  # one batch size: no curve against batch
+    loss = charts["loss_curves"].series
+    assert len(loss) == 3 and loss[0].x == [1, 2, 3] and loss[0].y == pytest.approx([1.0, 0.5, 1 / 3])
+    assert charts["accuracy_curves"].series[2].y == pytest.approx([40.0])
+    # the speed charts leave training runs out
+    assert "batch" not in sections

@@ -77,6 +77,12 @@ class FrameworkAdapter(Protocol):
         cannot run (e.g. a precision the device lacks) and UsageError for a bad device.
         """
 
+    def train(self, spec: TrialSpec, workload: Workload, data: Any, on_epoch: Any = None) -> Any:
+        """Train `spec.train.epochs` epochs on `data` (rigbench.data.LoadedData) with a held-out
+        evaluation after each; returns an object with `epochs` (list of spec.EpochRecord),
+        `loss_curve`, `params`, `device_name`, `train_samples`, `test_samples`. A non-finite
+        loss raises DivergedError with `step` = the epoch and the finished `epochs` attached."""
+
     def is_oom(self, exc: BaseException) -> bool:
         """True if `exc` is this framework's out-of-memory error."""
 

@@ -8,6 +8,7 @@ the kernel's OOM killer, a hang) are classified by the parent from the exit.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -70,7 +71,8 @@ def run_trial(spec: TrialSpec) -> ChildReport:
         if spec.train is not None:  # `step` counts epochs here; finished epochs are kept
             report.diverged_at_epoch = exc.step
             report.epochs = list(getattr(exc, "epochs", []))
-            report.loss_curve = list(getattr(exc, "loss_curve", []))
+            # JSON has no NaN: the curve keeps the finite losses up to the divergence
+            report.loss_curve = [x for x in getattr(exc, "loss_curve", []) if math.isfinite(x)]
         else:
             report.diverged_at_step = exc.step
     except (UnsupportedError, UsageError) as exc:
@@ -106,13 +108,13 @@ def _train(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
 
     opts = spec.train
     data = load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
-    report.train_samples, report.test_samples = len(data.y_train), len(data.y_test)
     report.measure_start = time.time()
     run = adapter.train(spec, workload, data)
     report.measure_end = time.time()
     report.software = adapter.software()
     report.threads = report.software.get("num_threads")
     report.device_name, report.epochs, report.loss_curve = run.device_name, run.epochs, run.loss_curve
+    report.train_samples, report.test_samples = run.train_samples, run.test_samples
 
 
 def main(argv: list[str]) -> int:

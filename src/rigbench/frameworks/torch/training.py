@@ -111,6 +111,7 @@ class ResidentBatches:
         self.steps = len(x) // batch_size  # drop the last partial batch
 
     def epoch(self, timing: _Timing) -> Iterator[tuple[Tensor, Tensor]]:
+        """One epoch's batches; `timing` stays at zero: there is no input pipeline to wait on."""
         order = torch.from_numpy(self.rng.permutation(len(self.x))).to(self.device)
         for i in range(self.steps):
             idx = order[i * self.batch_size:(i + 1) * self.batch_size]
@@ -138,11 +139,9 @@ class LoaderBatches:
         self.steps = len(self.loader)
 
     def epoch(self, timing: _Timing) -> Iterator[tuple[Tensor, Tensor]]:
+        """One epoch's batches on the device, adding the waits and copies to `timing`."""
         assert self.loader is not None, "epoch() after close()"
         batches = iter(self.loader)
-        def sync() -> None:
-            synchronize(self.device)
-
         while True:
             start = time.perf_counter()
             try:
@@ -151,11 +150,11 @@ class LoaderBatches:
                 return
             ready = time.perf_counter()
             timing.input_s += ready - start
-            sync()  # let the previous step finish, so its compute is not timed as copy
+            synchronize(self.device)  # let the previous step finish, so its compute is not timed as copy
             ready = time.perf_counter()
             images = _scale(self.workload_name, images.to(self.device, non_blocking=self.pin))
             labels = labels.to(self.device, non_blocking=self.pin)
-            sync()  # the copy (asynchronous when pinned) and the scaling are really done
+            synchronize(self.device)  # the copy (asynchronous when pinned) and the scaling are really done
             timing.copy_s += time.perf_counter() - ready
             yield images, labels
 
