@@ -237,4 +237,6 @@ class Result(BaseModel):
             "input_fraction": m.input_fraction,
             "copy_fraction": m.copy_fraction,
             "diverged_at_epoch": m.diverged_at_epoch,
+            # the last epoch's other losses: loss_d/loss_g (GAN), recon_mse (autoencoder)
+            "final_extra": self.epoch_records[-1].extra if self.epoch_records else None,
         }

@@ -37,3 +37,17 @@ def test_input_and_copy_shares_and_no_accuracy_workloads():
 
 def test_no_epochs():
     assert train_summary([], 8, None)["epochs"] == 0
+
+
+def test_gan_and_autoencoder_losses_reach_the_json_row_and_progress_line():
+    from rigbench.reports.terminal import one_line_outcome
+    from rigbench.spec import Metrics, Result, TrainOptions, TrialSpec
+
+    epochs = [EpochRecord(epoch=1, steps=10, train_loss=3.1, train_seconds=5.0, eval_seconds=0.0,
+                          extra={"loss_d": 1.2, "loss_g": 1.9})]
+    spec = TrialSpec(workload="dcgan", batch_size=16, train=TrainOptions(dataset="digits", epochs=1))
+    r = Result(run_id="r", created_at="t", spec=spec, status="ok", epoch_records=epochs,
+               metrics=Metrics(**train_summary(epochs, 16, None)))
+    assert r.row()["final_extra"] == {"loss_d": 1.2, "loss_g": 1.9}
+    assert r.row()["final_accuracy"] is None
+    assert one_line_outcome(r) == "ok: 1 epochs in 5.0 s, loss_d 1.2, loss_g 1.9"

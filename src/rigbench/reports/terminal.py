@@ -38,8 +38,11 @@ def one_line_outcome(r: Result) -> str:
     """What a finished trial comes to, in a few words (progress lines)."""
     m = r.metrics
     if r.spec.train is not None and m.epochs:
-        acc = f", held-out accuracy {m.final_accuracy:.1%}" if m.final_accuracy is not None else ""
-        return f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{acc}"
+        if m.final_accuracy is not None:
+            tail = f", held-out accuracy {m.final_accuracy:.1%}"
+        else:  # GAN and autoencoder: their own losses instead of an accuracy
+            tail = "".join(f", {k} {v:.4g}" for k, v in r.epoch_records[-1].extra.items())
+        return f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{tail}"
     if m.samples_per_s:
         return f"{m.samples_per_s:,.1f} samples/s"
     return r.status
