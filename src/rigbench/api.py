@@ -75,6 +75,18 @@ def _normalise_device(device: str) -> str:
     return f"{device}:0" if device in ("cuda", "xpu", "dml") else device
 
 
+def _chosen_devices(framework: str, devices: Sequence[str], default: list[str] | None) -> list[str]:
+    """The requested devices, normalised and checked against what the framework can use;
+    none requested gives `default` (None: every available device)."""
+    available = framework_devices(framework)
+    chosen = [_normalise_device(d) for d in devices] or default or available
+    for device in chosen:
+        if device not in available:
+            raise UsageError(f"device {device!r} is not available to {framework} here: "
+                             f"choose from {', '.join(available)}")
+    return chosen
+
+
 def plan_run(
     workloads: Sequence[str] = (),
     devices: Sequence[str] = (),
@@ -96,12 +108,7 @@ def plan_run(
     refs: list[tuple[Workload, dict[str, Any]]] = [parse_workload_ref(w) for w in workloads] or [
         (w, {}) for w in WORKLOADS.values()
     ]
-    available = framework_devices(framework)
-    chosen = [_normalise_device(d) for d in devices] or available
-    for device in chosen:
-        if device not in available:
-            raise UsageError(f"device {device!r} is not available to {framework} here: "
-                             f"choose from {', '.join(available)}")
+    chosen = _chosen_devices(framework, devices, default=None)
     if any(b < 1 for b in batch_sizes):
         raise UsageError("batch sizes must be at least 1")
     overrides: dict[str, Any] = {}
@@ -271,13 +278,9 @@ def prepare_data(workload: str, dataset: str | None, data_dir: str | None = None
     the files are here and verified, fetching them when allowed. Done in the parent, before
     any trial, so that a missing or corrupt file is one clear error (exit 2), not a failed
     trial. Returns the data set's name."""
-    from rigbench.data import accepted_datasets, check_compatible, ensure_files, get_dataset
+    from rigbench.data import check_compatible, ensure_files, get_dataset, reference_dataset
 
-    if dataset is None:
-        accepted = accepted_datasets(workload)
-        if not accepted:
-            raise UsageError(f"workload {workload!r} takes no real data set yet: choose another workload")
-        dataset = accepted[0]
+    dataset = dataset or reference_dataset(workload)
     get_dataset(dataset)  # unknown name: lists the known ones
     check_compatible(workload, dataset)
     if dataset == "image_folder" and not data_dir:
@@ -310,12 +313,7 @@ def plan_train(
     from rigbench.spec import TrainOptions
 
     ref, options = parse_workload_ref(workload)
-    available = framework_devices(framework)
-    chosen = [_normalise_device(d) for d in devices] or ["cpu"]
-    for device in chosen:
-        if device not in available:
-            raise UsageError(f"device {device!r} is not available to {framework} here: "
-                             f"choose from {', '.join(available)}")
+    chosen = _chosen_devices(framework, devices, default=["cpu"])
     try:
         train = TrainOptions(dataset=dataset, data_dir=data_dir, download=False, epochs=epochs,
                              target_accuracy=target_accuracy, input_mode=input_mode,

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rigbench import __version__, api
 from rigbench.errors import UsageError
+from rigbench.spec import PRECISIONS
 from rigbench.reports import terminal
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
@@ -44,6 +45,11 @@ def handles_usage_errors(fn: Callable) -> Callable:
             print(f"rigbench: error: {exc}", file=sys.stderr)  # one line, never wrapped
             raise typer.Exit(2) from None
     return wrapper
+
+
+def _check_precision(precision: str) -> None:
+    if precision not in PRECISIONS:
+        raise UsageError(f"--precision must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, got {precision!r}")
 
 
 def _version(value: bool) -> None:
@@ -96,8 +102,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout (progress goes to stderr)."),
 ) -> None:
     """Train workloads on devices, each trial in its own process; store and show the results."""
-    if precision not in ("fp32", "bf16", "fp16"):
-        raise UsageError(f"--precision must be fp32, bf16 or fp16, got {precision!r}")
+    _check_precision(precision)
     if threads is not None and threads < 1:
         raise UsageError("--threads must be at least 1")
     if steps is not None and steps < 2:
@@ -155,8 +160,7 @@ def train(
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout."),
 ) -> None:
     """Train on a real data set: held-out accuracy per epoch, time and epochs to a target."""
-    if precision not in ("fp32", "bf16", "fp16"):
-        raise UsageError(f"--precision must be fp32, bf16 or fp16, got {precision!r}")
+    _check_precision(precision)
     if input_mode not in ("resident", "loader"):
         raise UsageError(f"--input must be resident or loader, got {input_mode!r}")
     if epochs < 1:

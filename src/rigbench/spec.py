@@ -6,7 +6,7 @@ Everything here is plain data that round-trips through JSON.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 SCHEMA_VERSION = 1
 
 Precision = Literal["fp32", "bf16", "fp16"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported"]
 STATUSES: tuple[str, ...] = ("ok", "oom", "crash", "timeout", "diverged", "unsupported")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigbench.data.accepts import ACCEPTS, accepted_datasets, check_compatible
+from rigbench.data.accepts import ACCEPTS, accepted_datasets, check_compatible, reference_dataset
 from rigbench.data.cache import FileProgress, dataset_dir, ensure_files, verify_file
 from rigbench.data.download import fetch
 from rigbench.data.errors import ChecksumError, CorruptFileError, DownloadError
@@ -32,6 +32,7 @@ __all__ = [
     "ACCEPTS", "DATASETS", "ChecksumError", "CorruptFileError", "DatasetInfo", "DownloadError",
     "LoadedData", "RemoteFile", "accepted_datasets", "check_compatible", "dataset_dir",
     "ensure_files", "fetch", "get_dataset", "list_datasets", "load", "load_for_workload",
+    "reference_dataset",
     "resize_images", "to_channels", "to_workload_shape", "verify_file",
 ]
 
@@ -90,11 +91,7 @@ def load_for_workload(workload_name: str, dataset_name: str | None = None,
     classes than the network has outputs.
     """
     workload = get_workload(workload_name)
-    if dataset_name is None:
-        accepted = accepted_datasets(workload_name)
-        if not accepted:
-            raise UsageError(f"workload {workload_name!r} takes no real data set yet (only synthetic data)")
-        dataset_name = accepted[0]
+    dataset_name = dataset_name or reference_dataset(workload_name)
     check_compatible(workload_name, dataset_name)
     data = load(dataset_name, data_dir, shape=workload.input_shape, download=download, verify=verify,
                 progress=progress)

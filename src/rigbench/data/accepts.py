@@ -42,3 +42,11 @@ def check_compatible(workload_name: str, dataset_name: str) -> None:
         raise UsageError(f"workload {workload_name!r} takes no real data set yet (only synthetic data)")
     raise UsageError(f"workload {workload_name!r} cannot train on {dataset_name!r}: "
                      f"use {', '.join(accepted)}")
+
+
+def reference_dataset(workload_name: str) -> str:
+    """The data set a workload trains on when none is named: the first it accepts."""
+    accepted = accepted_datasets(workload_name)
+    if not accepted:
+        raise UsageError(f"workload {workload_name!r} takes no real data set yet (only synthetic data)")
+    return accepted[0]
