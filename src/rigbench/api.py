@@ -100,6 +100,8 @@ def plan_run(
     memory_limit_bytes: int | None = None,
     timeout_s: float | None = None,
     lr: float | None = None,
+    compile: bool = False,
+    channels_last: bool = False,
 ) -> list[TrialSpec]:
     """The trials of a run: every workload x device x batch size. Empty lists mean every
     workload, every device the framework can use here, and each workload's default batch
@@ -132,7 +134,7 @@ def plan_run(
                 specs.append(TrialSpec(
                     workload=workload.name, workload_options=options, framework=framework,
                     device=device, batch_size=batch, precision=precision, threads=threads,
-                    lr=lr, measure=measure,
+                    lr=lr, measure=measure, compile=compile, channels_last=channels_last,
                 ))
     return specs
 

@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 #: Bumped whenever a stored Result changes meaning; stored with every database.
 SCHEMA_VERSION = 1
 
-Precision = Literal["fp32", "bf16", "fp16"]
+#: fp32: plain float32. tf32: float32 storage with TensorFloat-32 matrix maths (NVIDIA Ampere and
+#: later). bf16/fp16: autocast mixed precision (fp16 with loss scaling on CUDA).
+Precision = Literal["fp32", "tf32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported"]
 STATUSES: tuple[str, ...] = ("ok", "oom", "crash", "timeout", "diverged", "unsupported")
@@ -73,6 +75,22 @@ class EpochRecord(BaseModel):
     extra: dict[str, float] = Field(default_factory=dict)  # loss_d/loss_g (gan), recon_mse (autoencoder)
 
 
+class LrFindOptions(BaseModel):
+    """A learning-rate range test (`rigbench lr-find`): the lr grows exponentially from
+    `start_lr` to `end_lr` over at most `steps` steps on real data, and the test stops when the
+    smoothed loss exceeds `diverge_factor` times its minimum."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    data_dir: str | None = None
+    start_lr: float = Field(1e-6, gt=0)
+    end_lr: float = Field(10.0, gt=0)
+    steps: int = Field(100, ge=5)
+    smoothing: float = Field(0.05, gt=0, lt=1, description="weight of the newest loss in the moving average")
+    diverge_factor: float = Field(4.0, gt=1)
+
+
 class TrialSpec(BaseModel):
     """One trial: a workload trained on one device with one configuration."""
 
@@ -88,13 +106,25 @@ class TrialSpec(BaseModel):
     lr: float | None = Field(None, gt=0, description="learning rate; None = the workload's default")
     seed: int = 0
     measure: MeasureOptions = Field(default_factory=MeasureOptions)
+    compile: bool = Field(False, description="torch.compile the model (the framework's graph compiler)")
+    channels_last: bool = Field(False, description="NHWC memory layout for convolutional workloads")
     train: TrainOptions | None = Field(None, description="set for `rigbench train` trials")
+    lr_find: LrFindOptions | None = Field(None, description="set for `rigbench lr-find` trials")
 
     def label(self) -> str:
-        """Short human label, e.g. `cnn torch cpu b128 fp32`."""
+        """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, compile, channels-last)."""
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.workload_options.items()))
         name = f"{self.workload}:{opts}" if opts else self.workload
-        return f"{name} {self.framework} {self.device} b{self.batch_size} {self.precision}"
+        text = f"{name} {self.framework} {self.device} b{self.batch_size} {self.precision}"
+        if self.threads:
+            text += f" t{self.threads}"
+        if self.compile:
+            text += " compile"
+        if self.channels_last:
+            text += " channels-last"
+        if self.lr is not None:
+            text += f" lr={self.lr:g}"
+        return text
 
 
 class ChildReport(BaseModel):
@@ -122,6 +152,10 @@ class ChildReport(BaseModel):
     train_samples: int | None = None
     test_samples: int | None = None
     diverged_at_epoch: int | None = None
+    # learning-rate range tests (`rigbench lr-find`): [lr, loss, smoothed loss] per step
+    lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
+    # estimated bytes moved to and from device memory per training sample (roofline)
+    bytes_per_sample: float | None = None
 
 
 class Metrics(BaseModel):
@@ -165,6 +199,8 @@ class Metrics(BaseModel):
     input_fraction: float | None = None  # share of training time waiting for batches
     copy_fraction: float | None = None  # share of training time in host-to-device copies
     diverged_at_epoch: int | None = None
+    suggested_lr: float | None = None  # lr-find's suggestion (rule in docs/STRATEGY.md)
+    bytes_per_sample: float | None = None  # estimated device-memory traffic (roofline)
 
 
 class Result(BaseModel):
@@ -184,6 +220,7 @@ class Result(BaseModel):
     tracker_samples: list[dict[str, float | None]] = Field(default_factory=list)
     epoch_records: list[EpochRecord] = Field(default_factory=list)
     loss_curve: list[float] = Field(default_factory=list)
+    lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     def row(self) -> dict[str, Any]:
@@ -226,6 +263,10 @@ class Result(BaseModel):
             "epoch_seconds": m.epoch_seconds,
             "software": self.software,
             "lr": self.spec.lr,
+            "compile": self.spec.compile,
+            "channels_last": self.spec.channels_last,
+            "suggested_lr": m.suggested_lr,
+            "bytes_per_sample": m.bytes_per_sample,
             "epochs": m.epochs,
             "accuracy_per_epoch": m.accuracy_per_epoch,
             "final_accuracy": m.final_accuracy,

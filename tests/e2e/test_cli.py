@@ -76,7 +76,7 @@ def test_table_output(db):
     (["run", "mlp", "--device", "cuda:3"], "device 'cuda:3' is not available to torch here: choose from cpu"),
     (["run", "mlp", "--batch-size", "0"], "--batch-size must be at least 1"),
     (["run", "mlp", "--memory-limit", "lots"], "--memory-limit 'lots' is not a size"),
-    (["run", "mlp", "--precision", "fp8"], "--precision must be fp32, bf16 or fp16"),
+    (["run", "mlp", "--precision", "fp8"], "--precision must be fp32, tf32, bf16 or fp16"),
     (["results", "show", "12345"], "no trial with id 12345"),
 ])
 def test_bad_input_is_one_line_and_exit_2(db, args, message):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -61,7 +62,9 @@ def run_trial(spec: TrialSpec) -> ChildReport:
         report.params, report.flops_per_sample = cached_count(adapter, workload, options)
         if spec.measure.memory_limit_bytes:
             apply_memory_limit(spec.measure.memory_limit_bytes)
-        if spec.train is not None:
+        if spec.lr_find is not None:
+            _lr_find(adapter, spec, workload, report)
+        elif spec.train is not None:
             _train(adapter, spec, workload, report)
         else:
             _measure(adapter, spec, workload, report)
@@ -117,7 +120,40 @@ def _train(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
     report.train_samples, report.test_samples = run.train_samples, run.test_samples
 
 
+def exit_with_parent(poll_s: float = 0.5) -> None:
+    """End this process when the parent dies (e.g. SIGKILL of `rigbench sweep`).
+
+    The child runs in its own session so that Ctrl-C reaches only the parent; the flip side
+    is that nothing else would stop an orphaned trial from running on, competing with the
+    resumed sweep for the machine. A daemon thread notices the re-parenting and exits.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="rigbench-parent-watch", daemon=True).start()
+
+
+def _lr_find(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
+    """A learning-rate range test on a real data set (`rigbench lr-find`)."""
+    from rigbench.data import load_for_workload
+
+    opts = spec.lr_find
+    data = load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
+    report.measure_start = time.time()
+    found = adapter.lr_find(spec, workload, data)
+    report.measure_end = time.time()
+    report.software = adapter.software()
+    report.threads = report.software.get("num_threads")
+    report.device_name, report.lr_curve = found.device_name, found.lr_curve
+    report.train_samples = found.train_samples
+
+
 def main(argv: list[str]) -> int:
+    exit_with_parent()
     spec_path, report_path = argv
     with open(spec_path, encoding="utf-8") as fh:
         spec = TrialSpec.model_validate_json(fh.read())

@@ -150,13 +150,32 @@ def _make_optimizer(kind: str, params: Any, lr: float, workload_name: str) -> to
     raise ValueError(f"unknown optimizer {kind!r}")
 
 
+def _set_tf32(device: torch.device, precision: str) -> None:
+    """TensorFloat-32 matrix maths for `tf32`, strict fp32 otherwise (torch's default for
+    matmuls; cuDNN convolutions default to TF32, so fp32 turns that off to mean fp32).
+
+    TF32 exists on NVIDIA GPUs of compute capability 8.0 (Ampere) and later; elsewhere the
+    trial is `unsupported` rather than silently fp32.
+    """
+    if device.type == "cuda" and not torch.version.hip:
+        tf32 = precision == "tf32"
+        if tf32 and torch.cuda.get_device_capability(device)[0] < 8:
+            raise UnsupportedError(f"tf32 needs an NVIDIA GPU of compute capability 8.0 or later; "
+                                   f"{torch.cuda.get_device_name(device)} is "
+                                   f"{'.'.join(map(str, torch.cuda.get_device_capability(device)))}")
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+    elif precision == "tf32":
+        raise UnsupportedError(f"tf32 is an NVIDIA GPU format (Ampere and later); not on {device.type}")
+
+
 def _autocast_factory(device: torch.device, precision: str) -> Any:
     """A zero-argument autocast context factory for `precision`; UnsupportedError if unusable.
 
     For a dtype it cannot do, autocast either raises or (CPU, CUDA, MPS) only warns
     "Disabling autocast" and runs in fp32, so the probe also checks that it stayed enabled.
     """
-    if precision == "fp32":
+    if precision in ("fp32", "tf32"):
         return nullcontext
     factory = partial(torch.autocast, device_type=device.type, dtype=_DTYPES[precision])
     try:
@@ -180,13 +199,17 @@ class TorchTrainer:
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)  # events, autocast and allocator stats use it
         self.workload = workload
+        _set_tf32(self.device, spec.precision)
         self._autocast = _autocast_factory(self.device, spec.precision)
+        self.memory_format = torch.channels_last if spec.channels_last else torch.contiguous_format
         torch.manual_seed(spec.seed)
         # Built and drawn on the CPU, then moved: the same seed gives the same weights and
         # batch on every device, so losses are comparable across devices.
         self.model = models.build_model(workload.name, resolved_options(workload, spec.workload_options))
-        self.model.to(self.device).train()
-        self.batch = tuple(t.to(self.device) for t in models.synthetic_batch(workload, spec.batch_size))
+        if spec.channels_last and not any(isinstance(m, torch.nn.Conv2d) for m in self.model.modules()):
+            raise UnsupportedError(f"channels-last applies to convolutional workloads; {workload.name} has no 2-D convolution")
+        self.model.to(self.device, memory_format=self.memory_format).train()
+        self.batch = tuple(self.to_device(t) for t in models.synthetic_batch(workload, spec.batch_size))
         self.optimizers = self._optimizers(workload.default_lr if spec.lr is None else spec.lr)
         # Loss scaling keeps fp16 gradients from underflowing; only CUDA's scaler is used
         # (CPU fp16 autocast runs without one). Note GradScaler.step() reads its inf check
@@ -195,8 +218,28 @@ class TorchTrainer:
         self.scalers = {part: torch.amp.GradScaler("cuda") for part in self.optimizers} if use_scaler else {}
         self.params = models.trainable_params(self.model)
         self.device_name = device_name(self.device)
-        if spec.precision != "fp32":
+        if spec.precision not in ("fp32", "tf32"):
             self._probe_precision(spec.precision)
+        if spec.compile:  # after the probe, so compilation sees only the real batch shape
+            self._compile()
+
+    def to_device(self, tensor: Tensor, non_blocking: bool = False) -> Tensor:
+        """Move a tensor to the trial's device, NHWC for 4-D images under channels-last."""
+        tensor = tensor.to(self.device, non_blocking=non_blocking)
+        if tensor.dim() == 4 and self.memory_format is torch.channels_last:
+            tensor = tensor.contiguous(memory_format=torch.channels_last)
+        return tensor
+
+    def _compile(self) -> None:
+        """torch.compile each optimised part (D and G separately for dcgan). The compiled
+        wrappers share the parameters, so the optimisers built earlier still update them.
+        Compilation happens in the first steps, which the protocol's warm-up excludes and
+        `first_step_s` reports. (`Module.compile()` in place did not compile in torch 2.13.)"""
+        if self.workload.name == "dcgan":
+            for part in ("generator", "discriminator"):
+                self.model[part] = torch.compile(self.model[part])
+        else:
+            self.model = torch.compile(self.model)
 
     def _probe_precision(self, precision: str) -> None:
         """Forward and backward once, on one sample, under autocast, without an update.

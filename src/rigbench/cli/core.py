@@ -1,86 +1,22 @@
-"""Command line: flags -> specs -> rigbench.api. No measurement logic lives here."""
+"""The core commands: run, train, workloads, devices, results list|show|export, report."""
 
 from __future__ import annotations
 
 import json
 import shlex
 import sys
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, Optional
+from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from rigbench import __version__, api
+from rigbench import api
+from rigbench.cli.common import (DB_HELP, _check_precision, _run_with_progress, app, err,
+                                 handles_usage_errors, out, results_app)
 from rigbench.errors import UsageError
-from rigbench.spec import PRECISIONS
 from rigbench.reports import terminal
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
 from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list
-
-app = typer.Typer(
-    help="Measure how well this machine trains neural networks, on every device it has.",
-    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-)
-results_app = typer.Typer(help="Read stored results: list, show one, export.", no_args_is_help=True)
-app.add_typer(results_app, name="results")
-
-# When stdout is a file or a pipe, rich would wrap tables at 80 columns; keep rows whole.
-out = Console() if sys.stdout.isatty() else Console(width=200)
-err = Console(stderr=True)
-
-DB_HELP = "Database: an SQLAlchemy URL (sqlite:///x.db, postgresql://...) or a file path. Default: $RIGBENCH_DB or rigbench.db in the user data directory."
-
-
-def handles_usage_errors(fn: Callable) -> Callable:
-    """Bad input: one line naming what to change, exit code 2."""
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except UsageError as exc:
-            print(f"rigbench: error: {exc}", file=sys.stderr)  # one line, never wrapped
-            raise typer.Exit(2) from None
-    return wrapper
-
-
-def _check_precision(precision: str) -> None:
-    if precision not in PRECISIONS:
-        raise UsageError(f"--precision must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, got {precision!r}")
-
-
-def _version(value: bool) -> None:
-    if value:
-        print(f"rigbench {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """rigbench: trustworthy training benchmarks for this machine."""
-
-
-def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
-    """Run trials with a progress bar and one line per finished trial, all on stderr."""
-    Store(db)  # open (and validate) the database before spending time on trials
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                        TimeElapsedColumn(), console=err, transient=True)
-    with progress:
-        task = progress.add_task("starting", total=len(specs))
-
-        def started(i: int, spec: Any) -> None:
-            progress.update(task, description=f"trial {i + 1}/{len(specs)}: {spec.label()}")
-
-        def ended(i: int, result: Any) -> None:
-            progress.advance(task)
-            err.print(f"  {result.spec.label()}: {terminal.one_line_outcome(result)}",
-                      highlight=False, markup=False)
-
-        return api.run(specs, db=db, on_trial_start=started, on_trial_end=ended)
 
 
 @app.command()
@@ -89,7 +25,9 @@ def run(
     workloads: Optional[list[str]] = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all). Options as NAME:key=value, e.g. resnet:depth=56. See `rigbench workloads`."),
     device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
     batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
-    precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16 (bf16/fp16 use autocast mixed precision)."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, tf32 (NVIDIA Ampere+ matrix maths), bf16 or fp16 (bf16/fp16: autocast mixed precision)."),
+    compile_: bool = typer.Option(False, "--compile", help="torch.compile the model (compilation time shows in first_step_s, not in the timed steps)."),
+    channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory layout (convolutional workloads only)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
     steps: Optional[int] = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
     seconds: Optional[float] = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
@@ -118,7 +56,7 @@ def run(
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
         threads=threads, framework=framework, steps=steps, seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
-        timeout_s=timeout, lr=lr,
+        timeout_s=timeout, lr=lr, compile=compile_, channels_last=channels_last,
     )
     outcome = _run_with_progress(specs, db)
     if as_json:
@@ -148,7 +86,7 @@ def train(
     lr: Optional[list[str]] = typer.Option(None, "--lr", metavar="LR", help="Learning rate(s), e.g. --lr 0.001,0.01,0.1 (default: the workload's)."),
     batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 32,128 (default: the workload's)."),
     device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) (default: cpu)."),
-    precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework."),
     input_mode: str = typer.Option("resident", "--input", help="resident: the data set lives on the device; loader: a DataLoader feeds it from host memory (input and copy times are reported)."),
     workers: int = typer.Option(0, "--workers", help="DataLoader worker processes (--input loader)."),
@@ -280,6 +218,3 @@ def report(
     if done.pngs:
         out.print(f"PNGs: {len(done.pngs)} in {png_dir}", highlight=False, markup=False, soft_wrap=True)
 
-
-def main() -> None:
-    app()

@@ -1,0 +1,84 @@
+"""What every `rigbench` command shares: the typer app, consoles, error handling, progress.
+
+Each command group lives in its own module of this package and registers on `app`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rigbench import __version__, api
+from rigbench.errors import UsageError
+from rigbench.reports import terminal
+from rigbench.spec import PRECISIONS
+from rigbench.store import Store
+
+app = typer.Typer(
+    help="Measure how well this machine trains neural networks, on every device it has.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+)
+results_app = typer.Typer(help="Read stored results: list, show one, export.", no_args_is_help=True)
+app.add_typer(results_app, name="results")
+
+# When stdout is a file or a pipe, rich would wrap tables at 80 columns; keep rows whole.
+out = Console() if sys.stdout.isatty() else Console(width=200)
+err = Console(stderr=True)
+
+DB_HELP = "Database: an SQLAlchemy URL (sqlite:///x.db, postgresql://...) or a file path. Default: $RIGBENCH_DB or rigbench.db in the user data directory."
+
+
+def handles_usage_errors(fn: Callable) -> Callable:
+    """Bad input: one line naming what to change, exit code 2."""
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UsageError as exc:
+            print(f"rigbench: error: {exc}", file=sys.stderr)  # one line, never wrapped
+            raise typer.Exit(2) from None
+    return wrapper
+
+
+def _check_precision(precision: str) -> None:
+    if precision not in PRECISIONS:
+        raise UsageError(f"--precision must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, got {precision!r}")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"rigbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """rigbench: trustworthy training benchmarks for this machine."""
+
+
+def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
+    """Run trials with a progress bar and one line per finished trial, all on stderr."""
+    Store(db)  # open (and validate) the database before spending time on trials
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                        TimeElapsedColumn(), console=err, transient=True)
+    with progress:
+        task = progress.add_task("starting", total=len(specs))
+
+        def started(i: int, spec: Any) -> None:
+            progress.update(task, description=f"trial {i + 1}/{len(specs)}: {spec.label()}")
+
+        def ended(i: int, result: Any) -> None:
+            progress.advance(task)
+            err.print(f"  {result.spec.label()}: {terminal.one_line_outcome(result)}",
+                      highlight=False, markup=False)
+
+        return api.run(specs, db=db, on_trial_start=started, on_trial_end=ended)
+
+
