@@ -1,0 +1,206 @@
+"""Hardware spec sheets: published peak FLOP/s, memory, bandwidth and power per device.
+
+The figures live in `data/hardware.toml` (one `[[device]]` table per row, each with a
+source); its header states the conventions (dense peaks only, which unit a peak refers
+to, GB vs GiB). This module loads that file once, validates every row, and finds the
+row for a device name as torch, NVML, ROCm, /proc/cpuinfo or macOS report it.
+
+Matching works on words, not characters: a device name and each alias are lower-cased,
+stripped of vendor words ("NVIDIA", "GeForce", "Intel(R)", "Core(TM)", clock speeds...)
+and split into words; an alias matches when all its words occur in the name. The match
+with the most words wins, so "RTX 4070 Ti" beats "RTX 4070". A name carrying a variant
+word the alias lacks ("Ti", "Super", "Laptop", "PCIe", "Max"...) never matches it: an
+"RTX 4090 Laptop GPU" is not a desktop RTX 4090, and unknown hardware gives None
+(callers then use calibrated peaks).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+PRECISION_KEYS = ("fp32", "tf32", "fp16", "bf16")
+KINDS = ("gpu", "cpu")
+VENDORS = ("NVIDIA", "AMD", "Intel", "Apple")
+
+# Words that say nothing about which device it is (vendor and brand names, filler; "inter" is
+# the thesis's own typo, "Inter(R) Core(TM) i7-8650U").
+_NOISE = frozenset({
+    "nvidia", "geforce", "amd", "ati", "radeon", "intel", "inter", "core", "apple", "tesla",
+    "cpu", "gpu", "processor", "graphics", "with", "@", "r", "tm", "the",
+})
+# Words naming a variant of a model: a name with one of these only matches aliases that have it
+# ("RTX 4090 D" is not an RTX 4090; "GeForce GTX TITAN X" (Maxwell) is not the Pascal "TITAN X").
+_VARIANTS = frozenset({
+    "ti", "super", "xt", "xtx", "gre", "d", "laptop", "mobile", "notebook", "mobility", "maxq",
+    "pro", "max", "ultra", "nvl", "pcie", "sxm", "sxm2", "sxm4", "sxm5", "gtx",
+})
+_ROW_KEYS = {"name", "kind", "vendor", "aliases", "peak_tflops", "memory_gib", "memory_bandwidth_gbs",
+             "tdp_w", "launch_year", "geekbench_opencl", "source", "notes", "cores", "threads",
+             "base_clock_ghz", "boost_clock_ghz", "derived"}
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """One device's spec sheet. Peaks are dense (no sparsity), in TFLOP/s, by precision key."""
+
+    name: str                      # canonical, e.g. "NVIDIA H100 SXM5 80GB"
+    kind: str                      # "gpu" | "cpu"
+    vendor: str                    # "NVIDIA" | "AMD" | "Intel" | "Apple"
+    aliases: tuple[str, ...]       # word patterns that identify it in device names
+    peak_tflops: dict[str, float] = field(hash=False)  # dense, by key: "fp32", "tf32", "fp16", "bf16"
+    memory_gib: float | None       # memory as the vendor sells it ("80GB"; see the data file header)
+    memory_bandwidth_gbs: float | None   # GB/s (10^9 bytes per second)
+    tdp_w: float | None
+    launch_year: int | None
+    geekbench_opencl: int | None
+    source: str                    # URL(s) or document the figures come from
+    notes: str = ""
+    cores: int | None = None       # CPUs: physical cores
+    threads: int | None = None     # CPUs: hardware threads
+    base_clock_ghz: float | None = None
+    boost_clock_ghz: float | None = None
+    derived: tuple[str, ...] = field(default=())  # precision keys computed here, not published (see notes)
+
+
+class SpecDataError(ValueError):
+    """The shipped spec file is malformed; the message names the row and field."""
+
+
+def normalize(name: str) -> tuple[str, ...]:
+    """The words of a device name that identify it: lower case, no vendor words or clock speeds."""
+    text = name.lower().replace("(r)", " ").replace("(tm)", " ").replace("®", " ").replace("™", " ")
+    text = re.sub(r"max[\s-]?q\b", "maxq", text)
+    text = re.sub(r"\d+(\.\d+)?\s*[gm]hz\b", " ", text)           # "@ 1.90GHz"
+    text = re.sub(r"(\d+)\s*(gb|g)\b", r"\1gb", text)                # "6 GB" -> "6gb"
+    text = re.sub(r"(\d)(ti|xtx|xt)\b", r"\1 \2", text)             # "1050Ti" -> "1050 ti"
+    text = re.sub(r"[^a-z0-9.@]+", " ", text)
+    return tuple(w for w in text.split() if w not in _NOISE)
+
+
+def _words(alias: str) -> frozenset[str]:
+    return frozenset(normalize(alias))
+
+
+def _number(row: dict[str, Any], key: str, where: str, *, integer: bool = False) -> Any:
+    value = row.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        raise SpecDataError(f"{where}: {key} must be a {'whole ' if integer else ''}number, got {value!r}")
+    if value <= 0:
+        raise SpecDataError(f"{where}: {key} must be positive, got {value!r}")
+    return value
+
+
+def _parse_row(row: dict[str, Any], index: int) -> HardwareSpec:
+    """One [[device]] table -> HardwareSpec, or SpecDataError naming the row."""
+    where = f"hardware.toml device #{index + 1} ({row.get('name', '?')!r})"
+    unknown = set(row) - _ROW_KEYS
+    if unknown:
+        raise SpecDataError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    for key in ("name", "kind", "vendor", "source"):
+        if not isinstance(row.get(key), str) or not row[key].strip():
+            raise SpecDataError(f"{where}: {key} must be a non-empty string")
+    if row["kind"] not in KINDS:
+        raise SpecDataError(f"{where}: kind must be one of {KINDS}, got {row['kind']!r}")
+    if row["vendor"] not in VENDORS:
+        raise SpecDataError(f"{where}: vendor must be one of {VENDORS}, got {row['vendor']!r}")
+    aliases = row.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and _words(a) for a in aliases):
+        raise SpecDataError(f"{where}: aliases must be a list of names with at least one identifying word")
+    peaks = row.get("peak_tflops", {})
+    if not isinstance(peaks, dict):
+        raise SpecDataError(f"{where}: peak_tflops must be a table")
+    bad = set(peaks) - set(PRECISION_KEYS)
+    if bad:
+        raise SpecDataError(f"{where}: peak_tflops has unknown precision(s) {', '.join(sorted(bad))}")
+    for key in peaks:
+        _number(peaks, key, f"{where} peak_tflops")
+    derived = row.get("derived", [])
+    if not isinstance(derived, list) or not set(derived) <= set(peaks):
+        raise SpecDataError(f"{where}: derived must list precision keys present in peak_tflops")
+    if derived and "derived" not in row.get("notes", "").lower():
+        raise SpecDataError(f"{where}: derived figures need a note saying how they were derived")
+    return HardwareSpec(
+        name=row["name"], kind=row["kind"], vendor=row["vendor"], aliases=tuple(aliases),
+        peak_tflops={k: float(v) for k, v in peaks.items()},
+        memory_gib=_number(row, "memory_gib", where),
+        memory_bandwidth_gbs=_number(row, "memory_bandwidth_gbs", where),
+        tdp_w=_number(row, "tdp_w", where),
+        launch_year=_number(row, "launch_year", where, integer=True),
+        geekbench_opencl=_number(row, "geekbench_opencl", where, integer=True),
+        source=row["source"].strip(), notes=str(row.get("notes", "")).strip(),
+        cores=_number(row, "cores", where, integer=True), threads=_number(row, "threads", where, integer=True),
+        base_clock_ghz=_number(row, "base_clock_ghz", where),
+        boost_clock_ghz=_number(row, "boost_clock_ghz", where),
+        derived=tuple(derived),
+    )
+
+
+def parse_specs(text: str) -> list[HardwareSpec]:
+    """Parse and validate the text of a hardware.toml; SpecDataError names the first bad row."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecDataError(f"hardware.toml is not valid TOML: {exc}") from None
+    rows = data.get("device")
+    if not isinstance(rows, list) or not rows:
+        raise SpecDataError("hardware.toml has no [[device]] tables")
+    specs = [_parse_row(row, i) for i, row in enumerate(rows)]
+    seen: dict[frozenset[str], str] = {}
+    for spec in specs:
+        for pattern in (spec.name, *spec.aliases):
+            words = _words(pattern)
+            other = seen.setdefault(words, spec.name)
+            if other != spec.name:
+                raise SpecDataError(f"hardware.toml: {spec.name!r} and {other!r} share the pattern {pattern!r}")
+    return specs
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[HardwareSpec, ...]:
+    text = resources.files("rigbench.analysis").joinpath("data/hardware.toml").read_text(encoding="utf-8")
+    return tuple(parse_specs(text))
+
+
+@lru_cache(maxsize=1)
+def _patterns() -> tuple[tuple[frozenset[str], int, HardwareSpec], ...]:
+    """(words, characters, row) for every name and alias, computed once."""
+    return tuple((_words(p), len(p), spec) for spec in _load() for p in (spec.name, *spec.aliases))
+
+
+def all_specs() -> list[HardwareSpec]:
+    """Every shipped spec sheet, in file order (loaded and validated once)."""
+    return list(_load())
+
+
+def lookup(device_name: str, kind: str | None = None) -> HardwareSpec | None:
+    """The spec sheet for a reported device name, or None for hardware not in the file.
+
+    `kind` ("gpu" or "cpu") restricts the search: Apple silicon reports the same name for its
+    CPU and its GPU, and the file's Apple rows describe the GPU. A name joining two devices
+    with "+" (a published "GPU + CPU" setup) is searched part by part; pass `kind` to pick one.
+    """
+    best: tuple[int, int, HardwareSpec] | None = None
+    for part in device_name.split("+"):
+        name_words = frozenset(normalize(part))
+        variants = name_words & _VARIANTS
+        for words, chars, spec in _patterns():
+            if (kind is not None and spec.kind != kind) or not words <= name_words or variants - words:
+                continue
+            # Most words wins; between equally many, the longer pattern is the more specific one.
+            if best is None or (len(words), chars) > best[:2]:
+                best = (len(words), chars, spec)
+    return best[2] if best else None
+
+
+def peak_flops(spec: HardwareSpec, precision: str) -> float | None:
+    """Dense peak in FLOP/s (not TFLOP/s) for a precision key; None when the sheet has no figure."""
+    tflops = spec.peak_tflops.get(precision)
+    # Through the decimal text, so 66.9 TFLOP/s is exactly 6.69e13 (66.9 * 1e12 is 6.690000000000001e13).
+    return None if tflops is None else float(f"{tflops!r}e12")

@@ -1,0 +1,108 @@
+"""`rigbench specs`: the shipped hardware spec sheets (rigbench/analysis/data/hardware.toml)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any, Optional
+from urllib.parse import urlparse
+
+import typer
+from rich.table import Table
+
+from rigbench.analysis.specs import (
+    KINDS,
+    PRECISION_KEYS,
+    HardwareSpec,
+    all_specs,
+    lookup,
+    peak_flops,
+)
+from rigbench.cli.common import app, handles_usage_errors, out
+from rigbench.errors import UsageError
+
+
+def _tflops(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if value >= 10 else f"{value:.2f}" if value >= 1 else f"{value:.3g}"
+
+
+def _num(value: float | None, fmt: str = "{:,.0f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def source_domains(source: str) -> str:
+    """The web sites a source cites ('nvidia.com, techpowerup.com'), or 'document' without URLs."""
+    hosts = [urlparse(url).netloc.removeprefix("www.") for url in re.findall(r"https?://[^\s,;]+", source)]
+    return ", ".join(dict.fromkeys(hosts)) or "document"
+
+
+def specs_table(rows: list[HardwareSpec]) -> Table:
+    """One line per device: dense peaks (TFLOP/s), memory, bandwidth, power, year, where from."""
+    table = Table(header_style="bold", title="Hardware spec sheets (dense peaks, TFLOP/s; * = derived, see `rigbench specs NAME`)")
+    for name, justify in [("name", "left"), ("kind", "left"), ("fp32", "right"), ("tf32", "right"),
+                          ("fp16", "right"), ("bf16", "right"), ("memory GB", "right"), ("GB/s", "right"),
+                          ("TDP W", "right"), ("year", "right"), ("source", "left")]:
+        table.add_column(name, justify=justify)
+    for spec in rows:
+        peaks = [_tflops(spec.peak_tflops.get(k)) + ("*" if k in spec.derived else "") for k in PRECISION_KEYS]
+        table.add_row(spec.name, spec.kind, *peaks, _num(spec.memory_gib, "{:g}"),
+                      _num(spec.memory_bandwidth_gbs, "{:,.4g}"), _num(spec.tdp_w), _num(spec.launch_year, "{}"),
+                      source_domains(spec.source))
+    return table
+
+
+def _detail(spec: HardwareSpec, asked: str) -> str:
+    lines = [f"{spec.name} ({spec.kind}, {spec.vendor})  <- best match for {asked!r}"]
+    for key in PRECISION_KEYS:
+        if key in spec.peak_tflops:
+            mark = "  (derived here, see notes)" if key in spec.derived else ""
+            lines.append(f"  {key:<5} {spec.peak_tflops[key]:>10,g} TFLOP/s dense{mark}")
+    if not spec.peak_tflops:
+        lines.append("  no published peak FLOP/s: `rigbench calibrate` measures one")
+    cpu = [f"{spec.cores} cores" if spec.cores else "", f"{spec.threads} threads" if spec.threads else "",
+           f"{spec.base_clock_ghz:g}-{spec.boost_clock_ghz:g} GHz" if spec.base_clock_ghz and spec.boost_clock_ghz else ""]
+    facts = [("memory", _num(spec.memory_gib, "{:g} GB")), ("bandwidth", _num(spec.memory_bandwidth_gbs, "{:,g} GB/s")),
+             ("TDP", _num(spec.tdp_w, "{:g} W")), ("launched", _num(spec.launch_year, "{}")),
+             ("cpu", ", ".join(c for c in cpu if c) or "-"),
+             ("geekbench opencl", _num(spec.geekbench_opencl, "{:,}")), ("aliases", ", ".join(spec.aliases) or "-")]
+    lines += [f"  {label}: {value}" for label, value in facts if value != "-"]
+    lines.append(f"  source: {spec.source}")
+    if spec.notes:
+        lines.append(f"  notes: {spec.notes}")
+    return "\n".join(lines)
+
+
+def _as_json(spec: HardwareSpec) -> dict[str, Any]:
+    row = dataclasses.asdict(spec)
+    row["peak_flops"] = {k: peak_flops(spec, k) for k in spec.peak_tflops}  # FLOP/s, for scripts
+    return row
+
+
+@app.command()
+@handles_usage_errors
+def specs(
+    name: Optional[str] = typer.Argument(None, help="A device name as torch, nvidia-smi, rocm-smi, /proc/cpuinfo or macOS reports it (e.g. \"NVIDIA GeForce GTX 1060 6GB\"); shows the best-matching sheet with its full source. Omit to list all."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only gpu or only cpu sheets (Apple chips report one name for CPU and GPU; their sheets are the GPU's)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: every field, peaks in TFLOP/s and in FLOP/s."),
+) -> None:
+    """Published hardware specs (dense peak TFLOP/s per precision, memory, bandwidth, TDP, year), each with its source."""
+    if kind is not None and kind not in KINDS:
+        raise UsageError(f"--kind must be gpu or cpu, got {kind!r}")
+    if name is None:
+        rows = [s for s in all_specs() if kind is None or s.kind == kind]
+        if as_json:
+            print(json.dumps([_as_json(s) for s in rows], indent=2))
+        else:
+            out.print(specs_table(rows))
+        return
+    spec = lookup(name, kind=kind)
+    if spec is None:
+        raise UsageError(f"no spec sheet matches {name!r}; `rigbench specs` lists the known devices "
+                         f"(unknown hardware: `rigbench calibrate` measures its peaks)")
+    if as_json:
+        print(json.dumps(_as_json(spec), indent=2))
+    else:
+        out.print(_detail(spec, name), highlight=False, markup=False)
