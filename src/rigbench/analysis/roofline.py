@@ -1,0 +1,157 @@
+"""Roofline and model-FLOPs utilisation (MFU) of a trial: pure arithmetic, no I/O.
+
+    achieved FLOP/s  = flops_per_sample x samples/s          (counted training FLOPs)
+    MFU              = achieved FLOP/s / peak FLOP/s of the trial's precision
+    step FLOPs       = flops_per_sample x batch
+    step bytes       = bytes_per_sample x batch + optimiser bytes      (an ESTIMATE)
+    intensity        = step FLOPs / step bytes                        (FLOP per byte)
+    ceiling          = min(peak, intensity x bandwidth)
+    bound            = "compute-bound" if peak <= intensity x bandwidth, else "memory-bound"
+
+Peaks and bandwidths come from two places, kept apart: the spec sheet (analysis/specs.py)
+and this machine's calibration (`rigbench calibrate`). A figure that is not known stays None,
+with a note saying why; nothing is guessed. docs/COMPARING.md shows worked examples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: Bytes per parameter the optimiser reads or writes: fp32 master weights, whatever the
+#: trial's precision (autocast keeps parameters and optimiser state in fp32).
+PARAM_BYTES = 4
+#: The optimiser update's memory traffic per step, in multiples of the parameter bytes
+#: (one pass over each tensor, unfused). SGD with momentum reads the weight, its gradient
+#: and the momentum buffer and writes the buffer and the weight: 5. Adam reads the weight,
+#: the gradient and both moments and writes both moments and the weight: 7.
+OPTIMIZER_TRAFFIC: dict[str, int] = {"sgd": 5, "adam": 7}
+
+COMPUTE_BOUND = "compute-bound"
+MEMORY_BOUND = "memory-bound"
+
+
+def achieved_flops(flops_per_sample: float | None, samples_per_s: float | None) -> float | None:
+    """Counted training FLOPs per second the trial sustained."""
+    if flops_per_sample is None or samples_per_s is None:
+        return None
+    return flops_per_sample * samples_per_s
+
+
+def optimizer_bytes(params: int | None, optimizer: str) -> float | None:
+    """Bytes the optimiser update reads and writes per step."""
+    if params is None or optimizer not in OPTIMIZER_TRAFFIC:
+        return None
+    return params * PARAM_BYTES * OPTIMIZER_TRAFFIC[optimizer]
+
+
+def step_bytes(bytes_per_sample: float | None, batch_size: int, params: int | None,
+               optimizer: str) -> float | None:
+    """Estimated bytes moved per training step: forward and backward traffic (which
+    `bytes_per_sample` gives per sample at this batch size) plus the optimiser update."""
+    update = optimizer_bytes(params, optimizer)
+    if bytes_per_sample is None or update is None:
+        return None
+    return bytes_per_sample * batch_size + update
+
+
+def intensity(step_flops: float | None, bytes_moved: float | None) -> float | None:
+    """Arithmetic intensity, FLOP per byte."""
+    if step_flops is None or not bytes_moved:
+        return None
+    return step_flops / bytes_moved
+
+
+def bound(intensity_: float | None, peak: float | None, bandwidth: float | None) -> tuple[float | None, str | None]:
+    """(ceiling FLOP/s, which limit binds) of the roofline; (None, None) unless all are known.
+    At the ridge point (peak == intensity x bandwidth) it counts as compute-bound."""
+    if intensity_ is None or peak is None or bandwidth is None:
+        return None, None
+    memory_roof = intensity_ * bandwidth
+    if peak <= memory_roof:
+        return peak, COMPUTE_BOUND
+    return memory_roof, MEMORY_BOUND
+
+
+def ratio(value: float | None, of: float | None) -> float | None:
+    """value / of, or None when either is unknown (MFU, fraction of the ceiling)."""
+    if value is None or not of:
+        return None
+    return value / of
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One set of ceilings for a trial: from the spec sheet or from the calibration."""
+
+    source: str  # "spec" | "calibrated"
+    name: str  # what the figures describe, e.g. the spec sheet's device name
+    peak_flops: float | None  # of the trial's precision, FLOP/s
+    bandwidth_bytes_s: float | None
+    ceiling_flops: float | None = None
+    bound: str | None = None
+    mfu: float | None = None  # achieved / peak
+    of_ceiling: float | None = None  # achieved / ceiling
+
+
+@dataclass
+class TrialRoofline:
+    """Everything `rigbench roofline` shows for one trial."""
+
+    achieved_flops: float | None
+    step_flops: float | None
+    step_bytes: float | None
+    intensity: float | None
+    spec: Roof | None
+    calibrated: Roof | None
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _roof(source: str, name: str, peak: float | None, bandwidth: float | None,
+          achieved: float | None, intensity_: float | None) -> Roof:
+    ceiling, which = bound(intensity_, peak, bandwidth)
+    return Roof(source, name, peak, bandwidth, ceiling, which, ratio(achieved, peak), ratio(achieved, ceiling))
+
+
+def trial_roofline(*, precision: str, batch_size: int, samples_per_s: float | None,
+                   flops_per_sample: float | None, bytes_per_sample: float | None,
+                   params: int | None, optimizer: str,
+                   spec_name: str | None = None, spec_peak: float | None = None,
+                   spec_bandwidth: float | None = None,
+                   calibration: dict[str, Any] | None = None) -> TrialRoofline:
+    """The roofline of one trial.
+
+    `spec_*`: the spec sheet's name, peak FLOP/s for `precision` and bandwidth (B/s), None
+    for hardware not in the sheet. `calibration`: `store.calibrations.latest_calibration`'s
+    dict for the trial's device, or None.
+    """
+    notes: list[str] = []
+    achieved = achieved_flops(flops_per_sample, samples_per_s)
+    flops = None if flops_per_sample is None else flops_per_sample * batch_size
+    moved = step_bytes(bytes_per_sample, batch_size, params, optimizer)
+    if flops_per_sample is None:
+        notes.append("no FLOP count for this trial")
+    if bytes_per_sample is None:
+        notes.append("no memory-traffic estimate (a result from before rigbench estimated it)")
+    ai = intensity(flops, moved)
+    spec = None
+    if spec_name is None:
+        notes.append("device not in the spec sheets")
+    else:
+        spec = _roof("spec", spec_name, spec_peak, spec_bandwidth, achieved, ai)
+        if spec_peak is None:
+            notes.append(f"the spec sheet has no {precision} peak")
+    calibrated = None
+    if calibration is None:
+        notes.append("device not calibrated: run `rigbench calibrate`")
+    else:
+        peak = calibration.get("matmul_flops", {}).get(precision)
+        calibrated = _roof("calibrated", f"calibrated {str(calibration.get('created_at') or '')[:10]}".strip(),
+                           peak, calibration.get("memory_bandwidth_bytes_s"), achieved, ai)
+        if peak is None:
+            why = calibration.get("unsupported", {}).get(precision)
+            notes.append(f"no calibrated {precision} peak" + (f" ({why})" if why else ""))
+    return TrialRoofline(achieved, flops, moved, ai, spec, calibrated, notes)

@@ -1,0 +1,73 @@
+"""`rigbench calibrate` (a device's measured ceilings) and `rigbench roofline` (MFU and
+roofline of stored trials)."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from rigbench import api
+from rigbench.cli.common import DB_HELP, app, err, handles_usage_errors, out
+from rigbench.reports import terminal
+from rigbench.units import split_list
+
+
+@app.command()
+@handles_usage_errors
+def calibrate(
+    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) to calibrate, repeated or comma-separated: cpu, cuda:0, mps, ... (default: every available one)."),
+    precision: Optional[list[str]] = typer.Option(None, "--precision", metavar="P", help="Matmul precisions, e.g. --precision fp32,bf16 (default: fp32, tf32, bf16, fp16; one a device lacks is reported as unsupported)."),
+    quick: bool = typer.Option(False, "--quick", help="Smaller matmuls and copies, fewer repeats: seconds instead of a minute, less exact."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
+    framework: str = typer.Option("torch", "--framework", help="Framework to measure with."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the run id and every measurement (FLOP/s and B/s)."),
+) -> None:
+    """Measure each device's ceilings: peak matmul TFLOP/s per precision, memory bandwidth, host<->device copy bandwidth (pageable and pinned). Stored for `rigbench roofline`."""
+    def started(dev: str) -> None:
+        err.print(f"calibrating {dev} ...", highlight=False)
+
+    def progress(text: str) -> None:
+        err.print(f"  {text}", highlight=False, markup=False)
+
+    done = api.calibrate(devices=split_list(device), precisions=split_list(precision), quick=quick,
+                         threads=threads, framework=framework, db=db, on_device=started, on_progress=progress)
+    failed = [c for c in done.calibrations if c.get("error")]
+    if as_json:
+        print(json.dumps({"run_id": done.run_id, "db": done.db_url, "devices": done.calibrations}, indent=2))
+    else:
+        for found in done.calibrations:
+            if not found.get("error"):
+                out.print(terminal.calibration_table(found))
+        out.print(f"Stored in {done.db_url} (run {done.run_id}). Trials measured on these devices "
+                  f"now show MFU against these peaks: rigbench roofline", highlight=False, markup=False)
+    for found in failed:
+        err.print(f"calibrating {found['device']} failed: {found['error']}", highlight=False, markup=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handles_usage_errors
+def roofline(
+    run_id: Optional[list[str]] = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),
+    where: Optional[list[str]] = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only a JSON array on stdout: per trial, achieved FLOP/s, MFU, intensity, bounds."),
+) -> None:
+    """Per successful trial: achieved TFLOP/s, MFU against the spec-sheet and the calibrated peak, arithmetic intensity, and the roofline bound that limits it."""
+    rows = api.roofline(db=db, run_ids=run_id or [], where=where or [])
+    if as_json:
+        print(json.dumps([{"id": r.id, "run_id": r.run_id, "label": r.spec.label(),
+                           "device_name": r.device_name, "samples_per_s": r.metrics.samples_per_s,
+                           **roof.as_dict()} for r, roof in rows], indent=2))
+        return
+    if not rows:
+        out.print("No successful trials match.", highlight=False)
+        return
+    out.print(terminal.roofline_table(rows))
+    notes = dict.fromkeys(f"{r.device_name or r.spec.device}: {note}" for r, roof in rows for note in roof.notes)
+    for note in notes:
+        out.print(f"  note: {note}", highlight=False, markup=False)

@@ -1,0 +1,232 @@
+"""Measured ceilings of one device (`rigbench calibrate`), in the child process.
+
+- Peak matrix-multiply FLOP/s per precision: square `torch.mm(a, b, out=c)` at a few sizes,
+  2*n^3 FLOPs each. Per size: one untimed warm-up repeat, then `repeats` timed repeats of
+  back-to-back matmuls lasting at least `repeat_s` each; the size's rate is the median
+  repeat's. The reported peak is the best size's median ("best sustained rate").
+- Memory bandwidth: a large on-device copy `dst.copy_(src)`; bytes read + bytes written
+  (2 x the buffer) over the median copy time.
+- Host<->device copy bandwidth (accelerators only), pageable and pinned host memory, both
+  directions: buffer bytes over the median copy time.
+
+Device work is timed with the device's own synchronisation: CUDA events on CUDA/ROCm,
+synchronize-then-host-clock elsewhere. docs/METHODOLOGY.md describes the method.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from rigbench.frameworks.torch.trainer import device_name, resolve_device, synchronize
+
+_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+#: Square matmul sizes tried, smallest first: CPUs peak at small n, GPUs need large n.
+MATMUL_SIZES = {"cpu": (256, 512, 1024, 2048), "accelerator": (1024, 2048, 4096, 8192)}
+QUICK_MATMUL_SIZES = {"cpu": (256, 512), "accelerator": (1024, 2048)}
+#: A larger size is not tried when one matmul of it would take longer than this, predicted
+#: from the last size by the n^3 law (a CPU without bf16/fp16 hardware is 100x slower there).
+MAX_SINGLE_MATMUL_S = 1.0
+QUICK_MAX_SINGLE_MATMUL_S = 0.2
+#: Bytes of each copy buffer: far beyond any last-level cache, so the copy streams memory.
+COPY_BYTES = {"cpu": 256 * 2**20, "accelerator": 1024 * 2**20}
+QUICK_COPY_BYTES = {"cpu": 64 * 2**20, "accelerator": 256 * 2**20}
+
+Progress = Callable[[str], None]
+
+
+def _kind(device: torch.device) -> str:
+    return "cpu" if device.type == "cpu" else "accelerator"
+
+
+def timed(device: torch.device, fn: Callable[[], Any], iterations: int) -> float:
+    """Seconds taken by `iterations` back-to-back calls of `fn`, by the device's own clock."""
+    if device.type == "cuda":  # CUDA and ROCm: events on the stream, no host-side jitter
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iterations):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1000.0  # ms -> s
+    synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        fn()
+    synchronize(device)
+    return time.perf_counter() - t0
+
+
+def _precision_problem(device: torch.device, precision: str) -> str | None:
+    """Why the device cannot do `precision` matmuls, or None. bf16/fp16 elsewhere are tried
+    and reported `unsupported` if the kernel refuses."""
+    is_nvidia = device.type == "cuda" and not torch.version.hip
+    if precision == "tf32":
+        if not is_nvidia:
+            return f"tf32 is an NVIDIA GPU format (Ampere and later); not on {device.type}"
+        major, minor = torch.cuda.get_device_capability(device)
+        if major < 8:
+            return f"tf32 needs compute capability 8.0 or later; {device_name(device)} is {major}.{minor}"
+    if precision == "bf16" and is_nvidia and not torch.cuda.is_bf16_supported(including_emulation=False):
+        return f"{device_name(device)} has no native bf16 (compute capability below 8.0)"
+    return None
+
+
+def _set_matmul_precision(device: torch.device, precision: str) -> None:
+    """fp32 means strict fp32; tf32 allows TensorFloat-32 (NVIDIA only)."""
+    if device.type == "cuda" and not torch.version.hip:
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+
+
+def matmul_at_size(device: torch.device, precision: str, n: int, repeats: int, repeat_s: float) -> dict[str, Any]:
+    """The median sustained rate of n x n matmuls: {"n", "iterations", "seconds_per_matmul"
+    (one per repeat), "single_s", "flops_per_s"}."""
+    dtype = _DTYPES[precision]
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    c = torch.empty(n, n, device=device, dtype=dtype)
+
+    def fn() -> None:
+        torch.mm(a, b, out=c)
+
+    timed(device, fn, 1)  # first call: kernel choice, allocations
+    single = timed(device, fn, 1)
+    iterations = max(1, math.ceil(repeat_s / max(single, 1e-7)))
+    timed(device, fn, iterations)  # warm-up repeat (clocks ramp up; not kept)
+    per_matmul = [timed(device, fn, iterations) / iterations for _ in range(repeats)]
+    return {"n": n, "iterations": iterations, "single_s": single, "seconds_per_matmul": per_matmul,
+            "flops_per_s": 2 * n**3 / statistics.median(per_matmul)}
+
+
+def measure_matmul(device: str | torch.device, precision: str, sizes: Sequence[int],
+                   repeats: int = 5, repeat_s: float = 0.2, max_single_s: float = MAX_SINGLE_MATMUL_S,
+                   on_progress: Progress | None = None) -> dict[str, Any]:
+    """Peak matmul FLOP/s of `precision` on `device`: a measurement row (see `calibrate`)."""
+    from rigbench.frameworks.torch import is_oom
+
+    dev = resolve_device(device) if isinstance(device, str) else device
+    row: dict[str, Any] = {"kind": "matmul", "precision": precision, "unit": "FLOP/s", "value": None}
+    problem = _precision_problem(dev, precision)
+    if problem:
+        return {**row, "status": "unsupported", "detail": {"reason": problem}}
+    _set_matmul_precision(dev, precision)
+    per_size: list[dict[str, Any]] = []
+    stopped = None
+    for i, n in enumerate(sizes):
+        if per_size and per_size[-1]["single_s"] * (n / sizes[i - 1]) ** 3 > max_single_s:
+            stopped = (f"n={n} skipped: one matmul would take about "
+                       f"{per_size[-1]['single_s'] * (n / sizes[i - 1]) ** 3:.1f} s")
+            break
+        try:
+            found = matmul_at_size(dev, precision, n, repeats, repeat_s)
+        except (RuntimeError, NotImplementedError) as exc:
+            if not per_size:  # the kernel does not exist for this dtype on this device
+                kind = "failed" if is_oom(exc) else "unsupported"
+                return {**row, "status": kind, "detail": {"reason": f"{precision} matmul on {dev.type}: {exc}"}}
+            stopped = f"n={n}: {str(exc).splitlines()[0]}"
+            break
+        per_size.append(found)
+        if on_progress:
+            on_progress(f"matmul {precision} n={n}: {found['flops_per_s'] / 1e12:.3g} TFLOP/s")
+    best = max(per_size, key=lambda s: s["flops_per_s"])
+    detail = {"best_n": best["n"], "sizes": per_size, "repeats": repeats, "repeat_s": repeat_s,
+              "rule": "median of repeats at the best size", "dtype": str(_DTYPES[precision])}
+    if stopped:
+        detail["stopped"] = stopped
+    return {**row, "status": "ok", "value": best["flops_per_s"], "detail": detail}
+
+
+def measure_memory_bandwidth(device: str | torch.device, nbytes: int, repeats: int = 10) -> dict[str, Any]:
+    """On-device copy bandwidth: (bytes read + bytes written) / median copy time."""
+    dev = resolve_device(device) if isinstance(device, str) else device
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device=dev)  # touched: pages are mapped
+    dst = torch.zeros_like(src)
+
+    def fn() -> None:
+        dst.copy_(src)
+
+    timed(dev, fn, 2)  # warm-up
+    times = [timed(dev, fn, 1) for _ in range(repeats)]
+    moved = 2 * src.numel() * 4
+    return {"kind": "memory_bandwidth", "precision": None, "unit": "B/s", "status": "ok",
+            "value": moved / statistics.median(times),
+            "detail": {"buffer_bytes": src.numel() * 4, "bytes_per_copy": moved,
+                       "counted": "bytes read + bytes written", "seconds": times,
+                       "repeats": repeats, "rule": "median of repeats"}}
+
+
+def measure_transfer(device: str | torch.device, nbytes: int, direction: str, pinned: bool,
+                     repeats: int = 10) -> dict[str, Any]:
+    """Host->device ("h2d") or device->host ("d2h") copy bandwidth, pageable or pinned host memory."""
+    dev = resolve_device(device) if isinstance(device, str) else device
+    kind = f"{direction}_{'pinned' if pinned else 'pageable'}"
+    row: dict[str, Any] = {"kind": kind, "precision": None, "unit": "B/s", "value": None}
+    if dev.type == "cpu":
+        return {**row, "status": "n/a", "detail": {"reason": "host memory: the CPU needs no copy"}}
+    try:
+        host = torch.ones(nbytes // 4, dtype=torch.float32, pin_memory=pinned)
+    except RuntimeError as exc:
+        return {**row, "status": "unsupported", "detail": {"reason": f"pinned host memory: {exc}"}}
+    on_device = torch.ones(nbytes // 4, dtype=torch.float32, device=dev)
+    if direction == "h2d":
+        def fn() -> None:
+            on_device.copy_(host, non_blocking=pinned)
+    else:
+        def fn() -> None:
+            host.copy_(on_device, non_blocking=pinned)
+    timed(dev, fn, 2)  # warm-up
+    times = [timed(dev, fn, 1) for _ in range(repeats)]
+    return {**row, "status": "ok", "value": host.numel() * 4 / statistics.median(times),
+            "detail": {"buffer_bytes": host.numel() * 4, "counted": "bytes copied (one direction)",
+                       "seconds": times, "repeats": repeats, "rule": "median of repeats",
+                       "pinned": pinned}}
+
+
+def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threads: int | None = None,
+              on_progress: Progress | None = None) -> dict[str, Any]:
+    """Every ceiling of `device`: {"device", "device_name", "device_type", "threads", "quick",
+    "software", "measurements": [{"kind", "precision", "status", "value", "unit", "detail"}]}.
+
+    kind: matmul (per precision, FLOP/s), memory_bandwidth, h2d_pageable, h2d_pinned,
+    d2h_pageable, d2h_pinned (B/s); status: ok, unsupported, n/a (host copies on a CPU), failed.
+    """
+    from rigbench.frameworks.torch import _check_device, is_oom, software
+
+    if threads is not None:
+        torch.set_num_threads(threads)  # first: later ops size their pools from it
+    _check_device(device)
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    say = on_progress or (lambda text: None)
+    kind = _kind(dev)
+    sizes = (QUICK_MATMUL_SIZES if quick else MATMUL_SIZES)[kind]
+    repeats, repeat_s = (3, 0.05) if quick else (5, 0.2)
+    copy_bytes = (QUICK_COPY_BYTES if quick else COPY_BYTES)[kind]
+    if dev.type == "cuda":  # leave room for the two buffers of the copy
+        free, _ = torch.cuda.mem_get_info(dev)
+        copy_bytes = min(copy_bytes, free // 4)
+    max_single_s = QUICK_MAX_SINGLE_MATMUL_S if quick else MAX_SINGLE_MATMUL_S
+    rows = [measure_matmul(dev, p, sizes, repeats, repeat_s, max_single_s, on_progress=say) for p in precisions]
+    try:
+        rows.append(measure_memory_bandwidth(dev, copy_bytes, repeats=5 if quick else 10))
+        say(f"memory bandwidth: {rows[-1]['value'] / 1e9:.3g} GB/s")
+    except RuntimeError as exc:
+        status = "failed" if is_oom(exc) else "unsupported"
+        rows.append({"kind": "memory_bandwidth", "precision": None, "unit": "B/s", "value": None,
+                     "status": status, "detail": {"reason": str(exc).splitlines()[0]}})
+    for direction in ("h2d", "d2h"):
+        for pinned in (False, True):
+            row = measure_transfer(dev, copy_bytes, direction, pinned, repeats=5 if quick else 10)
+            rows.append(row)
+            if row["status"] == "ok":
+                say(f"{row['kind']}: {row['value'] / 1e9:.3g} GB/s")
+    info = software()
+    return {"device": device, "device_name": device_name(dev), "device_type": dev.type,
+            "threads": info.get("num_threads"), "quick": quick, "software": info, "measurements": rows}

@@ -1,0 +1,184 @@
+"""Roofline and MFU arithmetic against hand-computed numbers, the stored calibration they
+use, and what `rigbench roofline`, `results show` and the report make of them."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbench import api, cli
+from rigbench.analysis import roofline as rl
+from rigbench.reports.charts import gather
+from rigbench.store import Store
+from rigbench.store.calibrations import add_calibration, latest_calibration
+from tests.unit.test_report_data import make_result
+
+# A trial: 1 GFLOP per sample at 100 samples/s, batch 10, 20 MB of forward+backward traffic
+# per sample at that batch, 1M parameters trained with SGD (momentum).
+TRIAL = dict(precision="fp32", batch_size=10, samples_per_s=100.0, flops_per_sample=1e9,
+             bytes_per_sample=2e7, params=1_000_000, optimizer="sgd")
+# achieved = 1e9 * 100 = 1e11 FLOP/s; step FLOPs = 1e10
+# step bytes = 2e7 * 10 + 1e6 params * 4 B * 5 (SGD) = 2e8 + 2e7 = 2.2e8
+# intensity = 1e10 / 2.2e8 = 45.4545... FLOP/byte
+INTENSITY = 1e10 / 2.2e8
+CALIBRATION = {"created_at": "2026-01-02T00:00:00+00:00", "matmul_flops": {"fp32": 2e11},
+               "memory_bandwidth_bytes_s": 5e9, "unsupported": {"tf32": "not on cpu"}}
+
+
+def test_mfu_intensity_and_bounds_by_hand():
+    roof = rl.trial_roofline(**TRIAL, spec_name="Some GPU", spec_peak=1e12, spec_bandwidth=1e10,
+                             calibration=CALIBRATION)
+    assert roof.achieved_flops == pytest.approx(1e11)
+    assert roof.step_flops == pytest.approx(1e10)
+    assert roof.step_bytes == pytest.approx(2.2e8)
+    assert roof.intensity == pytest.approx(45.4545454545)
+    # spec sheet: 45.45 FLOP/B x 10 GB/s = 454.5 GFLOP/s < 1 TFLOP/s peak -> memory-bound
+    assert roof.spec.bound == "memory-bound"
+    assert roof.spec.ceiling_flops == pytest.approx(4.545454545e11)
+    assert roof.spec.mfu == pytest.approx(0.1)  # 1e11 / 1e12
+    assert roof.spec.of_ceiling == pytest.approx(0.22)  # 1e11 / 4.5454e11
+    # calibrated: 45.45 x 5 GB/s = 227 GFLOP/s > 200 GFLOP/s peak -> compute-bound at the peak
+    assert roof.calibrated.bound == "compute-bound"
+    assert roof.calibrated.ceiling_flops == pytest.approx(2e11)
+    assert roof.calibrated.mfu == pytest.approx(0.5)
+    assert roof.calibrated.of_ceiling == pytest.approx(0.5)
+    assert roof.notes == []
+
+
+def test_adam_moves_more_optimizer_bytes_than_sgd():
+    assert rl.optimizer_bytes(1_000_000, "sgd") == 20_000_000  # 4 B x 5
+    assert rl.optimizer_bytes(1_000_000, "adam") == 28_000_000  # 4 B x 7
+    assert rl.step_bytes(2e7, 10, 1_000_000, "adam") == pytest.approx(2.28e8)
+    assert rl.optimizer_bytes(10, "lbfgs") is None  # unknown optimiser: no guess
+
+
+def test_ridge_point_counts_as_compute_bound():
+    assert rl.bound(10.0, 1e11, 1e10) == (1e11, "compute-bound")
+    assert rl.bound(9.0, 1e11, 1e10) == (pytest.approx(9e10), "memory-bound")
+    assert rl.bound(9.0, None, 1e10) == (None, None)
+    assert rl.bound(None, 1e11, 1e10) == (None, None)
+
+
+def test_unknown_hardware_falls_back_to_the_calibration():
+    roof = rl.trial_roofline(**TRIAL, calibration=CALIBRATION)
+    assert roof.spec is None
+    assert roof.calibrated.mfu == pytest.approx(0.5)
+    assert roof.notes == ["device not in the spec sheets"]
+
+
+def test_no_spec_and_no_calibration_gives_none_never_a_guess():
+    roof = rl.trial_roofline(**TRIAL)
+    assert roof.achieved_flops == pytest.approx(1e11)
+    assert roof.spec is None and roof.calibrated is None
+    assert roof.notes == ["device not in the spec sheets", "device not calibrated: run `rigbench calibrate`"]
+
+
+def test_missing_pieces_leave_their_figures_empty():
+    no_bytes = rl.trial_roofline(**{**TRIAL, "bytes_per_sample": None}, spec_name="G",
+                                 spec_peak=1e12, spec_bandwidth=1e10)
+    assert no_bytes.intensity is None and no_bytes.spec.bound is None and no_bytes.spec.ceiling_flops is None
+    assert no_bytes.spec.mfu == pytest.approx(0.1)  # MFU needs no traffic estimate
+    assert any("memory-traffic" in n for n in no_bytes.notes)
+    tf32 = rl.trial_roofline(**{**TRIAL, "precision": "tf32"}, spec_name="G", spec_peak=None,
+                             spec_bandwidth=1e10, calibration=CALIBRATION)
+    assert tf32.spec.mfu is None and tf32.calibrated.mfu is None
+    assert "the spec sheet has no tf32 peak" in tf32.notes
+    assert "no calibrated tf32 peak (not on cpu)" in tf32.notes
+    no_speed = rl.trial_roofline(**{**TRIAL, "samples_per_s": None}, calibration=CALIBRATION)
+    assert no_speed.achieved_flops is None and no_speed.calibrated.mfu is None
+
+
+def _calibration(device_name, measurements):
+    return {"device": "cpu", "device_name": device_name, "threads": 2, "quick": True,
+            "software": {"torch": "x"}, "measurements": measurements}
+
+
+def _matmul(precision, value, status="ok"):
+    detail = {"reason": "no"} if status != "ok" else {"best_n": 256}
+    return {"kind": "matmul", "precision": precision, "unit": "FLOP/s", "status": status,
+            "value": value, "detail": detail}
+
+
+def _bandwidth(kind, value, status="ok"):
+    return {"kind": kind, "precision": None, "unit": "B/s", "status": status, "value": value,
+            "detail": {} if status == "ok" else {"reason": "host memory"}}
+
+
+def store_with_calibrations(tmp_path):
+    """Two calibrations of "CPU X": an older full one, a newer one of bf16 only (its fp32 and
+    bandwidth must survive), and one of another device."""
+    store = Store(str(tmp_path / "c.db"))
+    for run_id in ("old", "new", "other"):
+        store.add_run(run_id, "2026-01-01T00:00:00+00:00", "test", {})
+    add_calibration(store, "old", "2026-01-01T00:00:00+00:00", _calibration("CPU X", [
+        _matmul("fp32", 1e11), _matmul("tf32", None, "unsupported"), _matmul("bf16", 1e9),
+        _bandwidth("memory_bandwidth", 1e10), _bandwidth("h2d_pinned", None, "n/a")]))
+    add_calibration(store, "new", "2026-01-03T00:00:00+00:00", _calibration("CPU X", [_matmul("bf16", 3e9)]))
+    add_calibration(store, "other", "2026-01-04T00:00:00+00:00", _calibration("GPU Y", [_matmul("fp32", 9e12)]))
+    return store
+
+
+def test_latest_calibration_takes_the_newest_of_each_figure(tmp_path):
+    store = store_with_calibrations(tmp_path)
+    cal = latest_calibration(store, "CPU X")
+    assert cal["matmul_flops"] == {"fp32": 1e11, "bf16": 3e9}
+    assert cal["memory_bandwidth_bytes_s"] == 1e10
+    assert cal["h2d_pinned_bytes_s"] is None and cal["d2h_pageable_bytes_s"] is None
+    assert cal["unsupported"] == {"tf32": "no"}
+    assert cal["created_at"] == "2026-01-03T00:00:00+00:00" and cal["run_ids"] == ["old", "new"]
+    assert cal["device"] == "cpu" and cal["device_name"] == "CPU X"
+    assert latest_calibration(store, "never calibrated") is None
+
+
+def stored_trials(tmp_path):
+    """The hand-computed trial (above) stored on the calibrated "CPU X", plus a crash."""
+    store = store_with_calibrations(tmp_path)
+    store.add_run("r1", "2026-01-05T00:00:00+00:00", "test", {})
+    ok = make_result(workload="mlp", batch=10, speed=100.0, flops_per_sample=1e9,
+                     bytes_per_sample=2e7, params=1_000_000).model_copy(update={"device_name": "CPU X", "id": None})
+    store.add_result(ok)
+    store.add_result(make_result(status="crash", error="boom").model_copy(update={"id": None}))
+    return store, ok
+
+
+def test_roofline_command_and_results_show(tmp_path, monkeypatch):
+    monkeypatch.setattr(api, "spec_sheet", lambda result: None)  # hardware not in the sheets
+    store, ok = stored_trials(tmp_path)
+    runner = CliRunner()
+    shown = runner.invoke(cli.app, ["roofline", "--db", store.url, "--json"])
+    assert shown.exit_code == 0, shown.output
+    rows = json.loads(shown.stdout)
+    assert len(rows) == 1  # only the ok trial
+    row = rows[0]
+    assert row["achieved_flops"] == pytest.approx(1e11) and row["intensity"] == pytest.approx(INTENSITY)
+    # calibrated: fp32 peak 100 GFLOP/s, 10 GB/s -> memory roof 454.5 GFLOP/s: compute-bound, MFU 100%
+    assert row["calibrated"]["bound"] == "compute-bound" and row["calibrated"]["mfu"] == pytest.approx(1.0)
+    assert row["spec"] is None
+    table = runner.invoke(cli.app, ["roofline", "--db", store.url, "--where", "workload=mlp"])
+    assert table.exit_code == 0, table.output
+    assert "0.1 TFLOP/s" in table.stdout and "100.0%" in table.stdout and "45.5" in table.stdout
+    assert "compute-bound" in table.stdout and "device not in the spec sheets" in table.stdout
+    detail = runner.invoke(cli.app, ["results", "show", str(ok.id), "--db", store.url])
+    assert detail.exit_code == 0, detail.output
+    for line in ("MFU (calibrated)", "100.0%", "45.5 FLOP/byte", "compute-bound, ceiling 0.1 TFLOP/s"):
+        assert line in detail.stdout, line
+    bad = runner.invoke(cli.app, ["roofline", "--db", store.url, "--where", "colour=red"])
+    assert bad.exit_code == 2
+
+
+def test_report_draws_trials_and_ceilings(tmp_path, monkeypatch):
+    monkeypatch.setattr(api, "spec_sheet", lambda result: None)
+    store, _ = stored_trials(tmp_path)
+    results = store.list()
+    sections = gather(results, api.device_calibrations(store, results))
+    [chart] = [c for s, cs in sections if s.id == "roofline" for c in cs]
+    assert chart.x_scale == "log" and chart.y_scale == "log"
+    trial, ceiling = chart.series
+    assert trial.x == [pytest.approx(INTENSITY)] and trial.y == [pytest.approx(1e11)]
+    # calibrated roof of CPU X fp32: ridge at 1e11 / 1e10 = 10 FLOP/byte, flat at 1e11 beyond it
+    assert ceiling.dash and ceiling.name == "calibrated roof · CPU X · fp32"
+    lo, ridge, hi = ceiling.x
+    assert ridge == pytest.approx(10.0) and lo < ridge < hi
+    assert ceiling.y == [pytest.approx(lo * 1e10), pytest.approx(1e11), pytest.approx(1e11)]
+    # results without FLOPs or traffic (older results) give no roofline section
+    assert "roofline" not in [s.id for s, _ in gather([make_result()])]
