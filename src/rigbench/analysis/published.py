@@ -1,0 +1,527 @@
+"""Published results (the tables in data/published/) beside this machine's own.
+
+The tables ship unchanged with their sources (data/published/README.md). `published_rows()`
+turns them into one unit, training steps per second at a batch size, and `MAPPINGS` says
+which rigbench workload is the closest comparable to each published network, and how
+close it is. `compare_published()` then pairs each published row with the newest stored
+result of that workload at the same batch and works out, for every pair:
+
+- measured speed-up: the published device's steps/s over ours (same batch);
+- the paper's own ratio: its accelerator over its own CPU (same framework, network, batch);
+- predicted speed-up: the ratio of FP32 peaks (spec sheets; this machine's device falls
+  back to its calibrated matmul peak when the spec file lacks it);
+- normalised speed-up (seed 000, "performance ratios should be normalized relative to the
+  CPU utilization percentile of the specific library used"): every throughput measured on a
+  CPU is divided by the fraction of the CPU it kept busy, i.e. scaled to what it would be at
+  100% utilisation if it scaled linearly; an accelerator's throughput is left as it is.
+  So a GPU over a CPU that was u% busy: measured x u/100.
+- a few sentences explaining the gap between predicted and measured, computed from the numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from rigbench.spec import Result
+from rigbench.workloads import WORKLOADS
+
+#: Source name -> the files of data/published/ it covers and a short citation.
+SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
+    "yin2020": (("yin2020_cpu_vs_gpu.csv", "yin2020_batch_sweep.csv"),
+                "Yin 2020, Ohio State M.S. thesis, Tables 5-8 (seed 003)"),
+    "shi2016": (("shi2016_table7.csv",),
+                "Shi, Wang, Xu & Chu 2016, arXiv:1608.07249, Table 7 (seed 002)"),
+    "community": (("community_epoch_times.csv",),
+                  "epoch times from an article and two slide decks (seeds 004, 001)"),
+}
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """Which rigbench workload stands in for a published network, and how closely."""
+
+    source: str
+    network: str                # as the source names it
+    workload: str               # rigbench workload name
+    options: tuple[tuple[str, Any], ...]  # required workload options, e.g. (("depth", 56),)
+    closeness: str              # "same network" | "same family" | "loose"
+    why: str
+
+    @property
+    def ref(self) -> str:
+        """The workload as `rigbench run` takes it, e.g. `resnet:depth=56`."""
+        opts = ",".join(f"{k}={v}" for k, v in self.options)
+        return f"{self.workload}:{opts}" if opts else self.workload
+
+
+#: Published network -> closest rigbench workload (docs/COMPARING.md has the same table).
+MAPPINGS: tuple[Mapping, ...] = (
+    Mapping("yin2020", "CIFAR-10 CNN", "cnn", (), "same network",
+            "the thesis trains CIFAR-10 with open-source tutorial code; rigbench's cnn is the "
+            "TensorFlow 2 tutorial CIFAR-10 CNN (conv32-pool-conv64-pool-conv64-dense64-dense10)"),
+    Mapping("shi2016", "FCN-S", "mlp", (), "same family",
+            "mlp has FCN-S's three hidden layers of 2048 units and its minibatch of 64, but "
+            "28x28 inputs and 10 classes, so fewer FLOPs per sample"),
+    Mapping("shi2016", "FCN-R", "mlp", (), "loose",
+            "both are fully connected MNIST-sized networks; FCN-R's layer widths are not mlp's"),
+    Mapping("shi2016", "AlexNet-R", "cnn", (), "loose",
+            "both are small CIFAR-10 convnets; layer sizes differ"),
+    Mapping("shi2016", "ResNet-56", "resnet", (("depth", 56),), "same network",
+            "He et al. 2016's CIFAR ResNet-56, as rigbench's resnet:depth=56"),
+    Mapping("shi2016", "LSTM", "lstm", (), "same family",
+            "two-layer LSTM language model, 32-token sequences, 10,000-word vocabulary; the "
+            "hidden size may differ from ours (see the `ours` column)"),
+    Mapping("community", "cats vs dogs CNN", "catsdogs", (), "same network",
+            "rigbench's catsdogs is seed 001's Keras network rebuilt from its published summary"),
+)
+
+#: Published networks with no comparable rigbench workload, and why (listed in the docs and output).
+UNMAPPED: dict[tuple[str, str], str] = {
+    ("shi2016", "AlexNet-S"): "ImageNet-size AlexNet (224x224 inputs): no rigbench workload of that size",
+    ("shi2016", "ResNet-50"): "ImageNet ResNet-50: no rigbench workload of that size",
+    ("community", "4-layer ResNet"): "100x100-pixel 4-layer ResNet on ~3,000 images: nothing of that shape",
+    ("community", "DCGAN"): "only a GPU+CPU:CPU time ratio (2.74:1) is published, no absolute time",
+}
+
+#: Names handed to analysis.specs.lookup for the published devices.
+_SPEC_NAMES = {
+    "GTX 1060": "NVIDIA GeForce GTX 1060 6GB",
+    "i7-8650U": "Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz",
+    "gpu_gtx980": "NVIDIA GeForce GTX 980",
+    "gpu_gtx1080": "NVIDIA GeForce GTX 1080",
+    "gpu_k80": "Tesla K80",
+    # The slides leave Shi et al.'s desktop CPU unnamed; the paper's hardware table names it
+    # (the spec file's row cites it).
+    "desktop_cpu": "Intel(R) Core(TM) i7-3820 CPU @ 3.60GHz",
+}
+_SHI_GPUS = {"gpu_gtx980": "GTX 980", "gpu_gtx1080": "GTX 1080", "gpu_k80": "Tesla K80"}
+
+
+@dataclass(frozen=True)
+class PublishedRow:
+    """One published measurement, converted to training steps per second."""
+
+    source: str
+    table: str
+    network: str
+    framework: str
+    device: str
+    device_kind: str             # "cpu" | "gpu"
+    spec_name: str | None        # for analysis.specs.lookup; None = the source does not name it
+    batch_size: int
+    steps_per_s: float
+    figure: str                  # as published, e.g. "11.917 steps/s" or "0.150 s/batch"
+    cpu_usage_pct: float | None = None   # machine-wide CPU %, as the source reports it
+    threads: int | None = None   # CPU threads (Shi et al.'s columns)
+
+    def label(self) -> str:
+        threads = f", {self.threads} threads" if self.threads else ""
+        return f"{self.network} · {self.framework} · {self.device}{threads} · b{self.batch_size}"
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    text = resources.files("rigbench.analysis").joinpath(f"data/published/{name}").read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text not in (None, "") else None
+
+
+def published_rows(sources: Sequence[str] = ()) -> list[PublishedRow]:
+    """Every speed figure of the named sources (default: all), as steps/s at a batch size.
+
+    Yin's batch sweep repeats Table 5 at batch 128 (and disagrees on MXNet, see the README),
+    so batch 128 comes from Table 5, the other batches from the sweep.
+    """
+    wanted = list(sources) or list(SOURCES)
+    rows: list[PublishedRow] = []
+    if "yin2020" in wanted:
+        rows += _yin()
+    if "shi2016" in wanted:
+        rows += _shi()
+    if "community" in wanted:
+        rows += _community()
+    return rows
+
+
+def _yin() -> list[PublishedRow]:
+    rows = []
+    for table in SOURCES["yin2020"][0]:
+        for r in _read(table):
+            batch, speed = int(r["batch_size"]), _float(r["steps_per_s"])
+            if speed is None or (table == "yin2020_batch_sweep.csv" and batch == 128):
+                continue
+            kind = "gpu" if r["device"] == "GTX 1060" else "cpu"
+            rows.append(PublishedRow(
+                "yin2020", table, "CIFAR-10 CNN", r["framework"], r["device"], kind,
+                _SPEC_NAMES.get(r["device"]), batch, speed, f"{r['steps_per_s']} steps/s",
+                cpu_usage_pct=_float(r["cpu_usage_pct"])))
+    return rows
+
+
+def _shi() -> list[PublishedRow]:
+    rows = []
+    table = SOURCES["shi2016"][0][0]
+    for r in _read(table):
+        batch = int(r["minibatch"])
+        for column, value in r.items():
+            seconds = _float(value) if column.startswith(("desktop_cpu_t", "gpu_")) else None
+            if not seconds:
+                continue
+            if column.startswith("gpu_"):
+                device, kind, threads = _SHI_GPUS[column], "gpu", None
+            else:
+                device, kind, threads = "desktop CPU", "cpu", int(column.removeprefix("desktop_cpu_t"))
+            spec_name = _SPEC_NAMES[column if kind == "gpu" else "desktop_cpu"]
+            rows.append(PublishedRow(
+                "shi2016", table, r["network"], r["framework"], device, kind, spec_name,
+                batch, 1 / seconds, f"{value} s/batch", threads=threads))
+    return rows
+
+
+def _community() -> list[PublishedRow]:
+    rows = []
+    table = SOURCES["community"][0][0]
+    for r in _read(table):
+        seconds, batch = _float(r["seconds_per_epoch"]), r["batch_size"]
+        if not seconds or not batch or not r["workload"].startswith("cats vs dogs"):
+            continue  # only the cats-vs-dogs rows have a comparable workload (see UNMAPPED)
+        images = WORKLOADS["catsdogs"].dataset.train_size  # 20,000, as the slides say
+        kind = "cpu" if any(w in r["device"] for w in ("Intel", "AMD FX", "Ryzen")) else "gpu"
+        rows.append(PublishedRow(
+            "community", table, "cats vs dogs CNN", r["framework"], r["device"], kind, r["device"],
+            int(batch), images / seconds / int(batch), f"{r['seconds_per_epoch']} s/epoch"))
+    return rows
+
+
+def mapping_for(row: PublishedRow) -> Mapping | None:
+    for m in MAPPINGS:
+        if m.source == row.source and m.network == row.network:
+            return m
+    return None
+
+
+def framework_family(name: str) -> str:
+    """`PyTorch 1.4.0` and Lua `Torch` -> torch; `TF`, `TensorFlow (Keras)` -> tensorflow; ..."""
+    low = name.lower()
+    if "torch" in low:
+        return "torch"
+    if low.startswith(("tensorflow", "tf")) or ("keras" in low and "plaidml" not in low):
+        return "tensorflow"
+    return low.split()[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison
+
+
+@dataclass(frozen=True)
+class Peak:
+    """A device's FP32 ceiling and where it came from."""
+
+    flops: float
+    basis: str                               # e.g. "spec sheet: NVIDIA GeForce GTX 1060 6GB"
+    bandwidth_bytes_s: float | None = None
+    fp16_flops: float | None = None          # spec-sheet fp16/bf16 peak, to spot unused tensor cores
+
+
+@dataclass
+class PublishedMatch:
+    """A published row beside one of our results, with the ratios and the explanation."""
+
+    row: PublishedRow
+    mapping: Mapping
+    ours: Result
+    ours_steps_per_s: float
+    measured: float                       # published steps/s / ours
+    paper_cpu: PublishedRow | None = None
+    paper_ratio: float | None = None      # published accelerator / the paper's own CPU
+    predicted: float | None = None        # FP32 peak of the published device / ours
+    paper_predicted: float | None = None  # FP32 peak of the published device / the paper's CPU
+    normalised: float | None = None       # measured, CPU throughputs scaled to 100% utilisation
+    paper_normalised: float | None = None
+    peak_published: Peak | None = None
+    peak_ours: Peak | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (`rigbench compare --published --json`)."""
+        m = self.ours.metrics
+        return {
+            "source": self.row.source, "table": self.row.table, "network": self.row.network,
+            "framework": self.row.framework, "device": self.row.device, "threads": self.row.threads,
+            "batch_size": self.row.batch_size, "published": self.row.figure,
+            "published_steps_per_s": self.row.steps_per_s,
+            "published_cpu_usage_pct": self.row.cpu_usage_pct,
+            "mapping": {"workload": self.mapping.ref, "closeness": self.mapping.closeness,
+                        "why": self.mapping.why},
+            "ours": {"id": self.ours.id, "run_id": self.ours.run_id, "device": self.ours.spec.device,
+                     "device_name": self.ours.device_name, "framework": self.ours.spec.framework,
+                     "workload_options": self.ours.spec.workload_options,
+                     "steps_per_s": self.ours_steps_per_s, "samples_per_s": m.samples_per_s,
+                     "cpu_util_pct_mean": m.cpu_util_pct_mean, "threads": self.ours.threads},
+            "measured_speedup": self.measured,
+            "paper_cpu": self.paper_cpu.label() if self.paper_cpu else None,
+            "paper_speedup": self.paper_ratio,
+            "predicted_speedup": self.predicted,
+            "paper_predicted_speedup": self.paper_predicted,
+            "normalised_speedup": self.normalised,
+            "paper_normalised_speedup": self.paper_normalised,
+            "peak_published": _peak_dict(self.peak_published),
+            "peak_ours": _peak_dict(self.peak_ours),
+            "explanation": self.notes,
+        }
+
+
+def _peak_dict(peak: Peak | None) -> dict[str, Any] | None:
+    return None if peak is None else {"fp32_flops": peak.flops, "basis": peak.basis,
+                                      "bandwidth_bytes_s": peak.bandwidth_bytes_s}
+
+
+@dataclass
+class Missing:
+    """A mapping with published rows but no comparable stored result: what to run."""
+
+    mapping: Mapping
+    batches: list[int]
+    command: str
+
+
+@dataclass
+class PublishedComparison:
+    matches: list[PublishedMatch]
+    missing: list[Missing]
+
+
+def _usable(r: Result) -> bool:
+    """Plain fp32 timing trials: what the published tables measured."""
+    s = r.spec
+    return (r.status == "ok" and bool(r.metrics.samples_per_s) and s.train is None
+            and s.lr_find is None and s.precision == "fp32" and not s.compile and not s.channels_last)
+
+
+def _matches_mapping(r: Result, m: Mapping) -> bool:
+    return r.spec.workload == m.workload and all(r.spec.workload_options.get(k) == v for k, v in m.options)
+
+
+def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
+                      peak_of: Callable[[str | None, str], Peak | None] | None = None,
+                      all_frameworks: bool = False) -> PublishedComparison:
+    """Pair every published row of `sources` with the newest usable result among `results`
+    (this machine's) of the mapped workload at the same batch, one per device of ours.
+
+    `peak_of(device_name, kind)` gives a device's FP32 peak (None when unknown); it is called
+    with the published spec names and our device names. Published rows of other frameworks
+    are left out when the source has rows of our result's framework family for that network,
+    unless `all_frameworks`. Of Shi et al.'s desktop-CPU columns, the thread count closest to
+    our trial's is used.
+    """
+    peak_of = peak_of or (lambda name, kind: None)
+    rows = published_rows(sources)
+    usable = sorted((r for r in results if _usable(r)), key=lambda r: r.id or 0)
+    matches: list[PublishedMatch] = []
+    missing: list[Missing] = []
+    for mapping in MAPPINGS:
+        mrows = [r for r in rows if r.source == mapping.source and r.network == mapping.network]
+        if not mrows:
+            continue
+        ours_by_key: dict[tuple[int, str, str], Result] = {}
+        for r in usable:
+            if _matches_mapping(r, mapping):
+                ours_by_key[(r.spec.batch_size, r.spec.device, r.spec.framework)] = r  # newest wins
+        found = False
+        for (batch, _, _), ours in sorted(ours_by_key.items()):
+            candidates = [p for p in mrows if p.batch_size == batch]
+            for prow in _shown_rows(candidates, ours, all_frameworks):
+                matches.append(_match(prow, mapping, ours, candidates, peak_of))
+                found = True
+        if not found:
+            batches = sorted({p.batch_size for p in mrows})
+            missing.append(Missing(mapping, batches,
+                                   f"rigbench run {mapping.ref} -b {','.join(map(str, batches))}"))
+    return PublishedComparison(matches, missing)
+
+
+def _closest_threads(rows: list[PublishedRow], threads: int | None) -> list[PublishedRow]:
+    """Of CPU rows differing only in thread count, keep the one closest to `threads`."""
+    cpu_threads = sorted({r.threads for r in rows if r.threads})
+    if not cpu_threads:
+        return rows
+    target = threads or cpu_threads[-1]
+    best = min(cpu_threads, key=lambda t: (abs(t - target), t))
+    return [r for r in rows if r.threads in (None, best)]
+
+
+def _shown_rows(candidates: list[PublishedRow], ours: Result, all_frameworks: bool) -> list[PublishedRow]:
+    family = framework_family(ours.spec.framework)
+    same = [p for p in candidates if framework_family(p.framework) == family]
+    chosen = candidates if all_frameworks or not same else same
+    return _closest_threads(chosen, ours.threads)
+
+
+def _utilisation_fraction(kind: str, pct: float | None) -> float | None:
+    """1 for an accelerator's throughput; the busy fraction for a CPU's (None if unknown)."""
+    if kind != "cpu":
+        return 1.0
+    return pct / 100 if pct else None
+
+
+def _ours_kind(r: Result) -> str:
+    return "cpu" if r.spec.device == "cpu" else "gpu"
+
+
+def _match(prow: PublishedRow, mapping: Mapping, ours: Result, candidates: list[PublishedRow],
+           peak_of: Callable[[str | None, str], Peak | None]) -> PublishedMatch:
+    ours_sps = ours.metrics.samples_per_s / ours.spec.batch_size  # type: ignore[operator]
+    match = PublishedMatch(prow, mapping, ours, ours_sps, prow.steps_per_s / ours_sps)
+    # the paper's own CPU for the same framework, network and batch (Shi: closest thread count)
+    if prow.device_kind == "gpu":
+        cpus = _closest_threads([p for p in candidates if p.device_kind == "cpu"
+                                 and p.framework == prow.framework], ours.threads)
+        match.paper_cpu = cpus[0] if cpus else None
+    if match.paper_cpu:
+        match.paper_ratio = prow.steps_per_s / match.paper_cpu.steps_per_s
+    match.peak_published = peak_of(prow.spec_name, prow.device_kind) if prow.spec_name else None
+    match.peak_ours = peak_of(ours.device_name, _ours_kind(ours))
+    if match.peak_published and match.peak_ours:
+        match.predicted = match.peak_published.flops / match.peak_ours.flops
+    if match.paper_cpu and match.paper_cpu.spec_name and match.peak_published:
+        paper_cpu_peak = peak_of(match.paper_cpu.spec_name, "cpu")
+        if paper_cpu_peak:
+            match.paper_predicted = match.peak_published.flops / paper_cpu_peak.flops
+    pub_u = _utilisation_fraction(prow.device_kind, prow.cpu_usage_pct)
+    ours_u = _utilisation_fraction(_ours_kind(ours), ours.metrics.cpu_util_pct_mean)
+    if pub_u and ours_u:
+        match.normalised = match.measured * ours_u / pub_u
+    if match.paper_ratio and match.paper_cpu and match.paper_cpu.cpu_usage_pct:
+        match.paper_normalised = match.paper_ratio * match.paper_cpu.cpu_usage_pct / 100
+    match.notes = explain(match)
+    return match
+
+
+def _x(value: float) -> str:
+    return f"x{value:,.0f}" if value >= 1000 else f"x{value:.3g}"
+
+
+def explain(m: PublishedMatch) -> list[str]:
+    """Sentences on why measured and predicted differ, each computed from the match's numbers."""
+    notes: list[str] = []
+    row, ours = m.row, m.ours
+    ours_dev = f"this machine's {ours.spec.device} ({ours.device_name or 'unnamed'})"
+    flops = ours.metrics.flops_per_sample
+    if m.predicted is not None and m.peak_published and m.peak_ours:
+        notes.append(f"The {row.device} ran {_x(m.measured)} as fast as {ours_dev}; the FP32 peaks "
+                     f"predict {_x(m.predicted)} ({m.measured / m.predicted:.2g} of the prediction).")
+        if flops:
+            step = flops * row.batch_size
+            achieved_pub = row.steps_per_s * step
+            achieved_ours = m.ours_steps_per_s * step
+            mfu_pub, mfu_ours = achieved_pub / m.peak_published.flops, achieved_ours / m.peak_ours.flops
+            same = "" if m.mapping.closeness == "same network" else " if its network costs what ours does"
+            notes.append(
+                f"At our {ours.spec.workload}'s {flops / 1e6:,.1f} MFLOP per sample{same}, the "
+                f"{row.device} ran at {achieved_pub / 1e9:,.1f} GFLOP/s = {mfu_pub:.1%} of its peak, "
+                f"ours at {achieved_ours / 1e9:,.1f} GFLOP/s = {mfu_ours:.1%} of its peak; measured = "
+                f"predicted x {mfu_pub / mfu_ours:.3g}, the ratio of the two utilisations.")
+            if mfu_ours > 1:
+                notes.append(f"Our trial beat our peak ({m.peak_ours.basis}), so that peak is too low: "
+                             f"calibrate again on an idle machine (`rigbench calibrate`, not --quick).")
+            if mfu_pub < 0.05:
+                at_peak_us = step / m.peak_published.flops * 1e6
+                notes.append(
+                    f"A step of {row.batch_size} samples is {step / 1e9:,.2f} GFLOP: {at_peak_us:,.0f} us "
+                    f"of work at the {row.device}'s peak, but it took {1e6 / row.steps_per_s:,.0f} us. "
+                    f"Time that does not scale with FLOP/s (framework and kernel-launch overhead, "
+                    f"feeding input, small layers that cannot fill the device) dominates.")
+        _memory_note(m, notes, flops)
+        fp16 = m.peak_published.fp16_flops
+        if row.device_kind == "gpu" and fp16 and fp16 >= 4 * m.peak_published.flops:
+            notes.append(f"These are fp32 figures: the {row.device}'s tensor cores (fp16 peak "
+                         f"{fp16 / m.peak_published.flops:.0f}x its FP32 peak) sit idle.")
+    elif m.peak_published is None:
+        notes.append(f"No spec-sheet peak for the {row.device}, so no predicted ratio.")
+    elif m.peak_ours is None:
+        notes.append(f"No peak known for {ours_dev}: neither in the spec file nor calibrated "
+                     f"(run `rigbench calibrate`), so no predicted ratio.")
+    ours_u = ours.metrics.cpu_util_pct_mean
+    if _ours_kind(ours) == "cpu" and ours_u and m.normalised is not None:
+        closer = ""
+        if m.predicted is not None:
+            nearer = abs(math.log(m.normalised / m.predicted)) < abs(math.log(m.measured / m.predicted))
+            closer = " (nearer the spec-sheet prediction)" if nearer else " (no nearer the prediction)"
+        notes.append(f"Our run kept {ours_u:.0f}% of the machine's logical cores busy; with every CPU "
+                     f"throughput scaled to 100% (seed 000) the ratio is {_x(m.normalised)}{closer}.")
+    if m.paper_ratio is not None and m.paper_cpu is not None:
+        text = f"The source's own {row.device} : {m.paper_cpu.device} ratio is {_x(m.paper_ratio)}"
+        if m.paper_predicted is not None:
+            text += f" against {_x(m.paper_predicted)} from the spec sheets"
+        if m.paper_normalised is not None:
+            text += (f"; its CPU run was {m.paper_cpu.cpu_usage_pct:.0f}% busy, normalised "
+                     f"{_x(m.paper_normalised)}")
+            if m.paper_predicted is not None:
+                nearer = (abs(math.log(m.paper_normalised / m.paper_predicted))
+                          < abs(math.log(m.paper_ratio / m.paper_predicted)))
+                text += " (nearer the spec sheets)" if nearer else " (no nearer the spec sheets)"
+        notes.append(text + ".")
+    if framework_family(row.framework) != framework_family(ours.spec.framework):
+        notes.append(f"Different frameworks ({row.framework} there, {ours.spec.framework} "
+                     f"{ours.software.get(ours.spec.framework, '')} here): part of any gap is software.")
+    elif ours.software.get(ours.spec.framework):
+        notes.append(f"Same framework family, but {row.framework} there and {ours.spec.framework} "
+                     f"{ours.software[ours.spec.framework]} here.")
+    if m.mapping.closeness != "same network":
+        alike = "of the same family, not identical" if m.mapping.closeness == "same family" else "loosely alike"
+        notes.append(f"The networks are {alike} ({m.mapping.why}): read the ratios as rough.")
+    if ours.metrics.noisy:
+        notes.append(f"Our figure is noisy (step-time CV {ours.metrics.step_time_cv:.0%}): "
+                     f"the machine was busy or the trial short.")
+    return notes
+
+
+def _memory_note(m: PublishedMatch, notes: list[str], flops: float | None) -> None:
+    """Below the published device's ridge point the bandwidth ratio, not the FLOP ratio, applies."""
+    per_sample = m.ours.metrics.bytes_per_sample
+    pub, ours = m.peak_published, m.peak_ours
+    if not (flops and per_sample and pub and ours and pub.bandwidth_bytes_s and ours.bandwidth_bytes_s):
+        return
+    intensity = flops / per_sample
+    ridge = pub.flops / pub.bandwidth_bytes_s
+    if intensity < ridge:
+        notes.append(f"At {intensity:,.1f} FLOP/byte the network is below the {m.row.device}'s ridge "
+                     f"point ({ridge:,.0f} FLOP/byte): memory bandwidth bounds it there, and the "
+                     f"bandwidth ratio predicts {_x(pub.bandwidth_bytes_s / ours.bandwidth_bytes_s)}.")
+
+
+def peak_resolver(store: Any | None) -> Callable[[str | None, str], Peak | None]:
+    """`peak_of(device_name, kind)` for compare_published: the spec sheet's FP32 peak
+    (analysis.specs), else the newest calibrated matmul peak of that device name in `store`
+    (store.calibrations), else None. The Peak says which was used."""
+    from rigbench.analysis.specs import lookup, peak_flops
+    from rigbench.store.calibrations import latest_calibration
+
+    def peak_of(name: str | None, kind: str) -> Peak | None:
+        if not name:
+            return None
+        spec = lookup(name)
+        fp32 = peak_flops(spec, "fp32") if spec else None
+        if spec and fp32:
+            low = [f for f in (peak_flops(spec, "fp16"), peak_flops(spec, "bf16")) if f]
+            bandwidth = spec.memory_bandwidth_gbs * 1e9 if spec.memory_bandwidth_gbs else None
+            return Peak(fp32, f"spec sheet: {spec.name}", bandwidth, max(low) if low else None)
+        calibration = latest_calibration(store, name) if store is not None else None
+        measured = (calibration or {}).get("matmul_flops", {}).get("fp32")
+        if measured:
+            bandwidth = calibration.get("memory_bandwidth_bytes_s")  # type: ignore[union-attr]
+            when = str(calibration.get("created_at", ""))[:10]  # type: ignore[union-attr]
+            return Peak(float(measured), f"calibrated matmul peak ({when}), not in the spec file",
+                        bandwidth)
+        return None
+
+    return peak_of

@@ -1,0 +1,138 @@
+"""One number for a machine: the geometric mean of its speed-ups over a reference machine.
+
+The suite is the default suite of `rigbench run`: every registered workload with its default
+options at its reference batch size (`Workload.default_batch`), fp32, no compile, no
+channels-last, timing trials only. For each workload found on both machines (per device
+class: cpu with cpu, gpu with gpu) the speed-up is our samples/s over the reference's, i.e.
+median(reference step times) / median(our step times) at the same batch. The score is the
+geometric mean of those speed-ups; 1.0 means as fast as the reference.
+
+Its 95% CI is a percentile bootstrap: each workload's raw step times are resampled (ours and
+the reference's independently), every speed-up and the geometric mean recomputed, 2,000
+times with a fixed seed. Workloads missing on either side are left out and named; the score
+is then over the common subset only.
+
+Reference machines are results bundles (store/bundle.py) shipped in
+data/reference_machines/NAME.json, or any bundle file, or a stored run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from rigbench.analysis.stats import median
+from rigbench.spec import Result
+from rigbench.workloads import WORKLOADS, resolved_options
+
+RESAMPLES = 2000
+SEED = 0
+
+
+def default_suite() -> list[tuple[str, int]]:
+    """(workload, reference batch) of every workload `rigbench run` runs by default."""
+    return [(w.name, w.default_batch) for w in WORKLOADS.values()]
+
+
+def device_class(r: Result) -> str:
+    return "cpu" if r.spec.device == "cpu" else "gpu"
+
+
+def _in_suite(r: Result, batch: int) -> bool:
+    s = r.spec
+    workload = WORKLOADS.get(s.workload)
+    return (workload is not None and r.status == "ok" and s.batch_size == batch
+            and s.precision == "fp32" and not s.compile and not s.channels_last
+            and s.train is None and s.lr_find is None
+            and resolved_options(workload, s.workload_options) == resolved_options(workload, {}))
+
+
+def suite_results(results: Iterable[Result], cls: str) -> dict[str, Result]:
+    """The newest suite result per workload on devices of class `cls` ("cpu" or "gpu")."""
+    batches = dict(default_suite())
+    chosen: dict[str, Result] = {}
+    for r in sorted(results, key=lambda r: r.id or 0):
+        if device_class(r) == cls and r.spec.workload in batches and _in_suite(r, batches[r.spec.workload]):
+            chosen[r.spec.workload] = r
+    return chosen
+
+
+@dataclass
+class ScoreItem:
+    workload: str
+    batch_size: int
+    ours: Result
+    reference: Result
+    speedup: float              # our samples/s / the reference's
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "batch_size": self.batch_size, "speedup": self.speedup,
+                "ours": {"id": self.ours.id, "device_name": self.ours.device_name,
+                         "samples_per_s": self.ours.spec.batch_size / median(self.ours.step_times_s)},
+                "reference": {"id": self.reference.id, "device_name": self.reference.device_name,
+                              "samples_per_s": self.reference.spec.batch_size / median(self.reference.step_times_s)}}
+
+
+@dataclass
+class Score:
+    device_class: str
+    value: float                 # geometric mean of the speed-ups
+    ci: tuple[float, float]
+    items: list[ScoreItem]
+    missing_ours: list[str] = field(default_factory=list)       # suite workloads we have not run
+    missing_reference: list[str] = field(default_factory=list)  # ... the reference lacks
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"device_class": self.device_class, "score": self.value, "ci": list(self.ci),
+                "workloads": [i.as_dict() for i in self.items],
+                "missing_here": self.missing_ours, "missing_in_reference": self.missing_reference}
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    if not values or any(v <= 0 for v in values):
+        raise ValueError("geometric mean needs positive values")
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def compute_score(ours: dict[str, Result], reference: dict[str, Result], cls: str,
+                  resamples: int = RESAMPLES, seed: int = SEED) -> Score | None:
+    """The score over the workloads both sides have (with raw step times); None if none."""
+    suite = [name for name, _ in default_suite()]
+    common = [w for w in suite if w in ours and w in reference
+              and ours[w].step_times_s and reference[w].step_times_s]
+    missing_ours = [w for w in suite if w not in ours]
+    missing_ref = [w for w in suite if w in ours and w not in reference]
+    if not common:
+        return None
+    items = [ScoreItem(w, ours[w].spec.batch_size, ours[w], reference[w],
+                       median(reference[w].step_times_s) / median(ours[w].step_times_s)) for w in common]
+    value = geometric_mean([i.speedup for i in items])
+    rng = np.random.default_rng(seed)
+    log_sum = np.zeros(resamples)
+    for item in items:
+        mine = np.asarray(item.ours.step_times_s, dtype=float)
+        theirs = np.asarray(item.reference.step_times_s, dtype=float)
+        med_mine = np.median(mine[rng.integers(0, mine.size, size=(resamples, mine.size))], axis=1)
+        med_theirs = np.median(theirs[rng.integers(0, theirs.size, size=(resamples, theirs.size))], axis=1)
+        log_sum += np.log(med_theirs / med_mine)
+    low, high = np.percentile(np.exp(log_sum / len(items)), [2.5, 97.5])
+    return Score(cls, value, (float(low), float(high)), items, missing_ours, missing_ref)
+
+
+def shipped_references() -> list[str]:
+    """Names of the reference machines shipped in data/reference_machines/ (NAME.json)."""
+    folder = resources.files("rigbench.analysis").joinpath("data/reference_machines")
+    if not folder.is_dir():
+        return []
+    return sorted(p.name.removesuffix(".json") for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def read_shipped_reference(name: str) -> str:
+    """The text of a shipped reference bundle."""
+    return resources.files("rigbench.analysis").joinpath(f"data/reference_machines/{name}.json").read_text(
+        encoding="utf-8")

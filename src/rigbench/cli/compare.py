@@ -1,0 +1,223 @@
+"""Against known results: `compare` (published tables, or two runs/machines), `score`, and
+`results import` (its counterpart `results export --format bundle` lives in core.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from rigbench import api
+from rigbench.cli.common import DB_HELP, app, handles_usage_errors, out, results_app
+from rigbench.errors import UsageError
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"x{value:.3g}"
+
+
+def _ci(pair: tuple[float, float] | None, fmt: str = "{:,.1f}") -> str:
+    return "" if pair is None else f" [{fmt.format(pair[0])}, {fmt.format(pair[1])}]"
+
+
+@app.command()
+@handles_usage_errors
+def compare(
+    items: Optional[list[str]] = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all)."),
+    published: bool = typer.Option(False, "--published", help="Put this machine's stored results beside published tables (the thesis's GTX 1060, Shi et al. 2016, community epoch times): measured, spec-predicted and CPU-utilisation-normalised speed-ups."),
+    all_frameworks: bool = typer.Option(False, "--all-frameworks", help="With --published: show every framework's published rows (default: only the rows of our framework's family when the source has some)."),
+    run_id: Optional[list[str]] = typer.Option(None, "--run", metavar="ID", help="With --published: use these runs' results instead of every stored result of this machine."),
+    where_a: Optional[list[str]] = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. Keys: workload, device, framework, precision, status, batch_size."),
+    where_b: Optional[list[str]] = typer.Option(None, "--where-b", metavar="KEY=VALUE", help="Filter side B, as --where-a."),
+    across_versions: bool = typer.Option(False, "--across-versions", help="Compare pairs whose software versions differ (torch, CUDA, cuDNN...) and flag them, instead of marking them incomparable."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout."),
+) -> None:
+    """Compare with known results: published tables (--published) or another run/machine, reporting only significant changes."""
+    items = items or []
+    if published:
+        if where_a or where_b or across_versions:
+            raise UsageError("--where-a/--where-b/--across-versions compare two runs; leave them out with --published")
+        _published(items, all_frameworks, run_id or [], db, as_json)
+        return
+    if run_id or all_frameworks:
+        raise UsageError("--run and --all-frameworks go with --published; to compare runs give RUN_A RUN_B")
+    if len(items) > 2:
+        raise UsageError(f"compare takes at most two runs (RUN_A RUN_B), got {len(items)}")
+    a = items[0] if len(items) > 0 else None
+    b = items[1] if len(items) > 1 else None
+    if a is not None and b is None and where_b:
+        b = a  # one run, split by the two filters
+    outcome = api.compare(a, b, db=db, where_a=where_a or [], where_b=where_b or [],
+                          across_versions=across_versions)
+    if as_json:
+        print(json.dumps({"a": outcome.label_a, "b": outcome.label_b, "same_machine": outcome.same_machine,
+                          "pairs": [p.as_dict() for p in outcome.pairs]}, indent=2))
+        return
+    _print_pairs(outcome)
+
+
+def _print_pairs(outcome: Any) -> None:
+    out.print(f"A: {outcome.label_a} on {outcome.machine_a}", highlight=False, markup=False)
+    out.print(f"B: {outcome.label_b} on {outcome.machine_b}", highlight=False, markup=False)
+    if not outcome.same_machine:
+        out.print("Different machines: devices matched by kind (cpu with cpu, GPU with GPU).",
+                  highlight=False)
+    table = Table(header_style="bold")
+    for name, justify in [("trial", "left"), ("A samples/s [95% CI]", "right"), ("B samples/s [95% CI]", "right"),
+                          ("B/A [95% CI]", "right"), ("p", "right"), ("verdict", "left")]:
+        table.add_column(name, justify=justify)
+    styles = {"faster": "green", "slower": "red", "incomparable": "yellow"}
+    for p in outcome.pairs:
+        def speed(side: Any) -> str:
+            if side is None:
+                return "-"
+            if side.samples_per_s is None:
+                return side.result.status
+            return f"{side.samples_per_s:,.1f}{_ci(side.ci)}"
+        verdict = p.verdict
+        if p.ratio is not None and p.verdict in ("faster", "slower"):
+            verdict += f" {100 * (p.ratio - 1):+.1f}%"
+        if p.verdict == "no change":
+            verdict = "no significant change"
+        detail = "; ".join(filter(None, [p.reason, *p.notes]))
+        style = styles.get(p.verdict, "")
+        text = f"[{style}]{verdict}[/{style}]" if style else verdict
+        table.add_row(p.key, speed(p.a), speed(p.b),
+                      "-" if p.ratio is None else f"{p.ratio:.3f}{_ci(p.ratio_ci, '{:.3f}')}",
+                      "-" if p.p_value is None else f"{p.p_value:.2g}",
+                      text + (f" ({detail})" if detail else ""))
+    out.print(table)
+    counts: dict[str, int] = {}
+    for p in outcome.pairs:
+        counts[p.verdict] = counts.get(p.verdict, 0) + 1
+    out.print("Changes count only when Mann-Whitney U gives p < 0.05 AND the 95% CIs of the two "
+              "median step times do not overlap. " + ", ".join(f"{v}: {n}" for v, n in counts.items()),
+              highlight=False, markup=False)
+
+
+def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db: str | None, as_json: bool) -> None:
+    from rigbench.analysis.published import MAPPINGS, SOURCES, UNMAPPED
+
+    found = api.compare_published(db=db, sources=sources, run_ids=run_ids, all_frameworks=all_frameworks)
+    if as_json:
+        print(json.dumps({"matches": [m.as_dict() for m in found.matches],
+                          "missing": [{"source": m.mapping.source, "network": m.mapping.network,
+                                       "workload": m.mapping.ref, "batches": m.batches,
+                                       "command": m.command} for m in found.missing]}, indent=2))
+        return
+    for source in sources or list(SOURCES):
+        matches = [m for m in found.matches if m.row.source == source]
+        out.print(f"\n[bold]{source}[/bold]: {SOURCES[source][1]}", highlight=False)
+        if matches:
+            _print_matches(matches)
+        for miss in (m for m in found.missing if m.mapping.source == source):
+            out.print(f"  No stored result of {miss.mapping.ref} at batch {', '.join(map(str, miss.batches))} "
+                      f"for {miss.mapping.network}: run `{miss.command}`", highlight=False, markup=False)
+    out.print("\nMappings (published network -> rigbench workload):", highlight=False)
+    for m in MAPPINGS:
+        if not sources or m.source in sources:
+            out.print(f"  {m.source} {m.network} -> {m.ref} ({m.closeness}): {m.why}", highlight=False, markup=False)
+    skipped = [f"{network} ({why})" for (source, network), why in UNMAPPED.items() if not sources or source in sources]
+    if skipped:
+        out.print("  Not compared: " + "; ".join(skipped), highlight=False, markup=False)
+    out.print("measured = published steps/s / ours at the same batch; source's own = its accelerator / its "
+              "CPU; predicted = ratio of FP32 peaks; normalised = measured with every CPU throughput "
+              "divided by the fraction of the CPU it kept busy (seed 000).", highlight=False, markup=False)
+
+
+def _print_matches(matches: list[Any]) -> None:
+    table = Table(header_style="bold")
+    for name, justify in [("#", "right"), ("published", "left"), ("figure", "right"), ("ours", "left"),
+                          ("ours steps/s", "right"), ("our CPU %", "right"), ("measured", "right"),
+                          ("source's own", "right"), ("predicted", "right"), ("normalised", "right")]:
+        table.add_column(name, justify=justify)
+    for i, m in enumerate(matches, 1):
+        r = m.ours
+        opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
+        name = f"{r.spec.workload}:{opts}" if opts else r.spec.workload
+        util = r.metrics.cpu_util_pct_mean
+        table.add_row(str(i), m.row.label(), m.row.figure,
+                      f"#{r.id} {name} {r.spec.device} b{r.spec.batch_size}", f"{m.ours_steps_per_s:,.3g}",
+                      "-" if util is None else f"{util:.0f}", _x(m.measured), _x(m.paper_ratio),
+                      _x(m.predicted), _x(m.normalised))
+    out.print(table)
+    peaks: dict[str, str] = {}
+    for m in matches:
+        if m.peak_published:
+            peaks[m.row.device] = f"{m.peak_published.flops / 1e12:.3g} TFLOP/s ({m.peak_published.basis})"
+        if m.peak_ours:
+            peaks[f"ours: {m.ours.device_name}"] = f"{m.peak_ours.flops / 1e12:.3g} TFLOP/s ({m.peak_ours.basis})"
+    for device, text in peaks.items():
+        out.print(f"  FP32 peak, {device}: {text}", highlight=False, markup=False)
+    for i, m in enumerate(matches, 1):
+        out.print(f"  #{i}: " + " ".join(m.notes), highlight=False, markup=False)
+
+
+@app.command()
+@handles_usage_errors
+def score(
+    run_id: Optional[str] = typer.Argument(None, metavar="[RUN]", help="Score this run's results (default: the newest suite results of this machine)."),
+    reference: Optional[str] = typer.Option(None, "--reference", "-r", metavar="NAME|FILE|RUN", help="The reference machine: a shipped name (see --list-references), a results bundle file (`rigbench results export --format bundle`), or a stored run id."),
+    device_class: Optional[str] = typer.Option(None, "--device", help="Score only cpu or gpu (default: each class both machines have)."),
+    list_references: bool = typer.Option(False, "--list-references", help="List the reference machines shipped with rigbench and exit."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout."),
+) -> None:
+    """One number: the geometric mean of speed-ups over a reference machine across the default suite, with a 95% CI."""
+    if list_references:
+        from rigbench.analysis.score import shipped_references
+
+        names = shipped_references()
+        if as_json:
+            print(json.dumps(names))
+        else:
+            out.print("\n".join(names) if names else "No reference machine ships with this rigbench yet: "
+                      "pass --reference FILE (a bundle) or a run id.", highlight=False, markup=False)
+        return
+    outcome = api.score(run_id, reference, db=db, device_class=device_class)
+    if as_json:
+        print(json.dumps({"ours": outcome.ours_label, "reference": outcome.reference_label,
+                          "reference_machine": outcome.reference_machine,
+                          "scores": [s.as_dict() for s in outcome.scores]}, indent=2))
+        return
+    out.print(f"{outcome.ours_label} over {outcome.reference_label} ({outcome.reference_machine})",
+              highlight=False, markup=False)
+    for s in outcome.scores:
+        table = Table(title=f"{s.device_class}", header_style="bold")
+        for name, justify in [("workload", "left"), ("batch", "right"), ("ours samples/s", "right"),
+                              ("reference samples/s", "right"), ("speed-up", "right")]:
+            table.add_column(name, justify=justify)
+        for item in s.items:
+            d = item.as_dict()
+            table.add_row(item.workload, str(item.batch_size), f"{d['ours']['samples_per_s']:,.1f}",
+                          f"{d['reference']['samples_per_s']:,.1f}", f"x{item.speedup:.3f}")
+        out.print(table)
+        total = len(s.items) + len(s.missing_ours) + len(s.missing_reference)
+        out.print(f"Score ({s.device_class}): {s.value:.3f} (95% CI {s.ci[0]:.3f} to {s.ci[1]:.3f}), the geometric "
+                  f"mean over {len(s.items)} of {total} suite workloads", highlight=False, markup=False)
+        if s.missing_ours:
+            out.print(f"  not measured here at the reference batch: {', '.join(s.missing_ours)} "
+                      f"(run `rigbench run {' '.join(s.missing_ours)}`)", highlight=False, markup=False)
+        if s.missing_reference:
+            out.print(f"  missing in the reference: {', '.join(s.missing_reference)}",
+                      highlight=False, markup=False)
+    for cls in outcome.missing_everywhere:
+        out.print(f"No {cls} workload in common with the reference.", highlight=False)
+
+
+@results_app.command("import")
+@handles_usage_errors
+def results_import(
+    file: str = typer.Argument(..., metavar="FILE", help="A results bundle written by `rigbench results export --format bundle`."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Import a results bundle: validated in full first; a malformed file changes nothing (exit 2)."""
+    done = api.import_bundle(file, db=db)
+    text = f"Imported {done.added_results} results in {len(done.added_runs)} new runs from {file}"
+    if done.present_runs or done.skipped_results:
+        text += (f"; {len(done.present_runs)} runs were already stored, {done.skipped_results} results "
+                 f"already present were skipped")
+    out.print(text + ".", highlight=False, markup=False)

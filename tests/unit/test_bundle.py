@@ -1,0 +1,143 @@
+"""Results bundles: export -> import round trip on real SQLite files, and malformed files
+that must be refused without writing anything."""
+
+import json
+
+import pytest
+
+from rigbench.errors import UsageError
+from rigbench.spec import SCHEMA_VERSION, EpochRecord, Metrics, Result, TrialSpec
+from rigbench.store import Store
+from rigbench.store.bundle import FORMAT, dump_bundle, export_bundle, import_bundle, load_bundle, parse_bundle
+
+MACHINE = {"hostname": "box", "cpu_model": "AMD EPYC", "gpus": []}
+
+
+def make_result(run_id, batch=32, status="ok", created="2026-01-01T00:00:00+00:00"):
+    spec = TrialSpec(workload="resnet", workload_options={"depth": 56}, device="cpu", batch_size=batch)
+    return Result(
+        run_id=run_id, created_at=created, spec=spec, status=status, device_name="AMD EPYC",
+        error=None if status == "ok" else "out of memory", threads=2,
+        metrics=Metrics(samples_per_s=320.5, samples_per_s_ci=(300.0, 340.0), steps_measured=3,
+                        cpu_util_pct_mean=97.5),
+        software={"torch": "2.13.0", "cuda": None},
+        step_times_s=[0.1, 0.11, 0.09], tracker_samples=[{"t": 1.0, "rss_bytes": 5.0, "gpu_util": None}],
+        epoch_records=[EpochRecord(epoch=1, steps=3, train_loss=2.3, train_seconds=0.3, eval_seconds=0.1)],
+        lr_curve=[(0.001, 2.3, 2.3)],
+    )
+
+
+@pytest.fixture()
+def source(tmp_path):
+    store = Store(str(tmp_path / "source.db"))
+    store.add_run("run1", "2026-01-01T00:00:00+00:00", "rigbench run resnet", MACHINE)
+    store.add_run("run2", "2026-01-02T00:00:00+00:00", "rigbench run resnet -b 64", MACHINE)
+    store.add_result(make_result("run1"))
+    store.add_result(make_result("run1", batch=64, status="oom", created="2026-01-01T00:01:00+00:00"))
+    store.add_result(make_result("run2", batch=64))
+    return store
+
+
+def counts(store):
+    with store.engine.connect() as conn:
+        return tuple(conn.exec_driver_sql(f"select count(*) from {t}").scalar()
+                     for t in ("runs", "trials", "trial_samples"))
+
+
+def test_round_trip_into_a_fresh_database(source, tmp_path):
+    path = tmp_path / "bundle.json"
+    path.write_text(dump_bundle(export_bundle(source)))
+    data = json.loads(path.read_text())
+    assert data["format"] == FORMAT and data["schema_version"] == SCHEMA_VERSION
+    assert [r["id"] for r in data["runs"]] == ["run1", "run2"]
+
+    fresh = Store(str(tmp_path / "fresh.db"))
+    done = import_bundle(fresh, load_bundle(path))
+    assert (done.added_runs, done.added_results, done.skipped_results) == (["run1", "run2"], 3, 0)
+    originals = [source.get(r.id) for r in source.list()]
+    copies = [fresh.get(r.id) for r in fresh.list()]
+    strip = {"id"}
+    assert [c.model_dump(exclude=strip) for c in copies] == [o.model_dump(exclude=strip) for o in originals]
+    assert copies[0].step_times_s == [0.1, 0.11, 0.09]
+    assert copies[0].tracker_samples == [{"t": 1.0, "rss_bytes": 5.0, "gpu_util": None}]
+    assert fresh.machine("run2") == MACHINE
+
+    # importing the same bundle again adds nothing and says so
+    again = import_bundle(fresh, load_bundle(path))
+    assert (again.added_runs, again.present_runs, again.added_results, again.skipped_results) == (
+        [], ["run1", "run2"], 0, 3)
+    assert counts(fresh) == (2, 3, 3)
+
+
+def test_export_of_one_run(source):
+    data = export_bundle(source, ["run2"])
+    assert [r["id"] for r in data["runs"]] == ["run2"]
+    assert [r["run_id"] for r in data["results"]] == ["run2"]
+    with pytest.raises(UsageError, match="no results stored for --run 'nope'"):
+        export_bundle(source, ["nope"])
+
+
+def _bundle(source):
+    return export_bundle(source)
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda d: "{not json", r"not valid JSON \(line 1, column 2"),
+    (lambda d: json.dumps(d["results"]), "a list of flat rows, not a bundle"),
+    (lambda d: {**d, "format": "something-else"}, "format: expected 'rigbench-results', got 'something-else'"),
+    (lambda d: {**d, "schema_version": SCHEMA_VERSION + 1}, f"schema_version: {SCHEMA_VERSION + 1} is newer"),
+    (lambda d: {**d, "extra": 1}, r"extra: Extra inputs are not permitted"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "machine": "box"}, d["runs"][1]]},
+     r"runs\[0\]\.machine: Input should be an object"),
+    (lambda d: _set(d, 1, "status", "exploded"), r"results\[1\]\.status: Input should be 'ok', 'oom'"),
+    (lambda d: _set(d, 2, "step_times_s", [0.1, "fast"]), r"results\[2\]\.step_times_s\[1\]: Input should be a valid number"),
+    (lambda d: _set(d, 1, "spec", {**d["results"][1]["spec"], "batch_size": 0}),
+     r"results\[1\]\.spec\.batch_size: Input should be greater than or equal to 1"),
+    (lambda d: _set(d, 2, "metrics", {**d["results"][2]["metrics"], "speed": 3}), r"results\[2\]\.metrics\.speed: unknown field"),
+    (lambda d: _set(d, 2, "schema_version", SCHEMA_VERSION + 1), r"results\[2\]\.schema_version: .* is newer"),
+    (lambda d: _set(d, 2, "run_id", "elsewhere"), r"results\[2\]\.run_id: run 'elsewhere' is not in the bundle"),
+    (lambda d: {**d, "runs": [d["runs"][0], d["runs"][0]]}, r"runs\[1\]\.id: run 'run1' appears twice"),
+])
+def test_malformed_bundles_are_refused_and_change_nothing(source, tmp_path, mutate, message):
+    data = mutate(_bundle(source))
+    path = tmp_path / "bad.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    target = Store(str(tmp_path / "target.db"))
+    target.add_run("mine", "2026-02-01T00:00:00+00:00", "rigbench run", MACHINE)
+    target.add_result(make_result("mine"))
+    before = counts(target)
+    with pytest.raises(UsageError, match=message):
+        import_bundle(target, load_bundle(path))
+    assert counts(target) == before
+
+
+def _set(data, index, key, value):
+    data["results"][index][key] = value
+    return data
+
+
+def test_a_run_id_clash_with_another_machine_is_refused(source, tmp_path):
+    target = Store(str(tmp_path / "target.db"))
+    target.add_run("run1", "2026-01-01T00:00:00+00:00", "rigbench run", {**MACHINE, "hostname": "other"})
+    before = counts(target)
+    with pytest.raises(UsageError, match=r"runs\[0\]\.id: run 'run1' is already stored .* different machine"):
+        import_bundle(target, parse_bundle(dump_bundle(_bundle(source))))
+    assert counts(target) == before
+
+
+def test_a_failed_write_is_undone(source, tmp_path, monkeypatch):
+    target = Store(str(tmp_path / "target.db"))
+    bundle = parse_bundle(dump_bundle(_bundle(source)))
+    calls = {"n": 0}
+    real = Store.add_result
+
+    def failing(self, result):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real(self, result)
+
+    monkeypatch.setattr(Store, "add_result", failing)
+    with pytest.raises(OSError, match="disk full"):
+        import_bundle(target, bundle)
+    assert counts(target) == (0, 0, 0)

@@ -1,0 +1,174 @@
+"""Mann-Whitney U against hand-computed cases and scipy; the significance rule and the
+pairing of `rigbench compare` on synthetic samples with known answers."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rigbench.analysis.compare import compare_results, ratio_ci, significance
+from rigbench.analysis.stats import mann_whitney_u
+from rigbench.spec import Result, TrialSpec
+
+SOFTWARE = {"torch": "2.13.0", "cuda": None, "cudnn": None, "mkldnn": True, "num_threads": 2}
+
+
+def test_u_and_exact_p_by_hand():
+    # complete separation: no value of a beats a value of b, U = 0. Of the C(6,3) = 20 equally
+    # likely rankings one gives U = 0 and one U = 9: two-sided p = 2/20.
+    assert mann_whitney_u([1, 2, 3], [4, 5, 6]) == (0.0, pytest.approx(0.1))
+    assert mann_whitney_u([4, 5, 6], [1, 2, 3]) == (9.0, pytest.approx(0.1))
+    # a = [1, 5], b = [2, 3, 4]: 5 beats three values, 1 none -> U = 3 = n1*n2/2, the centre: p = 1
+    assert mann_whitney_u([1, 5], [2, 3, 4]) == (3.0, pytest.approx(1.0))
+
+
+def test_normal_approximation_with_ties_by_hand():
+    # a = [1, 2, 2], b = [2, 3, 4]. Ranks of 1 2 2 2 3 4: 1, 3, 3, 3, 5, 6 -> R_a = 7, U = 7 - 6 = 1.
+    # Ties (one group of 3) force the approximation: var = 9/12 * (7 - (27 - 3)/(6*5)) = 4.65,
+    # z = (|1 - 4.5| - 0.5) / sqrt(4.65) = 1.39121, p = erfc(z / sqrt 2) = 0.164160
+    u, p = mann_whitney_u([1, 2, 2], [2, 3, 4])
+    assert u == 1.0
+    assert p == pytest.approx(math.erfc(3 / math.sqrt(4.65) / math.sqrt(2)))
+    assert p == pytest.approx(0.164160, abs=1e-6)
+
+
+def test_all_equal_values_give_p_one():
+    assert mann_whitney_u([0.1] * 30, [0.1] * 30) == (450.0, 1.0)
+
+
+@pytest.mark.parametrize("n1,n2,shift,rounding", [(5, 7, 0.8, None), (12, 20, 0.3, None),
+                                                   (40, 50, 0.4, None), (60, 45, 0.3, 1)])
+def test_agrees_with_scipy(n1, n2, shift, rounding):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(n1 * 100 + n2)
+    a, b = rng.normal(size=n1), rng.normal(shift, size=n2)
+    if rounding is not None:  # creates ties
+        a, b = np.round(a, rounding), np.round(b, rounding)
+    exact = max(n1, n2) <= 20 and len(np.unique(np.r_[a, b])) == n1 + n2
+    ref = scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method="exact" if exact else "asymptotic")
+    u, p = mann_whitney_u(a, b)
+    assert u == pytest.approx(float(ref.statistic))
+    assert p == pytest.approx(float(ref.pvalue), rel=1e-9)
+
+
+def _times(rng, median_s, n=200, spread=0.03):
+    return list(median_s * (1 + spread * rng.standard_normal(n)))
+
+
+def test_identical_distributions_are_no_change():
+    rng = np.random.default_rng(1)
+    sig = significance(_times(rng, 0.1), _times(rng, 0.1))
+    assert sig["verdict"] == "no change"
+    assert sig["p_value"] > 0.05
+    low, high = sig["ratio_ci"]
+    assert low < 1 < high
+
+
+def test_a_20_percent_shift_is_significant_with_the_right_sign():
+    rng = np.random.default_rng(2)
+    before = _times(rng, 0.12)
+    after = _times(rng, 0.10)  # steps 1/6 shorter: 20% more samples/s
+    faster = significance(before, after)
+    assert faster["verdict"] == "faster"
+    assert faster["ratio"] == pytest.approx(1.2, rel=0.02)
+    assert faster["p_value"] < 1e-10
+    assert faster["ratio_ci"][0] > 1.15 and faster["ratio_ci"][1] < 1.25
+    slower = significance(after, before)
+    assert slower["verdict"] == "slower"
+    assert slower["ratio"] == pytest.approx(1 / 1.2, rel=0.02)
+
+
+def test_ratio_ci():
+    # constant step times: every resample has the same medians, the interval is the point
+    assert ratio_ci([0.1] * 5, [0.05] * 5) == (pytest.approx(2.0), pytest.approx(2.0))
+    rng = np.random.default_rng(7)
+    a, b = _times(rng, 0.1, n=50), _times(rng, 0.08, n=50)
+    low, high = ratio_ci(a, b)
+    assert low < np.median(a) / np.median(b) < high
+    assert ratio_ci(a, b) == (low, high)  # fixed seed: the same samples give the same interval
+
+
+def make(times, batch=32, device="cpu", precision="fp32", status="ok", software=None, rid=1,
+         run_id="a", device_name="AMD EPYC", threads=None):
+    spec = TrialSpec(workload="mlp", device=device, batch_size=batch, precision=precision, threads=threads)
+    return Result(id=rid, run_id=run_id, created_at="2026-01-01T00:00:00+00:00", spec=spec, status=status,
+                  device_name=device_name, software=software or SOFTWARE,
+                  step_times_s=times if status == "ok" else [])
+
+
+def test_compare_results_pairs_and_judges():
+    rng = np.random.default_rng(3)
+    a = [make(_times(rng, 0.12), rid=1), make(_times(rng, 0.05), batch=8, rid=2)]
+    b = [make(_times(rng, 0.10), rid=3, run_id="b"), make(_times(rng, 0.05), batch=8, rid=4, run_id="b")]
+    pairs = {p.key: p for p in compare_results(a, b, same_machine=True)}
+    assert pairs["mlp torch cpu b32 fp32"].verdict == "faster"
+    assert pairs["mlp torch cpu b8 fp32"].verdict == "no change"
+
+
+def test_different_versions_are_incomparable_unless_asked():
+    rng = np.random.default_rng(4)
+    a = [make(_times(rng, 0.12))]
+    b = [make(_times(rng, 0.10), software={**SOFTWARE, "torch": "2.4.0"}, run_id="b")]
+    (pair,) = compare_results(a, b, same_machine=True)
+    assert pair.verdict == "incomparable"
+    assert "software differs: torch 2.13.0 -> 2.4.0" in pair.reason
+    assert pair.ratio is None
+    (pair,) = compare_results(a, b, same_machine=True, across_versions=True)
+    assert pair.verdict == "faster"
+    assert pair.notes == ["versions differ: torch 2.13.0 -> 2.4.0"]
+
+
+def test_gpu_library_versions_do_not_matter_on_the_cpu():
+    rng = np.random.default_rng(5)
+    a = [make(_times(rng, 0.1))]
+    b = [make(_times(rng, 0.1), software={**SOFTWARE, "cuda": "12.4", "num_threads": 16}, run_id="b")]
+    (pair,) = compare_results(a, b, same_machine=True)
+    assert pair.verdict == "no change"
+    gpu_a = [make(_times(rng, 0.1), device="cuda:0")]
+    gpu_b = [make(_times(rng, 0.1), device="cuda:0", software={**SOFTWARE, "cuda": "12.4"}, run_id="b")]
+    (pair,) = compare_results(gpu_a, gpu_b, same_machine=True)
+    assert pair.verdict == "incomparable" and "cuda None -> 12.4" in pair.reason
+
+
+def test_batch_precision_status_and_leftovers():
+    t = [0.1, 0.11, 0.12, 0.1]
+    a = [make(t, batch=32, rid=1), make(t, batch=16, precision="bf16", rid=2),
+         make(t, batch=64, rid=3), make(t, batch=128, rid=4, device="cuda:0")]
+    b = [make(t, batch=64, rid=5, run_id="b"), make(t, batch=16, rid=6, run_id="b"),
+         make(t, batch=128, status="oom", rid=7, run_id="b", device="cuda:0")]
+    found = sorted((p.verdict, p.key, p.reason) for p in compare_results(a, b, same_machine=True))
+    assert found == [
+        ("incomparable", "mlp torch cpu b16 bf16", "precision bf16 vs fp32"),  # nearest batch first
+        ("incomparable", "mlp torch cuda:0 b128 fp32", "status ok in A, oom in B"),
+        ("no change", "mlp torch cpu b64 fp32", ""),
+        ("only in A", "mlp torch cpu b32 fp32", ""),
+    ]
+
+
+def test_unmatched_precision_pair_names_the_difference():
+    t = [0.1, 0.11, 0.12, 0.1]
+    (pair,) = compare_results([make(t, batch=16, precision="bf16")], [make(t, batch=16, run_id="b")],
+                              same_machine=True)
+    assert pair.verdict == "incomparable" and pair.reason == "precision bf16 vs fp32"
+    pairs = compare_results([make(t, batch=8)], [make(t, batch=8, device="cuda:0", run_id="b")],
+                            same_machine=True)
+    assert [p.verdict for p in pairs] == ["only in A", "only in B"]
+
+
+def test_across_machines_devices_match_by_kind():
+    rng = np.random.default_rng(6)
+    a = [make(_times(rng, 0.1), device="cuda:0", device_name="NVIDIA GeForce RTX 3060")]
+    b = [make(_times(rng, 0.05), device="mps", device_name="Apple GPU (MPS)", run_id="b")]
+    assert [p.verdict for p in compare_results(a, b, same_machine=True)] == ["only in A", "only in B"]
+    (pair,) = compare_results(a, b, same_machine=False)
+    assert pair.verdict == "faster" and pair.ratio == pytest.approx(2.0, rel=0.05)
+    assert pair.key == "mlp torch gpu b32 fp32"
+    assert "devices: NVIDIA GeForce RTX 3060 -> Apple GPU (MPS)" in pair.notes
+
+
+def test_three_steps_each_can_never_be_significant_and_says_so():
+    (pair,) = compare_results([make([0.3, 0.31, 0.32])], [make([0.1, 0.11, 0.12], run_id="b")],
+                              same_machine=True)
+    assert pair.p_value == pytest.approx(0.1)
+    assert pair.verdict == "no change"
+    assert "smallest possible p is 0.1" in pair.reason

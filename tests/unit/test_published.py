@@ -1,0 +1,149 @@
+"""Published tables: loading and unit conversion, the workload mapping, and the ratios of
+`rigbench compare --published` against numbers worked out by hand."""
+
+from importlib import resources
+
+import pytest
+
+from rigbench.analysis.published import (MAPPINGS, SOURCES, Peak, compare_published, framework_family,
+                                         peak_resolver, published_rows)
+from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.store import Store
+from rigbench.workloads import WORKLOADS, parse_workload_ref
+
+FLOPS = 40e6  # per sample, made up for the hand computations
+
+
+def ours(workload="cnn", batch=128, samples_per_s=256.0, util=50.0, threads=2, rid=1, **options):
+    spec = TrialSpec(workload=workload, workload_options=options, device="cpu", batch_size=batch)
+    return Result(id=rid, run_id="r", created_at="2026-01-01T00:00:00+00:00", spec=spec, status="ok",
+                  device_name="Test CPU", threads=threads, software={"torch": "2.13.0"},
+                  metrics=Metrics(samples_per_s=samples_per_s, cpu_util_pct_mean=util, flops_per_sample=FLOPS))
+
+
+PEAKS = {"NVIDIA GeForce GTX 1060 6GB": 4e12, "Test CPU": 1e11,
+         "Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz": 2e11}
+
+
+def fake_peak(name, kind):
+    return Peak(PEAKS[name], f"test peak of {name}") if name in PEAKS else None
+
+
+def test_every_shipped_table_has_its_source():
+    folder = resources.files("rigbench.analysis").joinpath("data/published")
+    readme = folder.joinpath("README.md").read_text(encoding="utf-8")
+    tables = sorted(p.name for p in folder.iterdir() if p.name.endswith(".csv"))
+    assert tables == ["community_epoch_times.csv", "shi2016_table7.csv", "yin2020_accuracy.csv",
+                      "yin2020_batch_sweep.csv", "yin2020_cpu_vs_gpu.csv"]
+    for name in tables:
+        assert f"| {name} |" in readme
+    for source in ("Yin", "arXiv:1608.07249", "fleuret.org"):
+        assert source in readme
+
+
+def test_rows_in_steps_per_second():
+    rows = published_rows()
+    yin128 = [r for r in rows if r.source == "yin2020" and r.batch_size == 128]
+    # batch 128 comes from Table 5 only (the sweep repeats it): 3 frameworks x (GPU, CPU)
+    assert len(yin128) == 6 and {r.table for r in yin128} == {"yin2020_cpu_vs_gpu.csv"}
+    gpu = next(r for r in yin128 if r.framework == "PyTorch 1.4.0" and r.device == "GTX 1060")
+    assert (gpu.steps_per_s, gpu.cpu_usage_pct) == (11.917, 7.44)
+    sweep = [r for r in rows if r.table == "yin2020_batch_sweep.csv"]
+    assert len(sweep) == 27 - 3 - 2  # batch 128 and TensorFlow's two empty cells left out
+    shi = next(r for r in rows if r.network == "ResNet-56" and r.framework == "Torch" and r.device == "GTX 1080")
+    assert shi.steps_per_s == pytest.approx(1 / 0.101)
+    t2 = next(r for r in rows if r.network == "ResNet-56" and r.framework == "Torch" and r.threads == 2)
+    assert (t2.device_kind, t2.steps_per_s) == ("cpu", pytest.approx(1 / 3.222))
+    mx150 = next(r for r in rows if r.source == "community" and "MX150" in r.device)
+    assert mx150.steps_per_s == pytest.approx(20_000 / 678 / 16)  # 1,250 steps of 16 in 678 s
+
+
+def test_mappings_name_real_workloads():
+    for m in MAPPINGS:
+        workload, options = parse_workload_ref(m.ref)
+        assert workload.name in WORKLOADS and m.source in SOURCES
+        assert m.closeness in ("same network", "same family", "loose") and m.why
+    assert framework_family("PyTorch 1.4.0") == framework_family("Torch") == "torch"
+    assert framework_family("TF") == framework_family("TensorFlow (Keras)") == "tensorflow"
+    assert framework_family("PlaidML (Keras)") == "plaidml"
+
+
+def test_thesis_rows_beside_ours_by_hand():
+    found = compare_published([ours()], ["yin2020"], fake_peak)
+    # our framework is torch: only the thesis's PyTorch rows, its GTX 1060 and its i7-8650U
+    assert [(m.row.framework, m.row.device) for m in found.matches] == [
+        ("PyTorch 1.4.0", "GTX 1060"), ("PyTorch 1.4.0", "i7-8650U")]
+    gpu, cpu = found.matches
+    assert gpu.ours_steps_per_s == 2.0                               # 256 samples/s / 128
+    assert gpu.measured == pytest.approx(11.917 / 2)
+    assert gpu.paper_ratio == pytest.approx(11.917 / 4.192)
+    assert gpu.predicted == pytest.approx(4e12 / 1e11)
+    assert gpu.paper_predicted == pytest.approx(4e12 / 2e11)
+    assert gpu.normalised == pytest.approx(11.917 / 2 * 0.50)      # our CPU was 50% busy
+    assert gpu.paper_normalised == pytest.approx(11.917 / 4.192 * 0.6449)
+    assert cpu.measured == pytest.approx(4.192 / 2)
+    assert cpu.predicted == pytest.approx(2.0)
+    assert cpu.normalised == pytest.approx(4.192 / 2 * 0.50 / 0.6449)  # both sides scaled to 100%
+    assert cpu.paper_ratio is None
+    text = " ".join(gpu.notes)
+    # FLOP/s from the numbers: 11.917 steps/s x 128 x 40 MFLOP = 61.0 GFLOP/s = 1.5% of 4 TFLOP/s;
+    # ours 2 x 128 x 40e6 = 10.2 GFLOP/s = 10.2% of 0.1 TFLOP/s
+    assert "61.0 GFLOP/s = 1.5% of its peak" in text and "10.2 GFLOP/s = 10.2% of its peak" in text
+    assert "predict x40 (0.15 of the prediction)" in text
+    assert "x2.98" in text and "nearer the spec-sheet prediction" not in text
+    assert found.missing == []
+    everything = compare_published([ours()], ["yin2020"], fake_peak, all_frameworks=True)
+    assert len(everything.matches) == 6
+
+
+def test_missing_results_say_what_to_run():
+    found = compare_published([ours(workload="mlp", batch=64)], [], fake_peak)
+    missing = {m.mapping.network: m.command for m in found.missing}
+    assert missing["CIFAR-10 CNN"] == "rigbench run cnn -b 4,8,16,32,64,128,256,512,1024"
+    assert missing["ResNet-56"] == "rigbench run resnet:depth=56 -b 128"
+    assert "FCN-S" not in missing  # mlp at 64 is stored
+    fcn = [m for m in found.matches if m.row.network == "FCN-S"]
+    # Torch only; three GPUs and the desktop CPU at our 2 threads (0.710 s/batch)
+    assert sorted(m.row.device for m in fcn) == ["GTX 1080", "GTX 980", "Tesla K80", "desktop CPU"]
+    gtx980 = next(m for m in fcn if m.row.device == "GTX 980")
+    assert gtx980.paper_cpu.threads == 2 and gtx980.paper_ratio == pytest.approx(0.710 / 0.040)
+    assert gtx980.predicted is None and "No spec-sheet peak for the GTX 980" in " ".join(gtx980.notes)
+
+
+def test_resnet_needs_depth_56():
+    assert not [m for m in compare_published([ours("resnet")], ["shi2016"], fake_peak).matches
+                if m.row.network == "ResNet-56"]
+    found = compare_published([ours("resnet", depth=56)], ["shi2016"], fake_peak)
+    assert {m.row.network for m in found.matches} == {"ResNet-56"}
+
+
+def test_peaks_from_spec_sheet_or_calibration(tmp_path):
+    from rigbench.store.calibrations import add_calibration
+
+    store = Store(str(tmp_path / "c.db"))
+    peak_of = peak_resolver(store)
+    assert peak_of("Never Seen CPU 9000", "cpu") is None
+    add_calibration(store, "cal1", "2026-03-01T00:00:00+00:00", {
+        "device": "cpu", "device_name": "Never Seen CPU 9000",
+        "measurements": [{"kind": "matmul", "precision": "fp32", "status": "ok", "value": 1.5e11, "unit": "FLOP/s"}],
+    })
+    calibrated = peak_of("Never Seen CPU 9000", "cpu")
+    assert calibrated.flops == 1.5e11 and calibrated.basis.startswith("calibrated")
+    sheet = peak_of("NVIDIA GeForce GTX 1060 6GB", "gpu")
+    assert sheet.basis.startswith("spec sheet") and sheet.flops > 1e12
+
+
+def test_a_peak_the_trial_beat_is_called_out():
+    def low_peak(name, kind):  # 1 GFLOP/s, but the trial did 2 x 128 x 40 MFLOP = 10.2 GFLOP/s
+        return Peak(1e9, "calibrated matmul peak (2026-01-01)") if name == "Test CPU" else fake_peak(name, kind)
+
+    gpu = compare_published([ours()], ["yin2020"], low_peak).matches[0]
+    assert "Our trial beat our peak (calibrated matmul peak (2026-01-01))" in " ".join(gpu.notes)
+
+
+def test_unknown_source_is_a_usage_error(tmp_path):
+    from rigbench import api
+    from rigbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown published source 'nope': choose from yin2020, shi2016, community"):
+        api.compare_published(db=str(tmp_path / "x.db"), sources=["nope"])

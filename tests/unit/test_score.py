@@ -1,0 +1,105 @@
+"""The single score: geometric mean of speed-ups over a reference machine, with known answers."""
+
+import math
+
+import pytest
+
+from rigbench import api
+from rigbench.analysis.score import compute_score, default_suite, geometric_mean, suite_results
+from rigbench.errors import UsageError
+from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.store import Store
+from rigbench.store.bundle import dump_bundle, export_bundle
+from rigbench.workloads import WORKLOADS
+
+MINE = {"hostname": "here", "cpu_model": "AMD EPYC"}
+THEIRS = {"hostname": "ref", "cpu_model": "Intel Xeon"}
+TIMES = [0.10, 0.11, 0.09, 0.10, 0.12, 0.10, 0.095]
+
+
+def make(workload, times, rid=None, run_id="r", batch=None, device="cpu", precision="fp32", **options):
+    batch = batch or WORKLOADS[workload].default_batch
+    spec = TrialSpec(workload=workload, workload_options=options, device=device, batch_size=batch,
+                     precision=precision)
+    return Result(id=rid, run_id=run_id, created_at="2026-01-01T00:00:00+00:00", spec=spec, status="ok",
+                  device_name="cpu name", step_times_s=times,
+                  metrics=Metrics(samples_per_s=batch / sorted(times)[len(times) // 2]))
+
+
+def test_suite_is_every_workload_at_its_reference_batch():
+    assert default_suite() == [(w.name, w.default_batch) for w in WORKLOADS.values()]
+    assert ("cnn", 128) in default_suite() and ("mlp", 64) in default_suite()
+
+
+def test_reference_twice_as_slow_scores_two():
+    ours = {"mlp": make("mlp", TIMES), "cnn": make("cnn", TIMES)}
+    reference = {w: make(w, [2 * t for t in TIMES]) for w in ("mlp", "cnn")}
+    score = compute_score(ours, reference, "cpu")
+    assert score.value == pytest.approx(2.0)
+    low, high = score.ci
+    assert low <= 2.0 <= high
+    assert [i.workload for i in score.items] == ["mlp", "cnn"]
+    assert set(score.missing_ours) == {w for w, _ in default_suite()} - {"mlp", "cnn"}
+
+
+def test_geometric_mean_of_different_speedups():
+    # speed-ups 2 and 8 -> geometric mean 4; constant step times make the CI the point itself
+    ours = {"mlp": make("mlp", [0.1] * 5), "cnn": make("cnn", [0.1] * 5)}
+    reference = {"mlp": make("mlp", [0.2] * 5), "cnn": make("cnn", [0.8] * 5)}
+    score = compute_score(ours, reference, "cpu")
+    assert score.value == pytest.approx(4.0)
+    assert score.ci == (pytest.approx(4.0), pytest.approx(4.0))
+    assert geometric_mean([1, 10, 100]) == pytest.approx(10.0)
+    with pytest.raises(ValueError):
+        geometric_mean([])
+
+
+def test_missing_in_reference_and_nothing_in_common():
+    ours = {"mlp": make("mlp", TIMES), "lstm": make("lstm", TIMES)}
+    score = compute_score(ours, {"mlp": make("mlp", TIMES)}, "cpu")
+    assert score.value == pytest.approx(1.0)
+    assert score.missing_reference == ["lstm"]
+    assert compute_score(ours, {"cnn": make("cnn", TIMES)}, "cpu") is None
+
+
+def test_only_suite_trials_count():
+    results = [
+        make("mlp", TIMES, rid=1),
+        make("mlp", [t / 2 for t in TIMES], rid=2),           # newer: wins
+        make("mlp", TIMES, rid=3, batch=8),                    # not the reference batch
+        make("mlp", TIMES, rid=4, precision="bf16"),           # not fp32
+        make("resnet", TIMES, rid=5, depth=56),                # not the default options
+        make("resnet", TIMES, rid=6, depth=20),                # the default, spelled out
+        make("cnn", TIMES, rid=7, device="cuda:0"),            # another device class
+    ]
+    chosen = suite_results(results, "cpu")
+    assert {w: r.id for w, r in chosen.items()} == {"mlp": 2, "resnet": 6}
+    assert {w: r.id for w, r in suite_results(results, "gpu").items()} == {"cnn": 7}
+
+
+def _store(path, machine, run_id, factor):
+    store = Store(str(path))
+    store.add_run(run_id, "2026-01-01T00:00:00+00:00", "rigbench run", machine)
+    for w in ("mlp", "cnn"):
+        store.add_result(make(w, [factor * t for t in TIMES], run_id=run_id))
+    return store
+
+
+def test_api_score_against_a_bundle_file_and_a_run(tmp_path):
+    reference = _store(tmp_path / "ref.db", THEIRS, "refrun", 2.0)
+    bundle = tmp_path / "ref.json"
+    bundle.write_text(dump_bundle(export_bundle(reference)))
+    db = str(tmp_path / "mine.db")
+    _store(db, MINE, "minerun", 1.0)
+    outcome = api.score("minerun", str(bundle), db=db)
+    (score,) = outcome.scores
+    assert score.device_class == "cpu" and score.value == pytest.approx(2.0)
+    assert outcome.reference_label == f"bundle {bundle}"
+    assert "Intel Xeon" in outcome.reference_machine
+    # a stored run as the reference: this run against itself scores 1
+    assert api.score("minerun", "minerun", db=db).scores[0].value == pytest.approx(1.0)
+    with pytest.raises(UsageError, match="is not a shipped reference"):
+        api.score("minerun", "no-such-reference", db=db)
+    with pytest.raises(UsageError, match="no suite workload measured both here"):
+        api.score("minerun", str(bundle), db=db, device_class="gpu")
+    assert math.isfinite(score.ci[0])
