@@ -1,0 +1,304 @@
+"""The strategy commands that search over settings: sweep and max-batch."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rigbench.cli.common import DB_HELP, _check_precision, app, err, handles_usage_errors, out
+from rigbench.errors import UsageError
+from rigbench.reports import terminal
+from rigbench.runner.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
+from rigbench.runner.sweep import SweepOutcome, load_sweep_file, plan_sweep, spec_key, stored_results, sweep_spec
+from rigbench.runner.sweep import sweep as run_sweep
+from rigbench.spec import Result, TrialSpec
+from rigbench.store import Store
+from rigbench.store.db import default_db_url, resolve_db_url
+from rigbench.units import format_bytes, parse_positive_floats, parse_positive_ints, parse_size, split_list
+
+_SWITCHES = {"off": False, "on": True, "false": False, "true": True, "no": False, "yes": True,
+             "0": False, "1": True}
+
+
+def _switches(values: list[str] | None, flag: str) -> list[bool]:
+    out_ = []
+    for part in split_list(values):
+        if part.lower() not in _SWITCHES:
+            raise UsageError(f"{flag} takes off, on or both (off,on), got {part!r}")
+        out_.append(_SWITCHES[part.lower()])
+    return out_
+
+
+def _eta(seconds: float) -> str:
+    return str(timedelta(seconds=round(seconds)))
+
+
+def _resume_command() -> str:
+    args = sys.argv[1:]
+    return "rigbench " + shlex.join(args + ([] if "--resume" in args else ["--resume"]))
+
+
+def _sweep_table(results: list[Result], new_run: str | None) -> Table:
+    """One row per grid point; `ran` says whether it ran now or came from the database."""
+    table = Table(header_style="bold")
+    for name, justify in [("id", "right"), ("trial", "left"), ("samples/s ±95% CI", "right"),
+                          ("step ms", "right"), ("RSS MiB", "right"), ("status", "left"),
+                          ("ran", "left")]:
+        table.add_column(name, justify=justify)
+    for r in results:
+        m = r.metrics
+        table.add_row(str(r.id or "-"), r.spec.label(), terminal._speed(r),
+                      terminal._num(m.step_time_ms_median, "{:.2f}"), terminal._num(m.rss_peak_mib, "{:.0f}"),
+                      r.status, "now" if r.run_id == new_run else f"earlier ({r.run_id})")
+    return table
+
+
+def _sweep_with_progress(grid: list[TrialSpec], db: Optional[str], resume: bool) -> SweepOutcome:
+    """Run the sweep with a progress bar, an ETA (mean time per finished trial so far times
+    the trials left) and one line per finished trial, all on stderr."""
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                        TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                        TextColumn("ETA {task.fields[eta]}"), console=err, transient=True)
+    clock: dict[str, float] = {}
+    with progress:
+        task = progress.add_task("checking the database", total=None, eta="-")
+
+        def planned(pending: list[TrialSpec], skipped: list[Result]) -> None:
+            if resume:
+                err.print(f"resume: {len(skipped)} of {len(grid)} grid points already have a stored "
+                          f"result and are skipped; {len(pending)} to run",
+                          highlight=False, markup=False, soft_wrap=True)
+            progress.update(task, total=len(pending), description="starting")
+            clock["start"], clock["total"] = time.monotonic(), len(pending)
+
+        def started(i: int, spec: TrialSpec) -> None:
+            progress.update(task, description=f"trial {i + 1}/{int(clock['total'])}: {spec.label()}")
+
+        def ended(i: int, result: Result) -> None:
+            done, total = i + 1, int(clock["total"])
+            eta = _eta((time.monotonic() - clock["start"]) / done * (total - done))
+            progress.update(task, advance=1, eta=eta)
+            err.print(f"  [{done}/{total}] {result.spec.label()}: {terminal.one_line_outcome(result)}"
+                      f"  (ETA {eta})", highlight=False, markup=False)
+
+        return run_sweep(grid, db=db, resume=resume, on_plan=planned, on_trial_start=started,
+                         on_trial_end=ended)
+
+
+def _stored_if_any(grid: list[TrialSpec], db: Optional[str]) -> tuple[str, dict[str, Result]]:
+    """The database's URL and the grid points it holds; a dry run never creates a database."""
+    url = resolve_db_url(db) if db else default_db_url()
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return url, {}
+    store = Store(db)
+    return store.url, stored_results(store, grid)
+
+
+def _dry_run(grid: list[TrialSpec], db: Optional[str], resume: bool, as_json: bool) -> None:
+    url, stored = _stored_if_any(grid, db)
+    keys = [spec_key(s) for s in grid]
+    n_stored = sum(k in stored for k in keys)
+    if as_json:
+        print(json.dumps({
+            "grid_points": len(grid), "stored": n_stored, "resume": resume,
+            "would_run": len(grid) - n_stored if resume else len(grid),
+            "grid": [{"label": s.label(), "spec": s.model_dump(mode="json"),
+                      "stored_id": stored[k].id if k in stored else None,
+                      "stored_status": stored[k].status if k in stored else None}
+                     for s, k in zip(grid, keys)],
+        }, indent=2))
+        return
+    table = Table(title=f"sweep grid: {len(grid)} points (dry run)", header_style="bold")
+    for name in ("#", "trial", "stored result", "with --resume"):
+        table.add_column(name)
+    for i, (s, k) in enumerate(zip(grid, keys), 1):
+        found = stored.get(k)
+        table.add_row(str(i), s.label(), f"id {found.id}: {found.status}" if found else "-",
+                      "skip" if found else "run")
+    out.print(table)
+    action = (f"--resume would skip them and run {len(grid) - n_stored}" if resume else
+              f"without --resume all {len(grid)} run again")
+    out.print(f"{n_stored} of {len(grid)} points already have a stored result in {url}; "
+              f"{action}.", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@handles_usage_errors
+def sweep(
+    workloads: Optional[list[str]] = typer.Argument(None, metavar="WORKLOAD", help="Workloads (default: the file's, else all). Options as NAME:key=value."),
+    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), comma-separated or repeated (default: every available one)."),
+    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes, e.g. 16,64,256 (default: each workload's reference batch)."),
+    precision: Optional[list[str]] = typer.Option(None, "--precision", metavar="P", help="Precisions, e.g. fp32,bf16 (fp32, tf32, bf16, fp16; default fp32)."),
+    threads: Optional[list[str]] = typer.Option(None, "--threads", metavar="N", help="CPU thread counts, e.g. 1,2,4 (default: the framework's own choice)."),
+    lr: Optional[list[str]] = typer.Option(None, "--lr", metavar="LR", help="Learning rates, e.g. 0.01,0.1 (default: the workload's)."),
+    compile_: Optional[list[str]] = typer.Option(None, "--compile", metavar="off,on", help="torch.compile: off, on, or both as off,on (default off)."),
+    channels_last: Optional[list[str]] = typer.Option(None, "--channels-last", metavar="off,on", help="NHWC layout for convnets: off, on, or off,on (default off)."),
+    framework: Optional[str] = typer.Option(None, "--framework", help="Framework to train with (default torch)."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Time at least this many steps per trial (default 10; 3 with --quick)."),
+    seconds: Optional[float] = typer.Option(None, "--seconds", help="...and at least this many seconds (default 2; 0.5 with --quick)."),
+    quick: Optional[bool] = typer.Option(None, "--quick/--no-quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB; past it the trial ends as `oom`."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", metavar="FILE", help="A sweep TOML file (see examples/sweep.toml); flags given as well replace the file's keys."),
+    resume: bool = typer.Option(False, "--resume", help="Skip every grid point that already has a stored result with the identical spec (any status) in --db; run the rest."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and which points are already stored, and run nothing."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: {run_id, grid_points, skipped, ran, interrupted, results: one row per finished grid point}."),
+) -> None:
+    """Run the product of lists of settings (from flags or a TOML file); resumable with --resume."""
+    if steps is not None and steps < 2:
+        raise UsageError("--steps must be at least 2")
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be more than 0 seconds")
+    if seconds is not None and seconds < 0:
+        raise UsageError("--seconds cannot be negative")
+    for p in split_list(precision):
+        _check_precision(p)
+    flags: dict[str, Any] = {
+        "workloads": split_list(workloads), "devices": split_list(device),
+        "batch_sizes": parse_positive_ints(batch_size, "--batch-size"),
+        "precisions": split_list(precision), "threads": parse_positive_ints(threads, "--threads"),
+        "lrs": parse_positive_floats(lr, "--lr"), "compile": _switches(compile_, "--compile"),
+        "channels_last": _switches(channels_last, "--channels-last"), "framework": framework,
+        "steps": steps, "seconds": seconds, "quick": quick, "timeout": timeout,
+        "memory_limit": parse_size(memory_limit, "--memory-limit") if memory_limit else None,
+    }
+    given = {k: v for k, v in flags.items() if v not in (None, [])}
+    spec = load_sweep_file(config, given) if config else sweep_spec(given)
+    grid = plan_sweep(spec)
+    if dry_run:
+        _dry_run(grid, db, resume, as_json)
+        return
+    Store(db)  # open (and validate) the database before spending time on trials
+    try:
+        outcome = _sweep_with_progress(grid, db, resume)
+    except KeyboardInterrupt:  # between trials: finished ones are already stored
+        err.print(f"interrupted. Resume with: {_resume_command()}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+    finished = outcome.grid_results()
+    if as_json:
+        print(json.dumps({"run_id": outcome.run_id, "db": outcome.db_url, "grid_points": len(grid),
+                          "skipped": len(outcome.skipped), "ran": len(outcome.results),
+                          "interrupted": outcome.interrupted,
+                          "results": [r.row() for r in finished]}, indent=2))
+    else:
+        out.print(_sweep_table(finished, outcome.run_id))
+        run_text = f"run {outcome.run_id}" if outcome.run_id else "nothing left to run"
+        out.print(f"{len(finished)} of {len(grid)} grid points have a result ({len(outcome.skipped)} "
+                  f"from earlier runs). Stored in {outcome.db_url} ({run_text}).",
+                  highlight=False, markup=False, soft_wrap=True)
+    if outcome.interrupted:
+        ran = len(grid) - len(outcome.skipped)
+        err.print(f"interrupted: {len(outcome.results)} of this run's {ran} trials finished and were "
+                  f"stored; {len(grid) - len(finished)} grid points left. Resume with: {_resume_command()}",
+                  highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130)
+
+
+# ---- max-batch ----------------------------------------------------------------------------
+
+def _probe_line(r: Result) -> str:
+    peak = getattr(r.metrics, memory_metric(r.spec.device, [r]))
+    text = f"  batch {r.spec.batch_size}: {r.status}"
+    if peak is not None:
+        text += f", peak {peak:,.0f} MiB"
+    if r.metrics.samples_per_s:
+        text += f", {r.metrics.samples_per_s:,.1f} samples/s"
+    if r.status not in ("ok", "oom") and r.error:
+        text += f" ({r.error.strip().splitlines()[-1][:160]})"
+    return text
+
+
+def _print_max_batch(o: MaxBatchOutcome, db: Optional[str]) -> None:
+    table = Table(title=f"max-batch {o.workload} on {o.device} ({o.precision}): probes in order",
+                  header_style="bold")
+    for name, justify in [("id", "right"), ("batch", "right"), ("status", "left"),
+                          (f"peak MiB ({o.memory_metric})", "right"), ("samples/s", "right")]:
+        table.add_column(name, justify=justify)
+    for r in o.probes:
+        peak = getattr(r.metrics, o.memory_metric)
+        table.add_row(str(r.id), str(r.spec.batch_size), r.status, terminal._num(peak, "{:,.0f}"),
+                      terminal._num(r.metrics.samples_per_s, "{:,.1f}"))
+    out.print(table)
+
+    def say(text: str) -> None:
+        out.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    say(f"limit: {format_bytes(o.limit_bytes)} ({o.limit_source})")
+    ok_probes = sum(r.status == "ok" for r in o.probes)
+    if o.per_sample_bytes is not None:
+        say(f"memory model (least squares over {ok_probes} ok probes, {o.memory_metric}): "
+            f"{o.fixed_bytes / MIB:,.1f} MiB + {o.per_sample_bytes / MIB:,.3f} MiB per sample")
+    else:
+        say("memory model: none (needs two ok probes with a memory figure)")
+    no_oom = "none found" if o.stopped or o.interrupted else f"none up to --max {o.max_batch}"
+    say(f"largest ok: {o.largest_ok if o.largest_ok is not None else '-'}; smallest oom: "
+        + (str(o.smallest_oom) if o.smallest_oom is not None else no_oom))
+    if o.stopped is not None:
+        say(f"search stopped at batch {o.stopped.spec.batch_size}: status {o.stopped.status}, which "
+            f"says nothing about memory, so it is not counted as out of memory (see "
+            f"`rigbench results show {o.stopped.id}`)")
+    if o.interrupted:
+        say("interrupted: the figures above rest on the probes that finished")
+    say(f"recommended batch: {o.recommended if o.recommended is not None else '-'} ({o.reason})")
+    db_arg = f" --db {shlex.quote(db)}" if db else ""
+    say(f"Stored in {o.db_url} (run {o.run_id}): rigbench results list --run {o.run_id}{db_arg}")
+
+
+@app.command("max-batch")
+@handles_usage_errors
+def max_batch(
+    workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload, e.g. cnn or resnet:depth=56."),
+    device: str = typer.Option("cpu", "--device", "-d", help="The device to fill: cpu, cuda:0, ..."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory the probes may use, e.g. 2GiB (default: 50% of the RAM available now). GPUs use their own memory."),
+    start: int = typer.Option(8, "--start", help="First batch to probe; it doubles until a probe runs out of memory."),
+    max_: int = typer.Option(65536, "--max", help="Never probe a batch above this."),
+    tolerance: float = typer.Option(0.0, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok); 0 finds the exact batch, 0.25 needs fewer probes."),
+    margin: float = typer.Option(0.1, "--margin", help="Fraction of the limit the recommended batch leaves free, by the fitted memory model."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a probe after this many seconds (status `timeout`, which stops the search; default 600)."),
+    framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only one JSON object on stdout: probes, model, limit, largest ok, smallest oom, recommendation."),
+) -> None:
+    """The largest batch that trains without running out of memory, and a recommended batch with a safety margin."""
+    _check_precision(precision)
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be more than 0 seconds")
+    limit = parse_size(memory_limit, "--memory-limit") if memory_limit else None
+    Store(db)  # validate the database before the first probe
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                        console=err, transient=True)
+    with progress:
+        task = progress.add_task(f"max-batch {workload}: checking the device", total=None)
+
+        def probing(batch: int, so_far: MaxBatchOutcome) -> None:
+            if not so_far.probes and so_far.device == "cpu":
+                err.print(f"limit: {format_bytes(so_far.limit_bytes)} ({so_far.limit_source})",
+                          highlight=False, markup=False)
+            progress.update(task, description=f"max-batch {workload}: probing batch {batch}")
+
+        def probed(r: Result) -> None:
+            err.print(_probe_line(r), highlight=False, markup=False)
+
+        o = find_max_batch(workload, device, framework=framework, precision=precision,
+                           memory_limit_bytes=limit, start=start, max_batch=max_,
+                           tolerance=tolerance, margin=margin, db=db, on_probe=probed,
+                           on_probe_start=probing, timeout_s=timeout)
+    if as_json:
+        print(json.dumps(o.to_dict(), indent=2))
+    else:
+        _print_max_batch(o, db)
+    if o.interrupted:
+        err.print(f"interrupted: the {len(o.probes)} finished probes are stored (run {o.run_id})",
+                  highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130)

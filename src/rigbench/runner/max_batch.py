@@ -1,0 +1,268 @@
+"""The largest batch that trains without running out of memory (`rigbench max-batch`).
+
+Search: grow the batch geometrically (x2) from `start` until a probe ends `oom` or `max_batch`
+is reached, then bisect between the largest batch that ran and the smallest that ran out
+of memory, until `hi - lo <= max(1, tolerance * lo)`. Each probe is one short trial in its
+own process, stored in the database as it finishes.
+
+What a probe's status means here:
+- `ok`: the batch fits; `oom`: it does not (the framework's allocator failed under the limit).
+- anything else (`crash`, `timeout`, `diverged`, `unsupported`) says nothing about memory:
+  the search stops there and reports it, with what it had found so far. A SIGKILL from the
+  kernel's OOM killer shows up as `crash`; on the CPU the probes always run under an
+  RLIMIT cap so that the allocator raises (`oom`) before the kernel steps in.
+
+The limit: on the CPU `memory_limit_bytes` (default: DEFAULT_RAM_FRACTION of the memory
+available when the search starts); on a GPU the device's memory.
+
+The memory model: peak = fixed + per_sample * batch, a least-squares line through the `ok`
+probes (CPU: the resident memory peak `rss_peak_mib`, which is what the cap budgets; GPU:
+NVML's per-process `gpu_mem_peak_mib`, CUDA context included, else the allocator's peak).
+The recommended batch is the largest the line says leaves `margin` of the limit free,
+never above the largest batch that ran, rounded down to a multiple of 8 when it is 8 or
+more (vector units and tensor cores work in multiples of 8; rounding down only lowers memory).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import psutil
+
+from rigbench.errors import UsageError
+from rigbench.fingerprint import machine_fingerprint
+from rigbench.runner.assemble import now_iso
+from rigbench.runner.session import run_trials
+from rigbench.spec import PRECISIONS, MeasureOptions, Result, TrialSpec
+from rigbench.store import Store
+from rigbench.units import format_bytes
+
+MIB = 2**20
+#: CPU default limit: this fraction of the RAM available when the search starts, so that
+#: the probes leave room for everything else running on the machine.
+DEFAULT_RAM_FRACTION = 0.5
+#: A probe needs only the steady-state memory: one warm-up step (the optimiser's state is
+#: created at the first step) and two timed ones.
+PROBE_STEPS = 2
+
+
+@dataclass
+class MaxBatchOutcome:
+    """The probes, what they found, the fitted memory model and the recommendation."""
+
+    workload: str                 # as given, e.g. "cnn" or "resnet:depth=56"
+    device: str
+    precision: str
+    limit_bytes: int | None       # CPU: the RLIMIT cap; GPU: device memory
+    probes: list[Result]          # every probe in order; each was stored as it finished
+    largest_ok: int | None
+    smallest_oom: int | None      # None when the cap (max_batch) was reached first
+    fixed_bytes: float | None     # memory model: peak = fixed + per_sample * batch
+    per_sample_bytes: float | None
+    recommended: int | None       # <= largest_ok, leaving `margin` of limit_bytes free by the model
+    margin: float
+    run_id: str
+    limit_source: str = ""        # where the limit comes from, in words
+    memory_metric: str = ""       # the Metrics field the model was fitted to
+    reason: str = ""              # why `recommended` is what it is
+    stopped: Result | None = None  # the probe that was neither ok nor oom, if any
+    interrupted: bool = False
+    db_url: str = ""
+    max_batch: int = 0
+
+    def to_dict(self) -> dict:
+        """The outcome as plain JSON-able data (`rigbench max-batch --json`)."""
+        return {
+            "workload": self.workload, "device": self.device, "precision": self.precision,
+            "limit_bytes": self.limit_bytes, "limit_source": self.limit_source,
+            "probes": [probe_row(r, self.memory_metric) for r in self.probes],
+            "largest_ok": self.largest_ok, "smallest_oom": self.smallest_oom,
+            "max_batch": self.max_batch, "memory_metric": self.memory_metric,
+            "fixed_bytes": self.fixed_bytes, "per_sample_bytes": self.per_sample_bytes,
+            "recommended": self.recommended, "margin": self.margin, "reason": self.reason,
+            "stopped_by": probe_row(self.stopped, self.memory_metric) if self.stopped else None,
+            "interrupted": self.interrupted, "run_id": self.run_id, "db": self.db_url,
+        }
+
+
+def probe_row(r: Result, metric: str) -> dict:
+    """One probe as a short record: batch, status, peak memory, speed, id, error."""
+    peak = getattr(r.metrics, metric, None) if metric else None
+    return {"id": r.id, "batch_size": r.spec.batch_size, "status": r.status, "peak_mib": peak,
+            "samples_per_s": r.metrics.samples_per_s, "error": r.error}
+
+
+# ---- pure logic (tests/unit/test_max_batch_logic.py) --------------------------------------
+
+def next_probe(ok: Iterable[int], oom: Iterable[int], start: int, max_batch: int,
+               tolerance: float) -> int | None:
+    """The next batch to try given the batches that ran (`ok`) and ran out of memory
+    (`oom`), or None when the search is over. Batch 0 stands for "nothing fits" below
+    the smallest oom, so an oom at `start` bisects down towards 1."""
+    ok, oom = set(ok), set(oom)
+    lo = max(ok, default=0)
+    hi = min(oom, default=None)
+    if hi is None:  # growing
+        if lo == 0:
+            return start
+        return None if lo >= max_batch else min(lo * 2, max_batch)
+    if hi - lo <= max(1, tolerance * lo):
+        return None
+    return (lo + hi) // 2
+
+
+def fit_memory_model(points: Sequence[tuple[int, float]]) -> tuple[float, float] | None:
+    """Least-squares line `peak = fixed + per_sample * batch` through (batch, peak) points;
+    None with fewer than two distinct batches."""
+    if len({b for b, _ in points}) < 2:
+        return None
+    n = len(points)
+    mean_x = sum(b for b, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    sxx = sum((b - mean_x) ** 2 for b, _ in points)
+    sxy = sum((b - mean_x) * (y - mean_y) for b, y in points)
+    per_sample = sxy / sxx
+    return mean_y - per_sample * mean_x, per_sample
+
+
+def round_batch(batch: int) -> int:
+    """Down to a multiple of 8 when 8 or more (e.g. 203 -> 200, 7 -> 7)."""
+    return batch // 8 * 8 if batch >= 8 else batch
+
+
+def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin: float,
+              largest_ok: int | None) -> tuple[int | None, str]:
+    """The recommended batch and the reason, in words."""
+    if largest_ok is None:
+        return None, "no probe ran: not even the smallest batch fits"
+    if model is None or limit_bytes is None or model[1] <= 0:
+        why = ("fewer than two batch sizes ran" if model is None else
+               "the limit is unknown" if limit_bytes is None else
+               "memory did not grow with the batch")
+        batch = round_batch(largest_ok)
+        return batch, (f"no usable memory model ({why}), so no safety margin could be worked "
+                       f"out: the largest batch that ran ({largest_ok}), rounded down to a multiple of 8")
+    fixed, per_sample = model
+    budget = limit_bytes * (1 - margin)
+    fits = math.floor((budget - fixed) / per_sample)
+    if fits < 1:
+        return None, (f"the model's fixed part ({format_bytes(fixed)}) leaves no room for a "
+                      f"batch within {1 - margin:.0%} of the limit")
+    text = (f"the model puts batch {fits} at {1 - margin:.0%} of the limit "
+            f"({format_bytes(budget)}), leaving {margin:.0%} free")
+    batch = fits
+    if fits > largest_ok:
+        batch = largest_ok
+        text += f"; capped at the largest batch that ran ({largest_ok})"
+    if round_batch(batch) != batch:
+        text += f"; rounded down from {batch} to a multiple of 8"
+    return round_batch(batch), text
+
+
+# ---- the search ---------------------------------------------------------------------------
+
+def memory_metric(device: str, probes: Sequence[Result]) -> str:
+    """The Metrics field that the model is fitted to: on the CPU the resident peak; on a GPU
+    NVML's peak when the probes have it (NVIDIA), else the framework allocator's peak."""
+    if device == "cpu":
+        return "rss_peak_mib"
+    if any(r.metrics.gpu_mem_peak_mib is not None for r in probes if r.status == "ok"):
+        return "gpu_mem_peak_mib"
+    return "allocator_peak_mib"
+
+
+def _limit(device: str, framework: str, memory_limit_bytes: int | None) -> tuple[int | None, str]:
+    from rigbench import api
+
+    if device == "cpu":
+        if memory_limit_bytes:
+            return memory_limit_bytes, "--memory-limit"
+        available = psutil.virtual_memory().available
+        source = (f"{DEFAULT_RAM_FRACTION:.0%} of the {format_bytes(available)} of RAM available "
+                  f"now; set --memory-limit to change")
+        return int(available * DEFAULT_RAM_FRACTION), source
+    if memory_limit_bytes:
+        raise UsageError(f"--memory-limit caps host memory and applies to the CPU only; on "
+                         f"{device} the limit is the device's memory")
+    for dev in api.devices_info():
+        if dev["id"] == device and dev.get("memory_bytes"):
+            return int(dev["memory_bytes"]), "the device's memory"
+    return None, "unknown (the device does not report its memory)"
+
+
+def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torch",
+                   precision: str = "fp32", memory_limit_bytes: int | None = None,
+                   start: int = 1, max_batch: int = 65536, tolerance: float = 0.0,
+                   margin: float = 0.1, db: str | None = None,
+                   on_probe: Callable[[Result], None] | None = None,
+                   on_probe_start: Callable[[int, MaxBatchOutcome], None] | None = None,
+                   timeout_s: float | None = None, command: str | None = None) -> MaxBatchOutcome:
+    """Find the largest batch of `workload` that trains on `device` within the memory
+    limit (module docstring: search, statuses, model, recommendation). Every probe is
+    stored in `db` under one run. Ctrl-C ends the search with what was found so far
+    (`interrupted`). Raises UsageError for bad input."""
+    from rigbench import api
+    from rigbench.workloads import parse_workload_ref
+
+    if precision not in PRECISIONS:
+        raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if start < 1 or max_batch < start:
+        raise UsageError(f"--start must be at least 1 and at most --max ({max_batch}), got {start}")
+    if not 0 <= tolerance < 1:
+        raise UsageError(f"--tolerance must be from 0 up to (not including) 1, got {tolerance}")
+    if not 0 <= margin < 1:
+        raise UsageError(f"--margin must be from 0 up to (not including) 1, got {margin}")
+    ref, options = parse_workload_ref(workload)
+    (device,) = api._chosen_devices(framework, [device], default=None)
+    limit, limit_source = _limit(device, framework, memory_limit_bytes)
+    measure = MeasureOptions.quick(
+        min_steps=PROBE_STEPS, min_seconds=0.0,
+        memory_limit_bytes=limit if device == "cpu" else None,
+        **({"timeout_s": timeout_s} if timeout_s else {}),
+    )
+    store = Store(db)
+    run_id = uuid.uuid4().hex[:12]
+    store.add_run(run_id, now_iso(), command or shlex.join(sys.argv), machine_fingerprint())
+    outcome = MaxBatchOutcome(
+        workload=workload, device=device, precision=precision, limit_bytes=limit, probes=[],
+        largest_ok=None, smallest_oom=None, fixed_bytes=None, per_sample_bytes=None,
+        recommended=None, margin=margin, run_id=run_id, limit_source=limit_source,
+        db_url=store.url, max_batch=max_batch,
+    )
+    ok: list[int] = []
+    oom: list[int] = []
+    while (batch := next_probe(ok, oom, start, max_batch, tolerance)) is not None:
+        spec = TrialSpec(workload=ref.name, workload_options=options, framework=framework,
+                         device=device, batch_size=batch, precision=precision, measure=measure)
+        if on_probe_start:
+            on_probe_start(batch, outcome)
+        session = run_trials([spec], store, run_id)  # stores the probe the moment it ends
+        if session.interrupted:
+            outcome.interrupted = True
+            break
+        result = session.results[0]
+        outcome.probes.append(result)
+        if on_probe:
+            on_probe(result)
+        if result.status == "ok":
+            ok.append(batch)
+        elif result.status == "oom":
+            oom.append(batch)
+        else:
+            outcome.stopped = result
+            break
+    outcome.largest_ok = max(ok, default=None)
+    outcome.smallest_oom = min(oom, default=None)
+    outcome.memory_metric = metric = memory_metric(device, outcome.probes)
+    points = [(r.spec.batch_size, getattr(r.metrics, metric) * MIB) for r in outcome.probes
+              if r.status == "ok" and getattr(r.metrics, metric) is not None]
+    model = fit_memory_model(points)
+    if model is not None:
+        outcome.fixed_bytes, outcome.per_sample_bytes = model
+    outcome.recommended, outcome.reason = recommend(limit, model, margin, outcome.largest_ok)
+    return outcome

@@ -1,0 +1,147 @@
+"""Sweeps: the product of lists of settings, run trial by trial, resumable.
+
+A grid point is identified by its full TrialSpec as canonical JSON (measurement options
+included). The database is the source of truth for resuming: `resume=True` skips every
+point that already has a stored result with an identical spec, whatever its status, and
+runs only the rest. The trial in flight when a sweep dies is never stored half-done (the
+session stores finished trials only), so a resumed sweep simply runs it again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from rigbench.errors import UsageError
+from rigbench.spec import Result, SweepSpec, TrialSpec
+from rigbench.store import Store
+
+
+def load_sweep_file(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepSpec:
+    """Read a sweep TOML file (keys: the fields of SweepSpec) and apply `overrides` (from
+    flags; a key given there replaces the file's). Errors name the key and the file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read --config {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"--config {path} is not valid TOML: {exc}") from None
+    try:
+        SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(f"{path}: {_first_error(exc)}") from None
+    return sweep_spec({**data, **(overrides or {})})
+
+
+def sweep_spec(values: dict[str, Any]) -> SweepSpec:
+    """A validated SweepSpec from plain values; errors name the key."""
+    try:
+        return SweepSpec.model_validate(values)
+    except ValidationError as exc:
+        raise UsageError(_first_error(exc)) from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    key = str(first["loc"][0]) if first["loc"] else "?"
+    if first["type"] == "extra_forbidden":
+        known = ", ".join(SweepSpec.model_fields)
+        return f"unknown key {key!r}: the keys are {known}"
+    where = "".join(f"[{p}]" for p in first["loc"][1:])
+    return f"key {key!r}{where}: {first['msg']} (got {first.get('input')!r})"
+
+
+def spec_key(spec: TrialSpec) -> str:
+    """The identity of a grid point: the full spec as canonical JSON."""
+    return json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
+    """Every grid point, each once: workloads x devices x batch sizes (as `api.plan_run`
+    makes them) x precisions x threads x learning rates x compile x channels-last."""
+    from rigbench import api  # here, not at the top: api re-exports this module's functions
+
+    base = api.plan_run(
+        workloads=sweep.workloads, devices=sweep.devices, batch_sizes=sweep.batch_sizes,
+        framework=sweep.framework, steps=sweep.steps, seconds=sweep.seconds, quick=sweep.quick,
+        memory_limit_bytes=sweep.memory_limit, timeout_s=sweep.timeout,
+    )
+    axes = itertools.product(sweep.precisions or ["fp32"], sweep.threads or [None],
+                             sweep.lrs or [None], sweep.compile or [False],
+                             sweep.channels_last or [False])
+    combos = list(axes)
+    grid: dict[str, TrialSpec] = {}
+    for spec in base:
+        for precision, threads, lr, compile_, channels_last in combos:
+            point = TrialSpec.model_validate({
+                **spec.model_dump(), "precision": precision, "threads": threads, "lr": lr,
+                "compile": compile_, "channels_last": channels_last,
+            })
+            grid.setdefault(spec_key(point), point)  # a value listed twice is one point
+    return list(grid.values())
+
+
+def stored_results(store: Store, grid: Sequence[TrialSpec]) -> dict[str, Result]:
+    """The first stored result of each grid point that has one, by spec_key."""
+    found: dict[str, Result] = {}
+    wanted = {spec_key(s) for s in grid}
+    for workload in dict.fromkeys(s.workload for s in grid):
+        for result in store.list(workload=workload):
+            key = spec_key(result.spec)
+            if key in wanted and key not in found:
+                found[key] = result
+    return found
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did. `skipped` are the stored results that resume reused."""
+
+    run_id: str | None  # None when nothing was left to run
+    db_url: str
+    grid: list[TrialSpec]
+    skipped: list[Result] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+    interrupted: bool = False
+
+    def grid_results(self) -> list[Result]:
+        """One result per finished grid point, in grid order (stored ones and new ones)."""
+        by_key = {spec_key(r.spec): r for r in self.skipped + self.results}
+        return [by_key[k] for k in map(spec_key, self.grid) if k in by_key]
+
+
+def sweep(
+    sweep: SweepSpec | Sequence[TrialSpec],
+    db: str | None = None,
+    resume: bool = False,
+    command: str | None = None,
+    on_plan: Callable[[list[TrialSpec], list[Result]], None] | None = None,
+    on_trial_start: Callable[[int, TrialSpec], None] | None = None,
+    on_trial_end: Callable[[int, Result], None] | None = None,
+) -> SweepOutcome:
+    """Run a sweep (a SweepSpec, or an already planned grid); with `resume`, skip the
+    points that already have a stored result. `on_plan(pending, skipped)` is called once
+    before the first trial; the trial callbacks count within `pending`."""
+    from rigbench import api
+
+    grid = plan_sweep(sweep) if isinstance(sweep, SweepSpec) else list(sweep)
+    store = Store(db)
+    stored = stored_results(store, grid) if resume else {}
+    pending = [s for s in grid if spec_key(s) not in stored]
+    skipped = [stored[k] for k in map(spec_key, grid) if k in stored]
+    if on_plan:
+        on_plan(pending, skipped)
+    outcome = SweepOutcome(run_id=None, db_url=store.url, grid=grid, skipped=skipped)
+    if pending:
+        done = api.run(pending, db=db, command=command, on_trial_start=on_trial_start,
+                       on_trial_end=on_trial_end)
+        outcome.run_id, outcome.results, outcome.interrupted = done.run_id, done.results, done.interrupted
+    return outcome

@@ -1,0 +1,50 @@
+"""max-batch on the CPU under a memory limit, with real probe processes: it finds a batch
+that runs, and the probe just above it failed with `oom`."""
+
+import pytest
+
+from rigbench.runner.max_batch import MIB, find_max_batch
+from rigbench.runner.sweep import spec_key
+from rigbench.store import Store
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_finds_the_largest_batch_under_a_memory_limit(tmp_path):
+    db = str(tmp_path / "mb.db")
+    seen = []
+    # cnn needs ~330 MiB plus ~0.4-0.6 MiB per sample here, and the cap counts address space,
+    # so 500 MiB held batch 128 but not 256: probes 128, 256 (oom), 192, and 256 - 192 <=
+    # 0.5 * 192 ends the search. The assertions hold wherever the boundary falls.
+    outcome = find_max_batch("cnn", "cpu", memory_limit_bytes=500 * MIB, start=128,
+                             tolerance=0.5, db=db, on_probe=seen.append)
+    statuses = {r.spec.batch_size: r.status for r in outcome.probes}
+    assert outcome.stopped is None and not outcome.interrupted, statuses
+    assert set(statuses.values()) <= {"ok", "oom"}, outcome.probes[-1].error
+
+    assert outcome.largest_ok is not None and statuses[outcome.largest_ok] == "ok"
+    assert outcome.smallest_oom is not None and statuses[outcome.smallest_oom] == "oom"
+    assert outcome.smallest_oom > outcome.largest_ok
+    assert not [b for b in statuses if outcome.largest_ok < b < outcome.smallest_oom], \
+        "the oom probe is the next one probed above the largest that ran"
+    assert outcome.smallest_oom - outcome.largest_ok <= max(1, 0.5 * outcome.largest_ok)
+
+    oom = next(r for r in outcome.probes if r.spec.batch_size == outcome.smallest_oom)
+    assert oom.error and oom.spec.measure.memory_limit_bytes == 500 * MIB
+    assert outcome.limit_bytes == 500 * MIB and outcome.memory_metric == "rss_peak_mib"
+    assert outcome.recommended is not None and 1 <= outcome.recommended <= outcome.largest_ok
+    assert outcome.reason
+
+    # every probe was stored under one run, in order, and reported as it finished
+    stored = Store(db).list(run_id=outcome.run_id)
+    assert [(r.spec.batch_size, r.status) for r in stored] == list(statuses.items())
+    assert [spec_key(r.spec) for r in seen] == [spec_key(r.spec) for r in stored]
+
+    ok = [r for r in outcome.probes if r.status == "ok"]
+    if len({r.spec.batch_size for r in ok}) >= 2:  # two points make a line
+        assert outcome.per_sample_bytes > 0
+        # the fitted line passes within 25% of every ok probe's measured peak
+        for r in ok:
+            modelled = outcome.fixed_bytes + outcome.per_sample_bytes * r.spec.batch_size
+            assert modelled == pytest.approx(r.metrics.rss_peak_mib * MIB, rel=0.25)

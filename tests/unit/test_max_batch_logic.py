@@ -1,0 +1,123 @@
+"""max-batch's pure logic: the probe sequence, the end of the bisection, the least-squares
+memory model, the rounding and the recommendation; hand-computed numbers, no children."""
+
+import pytest
+
+from rigbench.runner.max_batch import (MIB, MaxBatchOutcome, fit_memory_model, next_probe,
+                                       recommend, round_batch)
+from rigbench.spec import Metrics, Result, TrialSpec
+
+
+def search(fits, start, max_batch=65536, tolerance=0.0):
+    """Drive next_probe with an oracle; returns the probes in order, largest ok, smallest oom."""
+    ok, oom, probes = [], [], []
+    while (batch := next_probe(ok, oom, start, max_batch, tolerance)) is not None:
+        assert batch not in probes, "a batch is never probed twice"
+        probes.append(batch)
+        (ok if fits(batch) else oom).append(batch)
+    return probes, max(ok, default=None), min(oom, default=None)
+
+
+def test_grows_by_doubling_then_bisects_to_the_exact_batch():
+    probes, largest_ok, smallest_oom = search(lambda b: b <= 300, start=8)
+    # 8..256 fit, 512 does not; then (256+512)//2 = 384 oom, 320 oom, 288 ok, 304 oom,
+    # 296 ok, 300 ok, 302 oom, 301 oom: 301 - 300 = 1 ends the search.
+    assert probes == [8, 16, 32, 64, 128, 256, 512, 384, 320, 288, 304, 296, 300, 302, 301]
+    assert (largest_ok, smallest_oom) == (300, 301)
+
+
+def test_tolerance_stops_the_bisection_early():
+    # lo=256, hi=512: 256 > 0.25*256 = 64 -> 384 (oom); 128 > 64 -> 320 (oom); 64 <= 64: stop.
+    probes, largest_ok, smallest_oom = search(lambda b: b <= 300, start=8, tolerance=0.25)
+    assert probes == [8, 16, 32, 64, 128, 256, 512, 384, 320]
+    assert (largest_ok, smallest_oom) == (256, 320)
+
+
+def test_the_cap_ends_the_search_without_an_oom():
+    probes, largest_ok, smallest_oom = search(lambda b: True, start=100, max_batch=500)
+    assert probes == [100, 200, 400, 500]
+    assert (largest_ok, smallest_oom) == (500, None)
+
+
+def test_oom_at_the_start_bisects_downwards():
+    # 8 oom: bisect between "nothing" (0) and 8 -> 4 ok, 6 oom, 5 ok; 6 - 5 = 1: stop.
+    assert search(lambda b: b <= 5, start=8) == ([8, 4, 6, 5], 5, 6)
+    # nothing fits: 2 oom, 1 oom, and there is nothing below 1
+    assert search(lambda b: False, start=2) == ([2, 1], None, 1)
+
+
+def test_least_squares_fit():
+    assert fit_memory_model([(100, 300.0), (200, 500.0), (300, 700.0)]) == pytest.approx((100.0, 2.0))
+    # (1,1), (2,3), (3,2): mean (2, 2); sxx = 2, sxy = 1 -> slope 0.5, intercept 1.0
+    assert fit_memory_model([(1, 1.0), (2, 3.0), (3, 2.0)]) == pytest.approx((1.0, 0.5))
+    assert fit_memory_model([(64, 1.0), (64, 2.0)]) is None  # one batch cannot give a slope
+    assert fit_memory_model([]) is None
+
+
+def test_rounding_to_multiples_of_eight():
+    assert [round_batch(b) for b in (1, 7, 8, 15, 16, 203, 300)] == [1, 7, 8, 8, 16, 200, 296]
+
+
+def test_recommendation_leaves_the_margin_by_the_model():
+    # limit 1000, 10% margin: budget 900; (900 - 100) / 2 = 400 samples
+    batch, reason = recommend(1000, (100.0, 2.0), 0.1, largest_ok=1000)
+    assert batch == 400 and "leaving 10% free" in reason
+    # per sample 3: floor(800 / 3) = 266 -> 264
+    batch, reason = recommend(1000, (100.0, 3.0), 0.1, largest_ok=1000)
+    assert batch == 264 and "rounded down from 266" in reason
+
+
+def test_recommendation_never_exceeds_the_largest_batch_that_ran():
+    batch, reason = recommend(1000, (100.0, 2.0), 0.1, largest_ok=300)
+    assert batch == 296  # min(400, 300) = 300, rounded down to a multiple of 8
+    assert "capped at the largest batch that ran (300)" in reason
+
+
+def test_recommendation_without_a_usable_model_or_room():
+    assert recommend(1000, None, 0.1, largest_ok=203)[0] == 200
+    assert "fewer than two batch sizes ran" in recommend(1000, None, 0.1, largest_ok=203)[1]
+    assert recommend(1000, (100.0, -1.0), 0.1, largest_ok=50)[0] == 48
+    assert recommend(1000, None, 0.1, largest_ok=None) == (None, "no probe ran: not even the smallest batch fits")
+    # fixed part 950 > 90% of the limit: no batch keeps the margin
+    batch, reason = recommend(1000, (950.0, 1.0), 0.1, largest_ok=8)
+    assert batch is None and "leaves no room" in reason
+
+
+def probe(batch, status, rss):
+    spec = TrialSpec(workload="cnn", batch_size=batch)
+    return Result(id=batch, run_id="r", created_at="t", spec=spec, status=status,
+                  metrics=Metrics(rss_peak_mib=rss))
+
+
+def outcome_of(probes, **kw):
+    values = dict(workload="cnn", device="cpu", precision="fp32", limit_bytes=1024 * MIB,
+                  probes=probes, largest_ok=64, smallest_oom=128, fixed_bytes=300 * MIB,
+                  per_sample_bytes=MIB, recommended=64, margin=0.1, run_id="r",
+                  memory_metric="rss_peak_mib", reason="because", limit_source="--memory-limit")
+    return MaxBatchOutcome(**{**values, **kw})
+
+
+def test_outcome_as_json_lists_every_probe():
+    outcome = outcome_of([probe(64, "ok", 360.0), probe(128, "oom", None)])
+    data = outcome.to_dict()
+    assert [(p["batch_size"], p["status"], p["peak_mib"]) for p in data["probes"]] == [
+        (64, "ok", 360.0), (128, "oom", None)]
+    assert (data["largest_ok"], data["smallest_oom"], data["recommended"]) == (64, 128, 64)
+    assert data["limit_bytes"] == 1024 * MIB and data["stopped_by"] is None
+
+
+def test_printed_summary_names_the_model_the_stop_and_the_recommendation():
+    from rigbench.cli.common import out
+    from rigbench.cli.sweep import _print_max_batch
+
+    stop = probe(128, "timeout", None)
+    outcome = outcome_of([probe(32, "ok", 332.0), probe(64, "ok", 364.0), stop],
+                         smallest_oom=None, stopped=stop, max_batch=4096)
+    with out.capture() as captured:
+        _print_max_batch(outcome, db=None)
+    text = captured.get()
+    assert "limit: 1.0 GiB (--memory-limit)" in text
+    assert "memory model (least squares over 2 ok probes, rss_peak_mib): 300.0 MiB + 1.000 MiB per sample" in text
+    assert "largest ok: 64; smallest oom: none found" in text
+    assert "search stopped at batch 128: status timeout" in text and "not counted as out of memory" in text
+    assert "recommended batch: 64 (because)" in text

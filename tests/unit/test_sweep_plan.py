@@ -1,0 +1,148 @@
+"""Sweep planning without child processes: the grid, point identity, the TOML file, what
+--resume skips, and the CLI's input errors."""
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbench import api
+from rigbench.cli import app
+from rigbench.errors import UsageError
+from rigbench.runner.sweep import load_sweep_file, plan_sweep, spec_key, sweep, sweep_spec
+from rigbench.spec import MeasureOptions, Result, SweepSpec, TrialSpec
+from rigbench.store import Store
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "sweep.toml"
+
+
+@pytest.fixture(autouse=True)
+def _cpu_only(monkeypatch):
+    """Device listing normally asks torch in a child process; here the CPU is the machine."""
+    monkeypatch.setattr(api, "framework_devices", lambda framework: ["cpu"])
+
+
+def test_grid_is_the_product_each_point_once():
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16, 8], threads=[1, 2],
+                                compile=[False, True], quick=True))
+    labels = [s.label() for s in grid]
+    assert len(grid) == 2 * 2 * 2  # batch 8 listed twice is one point
+    assert labels[:4] == ["mlp torch cpu b8 fp32 t1", "mlp torch cpu b8 fp32 t1 compile",
+                          "mlp torch cpu b8 fp32 t2", "mlp torch cpu b8 fp32 t2 compile"]
+    assert len({spec_key(s) for s in grid}) == 8
+    assert all(s.measure == MeasureOptions.quick() for s in grid)
+
+
+def test_empty_lists_mean_the_run_defaults():
+    (point,) = plan_sweep(SweepSpec(workloads=["cnn"], quick=True))
+    assert (point.batch_size, point.precision, point.threads, point.lr, point.compile,
+            point.channels_last) == (64, "fp32", None, None, False, False)  # cnn's quick batch
+
+
+def test_point_identity_includes_measurement_and_ignores_option_order():
+    a = TrialSpec(workload="resnet", workload_options={"depth": 20, "width": 1}, batch_size=8)
+    b = TrialSpec(workload="resnet", workload_options={"width": 1, "depth": 20}, batch_size=8)
+    assert spec_key(a) == spec_key(b)
+    c = a.model_copy(update={"measure": MeasureOptions(min_steps=20)})
+    assert spec_key(a) != spec_key(c)
+
+
+def test_toml_file_keys_flags_override_and_errors_name_key_and_file(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('workloads = "mlp"\nbatch_sizes = [8, 16]\nmemory_limit = "1GiB"\n'
+                    'compile = [false, true]\n')
+    spec = load_sweep_file(path, {"batch_sizes": [32]})
+    assert spec.workloads == ["mlp"] and spec.batch_sizes == [32]
+    assert spec.memory_limit == 2**30 and spec.compile == [False, True]
+
+    path.write_text('workloads = ["mlp"]\nbatch_size = [8]\n')
+    with pytest.raises(UsageError, match=r"s\.toml: unknown key 'batch_size': the keys are workloads"):
+        load_sweep_file(path)
+    path.write_text('batch_sizes = [8, 0]\n')
+    with pytest.raises(UsageError, match=r"s\.toml: key 'batch_sizes'\[1\]: .*greater than or equal to 1"):
+        load_sweep_file(path)
+    path.write_text('precisions = ["fp64"]\n')
+    with pytest.raises(UsageError, match=r"key 'precisions'\[0\]"):
+        load_sweep_file(path)
+    path.write_text('memory_limit = "lots"\n')
+    with pytest.raises(UsageError, match="key 'memory_limit'.*not a size"):
+        load_sweep_file(path)
+    path.write_text('batch_sizes = [8\n')
+    with pytest.raises(UsageError, match="not valid TOML"):
+        load_sweep_file(path)
+    with pytest.raises(UsageError, match="cannot read --config"):
+        load_sweep_file(tmp_path / "missing.toml")
+    with pytest.raises(UsageError, match="key 'steps'"):
+        sweep_spec({"steps": 1})
+
+
+def test_example_file_is_valid_and_plans_eight_points():
+    grid = plan_sweep(load_sweep_file(EXAMPLE))
+    assert len(grid) == 8
+    assert {(s.workload, s.batch_size, s.threads) for s in grid} == {
+        (w, b, t) for w in ("mlp", "cnn") for b in (32, 128) for t in (1, 2)}
+
+
+class Planned(Exception):
+    """Raised by a test's on_plan to end a sweep before it starts a child."""
+
+
+def _stored(store, spec, status="ok", run_id="old"):
+    store.add_result(Result(run_id=run_id, created_at="t", spec=spec, status=status))
+
+
+def test_resume_skips_exactly_the_stored_points_whatever_their_status(tmp_path):
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    store.add_run("old", "t", "test", {})
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16, 32], quick=True))
+    _stored(store, grid[0])
+    _stored(store, grid[2], status="oom")
+    _stored(store, grid[2])  # a point stored twice (e.g. by two `run`s) is still one point
+    _stored(store, grid[1].model_copy(update={"measure": MeasureOptions()}))  # other protocol
+    seen = {}
+
+    def stop_before_any_child(pending, skipped):
+        seen.update(pending=pending, skipped=skipped)
+        raise Planned
+
+    with pytest.raises(Planned):
+        sweep(grid, db=db, resume=True, on_plan=stop_before_any_child)
+    assert seen["pending"] == [grid[1]]
+    assert [(r.spec.batch_size, r.status) for r in seen["skipped"]] == [(8, "ok"), (32, "oom")]
+
+
+def test_resume_with_everything_stored_runs_nothing(tmp_path):
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    store.add_run("old", "t", "test", {})
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16], quick=True))
+    for spec in grid:
+        _stored(store, spec)
+    outcome = sweep(grid, db=db, resume=True)
+    assert outcome.run_id is None and outcome.results == [] and len(outcome.skipped) == 2
+    assert [r.spec for r in outcome.grid_results()] == grid
+    assert len(store.list()) == 2
+
+
+def test_cli_dry_run_and_input_errors(tmp_path):
+    runner = CliRunner()
+    db = str(tmp_path / "d.db")
+    store = Store(db)
+    store.add_run("old", "t", "test", {})
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8], threads=[1], quick=True))
+    _stored(store, grid[0])
+    args = ["sweep", "mlp", "-d", "cpu", "-b", "8,16", "--threads", "1", "--quick", "--db", db]
+    res = runner.invoke(app, args + ["--dry-run", "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "mlp torch cpu b8 fp32 t1" in res.output and "skip" in res.output
+    assert "1 of 2 points already have a stored result" in res.output
+    assert "--resume would skip them and run 1" in res.output
+    assert len(store.list()) == 1  # nothing ran
+
+    for bad, message in [(["--compile", "maybe"], "--compile takes off, on or both"),
+                         (["--batch-size", "0"], "--batch-size must be at least 1"),
+                         (["--precision", "fp8"], "--precision must be"),
+                         (["--config", str(tmp_path / "none.toml")], "cannot read --config")]:
+        res = runner.invoke(app, args + bad + ["--dry-run"])
+        assert res.exit_code == 2 and message in res.output, (bad, res.output)
