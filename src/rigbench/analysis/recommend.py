@@ -1,0 +1,378 @@
+"""Stored results -> a recommendation: one line per decision, with the numbers behind it.
+Pure functions, no I/O (`rigbench recommend`; the runner decides what to measure first).
+
+The rules (docs/STRATEGY.md, "The recommendation"):
+- device: the one with the highest fp32 samples/s at its best batch (fp32, eager, the
+  framework's default threads: the same configuration on every device).
+- batch size: the throughput knee, the smallest measured batch whose samples/s reach
+  KNEE_FRACTION (90%) of the best measured batch on that device, among the batches that fit
+  the memory limit max-batch found. Going from the knee to the best batch would buy at most
+  ~10% more throughput, for more memory and usually fewer updates per epoch. With stored
+  `train` results that show lower held-out accuracy at a larger batch, the line says so.
+- learning rate: lr-find's suggestion at its batch, scaled to the recommended batch by the
+  linear-scaling rule (Goyal et al. 2017).
+- precision: the fastest of the precisions measured at the recommended batch.
+- threads (CPU): the thread count of the fastest trial at the recommended batch.
+- input pipeline: from `train --input loader` runs, the shares of training time waiting for
+  batches and copying them to the device; the largest of input, copy and compute bounds the
+  step. Loader workers: the count of the fastest such run.
+- epoch time: data set size / samples/s of the fastest measured trial at the recommended batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rigbench.analysis.lr_find import RULE as LR_RULE
+from rigbench.analysis.lr_find import scale_lr
+from rigbench.analysis.scaling import changed_knobs, is_speed_trial
+from rigbench.spec import Result
+
+#: The knee: the smallest batch reaching this fraction of the best measured throughput.
+KNEE_FRACTION = 0.9
+#: A throughput needs at least this many timed steps (max-batch probes time 2: they are
+#: memory probes, not speed measurements).
+MIN_TIMED_STEPS = 3
+#: Held-out accuracy lower by more than this (a fraction) at a larger batch earns a caveat.
+ACCURACY_DROP = 0.01
+
+
+@dataclass(frozen=True)
+class MemoryLimit:
+    """What a max-batch search found on a device (runner.max_batch.MaxBatchOutcome, or its
+    stored probes)."""
+
+    device: str
+    largest_ok: int | None
+    smallest_oom: int | None
+    recommended: int | None  # <= largest_ok, with a safety margin by the memory model
+    limit_bytes: int | None
+    run_id: str | None = None
+
+    @property
+    def cap(self) -> int | None:
+        """The largest batch to recommend: max-batch's recommendation, else its largest ok."""
+        return self.recommended if self.recommended is not None else self.largest_ok
+
+
+@dataclass
+class Line:
+    """One decision: its value (None when undecided), the printed text, the figures behind it."""
+
+    decision: str
+    value: Any
+    text: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        return {"decision": self.decision, "value": self.value, "text": self.text, "numbers": self.numbers}
+
+
+# --------------------------------------------------------------------------- selections
+
+
+def _newest_first(results: Iterable[Result]) -> list[Result]:
+    return sorted(results, key=lambda r: (r.id or 0, r.created_at), reverse=True)
+
+
+def _threads(r: Result) -> int | None:
+    return r.threads if r.threads is not None else r.spec.threads
+
+
+def timed(r: Result) -> bool:
+    """A successful speed trial with a throughput worth comparing."""
+    return (is_speed_trial(r) and r.status == "ok" and r.metrics.samples_per_s is not None
+            and r.metrics.steps_measured >= MIN_TIMED_STEPS)
+
+
+def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, Result]:
+    """The newest fp32 eager default-threads speed trial per batch size on `device`."""
+    out: dict[int, Result] = {}
+    for r in _newest_first(results):
+        if timed(r) and r.spec.device == device and not changed_knobs(r):
+            out.setdefault(r.spec.batch_size, r)
+    return dict(sorted(out.items()))
+
+
+def knee(speeds: Mapping[int, float], fraction: float = KNEE_FRACTION) -> tuple[int, int]:
+    """(knee batch, best batch): the smallest batch whose speed is >= fraction x the best.
+    Raises ValueError on no speeds."""
+    if not speeds:
+        raise ValueError("no measured batch sizes")
+    best = max(speeds, key=lambda b: speeds[b])
+    return min(b for b, s in speeds.items() if s >= fraction * speeds[best]), best
+
+
+def fitting(speeds: Mapping[int, Result], limit: MemoryLimit | None) -> tuple[dict[int, Result], list[int]]:
+    """(the batches within the memory limit, the ones left out)."""
+    if limit is None or limit.cap is None:
+        return dict(speeds), []
+    return ({b: r for b, r in speeds.items() if b <= limit.cap},
+            [b for b in speeds if b > limit.cap])
+
+
+def _sps(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f} samples/s"
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def decide_device(results: Sequence[Result], devices: Sequence[str],
+                  limits: Mapping[str, MemoryLimit]) -> Line:
+    """The device with the highest fp32 samples/s at its best batch that fits."""
+    best: dict[str, tuple[int, float]] = {}
+    for device in devices:
+        speeds, _ = fitting(baseline_by_batch(results, device), limits.get(device))
+        if speeds:
+            b = max(speeds, key=lambda k: speeds[k].metrics.samples_per_s)
+            best[device] = (b, speeds[b].metrics.samples_per_s)
+    numbers = {d: {"best_batch": b, "samples_per_s": s} for d, (b, s) in best.items()}
+    unmeasured = [d for d in devices if d not in best]
+    if not best:
+        return Line("device", None, f"device: not measured ({', '.join(devices) or 'no device'}): "
+                    f"run without --no-run, or `rigbench run WORKLOAD --batch-size ...`", numbers)
+    chosen = max(best, key=lambda d: best[d][1])
+    others = "; ".join(f"{d} {_sps(s)} at b{b}" for d, (b, s) in best.items() if d != chosen)
+    text = (f"device: {chosen}, fastest in fp32: {_sps(best[chosen][1])} at its best batch "
+            f"{best[chosen][0]}" + (f" (vs {others})" if others else " (the only device measured)"))
+    if unmeasured:
+        text += f"; not measured: {', '.join(unmeasured)}"
+    return Line("device", chosen, text, numbers)
+
+
+def decide_batch(results: Sequence[Result], device: str, limit: MemoryLimit | None) -> Line:
+    """The throughput knee within the memory limit, with the accuracy caveat from train runs."""
+    speeds, over = fitting(baseline_by_batch(results, device), limit)
+    numbers: dict[str, Any] = {
+        "knee_fraction": KNEE_FRACTION,
+        "samples_per_s": {b: r.metrics.samples_per_s for b, r in speeds.items()},
+        "trials": {b: r.id for b, r in speeds.items()},
+        "left_out_over_memory_limit": over,
+        "max_batch": None if limit is None else {
+            "largest_ok": limit.largest_ok, "smallest_oom": limit.smallest_oom,
+            "recommended": limit.recommended, "limit_bytes": limit.limit_bytes, "run_id": limit.run_id},
+    }
+    if not speeds:
+        return Line("batch_size", None, f"batch size: not measured on {device} within the memory limit", numbers)
+    sps = {b: r.metrics.samples_per_s for b, r in speeds.items()}
+    chosen, best = knee(sps)
+    numbers.update(best_batch=best, chosen_samples_per_s=sps[chosen], best_samples_per_s=sps[best])
+    if chosen == best:
+        why = f"the fastest measured ({_sps(sps[best])})"
+    else:
+        why = (f"the smallest reaching {KNEE_FRACTION:.0%} of the best: {_sps(sps[chosen])} = "
+               f"{sps[chosen] / sps[best]:.0%} of b{best}'s {_sps(sps[best])}")
+    text = f"batch size: {chosen}, {why}; measured " + ", ".join(f"b{b} {s:,.0f}" for b, s in sps.items())
+    if limit is None:
+        text += "; memory limit not measured (rigbench max-batch)"
+    else:
+        fit = (f"max-batch: largest that ran {limit.largest_ok}"
+               + (f", recommended {limit.recommended}" if limit.recommended is not None else "")
+               + (f", first oom {limit.smallest_oom}" if limit.smallest_oom is not None else ""))
+        text += f"; {fit}" + (f"; left out over the limit: {', '.join(map(str, over))}" if over else "")
+    if best == max(sps) and (limit is None or limit.cap is None or limit.cap > best):
+        text += ("; the fastest is the largest batch measured, so larger ones"
+                 + (f" (up to {limit.cap})" if limit is not None and limit.cap else "")
+                 + " may be faster still: measure them with --batch-size")
+    caveat = accuracy_caveat(results, chosen)
+    if caveat:
+        numbers["accuracy_caveat"] = caveat
+        text += (f"; caveat: stored train runs ({caveat['dataset']}, {caveat['epochs']} epochs) reached "
+                 f"{caveat['large_accuracy']:.1%} at b{caveat['large_batch']} but {caveat['small_accuracy']:.1%} "
+                 f"at b{caveat['small_batch']}: larger batches may need more epochs or a retuned lr")
+    return Line("batch_size", chosen, text, numbers)
+
+
+def accuracy_caveat(results: Sequence[Result], batch: int) -> dict[str, Any] | None:
+    """The largest accuracy drop from a smaller to a larger batch (the larger one at least
+    `batch`) among stored train runs on the same data set and epochs, if above ACCURACY_DROP."""
+    groups: dict[tuple, dict[int, float]] = {}
+    for r in results:
+        m = r.metrics
+        if r.spec.train is None or m.final_accuracy is None:
+            continue
+        acc = groups.setdefault((m.dataset, m.epochs), {})
+        acc[r.spec.batch_size] = max(acc.get(r.spec.batch_size, 0.0), m.final_accuracy)
+    worst = None
+    for (dataset, epochs), acc in groups.items():
+        for small in acc:
+            for large in acc:
+                drop = acc[small] - acc[large]
+                if small < large and large >= batch and drop > ACCURACY_DROP and (worst is None or drop > worst["drop"]):
+                    worst = {"dataset": dataset, "epochs": epochs, "small_batch": small, "large_batch": large,
+                             "small_accuracy": acc[small], "large_accuracy": acc[large], "drop": drop}
+    return worst
+
+
+def lr_find_result(results: Sequence[Result], batch: int | None = None) -> Result | None:
+    """The newest lr-find trial with a suggestion, one at `batch` preferred."""
+    found = [r for r in _newest_first(results)
+             if r.spec.lr_find is not None and r.status == "ok" and r.metrics.suggested_lr]
+    same = [r for r in found if r.spec.batch_size == batch]
+    return (same or found or [None])[0]
+
+
+def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str) -> Line:
+    """lr-find's suggestion scaled to `batch` by the linear-scaling rule."""
+    found = lr_find_result(results, batch)
+    if found is None or batch is None:
+        return Line("learning_rate", None, "learning rate: not measured: run `rigbench lr-find WORKLOAD "
+                    "--dataset DATASET` (a real data set is needed)", {})
+    lr, at = found.metrics.suggested_lr, found.spec.batch_size
+    scaled = scale_lr(lr, at, batch)
+    numbers = {"suggested_lr": lr, "lr_find_batch": at, "batch_size": batch, "scaled_lr": scaled,
+               "lr_find_trial": found.id, "dataset": found.spec.lr_find.dataset, "rule": LR_RULE}
+    text = (f"learning rate: {scaled:.3g}, from lr-find's {lr:.3g} at batch {at} (trial {found.id}, "
+            f"{found.spec.lr_find.dataset}; {LR_RULE})")
+    if at != batch:
+        text += (f", scaled x{batch / at:g} to batch {batch} by the linear-scaling rule "
+                 f"(Goyal et al. 2017: lr proportional to batch size)")
+        if optimizer != "sgd":
+            text += f"; that rule was established for SGD, for {optimizer} it is only a starting point"
+    else:
+        text += ", measured at this batch (no scaling needed)"
+    return Line("learning_rate", scaled, text, numbers)
+
+
+def _at(results: Sequence[Result], device: str, batch: int, knob: str | None) -> list[Result]:
+    """Speed trials on device at batch that differ from the default in `knob` only (None: none)."""
+    return [r for r in _newest_first(results)
+            if is_speed_trial(r) and r.spec.device == device and r.spec.batch_size == batch
+            and changed_knobs(r) == ([knob] if knob else [])]
+
+
+def decide_precision(results: Sequence[Result], device: str, batch: int) -> Line:
+    """The fastest measured precision at the recommended batch (default threads, eager)."""
+    newest: dict[str, Result] = {}
+    for r in _at(results, device, batch, None) + _at(results, device, batch, "precision"):
+        if r.status != "ok" or timed(r):  # failures (unsupported...) count; ok needs a real timing
+            newest.setdefault(r.spec.precision, r)
+    base = newest.get("fp32")
+    numbers = {p: {"status": r.status, "samples_per_s": r.metrics.samples_per_s, "trial": r.id,
+                   "speedup": (r.metrics.samples_per_s / base.metrics.samples_per_s
+                               if base and r.metrics.samples_per_s else None),
+                   "error": (r.error or "").strip().splitlines()[-1] if r.error else None}
+               for p, r in newest.items()}
+    ok = {p: r for p, r in newest.items() if r.status == "ok"}
+    if not ok or base is None:
+        return Line("precision", None, f"precision: not measured at b{batch} on {device}", numbers)
+    chosen = max(ok, key=lambda p: ok[p].metrics.samples_per_s)
+    parts = []
+    for p, n in numbers.items():
+        if p == "fp32":
+            parts.append(f"fp32 {_sps(n['samples_per_s'])}")
+        elif n["status"] == "ok":
+            parts.append(f"{p} {n['speedup']:.2f}x")
+        else:
+            parts.append(f"{p} {n['status']}" + (f" ({n['error']})" if n["error"] else ""))
+    text = f"precision: {chosen}, fastest measured at b{batch}: " + "; ".join(parts)
+    if len(newest) == 1:
+        text += "; no other precision measured"
+    if chosen in ("bf16", "fp16"):
+        text += (f"; caveat: {chosen} mixed precision can lower accuracy, check with "
+                 f"`rigbench train WORKLOAD --precision {chosen}`")
+    return Line("precision", chosen, text, numbers)
+
+
+def decide_threads(results: Sequence[Result], device: str, batch: int) -> Line | None:
+    """The thread count of the fastest fp32 eager trial at the batch (CPU only; None elsewhere)."""
+    if device != "cpu":
+        return None
+    best: dict[int, Result] = {}
+    for r in _at(results, device, batch, None) + _at(results, device, batch, "threads"):
+        n = _threads(r)
+        if timed(r) and n is not None and (n not in best or r.metrics.samples_per_s > best[n].metrics.samples_per_s):
+            best[n] = r
+    numbers = {n: {"samples_per_s": r.metrics.samples_per_s, "trial": r.id} for n, r in sorted(best.items())}
+    if not best:
+        return Line("threads", None, f"threads: not measured at b{batch}", numbers)
+    chosen = max(best, key=lambda n: best[n].metrics.samples_per_s)
+    text = (f"threads: {chosen}, fastest measured at b{batch}: "
+            + ", ".join(f"{n} -> {r.metrics.samples_per_s:,.0f}" for n, r in sorted(best.items())))
+    if len(best) == 1:
+        text += " (only one thread count measured)"
+    return Line("threads", chosen, text, numbers)
+
+
+def decide_pipeline(results: Sequence[Result], device: str) -> list[Line]:
+    """Loader workers, and whether input waits, host-device copies or compute bound the step,
+    from stored `train --input loader` runs on the device (the fastest run's figures)."""
+    runs = [r for r in results if r.spec.train is not None and r.spec.train.input_mode == "loader"
+            and r.spec.device == device and r.status == "ok" and r.metrics.input_fraction is not None]
+    if not runs:
+        how = f"rigbench train WORKLOAD --input loader --workers N --device {device}"
+        return [Line("loader_workers", None, f"loader workers: not measured ({how})", {}),
+                Line("bound_by", None, f"input pipeline / copies: not measured ({how})", {})]
+    best = max(runs, key=lambda r: r.metrics.samples_per_s or 0.0)
+    m, workers = best.metrics, best.spec.train.workers
+    by_workers = {}
+    for r in runs:
+        w = r.spec.train.workers
+        if w not in by_workers or (r.metrics.samples_per_s or 0) > (by_workers[w]["samples_per_s"] or 0):
+            by_workers[w] = {"samples_per_s": r.metrics.samples_per_s, "input_fraction": r.metrics.input_fraction,
+                             "copy_fraction": r.metrics.copy_fraction, "trial": r.id}
+    text = (f"loader workers: {workers}, the fastest measured `--input loader` run (trial {best.id}, "
+            f"{_sps(m.samples_per_s)} in training, input waits {m.input_fraction:.1%} of its time)")
+    if len(by_workers) == 1 and m.input_fraction >= 0.1:
+        text += "; input waits are large: try `rigbench train WORKLOAD --input loader --workers 2`"
+    elif len(by_workers) == 1:
+        text += "; only this worker count was measured"
+    shares = {"input": m.input_fraction, "copy": m.copy_fraction or 0.0}
+    shares["compute"] = max(0.0, 1.0 - shares["input"] - shares["copy"])
+    bound = max(shares, key=lambda k: shares[k])
+    copy_what = "host-to-device copies" if device != "cpu" else "uint8 -> float conversion (the CPU's 'copy')"
+    bound_text = (f"input pipeline: the step is bound by {'compute' if bound == 'compute' else 'the input pipeline' if bound == 'input' else copy_what}: "
+                  f"input waits {shares['input']:.1%}, {copy_what} {shares['copy']:.1%}, compute and the rest "
+                  f"{shares['compute']:.1%} of training time (trial {best.id}, b{best.spec.batch_size}, {m.dataset})")
+    return [Line("loader_workers", workers, text, {"by_workers": by_workers, "trial": best.id}),
+            Line("bound_by", bound, bound_text, {**shares, "trial": best.id})]
+
+
+def decide_epoch_time(results: Sequence[Result], device: str, batch: int, dataset_size: int,
+                      input_share: float | None = None) -> Line:
+    """dataset_size / samples/s of the fastest measured speed trial at the batch on the device."""
+    candidates = [r for r in _newest_first(results)
+                  if timed(r) and r.spec.device == device and r.spec.batch_size == batch]
+    if not candidates:
+        return Line("epoch_seconds", None, f"epoch time: no speed measured at b{batch} on {device}", {})
+    fastest = max(candidates, key=lambda r: r.metrics.samples_per_s)
+    sps = fastest.metrics.samples_per_s
+    seconds = dataset_size / sps
+    numbers = {"dataset_size": dataset_size, "samples_per_s": sps, "trial": fastest.id, "seconds": seconds,
+               "configuration": fastest.spec.label()}
+    text = (f"epoch time: {seconds:,.1f} s for {dataset_size:,} samples at {_sps(sps)} (trial {fastest.id}, "
+            f"{fastest.spec.label()}, the fastest measured at b{batch}; compute only)")
+    if input_share:
+        with_input = seconds / max(1e-9, 1.0 - input_share)
+        numbers["seconds_with_input_pipeline"] = with_input
+        text += f"; {with_input:,.1f} s with the measured input-pipeline share ({input_share:.1%})"
+    return Line("epoch_seconds", seconds, text, numbers)
+
+
+def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping[str, MemoryLimit],
+              optimizer: str, dataset_size: int) -> list[Line]:
+    """Every decision, in order: device, batch size, learning rate, precision, threads (CPU),
+    loader workers, what bounds the step, epoch time. `results` are one workload's."""
+    device_line = decide_device(results, devices, limits)
+    lines = [device_line]
+    device = device_line.value
+    if device is None:
+        return lines
+    batch_line = decide_batch(results, device, limits.get(device))
+    batch = batch_line.value
+    lines += [batch_line, decide_lr(results, batch, optimizer)]
+    if batch is None:
+        return lines
+    lines.append(decide_precision(results, device, batch))
+    threads = decide_threads(results, device, batch)
+    if threads is not None:
+        lines.append(threads)
+    pipeline = decide_pipeline(results, device)
+    lines += pipeline
+    bound = pipeline[1].numbers
+    share = (bound.get("input", 0.0) + bound.get("copy", 0.0)) if bound else None
+    lines.append(decide_epoch_time(results, device, batch, dataset_size, share))
+    return lines

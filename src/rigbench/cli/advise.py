@@ -1,0 +1,237 @@
+"""Commands that advise how to use the hardware: lr-find, scaling, recommend (docs/STRATEGY.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from rigbench import api
+from rigbench.analysis.lr_find import compact_curve, suggest_lr
+from rigbench.analysis.scaling import ScalingRow, scaling_table
+from rigbench.cli.common import DB_HELP, _check_precision, _run_with_progress, app, err, handles_usage_errors, out
+from rigbench.errors import UsageError
+from rigbench.reports import terminal
+from rigbench.spec import Result
+from rigbench.units import parse_positive_ints, split_list
+from rigbench.workloads import get_workload
+
+
+def _print(text: str) -> None:
+    out.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def _finish(outcome: api.RunOutcome, planned: int) -> None:
+    if outcome.interrupted:
+        err.print(f"interrupted: {len(outcome.results)} of {planned} trials finished and were stored")
+        raise typer.Exit(130)
+
+
+def _check_positive(**values: int | None) -> None:
+    for name, value in values.items():
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+
+
+# --------------------------------------------------------------------------- lr-find
+
+
+def lr_find_summary(result: Result) -> dict[str, Any]:
+    """The JSON of `rigbench lr-find`: the suggestion, the rule and figures behind it, the curve."""
+    opts = result.spec.lr_find
+    s = suggest_lr(result.lr_curve, opts.steps, opts.diverge_factor)
+    if result.status != "ok":  # no curve to read: say nothing about one
+        s = type(s)(None, s.rule, None, None, None, len(result.lr_curve), s.skipped, f"the trial ended {result.status}")
+    return {
+        "trial_id": result.id, "run_id": result.run_id, "status": result.status, "error": result.error,
+        "workload": result.spec.workload, "dataset": opts.dataset, "train_samples": result.metrics.dataset_size,
+        "device": result.spec.device, "device_name": result.device_name, "batch_size": result.spec.batch_size,
+        "precision": result.spec.precision, "threads": result.threads,
+        "optimizer": get_workload(result.spec.workload).optimizer,
+        "start_lr": opts.start_lr, "end_lr": opts.end_lr, "planned_steps": opts.steps,
+        "suggested_lr": s.lr, "rule": s.rule, "lr_at_min": s.lr_at_min, "min_smoothed_loss": s.min_loss,
+        "lr_steepest": s.lr_steepest, "skipped_points": s.skipped, "stop": s.stop, "notes": s.notes,
+        "curve": [list(p) for p in result.lr_curve],  # [lr, loss, smoothed loss] per step
+    }
+
+
+@app.command("lr-find")
+@handles_usage_errors
+def lr_find(
+    workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to test, e.g. mlp or cnn."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Real data set to train on: digits, mnist, fashion_mnist, cifar10 or image_folder (default: the workload's reference data set)."),
+    device: str = typer.Option("cpu", "--device", "-d", help="Device to run on: cpu, cuda:0, mps, xpu:0, dml:0."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-b", help="Batch size (default: the workload's). The suggestion holds for this batch size."),
+    start_lr: float = typer.Option(1e-6, "--start-lr", help="Learning rate of the first step."),
+    end_lr: float = typer.Option(10.0, "--end-lr", help="Learning rate of the last step, if the loss has not diverged before."),
+    steps: int = typer.Option(100, "--steps", help="Steps of the exponential ramp from --start-lr to --end-lr."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework (default: its own choice)."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
+    offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the suggestion, its rule and figures, and the whole curve."),
+) -> None:
+    """Learning-rate range test: grow the lr exponentially on real batches, stop when the loss diverges, suggest a rate."""
+    _check_precision(precision)
+    if not 0 < start_lr < end_lr:
+        raise UsageError(f"--start-lr must be more than 0 and less than --end-lr ({end_lr:g}), got {start_lr:g}")
+    if steps < 5:
+        raise UsageError("--steps must be at least 5")
+    _check_positive(batch_size=batch_size, threads=threads)
+    name = api.prepare_data(workload.partition(":")[0], dataset, data_dir, download=not offline)
+    spec = api.plan_lr_find(workload, name, device=device, batch_size=batch_size, start_lr=start_lr,
+                            end_lr=end_lr, steps=steps, data_dir=data_dir, precision=precision,  # type: ignore[arg-type]
+                            threads=threads)
+    outcome = _run_with_progress([spec], db)
+    _finish(outcome, 1)
+    summary = lr_find_summary(outcome.results[0])
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_lr_find(summary, outcome)
+    if summary["status"] != "ok":
+        raise typer.Exit(1)
+
+
+def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome) -> None:
+    _print(f"lr-find {s['workload']} on {s['dataset']} ({s['train_samples'] or '?'} training samples), "
+           f"{s['device']} b{s['batch_size']} {s['precision']}, {s['optimizer']}: lr {s['start_lr']:g} -> "
+           f"{s['end_lr']:g} over up to {s['planned_steps']} steps")
+    if s["status"] != "ok":
+        _print(f"The test ended `{s['status']}`: {s['error']}")
+        return
+    _print(f"Stopped: {s['stop']}.")
+    if s["suggested_lr"] is None:
+        _print("No suggestion: " + "; ".join(s["notes"]))
+    else:
+        _print(f"Suggested learning rate: {s['suggested_lr']:.3g} (for batch {s['batch_size']})")
+        _print(f"  rule: {s['rule']}: minimum smoothed loss {s['min_smoothed_loss']:.4g} at lr "
+               f"{s['lr_at_min']:.3g} (first {s['skipped_points']} points skipped)")
+        if s["lr_steepest"] is not None:
+            _print(f"  steepest descent (shown, not suggested): lr {s['lr_steepest']:.3g}")
+        for note in s["notes"]:
+            _print(f"  note: {note}")
+    table = Table(title="curve (every few steps)", header_style="bold")
+    table.add_column("lr", justify="right")
+    table.add_column("smoothed loss", justify="right")
+    table.add_column("", justify="left")
+    keep = [s["lr_at_min"]] if s["lr_at_min"] is not None else []
+    for lr, loss in compact_curve(s["curve"], rows=8, keep_lrs=keep):
+        table.add_row(f"{lr:.3g}", f"{loss:.4f}", "<- minimum" if lr in keep else "")
+    out.print(table)
+    _print(f"Stored in {outcome.db_url} (trial {s['trial_id']}); every step: rigbench results show "
+           f"{s['trial_id']} --json (lr_curve: lr, loss, smoothed loss)")
+    if s["suggested_lr"] is not None:
+        _print(f"Try it: rigbench train {s['workload']} --dataset {s['dataset']} --batch-size "
+               f"{s['batch_size']} --lr {s['suggested_lr']:.3g}")
+
+
+# --------------------------------------------------------------------------- scaling
+
+
+@app.command()
+@handles_usage_errors
+def scaling(
+    workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to time, e.g. cnn or resnet:depth=56."),
+    device: str = typer.Option("cpu", "--device", "-d", help="Device: cpu, cuda:0, mps, xpu:0, dml:0."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-b", help="Batch size of every trial (default: the workload's; its small one with --quick)."),
+    threads: Optional[list[str]] = typer.Option(None, "--threads", metavar="N", help="Thread counts, e.g. 1,2,4 (default on the CPU: 1, 2, 4, ... up to the logical cores; none on other devices)."),
+    precision: Optional[list[str]] = typer.Option(None, "--precision", metavar="P", help="Precisions to compare with fp32, e.g. bf16,fp16 (default: tf32 on CUDA, bf16, fp16)."),
+    compile_: bool = typer.Option(True, "--compile/--no-compile", help="Also time torch.compile (its compilation is in first_step_s, not in the timed steps)."),
+    channels_last: bool = typer.Option(True, "--channels-last/--no-channels-last", help="Also time the NHWC memory layout (convolutional workloads; others show `unsupported`)."),
+    quick: bool = typer.Option(False, "--quick", help="Smoke run: small batch, 1 warm-up step, short timing windows."),
+    framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of table rows on stdout."),
+) -> None:
+    """Speed-up of thread counts, precisions, torch.compile and channels-last over the fp32 eager default."""
+    _check_positive(batch_size=batch_size)
+    precisions = split_list(precision) if precision else None
+    specs = api.plan_scaling(workload, device, batch_size,
+                             threads=parse_positive_ints(threads, "--threads") if threads else None,
+                             precisions=precisions, compile=compile_, channels_last=channels_last,
+                             quick=quick, framework=framework)
+    outcome = _run_with_progress(specs, db)
+    _finish(outcome, len(specs))
+    rows = scaling_table(outcome.results)
+    if as_json:
+        print(json.dumps([r.row() for r in rows], indent=2))
+        return
+    out.print(scaling_table_view(rows, title=f"{specs[0].label()}: speed-up over the fp32 eager default"))
+    _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). Speed-ups whose 95% CIs overlap the "
+           f"baseline's are marked 'within noise'.")
+
+
+def _scaling_note(r: ScalingRow) -> str:
+    if r.status != "ok":
+        return f"{r.status}: {(r.error or '').strip().splitlines()[-1] if r.error else ''}"
+    notes = []
+    if r.within_noise:
+        notes.append("within noise")
+    if r.shi2016_column:
+        notes.append(f"Shi et al. 2016 Table 7: {r.shi2016_column}")
+    return "; ".join(notes)
+
+
+def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
+    """The scaling rows as a rich table: variant, threads, samples/s, speed-up, note."""
+    table = Table(title=title, header_style="bold")
+    for name, justify in (("trial", "right"), ("variant", "left"), ("threads", "right"),
+                          ("samples/s ±95% CI", "right"), ("speed-up", "right"), ("note", "left")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for r in rows:
+        speed = "-"
+        if r.samples_per_s is not None:
+            speed = f"{r.samples_per_s:,.1f}"
+            if r.samples_per_s_ci:
+                speed += f" ±{(r.samples_per_s_ci[1] - r.samples_per_s_ci[0]) / 2:,.1f}"
+        table.add_row(str(r.trial_id or "-"), r.label, "-" if r.threads is None else str(r.threads), speed,
+                      "1.00x (baseline)" if r.knob == "baseline" else ("-" if r.speedup is None else f"{r.speedup:.2f}x"),
+                      _scaling_note(r))
+    return table
+
+
+# --------------------------------------------------------------------------- recommend
+
+
+@app.command()
+@handles_usage_errors
+def recommend(
+    workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to advise on, e.g. mlp or resnet:depth=56."),
+    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Devices to choose from, repeated or comma-separated (default: every available one; with --no-run, those with stored results)."),
+    dataset_size: Optional[int] = typer.Option(None, "--dataset-size", metavar="N", help="Samples per epoch for the epoch-time estimate (default: the workload's reference data set size)."),
+    no_run: bool = typer.Option(False, "--no-run", help="Use only stored results and list what is missing; run nothing."),
+    quick: bool = typer.Option(False, "--quick", help="Measure what is missing with short timing windows, a small batch grid and a short lr-find."),
+    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes to measure, e.g. 16,64 (default: b/4, b, 4b of the workload's batch with --quick; b/4 to 4b without)."),
+    framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),
+) -> None:
+    """Recommend device, batch size, learning rate, precision, threads and loader workers, measuring only what is missing."""
+    def ended(result: Result) -> None:
+        text = terminal.one_line_outcome(result)
+        if result.spec.lr_find is not None and result.metrics.suggested_lr:
+            text += f": lr-find suggests {result.metrics.suggested_lr:.3g}"
+        err.print(f"  {result.spec.label()}: {text}", highlight=False, markup=False)
+
+    outcome = api.recommend(
+        workload, devices=split_list(device), dataset_size=dataset_size, run_missing=not no_run, quick=quick,
+        batch_sizes=parse_positive_ints(batch_size, "--batch-size"), db=db, framework=framework,
+        on_note=lambda text: err.print(text, highlight=False, markup=False), on_trial_end=ended)
+    if as_json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+    else:
+        _print(f"Recommendation for {workload} on this machine ({outcome.results_used} results of "
+               f"{outcome.db_url}" + (f", run {outcome.run_id} measured now" if outcome.run_id else "") + "):")
+        for line in outcome.lines:
+            _print(f"  - {line.text}")
+        if outcome.other_machines:
+            _print(f"Left out: {outcome.other_machines} stored results of {workload} from other machines.")
+        for text in outcome.missing:
+            _print(f"Missing: {text}")
+    if outcome.interrupted:
+        err.print("interrupted: the recommendation uses what finished (stored)")
+        raise typer.Exit(130)

@@ -1,0 +1,298 @@
+"""`rigbench recommend`: find what the recommendation still lacks, measure it, decide.
+
+The decisions themselves are pure (analysis/recommend.py). This module reads the stored
+results of the workload on this machine, works out which measurements are missing, runs
+them (each stored the moment it finishes, like any trial), and hands everything over.
+
+What it measures when missing, chosen to stay cheap on a small CPU:
+  phase 1, per device  a max-batch search from the grid's largest batch (stopping at 2x it on
+                       the CPU, 16x on a GPU: the question is whether the grid fits, not the
+                       absolute maximum), then the batch grid (3 sizes with --quick, 5 without)
+                       in fp32, eager, the framework's default threads;
+  phase 2, on the chosen device at the chosen batch
+                       each thread count 1, 2, 4, ... up to the cores (CPU), one precision
+                       check (bf16 on a CPU; tf32, bf16, fp16 on CUDA; bf16, fp16 elsewhere),
+                       one lr-find and one 1-epoch `train --input loader` when a real data set
+                       the workload accepts is available offline (digits ships with scikit-learn).
+A measurement counts as present when a stored result of this machine has the same workload,
+options, framework and configuration, whatever measurement protocol it used.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from rigbench.analysis import recommend as rules
+from rigbench.analysis.recommend import Line, MemoryLimit
+from rigbench.analysis.scaling import changed_knobs, is_speed_trial
+from rigbench.errors import UsageError
+from rigbench.fingerprint import machine_fingerprint
+from rigbench.frameworks import check_framework
+from rigbench.runner import max_batch
+from rigbench.runner.assemble import now_iso
+from rigbench.runner.session import run_trials
+from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
+from rigbench.store import Store
+from rigbench.workloads import Workload, parse_workload_ref
+
+#: lr-find in a recommendation: fastai's range (1e-7..10 there, 1e-6..10 here) over 100 steps;
+#: with --quick a shorter ramp from 1e-4 (still below where the loss starts to fall on digits).
+LR_FIND_FULL = {"start_lr": 1e-6, "end_lr": 10.0, "steps": 100}
+LR_FIND_QUICK = {"start_lr": 1e-4, "end_lr": 10.0, "steps": 40}
+#: With --quick the loader run trains on this many samples, or 8 batches if that is more: the
+#: shares of input and copy time per step do not need a whole epoch.
+LOADER_QUICK_SAMPLES = 512
+
+
+@dataclass
+class RecommendOutcome:
+    """The recommendation and what it rests on."""
+
+    workload: str
+    devices: list[str]
+    lines: list[Line]
+    ran: list[str] = field(default_factory=list)  # what was measured now, and why
+    missing: list[str] = field(default_factory=list)  # what is still not measured
+    results_used: int = 0
+    other_machines: int = 0  # stored results of this workload left out: another machine's
+    db_url: str = ""
+    run_id: str | None = None
+    interrupted: bool = False
+
+    def to_dict(self) -> dict:
+        """The JSON of `rigbench recommend --json`: the same lines as printed, with numbers."""
+        return {"workload": self.workload, "devices": self.devices, "lines": [line.row() for line in self.lines],
+                "ran": self.ran, "missing": self.missing, "results_used": self.results_used,
+                "other_machines": self.other_machines, "db": self.db_url, "run_id": self.run_id,
+                "interrupted": self.interrupted}
+
+
+def batch_grid(workload: Workload, quick: bool) -> list[int]:
+    """Batch sizes around the workload's reference batch (its small one with --quick):
+    b/4, b, 4b with --quick; b/4, b/2, b, 2b, 4b without."""
+    b = workload.quick_batch if quick else workload.default_batch
+    factors = (0.25, 1, 4) if quick else (0.25, 0.5, 1, 2, 4)
+    return sorted({max(1, int(b * f)) for f in factors})
+
+
+def precision_checks(device: str) -> list[str]:
+    """The precisions tried in a recommendation: one on a CPU (bf16; CPU fp16 autocast has no
+    fast kernels on most CPUs), all reduced ones on accelerators."""
+    if device == "cpu":
+        return ["bf16"]
+    return (["tf32"] if device.startswith("cuda") else []) + ["bf16", "fp16"]
+
+
+def offline_dataset(workload: str) -> str | None:
+    """The first real data set the workload accepts whose files are here (never downloads)."""
+    from rigbench import api
+    from rigbench.data import accepted_datasets
+    from rigbench.data.errors import ChecksumError, CorruptFileError
+
+    for name in accepted_datasets(workload):
+        if name == "image_folder":
+            continue  # needs a directory from the user
+        if name == "digits" and importlib.util.find_spec("sklearn") is None:
+            continue
+        try:
+            return api.prepare_data(workload, name, download=False)
+        except (UsageError, ChecksumError, CorruptFileError, OSError):
+            continue
+    return None
+
+
+def this_machine(store: Store, results: Sequence[Result]) -> tuple[list[Result], int]:
+    """(results measured on this machine, how many were not): same host name and CPU model."""
+    here = machine_fingerprint()
+    key = (here.get("hostname"), here.get("cpu_model"))
+    same: dict[str, bool] = {}
+    kept = []
+    for r in results:
+        if r.run_id not in same:
+            m = store.machine(r.run_id) or {}
+            same[r.run_id] = (m.get("hostname"), m.get("cpu_model")) == key
+        if same[r.run_id]:
+            kept.append(r)
+    return kept, len(results) - len(kept)
+
+
+def is_probe(r: Result) -> bool:
+    """A max-batch probe: a speed trial timing only max_batch.PROBE_STEPS steps, no minimum time."""
+    m = r.spec.measure
+    return is_speed_trial(r) and m.min_steps == max_batch.PROBE_STEPS and m.min_seconds == 0
+
+
+def stored_limit(results: Sequence[Result], device: str) -> MemoryLimit | None:
+    """The newest stored fp32 max-batch search on `device`, rebuilt from its probes with
+    max_batch's own model and recommendation (10% margin)."""
+    probes = [r for r in results if is_probe(r) and r.spec.device == device and not changed_knobs(r)
+              and r.status in ("ok", "oom")]
+    if not probes:
+        return None
+    run = max(probes, key=lambda r: r.id or 0).run_id
+    probes = [r for r in probes if r.run_id == run]
+    ok = [r.spec.batch_size for r in probes if r.status == "ok"]
+    oom = [r.spec.batch_size for r in probes if r.status == "oom"]
+    metric = max_batch.memory_metric(device, probes)
+    points = [(r.spec.batch_size, getattr(r.metrics, metric) * max_batch.MIB) for r in probes
+              if r.status == "ok" and getattr(r.metrics, metric) is not None]
+    limit_bytes = probes[0].spec.measure.memory_limit_bytes
+    recommended, _ = max_batch.recommend(limit_bytes, max_batch.fit_memory_model(points), 0.1, max(ok, default=None))
+    return MemoryLimit(device, max(ok, default=None), min(oom, default=None), recommended, limit_bytes, run)
+
+
+def _limit_of(outcome: max_batch.MaxBatchOutcome) -> MemoryLimit:
+    return MemoryLimit(outcome.device, outcome.largest_ok, outcome.smallest_oom, outcome.recommended,
+                       outcome.limit_bytes, outcome.run_id)
+
+
+class _Session:
+    """Runs the missing trials of one recommendation under one run id, or lists them."""
+
+    def __init__(self, store: Store, run_missing: bool, outcome: RecommendOutcome,
+                 on_note: Callable[[str], None], on_trial_end: Callable[[Result], None]):
+        self.store, self.run_missing, self.outcome = store, run_missing, outcome
+        self.on_note, self.on_trial_end = on_note, on_trial_end
+        self.new: list[Result] = []
+
+    def measure(self, what: str, why: str, specs: list[TrialSpec]) -> None:
+        if not specs or self.outcome.interrupted:
+            return
+        if not self.run_missing:
+            self.outcome.missing.append(f"{what} ({why})")
+            return
+        self.outcome.ran.append(f"{what}: {why}")
+        self.on_note(f"running {what}: {why}")
+        if self.outcome.run_id is None:
+            self.outcome.run_id = uuid.uuid4().hex[:12]
+            self.store.add_run(self.outcome.run_id, now_iso(), shlex.join(sys.argv), machine_fingerprint())
+        session = run_trials(specs, self.store, self.outcome.run_id,
+                             on_trial_end=lambda _i, r: self.on_trial_end(r))
+        self.new += session.results
+        self.outcome.interrupted = session.interrupted
+
+
+def recommend(
+    workload: str,
+    devices: Sequence[str] = (),
+    dataset_size: int | None = None,
+    run_missing: bool = True,
+    quick: bool = False,
+    batch_sizes: Sequence[int] = (),
+    db: str | None = None,
+    framework: str = "torch",
+    on_note: Callable[[str], None] = lambda text: None,
+    on_trial_end: Callable[[Result], None] = lambda result: None,
+) -> RecommendOutcome:
+    """Recommend device, batch size, learning rate, precision, threads and loader workers for
+    `workload`, from stored results of this machine plus (unless `run_missing` is false) the
+    measurements still missing. `batch_sizes` replaces the default grid (`batch_grid`)."""
+    from rigbench import api
+
+    ref, options = parse_workload_ref(workload)
+    if dataset_size is not None and dataset_size < 1:
+        raise UsageError("--dataset-size must be at least 1")
+    store = Store(db)
+    stored = [r for r in store.list(workload=ref.name)
+              if r.spec.workload_options == options and r.spec.framework == framework]
+    stored, others = this_machine(store, stored)
+    if run_missing and [api._normalise_device(d) for d in devices] == ["cpu"]:
+        check_framework(framework)  # the CPU is always there: no device probe (a child process)
+        chosen = ["cpu"]
+    elif run_missing:
+        chosen = api._chosen_devices(framework, devices, default=None)
+    else:
+        chosen = [api._normalise_device(d) for d in devices] or list(dict.fromkeys(
+            r.spec.device for r in stored if rules.timed(r)))
+    outcome = RecommendOutcome(workload, chosen, [], other_machines=others, db_url=store.url)
+    run = _Session(store, run_missing, outcome, on_note, on_trial_end)
+    measure = MeasureOptions.quick() if quick else MeasureOptions()
+    grid = sorted(set(batch_sizes)) or batch_grid(ref, quick)
+
+    def spec(device: str, batch: int, **changes) -> TrialSpec:
+        return TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
+                         batch_size=batch, measure=measure, **changes)
+
+    # Phase 1: per device, the memory limit and the batch grid within it.
+    limits: dict[str, MemoryLimit] = {}
+    for device in chosen:
+        limit = stored_limit(stored, device)
+        if limit is None and run_missing and not outcome.interrupted:
+            top = max(grid) * (2 if device == "cpu" else 16)
+            outcome.ran.append(f"max-batch on {device} from b{max(grid)} up to b{top}: no stored max-batch search")
+            on_note(f"running max-batch on {device} from b{max(grid)} up to b{top}: no stored max-batch search")
+            found = max_batch.find_max_batch(workload, device, framework=framework, start=max(grid),
+                                             max_batch=top, db=db, on_probe=on_trial_end,
+                                             command=shlex.join(sys.argv))
+            outcome.interrupted = found.interrupted
+            run.new += found.probes
+            limit = _limit_of(found)
+        elif limit is None:
+            outcome.missing.append(f"max-batch on {device} (no stored max-batch search)")
+        if limit is not None:
+            limits[device] = limit
+        have = rules.baseline_by_batch(stored + run.new, device)
+        cap = limits[device].cap if device in limits else None
+        todo = [b for b in grid if b not in have and (cap is None or b <= cap)]
+        run.measure(f"batch sizes {', '.join(map(str, todo))} on {device}",
+                    "fp32, default threads; not measured yet", [spec(device, b) for b in todo])
+
+    # Phase 2: on the chosen device at the chosen batch.
+    results = stored + run.new
+    device = rules.decide_device(results, chosen, limits).value
+    batch = rules.decide_batch(results, device, limits.get(device)).value if device else None
+    if device is not None and batch is not None:
+        if device == "cpu":
+            counts = {n for n in (r.threads for r in rules._at(results, device, batch, None)
+                                  + rules._at(results, device, batch, "threads") if rules.timed(r)) if n}
+            todo_threads = [t for t in api.default_thread_counts() if t not in counts]
+            run.measure(f"threads {', '.join(map(str, todo_threads))} on {device} at b{batch}",
+                        "thread counts not measured at the chosen batch",
+                        [spec(device, batch, threads=t) for t in todo_threads])
+        have_p = {r.spec.precision for r in rules._at(results, device, batch, "precision")}
+        todo_p = [p for p in precision_checks(device) if p not in have_p]
+        run.measure(f"precision {', '.join(todo_p)} on {device} at b{batch}", "not measured at the chosen batch",
+                    [spec(device, batch, precision=p) for p in todo_p])
+        _data_trials(run, results, ref, options, framework, device, batch, quick)
+    else:
+        outcome.missing.append("threads, precision, lr-find and the input pipeline: they are measured "
+                               "at the chosen device and batch size, which need the batch sizes first")
+
+    results = stored + run.new
+    outcome.results_used = len(results)
+    outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
+                                    dataset_size or ref.dataset.train_size)
+    return outcome
+
+
+def _data_trials(run: _Session, results: list[Result], ref: Workload, options: dict, framework: str,
+                 device: str, batch: int, quick: bool) -> None:
+    """lr-find and a 1-epoch loader run, when missing and a real data set is here offline."""
+    needs_lr = rules.lr_find_result(results) is None
+    needs_loader = not any(r.spec.train is not None and r.spec.train.input_mode == "loader"
+                           and r.spec.device == device and r.status == "ok" for r in results)
+    if not (needs_lr or needs_loader):
+        return
+    dataset = offline_dataset(ref.name)
+    if dataset is None:
+        run.outcome.missing.append(f"lr-find and the input pipeline: {ref.name} has no real data set "
+                                   f"here offline (rigbench train/lr-find --dataset ... can download one)")
+        return
+    base = dict(workload=ref.name, workload_options=options, framework=framework, device=device,
+                batch_size=batch, measure=MeasureOptions(timeout_s=1800))
+    if needs_lr:
+        opts = LrFindOptions(dataset=dataset, **(LR_FIND_QUICK if quick else LR_FIND_FULL))
+        run.measure(f"lr-find on {dataset} at b{batch}", "no stored lr-find with a suggestion",
+                    [TrialSpec(**base, lr_find=opts)])
+    if needs_loader:
+        subset = max(LOADER_QUICK_SAMPLES, 8 * batch) if quick else None
+        train = TrainOptions(dataset=dataset, download=False, epochs=1, input_mode="loader", workers=0,
+                             max_train_samples=subset)
+        run.measure(f"1 epoch of train --input loader --workers 0 on {dataset}"
+                    + (f" ({subset} samples)" if subset else "") + f" at b{batch}",
+                    "no stored loader run: input and copy shares unknown", [TrialSpec(**base, train=train)])

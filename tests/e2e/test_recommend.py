@@ -1,0 +1,82 @@
+"""`rigbench recommend` on this CPU, from an empty database: internally consistent with what it stored."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbench import cli
+from rigbench.analysis.recommend import timed
+from rigbench.analysis.scaling import changed_knobs
+from rigbench.store import Store
+
+pytest.importorskip("torch")
+pytest.importorskip("sklearn")
+pytestmark = pytest.mark.timeout(600)
+
+
+def rigbench(*args):
+    return subprocess.run([sys.executable, "-m", "rigbench", *args], capture_output=True, text=True, timeout=580)
+
+
+def test_recommendation_is_consistent_with_the_stored_measurements(tmp_path):
+    db = str(tmp_path / "rec.db")
+    proc = rigbench("recommend", "mlp", "--quick", "--batch-size", "8,16", "--device", "cpu", "--db", db, "--json")
+    assert proc.returncode == 0, proc.stderr
+    outcome = json.loads(proc.stdout)
+    lines = {line["decision"]: line for line in outcome["lines"]}
+    assert list(lines) == ["device", "batch_size", "learning_rate", "precision", "threads",
+                           "loader_workers", "bound_by", "epoch_seconds"]
+    assert all(line["value"] is not None for line in lines.values()), outcome
+    assert outcome["ran"] and not outcome["missing"]
+    assert "running max-batch on cpu" in proc.stderr  # it says what it runs and why
+
+    stored = Store(db).list(workload="mlp")
+    speed = [r for r in stored if timed(r) and r.spec.device == "cpu"]
+    batch = lines["batch_size"]["value"]
+    # The recommended batch was measured (fp32, default threads) ...
+    assert any(r.spec.batch_size == batch and not changed_knobs(r) for r in speed)
+    # ... and fits: max-batch ran a probe at least that large, and recommends at least it.
+    mb = lines["batch_size"]["numbers"]["max_batch"]
+    assert batch <= mb["recommended"] <= mb["largest_ok"]
+    probes = [r for r in stored if r.run_id == mb["run_id"]]
+    assert any(r.spec.batch_size == mb["largest_ok"] and r.status == "ok" for r in probes)
+
+    # The recommended threads are the fastest thread count measured at that batch.
+    at_batch = [r for r in speed if r.spec.batch_size == batch and changed_knobs(r) in ([], ["threads"])]
+    assert {r.threads for r in at_batch} >= {1, 2}
+    fastest = max(at_batch, key=lambda r: r.metrics.samples_per_s)
+    assert lines["threads"]["value"] == fastest.threads
+
+    # The learning rate is lr-find's suggestion, scaled linearly from its batch to the recommended one.
+    found = [r for r in stored if r.spec.lr_find is not None]
+    assert len(found) == 1 and found[0].metrics.suggested_lr
+    assert lines["learning_rate"]["value"] == pytest.approx(
+        found[0].metrics.suggested_lr * batch / found[0].spec.batch_size)
+    assert lines["precision"]["value"] in ("fp32", "bf16")
+    assert lines["epoch_seconds"]["numbers"]["dataset_size"] == 60_000  # MNIST, mlp's reference data set
+
+    # Everything is stored now: --no-run decides the same from the database alone, and the
+    # printed lines are the JSON's lines.
+    # (In this process: the CLI's start-up would only add time.)
+    args = ["recommend", "mlp", "--quick", "--batch-size", "8,16", "--no-run", "--db", db]
+    again, printed = CliRunner().invoke(cli.app, [*args, "--json"]), CliRunner().invoke(cli.app, args)
+    assert again.exit_code == 0 and printed.exit_code == 0, again.output + printed.output
+    repeat = json.loads(again.output)
+    assert repeat["lines"] == outcome["lines"] and repeat["ran"] == [] and repeat["missing"] == []
+    for line in repeat["lines"]:
+        assert f"  - {line['text']}" in printed.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["lr-find", "mlp", "--dataset", "nosuch"], "unknown data set 'nosuch'"),
+    (["lr-find", "mlp", "--dataset", "digits", "--start-lr", "1", "--end-lr", "0.1"], "--start-lr must be"),
+    (["scaling", "cnn", "--precision", "fp32"], "fp32 is the baseline"),
+])
+def test_bad_input_is_one_line_exit_2(args, message):
+    proc = rigbench(*args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr

@@ -1,0 +1,173 @@
+"""The recommendation rules on synthetic Results with hand-computed answers."""
+
+import pytest
+
+from rigbench.analysis import recommend as rules
+from rigbench.analysis.recommend import MemoryLimit
+from rigbench.errors import UsageError
+from rigbench.runner.recommend import batch_grid, recommend, stored_limit
+from rigbench.spec import LrFindOptions, MeasureOptions, Metrics, Result, TrainOptions, TrialSpec
+from rigbench.workloads import get_workload
+
+MIB = 2**20
+_ids = iter(range(1, 10_000))
+
+
+def trial(batch=64, speed=100.0, device="cpu", status="ok", steps=10, reported_threads=2, error=None,
+          measure=None, metrics=None, **spec_fields):
+    """A stored-looking Result of workload mlp; `spec_fields` go to the TrialSpec."""
+    spec = TrialSpec(workload="mlp", device=device, batch_size=batch,
+                     measure=measure or MeasureOptions(), **spec_fields)
+    values = {"steps_measured": steps}
+    if status == "ok" and speed is not None:
+        values.update(samples_per_s=speed, samples_per_s_ci=(speed * 0.95, speed * 1.05))
+    values.update(metrics or {})
+    return Result(id=next(_ids), run_id="r", created_at="2026-01-01T00:00:00+00:00", spec=spec, status=status,
+                  error=error, threads=spec_fields.get("threads") or reported_threads, metrics=Metrics(**values))
+
+
+def train_run(batch, accuracy, epochs=3, dataset="digits", **train_fields):
+    options = TrainOptions(dataset=dataset, epochs=epochs, **train_fields)
+    return trial(batch=batch, speed=None, train=options,
+                 metrics={"final_accuracy": accuracy, "dataset": dataset, "epochs": epochs})
+
+
+def test_knee_is_the_smallest_batch_within_90_percent_of_the_best():
+    assert rules.knee({16: 100.0, 64: 180.0, 256: 195.0}) == (64, 256)  # 180 >= 0.9 * 195 = 175.5
+    assert rules.knee({16: 100.0, 64: 180.0, 256: 195.0}, fraction=0.95) == (256, 256)
+    assert rules.knee({8: 50.0}) == (8, 8)
+    with pytest.raises(ValueError):
+        rules.knee({})
+
+
+def test_batch_decision_respects_the_memory_limit_and_ignores_probes():
+    results = [trial(16, 100.0), trial(64, 180.0), trial(256, 195.0),
+               trial(512, 900.0, steps=2)]  # a max-batch probe: 2 steps are no throughput
+    line = rules.decide_batch(results, "cpu", MemoryLimit("cpu", 256, 512, 256, 2**30))
+    assert line.value == 64
+    assert line.numbers["best_batch"] == 256 and line.numbers["best_samples_per_s"] == 195.0
+    assert "92% of b256's 195.0 samples/s" in line.text and "first oom 512" in line.text
+    capped = rules.decide_batch(results, "cpu", MemoryLimit("cpu", 128, 256, 64, 2**30))
+    assert capped.value == 64 and capped.numbers["left_out_over_memory_limit"] == [256]
+    assert "left out over the limit: 256" in capped.text
+    assert "may be faster still" not in line.text  # b256 is as large as max-batch allows
+    unlimited = rules.decide_batch(results, "cpu", None).text
+    assert "memory limit not measured" in unlimited and "larger ones may be faster still" in unlimited
+
+
+def test_accuracy_caveat_from_train_runs_at_larger_batches():
+    speed = [trial(16, 100.0), trial(64, 180.0), trial(256, 195.0)]
+    runs = [train_run(16, 0.93), train_run(64, 0.925), train_run(256, 0.85), train_run(256, 0.99, epochs=10)]
+    line = rules.decide_batch(speed + runs, "cpu", None)
+    assert line.value == 64
+    caveat = line.numbers["accuracy_caveat"]
+    # the 10-epoch run is not comparable with the 3-epoch ones; the biggest drop is 16 -> 256
+    assert (caveat["small_batch"], caveat["large_batch"], caveat["epochs"]) == (16, 256, 3)
+    assert caveat["drop"] == pytest.approx(0.08)
+    assert "85.0% at b256 but 93.0% at b16" in line.text
+    assert "accuracy_caveat" not in rules.decide_batch(speed + runs[:2], "cpu", None).numbers  # half a point: noise
+
+
+def test_device_is_the_fastest_at_its_best_fitting_batch():
+    results = [trial(64, 200.0), trial(256, 250.0), trial(64, 2000.0, device="cuda:0"),
+               trial(256, 9000.0, device="cuda:0")]
+    line = rules.decide_device(results, ["cpu", "cuda:0"], {"cuda:0": MemoryLimit("cuda:0", 128, 256, 128, None)})
+    assert line.value == "cuda:0"  # b256 does not fit: its best fitting batch is 64
+    assert line.numbers["cuda:0"] == {"best_batch": 64, "samples_per_s": 2000.0}
+    assert "cpu 250.0 samples/s at b256" in line.text
+    assert rules.decide_device([], ["cpu"], {}).value is None
+
+
+def test_learning_rate_is_scaled_linearly_to_the_batch():
+    found = trial(64, None, lr_find=LrFindOptions(dataset="digits"), metrics={"suggested_lr": 0.01})
+    line = rules.decide_lr([found], 256, "sgd")
+    assert line.value == pytest.approx(0.04)
+    assert "x4 to batch 256 by the linear-scaling rule (Goyal et al. 2017" in line.text
+    assert "for adam it is only a starting point" in rules.decide_lr([found], 256, "adam").text
+    same = trial(256, None, lr_find=LrFindOptions(dataset="digits"), metrics={"suggested_lr": 0.03})
+    assert rules.decide_lr([found, same], 256, "sgd").value == pytest.approx(0.03)  # measured at the batch
+    assert rules.decide_lr([], 256, "sgd").value is None
+
+
+def test_precision_is_the_fastest_measured_and_failures_are_shown():
+    fp32, fp16 = trial(64, 100.0), trial(64, None, status="unsupported", precision="fp16",
+                                          error="fp16 autocast is not supported on cpu")
+    line = rules.decide_precision([fp32, trial(64, 40.0, precision="bf16"), fp16], "cpu", 64)
+    assert line.value == "fp32" and "bf16 0.40x" in line.text and "fp16 unsupported (fp16 autocast" in line.text
+    faster = rules.decide_precision([fp32, trial(64, 150.0, precision="bf16")], "cpu", 64)
+    assert faster.value == "bf16" and faster.numbers["bf16"]["speedup"] == pytest.approx(1.5)
+    assert "can lower accuracy" in faster.text
+    # another batch or a compiled trial is not part of the decision
+    assert rules.decide_precision([fp32, trial(32, 500.0, precision="bf16"),
+                                   trial(64, 500.0, precision="bf16", compile=True)], "cpu", 64).value == "fp32"
+
+
+def test_threads_are_the_fastest_measured_count():
+    results = [trial(64, 100.0), trial(64, 120.0, threads=1), trial(64, 90.0, threads=2), trial(32, 999.0, threads=2)]
+    line = rules.decide_threads(results, "cpu", 64)
+    assert line.value == 1
+    # the default-threads trial ran with 2 threads: its 100 is the best 2-thread figure
+    assert line.numbers == {1: {"samples_per_s": 120.0, "trial": results[1].id},
+                            2: {"samples_per_s": 100.0, "trial": results[0].id}}
+    assert rules.decide_threads(results, "cuda:0", 64) is None
+
+
+def test_pipeline_bound_and_workers_from_loader_runs():
+    runs = [train_run(64, 0.9, input_mode="loader", workers=0),
+            train_run(64, 0.9, input_mode="loader", workers=2)]
+    runs[0].metrics = runs[0].metrics.model_copy(update={"samples_per_s": 500.0, "input_fraction": 0.05, "copy_fraction": 0.6})
+    runs[1].metrics = runs[1].metrics.model_copy(update={"samples_per_s": 400.0, "input_fraction": 0.01, "copy_fraction": 0.5})
+    for r in runs:
+        r.spec = r.spec.model_copy(update={"device": "cuda:0"})
+    workers, bound = rules.decide_pipeline(runs, "cuda:0")
+    assert workers.value == 0 and set(workers.numbers["by_workers"]) == {0, 2}
+    assert bound.value == "copy" and "host-to-device copies 60.0%" in bound.text
+    assert bound.numbers["compute"] == pytest.approx(0.35)
+    missing = rules.decide_pipeline([], "cpu")
+    assert [line.value for line in missing] == [None, None] and "--input loader" in missing[0].text
+
+
+def test_epoch_time_from_the_fastest_trial_at_the_batch():
+    results = [trial(64, 100.0), trial(64, 200.0, threads=1), trial(128, 900.0)]
+    line = rules.decide_epoch_time(results, "cpu", 64, 60_000, input_share=0.25)
+    assert line.value == pytest.approx(300.0)  # 60,000 / 200
+    assert line.numbers["seconds_with_input_pipeline"] == pytest.approx(400.0)
+    assert line.numbers["trial"] == results[1].id
+
+
+def test_full_recommendation_in_order():
+    results = [trial(16, 100.0), trial(64, 180.0), trial(256, 195.0), trial(64, 150.0, threads=1),
+               trial(64, 60.0, precision="bf16"),
+               trial(64, None, lr_find=LrFindOptions(dataset="digits"), metrics={"suggested_lr": 0.02})]
+    lines = rules.recommend(results, ["cpu"], {"cpu": MemoryLimit("cpu", 512, None, 512, 2**30)}, "sgd", 60_000)
+    assert [(line.decision, line.value) for line in lines] == [
+        ("device", "cpu"), ("batch_size", 64), ("learning_rate", 0.02), ("precision", "fp32"),
+        ("threads", 2), ("loader_workers", None), ("bound_by", None), ("epoch_seconds", 60_000 / 180.0)]
+
+
+def test_stored_max_batch_probes_rebuild_the_limit():
+    probe = MeasureOptions.quick(min_steps=2, min_seconds=0.0, memory_limit_bytes=700 * MIB)
+    probes = [trial(256, 50.0, steps=2, measure=probe, metrics={"rss_peak_mib": 500.0}),
+              trial(512, 60.0, steps=2, measure=probe, metrics={"rss_peak_mib": 700.0}),
+              trial(1024, None, status="oom", steps=0, measure=probe)]
+    limit = stored_limit(probes + [trial(64, 100.0)], "cpu")
+    # model: 300 MiB + 200/256 MiB per sample; 90% of 700 MiB = 630 MiB -> batch 422 -> 416 (x8)
+    assert (limit.largest_ok, limit.smallest_oom, limit.recommended) == (512, 1024, 416)
+    assert limit.limit_bytes == 700 * MIB and limit.cap == 416
+    assert stored_limit([trial(64, 100.0)], "cpu") is None
+
+
+def test_batch_grid():
+    assert batch_grid(get_workload("mlp"), quick=True) == [16, 64, 256]
+    assert batch_grid(get_workload("cnn"), quick=False) == [32, 64, 128, 256, 512]
+    assert batch_grid(get_workload("catsdogs"), quick=True) == [1, 2, 8]
+
+
+def test_no_run_on_an_empty_database_lists_what_is_missing(tmp_path):
+    outcome = recommend("mlp", devices=["cpu"], run_missing=False, db=str(tmp_path / "empty.db"))
+    assert [(line.decision, line.value) for line in outcome.lines] == [("device", None)]
+    assert outcome.ran == [] and outcome.run_id is None
+    assert outcome.missing[0] == "max-batch on cpu (no stored max-batch search)"
+    assert outcome.missing[1].startswith("batch sizes 16, 32, 64, 128, 256 on cpu")
+    with pytest.raises(UsageError, match="--dataset-size must be at least 1"):
+        recommend("mlp", dataset_size=0, run_missing=False, db=str(tmp_path / "empty.db"))

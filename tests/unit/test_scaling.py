@@ -1,0 +1,109 @@
+"""The scaling table: speed-ups over the fp32 eager default, from synthetic Results."""
+
+import json
+
+import pytest
+
+from rigbench import api
+from rigbench.analysis.scaling import scaling_table, shi2016_column
+from rigbench.spec import Metrics, Result, TrainOptions, TrialSpec
+
+_ids = iter(range(1, 10_000))
+
+
+def result(speed=100.0, status="ok", error=None, batch=64, device="cpu", ci=0.05, reported_threads=2, **knobs):
+    """A stored-looking speed trial; `knobs` are TrialSpec fields (threads, precision, compile...)."""
+    spec = TrialSpec(workload="cnn", device=device, batch_size=batch, **knobs)
+    metrics = Metrics(steps_measured=10)
+    if status == "ok":
+        metrics = Metrics(samples_per_s=speed, samples_per_s_ci=(speed * (1 - ci), speed * (1 + ci)),
+                          steps_measured=10)
+    threads = knobs.get("threads") or reported_threads
+    return Result(id=next(_ids), run_id="r", created_at="2026-01-01T00:00:00+00:00", spec=spec,
+                  status=status, error=error, threads=threads, metrics=metrics)
+
+
+def by_label(rows):
+    return {r.label: r for r in rows}
+
+
+def test_speedups_over_the_fp32_eager_default():
+    rows = scaling_table([
+        result(200.0),
+        result(110.0, threads=1), result(220.0, threads=2),
+        result(300.0, precision="bf16"), result(status="unsupported", precision="fp16",
+                                                error="fp16 autocast is not supported on cpu"),
+        result(100.0, compile=True), result(500.0, channels_last=True),
+    ])
+    assert [r.label for r in rows] == ["fp32 eager, default threads", "threads=1", "threads=2", "bf16",
+                                       "fp16", "compile", "channels-last"]
+    t = by_label(rows)
+    assert t["fp32 eager, default threads"].speedup == pytest.approx(1.0)
+    assert t["threads=1"].speedup == pytest.approx(0.55)
+    assert t["bf16"].speedup == pytest.approx(1.5)
+    assert t["compile"].speedup == pytest.approx(0.5)
+    assert t["channels-last"].speedup == pytest.approx(2.5)
+    # a failed variant stays in the table, with its reason and no speed-up
+    assert t["fp16"].status == "unsupported" and t["fp16"].speedup is None
+    assert "not supported" in t["fp16"].error
+    # 220 ±5% overlaps 200 ±5% (209..231 vs 190..210); 300 does not
+    assert t["threads=2"].within_noise is True and t["bf16"].within_noise is False
+    assert t["threads=1"].shi2016_column == "desktop_cpu_t1 / server_cpu_t1"
+    assert t["bf16"].shi2016_column is None
+    rows_json = json.loads(json.dumps([r.row() for r in rows]))  # `rigbench scaling --json`
+    assert rows_json[3]["samples_per_s_ci"] == [285.0, 315.0] and rows_json[4]["speedup"] is None
+
+
+def test_trials_changing_two_knobs_or_training_runs_are_not_variants():
+    base = result(200.0)
+    two = result(400.0, precision="bf16", compile=True)
+    train = result(50.0, threads=1)
+    train.spec = train.spec.model_copy(update={"train": TrainOptions(dataset="digits", epochs=1)})
+    assert [r.label for r in scaling_table([base, two, train])] == ["fp32 eager, default threads"]
+
+
+def test_no_baseline_no_table_and_the_newest_repeat_wins():
+    assert scaling_table([result(300.0, precision="bf16")]) == []
+    rows = scaling_table([result(100.0), result(150.0, precision="bf16"), result(200.0), result(300.0, precision="bf16")])
+    assert [(r.label, r.samples_per_s, r.speedup) for r in rows] == [
+        ("fp32 eager, default threads", 200.0, 1.0), ("bf16", 300.0, 1.5)]
+
+
+def test_a_failed_baseline_gives_no_speedups():
+    rows = scaling_table([result(status="crash", error="boom"), result(100.0, threads=1)])
+    assert [r.speedup for r in rows] == [None, None]
+
+
+def test_groups_by_device_and_batch():
+    rows = scaling_table([result(100.0, batch=16), result(200.0, batch=64),
+                          result(150.0, batch=16, threads=1), result(100.0, batch=64, threads=1)])
+    assert [(r.batch_size, r.label, r.speedup) for r in rows] == [
+        (16, "fp32 eager, default threads", 1.0), (16, "threads=1", 1.5),
+        (64, "fp32 eager, default threads", 1.0), (64, "threads=1", 0.5)]
+
+
+def test_shi_columns_and_default_lists():
+    assert shi2016_column(8) == "desktop_cpu_t8 / server_cpu_t8"
+    assert shi2016_column(32) == "server_cpu_t32"
+    assert shi2016_column(3) is None
+    assert api.default_thread_counts(2) == [1, 2]
+    assert api.default_thread_counts(6) == [1, 2, 4, 6]
+    assert api.default_thread_counts(16) == [1, 2, 4, 8, 16]
+    assert api.default_precisions("cuda:0") == ["tf32", "bf16", "fp16"]
+    assert api.default_precisions("cpu") == ["bf16", "fp16"]
+
+
+def test_plan_scaling_changes_one_knob_per_variant(monkeypatch):
+    monkeypatch.setattr(api, "framework_devices", lambda framework: ["cpu"])
+    specs = api.plan_scaling("cnn", "cpu", threads=[1, 2], quick=True)
+    base, variants = specs[0], specs[1:]
+    assert (base.precision, base.threads, base.compile, base.channels_last) == ("fp32", None, False, False)
+    assert base.batch_size == 64 and base.measure.min_steps == 3  # --quick: small batch, short protocol
+    changed = [[k for k in ("threads", "precision", "compile", "channels_last")
+                if getattr(s, k) != getattr(base, k)] for s in variants]
+    assert changed == [["threads"], ["threads"], ["precision"], ["precision"], ["compile"], ["channels_last"]]
+    assert [s.precision for s in variants[2:4]] == ["bf16", "fp16"]
+    assert [s.label() for s in api.plan_scaling("cnn", threads=[], precisions=[], compile=False,
+                                                channels_last=False, batch_size=8)] == ["cnn torch cpu b8 fp32"]
+    with pytest.raises(api.UsageError, match="fp32 is the baseline"):
+        api.plan_scaling("cnn", precisions=["fp32"])
