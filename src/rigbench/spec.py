@@ -6,9 +6,9 @@ Everything here is plain data that round-trips through JSON.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: Bumped whenever a stored Result changes meaning; stored with every database.
 SCHEMA_VERSION = 1
@@ -282,3 +282,47 @@ class Result(BaseModel):
             # the last epoch's other losses: loss_d/loss_g (GAN), recon_mse (autoencoder)
             "final_extra": self.epoch_records[-1].extra if self.epoch_records else None,
         }
+
+
+class SweepSpec(BaseModel):
+    """A grid of trials (`rigbench sweep`): the product of every list. The keys are those of a
+    sweep TOML file (examples/sweep.toml); an empty list means what `rigbench run` does
+    without the flag (every workload, every device, each workload's batch, fp32, the
+    framework's threads, the workload's lr, compile off, channels-last off)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workloads: list[str] = Field(default_factory=list, description="NAME or NAME:key=value")
+    devices: list[str] = Field(default_factory=list)
+    batch_sizes: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    precisions: list[Precision] = Field(default_factory=list)
+    threads: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    lrs: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)
+    compile: list[bool] = Field(default_factory=list)
+    channels_last: list[bool] = Field(default_factory=list)
+    framework: str = "torch"
+    steps: int | None = Field(None, ge=2, description="time at least this many steps")
+    seconds: float | None = Field(None, ge=0, description="...and at least this many seconds")
+    quick: bool = False
+    timeout: float | None = Field(None, gt=0, description="seconds per trial")
+    memory_limit: int | None = Field(None, gt=0, description="bytes per trial; a file may write '2GiB'")
+
+    @field_validator("workloads", "devices", "batch_sizes", "precisions", "threads", "lrs",
+                     "compile", "channels_last", mode="before")
+    @classmethod
+    def _one_is_a_list(cls, value: Any) -> Any:
+        """`batch_sizes = 64` in a file means `[64]`."""
+        return value if isinstance(value, (list, tuple)) else [value]
+
+    @field_validator("memory_limit", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        from rigbench.errors import UsageError
+        from rigbench.units import parse_size
+
+        if isinstance(value, str):
+            try:
+                return parse_size(value, "memory_limit")
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
+        return value

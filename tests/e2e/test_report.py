@@ -14,6 +14,7 @@ for _module in ("plotly", "jinja2", "matplotlib"):
 from rigbench import api  # noqa: E402
 from rigbench.spec import Metrics  # noqa: E402
 from rigbench.store import Store  # noqa: E402
+from rigbench.store.calibrations import add_calibration  # noqa: E402
 from tests.unit.test_report_data import every_kind_of_result  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -55,7 +56,7 @@ def report_page(filled_db, tmp_path_factory):
     path = tmp_path_factory.mktemp("page") / "report.html"
     proc = rigbench("report", "--db", filled_db, "--out", str(path))
     assert proc.returncode == 0, proc.stderr
-    assert "5 trials, 3 charts" in proc.stdout
+    assert "5 trials, 4 charts" in proc.stdout
     return path
 
 
@@ -114,9 +115,11 @@ def test_page_in_chromium_offline(report_page, browser):
     try:
         assert errors == [] and blocked == []
         charts = drawn_charts(page)
-        assert set(charts) == {"chart-speed", "chart-cpu", "chart-rss"}  # no GPU: no empty GPU charts
+        # no GPU: no empty GPU charts; real trials carry FLOPs and traffic: a roofline
+        assert set(charts) == {"chart-speed", "chart-cpu", "chart-rss", "chart-roofline"}
         for chart_id, (lengths, points) in charts.items():
-            assert lengths == [2, 2], chart_id  # mlp and cnn, batch 8 and 16 each
+            # mlp and cnn, batch 8 and 16 each (then the roofline's ceilings, if this CPU has any)
+            assert lengths[:2] == [2, 2], chart_id
             assert points >= 4, chart_id
         assert page.evaluate("typeof window.__pwned") == "undefined"
         cell = page.locator("#failed pre.error")
@@ -140,21 +143,37 @@ def test_page_in_chromium_offline(report_page, browser):
 
 
 def test_every_chart_kind_draws_in_chromium(tmp_path, browser):
-    """GPU, speed-up, precision and thread charts, from results built here (no GPU needed)."""
+    """GPU, speed-up, precision, thread and roofline charts, from results built here (no GPU needed)."""
     db = str(tmp_path / "kinds.db")
     store = Store(db)
     store.add_run("r1", "2026-01-01T00:00:00+00:00", "test", {"hostname": "<b>host</b>"})
+    # two trials with counted FLOPs and estimated traffic: one on a calibrated CPU, one on a
+    # GPU in the spec sheets, so the roofline draws both kinds of ceiling
+    roofline_data = {"flops_per_sample": 2e7, "bytes_per_sample": 2e6, "params": 100_000}
+    devices = {(8, "cpu"): "Test CPU", (16, "cuda:0"): "NVIDIA H100 80GB HBM3"}
     for result in every_kind_of_result():
+        name = devices.get((result.spec.batch_size, result.spec.device)) if result.spec.precision == "fp32" else None
+        if name and result.status == "ok" and result.threads == 1:
+            result = result.model_copy(update={"device_name": name, "metrics": result.metrics.model_copy(update=roofline_data)})
         store.add_result(result)
+    add_calibration(store, "r1", "2026-01-01T00:00:00+00:00", {
+        "device": "cpu", "device_name": "Test CPU", "measurements": [
+            {"kind": "matmul", "precision": "fp32", "status": "ok", "value": 1e11, "unit": "FLOP/s", "detail": {}},
+            {"kind": "memory_bandwidth", "precision": None, "status": "ok", "value": 1e10, "unit": "B/s", "detail": {}}]})
     done = api.report(str(tmp_path / "kinds.html"), db=db)
-    assert done.charts == ["speed", "cpu", "gpu", "rss", "gpu_mem", "speedup_cpu", "precision", "threads"]
+    assert done.charts == ["speed", "cpu", "gpu", "rss", "gpu_mem", "speedup_cpu", "precision", "threads", "roofline"]
     page, errors, blocked = open_offline(browser, tmp_path / "kinds.html")
     try:
         assert errors == [] and blocked == []
         charts = drawn_charts(page)
-        assert len(charts) == 8
+        assert len(charts) == 9
         for chart_id, (lengths, points) in charts.items():
             assert lengths and all(lengths) and points > 0, chart_id
+        # the two trials, then the calibrated CPU roof and the H100's spec-sheet roof (3 points each)
+        assert charts["chart-roofline"][0] == [1, 1, 3, 3]
+        axes = page.evaluate("(el => [el.layout.xaxis.type, el.layout.yaxis.type])"
+                             "(document.getElementById('chart-roofline'))")
+        assert axes == ["log", "log"]
         assert "<b>host</b>" in page.locator("#machine").inner_text()
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "report-all-kinds.png"), full_page=True)
@@ -167,7 +186,7 @@ def test_png_per_chart(filled_db, tmp_path):
                     "--png", str(tmp_path / "png"))
     assert proc.returncode == 0, proc.stderr
     files = sorted((tmp_path / "png").iterdir())
-    assert [f.name for f in files] == ["cpu.png", "rss.png", "speed.png"]
+    assert [f.name for f in files] == ["cpu.png", "roofline.png", "rss.png", "speed.png"]
     for f in files:
         data = f.read_bytes()
         assert data.startswith(PNG_SIGNATURE) and len(data) > 5000
@@ -178,7 +197,7 @@ def test_where_and_run_select_trials(filled_db, tmp_path):
     proc = rigbench("report", "--db", filled_db, "--run", run_id, "--where", "workload=cnn",
                     "--where", "batch_size=16", "--out", str(tmp_path / "cnn.html"))
     assert proc.returncode == 0, proc.stderr
-    assert "1 trials, 3 charts" in proc.stdout
+    assert "1 trials, 4 charts" in proc.stdout
     # only failures: the page still has the machine and the failed-trials table, and no charts
     proc = rigbench("report", "--db", filled_db, "--where", "status=crash", "--out", str(tmp_path / "f.html"))
     assert proc.returncode == 0, proc.stderr

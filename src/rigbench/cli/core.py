@@ -178,22 +178,29 @@ def results_show(
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
-        out.print(terminal.result_detail(result, store.machine(result.run_id)))
+        roof = api.result_roofline(result, api.device_calibrations(store, [result]).get(result.device_name or ""))
+        out.print(terminal.result_detail(result, store.machine(result.run_id), roofline=roof))
 
 
 @results_app.command("export")
 @handles_usage_errors
 def results_export(
-    fmt: str = typer.Option("json", "--format", help="json or csv."),
+    fmt: str = typer.Option("json", "--format", help="json or csv (flat rows, the fields of `rigbench run --json`), or bundle (every field, raw samples and runs included: what `rigbench results import` reads)."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     run_id: Optional[str] = typer.Option(None, "--run", help="Only this run."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
-    """Export stored results as JSON or CSV (the fields of `rigbench run --json`)."""
-    if fmt not in ("json", "csv"):
-        raise UsageError(f"--format must be json or csv, got {fmt!r}")
-    rows = Store(db).list(run_id=run_id)
-    text = to_json(rows) if fmt == "json" else to_csv(rows)
+    """Export stored results as flat JSON or CSV rows, or as a full bundle for `results import`."""
+    if fmt not in ("json", "csv", "bundle"):
+        raise UsageError(f"--format must be json, csv or bundle, got {fmt!r}")
+    if fmt == "bundle":  # full fidelity, importable (store/bundle.py)
+        from rigbench.store.bundle import dump_bundle
+
+        bundle = api.export_bundle(db, [run_id] if run_id else None)
+        rows, text = bundle["results"], dump_bundle(bundle)
+    else:
+        rows = Store(db).list(run_id=run_id)
+        text = to_json(rows) if fmt == "json" else to_csv(rows)
     if output:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)

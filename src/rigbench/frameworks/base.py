@@ -83,8 +83,24 @@ class FrameworkAdapter(Protocol):
         `loss_curve`, `params`, `device_name`, `train_samples`, `test_samples`. A non-finite
         loss raises DivergedError with `step` = the epoch and the finished `epochs` attached."""
 
+    def lr_find(self, spec: TrialSpec, workload: Workload, data: Any) -> Any:
+        """A learning-rate range test (`spec.lr_find`) on `data`'s training split: the rate grows
+        exponentially, the loss is smoothed, the test stops on divergence. Returns an object
+        with `lr_curve` ([lr, loss, smoothed loss] per step), `device_name`, `train_samples`."""
+
     def is_oom(self, exc: BaseException) -> bool:
         """True if `exc` is this framework's out-of-memory error."""
 
     def count(self, workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
         """(trainable parameters, training FLOPs per sample), counted without real memory."""
+
+    def count_traffic(self, workload: Workload, options: dict[str, Any]) -> tuple[float, float]:
+        """Estimated (bytes per step, bytes per sample) that a step's forward and backward
+        passes read and write in device memory: traffic(batch) = per_step + per_sample * batch.
+        Optional: the runner leaves `bytes_per_sample` empty for adapters without it."""
+
+    def calibrate_device(self, device: str, precisions: list[str], quick: bool = False,
+                         threads: int | None = None, on_progress: Any = None) -> dict[str, Any]:
+        """Measured ceilings of `device`: peak matmul FLOP/s per precision, memory bandwidth,
+        host<->device copy bandwidth (`rigbench calibrate`; see frameworks/torch/calibrate.py
+        for the returned dict)."""

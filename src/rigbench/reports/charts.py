@@ -34,11 +34,13 @@ class Series:
     err_plus: list[float] | None = None
     hover: list[str] = field(default_factory=list)  # HTML-escaped, lines joined by <br>
     dash: bool = False  # a reference line (e.g. ideal scaling), not a measurement
+    colour: str | None = None  # a fixed colour (e.g. roofline ceilings); None: the palette's
 
 
 @dataclass
 class Chart:
-    """A chart: `kind` is "line" or "bar"; `x_scale` is "log2", "linear" or "category"."""
+    """A chart: `kind` is "line" or "bar"; `x_scale` is "log2", "log" (base 10), "linear" or
+    "category"; `y_scale` is "linear" (from zero) or "log"."""
 
     id: str
     title: str
@@ -47,6 +49,7 @@ class Chart:
     series: list[Series]
     kind: str = "line"
     x_scale: str = "linear"
+    y_scale: str = "linear"
 
 
 @dataclass
@@ -57,6 +60,8 @@ class Section:
     title: str
     blurb: str
     builders: tuple[Callable[[Sequence[Result]], list[Chart]], ...]
+    # builders called as build(results, calibrations): device name -> latest calibration
+    uses_calibrations: bool = False
 
 
 def hover_lines(*lines: str) -> str:
@@ -81,6 +86,11 @@ def _threads(r: Result) -> int | None:
     return r.threads if r.threads is not None else r.spec.threads
 
 
+def _variant(r: Result) -> str:
+    """"compile", "channels-last", both, or "" for the eager contiguous default."""
+    return " · ".join(n for n, on in (("compile", r.spec.compile), ("channels-last", r.spec.channels_last)) if on)
+
+
 class LineKey(NamedTuple):
     """What makes trials one line in a chart against batch size."""
 
@@ -89,12 +99,13 @@ class LineKey(NamedTuple):
     device: str
     precision: str
     threads: int | None
+    variant: str
     run_id: str
 
 
 def _line_key(r: Result) -> LineKey:
     return LineKey(_workload(r), r.spec.framework, r.spec.device, r.spec.precision,
-                   _threads(r), r.run_id)
+                   _threads(r), _variant(r), r.run_id)
 
 
 def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
@@ -111,6 +122,8 @@ def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
         if varies["threads"]:
             parts.append("default threads" if key.threads is None
                          else f"{key.threads} thread{'s' * (key.threads != 1)}")
+        if varies["variant"]:
+            parts.append(key.variant or "eager")
         if varies["run_id"]:
             parts.append(f"run {key.run_id}")
         return " · ".join(parts)
@@ -236,14 +249,14 @@ def _speedup(r: Result, baseline: Result) -> float:
 def precision_charts(results: Sequence[Result]) -> list[Chart]:
     """bf16/fp16 samples/s over fp32's for the same workload, device, batch and threads."""
     pairs = _pairs(results, lambda r: (_workload(r), r.spec.framework, r.spec.device,
-                                       r.spec.batch_size, _threads(r)),
+                                       r.spec.batch_size, _threads(r), _variant(r)),
                    lambda r: r.spec.precision, "fp32")
     if not pairs:
         return []
     by_precision: dict[str, Series] = {}
-    for (workload, framework, device, batch, _), r, base in pairs:
+    for (workload, framework, device, batch, _, variant), r, base in pairs:
         s = by_precision.setdefault(r.spec.precision, Series(name=r.spec.precision))
-        s.x.append(f"{workload} {device} b{batch}")
+        s.x.append(f"{workload} {device} b{batch}" + (f" {variant}" if variant else ""))
         s.y.append(_speedup(r, base))
         s.hover.append(trial_hover(r, f"{_speedup(r, base):.2f}x fp32's samples/s "
                                       f"(trial {base.id})"))
@@ -255,16 +268,17 @@ def precision_charts(results: Sequence[Result]) -> list[Chart]:
 def thread_charts(results: Sequence[Result]) -> list[Chart]:
     """samples/s over the 1-thread trial's, against threads, with the ideal linear line."""
     pairs = _pairs(results, lambda r: (_workload(r), r.spec.framework, r.spec.device,
-                                       r.spec.batch_size, r.spec.precision),
+                                       r.spec.batch_size, r.spec.precision, _variant(r)),
                    _threads, 1)
     if not pairs:
         return []
     by_group: dict[tuple, Series] = {}
     for key, r, base in sorted(pairs, key=lambda p: (p[0], _threads(p[1]))):
-        workload, framework, device, batch, precision = key
+        workload, framework, device, batch, precision, variant = key
         s = by_group.get(key)
         if s is None:
-            s = by_group[key] = Series(name=f"{workload} · {framework} · {device} · b{batch} · {precision}",
+            name = f"{workload} · {framework} · {device} · b{batch} · {precision}" + (f" · {variant}" if variant else "")
+            s = by_group[key] = Series(name=name,
                                        x=[1], y=[1.0], hover=[trial_hover(base, "1.00x (baseline)")])
         s.x.append(_threads(r))
         s.y.append(_speedup(r, base))
@@ -275,6 +289,29 @@ def thread_charts(results: Sequence[Result]) -> list[Chart]:
                    hover=[hover_lines(f"ideal: {n}x") for n in counts], dash=True)
     return [Chart(id="threads", title="Thread scaling", x_title="threads",
                   y_title="× 1-thread samples/s", series=[*by_group.values(), ideal], x_scale="log2")]
+
+
+def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
+    """torch.compile over eager and channels-last over the contiguous layout, for otherwise
+    identical trials (bars, one series per knob)."""
+    series: dict[str, Series] = {}
+    for knob, name in (("compile", "compile"), ("channels_last", "channels-last")):
+        def rest(r: Result, knob: str = knob) -> tuple:
+            other = "channels_last" if knob == "compile" else "compile"
+            return (_workload(r), r.spec.framework, r.spec.device, r.spec.batch_size,
+                    r.spec.precision, _threads(r), getattr(r.spec, other))
+        for (workload, _, device, batch, precision, *_), r, base in _pairs(
+                results, rest, lambda r, knob=knob: getattr(r.spec, knob), False):
+            s = series.setdefault(name, Series(name=name))
+            s.x.append(f"{workload} {device} b{batch} {precision}")
+            s.y.append(_speedup(r, base))
+            s.hover.append(trial_hover(r, f"{_speedup(r, base):.2f}x the samples/s without {name} "
+                                          f"(trial {base.id})"))
+    if not series:
+        return []
+    return [Chart(id="compile_layout", title="Speed-up of torch.compile and channels-last",
+                  x_title="workload, device, batch, precision", y_title="× samples/s without it",
+                  series=list(series.values()), kind="bar", x_scale="category")]
 
 
 # --------------------------------------------------------------------------- training runs
@@ -377,6 +414,66 @@ def epoch_curve_charts(results: Sequence[Result]) -> list[Chart]:
     return charts
 
 
+# --------------------------------------------------------------------------- roofline
+
+#: Ceiling colours: spec-sheet roofs dark, calibrated (measured here) roofs light.
+ROOF_COLOURS = {"spec": "#333333", "calibrated": "#b0b0b0"}
+
+
+def _roof_series(source: str, device: str, precision: str, peak: float | None,
+                 bandwidth: float | None, lo: float, hi: float) -> Series | None:
+    """The ceiling min(peak, x * bandwidth) over [lo, hi] as a dashed line (a flat or
+    diagonal line when only one of them is known)."""
+    if peak is None and bandwidth is None:
+        return None
+    xs = [lo, hi]
+    if peak is not None and bandwidth is not None and lo < peak / bandwidth < hi:
+        xs = [lo, peak / bandwidth, hi]  # the ridge point
+    ys = [min(v for v in (peak, None if bandwidth is None else x * bandwidth) if v is not None) for x in xs]
+    label = "spec sheet" if source == "spec" else "calibrated"
+    what = ", ".join(t for t in (f"peak {peak / 1e12:.3g} TFLOP/s" if peak else "",
+                                 f"bandwidth {bandwidth / 1e9:.3g} GB/s" if bandwidth else "") if t)
+    return Series(name=f"{label} roof · {device} · {precision}", x=xs, y=ys, dash=True,
+                  colour=ROOF_COLOURS[source],
+                  hover=[hover_lines(f"{label} ceiling {y / 1e12:.3g} TFLOP/s at {x:.3g} FLOP/byte",
+                                     f"{device} {precision}: {what}") for x, y in zip(xs, ys)])
+
+
+def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str, Any]]) -> list[Chart]:
+    """Achieved FLOP/s against arithmetic intensity on log-log axes, one line per
+    workload/framework/device (points in batch order), and each device's ceilings."""
+    points = []
+    for r in _ok(results):
+        roof = api.result_roofline(r, calibrations.get(r.device_name or ""))
+        if roof.achieved_flops and roof.intensity:
+            points.append((r, roof))
+    if not points:
+        return []
+    name = _line_namer([r for r, _ in points])
+    by_line: dict[LineKey, Series] = {}
+    for r, roof in sorted(points, key=lambda p: (p[0].spec.batch_size, p[0].id or 0)):
+        s = by_line.setdefault(_line_key(r), Series(name=name(_line_key(r))))
+        s.x.append(roof.intensity)
+        s.y.append(roof.achieved_flops)
+        mfu = [f"MFU {src.mfu:.1%} of the {src.source} {r.spec.precision} peak"
+               for src in (roof.spec, roof.calibrated) if src is not None and src.mfu is not None]
+        s.hover.append(trial_hover(r, f"{roof.achieved_flops / 1e12:.3g} TFLOP/s at "
+                                      f"{roof.intensity:.3g} FLOP/byte" + (" · " + "; ".join(mfu) if mfu else "")))
+    roofs: dict[tuple[str, str, str], tuple[float | None, float | None]] = {}
+    for r, roof in points:
+        for src in (roof.spec, roof.calibrated):
+            if src is not None:
+                roofs[(src.source, r.device_name or r.spec.device, r.spec.precision)] = (src.peak_flops, src.bandwidth_bytes_s)
+    xs = [roof.intensity for _, roof in points] + [p / b for p, b in roofs.values() if p and b]
+    lo, hi = min(xs) / 4, max(xs) * 4
+    ceilings = [c for (source, device, precision), (peak, bw) in sorted(roofs.items())
+                if (c := _roof_series(source, device, precision, peak, bw, lo, hi)) is not None]
+    return [Chart(id="roofline", title="Roofline: achieved FLOP/s against arithmetic intensity",
+                  x_title="arithmetic intensity (FLOP per byte, estimated traffic)",
+                  y_title="achieved FLOP/s (counted FLOPs)", series=[*by_line.values(), *ceilings],
+                  x_scale="log", y_scale="log")]
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("batch", "Speed and resources against batch size",
             "One line per workload, framework and device. Error bars on speed are the "
@@ -385,23 +482,33 @@ SECTIONS: tuple[Section, ...] = (
     Section("speedup", "Speed-up over the CPU",
             "Each device's samples/s divided by the CPU's for the same workload, batch size "
             "and precision.", (speedup_charts,)),
-    Section("scaling", "Precision and thread scaling",
-            "Mixed precision over fp32, and more threads over one, for otherwise identical "
-            "trials.", (precision_charts, thread_charts)),
+    Section("scaling", "Precision, thread, compile and layout scaling",
+            "Reduced precision (tf32, bf16, fp16) over fp32, more threads over one, torch.compile "
+            "over eager and channels-last over the default layout, each for otherwise identical "
+            "trials (`rigbench scaling`).", (precision_charts, thread_charts, compile_layout_charts)),
     Section("training", "Training on real data",
             "Runs of `rigbench train`: held-out accuracy after the last epoch and training time "
             "to the target accuracy (evaluation excluded) against learning rate and batch size, "
             "and the loss and accuracy of every epoch.", (train_knob_charts, epoch_curve_charts)),
-    # Roofline/MFU/published comparisons go here as a new Section once results carry their
-    # data; until then it must not appear at all.
+    Section("roofline", "Roofline",
+            "Achieved training FLOP/s (counted FLOPs x samples/s) against arithmetic intensity "
+            "(counted FLOPs per estimated byte moved, see docs/COMPARING.md), with each device's "
+            "ceilings: min(peak, intensity x memory bandwidth) from the spec sheet (dark) and "
+            "from `rigbench calibrate` (light), where known.", (roofline_charts,),
+            uses_calibrations=True),
+    # Published comparisons go here as a new Section once results carry their data; until
+    # then it must not appear at all.
 )
 
 
-def gather(results: Sequence[Result]) -> list[tuple[Section, list[Chart]]]:
-    """The sections that have at least one chart, with their charts, in page order."""
+def gather(results: Sequence[Result], calibrations: dict[str, dict[str, Any]] | None = None,
+           ) -> list[tuple[Section, list[Chart]]]:
+    """The sections that have at least one chart, with their charts, in page order.
+    `calibrations`: device name -> its latest calibration (api.device_calibrations)."""
     out = []
     for section in SECTIONS:
-        charts = [chart for build in section.builders for chart in build(results)]
+        extra = (calibrations or {},) if section.uses_calibrations else ()
+        charts = [chart for build in section.builders for chart in build(results, *extra)]
         if charts:
             out.append((section, charts))
     return out

@@ -39,7 +39,8 @@ def _trace(chart: Chart, s: Series, colour: str) -> dict[str, Any]:
                      textposition="outside", cliponaxis=False)
     else:
         trace.update(type="scatter", mode="lines" if s.dash else "lines+markers",
-                     line={"color": "#999999" if s.dash else colour, "dash": "dash" if s.dash else "solid"},
+                     line={"color": s.colour or ("#999999" if s.dash else colour),
+                           "dash": "dash" if s.dash else "solid"},
                      marker={"size": 7})
     if s.err_plus is not None:
         trace["error_y"] = {"type": "data", "symmetric": False, "array": s.err_plus,
@@ -55,6 +56,18 @@ def _axis(chart: Chart) -> dict[str, Any]:
         axis.update(type="log", tickvals=ticks, ticktext=[str(t) for t in ticks])
     elif chart.x_scale == "category":
         axis.update(type="category")
+    elif chart.x_scale == "log":
+        axis.update(type="log")
+    return axis
+
+
+def _y_axis(chart: Chart) -> dict[str, Any]:
+    """The y axis: from zero, or log-scaled with SI-prefixed ticks (1G, 10G, 100G)."""
+    axis: dict[str, Any] = {"title": {"text": chart.y_title}}
+    if chart.y_scale == "log":
+        axis.update(type="log", exponentformat="SI")
+    else:
+        axis.update(rangemode="tozero")
     return axis
 
 
@@ -63,7 +76,7 @@ def plotly_figure(chart: Chart) -> dict[str, Any]:
     data = [_trace(chart, s, COLOURS[i % len(COLOURS)]) for i, s in enumerate(chart.series)]
     layout = {
         "title": {"text": chart.title, "font": {"size": 15}},
-        "xaxis": _axis(chart), "yaxis": {"title": {"text": chart.y_title}, "rangemode": "tozero"},
+        "xaxis": _axis(chart), "yaxis": _y_axis(chart),
         "hovermode": "closest", "barmode": "group", "height": 380,
         "margin": {"l": 60, "r": 20, "t": 48, "b": 50},
         "legend": {"orientation": "h", "y": -0.22, "font": {"size": 11}},
@@ -132,10 +145,10 @@ def _trial_row(r: Result) -> dict[str, Any]:
 
 
 def render(results: Sequence[Result], machines: dict[str, dict | None],
-           filters: Sequence[str] = ()) -> tuple[str, list[Chart]]:
-    """The report page for `results` (machines: run id -> fingerprint or None), and the
-    charts it draws."""
-    sections = gather(results)
+           filters: Sequence[str] = (), calibrations: dict[str, dict] | None = None) -> tuple[str, list[Chart]]:
+    """The report page for `results` (machines: run id -> fingerprint or None; calibrations:
+    device name -> latest calibration, for the roofline), and the charts it draws."""
+    sections = gather(results, calibrations)
     charts = [c for _, cs in sections for c in cs]
     protocols = sorted({(r.spec.measure.warmup_steps, r.spec.measure.min_steps, r.spec.measure.min_seconds)
                         for r in results})

@@ -32,8 +32,8 @@ def _draw_bars(ax: plt.Axes, chart: Chart) -> None:
 
 def _draw_lines(ax: plt.Axes, chart: Chart) -> None:
     for i, s in enumerate(chart.series):
-        style = ({"linestyle": "--", "color": "0.6"} if s.dash
-                 else {"marker": "o", "markersize": 4, "color": COLOURS[i % len(COLOURS)]})
+        style = ({"linestyle": "--", "color": s.colour or "0.6"} if s.dash
+                 else {"marker": "o", "markersize": 4, "color": s.colour or COLOURS[i % len(COLOURS)]})
         if s.err_plus is not None:
             ax.errorbar(s.x, s.y, yerr=[s.err_minus, s.err_plus], capsize=3, label=_plain(s.name), **style)
         else:
@@ -44,6 +44,10 @@ def _draw_lines(ax: plt.Axes, chart: Chart) -> None:
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticklabels([str(t) for t in ticks])
+    elif chart.x_scale == "log":
+        ax.set_xscale("log")
+    if chart.y_scale == "log":
+        ax.set_yscale("log")
 
 
 def write_png(chart: Chart, path: Path) -> Path:
@@ -54,7 +58,8 @@ def write_png(chart: Chart, path: Path) -> Path:
         ax.set_title(chart.title)
         ax.set_xlabel(chart.x_title)
         ax.set_ylabel(chart.y_title)
-        ax.set_ylim(bottom=0)
+        if chart.y_scale != "log":
+            ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="best")
         fig.tight_layout()

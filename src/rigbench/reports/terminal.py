@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from rigbench.spec import Result
 from rigbench.units import format_bytes
@@ -133,8 +134,9 @@ def devices_table(rows: Sequence[dict[str, Any]]) -> Table:
     return table
 
 
-def result_detail(r: Result, machine: dict[str, Any] | None) -> Table:
-    """Every summary field of one result, for `rigbench results show`."""
+def result_detail(r: Result, machine: dict[str, Any] | None, roofline: Any = None) -> Table:
+    """Every summary field of one result, for `rigbench results show`; with `roofline`
+    (analysis/roofline.TrialRoofline) its MFU and roofline lines too."""
     table = Table(show_header=False, title=f"trial {r.id}: {r.spec.label()}")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
@@ -152,4 +154,99 @@ def result_detail(r: Result, machine: dict[str, Any] | None) -> Table:
         for gpu in machine.get("gpus") or []:
             table.add_row("gpu", f"{gpu.get('name')} {format_bytes(gpu.get('memory_bytes'))} "
                                  f"driver {gpu.get('driver')}")
+    if roofline is not None:
+        for key, value in roofline_lines(roofline):
+            table.add_row(key, value)
+    return table
+
+
+# --------------------------------------------------------------------------- calibrate, roofline
+
+
+def tflops(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e12:.3g} TFLOP/s"
+
+
+def gbs(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e9:.3g} GB/s"
+
+
+_CALIBRATION_NAMES = {"matmul": "matmul", "memory_bandwidth": "memory bandwidth",
+                      "h2d_pageable": "host->device, pageable", "h2d_pinned": "host->device, pinned",
+                      "d2h_pageable": "device->host, pageable", "d2h_pinned": "device->host, pinned"}
+
+
+def _calibration_how(m: dict[str, Any]) -> str:
+    d = m.get("detail", {})
+    if m["kind"] == "matmul":
+        best = next(s for s in d["sizes"] if s["n"] == d["best_n"])
+        return (f"n={d['best_n']} (of {', '.join(str(s['n']) for s in d['sizes'])}); median of "
+                f"{d['repeats']} repeats x {best['iterations']} matmul{'s' * (best['iterations'] != 1)}")
+    counted = "read + written" if m["kind"] == "memory_bandwidth" else "one way"
+    return f"{format_bytes(d['buffer_bytes'])} copy, bytes {counted}; median of {d['repeats']}"
+
+
+def calibration_table(calibration: dict[str, Any]) -> Table:
+    """One device's calibration (`rigbench calibrate`): each ceiling with its unit and how it was measured."""
+    threads = calibration.get("threads")
+    table = Table(title=f"{calibration['device']}: {calibration['device_name']}"
+                        + (f" ({threads} threads)" if threads and calibration["device"] == "cpu" else ""),
+                  header_style="bold")
+    for name in ("measurement", "precision", "value", "how"):
+        table.add_column(name, justify="right" if name == "value" else "left", overflow="fold")
+    for m in calibration["measurements"]:
+        if m["status"] == "ok":
+            value = tflops(m["value"]) if m["unit"] == "FLOP/s" else gbs(m["value"])
+            how = _calibration_how(m)
+        elif m["status"] == "n/a":
+            value, how = "n/a (host memory)", ""
+        else:
+            value, how = m["status"], m.get("detail", {}).get("reason", "")
+        # Text(): error messages may hold [brackets] that rich would read as markup
+        table.add_row(_CALIBRATION_NAMES.get(m["kind"], m["kind"]), m.get("precision") or "",
+                      Text(value), Text(how))
+    return table
+
+
+def _roof_text(roof: Any) -> str:
+    """"memory-bound, ceiling 1.2 TFLOP/s (34% of it)", or the known peak when no ceiling."""
+    if roof is None:
+        return "-"
+    if roof.bound is None:
+        missing = "peak" if roof.peak_flops is None else "bandwidth"
+        return f"no {missing}" + (f"; peak {tflops(roof.peak_flops)}" if roof.peak_flops else "")
+    text = f"{roof.bound}, ceiling {tflops(roof.ceiling_flops)}"
+    return text + (f" ({roof.of_ceiling:.0%} of it)" if roof.of_ceiling is not None else "")
+
+
+def _mfu(roof: Any) -> str:
+    return "-" if roof is None or roof.mfu is None else f"{roof.mfu:.1%}"
+
+
+def roofline_lines(roof: Any) -> list[tuple[str, str]]:
+    """(field, value) lines of one trial's roofline (analysis/roofline.TrialRoofline)."""
+    spec_name = f" ({roof.spec.name})" if roof.spec else ""
+    return [
+        ("achieved FLOP/s", tflops(roof.achieved_flops)),
+        ("MFU (spec sheet)", _mfu(roof.spec) + spec_name),
+        ("MFU (calibrated)", _mfu(roof.calibrated)),
+        ("arithmetic intensity", "-" if roof.intensity is None else
+         f"{roof.intensity:.3g} FLOP/byte ({roof.step_flops / 1e9:.4g} GFLOP / {roof.step_bytes / 1e6:.4g} MB per step, bytes estimated)"),
+        ("roofline (spec sheet)", _roof_text(roof.spec)),
+        ("roofline (calibrated)", _roof_text(roof.calibrated)),
+        ("roofline notes", "; ".join(roof.notes) or "-"),
+    ]
+
+
+def roofline_table(rows: Sequence[tuple[Result, Any]]) -> Table:
+    """`rigbench roofline`: per trial, achieved FLOP/s, MFU, intensity and the bound that limits it."""
+    table = Table(title="Roofline (FLOPs counted, bytes estimated; see docs/COMPARING.md)", header_style="bold")
+    for name in ("id", "workload", "device", "batch", "prec", "achieved", "MFU spec", "MFU calib.",
+                 "FLOP/byte", "spec-sheet roof", "calibrated roof"):
+        table.add_column(name, justify="right" if name in ("id", "batch", "achieved", "MFU spec",
+                                                          "MFU calib.", "FLOP/byte") else "left")
+    for r, roof in rows:
+        table.add_row(str(r.id), workload_label(r), r.spec.device, str(r.spec.batch_size), r.spec.precision,
+                      tflops(roof.achieved_flops), _mfu(roof.spec), _mfu(roof.calibrated),
+                      _num(roof.intensity, "{:.3g}"), _roof_text(roof.spec), _roof_text(roof.calibrated))
     return table

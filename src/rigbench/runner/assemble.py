@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from rigbench.analysis.lr_find import suggest_lr
 from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
 from rigbench.runner.isolate import Outcome
@@ -26,6 +27,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     metrics = Metrics(
         params=report.params,
         flops_per_sample=report.flops_per_sample,
+        bytes_per_sample=report.bytes_per_sample,
         first_step_s=report.first_step_s,
         warmup_s=report.warmup_s,
         dataset=workload.dataset.name,
@@ -36,6 +38,8 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
     if spec.train is not None:
         _add_train_metrics(metrics, spec, report)
+    elif spec.lr_find is not None:
+        _add_lr_find_metrics(metrics, spec, report)
     elif report.status == "ok" and report.step_times_s:
         summary = throughput_summary(report.step_times_s, spec.batch_size)
         for key in ("step_time_ms_median", "step_time_ms_iqr", "step_time_ms_mean",
@@ -64,6 +68,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         tracker_samples=outcome.samples,
         epoch_records=report.epochs,
         loss_curve=report.loss_curve,
+        lr_curve=report.lr_curve,
     )
 
 
@@ -76,3 +81,14 @@ def _add_train_metrics(metrics: Metrics, spec: TrialSpec, report) -> None:
     metrics.dataset = spec.train.dataset
     metrics.dataset_size = report.train_samples
     metrics.diverged_at_epoch = report.diverged_at_epoch
+
+
+def _add_lr_find_metrics(metrics: Metrics, spec: TrialSpec, report) -> None:
+    """A learning-rate range test: its suggestion (rule in analysis/lr_find.py) and the data
+    set it ran on. It has no throughput: its steps run at changing rates, one host copy each."""
+    opts = spec.lr_find
+    metrics.dataset = opts.dataset
+    metrics.dataset_size = report.train_samples
+    if report.lr_curve:
+        metrics.final_loss = report.lr_curve[-1][1]
+        metrics.suggested_lr = suggest_lr(report.lr_curve, opts.steps, opts.diverge_factor).lr

@@ -17,7 +17,7 @@ import traceback
 
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
-from rigbench.runner.count_cache import cached_count
+from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.workloads import get_workload, resolved_options
@@ -51,6 +51,21 @@ def apply_memory_limit(limit_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
+def traffic_per_sample(adapter, workload, options, batch_size: int) -> float | None:
+    """Estimated bytes read and written by one step's forward and backward passes at this
+    batch size, per sample (frameworks/torch/traffic.py). An estimate for the roofline: if it
+    cannot be made, the trial's measurement still stands, without it."""
+    try:
+        counted = cached_traffic(adapter, workload, options)
+    except Exception as exc:  # noqa: BLE001 - never lose a measurement to an estimate
+        print(f"rigbench: memory-traffic estimate failed: {exc}", file=sys.stderr)
+        return None
+    if counted is None:
+        return None
+    per_step, per_sample = counted
+    return (per_step + per_sample * batch_size) / batch_size
+
+
 def run_trial(spec: TrialSpec) -> ChildReport:
     """Run one trial in this process and describe the outcome; never raises."""
     report = ChildReport(status="crash")
@@ -60,6 +75,7 @@ def run_trial(spec: TrialSpec) -> ChildReport:
         options = resolved_options(workload, spec.workload_options)
         adapter = load_adapter(spec.framework)
         report.params, report.flops_per_sample = cached_count(adapter, workload, options)
+        report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size)
         if spec.measure.memory_limit_bytes:
             apply_memory_limit(spec.measure.memory_limit_bytes)
         if spec.lr_find is not None:
@@ -127,7 +143,7 @@ def exit_with_parent(poll_s: float = 0.5) -> None:
     is that nothing else would stop an orphaned trial from running on, competing with the
     resumed sweep for the machine. A daemon thread notices the re-parenting and exits.
     """
-    parent = os.getppid()
+    parent = int(os.environ.get("RIGBENCH_PARENT_PID") or os.getppid())
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -3,13 +3,15 @@
 Counting runs a meta-device training step under a FLOP counter, whose first use in a
 process costs seconds; every trial is a fresh process, so the counts are cached in
 `<cache dir>/counts.json`. The key holds everything a count depends on: rigbench's version
-(model definitions), the framework and its version, the workload and its options.
+(model definitions), the framework and its version, the workload and its options. The
+memory-traffic estimate (roofline) is cached in the same file under `<key>|traffic`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -23,20 +25,16 @@ def _key(framework: str, framework_version: str, workload: Workload, options: di
     return f"rigbench={__version__}|{framework}={framework_version}|{workload.name}|{opts}"
 
 
-def cached_count(adapter: ModuleType, workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
-    """`adapter.count(workload, options)`, from the cache when this exact count was made before."""
-    software = adapter.software()
-    key = _key(adapter.NAME, str(software.get(adapter.NAME)), workload, options)
+def _cached(key: str, compute: Callable[[], list[float]]) -> list[float]:
+    """The cache's value for `key`, or `compute()` stored under it."""
     path = cache_dir() / "counts.json"
     try:
         cache = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         cache = {}
     if key in cache:
-        params, flops = cache[key]
-        return int(params), float(flops)
-    params, flops = adapter.count(workload, options)
-    cache[key] = [params, flops]
+        return cache[key]
+    value = cache[key] = list(compute())
     try:  # a cache that cannot be written only costs time
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -44,4 +42,27 @@ def cached_count(adapter: ModuleType, workload: Workload, options: dict[str, Any
         os.replace(tmp, path)
     except OSError:
         pass
-    return params, flops
+    return value
+
+
+def _adapter_key(adapter: ModuleType, workload: Workload, options: dict[str, Any]) -> str:
+    software = adapter.software()
+    return _key(adapter.NAME, str(software.get(adapter.NAME)), workload, options)
+
+
+def cached_count(adapter: ModuleType, workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
+    """`adapter.count(workload, options)`, from the cache when this exact count was made before."""
+    params, flops = _cached(_adapter_key(adapter, workload, options),
+                            lambda: adapter.count(workload, options))
+    return int(params), float(flops)
+
+
+def cached_traffic(adapter: ModuleType, workload: Workload, options: dict[str, Any]) -> tuple[float, float] | None:
+    """`adapter.count_traffic(workload, options)` = (bytes per step, bytes per sample), cached
+    under its own key (`<count key>|traffic`), so that entries written before it existed
+    still load; None for an adapter that cannot estimate traffic."""
+    if not hasattr(adapter, "count_traffic"):
+        return None
+    per_step, per_sample = _cached(_adapter_key(adapter, workload, options) + "|traffic",
+                                   lambda: adapter.count_traffic(workload, options))
+    return float(per_step), float(per_sample)

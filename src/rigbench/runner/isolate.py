@@ -37,6 +37,9 @@ def child_env(spec: TrialSpec) -> dict[str, str]:
     """Environment of a trial's child: thread counts must be set before a framework starts."""
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
+    # The child watches this pid (runner/child.exit_with_parent): read from the environment,
+    # a parent that died while the child was still importing is noticed too.
+    env["RIGBENCH_PARENT_PID"] = str(os.getpid())
     # Make torch's cuda:N the same GPU as NVML's index N (both then order by PCI bus id).
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     # TensorFlow and JAX pre-allocate most GPU memory unless told not to.

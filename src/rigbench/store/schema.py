@@ -48,3 +48,19 @@ trial_samples = Table(
     Column("step_times_json", Text, nullable=False),
     Column("tracker_json", Text, nullable=False),
 )
+
+# `rigbench calibrate`: one row per measured ceiling of a device (store/calibrations.py).
+calibrations = Table(
+    "calibrations", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(36), ForeignKey("runs.id"), nullable=False, index=True),
+    Column("created_at", String(32), nullable=False),
+    Column("device", String(64), nullable=False),  # the id it ran on: cpu, cuda:0, ...
+    Column("device_name", String(200), nullable=False, index=True),
+    Column("kind", String(32), nullable=False),  # matmul, memory_bandwidth, h2d_pinned, ...
+    Column("precision", String(8)),  # matmul only
+    Column("status", String(16), nullable=False),  # ok, unsupported, n/a, failed
+    Column("value", Float),  # FLOP/s or B/s (SI base units); NULL unless ok
+    Column("unit", String(16), nullable=False),
+    Column("detail_json", Text, nullable=False),  # sizes, repeats, times, or why not measured
+)

@@ -15,6 +15,7 @@ from rigbench.errors import UsageError
 
 if TYPE_CHECKING:
     from rigbench.data import LoadedData
+    from rigbench.frameworks.torch.lr_range import LrFindRun
     from rigbench.frameworks.torch.trainer import TorchTrainer
     from rigbench.frameworks.torch.training import TrainRun
     from rigbench.spec import EpochRecord, TrialSpec
@@ -146,6 +147,19 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
     return training.train(spec, workload, data, on_epoch)
 
 
+def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:
+    """Set the thread count, check the device, and run a learning-rate range test on `data`
+    (see lr_range.lr_find; the module is not named lr_find, which would shadow this function)."""
+    import torch
+
+    if spec.threads is not None:
+        torch.set_num_threads(spec.threads)  # first: later ops size their pools from it
+    _check_device(spec.device)
+    from rigbench.frameworks.torch import lr_range
+
+    return lr_range.lr_find(spec, workload, data)
+
+
 def is_oom(exc: BaseException) -> bool:
     """True for torch's out-of-memory errors, MemoryError and allocator-failure RuntimeErrors."""
     import torch
@@ -165,3 +179,20 @@ def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     from rigbench.frameworks.torch import flops
 
     return flops.count(workload, options)
+
+
+def count_traffic(workload: Workload, options: dict[str, Any]) -> tuple[float, float]:
+    """Estimated (bytes per step, bytes per sample) read and written by a training step's
+    forward and backward passes, counted on the meta device (see traffic.py)."""
+    from rigbench.frameworks.torch import traffic
+
+    return traffic.count_traffic(workload, options)
+
+
+def calibrate_device(device: str, precisions: list[str], quick: bool = False, threads: int | None = None,
+                     on_progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Measured ceilings of `device` (see calibrate.calibrate). Not named `calibrate`: importing
+    the submodule of that name would replace this function on the package."""
+    from rigbench.frameworks.torch import calibrate
+
+    return calibrate.calibrate(device, precisions, quick=quick, threads=threads, on_progress=on_progress)
