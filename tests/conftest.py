@@ -1,4 +1,15 @@
+import os
+
 import pytest
+
+# Tests run on pytest-xdist workers (pyproject's addopts). Each worker and the trials it starts
+# would otherwise take a thread per core, and OpenMP threads that outnumber the cores spin
+# against each other: a 12 s torch test took 63 s with two workers. Share the cores out.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    _threads = str(max(1, (os.cpu_count() or 1) // _workers))
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, _threads)
 
 from rigbench.spec import MeasureOptions, TrialSpec
 

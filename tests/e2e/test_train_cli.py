@@ -22,7 +22,7 @@ def rigbench(*args):
 def test_train_digits_lr_list_with_a_diverging_rate(tmp_path):
     db = str(tmp_path / "train.db")
     proc = rigbench("train", "mlp", "--dataset", "digits", "--epochs", "3", "--lr", "0.05,1e6",
-                    "--batch-size", "32", "--target-accuracy", "80", "--threads", "2",
+                    "--batch-size", "32", "--target-accuracy", "80", "--threads", "1",
                     "--db", db, "--json")
     assert proc.returncode == 0, proc.stderr
     good, bad = json.loads(proc.stdout)
