@@ -118,22 +118,28 @@ def _measure(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
     report.allocator_peak_bytes = trainer.allocator_peak_bytes()
 
 
-def _train(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
-    """Epochs on a real data set with held-out evaluation (`rigbench train`).
+def _on_real_data(adapter, spec: TrialSpec, workload, report: ChildReport, opts, task):
+    """Load the data set `opts` names and run `task(spec, workload, data)` (an adapter's
+    `train` or `lr_find`) inside the measured window; fill the report's common fields.
 
     The parent has already fetched and verified the files; here they are only read.
     """
     from rigbench.data import load_for_workload
 
-    opts = spec.train
     data = load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
     report.measure_start = time.time()
-    run = adapter.train(spec, workload, data)
+    done = task(spec, workload, data)
     report.measure_end = time.time()
     report.software = adapter.software()
     report.threads = report.software.get("num_threads")
-    report.device_name, report.epochs, report.loss_curve = run.device_name, run.epochs, run.loss_curve
-    report.train_samples, report.test_samples = run.train_samples, run.test_samples
+    report.device_name, report.train_samples = done.device_name, done.train_samples
+    return done
+
+
+def _train(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
+    """Epochs on a real data set with held-out evaluation (`rigbench train`)."""
+    run = _on_real_data(adapter, spec, workload, report, spec.train, adapter.train)
+    report.epochs, report.loss_curve, report.test_samples = run.epochs, run.loss_curve, run.test_samples
 
 
 def exit_with_parent(poll_s: float = 0.5) -> None:
@@ -155,17 +161,8 @@ def exit_with_parent(poll_s: float = 0.5) -> None:
 
 def _lr_find(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
     """A learning-rate range test on a real data set (`rigbench lr-find`)."""
-    from rigbench.data import load_for_workload
-
-    opts = spec.lr_find
-    data = load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
-    report.measure_start = time.time()
-    found = adapter.lr_find(spec, workload, data)
-    report.measure_end = time.time()
-    report.software = adapter.software()
-    report.threads = report.software.get("num_threads")
-    report.device_name, report.lr_curve = found.device_name, found.lr_curve
-    report.train_samples = found.train_samples
+    found = _on_real_data(adapter, spec, workload, report, spec.lr_find, adapter.lr_find)
+    report.lr_curve = found.lr_curve
 
 
 def main(argv: list[str]) -> int:
