@@ -44,8 +44,10 @@ class _Handler(BaseHTTPRequestHandler):
         # cut_at: the connection drops after that many bytes of the file, once.
         end = len(body) if server.cut_at is None else server.cut_at
         server.cut_at = None
-        self.wfile.write(body[start:end])
+        # Counted before the write: the client may finish reading (and the test assert)
+        # before this handler thread runs another line after it.
         server.bytes_sent += max(0, end - start)
+        self.wfile.write(body[start:end])
 
     def log_message(self, *args):  # keep pytest output clean
         pass
