@@ -18,7 +18,7 @@ from rigbench.devices import host_devices
 from rigbench.errors import UsageError
 from rigbench.fingerprint import machine_fingerprint
 from rigbench.frameworks import check_framework, installed_frameworks
-from rigbench.runner.assemble import now_iso
+from rigbench.timestamps import now_iso
 from rigbench.runner.probe import probe
 from rigbench.runner.session import SessionOutcome, run_trials
 from rigbench.spec import MeasureOptions, Precision, Result, TrialSpec

@@ -6,9 +6,11 @@ Everything here is plain data that round-trips through JSON.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 #: Bumped whenever a stored Result changes meaning; stored with every database.
 SCHEMA_VERSION = 1
@@ -19,6 +21,19 @@ Precision = Literal["fp32", "tf32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported"]
 STATUSES: tuple[str, ...] = ("ok", "oom", "crash", "timeout", "diverged", "unsupported")
+#: speed: the timing protocol on a resident synthetic batch (`rigbench run`); train: epochs on a
+#: real data set (`rigbench train`); lr_find: a learning-rate range test (`rigbench lr-find`).
+Kind = Literal["speed", "train", "lr_find"]
+KINDS: tuple[str, ...] = get_args(Kind)
+
+#: The fields of a TrialSpec that make two trials the same configuration: what runs, where and
+#: how. Left out: the measurement options and the seed, which change how long or how often a
+#: configuration is measured, not what it is. `TrialSpec.config_key` is built from this tuple,
+#: so a new configuration field is added here once and every comparison picks it up.
+CONFIG_FIELDS: tuple[str, ...] = (
+    "kind", "workload", "workload_options", "framework", "device", "world_size", "batch_size",
+    "precision", "threads", "lr", "compile", "channels_last", "train", "lr_find",
+)
 
 
 class MeasureOptions(BaseModel):
@@ -96,6 +111,7 @@ class TrialSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    kind: Kind = Field("speed", description="speed, train or lr_find; inferred from train/lr_find when absent")
     workload: str
     workload_options: dict[str, int | float | str] = Field(default_factory=dict)
     framework: str = "torch"
@@ -105,11 +121,44 @@ class TrialSpec(BaseModel):
     threads: int | None = Field(None, ge=1, description="CPU threads for the framework; None = its default")
     lr: float | None = Field(None, gt=0, description="learning rate; None = the workload's default")
     seed: int = 0
+    world_size: int = Field(1, ge=1, description="processes that train this trial together (data parallel)")
     measure: MeasureOptions = Field(default_factory=MeasureOptions)
     compile: bool = Field(False, description="torch.compile the model (the framework's graph compiler)")
     channels_last: bool = Field(False, description="NHWC memory layout for convolutional workloads")
     train: TrainOptions | None = Field(None, description="set for `rigbench train` trials")
     lr_find: LrFindOptions | None = Field(None, description="set for `rigbench lr-find` trials")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_kind(cls, data: Any) -> Any:
+        """Specs stored before `kind` existed say what they are by their option blocks."""
+        if isinstance(data, dict) and data.get("kind") is None:
+            kind = "train" if data.get("train") else "lr_find" if data.get("lr_find") else "speed"
+            data = {**data, "kind": kind}
+        return data
+
+    @model_validator(mode="after")
+    def _kind_matches_options(self) -> TrialSpec:
+        if (self.kind == "train") != (self.train is not None):
+            raise ValueError("kind 'train' and the train options go together")
+        if (self.kind == "lr_find") != (self.lr_find is not None):
+            raise ValueError("kind 'lr_find' and the lr_find options go together")
+        return self
+
+    def config_key(self, ignore: Collection[str] = ()) -> tuple[tuple[str, Any], ...]:
+        """The one "same configuration" key (CONFIG_FIELDS as hashable (field, value) pairs),
+        without the fields in `ignore` (e.g. `("device",)` to pair a GPU trial with its CPU twin)."""
+        unknown = set(ignore) - set(CONFIG_FIELDS)
+        if unknown:
+            raise ValueError(f"not configuration fields: {', '.join(sorted(unknown))}")
+        fields = [f for f in CONFIG_FIELDS if f not in ignore]
+        data = self.model_dump(mode="json", include=set(fields))
+        return tuple((f, _hashable(data[f])) for f in fields)
+
+    def canonical_json(self) -> str:
+        """The whole spec, measurement options included, as canonical JSON: a sweep's grid point
+        and the key that resumes it."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
     def label(self) -> str:
         """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, compile, channels-last)."""
@@ -125,6 +174,13 @@ class TrialSpec(BaseModel):
         if self.lr is not None:
             text += f" lr={self.lr:g}"
         return text
+
+
+def _hashable(value: Any) -> Any:
+    """Dicts and lists (workload options, train options) as canonical JSON, so keys hash."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
 
 
 class ChildReport(BaseModel):

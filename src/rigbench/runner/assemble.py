@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from rigbench.analysis.lr_find import suggest_lr
 from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
 from rigbench.runner.isolate import Outcome
 from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.timestamps import now_iso
 from rigbench.trackers.summary import summarize
 from rigbench.workloads import get_workload
 
 MIB = 2**20
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:

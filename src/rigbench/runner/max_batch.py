@@ -36,7 +36,7 @@ import psutil
 
 from rigbench.errors import UsageError
 from rigbench.fingerprint import machine_fingerprint
-from rigbench.runner.assemble import now_iso
+from rigbench.timestamps import now_iso
 from rigbench.runner.session import run_trials
 from rigbench.spec import PRECISIONS, MeasureOptions, Result, TrialSpec
 from rigbench.store import Store

@@ -34,7 +34,7 @@ from rigbench.errors import UsageError
 from rigbench.fingerprint import machine_fingerprint
 from rigbench.frameworks import check_framework
 from rigbench.runner import max_batch
-from rigbench.runner.assemble import now_iso
+from rigbench.timestamps import now_iso
 from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.store import Store

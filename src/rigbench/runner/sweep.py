@@ -10,7 +10,6 @@ session stores finished trials only), so a resumed sweep simply runs it again.
 from __future__ import annotations
 
 import itertools
-import json
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -61,7 +60,7 @@ def _first_error(exc: ValidationError) -> str:
 
 def spec_key(spec: TrialSpec) -> str:
     """The identity of a grid point: the full spec as canonical JSON."""
-    return json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return spec.canonical_json()
 
 
 def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:

@@ -28,7 +28,7 @@ from sqlalchemy import delete, select
 
 from rigbench import __version__
 from rigbench.errors import UsageError
-from rigbench.runner.assemble import now_iso
+from rigbench.timestamps import now_iso
 from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.db import Store
 from rigbench.store.schema import runs, trial_samples, trials
