@@ -87,6 +87,11 @@ def timed(r: Result) -> bool:
             and r.metrics.steps_measured >= MIN_TIMED_STEPS)
 
 
+def speed(r: Result) -> float:
+    """samples/s of a result, 0 when it has none (only ever asked of `timed` results)."""
+    return r.metrics.samples_per_s or 0.0
+
+
 def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, Result]:
     """The newest fp32 eager default-threads speed trial per batch size on `device`."""
     out: dict[int, Result] = {}
@@ -127,8 +132,8 @@ def decide_device(results: Sequence[Result], devices: Sequence[str],
     for device in devices:
         speeds, _ = fitting(baseline_by_batch(results, device), limits.get(device))
         if speeds:
-            b = max(speeds, key=lambda k: speeds[k].metrics.samples_per_s)
-            best[device] = (b, speeds[b].metrics.samples_per_s)
+            b = max(speeds, key=lambda k: speed(speeds[k]))
+            best[device] = (b, speed(speeds[b]))
     numbers = {d: {"best_batch": b, "samples_per_s": s} for d, (b, s) in best.items()}
     unmeasured = [d for d in devices if d not in best]
     if not best:
@@ -157,7 +162,7 @@ def decide_batch(results: Sequence[Result], device: str, limit: MemoryLimit | No
     }
     if not speeds:
         return Line("batch_size", None, f"batch size: not measured on {device} within the memory limit", numbers)
-    sps = {b: r.metrics.samples_per_s for b, r in speeds.items()}
+    sps = {b: speed(r) for b, r in speeds.items()}
     chosen, best = knee(sps)
     numbers.update(best_batch=best, chosen_samples_per_s=sps[chosen], best_samples_per_s=sps[best])
     if chosen == best:
@@ -212,7 +217,7 @@ def lr_find_result(results: Sequence[Result], batch: int | None = None) -> Resul
     found = [r for r in _newest_first(results)
              if r.spec.lr_find is not None and r.status == "ok" and r.metrics.suggested_lr]
     same = [r for r in found if r.spec.batch_size == batch]
-    return (same or found or [None])[0]
+    return (same or found or [None])[0]  # type: ignore[list-item]  # None when nothing found
 
 
 def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str) -> Line:
@@ -221,12 +226,13 @@ def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str) -> L
     if found is None or batch is None:
         return Line("learning_rate", None, "learning rate: not measured: run `rigbench lr-find WORKLOAD "
                     "--dataset DATASET` (a real data set is needed)", {})
-    lr, at = found.metrics.suggested_lr, found.spec.batch_size
+    lr, at = found.metrics.suggested_lr or 0.0, found.spec.batch_size  # lr_find_result: set
+    dataset = found.spec.lr_find.dataset if found.spec.lr_find else None
     scaled = scale_lr(lr, at, batch)
     numbers = {"suggested_lr": lr, "lr_find_batch": at, "batch_size": batch, "scaled_lr": scaled,
-               "lr_find_trial": found.id, "dataset": found.spec.lr_find.dataset, "rule": LR_RULE}
+               "lr_find_trial": found.id, "dataset": dataset, "rule": LR_RULE}
     text = (f"learning rate: {scaled:.3g}, from lr-find's {lr:.3g} at batch {at} (trial {found.id}, "
-            f"{found.spec.lr_find.dataset}; {LR_RULE})")
+            f"{dataset}; {LR_RULE})")
     if at != batch:
         text += (f", scaled x{batch / at:g} to batch {batch} by the linear-scaling rule "
                  f"(Goyal et al. 2017: lr proportional to batch size)")
@@ -251,15 +257,15 @@ def decide_precision(results: Sequence[Result], device: str, batch: int) -> Line
         if r.status != "ok" or timed(r):  # failures (unsupported...) count; ok needs a real timing
             newest.setdefault(r.spec.precision, r)
     base = newest.get("fp32")
-    numbers = {p: {"status": r.status, "samples_per_s": r.metrics.samples_per_s, "trial": r.id,
-                   "speedup": (r.metrics.samples_per_s / base.metrics.samples_per_s
-                               if base and r.metrics.samples_per_s else None),
-                   "error": (r.error or "").strip().splitlines()[-1] if r.error else None}
-               for p, r in newest.items()}
+    numbers: dict[str, Any] = {
+        p: {"status": r.status, "samples_per_s": r.metrics.samples_per_s, "trial": r.id,
+            "speedup": speed(r) / speed(base) if base and speed(base) and speed(r) else None,
+            "error": (r.error or "").strip().splitlines()[-1] if r.error else None}
+        for p, r in newest.items()}
     ok = {p: r for p, r in newest.items() if r.status == "ok"}
     if not ok or base is None:
         return Line("precision", None, f"precision: not measured at b{batch} on {device}", numbers)
-    chosen = max(ok, key=lambda p: ok[p].metrics.samples_per_s)
+    chosen = max(ok, key=lambda p: speed(ok[p]))
     parts = []
     for p, n in numbers.items():
         if p == "fp32":
@@ -284,12 +290,13 @@ def decide_threads(results: Sequence[Result], device: str, batch: int) -> Line |
     best: dict[int, Result] = {}
     for r in _at(results, device, batch, None) + _at(results, device, batch, "threads"):
         n = _threads(r)
-        if timed(r) and n is not None and (n not in best or r.metrics.samples_per_s > best[n].metrics.samples_per_s):
+        if timed(r) and n is not None and (n not in best or speed(r) > speed(best[n])):
             best[n] = r
-    numbers = {n: {"samples_per_s": r.metrics.samples_per_s, "trial": r.id} for n, r in sorted(best.items())}
+    numbers: dict[Any, Any] = {n: {"samples_per_s": r.metrics.samples_per_s, "trial": r.id}
+                               for n, r in sorted(best.items())}
     if not best:
         return Line("threads", None, f"threads: not measured at b{batch}", numbers)
-    chosen = max(best, key=lambda n: best[n].metrics.samples_per_s)
+    chosen = max(best, key=lambda n: speed(best[n]))
     text = (f"threads: {chosen}, fastest measured at b{batch}: "
             + ", ".join(f"{n} -> {r.metrics.samples_per_s:,.0f}" for n, r in sorted(best.items())))
     if len(best) == 1:
@@ -307,20 +314,21 @@ def decide_pipeline(results: Sequence[Result], device: str) -> list[Line]:
         return [Line("loader_workers", None, f"loader workers: not measured ({how})", {}),
                 Line("bound_by", None, f"input pipeline / copies: not measured ({how})", {})]
     best = max(runs, key=lambda r: r.metrics.samples_per_s or 0.0)
-    m, workers = best.metrics, best.spec.train.workers
-    by_workers = {}
+    m, workers = best.metrics, _workers(best)
+    by_workers: dict[int, dict[str, Any]] = {}
     for r in runs:
-        w = r.spec.train.workers
+        w = _workers(r)
         if w not in by_workers or (r.metrics.samples_per_s or 0) > (by_workers[w]["samples_per_s"] or 0):
             by_workers[w] = {"samples_per_s": r.metrics.samples_per_s, "input_fraction": r.metrics.input_fraction,
                              "copy_fraction": r.metrics.copy_fraction, "trial": r.id}
     text = (f"loader workers: {workers}, the fastest measured `--input loader` run (trial {best.id}, "
             f"{_sps(m.samples_per_s)} in training, input waits {m.input_fraction:.1%} of its time)")
-    if len(by_workers) == 1 and m.input_fraction >= 0.1:
+    input_fraction = m.input_fraction or 0.0  # set on every run kept above
+    if len(by_workers) == 1 and input_fraction >= 0.1:
         text += "; input waits are large: try `rigbench train WORKLOAD --input loader --workers 2`"
     elif len(by_workers) == 1:
         text += "; only this worker count was measured"
-    shares = {"input": m.input_fraction, "copy": m.copy_fraction or 0.0}
+    shares = {"input": input_fraction, "copy": m.copy_fraction or 0.0}
     shares["compute"] = max(0.0, 1.0 - shares["input"] - shares["copy"])
     bound = max(shares, key=lambda k: shares[k])
     copy_what = "host-to-device copies" if device != "cpu" else "uint8 -> float conversion (the CPU's 'copy')"
@@ -331,6 +339,10 @@ def decide_pipeline(results: Sequence[Result], device: str) -> list[Line]:
             Line("bound_by", bound, bound_text, {**shares, "trial": best.id})]
 
 
+def _workers(r: Result) -> int:
+    return r.spec.train.workers if r.spec.train else 0
+
+
 def decide_epoch_time(results: Sequence[Result], device: str, batch: int, dataset_size: int,
                       input_share: float | None = None) -> Line:
     """dataset_size / samples/s of the fastest measured speed trial at the batch on the device."""
@@ -338,8 +350,8 @@ def decide_epoch_time(results: Sequence[Result], device: str, batch: int, datase
                   if timed(r) and r.spec.device == device and r.spec.batch_size == batch]
     if not candidates:
         return Line("epoch_seconds", None, f"epoch time: no speed measured at b{batch} on {device}", {})
-    fastest = max(candidates, key=lambda r: r.metrics.samples_per_s)
-    sps = fastest.metrics.samples_per_s
+    fastest = max(candidates, key=speed)
+    sps = speed(fastest)
     seconds = dataset_size / sps
     numbers = {"dataset_size": dataset_size, "samples_per_s": sps, "trial": fastest.id, "seconds": seconds,
                "configuration": fastest.spec.label()}

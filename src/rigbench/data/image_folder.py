@@ -108,12 +108,11 @@ def _decode(path: Path, size: tuple[int, int], channels: int) -> np.ndarray:
     if channels not in (1, 3):
         raise UsageError(f"image folders give 1 or 3 channels, the workload wants {channels}")
     try:
-        with Image.open(path) as image:
-            if image.format not in IMAGE_FORMATS:
-                raise UsageError(f"{path} is a {image.format} image: only PNG and JPEG are read")
-            image = image.convert("RGB" if channels == 3 else "L")
+        with Image.open(path) as opened:
+            if opened.format not in IMAGE_FORMATS:
+                raise UsageError(f"{path} is a {opened.format} image: only PNG and JPEG are read")
             height, width = size
-            image = image.resize((width, height), Image.Resampling.BILINEAR)
+            image = opened.convert("RGB" if channels == 3 else "L").resize((width, height), Image.Resampling.BILINEAR)
             pixels = np.asarray(image, dtype=np.uint8)
     except UnidentifiedImageError:
         raise UsageError(f"{path} is not an image: class folders may hold only PNG and JPEG files") from None

@@ -34,7 +34,7 @@ def _draw_lines(ax: plt.Axes, chart: Chart) -> None:
     for i, s in enumerate(chart.series):
         style = ({"linestyle": "--", "color": s.colour or "0.6"} if s.dash
                  else {"marker": "o", "markersize": 4, "color": s.colour or COLOURS[i % len(COLOURS)]})
-        if s.err_plus is not None:
+        if s.err_plus is not None and s.err_minus is not None:
             ax.errorbar(s.x, s.y, yerr=[s.err_minus, s.err_plus], capsize=3, label=_plain(s.name), **style)
         else:
             ax.plot(s.x, s.y, label=_plain(s.name), **style)
