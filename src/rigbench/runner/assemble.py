@@ -8,7 +8,7 @@ from rigbench.analysis.training import train_summary
 from rigbench.runner.isolate import Outcome
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.timestamps import now_iso
-from rigbench.trackers.summary import summarize
+from rigbench.trackers.summary import ALL_FIELDS, summarize
 from rigbench.workloads import get_workload
 
 MIB = 2**20
@@ -45,10 +45,8 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     if report.measure_start is not None and report.measure_end is not None:
         window = summarize(outcome.samples, report.measure_start, report.measure_end,
                            interval_slack=spec.measure.sample_interval_s)
-        for key in ("cpu_util_pct_mean", "cpu_util_pct_p95", "system_cpu_pct_mean",
-                    "system_cpu_pct_p95", "rss_peak_mib", "gpu_util_pct_mean",
-                    "gpu_util_pct_p95", "gpu_mem_peak_mib"):
-            setattr(metrics, key, window.get(key))
+        for field in ALL_FIELDS:  # every tracker's declared fields, none by hand
+            setattr(metrics, field.metric, window[field.metric])
     return Result(
         run_id=run_id,
         created_at=now_iso(),
