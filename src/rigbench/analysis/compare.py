@@ -130,8 +130,8 @@ def version_differences(a: Result, b: Result) -> list[str]:
 def _config_differences(a: Result, b: Result) -> list[str]:
     """`batch 64 vs 128`-style lines for the near fields in which `a` and `b` differ."""
     out = []
-    for field, words in NEAR_FIELDS.items():
-        va, vb = getattr(a.spec, field), getattr(b.spec, field)
+    for name, words in NEAR_FIELDS.items():
+        va, vb = getattr(a.spec, name), getattr(b.spec, name)
         if va != vb:
             out.append(f"{words} {'default' if va is None else va} vs {'default' if vb is None else vb}")
     return out
