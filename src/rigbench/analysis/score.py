@@ -52,7 +52,7 @@ def _in_suite(r: Result, batch: int) -> bool:
     workload = WORKLOADS.get(s.workload)
     if workload is None or r.status != "ok" or s.train is not None or s.lr_find is not None:
         return False
-    default = TrialSpec(workload=s.workload, batch_size=batch)
+    default = TrialSpec.model_validate({"workload": s.workload, "batch_size": batch})
     ignore = ("device", "workload_options")
     return (s.config_key(ignore=ignore) == default.config_key(ignore=ignore)
             and resolved_options(workload, s.workload_options) == resolved_options(workload, {}))

@@ -124,9 +124,9 @@ def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
     varies = {field: len({getattr(k, field) for k in keys}) > 1 for field in LineKey._fields}
     other_values: dict[str, set] = defaultdict(set)
     for k in keys:
-        for name, value in k.other:
-            other_values[name].add(value)
-    varying_other = {name for name, values in other_values.items() if len(values) > 1}
+        for other_field, value in k.other:
+            other_values[other_field].add(value)
+    varying_other = {f for f, values in other_values.items() if len(values) > 1}
 
     def name(key: LineKey) -> str:
         parts = [key.workload, key.framework, key.device]
@@ -137,8 +137,8 @@ def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
                          else f"{key.threads} thread{'s' * (key.threads != 1)}")
         if varies["variant"]:
             parts.append(key.variant or "eager")
-        parts += [f"{name} {'default' if value is None else value}"
-                  for name, value in key.other if name in varying_other]
+        parts += [f"{f} {'default' if value is None else value}"
+                  for f, value in key.other if f in varying_other]
         if varies["run_id"]:
             parts.append(f"run {key.run_id}")
         return " · ".join(parts)
