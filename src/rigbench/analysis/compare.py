@@ -10,8 +10,8 @@ Comparability: a pair whose software differs (Result.software: torch, CUDA, cuDN
 GPU libraries are ignored for CPU trials) is marked incomparable with the reason, unless
 `across_versions` is set, in which case it is compared and flagged "versions differ".
 Results left over on both sides with the same configuration but for batch, precision, threads
-or lr (NEAR_FIELDS) are paired as incomparable with the differences as the reason. A side whose trial
-did not end ok is incomparable too.
+or lr (NEAR_FIELDS) are paired as incomparable with the differences as the reason. A side
+whose trial did not end ok is incomparable too.
 
 Significance (docs/COMPARING.md): a change is reported only when both hold:
 1. Mann-Whitney U on the raw step times, two-sided, p < alpha (0.05);

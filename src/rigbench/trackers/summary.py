@@ -49,7 +49,7 @@ ALL_FIELDS: tuple[TrackerField, ...] = tuple(f for fields in TRACKER_FIELDS.valu
 
 def summarize(samples: Sequence[dict], start: float, end: float,
               interval_slack: float | None = None) -> dict[str, float | int | None]:
-    """Utilisation and peak memory over the wall-clock window [start, end].
+    """Utilisation, peak memory and GPU power over the wall-clock window [start, end].
 
     Window rule: a sample taken at time t describes the interval since the previous
     sample, so it is kept when that interval overlaps the window, i.e. when
