@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rigbench.metrics import METRIC_NAMES, Metrics
+
 #: Bumped whenever a stored Result changes meaning; stored with every database.
 SCHEMA_VERSION = 1
 
@@ -214,51 +216,6 @@ class ChildReport(BaseModel):
     bytes_per_sample: float | None = None
 
 
-class Metrics(BaseModel):
-    """The summary numbers of a trial (all optional: a failed trial has few)."""
-
-    samples_per_s: float | None = None
-    samples_per_s_ci: tuple[float, float] | None = None
-    step_time_ms_median: float | None = None
-    step_time_ms_iqr: float | None = None
-    step_time_ms_mean: float | None = None
-    step_time_cv: float | None = None
-    noisy: bool | None = None
-    steps_measured: int = 0
-    first_step_s: float | None = None
-    warmup_s: float | None = None
-    cpu_util_pct_mean: float | None = None
-    cpu_util_pct_p95: float | None = None
-    system_cpu_pct_mean: float | None = None
-    system_cpu_pct_p95: float | None = None
-    rss_peak_mib: float | None = None
-    gpu_util_pct_mean: float | None = None
-    gpu_util_pct_p95: float | None = None
-    gpu_mem_peak_mib: float | None = None
-    allocator_peak_mib: float | None = None
-    params: int | None = None
-    flops_per_sample: float | None = None
-    epoch_seconds: float | None = None
-    dataset: str | None = None
-    dataset_size: int | None = None
-    final_loss: float | None = None
-    # training runs (`rigbench train`); accuracy figures are fractions (0.9 = 90%)
-    epochs: int | None = None
-    accuracy_per_epoch: list[float | None] | None = None
-    final_accuracy: float | None = None
-    best_accuracy: float | None = None
-    target_accuracy: float | None = None
-    seconds_to_target: float | None = None
-    epochs_to_target: int | None = None
-    train_seconds: float | None = None
-    eval_seconds: float | None = None
-    input_fraction: float | None = None  # share of training time waiting for batches
-    copy_fraction: float | None = None  # share of training time in host-to-device copies
-    diverged_at_epoch: int | None = None
-    suggested_lr: float | None = None  # lr-find's suggestion (rule in docs/STRATEGY.md)
-    bytes_per_sample: float | None = None  # estimated device-memory traffic (roofline)
-
-
 class Result(BaseModel):
     """A finished trial, successful or not, as stored and exported."""
 
@@ -280,64 +237,32 @@ class Result(BaseModel):
     schema_version: int = SCHEMA_VERSION
 
     def row(self) -> dict[str, Any]:
-        """The flat record that `--json` and `results export` print (documented in README)."""
-        m = self.metrics
+        """The flat record that `--json` and `results export` print (documented in README):
+        ROW_HEAD_COLUMNS, every metric in METRICS order, then `software` and `final_extra`."""
+        head = {c: getattr(self if c in Result.model_fields else self.spec, c) for c in ROW_HEAD_COLUMNS}
+        metrics = {m: _flat(getattr(self.metrics, m)) for m in METRIC_NAMES}
         return {
-            "id": self.id,
-            "run_id": self.run_id,
-            "created_at": self.created_at,
-            "workload": self.spec.workload,
-            "workload_options": self.spec.workload_options,
-            "framework": self.spec.framework,
-            "device": self.spec.device,
-            "device_name": self.device_name,
-            "batch_size": self.spec.batch_size,
-            "precision": self.spec.precision,
-            "threads": self.threads,
-            "status": self.status,
-            "error": self.error,
-            "samples_per_s": m.samples_per_s,
-            "samples_per_s_ci": list(m.samples_per_s_ci) if m.samples_per_s_ci else None,
-            "step_time_ms_median": m.step_time_ms_median,
-            "step_time_ms_iqr": m.step_time_ms_iqr,
-            "step_time_cv": m.step_time_cv,
-            "noisy": m.noisy,
-            "steps_measured": m.steps_measured,
-            "first_step_s": m.first_step_s,
-            "warmup_s": m.warmup_s,
-            "cpu_util_pct_mean": m.cpu_util_pct_mean,
-            "cpu_util_pct_p95": m.cpu_util_pct_p95,
-            "system_cpu_pct_mean": m.system_cpu_pct_mean,
-            "system_cpu_pct_p95": m.system_cpu_pct_p95,
-            "rss_peak_mib": m.rss_peak_mib,
-            "gpu_util_pct_mean": m.gpu_util_pct_mean,
-            "gpu_mem_peak_mib": m.gpu_mem_peak_mib,
-            "allocator_peak_mib": m.allocator_peak_mib,
-            "params": m.params,
-            "flops_per_sample": m.flops_per_sample,
-            "dataset": m.dataset,
-            "epoch_seconds": m.epoch_seconds,
+            **head,
+            **metrics,
             "software": self.software,
-            "lr": self.spec.lr,
-            "compile": self.spec.compile,
-            "channels_last": self.spec.channels_last,
-            "suggested_lr": m.suggested_lr,
-            "bytes_per_sample": m.bytes_per_sample,
-            "epochs": m.epochs,
-            "accuracy_per_epoch": m.accuracy_per_epoch,
-            "final_accuracy": m.final_accuracy,
-            "best_accuracy": m.best_accuracy,
-            "target_accuracy": m.target_accuracy,
-            "seconds_to_target": m.seconds_to_target,
-            "epochs_to_target": m.epochs_to_target,
-            "train_seconds": m.train_seconds,
-            "eval_seconds": m.eval_seconds,
-            "input_fraction": m.input_fraction,
-            "copy_fraction": m.copy_fraction,
-            "diverged_at_epoch": m.diverged_at_epoch,
             # the last epoch's other losses: loss_d/loss_g (GAN), recon_mse (autoencoder)
             "final_extra": self.epoch_records[-1].extra if self.epoch_records else None,
         }
+
+
+#: The columns of Result.row() before the metrics, in order: the Result's field where it has
+#: one (so `threads` is the count the framework reported, not the one asked for), else the
+#: TrialSpec's.
+ROW_HEAD_COLUMNS: tuple[str, ...] = (
+    "id", "run_id", "created_at", "workload", "workload_options", "framework", "device",
+    "device_name", "batch_size", "precision", "threads", "lr", "compile", "channels_last", "kind",
+    "world_size", "status", "error",
+)
+
+
+def _flat(value: Any) -> Any:
+    """Tuples (confidence intervals) as lists, as JSON writes them."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 class SweepSpec(BaseModel):

@@ -172,3 +172,19 @@ def test_three_steps_each_can_never_be_significant_and_says_so():
     assert pair.p_value == pytest.approx(0.1)
     assert pair.verdict == "no change"
     assert "smallest possible p is 0.1" in pair.reason
+
+
+def test_every_configuration_field_takes_part_in_pairing():
+    """Pairing follows TrialSpec.config_key: a different lr is a near difference (named), a
+    different world size or compile setting is another configuration (not lined up)."""
+    t = [0.1, 0.11, 0.12, 0.1]
+    a = make(t)
+    lr = make(t, run_id="b")
+    lr.spec = lr.spec.model_copy(update={"lr": 0.1})
+    (pair,) = compare_results([a], [lr], same_machine=True)
+    assert pair.verdict == "incomparable" and pair.reason == "lr default vs 0.1"
+    for update in ({"world_size": 2}, {"compile": True}, {"framework": "jax"}):
+        other = make(t, run_id="b")
+        other.spec = other.spec.model_copy(update=update)
+        pairs = compare_results([a], [other], same_machine=True)
+        assert [p.verdict for p in pairs] == ["only in A", "only in B"], update

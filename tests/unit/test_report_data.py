@@ -112,6 +112,14 @@ def test_names_say_what_differs_between_runs():
                                                            "cnn · torch · cpu · run r2"}
 
 
+def test_other_configuration_fields_make_their_own_line_named_by_what_differs():
+    results = [make_result(batch=8, speed=100.0), make_result(batch=16, speed=150.0),
+               make_result(batch=16, speed=90.0)]
+    results[2].spec = results[2].spec.model_copy(update={"lr": 0.5})
+    assert series(charts_by_id(results)["speed"]) == {"cnn · torch · cpu · lr default": ([8, 16], [100.0, 150.0]),
+                                                      "cnn · torch · cpu · lr 0.5": ([16], [90.0])}
+
+
 def test_hover_has_value_and_spec_and_escapes_user_text():
     hostile = make_result(options={"tag": "<img src=x onerror=alert(1)>"}, speed=123.4)
     hover = charts_by_id([hostile])["speed"].series[0].hover[0]

@@ -82,6 +82,14 @@ def test_groups_by_device_and_batch():
         (64, "fp32 eager, default threads", 1.0), (64, "threads=1", 0.5)]
 
 
+def test_groups_by_the_whole_configuration_but_the_knobs():
+    """A variant with another lr or world size is not a variant of this baseline: its own
+    group has no baseline, so it is left out."""
+    rows = scaling_table([result(200.0), result(100.0, threads=1, lr=0.1),
+                          result(300.0, precision="bf16", world_size=2), result(150.0, threads=1)])
+    assert [(r.label, r.speedup) for r in rows] == [("fp32 eager, default threads", 1.0), ("threads=1", 0.75)]
+
+
 def test_shi_columns_and_default_lists():
     assert shi2016_column(8) == "desktop_cpu_t8 / server_cpu_t8"
     assert shi2016_column(32) == "server_cpu_t32"

@@ -146,6 +146,7 @@ def test_tracker_gpu_path_uses_the_tracked_pid_memory():
     assert summary["gpu_mem_peak_mib"] == 1024
     assert summary["gpu_util_pct_p95"] == 42
     assert summary["gpu_power_w_mean"] == pytest.approx(123.456)
+    assert summary["gpu_power_w_peak"] == pytest.approx(123.456)
 
 
 def test_tracker_without_working_nvml_samples_cpu_only():
@@ -282,7 +283,8 @@ def test_summarize_peak_ignores_samples_outside_the_window():
 
 def test_summarize_gpu_keys_absent_are_none_and_partial_values_are_used():
     r = summarize(_samples(), 2.0, 5.0, interval_slack=1.0)
-    for key in ("gpu_util_pct_mean", "gpu_util_pct_p95", "gpu_mem_peak_mib", "gpu_power_w_mean"):
+    for key in ("gpu_util_pct_mean", "gpu_util_pct_p95", "gpu_mem_peak_mib", "gpu_power_w_mean",
+                "gpu_power_w_peak"):
         assert r[key] is None
     gpu = _samples(gpu_util_pct=lambda i: 100.0 - i, gpu_mem_bytes=lambda i: float(i * GIB),
                    gpu_power_w=lambda i: None if i % 2 else 200.0 + i)
@@ -290,6 +292,7 @@ def test_summarize_gpu_keys_absent_are_none_and_partial_values_are_used():
     assert r["gpu_util_pct_mean"] == pytest.approx(95.5)
     assert r["gpu_mem_peak_mib"] == pytest.approx(6 * 1024)
     assert r["gpu_power_w_mean"] == pytest.approx(205.0)  # mean of 204 and 206; None skipped
+    assert r["gpu_power_w_peak"] == pytest.approx(206.0)  # watts as sampled, not MiB
 
 
 def test_summarize_empty_window_falls_back_to_next_sample():

@@ -1,16 +1,17 @@
 """Compare two sets of results (two runs, two filters, two machines) trial by trial.
 
-Pairing: results are lined up on workload + options, framework, batch size, precision,
-compile, channels_last, thread setting and device. On one machine the device is matched by
-id (`cuda:1` with `cuda:1`); across machines by kind (cpu with cpu, any GPU with any GPU)
-when each side has at most one device of that kind, else by id.
+Pairing: results are lined up on their configuration (TrialSpec.config_key: workload +
+options, framework, device, batch size, precision, threads, lr, compile, channels_last, ...).
+On one machine the device is matched by id (`cuda:1` with `cuda:1`); across machines by kind
+(cpu with cpu, any GPU with any GPU) when each side has at most one device of that kind, else
+by id.
 
 Comparability: a pair whose software differs (Result.software: torch, CUDA, cuDNN... versions;
 GPU libraries are ignored for CPU trials) is marked incomparable with the reason, unless
 `across_versions` is set, in which case it is compared and flagged "versions differ".
-Results left over on both sides for the same workload, framework and device, differing in
-batch, precision or threads, are paired as incomparable with that reason. A side whose trial
-did not end ok is incomparable too.
+Results left over on both sides with the same configuration but for batch, precision, threads
+or lr (NEAR_FIELDS) are paired as incomparable with the differences as the reason. A side
+whose trial did not end ok is incomparable too.
 
 Significance (docs/COMPARING.md): a change is reported only when both hold:
 1. Mann-Whitney U on the raw step times, two-sided, p < alpha (0.05);
@@ -92,25 +93,29 @@ def _by_kind(results: Sequence[Result]) -> bool:
     return all(len(v) == 1 for v in ids.values())
 
 
+#: Configuration fields in which two trials may differ and still be lined up as a near pair
+#: (reported as incomparable, with the differences), with the words that name them.
+NEAR_FIELDS: dict[str, str] = {"batch_size": "batch", "precision": "precision", "threads": "threads",
+                               "lr": "lr"}
+
+
+def _device_key(r: Result, by_kind: bool) -> tuple:
+    return (_device_class(r.spec.device) if by_kind else r.spec.device,)
+
+
 def _base_key(r: Result, by_kind: bool) -> tuple:
-    s = r.spec
-    device = _device_class(s.device) if by_kind else s.device
-    return (s.workload, tuple(sorted(s.workload_options.items())), s.framework, device,
-            s.compile, s.channels_last)
+    """Same configuration but for the near fields (TrialSpec.config_key; device by kind)."""
+    return _device_key(r, by_kind) + r.spec.config_key(ignore=("device", *NEAR_FIELDS))
 
 
 def _full_key(r: Result, by_kind: bool) -> tuple:
-    return _base_key(r, by_kind) + (r.spec.batch_size, r.spec.precision, r.spec.threads)
+    """Same configuration (TrialSpec.config_key; the device matched by kind when `by_kind`)."""
+    return _device_key(r, by_kind) + r.spec.config_key(ignore=("device",))
 
 
 def _label(r: Result, device: str | None = None) -> str:
-    s = r.spec
-    opts = ",".join(f"{k}={v}" for k, v in sorted(s.workload_options.items()))
-    name = f"{s.workload}:{opts}" if opts else s.workload
-    text = f"{name} {s.framework} {device or s.device} b{s.batch_size} {s.precision}"
-    if s.threads:
-        text += f" t{s.threads}"
-    return text + (" compile" if s.compile else "") + (" channels-last" if s.channels_last else "")
+    spec = r.spec if device is None else r.spec.model_copy(update={"device": device})
+    return spec.label()
 
 
 def version_differences(a: Result, b: Result) -> list[str]:
@@ -123,13 +128,12 @@ def version_differences(a: Result, b: Result) -> list[str]:
 
 
 def _config_differences(a: Result, b: Result) -> list[str]:
+    """`batch 64 vs 128`-style lines for the near fields in which `a` and `b` differ."""
     out = []
-    if a.spec.batch_size != b.spec.batch_size:
-        out.append(f"batch {a.spec.batch_size} vs {b.spec.batch_size}")
-    if a.spec.precision != b.spec.precision:
-        out.append(f"precision {a.spec.precision} vs {b.spec.precision}")
-    if a.spec.threads != b.spec.threads:
-        out.append(f"threads {a.spec.threads or 'default'} vs {b.spec.threads or 'default'}")
+    for name, words in NEAR_FIELDS.items():
+        va, vb = getattr(a.spec, name), getattr(b.spec, name)
+        if va != vb:
+            out.append(f"{words} {'default' if va is None else va} vs {'default' if vb is None else vb}")
     return out
 
 
@@ -190,7 +194,7 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
             pairs.append(_judge(ra, rb, by_kind, across_versions, alpha))
     left_a = [r for k, r in newest_a.items() if k not in newest_b]
     left_b = [r for k, r in newest_b.items() if k not in newest_a]
-    # Same workload/framework/device but a different batch, precision or thread setting: pair
+    # The same configuration but for the near fields (batch, precision, threads, lr): pair
     # them as incomparable, the closest first (fewest differences, then nearest batch).
     candidates = sorted(
         (len(_config_differences(ra, rb)), abs(math.log(ra.spec.batch_size / rb.spec.batch_size)), i, j)

@@ -1,9 +1,9 @@
 """Speed-ups of thread counts, precisions, torch.compile and channels-last over the fp32
 eager default (`rigbench scaling`). Pure functions over stored Results, no I/O.
 
-The baseline of a group (same workload, options, framework, device and batch size) is the
-speed trial in fp32, eager (no compile), contiguous layout, with the framework's own thread
-count. A variant changes exactly one of those knobs; trials that change more than one, and
+The baseline of a group (the same configuration but for the knobs: workload, options,
+framework, device, batch size, lr, world size...; TrialSpec.config_key) is the speed trial in
+fp32, eager (no compile), contiguous layout, with the framework's own thread count. A variant changes exactly one of those knobs; trials that change more than one, and
 training or lr-find trials, are not part of the table. Failed variants stay in it with their
 status and error (an `unsupported` precision is an answer, not a gap).
 
@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rigbench.spec import PRECISIONS, Result
+from rigbench.spec import PRECISIONS, Result, TrialSpec
 
-#: The knobs a variant may change, in table order.
+#: The knobs a variant may change, in table order (configuration fields of TrialSpec).
 KNOBS: tuple[str, ...] = ("threads", "precision", "compile", "channels_last")
-_BASE_VALUES: dict[str, Any] = {"threads": None, "precision": "fp32", "compile": False,
-                                "channels_last": False}
+#: The baseline's values: TrialSpec's defaults (fp32, eager, contiguous, the framework's threads).
+_BASE_VALUES: dict[str, Any] = {k: TrialSpec.model_fields[k].default for k in KNOBS}
 
 
 @dataclass
@@ -53,8 +53,8 @@ class ScalingRow:
 
 
 def _group(r: Result) -> tuple:
-    s = r.spec
-    return (s.workload, tuple(sorted(s.workload_options.items())), s.framework, s.device, s.batch_size)
+    """The configuration without the knobs (TrialSpec.config_key): a baseline and its variants."""
+    return r.spec.config_key(ignore=KNOBS)
 
 
 def changed_knobs(r: Result) -> list[str]:

@@ -1,8 +1,9 @@
 """One number for a machine: the geometric mean of its speed-ups over a reference machine.
 
 The suite is the default suite of `rigbench run`: every registered workload with its default
-options at its reference batch size (`Workload.default_batch`), fp32, no compile, no
-channels-last, timing trials only. For each workload found on both machines (per device
+options at its reference batch size (`Workload.default_batch`), and otherwise TrialSpec's
+default configuration (fp32, torch, the framework's threads, the workload's lr, no compile, no
+channels-last, one process, timing trials only). For each workload found on both machines (per device
 class: cpu with cpu, gpu with gpu) the speed-up is our samples/s over the reference's, i.e.
 median(reference step times) / median(our step times) at the same batch. The score is the
 geometric mean of those speed-ups; 1.0 means as fast as the reference.
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.stats import median
-from rigbench.spec import Result
+from rigbench.spec import Result, TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 
 RESAMPLES = 2000
@@ -44,11 +45,16 @@ def device_class(r: Result) -> str:
 
 
 def _in_suite(r: Result, batch: int) -> bool:
+    """An ok trial with the configuration `rigbench run` gives the workload by default (TrialSpec's
+    defaults at the reference batch: fp32, torch, default threads and lr, no compile...), on any
+    device; options count as default when they resolve to the workload's defaults."""
     s = r.spec
     workload = WORKLOADS.get(s.workload)
-    return (workload is not None and r.status == "ok" and s.batch_size == batch
-            and s.precision == "fp32" and not s.compile and not s.channels_last
-            and s.train is None and s.lr_find is None
+    if workload is None or r.status != "ok" or s.train is not None or s.lr_find is not None:
+        return False
+    default = TrialSpec.model_validate({"workload": s.workload, "batch_size": batch})
+    ignore = ("device", "workload_options")
+    return (s.config_key(ignore=ignore) == default.config_key(ignore=ignore)
             and resolved_options(workload, s.workload_options) == resolved_options(workload, {}))
 
 

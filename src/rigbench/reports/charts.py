@@ -92,7 +92,8 @@ def _variant(r: Result) -> str:
 
 
 class LineKey(NamedTuple):
-    """What makes trials one line in a chart against batch size."""
+    """What makes trials one line in a chart against batch size: their configuration but for
+    the batch (the x axis), with threads as the trial ran them, and their run."""
 
     workload: str
     framework: str
@@ -100,12 +101,19 @@ class LineKey(NamedTuple):
     precision: str
     threads: int | None
     variant: str
+    other: tuple[tuple[str, Any], ...]  # every other configuration field (lr, world size...)
     run_id: str
+
+
+#: Configuration fields LineKey names itself, or that are the x axis (batch_size); the rest of
+#: TrialSpec.config_key goes into LineKey.other, so two configurations never share a line.
+_LINE_NAMED = ("workload", "workload_options", "framework", "device", "precision", "threads",
+               "compile", "channels_last", "batch_size")
 
 
 def _line_key(r: Result) -> LineKey:
     return LineKey(_workload(r), r.spec.framework, r.spec.device, r.spec.precision,
-                   _threads(r), _variant(r), r.run_id)
+                   _threads(r), _variant(r), r.spec.config_key(ignore=_LINE_NAMED), r.run_id)
 
 
 def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
@@ -114,6 +122,11 @@ def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
     short names and mixed runs still get distinct ones."""
     keys = {_line_key(r) for r in results}
     varies = {field: len({getattr(k, field) for k in keys}) > 1 for field in LineKey._fields}
+    other_values: dict[str, set] = defaultdict(set)
+    for k in keys:
+        for other_field, value in k.other:
+            other_values[other_field].add(value)
+    varying_other = {f for f, values in other_values.items() if len(values) > 1}
 
     def name(key: LineKey) -> str:
         parts = [key.workload, key.framework, key.device]
@@ -124,6 +137,8 @@ def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
                          else f"{key.threads} thread{'s' * (key.threads != 1)}")
         if varies["variant"]:
             parts.append(key.variant or "eager")
+        parts += [f"{f} {'default' if value is None else value}"
+                  for f, value in key.other if f in varying_other]
         if varies["run_id"]:
             parts.append(f"run {key.run_id}")
         return " · ".join(parts)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from rigbench.analysis.lr_find import suggest_lr
 from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
+from rigbench.metrics import METRIC_NAMES, Metrics
 from rigbench.runner.isolate import Outcome
-from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.spec import Result, TrialSpec
 from rigbench.timestamps import now_iso
-from rigbench.trackers.summary import summarize
+from rigbench.trackers.summary import ALL_FIELDS, summarize
 from rigbench.workloads import get_workload
 
 MIB = 2**20
@@ -37,18 +38,15 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         _add_lr_find_metrics(metrics, spec, report)
     elif report.status == "ok" and report.step_times_s:
         summary = throughput_summary(report.step_times_s, spec.batch_size)
-        for key in ("step_time_ms_median", "step_time_ms_iqr", "step_time_ms_mean",
-                    "step_time_cv", "noisy", "samples_per_s", "steps_measured"):
+        for key in summary.keys() & set(METRIC_NAMES):  # the statistics that are metrics
             setattr(metrics, key, summary[key])
         metrics.samples_per_s_ci = (summary["samples_per_s_ci_low"], summary["samples_per_s_ci_high"])
         metrics.epoch_seconds = workload.dataset.train_size / summary["samples_per_s"]
     if report.measure_start is not None and report.measure_end is not None:
         window = summarize(outcome.samples, report.measure_start, report.measure_end,
                            interval_slack=spec.measure.sample_interval_s)
-        for key in ("cpu_util_pct_mean", "cpu_util_pct_p95", "system_cpu_pct_mean",
-                    "system_cpu_pct_p95", "rss_peak_mib", "gpu_util_pct_mean",
-                    "gpu_util_pct_p95", "gpu_mem_peak_mib"):
-            setattr(metrics, key, window.get(key))
+        for field in ALL_FIELDS:  # every tracker's declared fields, none by hand
+            setattr(metrics, field.metric, window[field.metric])
     return Result(
         run_id=run_id,
         created_at=now_iso(),

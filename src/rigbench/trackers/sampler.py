@@ -15,6 +15,8 @@ the previous sample, the first one the interval since `start()`):
   them (fork, shared memory) count once per process, so this can overstate.
 - with a GPU (`gpu_index` set and NVML working): `gpu_util_pct`, `gpu_mem_bytes`,
   `gpu_mem_device_bytes`, `gpu_mem_is_process`, `gpu_power_w` (see nvml.gpu_sample).
+
+The metrics these samples become are declared in trackers/summary.TRACKER_FIELDS.
 """
 
 from __future__ import annotations

@@ -3,28 +3,53 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from rigbench.analysis.stats import mean, median, percentile
 
 MIB = 1024 * 1024
 
-#: summary key -> (sample key, statistic); "peak" values are divided into MiB.
-_FIELDS: dict[str, tuple[str, str]] = {
-    "cpu_util_pct_mean": ("proc_cpu_pct", "mean"),
-    "cpu_util_pct_p95": ("proc_cpu_pct", "p95"),
-    "system_cpu_pct_mean": ("sys_cpu_pct", "mean"),
-    "system_cpu_pct_p95": ("sys_cpu_pct", "p95"),
-    "rss_peak_mib": ("rss_bytes", "peak"),
-    "gpu_util_pct_mean": ("gpu_util_pct", "mean"),
-    "gpu_util_pct_p95": ("gpu_util_pct", "p95"),
-    "gpu_mem_peak_mib": ("gpu_mem_bytes", "peak"),
-    "gpu_power_w_mean": ("gpu_power_w", "mean"),
+Statistic = Literal["mean", "p95", "peak", "peak_mib"]
+
+
+@dataclass(frozen=True)
+class TrackerField:
+    """One metric a tracker produces: a statistic of one sample key over the measured window.
+    `peak` is the maximum as sampled; `peak_mib` the maximum of a byte count, in MiB."""
+
+    metric: str  # a name in rigbench.metrics.METRICS
+    sample_key: str  # a key of the tracker's samples (trackers/sampler.py's docstring)
+    statistic: Statistic
+
+
+#: The fields each tracker produces: `cpu` is the psutil sampler (trackers/sampler.py), `nvml`
+#: the NVIDIA GPU readings it adds when the trial runs on a GPU (nvml.gpu_sample). The runner
+#: copies exactly these (ALL_FIELDS) into Metrics; a test checks each is a defined metric with one source.
+TRACKER_FIELDS: dict[str, tuple[TrackerField, ...]] = {
+    "cpu": (
+        TrackerField("cpu_util_pct_mean", "proc_cpu_pct", "mean"),
+        TrackerField("cpu_util_pct_p95", "proc_cpu_pct", "p95"),
+        TrackerField("system_cpu_pct_mean", "sys_cpu_pct", "mean"),
+        TrackerField("system_cpu_pct_p95", "sys_cpu_pct", "p95"),
+        TrackerField("rss_peak_mib", "rss_bytes", "peak_mib"),
+    ),
+    "nvml": (
+        TrackerField("gpu_util_pct_mean", "gpu_util_pct", "mean"),
+        TrackerField("gpu_util_pct_p95", "gpu_util_pct", "p95"),
+        TrackerField("gpu_mem_peak_mib", "gpu_mem_bytes", "peak_mib"),
+        TrackerField("gpu_power_w_mean", "gpu_power_w", "mean"),
+        TrackerField("gpu_power_w_peak", "gpu_power_w", "peak"),
+    ),
 }
+
+#: Every tracker field, in declaration order.
+ALL_FIELDS: tuple[TrackerField, ...] = tuple(f for fields in TRACKER_FIELDS.values() for f in fields)
 
 
 def summarize(samples: Sequence[dict], start: float, end: float,
               interval_slack: float | None = None) -> dict[str, float | int | None]:
-    """Utilisation and peak memory over the wall-clock window [start, end].
+    """Utilisation, peak memory and GPU power over the wall-clock window [start, end].
 
     Window rule: a sample taken at time t describes the interval since the previous
     sample, so it is kept when that interval overlaps the window, i.e. when
@@ -37,7 +62,8 @@ def summarize(samples: Sequence[dict], start: float, end: float,
     interval. With the default, at most one sample at each edge reaches outside the window.
 
     Means and p95 (linear interpolation, rigbench.analysis.stats) are unweighted over the
-    kept samples; `rss_peak_mib` and `gpu_mem_peak_mib` are the maxima over them.
+    kept samples; peaks (`rss_peak_mib`, `gpu_mem_peak_mib`, `gpu_power_w_peak`) are the
+    maxima over them. The keys are the metric names of ALL_FIELDS, plus `samples_in_window`.
 
     Empty window (a window shorter than the sampling interval, or a tracker that lagged):
     the first sample taken after `end` stands in for the window, for the percentages and
@@ -52,7 +78,7 @@ def summarize(samples: Sequence[dict], start: float, end: float,
         after = sorted((s for s in samples if s["t"] > end), key=lambda s: s["t"])
         kept = after[:1]
     result: dict[str, float | int | None] = {
-        key: _statistic([s.get(field) for s in kept], stat) for key, (field, stat) in _FIELDS.items()
+        f.metric: _statistic([s.get(f.sample_key) for s in kept], f.statistic) for f in ALL_FIELDS
     }
     result["samples_in_window"] = count
     return result
@@ -64,7 +90,7 @@ def _default_slack(samples: Sequence[dict]) -> float:
     return median(gaps) if gaps else 0.0
 
 
-def _statistic(values: list, stat: str) -> float | None:
+def _statistic(values: list, stat: Statistic) -> float | None:
     present = [float(v) for v in values if v is not None]
     if not present:
         return None
@@ -72,4 +98,6 @@ def _statistic(values: list, stat: str) -> float | None:
         return mean(present)
     if stat == "p95":
         return percentile(present, 95)
+    if stat == "peak":
+        return max(present)
     return max(present) / MIB

@@ -1,0 +1,132 @@
+"""Every metric of a trial, defined once: name, type, unit, description and source.
+
+`Metrics` is the one definition. Each field is declared with `metric(unit, source, about)`,
+so its unit, where it comes from and its one-line description sit on the same line as its
+type; `METRICS` lists them in declaration order, and that order is the order of the metric
+columns in `Result.row()` (`--json`, `results export` JSON and CSV). Adding a metric is one
+line here plus the code that fills it (a tracker declares its fields in trackers/summary.py;
+the runner copies them by that declaration).
+
+Sources:
+- `protocol`: the trial's timed steps, as the child process reports them (step times, losses,
+  warm-up, the framework allocator's peak).
+- `tracker`: a parent-side sampler, summarised over the measured window
+  (trackers/summary.py says which tracker produces which field).
+- `training`: the epochs of a training run (`rigbench train`; analysis/training.py).
+- `lr_find`: a learning-rate range test (`rigbench lr-find`; analysis/lr_find.py).
+- `counting`: facts counted rather than timed: parameters, FLOPs, bytes, data set sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, Field
+
+Source = Literal["protocol", "tracker", "training", "lr_find", "counting"]
+SOURCES: tuple[str, ...] = get_args(Source)
+
+
+def metric(unit: str, source: Source, about: str, default: Any = None) -> Any:
+    """A Metrics field: its default (None: a failed trial has few metrics) with its unit,
+    source and description attached (read back through METRICS)."""
+    return Field(default, description=about, json_schema_extra={"unit": unit, "source": source})
+
+
+class Metrics(BaseModel):
+    """The summary numbers of a trial (all optional: a failed trial has few).
+    Accuracy figures are fractions (0.9 = 90%)."""
+
+    samples_per_s: float | None = metric(
+        "samples/s", "protocol", "throughput: batch / median step time (training: samples / training time)")
+    samples_per_s_ci: tuple[float, float] | None = metric(
+        "samples/s", "protocol", "95% bootstrap CI of samples_per_s [low, high]")
+    step_time_ms_median: float | None = metric("ms", "protocol", "median time of one timed training step")
+    step_time_ms_iqr: float | None = metric("ms", "protocol", "interquartile range of the step times")
+    step_time_cv: float | None = metric("", "protocol", "coefficient of variation of the step times")
+    noisy: bool | None = metric(
+        "", "protocol", "step_time_cv above the noise threshold (analysis/stats.NOISY_CV)")
+    steps_measured: int = metric("steps", "protocol", "timed steps kept", default=0)
+    first_step_s: float | None = metric(
+        "s", "protocol", "the first step alone (compilation, allocation, autotuning)")
+    warmup_s: float | None = metric("s", "protocol", "all untimed warm-up steps, the first included")
+    cpu_util_pct_mean: float | None = metric(
+        "%", "tracker", "trial's process tree CPU use, mean (100 = every logical core busy)")
+    cpu_util_pct_p95: float | None = metric("%", "tracker", "trial's process tree CPU use, 95th percentile")
+    system_cpu_pct_mean: float | None = metric("%", "tracker", "whole machine's CPU use, mean")
+    system_cpu_pct_p95: float | None = metric("%", "tracker", "whole machine's CPU use, 95th percentile")
+    rss_peak_mib: float | None = metric("MiB", "tracker", "peak resident memory of the trial's process tree")
+    gpu_util_pct_mean: float | None = metric("%", "tracker", "GPU busy time (NVML utilisation), mean")
+    gpu_mem_peak_mib: float | None = metric(
+        "MiB", "tracker", "peak GPU memory of the trial's processes (NVML; else device-wide)")
+    allocator_peak_mib: float | None = metric(
+        "MiB", "protocol", "peak memory held by the framework's allocator")
+    params: int | None = metric("parameters", "counting", "trainable parameters of the network")
+    flops_per_sample: float | None = metric(
+        "FLOP", "counting", "training FLOPs per sample (forward + backward)")
+    dataset: str | None = metric(
+        "", "counting", "data set: the workload's reference set, or the one trained on")
+    epoch_seconds: float | None = metric(
+        "s", "protocol", "one epoch of `dataset`: its size / samples_per_s (training runs: measured)")
+    suggested_lr: float | None = metric(
+        "", "lr_find", "the range test's suggested learning rate (docs/STRATEGY.md)")
+    bytes_per_sample: float | None = metric(
+        "bytes", "counting", "estimated device-memory traffic per training sample (roofline)")
+    epochs: int | None = metric("epochs", "training", "epochs trained")
+    accuracy_per_epoch: list[float | None] | None = metric(
+        "fraction", "training", "held-out accuracy after each epoch")
+    final_accuracy: float | None = metric("fraction", "training", "held-out accuracy after the last epoch")
+    best_accuracy: float | None = metric("fraction", "training", "best held-out accuracy over the epochs")
+    target_accuracy: float | None = metric(
+        "fraction", "training", "the accuracy asked for (--target-accuracy)")
+    seconds_to_target: float | None = metric(
+        "s", "training", "training time until held-out accuracy first reached the target")
+    epochs_to_target: int | None = metric(
+        "epochs", "training", "epochs until held-out accuracy first reached the target")
+    train_seconds: float | None = metric(
+        "s", "training", "training time over all epochs, evaluation excluded")
+    eval_seconds: float | None = metric("s", "training", "evaluation time over all epochs")
+    input_fraction: float | None = metric(
+        "fraction", "training", "share of training time waiting for batches")
+    copy_fraction: float | None = metric(
+        "fraction", "training", "share of training time in host-to-device copies")
+    diverged_at_epoch: int | None = metric("epoch", "training", "epoch whose loss became non-finite, if any")
+    step_time_ms_mean: float | None = metric("ms", "protocol", "mean time of one timed training step")
+    final_loss: float | None = metric(
+        "", "protocol", "the last training loss (training runs: last epoch's mean)")
+    dataset_size: int | None = metric("samples", "counting", "training samples in `dataset`")
+    gpu_util_pct_p95: float | None = metric(
+        "%", "tracker", "GPU busy time (NVML utilisation), 95th percentile")
+    gpu_power_w_mean: float | None = metric(
+        "W", "tracker", "GPU board power draw (NVML), mean over the measured window")
+    gpu_power_w_peak: float | None = metric(
+        "W", "tracker", "GPU board power draw (NVML), highest sample in the measured window")
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """One metric as METRICS lists it."""
+
+    name: str
+    unit: str
+    source: Source
+    about: str
+
+
+def _definitions() -> tuple[MetricDef, ...]:
+    defs = []
+    for name, field in Metrics.model_fields.items():
+        extra = field.json_schema_extra
+        if not isinstance(extra, dict) or field.description is None:
+            raise TypeError(f"Metrics.{name} is not declared with metric(...)")
+        source = extra["source"]
+        if source not in SOURCES:
+            raise TypeError(f"Metrics.{name}: unknown source {source!r}")
+        defs.append(MetricDef(name, str(extra["unit"]), source, field.description))  # type: ignore[arg-type]
+    return tuple(defs)
+
+
+#: Every metric, in the order of the row's metric columns.
+METRICS: tuple[MetricDef, ...] = _definitions()
+METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
