@@ -38,6 +38,26 @@ def test_speedups_pair_only_one_configuration():
     assert [(r["speedup"]) for r in rows] == [pytest.approx(10.0), pytest.approx(3.0), pytest.approx(15.0)]
 
 
+#: What `from rigbench import api` offered as one module (api.py) before it became a package.
+PUBLIC_NAMES = """
+    plan_run run RunOutcome plan_train prepare_data workloads_info devices_info framework_devices
+    speedups_over_cpu WHERE_KEYS parse_where select_results report ReportOutcome plan_lr_find
+    plan_scaling default_thread_counts default_precisions calibrate CalibrateOutcome
+    device_calibrations spec_sheet result_roofline roofline this_machine_results compare_published
+    compare CompareOutcome export_bundle import_bundle score ScoreOutcome sweep plan_sweep
+    SweepOutcome find_max_batch MaxBatchOutcome recommend RecommendOutcome UsageError
+""".split()
+
+
+def test_the_api_package_keeps_every_public_name():
+    from rigbench import api
+
+    assert sorted(n for n in PUBLIC_NAMES if not hasattr(api, n)) == []
+    assert set(PUBLIC_NAMES) <= set(api.__all__)
+    # a submodule named like a function would shadow it on the package
+    assert all(callable(getattr(api, n)) for n in ("compare", "score", "roofline", "sweep", "report"))
+
+
 BLOCK_TORCH = """
 import importlib.abc, sys
 class BlockTorch(importlib.abc.MetaPathFinder):
