@@ -9,13 +9,7 @@ from typer.testing import CliRunner
 from rigbench.cli import app
 from rigbench.errors import UsageError
 from rigbench.experiments import devices as experiment_devices
-from rigbench.experiments.sweep import (
-    load_sweep_file,
-    plan_sweep,
-    spec_key,
-    sweep,
-    sweep_spec,
-)
+from rigbench.experiments.sweep import load_sweep_file, plan_sweep, spec_key, sweep, sweep_spec
 from rigbench.spec import MeasureOptions, Result, SweepSpec, TrialSpec
 from rigbench.store import Store
 
