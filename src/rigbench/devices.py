@@ -1,4 +1,5 @@
-"""Framework-free device discovery: what compute hardware this machine has.
+"""This machine's compute devices as one list (the CPU, NVIDIA and AMD GPUs), built from
+the framework-free discovery in hw/.
 
 Used to show GPUs that exist even when no installed framework build can use them (say,
 a CPU-only torch on a machine with an NVIDIA card). Which devices a framework can
@@ -13,9 +14,9 @@ from typing import Any
 
 import psutil
 
-from rigbench.fingerprint import cpu_identity
-from rigbench.trackers.amd import list_amd_gpus
-from rigbench.trackers.nvml import cuda_visible_order, list_gpus, load_nvml
+from rigbench.hw.cpu import cpu_identity
+from rigbench.hw.amd import list_amd_gpus
+from rigbench.hw.nvml import cuda_visible_order, list_gpus, load_nvml
 
 
 def host_devices(env: Mapping[str, str] = os.environ) -> list[dict[str, Any]]:

@@ -1,28 +1,21 @@
 """What machine and software a result came from: `machine_fingerprint()`.
 
-Cheap after the first call: the CPU model and flags come from py-cpuinfo, which takes a
-second or more, so they are cached in a JSON file (see `cache_dir`). Package versions are
-read from installed metadata; no framework is ever imported here.
+The hardware comes from hw/ (the CPU's model and flags are cached there, py-cpuinfo being
+slow); package versions are read from installed metadata; no framework is ever imported here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import os
 import platform
 import socket
-import tempfile
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-import platformdirs
 import psutil
 
-from rigbench.trackers.amd import list_amd_gpus
-from rigbench.trackers.nvml import list_gpus, load_nvml
+from rigbench.hw.amd import list_amd_gpus
+from rigbench.hw.cpu import cpu_identity, flags_hash, key_flags, max_mhz, usable_cores
+from rigbench.hw.nvml import list_gpus, load_nvml
 
 #: The keys of machine_fingerprint()'s result.
 FINGERPRINT_KEYS: tuple[str, ...] = (
@@ -44,26 +37,6 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "nvidia-ml-py": ("nvidia-ml-py",),
 }
 
-#: Reported flag -> spellings that mean it (/proc/cpuinfo and py-cpuinfo differ).
-KEY_FLAGS: dict[str, tuple[str, ...]] = {
-    "avx2": ("avx2",),
-    "fma": ("fma", "fma3"),
-    "avx512f": ("avx512f",),
-    "avx512_bf16": ("avx512_bf16", "avx512bf16"),
-    "amx": ("amx_tile", "amx_bf16", "amx_int8", "amx-tile", "amxtile"),
-    "asimd": ("asimd", "neon"),
-    "sve": ("sve",),
-}
-
-_CPU_CACHE_FILE = "cpu.json"
-
-
-def cache_dir() -> Path:
-    """$RIGBENCH_CACHE_DIR if set, else the platform's user cache dir for rigbench."""
-    override = os.environ.get("RIGBENCH_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("rigbench"))
-
-
 def machine_fingerprint() -> dict[str, Any]:
     """Hardware, OS and package versions of this machine (keys: FINGERPRINT_KEYS).
 
@@ -81,93 +54,15 @@ def machine_fingerprint() -> dict[str, Any]:
         "cpu_model": cpu["model"],
         "cpu_arch": platform.machine(),
         "cpu_flags": key_flags(flags),
-        "cpu_flags_hash": _flags_hash(flags),
+        "cpu_flags_hash": flags_hash(flags),
         "cpu_cores_physical": psutil.cpu_count(logical=False),
         "cpu_cores_logical": psutil.cpu_count(logical=True),
-        "cpu_cores_usable": _usable_cores(),
-        "cpu_max_mhz": _max_mhz(),
+        "cpu_cores_usable": usable_cores(),
+        "cpu_max_mhz": max_mhz(),
         "ram_bytes": psutil.virtual_memory().total,
         "gpus": gpus(),
         "packages": package_versions(),
     }
-
-
-def cpu_identity() -> dict[str, Any]:
-    """{"model": str | None, "flags": list[str]}, from the cache, py-cpuinfo, or the OS.
-
-    A py-cpuinfo answer is cached under `cache_dir()`, keyed by hostname and architecture
-    (a shared home directory may serve several machines). OS fallbacks are not cached, so
-    a transient py-cpuinfo failure does not stick.
-    """
-    key = f"{socket.gethostname()}|{platform.machine()}"
-    path = cache_dir() / _CPU_CACHE_FILE
-    cache = _read_json(path)
-    entry = cache.get(key)
-    if isinstance(entry, dict) and entry.get("model"):
-        return {"model": entry["model"], "flags": list(entry.get("flags") or [])}
-    found = _cpuinfo_identity()
-    if found is None:
-        return _os_cpu_identity()
-    cache[key] = found
-    _write_json(path, cache)
-    return found
-
-
-def _cpuinfo_identity() -> dict[str, Any] | None:
-    try:
-        import cpuinfo
-
-        info = cpuinfo.get_cpu_info()
-    except Exception:  # py-cpuinfo fails on unusual platforms and in some sandboxes
-        return None
-    model = info.get("brand_raw")
-    if not model:
-        return None
-    return {"model": str(model), "flags": sorted(str(f) for f in info.get("flags") or [])}
-
-
-def _os_cpu_identity() -> dict[str, Any]:
-    """Model name and flags from /proc/cpuinfo (Linux), else platform.processor()."""
-    fields: dict[str, str] = {}
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            name, sep, value = line.partition(":")
-            if sep:
-                fields.setdefault(name.strip().lower(), value.strip())
-    model = fields.get("model name") or fields.get("hardware") or platform.processor() or None
-    flags = (fields.get("flags") or fields.get("features") or "").split()
-    return {"model": model, "flags": sorted(flags)}
-
-
-def key_flags(flags: list[str]) -> dict[str, bool | None]:
-    """Presence of the instruction sets that matter for training speed (None if unknown)."""
-    present = {f.lower() for f in flags}
-    return {name: (any(s in present for s in spellings) if present else None)
-            for name, spellings in KEY_FLAGS.items()}
-
-
-def _flags_hash(flags: list[str]) -> str | None:
-    """Short digest of the full flag list: tells apart CPUs with the same model name."""
-    if not flags:
-        return None
-    joined = " ".join(sorted(f.lower() for f in flags))
-    return hashlib.sha256(joined.encode()).hexdigest()[:16]
-
-
-def _usable_cores() -> int | None:
-    """Cores this process may run on (affinity / cpuset), which containers often cut."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # no sched_getaffinity on macOS / Windows
-        return psutil.cpu_count(logical=True)
-
-
-def _max_mhz() -> float | None:
-    try:
-        freq = psutil.cpu_freq()
-    except Exception:  # raises on some VMs and platforms instead of returning None
-        return None
-    return float(freq.max) if freq is not None and freq.max else None
 
 
 def gpus() -> list[dict[str, Any]]:
@@ -189,26 +84,3 @@ def _version(names: tuple[str, ...]) -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return None
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic write (temp file + rename); a cache that cannot be written is skipped."""
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cpu-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)

@@ -3,8 +3,8 @@ that runs, and the probe just above it failed with `oom`."""
 
 import pytest
 
-from rigbench.runner.max_batch import MIB, find_max_batch
-from rigbench.runner.sweep import spec_key
+from rigbench.experiments.max_batch import MIB, find_max_batch
+from rigbench.experiments.sweep import spec_key
 from rigbench.store import Store
 
 pytest.importorskip("torch")

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from rigbench.runner.sweep import spec_key
+from rigbench.experiments.sweep import spec_key
 from rigbench.spec import Result
 
 psutil = pytest.importorskip("psutil")

@@ -10,8 +10,8 @@ from rigbench.api import speedups_over_cpu
 from rigbench.spec import Metrics, Result, TrialSpec
 
 
-def result(device, speed, status="ok", batch=32, precision="fp32"):
-    spec = TrialSpec(workload="cnn", device=device, batch_size=batch, precision=precision)
+def result(device, speed, status="ok", batch=32, precision="fp32", **changes):
+    spec = TrialSpec(workload="cnn", device=device, batch_size=batch, precision=precision, **changes)
     return Result(run_id="r", created_at="t", spec=spec, status=status,
                   metrics=Metrics(samples_per_s=speed))
 
@@ -25,6 +25,37 @@ def test_speedups_pair_same_workload_batch_precision_only():
     ])
     assert [(r["device"], r["precision"], r["speedup"]) for r in rows] == [
         ("cuda:0", "fp32", pytest.approx(15.0)), ("cuda:0", "bf16", pytest.approx(4.0))]
+
+
+def test_speedups_pair_only_one_configuration():
+    """Threads, torch.compile and channels-last are part of the configuration: a GPU trial
+    pairs with the CPU trial that differs from it in the device alone."""
+    rows = speedups_over_cpu([
+        result("cpu", 100.0), result("cpu", 400.0, threads=4), result("cpu", 200.0, compile=True),
+        result("cuda:0", 1000.0), result("cuda:0", 1200.0, threads=4),
+        result("cuda:0", 3000.0, compile=True), result("cuda:0", 5000.0, channels_last=True),
+    ])
+    assert [(r["speedup"]) for r in rows] == [pytest.approx(10.0), pytest.approx(3.0), pytest.approx(15.0)]
+
+
+#: What `from rigbench import api` offered as one module (api.py) before it became a package.
+PUBLIC_NAMES = """
+    plan_run run RunOutcome plan_train prepare_data workloads_info devices_info framework_devices
+    speedups_over_cpu WHERE_KEYS parse_where select_results report ReportOutcome plan_lr_find
+    plan_scaling default_thread_counts default_precisions calibrate CalibrateOutcome
+    device_calibrations spec_sheet result_roofline roofline this_machine_results compare_published
+    compare CompareOutcome export_bundle import_bundle score ScoreOutcome sweep plan_sweep
+    SweepOutcome find_max_batch MaxBatchOutcome recommend RecommendOutcome UsageError
+""".split()
+
+
+def test_the_api_package_keeps_every_public_name():
+    from rigbench import api
+
+    assert sorted(n for n in PUBLIC_NAMES if not hasattr(api, n)) == []
+    assert set(PUBLIC_NAMES) <= set(api.__all__)
+    # a submodule named like a function would shadow it on the package
+    assert all(callable(getattr(api, n)) for n in ("compare", "score", "roofline", "sweep", "report"))
 
 
 BLOCK_TORCH = """

@@ -5,7 +5,7 @@ import pytest
 from rigbench.analysis import recommend as rules
 from rigbench.analysis.recommend import MemoryLimit
 from rigbench.errors import UsageError
-from rigbench.runner.recommend import batch_grid, recommend, stored_limit
+from rigbench.experiments.recommend import batch_grid, recommend, stored_limit
 from rigbench.spec import LrFindOptions, MeasureOptions, Metrics, Result, TrainOptions, TrialSpec
 from rigbench.workloads import get_workload
 

@@ -142,7 +142,7 @@ def stored_trials(tmp_path):
 
 
 def test_roofline_command_and_results_show(tmp_path, monkeypatch):
-    monkeypatch.setattr(api, "spec_sheet", lambda result: None)  # hardware not in the sheets
+    monkeypatch.setattr(rl, "spec_sheet", lambda result: None)  # hardware not in the sheets
     store, ok = stored_trials(tmp_path)
     runner = CliRunner()
     shown = runner.invoke(cli.app, ["roofline", "--db", store.url, "--json"])
@@ -167,7 +167,7 @@ def test_roofline_command_and_results_show(tmp_path, monkeypatch):
 
 
 def test_report_draws_trials_and_ceilings(tmp_path, monkeypatch):
-    monkeypatch.setattr(api, "spec_sheet", lambda result: None)
+    monkeypatch.setattr(rl, "spec_sheet", lambda result: None)
     store, _ = stored_trials(tmp_path)
     results = store.list()
     sections = gather(results, api.device_calibrations(store, results))

@@ -6,6 +6,7 @@ import pytest
 
 from rigbench import api
 from rigbench.analysis.scaling import scaling_table, shi2016_column
+from rigbench.experiments import devices as experiment_devices
 from rigbench.spec import Metrics, Result, TrainOptions, TrialSpec
 
 _ids = iter(range(1, 10_000))
@@ -102,7 +103,7 @@ def test_shi_columns_and_default_lists():
 
 
 def test_plan_scaling_changes_one_knob_per_variant(monkeypatch):
-    monkeypatch.setattr(api, "framework_devices", lambda framework: ["cpu"])
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu"])
     specs = api.plan_scaling("cnn", "cpu", threads=[1, 2], quick=True)
     base, variants = specs[0], specs[1:]
     assert (base.precision, base.threads, base.compile, base.channels_last) == ("fp32", None, False, False)

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rigbench import api
 from rigbench.cli import app
 from rigbench.errors import UsageError
-from rigbench.runner.sweep import load_sweep_file, plan_sweep, spec_key, sweep, sweep_spec
+from rigbench.experiments import devices as experiment_devices
+from rigbench.experiments.sweep import load_sweep_file, plan_sweep, spec_key, sweep, sweep_spec
 from rigbench.spec import MeasureOptions, Result, SweepSpec, TrialSpec
 from rigbench.store import Store
 
@@ -19,7 +19,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "sweep.toml"
 @pytest.fixture(autouse=True)
 def _cpu_only(monkeypatch):
     """Device listing normally asks torch in a child process; here the CPU is the machine."""
-    monkeypatch.setattr(api, "framework_devices", lambda framework: ["cpu"])
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu"])
 
 
 def test_grid_is_the_product_each_point_once():

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from rigbench.hw import nvml as hw_nvml
 from rigbench.trackers import nvml as nv
 from rigbench.trackers.sampler import CHILDREN_REFRESH_S, Tracker
 from rigbench.trackers.summary import MIB, summarize
@@ -153,7 +154,7 @@ def test_tracker_without_working_nvml_samples_cpu_only():
     for nvml in (FakeNVML(os.getpid(), init_fails=True), None):  # None: real pynvml, no GPU here
         samples = _track_self(nvml, gpu_index=0)
         assert samples and "proc_cpu_pct" in samples[0]
-        if nvml is not None or nv.load_nvml() is None:
+        if nvml is not None or hw_nvml.load_nvml() is None:
             assert "gpu_util_pct" not in samples[0]
 
 
@@ -201,18 +202,18 @@ def test_gpu_sample_process_list_cases():
 
 
 def test_load_nvml_and_list_gpus_with_fake():
-    assert nv.load_nvml(FakeNVML(1, init_fails=True)) is None
-    fake = nv.load_nvml(FakeNVML(1))
-    gpus = nv.list_gpus(fake)
+    assert hw_nvml.load_nvml(FakeNVML(1, init_fails=True)) is None
+    fake = hw_nvml.load_nvml(FakeNVML(1))
+    gpus = hw_nvml.list_gpus(fake)
     assert [g["index"] for g in gpus] == [0, 1]
     assert gpus[0] == {"index": 0, "name": "Fake GPU", "memory_bytes": 16 * GIB,
                        "uuid": "GPU-fake-0", "driver": "550.54.15", "cuda_driver": "12.4"}
-    assert nv.list_gpus(None) == []
+    assert hw_nvml.list_gpus(None) == []
 
 
 def test_real_pynvml_degrades_without_gpu():
-    nvml = nv.load_nvml()
-    assert nvml is None or nv.list_gpus(nvml) is not None  # never raises
+    nvml = hw_nvml.load_nvml()
+    assert nvml is None or hw_nvml.list_gpus(nvml) is not None  # never raises
 
 
 @pytest.mark.parametrize("env, n, expected", [
@@ -225,7 +226,7 @@ def test_real_pynvml_degrades_without_gpu():
     ({"CUDA_VISIBLE_DEVICES": "GPU-8f1e-aaaa"}, 1, 1),  # UUIDs: unchanged
 ])
 def test_nvml_index_for_cuda_device(env, n, expected):
-    assert nv.nvml_index_for_cuda_device(n, env=env) == expected
+    assert hw_nvml.nvml_index_for_cuda_device(n, env=env) == expected
 
 
 @pytest.mark.parametrize("env, n", [
@@ -237,7 +238,7 @@ def test_nvml_index_for_cuda_device(env, n, expected):
 ])
 def test_nvml_index_for_invisible_cuda_device_raises(env, n):
     with pytest.raises(ValueError):
-        nv.nvml_index_for_cuda_device(n, env=env)
+        hw_nvml.nvml_index_for_cuda_device(n, env=env)
 
 
 # --- summarize --------------------------------------------------------------------------

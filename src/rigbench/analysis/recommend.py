@@ -41,7 +41,7 @@ ACCURACY_DROP = 0.01
 
 @dataclass(frozen=True)
 class MemoryLimit:
-    """What a max-batch search found on a device (runner.max_batch.MaxBatchOutcome, or its
+    """What a max-batch search found on a device (experiments.max_batch.MaxBatchOutcome, or its
     stored probes)."""
 
     device: str

@@ -18,6 +18,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rigbench.analysis.specs import peak_flops, spec_sheet
+from rigbench.spec import Result
+from rigbench.workloads import get_workload
+
 #: Bytes per parameter the optimiser reads or writes: fp32 master weights, whatever the
 #: trial's precision (autocast keeps parameters and optimiser state in fp32).
 PARAM_BYTES = 4
@@ -155,3 +159,19 @@ def trial_roofline(*, precision: str, batch_size: int, samples_per_s: float | No
             why = calibration.get("unsupported", {}).get(precision)
             notes.append(f"no calibrated {precision} peak" + (f" ({why})" if why else ""))
     return TrialRoofline(achieved, flops, moved, ai, spec, calibrated, notes)
+
+
+def result_roofline(result: Result, calibration: dict[str, Any] | None) -> TrialRoofline:
+    """The TrialRoofline of one stored result, against its device's spec sheet and
+    `calibration` (its device's latest, store/calibrations.device_calibrations, or None)."""
+    sheet = spec_sheet(result)
+    m, precision = result.metrics, result.spec.precision
+    return trial_roofline(
+        precision=precision, batch_size=result.spec.batch_size, samples_per_s=m.samples_per_s,
+        flops_per_sample=m.flops_per_sample, bytes_per_sample=m.bytes_per_sample, params=m.params,
+        optimizer=get_workload(result.spec.workload).optimizer,
+        spec_name=sheet.name if sheet else None,
+        spec_peak=peak_flops(sheet, precision) if sheet else None,
+        spec_bandwidth=sheet.memory_bandwidth_gbs * 1e9 if sheet and sheet.memory_bandwidth_gbs else None,
+        calibration=calibration,
+    )

@@ -23,6 +23,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from rigbench.spec import Result
+
 PRECISION_KEYS = ("fp32", "tf32", "fp16", "bf16")
 KINDS = ("gpu", "cpu")
 VENDORS = ("NVIDIA", "AMD", "Intel", "Apple")
@@ -204,3 +206,11 @@ def peak_flops(spec: HardwareSpec, precision: str) -> float | None:
     tflops = spec.peak_tflops.get(precision)
     # Through the decimal text, so 66.9 TFLOP/s is exactly 6.69e13 (66.9 * 1e12 is 6.690000000000001e13).
     return None if tflops is None else float(f"{tflops!r}e12")
+
+
+def spec_sheet(result: Result) -> HardwareSpec | None:
+    """The spec-sheet row of the device a result ran on, or None (no device name, or
+    hardware not in the sheets)."""
+    if not result.device_name:
+        return None
+    return lookup(result.device_name, kind="cpu" if result.spec.device == "cpu" else "gpu")

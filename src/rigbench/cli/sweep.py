@@ -17,9 +17,9 @@ from rich.table import Table
 from rigbench.cli.common import DB_HELP, _check_precision, app, err, handles_usage_errors, out
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
-from rigbench.runner.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
-from rigbench.runner.sweep import SweepOutcome, load_sweep_file, plan_sweep, spec_key, stored_results, sweep_spec
-from rigbench.runner.sweep import sweep as run_sweep
+from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
+from rigbench.experiments.sweep import SweepOutcome, load_sweep_file, plan_sweep, spec_key, stored_results, sweep_spec
+from rigbench.experiments.sweep import sweep as run_sweep
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url

@@ -19,7 +19,7 @@ from rigbench.data.errors import ChecksumError, DownloadError
 from rigbench.data.hashing import file_digests, first_mismatch
 from rigbench.data.registry import DatasetInfo, RemoteFile, get_dataset
 from rigbench.errors import UsageError
-from rigbench.fingerprint import cache_dir
+from rigbench.paths import cache_dir
 
 #: progress(filename, bytes_done, bytes_total_or_None) while downloading.
 FileProgress = Callable[[str, int, int | None], None]

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from rigbench import api
+from rigbench.analysis.roofline import result_roofline
+from rigbench.analysis.speedups import speedups_over_cpu
 from rigbench.spec import Result
 
 #: Series colours, in order, shared by the page and the PNGs so that both read alike.
@@ -228,7 +229,7 @@ def batch_charts(results: Sequence[Result]) -> list[Chart]:
 
 def speedup_charts(results: Sequence[Result]) -> list[Chart]:
     """Each device's samples/s over the CPU's, per workload and batch size (bars)."""
-    rows = api.speedups_over_cpu(_ok(results))
+    rows = speedups_over_cpu(_ok(results))
     if not rows:
         return []
     precisions = {row["precision"] for row in rows}
@@ -459,7 +460,7 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
     workload/framework/device (points in batch order), and each device's ceilings."""
     points = []
     for r in _ok(results):
-        roof = api.result_roofline(r, calibrations.get(r.device_name or ""))
+        roof = result_roofline(r, calibrations.get(r.device_name or ""))
         if roof.achieved_flops and roof.intensity:
             points.append((r, roof))
     if not points:
@@ -519,7 +520,7 @@ SECTIONS: tuple[Section, ...] = (
 def gather(results: Sequence[Result], calibrations: dict[str, dict[str, Any]] | None = None,
            ) -> list[tuple[Section, list[Chart]]]:
     """The sections that have at least one chart, with their charts, in page order.
-    `calibrations`: device name -> its latest calibration (api.device_calibrations)."""
+    `calibrations`: device name -> its latest calibration (store/calibrations.device_calibrations)."""
     out = []
     for section in SECTIONS:
         extra = (calibrations or {},) if section.uses_calibrations else ()

@@ -1,92 +1,20 @@
-"""`rigbench calibrate`, parent side: measure each device in a child process, store it.
+"""`rigbench calibrate`, child side: `python -m rigbench.runner.calibrate REQUEST_JSON OUT_PATH`.
 
-The child, `python -m rigbench.runner.calibrate REQUEST_JSON OUT_PATH`, imports the
-framework adapter, runs its `calibrate_device` (frameworks/torch/calibrate.py) and writes the
-measurements as JSON to OUT_PATH; progress lines go to its stderr. As for trials, the
-framework (and a GPU context) never enters the CLI's process.
+Imports the framework adapter, runs its `calibrate_device` (frameworks/torch/calibrate.py) and
+writes the measurements as JSON to OUT_PATH (atomically); progress lines go to stderr, each
+starting with PROGRESS_PREFIX. The parent side is experiments/calibrate.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import threading
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
 from rigbench.errors import UsageError
-from rigbench.store import Store
-from rigbench.store.calibrations import add_calibration
 
-#: A full calibration of a slow device (a CPU doing fp16 without hardware support) takes
-#: about a minute; this only stops a hung child.
-CALIBRATE_TIMEOUT_S = 1800.0
-_PROGRESS = "progress: "
-
-
-def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], quick: bool = False,
-                       threads: int | None = None, on_progress: Callable[[str], None] | None = None,
-                       timeout_s: float = CALIBRATE_TIMEOUT_S) -> dict[str, Any]:
-    """One device's calibration dict from a child process; on failure a dict with `error`
-    (the child's last stderr line) and no measurements. A device the framework does not
-    have is a UsageError (the child checks it, which saves a probe process)."""
-    request = {"framework": framework, "device": device, "precisions": list(precisions),
-               "quick": quick, "threads": threads}
-    with tempfile.TemporaryDirectory(prefix="rigbench-calibrate-") as tmp:
-        out_path = Path(tmp) / "calibration.json"
-        cmd = [sys.executable, "-m", "rigbench.runner.calibrate", json.dumps(request), str(out_path)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        timer = threading.Timer(timeout_s, proc.kill)
-        timer.start()
-        other: list[str] = []
-        try:
-            for line in proc.stderr:  # type: ignore[union-attr]
-                line = line.rstrip("\n")
-                if line.startswith(_PROGRESS):
-                    if on_progress:
-                        on_progress(line[len(_PROGRESS):])
-                elif line.strip():
-                    other.append(line)
-            proc.wait()
-        finally:
-            timer.cancel()
-            if proc.poll() is None:  # Ctrl-C in the parent: do not leave the child measuring
-                proc.kill()
-                proc.wait()
-        if out_path.exists() and proc.returncode == 0:
-            found = json.loads(out_path.read_text(encoding="utf-8"))
-            if "usage_error" in found:
-                raise UsageError(found["usage_error"])
-            return found
-    if proc.returncode in (-9, 137) and not other:
-        why = f"killed after {timeout_s:.0f} s" if timer.finished.is_set() else "killed (signal 9)"
-    else:
-        why = other[-1] if other else f"exit code {proc.returncode}"
-    return {"device": device, "device_name": None, "measurements": [], "error": why}
-
-
-def calibrate_devices(store: Store, add_run: Callable[[], str], created_at: Callable[[], str],
-                      framework: str, devices: Sequence[str], precisions: Sequence[str],
-                      quick: bool = False, threads: int | None = None,
-                      on_device: Callable[[str], None] | None = None,
-                      on_progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Calibrate each device in turn (one child each), storing each as soon as it is measured
-    under the run that `add_run()` records (once, before the first calibration is stored)."""
-    done = []
-    run_id = None
-    for device in devices:
-        if on_device:
-            on_device(device)
-        found = calibrate_in_child(framework, device, precisions, quick, threads, on_progress)
-        if not found.get("error"):
-            run_id = run_id or add_run()
-            add_calibration(store, run_id, created_at(), found)
-        done.append(found)
-    return done
+#: Marks a progress line on the child's stderr (the parent passes the rest on).
+PROGRESS_PREFIX = "progress: "
 
 
 def main(argv: list[str]) -> int:
@@ -98,7 +26,7 @@ def main(argv: list[str]) -> int:
     adapter = load_adapter(request["framework"])
 
     def progress(text: str) -> None:
-        print(_PROGRESS + text, file=sys.stderr, flush=True)
+        print(PROGRESS_PREFIX + text, file=sys.stderr, flush=True)
 
     try:
         found = adapter.calibrate_device(request["device"], request["precisions"], quick=request["quick"],

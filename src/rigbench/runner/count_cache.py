@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from rigbench import __version__
-from rigbench.fingerprint import cache_dir
+from rigbench.paths import cache_dir
 from rigbench.workloads import Workload
 
 

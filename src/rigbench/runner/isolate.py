@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigbench.spec import ChildReport, TrialSpec
-from rigbench.trackers.nvml import nvml_index_for_cuda_device
+from rigbench.hw.nvml import nvml_index_for_cuda_device
 from rigbench.trackers.sampler import Tracker
 
 #: Characters of the child's stderr kept when it dies without a report.

@@ -6,10 +6,12 @@ Values are kept in SI base units (FLOP/s, B/s); the terminal shows TFLOP/s and G
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import insert, select
 
+from rigbench.spec import Result
 from rigbench.store.db import Store
 from rigbench.store.schema import calibrations
 
@@ -93,3 +95,10 @@ def latest_calibration(store: Store, device_name: str) -> dict[str, Any] | None:
         out["device"] = max(used, key=lambda r: r["id"])["device"]
         out["run_ids"] = list(dict.fromkeys(r["run_id"] for r in used))
     return out
+
+
+def device_calibrations(store: Store, results: Sequence[Result]) -> dict[str, dict[str, Any]]:
+    """device name -> its latest calibration, for the devices of `results` that have one."""
+    names = dict.fromkeys(r.device_name for r in results if r.device_name)
+    found = {name: latest_calibration(store, name) for name in names}
+    return {name: cal for name, cal in found.items() if cal is not None}

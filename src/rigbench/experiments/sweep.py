@@ -19,6 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from rigbench.errors import UsageError
+from rigbench.experiments.execute import run
+from rigbench.experiments.plan import plan_run
 from rigbench.spec import Result, SweepSpec, TrialSpec
 from rigbench.store import Store
 
@@ -64,11 +66,9 @@ def spec_key(spec: TrialSpec) -> str:
 
 
 def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
-    """Every grid point, each once: workloads x devices x batch sizes (as `api.plan_run`
+    """Every grid point, each once: workloads x devices x batch sizes (as `plan_run`
     makes them) x precisions x threads x learning rates x compile x channels-last."""
-    from rigbench import api  # here, not at the top: api re-exports this module's functions
-
-    base = api.plan_run(
+    base = plan_run(
         workloads=sweep.workloads, devices=sweep.devices, batch_sizes=sweep.batch_sizes,
         framework=sweep.framework, steps=sweep.steps, seconds=sweep.seconds, quick=sweep.quick,
         memory_limit_bytes=sweep.memory_limit, timeout_s=sweep.timeout,
@@ -129,8 +129,6 @@ def sweep(
     """Run a sweep (a SweepSpec, or an already planned grid); with `resume`, skip the
     points that already have a stored result. `on_plan(pending, skipped)` is called once
     before the first trial; the trial callbacks count within `pending`."""
-    from rigbench import api
-
     grid = plan_sweep(sweep) if isinstance(sweep, SweepSpec) else list(sweep)
     store = Store(db)
     stored = stored_results(store, grid) if resume else {}
@@ -140,7 +138,7 @@ def sweep(
         on_plan(pending, skipped)
     outcome = SweepOutcome(run_id=None, db_url=store.url, grid=grid, skipped=skipped)
     if pending:
-        done = api.run(pending, db=db, command=command, on_trial_start=on_trial_start,
+        done = run(pending, db=db, command=command, on_trial_start=on_trial_start,
                        on_trial_end=on_trial_end)
         outcome.run_id, outcome.results, outcome.interrupted = done.run_id, done.results, done.interrupted
     return outcome

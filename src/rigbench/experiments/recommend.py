@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib.util
 import shlex
 import sys
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,10 +30,13 @@ from rigbench.analysis import recommend as rules
 from rigbench.analysis.recommend import Line, MemoryLimit
 from rigbench.analysis.scaling import changed_knobs, is_speed_trial
 from rigbench.errors import UsageError
+from rigbench.experiments import max_batch
+from rigbench.experiments.devices import chosen_devices, normalise_device
+from rigbench.experiments.execute import start_run
+from rigbench.experiments.plan import prepare_data
+from rigbench.experiments.scaling import default_thread_counts
 from rigbench.fingerprint import machine_fingerprint
 from rigbench.frameworks import check_framework
-from rigbench.runner import max_batch
-from rigbench.timestamps import now_iso
 from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.store import Store
@@ -90,7 +92,6 @@ def precision_checks(device: str) -> list[str]:
 
 def offline_dataset(workload: str) -> str | None:
     """The first real data set the workload accepts whose files are here (never downloads)."""
-    from rigbench import api
     from rigbench.data import accepted_datasets
     from rigbench.data.errors import ChecksumError, CorruptFileError
 
@@ -100,7 +101,7 @@ def offline_dataset(workload: str) -> str | None:
         if name == "digits" and importlib.util.find_spec("sklearn") is None:
             continue
         try:
-            return api.prepare_data(workload, name, download=False)
+            return prepare_data(workload, name, download=False)
         except (UsageError, ChecksumError, CorruptFileError, OSError):
             continue
     return None
@@ -169,8 +170,7 @@ class _Session:
         self.outcome.ran.append(f"{what}: {why}")
         self.on_note(f"running {what}: {why}")
         if self.outcome.run_id is None:
-            self.outcome.run_id = uuid.uuid4().hex[:12]
-            self.store.add_run(self.outcome.run_id, now_iso(), shlex.join(sys.argv), machine_fingerprint())
+            self.outcome.run_id = start_run(self.store)
         session = run_trials(specs, self.store, self.outcome.run_id,
                              on_trial_end=lambda _i, r: self.on_trial_end(r))
         self.new += session.results
@@ -192,8 +192,6 @@ def recommend(
     """Recommend device, batch size, learning rate, precision, threads and loader workers for
     `workload`, from stored results of this machine plus (unless `run_missing` is false) the
     measurements still missing. `batch_sizes` replaces the default grid (`batch_grid`)."""
-    from rigbench import api
-
     ref, options = parse_workload_ref(workload)
     if dataset_size is not None and dataset_size < 1:
         raise UsageError("--dataset-size must be at least 1")
@@ -201,13 +199,13 @@ def recommend(
     stored = [r for r in store.list(workload=ref.name)
               if r.spec.workload_options == options and r.spec.framework == framework]
     stored, others = this_machine(store, stored)
-    if run_missing and [api._normalise_device(d) for d in devices] == ["cpu"]:
+    if run_missing and [normalise_device(d) for d in devices] == ["cpu"]:
         check_framework(framework)  # the CPU is always there: no device probe (a child process)
         chosen = ["cpu"]
     elif run_missing:
-        chosen = api._chosen_devices(framework, devices, default=None)
+        chosen = chosen_devices(framework, devices, default=None)
     else:
-        chosen = [api._normalise_device(d) for d in devices] or list(dict.fromkeys(
+        chosen = [normalise_device(d) for d in devices] or list(dict.fromkeys(
             r.spec.device for r in stored if rules.timed(r)))
     outcome = RecommendOutcome(workload, chosen, [], other_machines=others, db_url=store.url)
     run = _Session(store, run_missing, outcome, on_note, on_trial_end)
@@ -250,7 +248,7 @@ def recommend(
         if device == "cpu":
             counts = {n for n in (r.threads for r in rules._at(results, device, batch, None)
                                   + rules._at(results, device, batch, "threads") if rules.timed(r)) if n}
-            todo_threads = [t for t in api.default_thread_counts() if t not in counts]
+            todo_threads = [t for t in default_thread_counts() if t not in counts]
             run.measure(f"threads {', '.join(map(str, todo_threads))} on {device} at b{batch}",
                         "thread counts not measured at the chosen batch",
                         [spec(device, batch, threads=t) for t in todo_threads])

@@ -26,21 +26,19 @@ more (vector units and tensor cores work in multiples of 8; rounding down only l
 from __future__ import annotations
 
 import math
-import shlex
-import sys
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import psutil
 
 from rigbench.errors import UsageError
-from rigbench.fingerprint import machine_fingerprint
-from rigbench.timestamps import now_iso
+from rigbench.experiments.devices import chosen_devices, devices_info
+from rigbench.experiments.execute import start_run
 from rigbench.runner.session import run_trials
 from rigbench.spec import PRECISIONS, MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.units import format_bytes
+from rigbench.workloads import parse_workload_ref
 
 MIB = 2**20
 #: CPU default limit: this fraction of the RAM available when the search starts, so that
@@ -177,8 +175,6 @@ def memory_metric(device: str, probes: Sequence[Result]) -> str:
 
 
 def _limit(device: str, framework: str, memory_limit_bytes: int | None) -> tuple[int | None, str]:
-    from rigbench import api
-
     if device == "cpu":
         if memory_limit_bytes:
             return memory_limit_bytes, "--memory-limit"
@@ -189,7 +185,7 @@ def _limit(device: str, framework: str, memory_limit_bytes: int | None) -> tuple
     if memory_limit_bytes:
         raise UsageError(f"--memory-limit caps host memory and applies to the CPU only; on "
                          f"{device} the limit is the device's memory")
-    for dev in api.devices_info():
+    for dev in devices_info():
         if dev["id"] == device and dev.get("memory_bytes"):
             return int(dev["memory_bytes"]), "the device's memory"
     return None, "unknown (the device does not report its memory)"
@@ -206,9 +202,6 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     limit (module docstring: search, statuses, model, recommendation). Every probe is
     stored in `db` under one run. Ctrl-C ends the search with what was found so far
     (`interrupted`). Raises UsageError for bad input."""
-    from rigbench import api
-    from rigbench.workloads import parse_workload_ref
-
     if precision not in PRECISIONS:
         raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if start < 1 or max_batch < start:
@@ -218,7 +211,7 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     if not 0 <= margin < 1:
         raise UsageError(f"--margin must be from 0 up to (not including) 1, got {margin}")
     ref, options = parse_workload_ref(workload)
-    (device,) = api._chosen_devices(framework, [device], default=None)
+    (device,) = chosen_devices(framework, [device], default=None)
     limit, limit_source = _limit(device, framework, memory_limit_bytes)
     measure = MeasureOptions.quick(
         min_steps=PROBE_STEPS, min_seconds=0.0,
@@ -226,8 +219,7 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
         **({"timeout_s": timeout_s} if timeout_s else {}),
     )
     store = Store(db)
-    run_id = uuid.uuid4().hex[:12]
-    store.add_run(run_id, now_iso(), command or shlex.join(sys.argv), machine_fingerprint())
+    run_id = start_run(store, command)
     outcome = MaxBatchOutcome(
         workload=workload, device=device, precision=precision, limit_bytes=limit, probes=[],
         largest_ok=None, smallest_oom=None, fixed_bytes=None, per_sample_bytes=None,

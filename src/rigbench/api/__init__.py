@@ -1,0 +1,57 @@
+"""The library API. The CLI is a thin layer over these functions.
+
+    from rigbench import api
+    specs = api.plan_run(workloads=["cnn"], devices=["cpu"], batch_sizes=[32, 128])
+    outcome = api.run(specs, db="results.db")
+
+The orchestration over many trials lives one layer down in `rigbench.experiments` (plans,
+runs, sweeps, max-batch, lr-find, scaling, recommend, calibrate) and is offered here under
+the same names; the modules of this package add what only reads: `info` (workloads,
+devices), `results` (choosing stored results, the report), `calibration` (roofline),
+`comparison` (published tables, compare, bundles), `scoring` (the score).
+"""
+
+from __future__ import annotations
+
+from rigbench.analysis.roofline import result_roofline
+from rigbench.analysis.specs import spec_sheet
+from rigbench.analysis.speedups import speedups_over_cpu
+from rigbench.api.calibration import roofline
+from rigbench.api.comparison import (CompareOutcome, compare, compare_published, export_bundle,
+                                     import_bundle, this_machine_results)
+from rigbench.api.info import workloads_info
+from rigbench.api.results import WHERE_KEYS, ReportOutcome, parse_where, report, select_results
+from rigbench.api.scoring import ScoreOutcome, score
+from rigbench.errors import UsageError
+from rigbench.experiments.calibrate import CalibrateOutcome, calibrate
+from rigbench.experiments.devices import devices_info, framework_devices
+from rigbench.experiments.execute import RunOutcome, run
+from rigbench.experiments.lr_find import plan_lr_find
+from rigbench.experiments.max_batch import MaxBatchOutcome, find_max_batch
+from rigbench.experiments.plan import plan_run, plan_train, prepare_data
+from rigbench.experiments.recommend import RecommendOutcome, recommend
+from rigbench.experiments.scaling import default_precisions, default_thread_counts, plan_scaling
+from rigbench.experiments.sweep import SweepOutcome, plan_sweep, sweep
+from rigbench.spec import MeasureOptions, Result, TrialSpec
+from rigbench.store import Store
+from rigbench.store.calibrations import device_calibrations
+
+__all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
+    # running trials (experiments/plan.py, execute.py)
+    "plan_run", "run", "RunOutcome", "plan_train", "prepare_data",
+    # this machine (api/info.py, experiments/devices.py)
+    "workloads_info", "devices_info", "framework_devices",
+    # stored results and the report (api/results.py)
+    "WHERE_KEYS", "parse_where", "select_results", "report", "ReportOutcome", "speedups_over_cpu",
+    # strategies over many trials (experiments/)
+    "sweep", "plan_sweep", "SweepOutcome", "find_max_batch", "MaxBatchOutcome",
+    "plan_lr_find", "plan_scaling", "default_thread_counts", "default_precisions",
+    "recommend", "RecommendOutcome",
+    # ceilings (experiments/calibrate.py, api/calibration.py)
+    "calibrate", "CalibrateOutcome", "device_calibrations", "spec_sheet", "result_roofline", "roofline",
+    # against known results (api/comparison.py, api/scoring.py)
+    "this_machine_results", "compare_published", "compare", "CompareOutcome",
+    "export_bundle", "import_bundle", "score", "ScoreOutcome",
+    # the types the functions take and give
+    "UsageError", "TrialSpec", "MeasureOptions", "Result", "Store",
+]

@@ -1,0 +1,133 @@
+"""Against known results (issue 5): published tables, run against run, results bundles.
+Imports are local so that `import rigbench.api` stays cheap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rigbench.api.results import WHERE_KEYS, parse_where
+from rigbench.errors import UsageError
+from rigbench.spec import Result
+from rigbench.store import Store
+
+
+def this_machine_results(store: Store) -> list[Result]:
+    """Stored results (without raw samples) of runs made on this machine: same hostname and
+    CPU model as now. Imported results from other machines are left out."""
+    import socket
+
+    from rigbench.hw.cpu import cpu_identity
+    from rigbench.store.bundle import stored_runs
+
+    host, cpu = socket.gethostname(), cpu_identity()["model"]
+    mine = {r.id for r in stored_runs(store)
+            if r.machine.get("hostname") == host and r.machine.get("cpu_model") == cpu}
+    return [r for r in store.list() if r.run_id in mine]
+
+
+def compare_published(db: str | None = None, sources: Sequence[str] = (), run_ids: Sequence[str] = (),
+                      all_frameworks: bool = False) -> Any:
+    """This machine's results (or those of `run_ids`) beside the published tables
+    (analysis/published.py); returns a PublishedComparison."""
+    from rigbench.analysis.published import SOURCES, peak_resolver
+    from rigbench.analysis.published import compare_published as _compare
+
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise UsageError(f"unknown published source {unknown[0]!r}: choose from {', '.join(SOURCES)}")
+    store = Store(db)
+    if run_ids:
+        results = [r for run_id in dict.fromkeys(run_ids) for r in store.list(run_id=run_id)]
+        if not results:
+            raise UsageError(f"no results stored for --run {', '.join(run_ids)} in {store.url}")
+    else:
+        results = this_machine_results(store)
+    return _compare(results, sources, peak_resolver(store), all_frameworks=all_frameworks)
+
+
+@dataclass
+class CompareOutcome:
+    """`rigbench compare A B`: the pairs and what each side was."""
+
+    pairs: list[Any]             # analysis.compare.Pair
+    label_a: str
+    label_b: str
+    same_machine: bool
+    machine_a: str
+    machine_b: str
+
+
+def side_results(store: Store, ref: str | None, where: Sequence[str], name: str) -> tuple[list[Result], dict[str, Any], str]:
+    """Results with raw samples for one side of `compare`: a run id, a bundle file or all
+    stored results, filtered by --where; with the machine of each run."""
+    from pathlib import Path
+
+    from rigbench.store.bundle import load_bundle
+
+    accepted = parse_where(where)
+    machines: dict[str, Any] = {}
+    if ref is not None and Path(ref).is_file():
+        bundle = load_bundle(ref)
+        results = [r for r in bundle.results if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]
+        machines = {r.id: r.machine for r in bundle.runs}
+        label = f"bundle {ref}"
+    else:
+        listed = store.list(run_id=ref) if ref is not None else store.list()
+        if ref is not None and not listed:
+            raise UsageError(f"{name}: no run {ref!r} in {store.url} and no such file: "
+                             f"see `rigbench results list`")
+        listed = [r for r in listed if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]
+        results = [full for r in listed if r.id is not None and (full := store.get(r.id)) is not None]
+        machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}
+        label = f"run {ref}" if ref is not None else "all stored results"
+    if where:
+        label += " where " + " ".join(where)
+    if not results:
+        raise UsageError(f"{name}: no results in {label}")
+    return results, machines, label
+
+
+def machine_text(machines: dict[str, Any]) -> str:
+    """`host (cpu model)` of each distinct machine, sorted; "unknown machine" for none."""
+    names = {f"{m.get('hostname')} ({m.get('cpu_model')})" for m in machines.values() if m}
+    return ", ".join(sorted(names)) or "unknown machine"
+
+
+def compare(a: str | None = None, b: str | None = None, db: str | None = None,
+            where_a: Sequence[str] = (), where_b: Sequence[str] = (),
+            across_versions: bool = False) -> CompareOutcome:
+    """Line up the trials of A and B (run ids, bundle files, or --where filters over the
+    stored results) and judge each pair (analysis/compare.py)."""
+    from rigbench.analysis.compare import compare_results
+
+    if a is None and not where_a or b is None and not where_b:
+        raise UsageError("give two runs (rigbench compare RUN_A RUN_B) or filters for both sides "
+                         "(--where-a KEY=VALUE --where-b KEY=VALUE)")
+    store = Store(db)
+    results_a, machines_a, label_a = side_results(store, a, where_a, "A")
+    results_b, machines_b, label_b = side_results(store, b, where_b, "B")
+
+    def ident(machines: dict[str, Any]) -> set[tuple]:
+        return {(m.get("hostname"), m.get("cpu_model")) for m in machines.values() if m}
+
+    same = ident(machines_a) == ident(machines_b) and len(ident(machines_a)) == 1
+    pairs = compare_results(results_a, results_b, same_machine=same, across_versions=across_versions)
+    return CompareOutcome(pairs, label_a, label_b, same, machine_text(machines_a), machine_text(machines_b))
+
+
+def export_bundle(db: str | None = None, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
+    """A full-fidelity results bundle (store/bundle.py) of `run_ids` (default: every run)."""
+    from rigbench.store.bundle import export_bundle as _export
+
+    return _export(Store(db), run_ids)
+
+
+def import_bundle(path: str, db: str | None = None) -> Any:
+    """Validate a bundle file completely, then add its runs and results (ImportOutcome)."""
+    from rigbench.store.bundle import import_bundle as _import
+    from rigbench.store.bundle import load_bundle
+
+    bundle = load_bundle(path)  # all checks before the database is even opened
+    return _import(Store(db), bundle)

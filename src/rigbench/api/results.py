@@ -1,0 +1,103 @@
+"""Choosing stored results (`--run`, `--where`) and the HTML report (`rigbench report`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rigbench.errors import UsageError
+from rigbench.spec import Result
+from rigbench.store import Store
+from rigbench.store.calibrations import device_calibrations
+
+#: `--where KEY=VALUE` keys and how each reads a Result.
+WHERE_KEYS: dict[str, Callable[[Result], Any]] = {
+    "workload": lambda r: r.spec.workload,
+    "device": lambda r: r.spec.device,
+    "framework": lambda r: r.spec.framework,
+    "precision": lambda r: r.spec.precision,
+    "status": lambda r: r.status,
+    "batch_size": lambda r: str(r.spec.batch_size),
+}
+
+
+def parse_where(filters: Sequence[str]) -> dict[str, set[str]]:
+    """`["device=cpu", "workload=cnn", "workload=mlp"]` -> {key: accepted values}. A key
+    given twice accepts either value; different keys must all match."""
+    accepted: dict[str, set[str]] = {}
+    for text in filters:
+        key, sep, value = text.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not value:
+            raise UsageError(f"--where {text!r} must be KEY=VALUE, e.g. --where device=cpu")
+        if key not in WHERE_KEYS:
+            raise UsageError(f"unknown --where key {key!r}: use {', '.join(WHERE_KEYS)}")
+        if key == "batch_size" and not value.isdigit():
+            raise UsageError(f"--where {text!r}: batch_size must be a whole number")
+        accepted.setdefault(key, set()).add(str(int(value)) if key == "batch_size" else value)
+    return accepted
+
+
+@dataclass
+class ReportOutcome:
+    """What `report` wrote: the page, how many trials it covers, its chart ids, the PNGs."""
+
+    path: str
+    trials: int
+    charts: list[str]
+    pngs: list[str]
+    size_bytes: int
+
+
+def select_results(store: Store, run_ids: Sequence[str] = (), where: Sequence[str] = ()) -> list[Result]:
+    """Stored results of `run_ids` (default: all) that match every `--where`, oldest first;
+    UsageError when a run has no results or nothing matches."""
+    accepted = parse_where(where)
+    results: list[Result] = []
+    for run_id in dict.fromkeys(run_ids) or [None]:
+        found = store.list(run_id=run_id)
+        if run_id is not None and not found:
+            raise UsageError(f"no results stored for --run {run_id!r} in {store.url}: "
+                             f"see `rigbench results list`")
+        results.extend(found)
+    results.sort(key=lambda r: r.id or 0)
+    results = [r for r in results if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]
+    if not results and not where:
+        raise UsageError(f"no results stored in {store.url}: run `rigbench run` first")
+    if not results:
+        scope = f"runs {', '.join(run_ids)}" if run_ids else "the database"
+        raise UsageError(f"no results in {scope} ({store.url}) match "
+                         f"{' '.join(f'--where {w}' for w in where)}")
+    return results
+
+
+def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
+           where: Sequence[str] = (), png_dir: str | None = None) -> ReportOutcome:
+    """Write the self-contained HTML report of the stored results of `run_ids` (default:
+    all) that match `where` to `out`, and with `png_dir` each chart as a PNG there."""
+    parse_where(where)  # a bad filter fails before anything is imported or read
+    try:  # optional dependencies: only the report needs them
+        from rigbench.reports import html
+        if png_dir is not None:
+            from rigbench.reports import png
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("plotly", "jinja2", "markupsafe", "matplotlib"):
+            raise UsageError(f"the report needs {exc.name.split('.')[0]}: "
+                             f"pip install 'rigbench[report]'") from None
+        raise
+    store = Store(db)
+    results = select_results(store, run_ids, where)
+    machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}
+    page, charts = html.render(results, machines, filters=list(where),
+                               calibrations=device_calibrations(store, results))
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(page)
+    except OSError as exc:
+        raise UsageError(f"cannot write --out {out}: {exc.strerror}") from None
+    try:
+        pngs = [str(p) for p in png.write_pngs(charts, png_dir)] if png_dir is not None else []
+    except OSError as exc:
+        raise UsageError(f"cannot write --png {png_dir}: {exc.strerror}") from None
+    return ReportOutcome(str(out), len(results), [c.id for c in charts], pngs, len(page.encode()))

@@ -1,0 +1,130 @@
+"""`rigbench calibrate`, parent side: measure each device in a child process, store it.
+
+The child is `python -m rigbench.runner.calibrate REQUEST_JSON OUT_PATH` (runner/calibrate.py):
+it imports the framework adapter, runs its `calibrate_device` and writes the measurements as
+JSON to OUT_PATH; progress lines go to its stderr. As for trials, the framework (and a GPU
+context) never enters the CLI's process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rigbench.errors import UsageError
+from rigbench.experiments.devices import framework_devices, normalise_device
+from rigbench.experiments.execute import new_run_id, start_run
+from rigbench.frameworks import check_framework
+from rigbench.runner.calibrate import PROGRESS_PREFIX
+from rigbench.spec import PRECISIONS
+from rigbench.store import Store
+from rigbench.store.calibrations import add_calibration
+from rigbench.timestamps import now_iso
+
+#: A full calibration of a slow device (a CPU doing fp16 without hardware support) takes
+#: about a minute; this only stops a hung child.
+CALIBRATE_TIMEOUT_S = 1800.0
+
+
+def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], quick: bool = False,
+                       threads: int | None = None, on_progress: Callable[[str], None] | None = None,
+                       timeout_s: float = CALIBRATE_TIMEOUT_S) -> dict[str, Any]:
+    """One device's calibration dict from a child process; on failure a dict with `error`
+    (the child's last stderr line) and no measurements. A device the framework does not
+    have is a UsageError (the child checks it, which saves a probe process)."""
+    request = {"framework": framework, "device": device, "precisions": list(precisions),
+               "quick": quick, "threads": threads}
+    with tempfile.TemporaryDirectory(prefix="rigbench-calibrate-") as tmp:
+        out_path = Path(tmp) / "calibration.json"
+        cmd = [sys.executable, "-m", "rigbench.runner.calibrate", json.dumps(request), str(out_path)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        timer = threading.Timer(timeout_s, proc.kill)
+        timer.start()
+        other: list[str] = []
+        try:
+            for line in proc.stderr:  # type: ignore[union-attr]
+                line = line.rstrip("\n")
+                if line.startswith(PROGRESS_PREFIX):
+                    if on_progress:
+                        on_progress(line[len(PROGRESS_PREFIX):])
+                elif line.strip():
+                    other.append(line)
+            proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:  # Ctrl-C in the parent: do not leave the child measuring
+                proc.kill()
+                proc.wait()
+        if out_path.exists() and proc.returncode == 0:
+            found = json.loads(out_path.read_text(encoding="utf-8"))
+            if "usage_error" in found:
+                raise UsageError(found["usage_error"])
+            return found
+    if proc.returncode in (-9, 137) and not other:
+        why = f"killed after {timeout_s:.0f} s" if timer.finished.is_set() else "killed (signal 9)"
+    else:
+        why = other[-1] if other else f"exit code {proc.returncode}"
+    return {"device": device, "device_name": None, "measurements": [], "error": why}
+
+
+def calibrate_devices(store: Store, add_run: Callable[[], str], created_at: Callable[[], str],
+                      framework: str, devices: Sequence[str], precisions: Sequence[str],
+                      quick: bool = False, threads: int | None = None,
+                      on_device: Callable[[str], None] | None = None,
+                      on_progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Calibrate each device in turn (one child each), storing each as soon as it is measured
+    under the run that `add_run()` records (once, before the first calibration is stored)."""
+    done = []
+    run_id = None
+    for device in devices:
+        if on_device:
+            on_device(device)
+        found = calibrate_in_child(framework, device, precisions, quick, threads, on_progress)
+        if not found.get("error"):
+            run_id = run_id or add_run()
+            add_calibration(store, run_id, created_at(), found)
+        done.append(found)
+    return done
+
+
+@dataclass
+class CalibrateOutcome:
+    """What `calibrate` measured: one dict per device (frameworks/torch/calibrate.calibrate's,
+    or {"device", "error"} when its child failed), stored under `run_id` (no run is recorded
+    when nothing was measured)."""
+
+    run_id: str
+    db_url: str
+    calibrations: list[dict[str, Any]]
+
+
+def calibrate(devices: Sequence[str] = (), precisions: Sequence[str] = (), quick: bool = False,
+              threads: int | None = None, framework: str = "torch", db: str | None = None,
+              command: str | None = None, on_device: Callable[[str], None] | None = None,
+              on_progress: Callable[[str], None] | None = None) -> CalibrateOutcome:
+    """Measure each device's ceilings (peak matmul FLOP/s per precision, memory and host<->device
+    bandwidth) in a child process and store them; default: every device, every precision."""
+    for p in precisions:
+        if p not in PRECISIONS:
+            raise UsageError(f"--precision takes {', '.join(PRECISIONS)}, got {p!r}")
+    if threads is not None and threads < 1:
+        raise UsageError("--threads must be at least 1")
+    check_framework(framework)
+    # Named devices are checked by the child itself (saving a probe process); none named: all.
+    chosen = list(dict.fromkeys(normalise_device(d) for d in devices)) or framework_devices(framework)
+    store = Store(db)
+    run_id = new_run_id()
+
+    def add_run() -> str:
+        return start_run(store, command, run_id)
+
+    done = calibrate_devices(store, add_run, now_iso, framework, chosen, list(precisions) or list(PRECISIONS),
+                             quick=quick, threads=threads, on_device=on_device, on_progress=on_progress)
+    return CalibrateOutcome(run_id, store.url, done)

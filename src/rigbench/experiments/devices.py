@@ -1,0 +1,51 @@
+"""Which devices a request means: this machine's devices, normalised ids, checked choices."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rigbench.devices import host_devices
+from rigbench.errors import UsageError
+from rigbench.frameworks import check_framework, installed_frameworks
+from rigbench.runner.probe import probe
+
+
+def devices_info() -> list[dict[str, Any]]:
+    """Devices of this machine: what the hardware shows (CPU, NVML/amdsmi GPUs) merged with
+    what each installed framework can use, by device id."""
+    merged: dict[str, dict[str, Any]] = {}
+    for dev in host_devices():
+        merged[dev["id"]] = {**dev, "frameworks": []}
+    for name in installed_frameworks():
+        for dev in probe(name)["devices"]:
+            entry = merged.setdefault(dev["id"], {**dev, "frameworks": []})
+            for key in ("kind", "name", "memory_bytes"):
+                if entry.get(key) in (None, "") and dev.get(key) is not None:
+                    entry[key] = dev[key]
+            entry["frameworks"].append(name)
+    return list(merged.values())
+
+
+def framework_devices(framework: str) -> list[str]:
+    """Device ids the framework can use here."""
+    check_framework(framework)
+    return [d["id"] for d in probe(framework)["devices"]]
+
+
+def normalise_device(device: str) -> str:
+    """A device id as the frameworks list it: lower case, `cuda` -> `cuda:0` (also xpu, dml)."""
+    device = device.strip().lower()
+    return f"{device}:0" if device in ("cuda", "xpu", "dml") else device
+
+
+def chosen_devices(framework: str, devices: Sequence[str], default: list[str] | None) -> list[str]:
+    """The requested devices, normalised and checked against what the framework can use;
+    none requested gives `default` (None: every available device)."""
+    available = framework_devices(framework)
+    chosen = [normalise_device(d) for d in devices] or default or available
+    for device in chosen:
+        if device not in available:
+            raise UsageError(f"device {device!r} is not available to {framework} here: "
+                             f"choose from {', '.join(available)}")
+    return chosen

@@ -1,0 +1,52 @@
+"""Run TrialSpecs as one stored run: the run record (command, machine) and then the trials."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rigbench.fingerprint import machine_fingerprint
+from rigbench.runner.session import SessionOutcome, run_trials
+from rigbench.spec import Result, TrialSpec
+from rigbench.store import Store
+from rigbench.timestamps import now_iso
+
+
+def new_run_id() -> str:
+    """A fresh run id (12 hex digits)."""
+    return uuid.uuid4().hex[:12]
+
+
+def start_run(store: Store, command: str | None = None, run_id: str | None = None) -> str:
+    """Record a run (its time, command line, default: this process's, and this machine's
+    fingerprint) under `run_id` (default: a new one); returns its id."""
+    run_id = run_id or new_run_id()
+    store.add_run(run_id, now_iso(), command or shlex.join(sys.argv), machine_fingerprint())
+    return run_id
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    db_url: str
+    results: list[Result]
+    interrupted: bool
+
+
+def run(
+    specs: Sequence[TrialSpec],
+    db: str | None = None,
+    command: str | None = None,
+    on_trial_start: Callable[[int, TrialSpec], None] | None = None,
+    on_trial_end: Callable[[int, Result], None] | None = None,
+    on_child_start: Callable[[int], None] | None = None,
+) -> RunOutcome:
+    """Run trials one by one in child processes; every result is stored as it finishes."""
+    store = Store(db)
+    run_id = start_run(store, command)
+    session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,
+                                         on_trial_end=on_trial_end, on_child_start=on_child_start)
+    return RunOutcome(run_id, store.url, session.results, session.interrupted)

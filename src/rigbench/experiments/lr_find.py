@@ -1,0 +1,41 @@
+"""The learning-rate range test (`rigbench lr-find`): one trial with `lr_find` set; the child
+runs the adapter's `lr_find` and analysis/lr_find.py suggests a rate from the curve."""
+
+from __future__ import annotations
+
+from rigbench.errors import UsageError
+from rigbench.experiments.devices import chosen_devices
+from rigbench.experiments.plan import validation_message
+from rigbench.spec import LrFindOptions, MeasureOptions, Precision, TrialSpec
+from rigbench.workloads import parse_workload_ref
+
+
+def plan_lr_find(
+    workload: str,
+    dataset: str,
+    device: str = "cpu",
+    batch_size: int | None = None,
+    start_lr: float = 1e-6,
+    end_lr: float = 10.0,
+    steps: int = 100,
+    data_dir: str | None = None,
+    precision: Precision = "fp32",
+    threads: int | None = None,
+    framework: str = "torch",
+    timeout_s: float = 1800.0,
+) -> TrialSpec:
+    """A learning-rate range test (`rigbench lr-find`) on `dataset`, already checked by
+    `prepare_data`: one trial, at the workload's reference batch unless `batch_size`."""
+    ref, options = parse_workload_ref(workload)
+    chosen = chosen_devices(framework, [device] if device else [], default=["cpu"])[0]
+    if end_lr <= start_lr:
+        raise UsageError(f"--end-lr ({end_lr:g}) must be larger than --start-lr ({start_lr:g})")
+    try:
+        lr_find = LrFindOptions(dataset=dataset, data_dir=data_dir, start_lr=start_lr,
+                                end_lr=end_lr, steps=steps)
+        measure = MeasureOptions(timeout_s=timeout_s)
+        return TrialSpec(workload=ref.name, workload_options=options, framework=framework,
+                         device=chosen, batch_size=batch_size or ref.default_batch,
+                         precision=precision, threads=threads, measure=measure, lr_find=lr_find)
+    except ValueError as exc:
+        raise UsageError(validation_message(exc)) from None

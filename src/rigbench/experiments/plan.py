@@ -1,0 +1,137 @@
+"""Plans: the TrialSpecs of a run (`plan_run`) and of a training (`plan_train`, after
+`prepare_data` has checked the data set). Bad input is a UsageError, before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rigbench.errors import UsageError
+from rigbench.experiments.devices import chosen_devices
+from rigbench.frameworks import check_framework
+from rigbench.spec import MeasureOptions, Precision, TrainOptions, TrialSpec
+from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref
+
+
+def plan_run(
+    workloads: Sequence[str] = (),
+    devices: Sequence[str] = (),
+    batch_sizes: Sequence[int] = (),
+    precision: Precision = "fp32",
+    threads: int | None = None,
+    framework: str = "torch",
+    steps: int | None = None,
+    seconds: float | None = None,
+    quick: bool = False,
+    memory_limit_bytes: int | None = None,
+    timeout_s: float | None = None,
+    lr: float | None = None,
+    compile: bool = False,
+    channels_last: bool = False,
+) -> list[TrialSpec]:
+    """The trials of a run: every workload x device x batch size. Empty lists mean every
+    workload, every device the framework can use here, and each workload's default batch
+    (a small one with `quick`, the same on every device so speed-ups compare). Raises UsageError for bad input."""
+    check_framework(framework)
+    refs: list[tuple[Workload, dict[str, Any]]] = [parse_workload_ref(w) for w in workloads] or [
+        (w, {}) for w in WORKLOADS.values()
+    ]
+    chosen = chosen_devices(framework, devices, default=None)
+    if any(b < 1 for b in batch_sizes):
+        raise UsageError("batch sizes must be at least 1")
+    overrides: dict[str, Any] = {}
+    if steps is not None:
+        overrides["min_steps"] = steps
+    if seconds is not None:
+        overrides["min_seconds"] = seconds
+    if timeout_s is not None:
+        overrides["timeout_s"] = timeout_s
+    if memory_limit_bytes is not None:
+        overrides["memory_limit_bytes"] = memory_limit_bytes
+    try:
+        measure = MeasureOptions.quick(**overrides) if quick else MeasureOptions(**overrides)
+    except ValueError as exc:
+        raise UsageError(validation_message(exc)) from None
+    specs = []
+    for workload, options in refs:
+        for device in dict.fromkeys(chosen):
+            default = workload.quick_batch if quick else workload.default_batch
+            for batch in batch_sizes or [default]:
+                specs.append(TrialSpec(
+                    workload=workload.name, workload_options=options, framework=framework,
+                    device=device, batch_size=batch, precision=precision, threads=threads,
+                    lr=lr, measure=measure, compile=compile, channels_last=channels_last,
+                ))
+    return specs
+
+
+def validation_message(exc: ValueError) -> str:
+    """The first pydantic error as `field: message` (or the exception's text)."""
+    errors = getattr(exc, "errors", lambda: [])()
+    if errors:
+        first = errors[0]
+        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return str(exc)
+
+
+def prepare_data(workload: str, dataset: str | None, data_dir: str | None = None,
+                 download: bool = True) -> str:
+    """Check that `workload` can train on `dataset` (default: its reference data set) and that
+    the files are here and verified, fetching them when allowed. Done in the parent, before
+    any trial, so that a missing or corrupt file is one clear error (exit 2), not a failed
+    trial. Returns the data set's name."""
+    from rigbench.data import (
+        check_compatible,
+        ensure_files,
+        get_dataset,
+        reference_dataset,
+    )
+
+    dataset = dataset or reference_dataset(workload)
+    get_dataset(dataset)  # unknown name: lists the known ones
+    check_compatible(workload, dataset)
+    if dataset == "image_folder" and not data_dir:
+        raise UsageError("--dataset image_folder needs --data-dir DIR with one sub-folder per class")
+    ensure_files(dataset, data_dir, download=download)
+    return dataset
+
+
+def plan_train(
+    workload: str,
+    dataset: str,
+    epochs: int,
+    lrs: Sequence[float] = (),
+    batch_sizes: Sequence[int] = (),
+    devices: Sequence[str] = (),
+    target_accuracy: float | None = None,
+    precision: Precision = "fp32",
+    threads: int | None = None,
+    framework: str = "torch",
+    data_dir: str | None = None,
+    input_mode: str = "resident",
+    workers: int = 0,
+    pin_memory: bool = False,
+    max_train_samples: int | None = None,
+    timeout_s: float = 3600.0,
+) -> list[TrialSpec]:
+    """Training trials: one per device x batch size x learning rate (the thesis's Tables 9-10
+    come from a list of learning rates or batch sizes). Defaults: the CPU, the workload's
+    reference batch size and learning rate."""
+    ref, options = parse_workload_ref(workload)
+    chosen = chosen_devices(framework, devices, default=["cpu"])
+    try:
+        train = TrainOptions(dataset=dataset, data_dir=data_dir, download=False, epochs=epochs,
+                             target_accuracy=target_accuracy, input_mode=input_mode,
+                             workers=workers, pin_memory=pin_memory,
+                             max_train_samples=max_train_samples)
+        measure = MeasureOptions(timeout_s=timeout_s)
+    except ValueError as exc:
+        raise UsageError(validation_message(exc)) from None
+    return [
+        TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
+                  batch_size=batch, precision=precision, threads=threads, lr=lr, measure=measure,
+                  train=train)
+        for device in dict.fromkeys(chosen)
+        for batch in (batch_sizes or [ref.default_batch])
+        for lr in (lrs or [None])
+    ]

@@ -1,0 +1,58 @@
+"""`rigbench scaling`: the fp32 eager default and one trial per variant that changes exactly
+one knob from it (threads, precision, torch.compile, channels-last); analysis/scaling.py
+turns the results into the table."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from rigbench.errors import UsageError
+from rigbench.experiments.plan import plan_run
+from rigbench.spec import PRECISIONS, TrialSpec
+
+
+def default_thread_counts(cores: int | None = None) -> list[int]:
+    """1, 2, 4, ... up to the logical cores, and the core count itself (e.g. 6 -> 1, 2, 4, 6)."""
+    cores = cores or os.cpu_count() or 1
+    counts = [1 << i for i in range(cores.bit_length()) if 1 << i <= cores]
+    return counts + ([cores] if counts[-1] != cores else [])
+
+
+def default_precisions(device: str) -> list[str]:
+    """The reduced precisions worth trying on a device kind: tf32 (NVIDIA Ampere+) on CUDA,
+    then bf16 and fp16. A device without one gives an `unsupported` trial that says why."""
+    return (["tf32"] if device.startswith("cuda") else []) + ["bf16", "fp16"]
+
+
+def plan_scaling(
+    workload: str,
+    device: str = "cpu",
+    batch_size: int | None = None,
+    threads: Sequence[int] | None = None,
+    precisions: Sequence[str] | None = None,
+    compile: bool = True,
+    channels_last: bool = True,
+    quick: bool = False,
+    framework: str = "torch",
+) -> list[TrialSpec]:
+    """The trials of `rigbench scaling`: the fp32 eager default (framework's own thread count)
+    first, then one trial per variant that changes exactly one knob from it: each thread count
+    (default on the CPU: `default_thread_counts()`; none elsewhere), each precision (default:
+    `default_precisions(device)`), torch.compile, channels-last."""
+    for p in precisions or []:
+        if p not in PRECISIONS or p == "fp32":
+            raise UsageError(f"--precision takes {', '.join(PRECISIONS[1:])} (fp32 is the baseline), got {p!r}")
+    base = plan_run([workload], [device], [batch_size] if batch_size else [], quick=quick,
+                    framework=framework)[0]
+    if threads is None:
+        threads = default_thread_counts() if base.device == "cpu" else []
+    if precisions is None:
+        precisions = default_precisions(base.device)
+    variants = [base.model_copy(update={"threads": t}) for t in dict.fromkeys(threads)]
+    variants += [base.model_copy(update={"precision": p}) for p in dict.fromkeys(precisions)]
+    if compile:
+        variants.append(base.model_copy(update={"compile": True}))
+    if channels_last:
+        variants.append(base.model_copy(update={"channels_last": True}))
+    return [base, *variants]
