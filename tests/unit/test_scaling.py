@@ -59,7 +59,7 @@ def test_trials_changing_two_knobs_or_training_runs_are_not_variants():
     base = result(200.0)
     two = result(400.0, precision="bf16", compile=True)
     train = result(50.0, threads=1)
-    train.spec = train.spec.model_copy(update={"train": TrainOptions(dataset="digits", epochs=1)})
+    train.spec = train.spec.model_copy(update={"kind": "train", "train": TrainOptions(dataset="digits", epochs=1)})
     assert [r.label for r in scaling_table([base, two, train])] == ["fp32 eager, default threads"]
 
 

@@ -26,9 +26,27 @@ def make(workload, times, rid=None, run_id="r", batch=None, device="cpu", precis
                   metrics=Metrics(samples_per_s=batch / sorted(times)[len(times) // 2]))
 
 
-def test_suite_is_every_workload_at_its_reference_batch():
-    assert default_suite() == [(w.name, w.default_batch) for w in WORKLOADS.values()]
-    assert ("cnn", 128) in default_suite() and ("mlp", 64) in default_suite()
+def test_suite_is_pinned_and_versioned(monkeypatch):
+    from rigbench.analysis import score as score_module
+    from rigbench.workloads import Workload
+
+    pinned = [("mlp", 64), ("autoencoder", 64), ("cnn", 128), ("rcnn", 32), ("lstm", 128),
+              ("dcgan", 64), ("resnet", 128), ("catsdogs", 16)]
+    assert score_module.SUITE_VERSION == "2026.1"
+    assert default_suite() == default_suite("2026.1") == pinned
+    # every suite workload is still registered, so a stored result can be matched to it
+    assert all(name in WORKLOADS for version in score_module.SUITES.values() for name, _ in version)
+    # registering another workload (or changing a default batch) leaves the suite alone
+    extra = Workload(**{**WORKLOADS["mlp"].__dict__, "name": "mlp2", "default_batch": 512})
+    monkeypatch.setitem(WORKLOADS, "mlp2", extra)
+    monkeypatch.setitem(WORKLOADS, "cnn", Workload(**{**WORKLOADS["cnn"].__dict__, "default_batch": 7}))
+    assert default_suite() == pinned
+
+
+def test_score_names_its_suite():
+    ours = {"mlp": make("mlp", TIMES)}
+    reference = {"mlp": make("mlp", [2 * t for t in TIMES])}
+    assert compute_score(ours, reference, "cpu").as_dict()["suite"] == "2026.1"
 
 
 def test_reference_twice_as_slow_scores_two():

@@ -182,8 +182,8 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
     Only timing trials take part (training and lr-find runs have no comparable step times).
     When a side has several results with the same key, the newest (highest id) is used.
     """
-    a = [r for r in a if r.spec.train is None and r.spec.lr_find is None]
-    b = [r for r in b if r.spec.train is None and r.spec.lr_find is None]
+    a = [r for r in a if r.spec.kind == "speed"]
+    b = [r for r in b if r.spec.kind == "speed"]
     by_kind = not same_machine and _by_kind(a) and _by_kind(b)
     newest_a = {_full_key(r, by_kind): r for r in sorted(a, key=lambda r: r.id or 0)}
     newest_b = {_full_key(r, by_kind): r for r in sorted(b, key=lambda r: r.id or 0)}

@@ -303,8 +303,8 @@ class PublishedComparison:
 def _usable(r: Result) -> bool:
     """Plain fp32 timing trials: what the published tables measured."""
     s = r.spec
-    return (r.status == "ok" and bool(r.metrics.samples_per_s) and s.train is None
-            and s.lr_find is None and s.precision == "fp32" and not s.compile and not s.channels_last)
+    return (r.status == "ok" and bool(r.metrics.samples_per_s) and s.kind == "speed"
+            and s.precision == "fp32" and not s.compile and not s.channels_last)
 
 
 def _matches_mapping(r: Result, m: Mapping) -> bool:

@@ -197,7 +197,7 @@ def accuracy_caveat(results: Sequence[Result], batch: int) -> dict[str, Any] | N
     groups: dict[tuple, dict[int, float]] = {}
     for r in results:
         m = r.metrics
-        if r.spec.train is None or m.final_accuracy is None:
+        if r.spec.kind != "train" or m.final_accuracy is None:
             continue
         acc = groups.setdefault((m.dataset, m.epochs), {})
         acc[r.spec.batch_size] = max(acc.get(r.spec.batch_size, 0.0), m.final_accuracy)
@@ -215,7 +215,7 @@ def accuracy_caveat(results: Sequence[Result], batch: int) -> dict[str, Any] | N
 def lr_find_result(results: Sequence[Result], batch: int | None = None) -> Result | None:
     """The newest lr-find trial with a suggestion, one at `batch` preferred."""
     found = [r for r in _newest_first(results)
-             if r.spec.lr_find is not None and r.status == "ok" and r.metrics.suggested_lr]
+             if r.spec.kind == "lr_find" and r.status == "ok" and r.metrics.suggested_lr]
     same = [r for r in found if r.spec.batch_size == batch]
     return (same or found or [None])[0]  # type: ignore[list-item]  # None when nothing found
 

@@ -64,7 +64,7 @@ def changed_knobs(r: Result) -> list[str]:
 
 def is_speed_trial(r: Result) -> bool:
     """A trial of the timing protocol (not a training run or a range test)."""
-    return r.spec.train is None and r.spec.lr_find is None
+    return r.spec.kind == "speed"
 
 
 def _label(knob: str, value: Any) -> str:

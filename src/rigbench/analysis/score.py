@@ -1,7 +1,7 @@
 """One number for a machine: the geometric mean of its speed-ups over a reference machine.
 
-The suite is the default suite of `rigbench run`: every registered workload with its default
-options at its reference batch size (`Workload.default_batch`), and otherwise TrialSpec's
+The suite is a pinned, versioned list (SUITES; SUITE_VERSION is used): workloads at their
+default options and a fixed batch size, and otherwise TrialSpec's
 default configuration (fp32, torch, the framework's threads, the workload's lr, no compile, no
 channels-last, one process, timing trials only). For each workload found on both machines (per device
 class: cpu with cpu, gpu with gpu) the speed-up is our samples/s over the reference's, i.e.
@@ -35,9 +35,21 @@ RESAMPLES = 2000
 SEED = 0
 
 
-def default_suite() -> list[tuple[str, int]]:
-    """(workload, reference batch) of every workload `rigbench run` runs by default."""
-    return [(w.name, w.default_batch) for w in WORKLOADS.values()]
+#: The score's suites, pinned by version: (workload, batch) at the workload's default options.
+#: A released version never changes, because a score means something only against a reference
+#: measured over the same suite; a new workload, option or batch makes a new version. 2026.1 is
+#: the eight reference networks at their reference batches, as `rigbench run` ran them in v0.1.
+SUITES: dict[str, tuple[tuple[str, int], ...]] = {
+    "2026.1": (("mlp", 64), ("autoencoder", 64), ("cnn", 128), ("rcnn", 32), ("lstm", 128),
+               ("dcgan", 64), ("resnet", 128), ("catsdogs", 16)),
+}
+#: The suite `rigbench score` uses.
+SUITE_VERSION = "2026.1"
+
+
+def default_suite(version: str = SUITE_VERSION) -> list[tuple[str, int]]:
+    """(workload, batch) of the pinned suite `version` (default: the current one)."""
+    return list(SUITES[version])
 
 
 def device_class(r: Result) -> str:
@@ -50,7 +62,7 @@ def _in_suite(r: Result, batch: int) -> bool:
     device; options count as default when they resolve to the workload's defaults."""
     s = r.spec
     workload = WORKLOADS.get(s.workload)
-    if workload is None or r.status != "ok" or s.train is not None or s.lr_find is not None:
+    if workload is None or r.status != "ok" or s.kind != "speed":
         return False
     default = TrialSpec.model_validate({"workload": s.workload, "batch_size": batch})
     ignore = ("device", "workload_options")
@@ -92,9 +104,10 @@ class Score:
     items: list[ScoreItem]
     missing_ours: list[str] = field(default_factory=list)       # suite workloads we have not run
     missing_reference: list[str] = field(default_factory=list)  # ... the reference lacks
+    suite: str = SUITE_VERSION
 
     def as_dict(self) -> dict[str, Any]:
-        return {"device_class": self.device_class, "score": self.value, "ci": list(self.ci),
+        return {"device_class": self.device_class, "suite": self.suite, "score": self.value, "ci": list(self.ci),
                 "workloads": [i.as_dict() for i in self.items],
                 "missing_here": self.missing_ours, "missing_in_reference": self.missing_reference}
 

@@ -213,7 +213,7 @@ def recommend(
     """Recommend device, batch size, learning rate, precision, threads and loader workers, measuring only what is missing."""
     def ended(result: Result) -> None:
         text = terminal.one_line_outcome(result)
-        if result.spec.lr_find is not None and result.metrics.suggested_lr:
+        if result.spec.kind == "lr_find" and result.metrics.suggested_lr:
             text += f": lr-find suggests {result.metrics.suggested_lr:.3g}"
         err.print(f"  {result.spec.label()}: {text}", highlight=False, markup=False)
 

@@ -166,7 +166,7 @@ def score(
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout."),
 ) -> None:
-    """One number: the geometric mean of speed-ups over a reference machine across the default suite, with a 95% CI."""
+    """One number: the geometric mean of speed-ups over a reference machine across a pinned suite of workloads (analysis/score.SUITES), with a 95% CI."""
     if list_references:
         from rigbench.analysis.score import shipped_references
 
@@ -197,7 +197,7 @@ def score(
         out.print(table)
         total = len(s.items) + len(s.missing_ours) + len(s.missing_reference)
         out.print(f"Score ({s.device_class}): {s.value:.3f} (95% CI {s.ci[0]:.3f} to {s.ci[1]:.3f}), the geometric "
-                  f"mean over {len(s.items)} of {total} suite workloads", highlight=False, markup=False)
+                  f"mean over {len(s.items)} of the {total} workloads of suite {s.suite}", highlight=False, markup=False)
         if s.missing_ours:
             out.print(f"  not measured here at the reference batch: {', '.join(s.missing_ours)} "
                       f"(run `rigbench run {' '.join(s.missing_ours)}`)", highlight=False, markup=False)

@@ -74,7 +74,7 @@ def hover_lines(*lines: str) -> str:
 def _ok(results: Sequence[Result]) -> list[Result]:
     """Finished speed trials. Training runs (`rigbench train`) are left out of the speed
     charts: their throughput includes the input pipeline and is not the timing protocol's."""
-    return [r for r in results if r.status == "ok" and r.metrics.samples_per_s and r.spec.train is None]
+    return [r for r in results if r.status == "ok" and r.metrics.samples_per_s and r.spec.kind == "speed"]
 
 
 def _workload(r: Result) -> str:
@@ -335,7 +335,7 @@ def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
 
 def _trained(results: Sequence[Result]) -> list[Result]:
     """`rigbench train` results with at least one finished epoch (diverged ones included)."""
-    return [r for r in results if r.spec.train is not None and r.epoch_records]
+    return [r for r in results if r.spec.kind == "train" and r.epoch_records]
 
 
 def _train_hover(r: Result, value: str) -> str:

@@ -38,7 +38,7 @@ def workload_label(r: Result) -> str:
 def one_line_outcome(r: Result) -> str:
     """What a finished trial comes to, in a few words (progress lines)."""
     m = r.metrics
-    if r.spec.train is not None and m.epochs:
+    if r.spec.kind == "train" and m.epochs:
         if m.final_accuracy is not None:
             tail = f", held-out accuracy {m.final_accuracy:.1%}"
         else:  # GAN and autoencoder: their own losses instead of an accuracy

@@ -32,9 +32,9 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     )
     if report.allocator_peak_bytes is not None:
         metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
-    if spec.train is not None:
+    if spec.kind == "train":
         _add_train_metrics(metrics, spec, report)
-    elif spec.lr_find is not None:
+    elif spec.kind == "lr_find":
         _add_lr_find_metrics(metrics, spec, report)
     elif report.status == "ok" and report.step_times_s:
         summary = throughput_summary(report.step_times_s, spec.batch_size)
