@@ -88,6 +88,9 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     handles = [trainer.step()]
     trainer.synchronize()
     first_step_s = clock() - start
+    # Time spent in `agree` waiting for the other processes (which may have started later)
+    # is no step's time: the timed-steps estimate leaves it out.
+    waited = 0.0
     if agree is None:
         while len(handles) < opts.warmup_steps or clock() - start < opts.warmup_seconds:
             handles.append(trainer.step())
@@ -98,11 +101,9 @@ def measure(trainer: Trainer, opts: MeasureOptions,
         elapsed = clock() - start
         step_s = warmup_step_s(first_step_s, elapsed, len(handles))
         more = steps_for(opts.warmup_seconds - elapsed, step_s, 0, opts.max_steps)
-        waited = clock()
+        asked = clock()
         more = _agreed(agree, more, at_least=0)
-        # Time spent waiting for the other processes (which may have started later) is no
-        # step's time: it is left out of the estimate below.
-        waited = clock() - waited
+        waited = clock() - asked
         handles += [trainer.step() for _ in range(more)]
     trainer.synchronize()
     warmup_s = clock() - start
@@ -120,18 +121,20 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     handles = []
     measure_start = time.time()
     t0 = clock()
-
-    def more_steps(done: int) -> bool:
-        # The condition reads a host clock only; on asynchronous devices the host runs at
-        # most a launch queue ahead, which decides only when to stop, not what is measured.
-        if agreed is not None:
-            return done < agreed
-        return done < opts.max_steps and (done < opts.min_steps or clock() - t0 < opts.min_seconds)
-
-    while more_steps(len(handles)):
-        timer.start()
-        handles.append(trainer.step())
-        timer.stop()
+    if agreed is None:
+        # The loop condition reads a host clock only; on asynchronous devices the host runs
+        # at most a launch queue ahead, which decides only when to stop, not what is measured.
+        while len(handles) < opts.max_steps and (
+            len(handles) < opts.min_steps or clock() - t0 < opts.min_seconds
+        ):
+            timer.start()
+            handles.append(trainer.step())
+            timer.stop()
+    else:
+        for _ in range(agreed):
+            timer.start()
+            handles.append(trainer.step())
+            timer.stop()
     trainer.synchronize()
     measure_end = time.time()
     losses = trainer.loss_values(handles)

@@ -76,7 +76,7 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 def new_session_args() -> dict:
     """Popen arguments that keep Ctrl-C away from the child (the parent ends it itself)."""
-    if os.name == "nt":
+    if sys.platform == "win32":  # (not os.name: type checkers understand sys.platform)
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     return {"start_new_session": True}
 
