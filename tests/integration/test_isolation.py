@@ -6,13 +6,19 @@ import threading
 
 import pytest
 
-from rigbench.runner.isolate import run_isolated
+from rigbench.runner.launchers import TrackerSettings
+from rigbench.runner.launchers.process import ProcessLauncher
 from rigbench.runner.session import run_trials
 from rigbench.store import Store
 from tests.conftest import quick_spec
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.timeout(180)
+
+
+def run_isolated(spec, on_start=None):
+    """The "process" launcher with the trackers the spec asks for."""
+    return ProcessLauncher().launch(spec, TrackerSettings.for_spec(spec), on_start=on_start)
 
 
 def test_ok_trial_reports_timings_and_window():

@@ -12,7 +12,7 @@ import pytest
 
 from rigbench.metrics import METRIC_NAMES, METRICS, SOURCES, Metrics
 from rigbench.runner.assemble import build_result
-from rigbench.runner.isolate import Outcome
+from rigbench.runner.launchers import Outcome
 from rigbench.spec import ROW_HEAD_COLUMNS, ChildReport, EpochRecord, Result, TrialSpec
 from rigbench.store.export import to_csv
 from rigbench.trackers import nvml

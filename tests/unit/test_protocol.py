@@ -7,51 +7,9 @@ import time
 import pytest
 
 from rigbench.errors import DivergedError
-from rigbench.runner.protocol import measure
+from rigbench.runner.protocol import measure, steps_for, warmup_step_s
 from rigbench.spec import MeasureOptions
-
-
-class HostTimer:
-    def __init__(self):
-        self.times, self._t = [], None
-
-    def start(self):
-        self._t = time.perf_counter()
-
-    def stop(self):
-        self.times.append(time.perf_counter() - self._t)
-
-    def elapsed_s(self):
-        return self.times
-
-
-class ScriptedTrainer:
-    """Steps sleep `step_s` and return losses from a script (then repeat the last)."""
-    params, device_name = 1, "test"
-
-    def __init__(self, step_s=0.0, losses=(1.0,)):
-        self.step_s, self.script, self.calls, self.syncs, self.resets = step_s, list(losses), 0, 0, 0
-
-    def step(self):
-        self.calls += 1
-        if self.step_s:
-            time.sleep(self.step_s)
-        return self.script[min(self.calls, len(self.script)) - 1]
-
-    def synchronize(self):
-        self.syncs += 1
-
-    def step_timer(self):
-        return HostTimer()
-
-    def loss_values(self, handles):
-        return [float(h) for h in handles]
-
-    def allocator_peak_bytes(self):
-        return None
-
-    def reset_peak_memory(self):
-        self.resets += 1
+from tests.unit.fake_trainer import ScriptedTrainer
 
 
 def opts(**kw):
@@ -103,3 +61,101 @@ def test_inf_in_warmup_stops_before_timing():
     with pytest.raises(DivergedError, match="inf at step 2"):
         measure(t, opts(warmup_steps=3, min_steps=5))
     assert t.calls == 3
+
+
+# --- agreed steps: every loop runs a number of steps the processes agree on -----------------
+
+
+class FakeClock:
+    """Stands in for time.perf_counter: only the trainer's steps move it."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class ClockedTrainer(ScriptedTrainer):
+    """Each step moves `clock` on by its duration (from `durations`, then the last repeats)."""
+
+    def __init__(self, clock, durations):
+        super().__init__()
+        self.clock, self.durations = clock, list(durations)
+
+    def step(self):
+        handle = super().step()
+        self.clock.now += self.durations[min(self.calls, len(self.durations)) - 1]
+        return handle
+
+
+class Agreement:
+    """Records each estimate and answers from `answers` (or with the estimate itself)."""
+
+    def __init__(self, answers=None):
+        self.estimates, self.answers = [], list(answers) if answers is not None else None
+
+    def __call__(self, estimate):
+        self.estimates.append(estimate)
+        return self.answers.pop(0) if self.answers is not None else estimate
+
+
+def test_steps_for_meets_both_minimums_within_the_cap():
+    assert steps_for(2.0, 0.125, at_least=5, at_most=1000) == 16
+    assert steps_for(2.0, 1.0, at_least=5, at_most=1000) == 5  # min steps dominate
+    assert steps_for(2.0, 0.001, at_least=5, at_most=100) == 100  # capped
+    assert steps_for(0.0, 0.5, at_least=5, at_most=100) == 5  # no seconds asked for
+    assert steps_for(2.0, 0.0, at_least=5, at_most=100) == 100  # unmeasurably fast steps
+    assert steps_for(-0.5, 0.1, at_least=0, at_most=100) == 0  # already warm long enough
+
+
+def test_warmup_step_time_leaves_out_the_first_step():
+    assert warmup_step_s(first_step_s=1.0, warmup_s=1.25, warmup_steps=3) == 0.125
+    assert warmup_step_s(first_step_s=1.0, warmup_s=1.0, warmup_steps=1) == 1.0
+
+
+def test_agreed_mode_runs_what_the_clock_would_when_alone(monkeypatch):
+    # First step 1 s (start-up), then 0.125 s: warm-up needs 5 steps for 1.5 s, timing
+    # 16 steps for 2 s. One process agreeing with itself must reproduce the clock's counts.
+    o = opts(warmup_steps=3, warmup_seconds=1.5, min_steps=5, min_seconds=2.0)
+    counts = []
+    for agree in (None, Agreement()):
+        clock = FakeClock()
+        monkeypatch.setattr(time, "perf_counter", clock)
+        m = measure(ClockedTrainer(clock, [1.0, 0.125]), o, agree=agree)
+        counts.append((m.warmup_steps, len(m.step_times_s)))
+    assert counts == [(5, 16), (5, 16)]
+    assert agree.estimates == [2, 16]  # 2 more warm-up steps, then 16 timed ones
+
+
+def test_agreed_counts_replace_the_clock():
+    # min_seconds and warmup_seconds of a minute would keep the clock loops going; the
+    # agreed counts end them.
+    agree = Agreement(answers=[3, 7])
+    t = ScriptedTrainer()
+    m = measure(t, opts(warmup_steps=2, warmup_seconds=60, min_steps=5, min_seconds=60,
+                        max_steps=50), agree=agree)
+    assert agree.estimates == [50, 50]  # instant steps: both estimates hit max_steps
+    assert m.warmup_steps == 2 + 3
+    assert len(m.step_times_s) == 7 == len(m.losses)
+    assert t.calls == 12 and t.resets == 1
+
+
+def test_agreed_mode_takes_a_second_warmup_step_for_its_estimate():
+    agree = Agreement()
+    m = measure(ScriptedTrainer(), opts(warmup_steps=1, min_steps=4), agree=agree)
+    assert m.warmup_steps == 2
+    assert agree.estimates == [0, 4]
+    assert len(m.step_times_s) == 4
+
+
+def test_agreeing_on_no_timed_steps_is_an_error():
+    with pytest.raises(ValueError, match="agreed on 0 steps"):
+        measure(ScriptedTrainer(), opts(), agree=Agreement(answers=[0, 0]))
+
+
+def test_divergence_in_agreed_mode_counts_steps_from_one():
+    t = ScriptedTrainer(losses=[3.0, 2.0, 1.0, math.nan])
+    with pytest.raises(DivergedError) as info:
+        measure(t, opts(warmup_steps=2, min_steps=5), agree=Agreement())
+    assert info.value.step == 4

@@ -6,7 +6,7 @@ from rigbench.analysis.lr_find import suggest_lr
 from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
 from rigbench.metrics import METRIC_NAMES, Metrics
-from rigbench.runner.isolate import Outcome
+from rigbench.runner.launchers import Outcome
 from rigbench.spec import Result, TrialSpec
 from rigbench.timestamps import now_iso
 from rigbench.trackers.summary import ALL_FIELDS, summarize

@@ -8,6 +8,15 @@
    losses are read back once at the end, so the measurement does not add syncs to the loop.
 3. Non-finite losses (warm-up or timed) end the trial as `diverged`.
 
+Agreed steps (`agree` given): the processes of a data-parallel trial must take the same
+number of steps, or a rank that stops early leaves the others waiting in an all-reduce. So
+no loop stops on a process's own clock. Each process warms up for max(`warmup_steps`, 2)
+steps, estimates from the steps after the first how many more it needs for
+`warmup_seconds`, and after warm-up how many timed steps it needs for `min_steps` and
+`min_seconds` (at most `max_steps`). `agree` combines each estimate across the processes
+(an all-reduce MAX in a launcher) and every process runs exactly the agreed number.
+Step counts then hold exactly, the seconds as far as warm-up steps predict later ones.
+
 The wall-clock window of step 2 is reported so the parent can summarise its trackers over
 exactly that window.
 """
@@ -16,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rigbench.errors import DivergedError
@@ -41,33 +51,90 @@ def _check_finite(losses: list[float], first_step: int) -> None:
             raise DivergedError(f"loss became {value} at step {step}", step=step)
 
 
-def measure(trainer: Trainer, opts: MeasureOptions) -> Measurement:
-    """Warm up, then time steps per the protocol above. Raises DivergedError."""
+def steps_for(seconds: float, step_s: float, at_least: int, at_most: int) -> int:
+    """How many steps of `step_s` seconds last `seconds`, kept within [at_least, at_most]
+    (the agreed-steps mode's estimate)."""
+    if seconds <= 0:
+        needed = at_least
+    elif step_s <= 0:  # steps below the clock's resolution: the clock loop would hit the cap
+        needed = at_most
+    else:
+        needed = max(at_least, math.ceil(seconds / step_s))
+    return min(needed, at_most)
+
+
+def warmup_step_s(first_step_s: float, warmup_s: float, warmup_steps: int) -> float:
+    """Mean time of a warm-up step after the first one (the first one includes allocation
+    and compilation); the first step's time if it was the only one."""
+    if warmup_steps <= 1:
+        return first_step_s
+    return (warmup_s - first_step_s) / (warmup_steps - 1)
+
+
+def _agreed(agree: Callable[[int], int], estimate: int, at_least: int) -> int:
+    agreed = agree(estimate)
+    if agreed < at_least:
+        raise ValueError(f"the processes agreed on {agreed} steps; at least {at_least} are needed")
+    return agreed
+
+
+def measure(trainer: Trainer, opts: MeasureOptions,
+            agree: Callable[[int], int] | None = None) -> Measurement:
+    """Warm up, then time steps per the protocol above. With `agree`, every loop runs a
+    number of steps agreed between the processes (see "Agreed steps"), never stops on this
+    process's clock. Raises DivergedError."""
     clock = time.perf_counter
     start = clock()
     handles = [trainer.step()]
     trainer.synchronize()
     first_step_s = clock() - start
-    while len(handles) < opts.warmup_steps or clock() - start < opts.warmup_seconds:
-        handles.append(trainer.step())
+    # Time spent in `agree` waiting for the other processes (which may have started later)
+    # is no step's time: the timed-steps estimate leaves it out.
+    waited = 0.0
+    if agree is None:
+        while len(handles) < opts.warmup_steps or clock() - start < opts.warmup_seconds:
+            handles.append(trainer.step())
+    else:
+        # At least two steps, so that the estimate leaves out the first one's start-up costs.
+        handles += [trainer.step() for _ in range(max(opts.warmup_steps, 2) - 1)]
+        trainer.synchronize()
+        elapsed = clock() - start
+        step_s = warmup_step_s(first_step_s, elapsed, len(handles))
+        more = steps_for(opts.warmup_seconds - elapsed, step_s, 0, opts.max_steps)
+        asked = clock()
+        more = _agreed(agree, more, at_least=0)
+        waited = clock() - asked
+        handles += [trainer.step() for _ in range(more)]
     trainer.synchronize()
     warmup_s = clock() - start
     warmup_steps = len(handles)
     _check_finite(trainer.loss_values(handles), first_step=1)
+
+    agreed: int | None = None
+    if agree is not None:
+        step_s = warmup_step_s(first_step_s, warmup_s - waited, warmup_steps)
+        estimate = steps_for(opts.min_seconds, step_s, opts.min_steps, opts.max_steps)
+        agreed = _agreed(agree, estimate, at_least=1)
 
     trainer.reset_peak_memory()
     timer = trainer.step_timer()
     handles = []
     measure_start = time.time()
     t0 = clock()
-    # The loop condition reads a host clock only; on asynchronous devices the host runs at
-    # most a launch queue ahead, which decides only when to stop, not what is measured.
-    while len(handles) < opts.max_steps and (
-        len(handles) < opts.min_steps or clock() - t0 < opts.min_seconds
-    ):
-        timer.start()
-        handles.append(trainer.step())
-        timer.stop()
+    if agreed is None:
+        # The loop condition reads a host clock only; on asynchronous devices the host runs
+        # at most a launch queue ahead, which decides only when to stop, not what is measured.
+        while len(handles) < opts.max_steps and (
+            len(handles) < opts.min_steps or clock() - t0 < opts.min_seconds
+        ):
+            timer.start()
+            handles.append(trainer.step())
+            timer.stop()
+    else:
+        for _ in range(agreed):
+            timer.start()
+            handles.append(trainer.step())
+            timer.stop()
     trainer.synchronize()
     measure_end = time.time()
     losses = trainer.loss_values(handles)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from rigbench.errors import UnsupportedError
 from rigbench.runner.assemble import build_result
-from rigbench.runner.isolate import run_isolated
-from rigbench.spec import Result, TrialSpec
+from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
+from rigbench.spec import ChildReport, Result, TrialSpec
 from rigbench.store import Store
 
 
@@ -20,6 +21,16 @@ from rigbench.store import Store
 class SessionOutcome:
     results: list[Result] = field(default_factory=list)
     interrupted: bool = False
+
+
+def launch_trial(spec: TrialSpec, on_start: Callable[[int], None] | None = None) -> Outcome:
+    """Run one trial through the launcher its spec needs (runner/launchers). A trial no
+    launcher can run is an `unsupported` outcome with the reason; nothing is started."""
+    try:
+        launcher = launcher_for(spec)
+    except UnsupportedError as exc:
+        return Outcome(report=ChildReport(status="unsupported", error=str(exc)))
+    return launcher.launch(spec, TrackerSettings.for_spec(spec), on_start=on_start)
 
 
 def run_trials(
@@ -30,13 +41,13 @@ def run_trials(
     on_trial_end: Callable[[int, Result], None] | None = None,
     on_child_start: Callable[[int], None] | None = None,
 ) -> SessionOutcome:
-    """Run `specs` in order, one child process each (one trial per device at a time)."""
+    """Run `specs` in order, one launch each (one trial per device at a time)."""
     outcome = SessionOutcome()
     for index, spec in enumerate(specs):
         if on_trial_start:
             on_trial_start(index, spec)
         try:
-            child = run_isolated(spec, on_start=on_child_start)
+            child = launch_trial(spec, on_start=on_child_start)
         except KeyboardInterrupt:
             outcome.interrupted = True
             break

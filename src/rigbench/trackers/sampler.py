@@ -41,7 +41,7 @@ class _ProcessGone(Exception):
 class Tracker:
     """Samples one process tree every `interval` seconds until stopped or the process ends.
 
-    `gpu_index` is an NVML index (see nvml.nvml_index_for_cuda_device); None means no GPU
+    `gpu_index` is an NVML index (see hw.nvml.nvml_index_for_cuda_device); None means no GPU
     sampling. `nvml` replaces the real pynvml module (tests pass a fake).
     """
 

@@ -1,0 +1,39 @@
+"""Registry of launchers: how a trial's processes are started (runner/launchers/base.py).
+
+A trial's launcher follows from its spec: `world_size` 1 runs in one child process
+("process"). A data-parallel trial (world_size > 1) needs a multi-process launcher, which
+does not exist yet: `launcher_for` says so with an UnsupportedError, which the session
+stores as an `unsupported` result.
+"""
+
+from __future__ import annotations
+
+from rigbench.errors import UnsupportedError, UsageError
+from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
+from rigbench.runner.launchers.process import ProcessLauncher
+from rigbench.spec import TrialSpec
+
+__all__ = ["LAUNCHERS", "Launcher", "Outcome", "TrackerSettings", "get_launcher", "launcher_for"]
+
+#: name -> launcher class
+LAUNCHERS: dict[str, type[Launcher]] = {
+    ProcessLauncher.name: ProcessLauncher,
+}
+
+
+def get_launcher(name: str) -> Launcher:
+    """The launcher registered as `name`; UsageError listing the registered ones otherwise."""
+    try:
+        return LAUNCHERS[name]()
+    except KeyError:
+        raise UsageError(f"unknown launcher {name!r}: choose from {', '.join(LAUNCHERS)}") from None
+
+
+def launcher_for(spec: TrialSpec) -> Launcher:
+    """The launcher that runs `spec`; UnsupportedError (with the reason) if none can."""
+    if spec.world_size == 1:
+        return get_launcher("process")
+    raise UnsupportedError(
+        f"no multi-process launcher yet: world_size {spec.world_size} needs the torchrun "
+        "launcher, see docs/ARCHITECTURE.md"
+    )

@@ -1,0 +1,71 @@
+"""The launcher contract: how the parent starts one trial's processes and gets its outcome.
+
+A launcher runs one TrialSpec and returns an Outcome, the input of runner/assemble. It owns
+everything about the trial's processes: how many it starts (one today; one per rank for a
+data-parallel trial), their environment, the timeout (`spec.measure.timeout_s`), the memory
+cap (`spec.measure.memory_limit_bytes`, applied by the child), Ctrl-C and the classification
+of exits the child could not report itself. It never raises for a failing trial: a failure
+is an Outcome whose report carries the status.
+
+Trackers: a launcher samples, with one `Tracker` per process it starts, the whole process
+tree of that pid, using `TrackerSettings` (interval from the spec's measurement options, the
+NVML index of the spec's device). `on_start` gets each started pid, so callers can watch or
+signal the trial's processes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rigbench.spec import ChildReport, TrialSpec
+from rigbench.hw.nvml import nvml_index_for_cuda_device
+
+
+@dataclass
+class Outcome:
+    """What the parent knows about a finished trial: the child's report (or one the launcher
+    wrote for it), the trackers' raw samples and the exit code (None if nothing ran)."""
+
+    report: ChildReport
+    samples: list[dict] = field(default_factory=list)
+    returncode: int | None = None
+
+
+def gpu_index_for(device: str) -> int | None:
+    """NVML index to sample for a device string, or None for non-NVIDIA devices."""
+    kind, _, index = device.partition(":")
+    if kind != "cuda":
+        return None
+    try:
+        return nvml_index_for_cuda_device(int(index or 0))
+    except ValueError:  # not visible under CUDA_VISIBLE_DEVICES: the trial will say so
+        return None
+
+
+@dataclass(frozen=True)
+class TrackerSettings:
+    """How a launcher's trackers sample the processes it starts."""
+
+    interval_s: float
+    gpu_index: int | None = None
+
+    @classmethod
+    def for_spec(cls, spec: TrialSpec) -> TrackerSettings:
+        """The settings a trial asks for: its sampling interval and its device's GPU."""
+        return cls(interval_s=spec.measure.sample_interval_s, gpu_index=gpu_index_for(spec.device))
+
+
+class Launcher(ABC):
+    """Starts one trial's processes and collects its outcome (see the module docstring)."""
+
+    #: The registry name (runner/launchers/__init__.LAUNCHERS).
+    name: ClassVar[str]
+
+    @abstractmethod
+    def launch(self, spec: TrialSpec, tracking: TrackerSettings,
+               on_start: Callable[[int], None] | None = None) -> Outcome:
+        """Run `spec` and return its outcome; never raises for a failing trial.
+        KeyboardInterrupt ends the trial's processes and propagates."""

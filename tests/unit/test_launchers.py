@@ -1,0 +1,90 @@
+"""The launcher registry and how the session picks a launcher (no child process starts here;
+tests/integration/test_isolation.py runs the "process" launcher for real)."""
+
+import os
+
+import pytest
+
+from rigbench.errors import UnsupportedError, UsageError
+from rigbench.runner import session
+from rigbench.runner.launchers import LAUNCHERS, TrackerSettings, get_launcher, launcher_for
+from rigbench.runner.launchers.base import Launcher, gpu_index_for
+from rigbench.runner.launchers.process import ProcessLauncher, child_env, describe_exit
+from rigbench.store import Store
+from tests.conftest import quick_spec
+
+
+def test_registry_names_match_their_launchers():
+    assert "process" in LAUNCHERS
+    for name, cls in LAUNCHERS.items():
+        assert issubclass(cls, Launcher) and cls.name == name
+
+
+def test_unknown_launcher_lists_what_exists():
+    with pytest.raises(UsageError, match=r"unknown launcher 'mpi'.*process"):
+        get_launcher("mpi")
+
+
+def test_world_size_one_runs_in_one_process():
+    assert isinstance(launcher_for(quick_spec()), ProcessLauncher)
+
+
+def test_world_size_above_one_has_no_launcher_yet():
+    spec = quick_spec().model_copy(update={"world_size": 4})
+    with pytest.raises(UnsupportedError, match="world_size 4 needs the torchrun launcher"):
+        launcher_for(spec)
+
+
+def test_session_stores_a_data_parallel_trial_as_unsupported(tmp_path, monkeypatch):
+    def no_launch(*args, **kwargs):
+        raise AssertionError("nothing may be started for a trial no launcher can run")
+
+    monkeypatch.setattr(ProcessLauncher, "launch", no_launch)
+    store = Store(str(tmp_path / "s.db"))
+    store.add_run("run1", "t", "test", {})
+    spec = quick_spec().model_copy(update={"world_size": 2})
+    outcome = session.run_trials([spec], store, "run1")
+    assert not outcome.interrupted
+    [stored] = store.list(run_id="run1")
+    assert stored.status == "unsupported"
+    assert stored.error == ("no multi-process launcher yet: world_size 2 needs the torchrun "
+                            "launcher, see docs/ARCHITECTURE.md")
+    assert stored.spec.world_size == 2
+
+
+def test_session_hands_the_spec_and_its_tracker_settings_to_the_launcher(monkeypatch):
+    seen = {}
+
+    def fake_launch(self, spec, tracking, on_start=None):
+        seen.update(spec=spec, tracking=tracking, on_start=on_start)
+        return "outcome"
+
+    monkeypatch.setattr(ProcessLauncher, "launch", fake_launch)
+    spec = quick_spec(sample_interval_s=0.25)
+    callback = print
+    assert session.launch_trial(spec, on_start=callback) == "outcome"
+    assert seen == {"spec": spec, "tracking": TrackerSettings(interval_s=0.25, gpu_index=None),
+                    "on_start": callback}
+
+
+def test_gpu_index_only_for_cuda_devices():
+    assert gpu_index_for("cpu") is None
+    assert gpu_index_for("mps") is None
+
+
+def test_child_env_sets_threads_and_parent_watchdog():
+    spec = quick_spec().model_copy(update={"threads": 3})
+    env = child_env(spec)
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "3"
+    assert env["RIGBENCH_PARENT_PID"] == str(os.getpid())
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+def test_exit_without_report_is_a_named_crash():
+    spec = quick_spec()
+    killed = describe_exit(-9, "", spec)
+    assert killed.status == "crash"
+    assert "SIGKILL" in killed.error and "--memory-limit" in killed.error
+    exited = describe_exit(2, "Traceback: boom\n", spec)
+    assert exited.error.startswith("the trial's process exited with code 2 without a report")
+    assert exited.error.endswith("Traceback: boom")
