@@ -99,12 +99,11 @@ def test_list_filters_run_in_sql_on_the_new_columns(tmp_path):
 
 def test_a_transaction_commits_together_or_not_at_all(tmp_path):
     store = Store(str(tmp_path / "r.db"))
-    with pytest.raises(RuntimeError):
-        with store.transaction() as tx:
-            tx.add_run("r1", "t", "c", {})
-            tx.add_result(make_result("r1"))
-            assert len(tx.list(run_id="r1")) == 1  # the transaction sees its own writes
-            raise RuntimeError("stop")
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.add_run("r1", "t", "c", {})
+        tx.add_result(make_result("r1"))
+        assert len(tx.list(run_id="r1")) == 1  # the transaction sees its own writes
+        raise RuntimeError("stop")
     assert store.list() == [] and store.machine("r1") is None
     with store.transaction() as tx:
         tx.add_run("r1", "t", "c", {})

@@ -29,11 +29,11 @@ from sqlalchemy import select
 
 from rigbench import __version__
 from rigbench.errors import UsageError
-from rigbench.timestamps import now_iso
 from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.db import Store
 from rigbench.store.rows import result_identity
 from rigbench.store.schema import runs
+from rigbench.timestamps import now_iso
 
 FORMAT = "rigbench-results"
 

@@ -35,7 +35,7 @@ def add_calibration(store: Store, run_id: str, created_at: str, calibration: dic
                 device_name=calibration["device_name"], kind=m["kind"], precision=m.get("precision"),
                 status=m["status"], value=m.get("value"), unit=m["unit"],
                 detail_json=json.dumps({**m.get("detail", {}), **context}),
-            )).inserted_primary_key[0])
+            )).inserted_primary_key[0])  # type: ignore[index]
     return ids
 
 

@@ -4,7 +4,7 @@ together (a bundle import) share one `Store.transaction()`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,7 +39,7 @@ class Transaction:
         """As Store.list, seeing this transaction's own writes."""
         return rows.list_results(self.conn, _filters(where), None, self.url)
 
-    def machines(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    def machines(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """run id -> machine fingerprint, for those of `run_ids` that are stored."""
         return rows.run_machines(self.conn, run_ids)
 
@@ -106,9 +106,9 @@ class Store:
              batch_size: int | None = None, world_size: int | None = None) -> list[Result]:
         """Results without raw samples, oldest first (the newest `limit` when given), filtered
         in SQL by each argument given. Rows that cannot be read are skipped with a warning."""
-        where = _filters(dict(run_id=run_id, workload=workload, status=status, kind=kind,
-                              framework=framework, device=device, precision=precision,
-                              batch_size=batch_size, world_size=world_size))
+        where = _filters({"run_id": run_id, "workload": workload, "status": status, "kind": kind,
+                          "framework": framework, "device": device, "precision": precision,
+                          "batch_size": batch_size, "world_size": world_size})
         with self.engine.connect() as conn:
             return rows.list_results(conn, where, limit, self.url)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -37,7 +38,7 @@ def insert_run(conn: Connection, run_id: str, created_at: str, command: str, mac
 def insert_result(conn: Connection, result: Result) -> int:
     """Store a result with its raw samples; returns its id (also set on `result`)."""
     spec = result.spec
-    new_id = conn.execute(insert(trials).values(
+    inserted = conn.execute(insert(trials).values(
         run_id=result.run_id, created_at=result.created_at, workload=spec.workload,
         kind=spec.kind, workload_options=json.dumps(spec.workload_options, sort_keys=True, separators=(",", ":")),
         world_size=spec.world_size,
@@ -47,7 +48,8 @@ def insert_result(conn: Connection, result: Result) -> int:
         step_time_ms_median=result.metrics.step_time_ms_median,
         schema_version=result.schema_version,
         result_json=result.model_dump_json(exclude=_RAW_FIELDS | {"id"}),
-    )).inserted_primary_key[0]
+    ))
+    new_id = int(inserted.inserted_primary_key[0])  # type: ignore[index]
     conn.execute(insert(trial_samples).values(
         trial_id=new_id, step_times_json=json.dumps(result.step_times_s),
         tracker_json=json.dumps(result.tracker_samples),
@@ -60,7 +62,7 @@ def _decode(row: Any, raw: bool) -> Result:
     """One stored row as a Result (leniently); ValueError if it cannot be read."""
     data = json.loads(row.result_json)
     if not isinstance(data, dict):
-        raise ValueError("result_json is not an object")
+        raise TypeError("result_json is not an object")
     data["id"] = row.id
     if raw:
         data["step_times_s"] = json.loads(row.step_times_json or "[]")
@@ -86,7 +88,7 @@ def get_result(conn: Connection, trial_id: int) -> Result | None:
         return None
     try:
         return _decode(row, raw=True)
-    except (ValueError, ValidationError) as exc:
+    except (ValueError, TypeError, ValidationError) as exc:
         raise ValueError(f"trial {trial_id} cannot be read ({_why(exc)})") from None
 
 
@@ -103,7 +105,7 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
     for row in reversed(conn.execute(query).all()):
         try:
             out.append(_decode(row, raw=False))
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, TypeError, ValidationError) as exc:
             skipped.append((row.id, _why(exc)))
     if skipped:
         first_id, why = skipped[0]
@@ -113,7 +115,7 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
     return out
 
 
-def run_machines(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+def run_machines(conn: Connection, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """run id -> machine fingerprint, for the runs of `run_ids` that are stored."""
-    rows = conn.execute(select(runs.c.id, runs.c.machine_json).where(runs.c.id.in_(run_ids))).all()
+    rows = conn.execute(select(runs.c.id, runs.c.machine_json).where(runs.c.id.in_(list(run_ids)))).all()
     return {r.id: json.loads(r.machine_json) for r in rows}
