@@ -8,7 +8,14 @@ import pytest
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION, EpochRecord, Metrics, Result, TrialSpec
 from rigbench.store import Store
-from rigbench.store.bundle import FORMAT, dump_bundle, export_bundle, import_bundle, load_bundle, parse_bundle
+from rigbench.store.bundle import (
+    FORMAT,
+    dump_bundle,
+    export_bundle,
+    import_bundle,
+    load_bundle,
+    parse_bundle,
+)
 from rigbench.store.db import Transaction
 
 MACHINE = {"hostname": "box", "cpu_model": "AMD EPYC", "gpus": []}
