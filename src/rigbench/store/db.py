@@ -73,9 +73,7 @@ class Store:
         IMMEDIATE), so a transaction that reads before it writes cannot deadlock another."""
         with self.engine.connect() as conn:
             if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-            else:
-                conn.begin()
+                conn.exec_driver_sql("BEGIN IMMEDIATE")  # other databases: the first statement begins
             try:
                 yield Transaction(conn, self.url)
             except BaseException:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import insert, inspect, select
+from sqlalchemy import column, insert, inspect, select, table
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
@@ -34,6 +34,8 @@ HEAD_REVISION = "0002"
 #: v0.1's schema; databases written by v0.1 are stamped here.
 BASE_REVISION = "0001"
 MIGRATIONS = Path(__file__).parent / "migrations"
+#: Alembic's own table, as far as reading the revision goes
+_ALEMBIC_VERSION = table("alembic_version", column("version_num"))
 #: any constant: the key of PostgreSQL's advisory lock for migrations
 _PG_LOCK_KEY = 7_210_101
 
@@ -41,10 +43,10 @@ _PG_LOCK_KEY = 7_210_101
 def peek(conn: Connection) -> tuple[str | None, str | None] | None:
     """(alembic revision, stored Result schema version) in one query; None when either table
     is missing (a fresh or v0.1 database)."""
+    query = select(select(_ALEMBIC_VERSION.c.version_num).scalar_subquery(),
+                   select(meta.c.value).where(meta.c.key == "schema_version").scalar_subquery())
     try:
-        row = conn.exec_driver_sql(
-            "SELECT (SELECT version_num FROM alembic_version), "
-            "(SELECT value FROM meta WHERE key = 'schema_version')").first()
+        row = conn.execute(query).first()
     except (OperationalError, ProgrammingError):
         conn.rollback()
         return None
@@ -95,7 +97,7 @@ def _migrate(conn: Connection, url: str) -> None:
     config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
     config.attributes["connection"] = conn
     tables = set(inspect(conn).get_table_names())
-    revision = (conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    revision = (conn.execute(select(_ALEMBIC_VERSION.c.version_num)).scalar()
                 if "alembic_version" in tables else None)
     known = {script.revision for script in ScriptDirectory.from_config(config).walk_revisions()}
     if revision is not None and revision not in known:

@@ -71,7 +71,7 @@ def upgrade() -> None:
     for column in ("run_id", "device_name"):
         op.create_index(f"ix_calibrations_{column}", "calibrations", [column])
     # the stored Result schema version (rigbench.spec.SCHEMA_VERSION) of v0.1
-    op.bulk_insert(sa.table("meta", sa.column("key"), sa.column("value")),
+    op.bulk_insert(sa.table("meta", sa.column("key", sa.String), sa.column("value", sa.Text)),
                    [{"key": "schema_version", "value": "1"}])
 
 
