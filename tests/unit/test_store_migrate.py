@@ -25,15 +25,20 @@ FIXTURE = Path(__file__).parents[1] / "fixtures" / "v01.db"
 TABLES = ("runs", "trials", "trial_samples", "calibrations", "meta")
 
 
+def v01_columns():
+    con = sqlite3.connect(f"file:{FIXTURE}?mode=ro", uri=True)  # the fixture is never written
+    try:
+        return {t: [r[1] for r in con.execute(f"pragma table_info({t})")] for t in TABLES}
+    finally:
+        con.close()
+
+
 def dump(path):
     """Every row of every v0.1 table, as stored (the columns v0.1 had)."""
     con = sqlite3.connect(path)
     try:
-        out = {}
-        for table in TABLES:
-            columns = [r[1] for r in sqlite3.connect(FIXTURE).execute(f"pragma table_info({table})")]
-            out[table] = con.execute(f"select {', '.join(columns)} from {table} order by 1").fetchall()
-        return out
+        return {table: con.execute(f"select {', '.join(columns)} from {table} order by 1").fetchall()
+                for table, columns in v01_columns().items()}
     finally:
         con.close()
 
@@ -80,6 +85,20 @@ def test_a_v01_database_migrates_with_nothing_lost(tmp_path):
     store.add_result(Result(run_id=listed[0].run_id, created_at="t", status="ok",
                             spec=TrialSpec(workload="mlp", batch_size=8, workload_options={"width": 2})))
     assert con.execute("select kind, workload_options from trials where id = 6").fetchall() == [("speed", '{"width":2}')]
+
+
+def test_backfill_reads_options_and_world_size_and_survives_a_garbage_row(tmp_path, caplog):
+    path = tmp_path / "v01.db"
+    shutil.copy(FIXTURE, path)
+    con = sqlite3.connect(path)
+    data = json.loads(con.execute("select result_json from trials where id = 1").fetchone()[0])
+    data["spec"].update(workload_options={"width": 8, "depth": 2}, world_size=2)
+    con.executemany("update trials set result_json = ? where id = ?", [(json.dumps(data), 1), ("garbage", 2)])
+    con.commit()
+    Store(str(path)).list()
+    assert con.execute("select id, kind, workload_options, world_size from trials where id < 3").fetchall() == [
+        (1, "speed", '{"depth":2,"width":8}', 2), (2, "speed", "{}", 1)]
+    assert "trial 2" in caplog.text
 
 
 def test_head_revision_constant_matches_the_migrations():
