@@ -8,7 +8,15 @@ import pytest
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION, EpochRecord, Metrics, Result, TrialSpec
 from rigbench.store import Store
-from rigbench.store.bundle import FORMAT, dump_bundle, export_bundle, import_bundle, load_bundle, parse_bundle
+from rigbench.store.bundle import (
+    FORMAT,
+    dump_bundle,
+    export_bundle,
+    import_bundle,
+    load_bundle,
+    parse_bundle,
+)
+from rigbench.store.db import Transaction
 
 MACHINE = {"hostname": "box", "cpu_model": "AMD EPYC", "gpus": []}
 
@@ -129,7 +137,7 @@ def test_a_failed_write_is_undone(source, tmp_path, monkeypatch):
     target = Store(str(tmp_path / "target.db"))
     bundle = parse_bundle(dump_bundle(_bundle(source)))
     calls = {"n": 0}
-    real = Store.add_result
+    real = Transaction.add_result  # the import writes through one transaction
 
     def failing(self, result):
         calls["n"] += 1
@@ -137,7 +145,7 @@ def test_a_failed_write_is_undone(source, tmp_path, monkeypatch):
             raise OSError("disk full")
         return real(self, result)
 
-    monkeypatch.setattr(Store, "add_result", failing)
+    monkeypatch.setattr(Transaction, "add_result", failing)
     with pytest.raises(OSError, match="disk full"):
         import_bundle(target, bundle)
     assert counts(target) == (0, 0, 0)

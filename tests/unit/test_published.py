@@ -123,6 +123,7 @@ def test_peaks_from_spec_sheet_or_calibration(tmp_path):
     store = Store(str(tmp_path / "c.db"))
     peak_of = peak_resolver(store)
     assert peak_of("Never Seen CPU 9000", "cpu") is None
+    store.add_run("cal1", "2026-03-01T00:00:00+00:00", "rigbench calibrate", {})  # calibrations belong to a run
     add_calibration(store, "cal1", "2026-03-01T00:00:00+00:00", {
         "device": "cpu", "device_name": "Never Seen CPU 9000",
         "measurements": [{"kind": "matmul", "precision": "fp32", "status": "ok", "value": 1.5e11, "unit": "FLOP/s"}],

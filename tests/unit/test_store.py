@@ -72,3 +72,40 @@ def test_export_json_and_csv():
     header, line = csv_text.splitlines()
     assert header.startswith("id,run_id,created_at,workload")
     assert "[9.0, 11.0]" in line.replace('""', '"')
+
+
+def test_list_filters_run_in_sql_on_the_new_columns(tmp_path):
+    from rigbench.spec import LrFindOptions, TrainOptions
+
+    store = Store(str(tmp_path / "r.db"))
+    store.add_run("r1", "t", "c", {})
+    specs = [
+        TrialSpec(workload="mlp", batch_size=8),
+        TrialSpec(workload="mlp", batch_size=16, precision="bf16", device="cuda:0"),
+        TrialSpec(workload="mlp", batch_size=8, train=TrainOptions(dataset="digits", epochs=1)),
+        TrialSpec(workload="mlp", batch_size=8, lr_find=LrFindOptions(dataset="digits")),
+        TrialSpec(workload="cnn", batch_size=8, world_size=2, framework="jax", workload_options={"b": 1, "a": 2}),
+    ]
+    ids = [store.add_result(Result(run_id="r1", created_at="t", spec=s, status="ok")) for s in specs]
+    assert [r.id for r in store.list(kind="train")] == [ids[2]]
+    assert [r.id for r in store.list(kind="lr_find")] == [ids[3]]
+    assert [r.id for r in store.list(kind="speed", batch_size=8)] == [ids[0], ids[4]]
+    assert [r.id for r in store.list(precision="bf16", device="cuda:0")] == [ids[1]]
+    assert [r.id for r in store.list(framework="jax", world_size=2)] == [ids[4]]
+    assert store.list(framework="jax", batch_size=16) == []
+    con = sqlite3.connect(tmp_path / "r.db")
+    assert con.execute("select workload_options from trials where id = ?", (ids[4],)).fetchone() == ('{"a":2,"b":1}',)
+
+
+def test_a_transaction_commits_together_or_not_at_all(tmp_path):
+    store = Store(str(tmp_path / "r.db"))
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.add_run("r1", "t", "c", {})
+        tx.add_result(make_result("r1"))
+        assert len(tx.list(run_id="r1")) == 1  # the transaction sees its own writes
+        raise RuntimeError("stop")
+    assert store.list() == [] and store.machine("r1") is None
+    with store.transaction() as tx:
+        tx.add_run("r1", "t", "c", {})
+        tx.add_result(make_result("r1"))
+    assert len(store.list()) == 1

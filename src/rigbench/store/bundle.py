@@ -12,7 +12,8 @@ file leaves the database as it was. Errors name the field and its position, e.g.
 `results[3].status: Input should be 'ok', 'oom', ...`.
 
 Re-importing is safe: runs already stored (same id and machine) are not added again, and a
-result already stored in its run (same time, spec, status and speed) is skipped and counted.
+result already stored in its run (the same `rows.result_identity`: time, spec, status and
+speed) is skipped and counted. An import is one transaction: all of it lands, or nothing.
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from rigbench import __version__
 from rigbench.errors import UsageError
-from rigbench.timestamps import now_iso
 from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.db import Store
-from rigbench.store.schema import runs, trial_samples, trials
+from rigbench.store.rows import result_identity
+from rigbench.store.schema import runs
+from rigbench.timestamps import now_iso
 
 FORMAT = "rigbench-results"
 
@@ -202,41 +204,23 @@ def load_bundle(path: str | Path) -> Bundle:
     return parse_bundle(text, str(path))
 
 
-def _identity(r: Result) -> tuple:
-    """What makes two copies of a result the same result."""
-    return (r.run_id, r.created_at, r.spec.model_dump_json(), r.status, r.metrics.samples_per_s,
-            r.metrics.steps_measured)
-
-
 def import_bundle(store: Store, bundle: Bundle) -> ImportOutcome:
     """Add a validated bundle's runs and results to `store`; see the module docstring for what
-    is skipped. Every check runs before the first write; if a write still fails (disk full,
-    database gone), the rows this import added are removed again before the error propagates."""
-    present = {r.id: r for r in stored_runs(store, [r.id for r in bundle.runs])}
-    for i, run in enumerate(bundle.runs):
-        if run.id in present and present[run.id].machine != run.machine:
-            raise UsageError(f"{bundle.origin}: runs[{i}].id: run {run.id!r} is already stored in "
-                             f"{store.url} with a different machine; refusing to mix them")
-    stored = {_identity(r) for run_id in present for r in store.list(run_id=run_id)}
-    new_runs = [r for r in bundle.runs if r.id not in present]
-    new_results = [r for r in bundle.results if _identity(r) not in stored]
-    added_trials: list[int] = []
-    try:
+    is skipped. Every check runs before the first write, and everything is written in one
+    transaction: a failure or a kill midway leaves the database exactly as it was."""
+    with store.transaction() as tx:
+        present = tx.machines([r.id for r in bundle.runs])
+        for i, run in enumerate(bundle.runs):
+            if run.id in present and present[run.id] != run.machine:
+                raise UsageError(f"{bundle.origin}: runs[{i}].id: run {run.id!r} is already stored in "
+                                 f"{store.url} with a different machine; refusing to mix them")
+        stored = {result_identity(r) for run_id in present for r in tx.list(run_id=run_id)}
+        new_runs = [r for r in bundle.runs if r.id not in present]
+        new_results = [r for r in bundle.results if result_identity(r) not in stored]
         for run in new_runs:
-            store.add_run(run.id, run.created_at, run.command, run.machine)
+            tx.add_run(run.id, run.created_at, run.command, run.machine)
         for result in new_results:
-            added_trials.append(store.add_result(result.model_copy(update={"id": None})))
-    except BaseException:
-        _remove(store, added_trials, [r.id for r in new_runs])
-        raise
-    return ImportOutcome([r.id for r in new_runs], list(present), len(new_results),
+            tx.add_result(result.model_copy(update={"id": None}))
+    present_ids = [r.id for r in bundle.runs if r.id in present]
+    return ImportOutcome([r.id for r in new_runs], present_ids, len(new_results),
                          len(bundle.results) - len(new_results))
-
-
-def _remove(store: Store, trial_ids: list[int], run_ids: list[str]) -> None:
-    with store.engine.begin() as conn:
-        if trial_ids:
-            conn.execute(delete(trial_samples).where(trial_samples.c.trial_id.in_(trial_ids)))
-            conn.execute(delete(trials).where(trials.c.id.in_(trial_ids)))
-        if run_ids:
-            conn.execute(delete(runs).where(runs.c.id.in_(run_ids)))

@@ -30,14 +30,14 @@ def add_calibration(store: Store, run_id: str, created_at: str, calibration: dic
     frameworks/torch/calibrate.calibrate) in one transaction; returns the new row ids."""
     context = {k: calibration.get(k) for k in ("threads", "quick", "software")}
     ids = []
-    with store.engine.begin() as conn:
+    with store.transaction() as tx:
         for m in calibration["measurements"]:
-            ids.append(conn.execute(insert(calibrations).values(
+            ids.append(tx.conn.execute(insert(calibrations).values(
                 run_id=run_id, created_at=created_at, device=calibration["device"],
                 device_name=calibration["device_name"], kind=m["kind"], precision=m.get("precision"),
                 status=m["status"], value=m.get("value"), unit=m["unit"],
                 detail_json=json.dumps({**m.get("detail", {}), **context}),
-            )).inserted_primary_key[0])
+            )).inserted_primary_key[0])  # type: ignore[index]
     return ids
 
 

@@ -1,55 +1,64 @@
 """Reading and writing results. Each result is committed as soon as it is added, so a
-failure or Ctrl-C later in a run never loses finished trials."""
+failure or Ctrl-C later in a run never loses finished trials; several writes that must land
+together (a bundle import) share one `Store.transaction()`."""
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-import platformdirs
-from sqlalchemy import create_engine, insert, select
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import NoSuchModuleError, OperationalError
 
 from rigbench.errors import UsageError
-from rigbench.spec import SCHEMA_VERSION, Result
-from rigbench.store.schema import meta, metadata, runs, trial_samples, trials
+from rigbench.spec import Result
+from rigbench.store import rows
+from rigbench.store.engine import default_db_url, make_engine, resolve_db_url
+from rigbench.store.migrate import ensure_current
 
-_RAW_FIELDS = {"step_times_s", "tracker_samples"}
-
-
-def default_db_url() -> str:
-    """`RIGBENCH_DB` if set, else a SQLite file in the user's data directory."""
-    if os.environ.get("RIGBENCH_DB"):
-        return resolve_db_url(os.environ["RIGBENCH_DB"])
-    path = Path(platformdirs.user_data_dir("rigbench")) / "rigbench.db"
-    return f"sqlite:///{path}"
+__all__ = ["Store", "Transaction", "default_db_url", "resolve_db_url"]
 
 
-def resolve_db_url(text: str) -> str:
-    """Accept an SQLAlchemy URL (`postgresql://...`, `sqlite:///x.db`) or a plain file path."""
-    if "://" not in text:
-        return f"sqlite:///{Path(text).expanduser().resolve()}"
-    try:
-        make_url(text)
-    except ArgumentError:
-        raise UsageError(f"--db {text!r} is not a database URL: use e.g. sqlite:///results.db") from None
-    return text
+class Transaction:
+    """Writes and reads on one connection inside one transaction (`Store.transaction()`):
+    all of them are committed together, or none."""
+
+    def __init__(self, conn: Connection, url: str):
+        self.conn = conn
+        self.url = url
+
+    def add_run(self, run_id: str, created_at: str, command: str, machine: dict[str, Any]) -> None:
+        rows.insert_run(self.conn, run_id, created_at, command, machine)
+
+    def add_result(self, result: Result) -> int:
+        """Store a result with its raw samples; returns its id (also set on `result`)."""
+        return rows.insert_result(self.conn, result)
+
+    def list(self, **where: Any) -> list[Result]:
+        """As Store.list, seeing this transaction's own writes."""
+        return rows.list_results(self.conn, _filters(where), None, self.url)
+
+    def machines(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """run id -> machine fingerprint, for those of `run_ids` that are stored."""
+        return rows.run_machines(self.conn, run_ids)
+
+
+def _filters(where: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(where) - set(rows.FILTER_COLUMNS)
+    if unknown:
+        raise TypeError(f"unknown filter(s): {', '.join(sorted(unknown))}")
+    return {k: v for k, v in where.items() if v is not None and v != ""}
 
 
 class Store:
-    """A results database. Creates its tables on first use and checks the schema version."""
+    """A results database. Creates or migrates its tables on first use (store/migrate.py)."""
 
     def __init__(self, url: str | None = None):
         self.url = resolve_db_url(url) if url else default_db_url()
-        if self.url.startswith("sqlite:///"):
-            Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.engine: Engine = create_engine(self.url)
-            metadata.create_all(self.engine)
-            self._check_version()
+            self.engine: Engine = make_engine(self.url)
+            ensure_current(self.engine, self.url)
         except OperationalError as exc:
             raise UsageError(f"cannot open the database {self.url}: {exc.orig}") from None
         except ModuleNotFoundError as exc:
@@ -57,80 +66,50 @@ class Store:
         except NoSuchModuleError:
             raise UsageError(f"--db {self.url!r}: unknown database kind; use sqlite:/// or postgresql://") from None
 
-    def _check_version(self) -> None:
-        with self.engine.begin() as conn:
-            row = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).first()
-            if row is None:
-                conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
-            elif int(row.value) > SCHEMA_VERSION:
-                raise UsageError(
-                    f"the database {self.url} has schema version {row.value}, newer than this "
-                    f"rigbench understands ({SCHEMA_VERSION}): upgrade rigbench"
-                )
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One write transaction: committed when the block ends, rolled back if it raises (or
+        if the process dies inside it). On SQLite it takes the write lock at once (BEGIN
+        IMMEDIATE), so a transaction that reads before it writes cannot deadlock another."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")  # other databases: the first statement begins
+            try:
+                yield Transaction(conn, self.url)
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
 
     def add_run(self, run_id: str, created_at: str, command: str, machine: dict[str, Any]) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(insert(runs).values(id=run_id, created_at=created_at, command=command,
-                                             machine_json=json.dumps(machine)))
+        with self.transaction() as tx:
+            tx.add_run(run_id, created_at, command, machine)
 
     def add_result(self, result: Result) -> int:
         """Store a result with its raw samples; returns its id (also set on `result`)."""
-        spec = result.spec
-        body = result.model_dump_json(exclude=_RAW_FIELDS | {"id"})
-        with self.engine.begin() as conn:
-            new_id = conn.execute(insert(trials).values(
-                run_id=result.run_id, created_at=result.created_at, workload=spec.workload,
-                framework=spec.framework, device=spec.device, batch_size=spec.batch_size,
-                precision=spec.precision, threads=result.threads, status=result.status,
-                error=result.error, samples_per_s=result.metrics.samples_per_s,
-                step_time_ms_median=result.metrics.step_time_ms_median,
-                schema_version=result.schema_version, result_json=body,
-            )).inserted_primary_key[0]
-            conn.execute(insert(trial_samples).values(
-                trial_id=new_id, step_times_json=json.dumps(result.step_times_s),
-                tracker_json=json.dumps(result.tracker_samples),
-            ))
-        result.id = new_id
-        return new_id
+        with self.transaction() as tx:
+            return tx.add_result(result)
 
     def get(self, trial_id: int) -> Result | None:
-        """One result with its raw samples, or None."""
-        query = (select(trials.c.id, trials.c.result_json, trial_samples.c.step_times_json,
-                        trial_samples.c.tracker_json)
-                 .join(trial_samples, trial_samples.c.trial_id == trials.c.id, isouter=True)
-                 .where(trials.c.id == trial_id))
+        """One result with its raw samples, or None; UsageError if its row cannot be read."""
         with self.engine.connect() as conn:
-            row = conn.execute(query).first()
-        if row is None:
-            return None
-        data = json.loads(row.result_json)
-        data["id"] = row.id
-        data["step_times_s"] = json.loads(row.step_times_json or "[]")
-        data["tracker_samples"] = json.loads(row.tracker_json or "[]")
-        return Result.model_validate(data)
+            try:
+                return rows.get_result(conn, trial_id)
+            except ValueError as exc:
+                raise UsageError(f"{exc} in {self.url}") from None
 
     def list(self, run_id: str | None = None, workload: str | None = None,
-             status: str | None = None, limit: int | None = None) -> list[Result]:
-        """Results without raw samples, oldest first (the newest `limit` when given)."""
-        query = select(trials.c.id, trials.c.result_json).order_by(trials.c.id.desc())
-        if run_id:
-            query = query.where(trials.c.run_id == run_id)
-        if workload:
-            query = query.where(trials.c.workload == workload)
-        if status:
-            query = query.where(trials.c.status == status)
-        if limit:
-            query = query.limit(limit)
+             status: str | None = None, limit: int | None = None, *, kind: str | None = None,
+             framework: str | None = None, device: str | None = None, precision: str | None = None,
+             batch_size: int | None = None, world_size: int | None = None) -> list[Result]:
+        """Results without raw samples, oldest first (the newest `limit` when given), filtered
+        in SQL by each argument given. Rows that cannot be read are skipped with a warning."""
+        where = _filters({"run_id": run_id, "workload": workload, "status": status, "kind": kind,
+                          "framework": framework, "device": device, "precision": precision,
+                          "batch_size": batch_size, "world_size": world_size})
         with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
-        out = []
-        for row in reversed(rows):
-            result = Result.model_validate_json(row.result_json)
-            result.id = row.id
-            out.append(result)
-        return out
+            return rows.list_results(conn, where, limit, self.url)
 
     def machine(self, run_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(runs.c.machine_json).where(runs.c.id == run_id)).first()
-        return json.loads(row.machine_json) if row else None
+            return rows.run_machines(conn, [run_id]).get(run_id)

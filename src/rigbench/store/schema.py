@@ -1,4 +1,6 @@
-"""Table definitions. Bump rigbench.spec.SCHEMA_VERSION when their meaning changes.
+"""Table definitions at the newest migration (store/migrations/versions/). A change here is
+made by a new migration too: the tables of existing databases only change through one.
+Bump rigbench.spec.SCHEMA_VERSION when a stored Result changes meaning.
 
 Queryable columns are real columns; the full spec, metrics and software versions are kept
 as JSON so that a Result round-trips exactly; raw samples (every step time, every tracker
@@ -29,6 +31,10 @@ trials = Table(
     Column("run_id", String(36), ForeignKey("runs.id"), nullable=False, index=True),
     Column("created_at", String(32), nullable=False),
     Column("workload", String(64), nullable=False, index=True),
+    # kind, workload options (canonical JSON) and world size are columns so filters run in SQL
+    Column("kind", String(16), nullable=False, index=True, server_default="speed"),
+    Column("workload_options", Text, nullable=False, server_default="{}"),
+    Column("world_size", Integer, nullable=False, server_default="1"),
     Column("framework", String(32), nullable=False),
     Column("device", String(64), nullable=False),
     Column("batch_size", Integer, nullable=False),

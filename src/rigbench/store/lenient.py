@@ -1,0 +1,54 @@
+"""Reading stored results leniently: a field a newer or older rigbench wrote that this one does
+not know is dropped, so renaming one spec field never makes a whole database unreadable.
+
+Only for reading what is stored: user input (TrialSpec and its option blocks) is still
+validated strictly, with extra="forbid".
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+from rigbench.spec import Result
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold: `X`, `X | None`, `list[X]`, `dict[str, X]`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found += _models_in(arg)
+    return found
+
+
+def drop_unknown(model: type[BaseModel], data: Any) -> Any:
+    """`data` without the keys `model` (and the models nested in it) does not declare."""
+    if not isinstance(data, dict):
+        return data
+    out = {}
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            continue
+        nested = _models_in(field.annotation)
+        if len(nested) == 1:
+            origin = typing.get_origin(field.annotation)
+            if isinstance(value, list) and origin is list:
+                value = [drop_unknown(nested[0], v) for v in value]
+            elif isinstance(value, dict) and origin is dict:
+                value = {k: drop_unknown(nested[0], v) for k, v in value.items()}
+            elif origin in (None, typing.Union, types.UnionType):
+                value = drop_unknown(nested[0], value)
+        out[key] = value
+    return out
+
+
+def read_result(data: dict[str, Any]) -> Result:
+    """A stored Result, unknown fields dropped at every level; ValidationError if it still
+    cannot be read (a missing required field, a value of the wrong type)."""
+    return Result.model_validate(drop_unknown(Result, data))

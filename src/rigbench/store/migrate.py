@@ -1,0 +1,113 @@
+"""Bringing a database to the newest schema with the Alembic migrations in migrations/.
+
+Opening is cheap when the database is already at the head revision: one query reads the
+revision and the stored Result schema version, and Alembic is not even imported. Otherwise
+the migration runs under the database's write lock, in one transaction:
+
+- SQLite: `BEGIN IMMEDIATE` takes the write lock before anything is read; other processes
+  opening the same file wait on the busy timeout (engine.py), then find the work done. SQLite's
+  own lock, not a lock file beside the database: it works on every OS and file system SQLite
+  supports, the OS releases it when a process dies, and there is no stale file to clean up.
+  DDL is transactional in SQLite, so a migration killed midway leaves the database as it was.
+- PostgreSQL: a transaction-scoped advisory lock (`pg_advisory_xact_lock`), same effect.
+
+A v0.1 database (meta.schema_version = 1, no alembic_version table) is stamped at the base
+revision, then upgraded. A revision this code does not know means a newer rigbench wrote the
+database: refused, never touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import column, insert, inspect, select, table
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError, ProgrammingError
+
+from rigbench.errors import UsageError
+from rigbench.spec import SCHEMA_VERSION
+from rigbench.store.schema import meta
+
+#: The newest revision in migrations/versions/ (a test checks Alembic agrees): comparing with
+#: it keeps opening an up-to-date database free of Alembic's start-up cost.
+HEAD_REVISION = "0002"
+#: v0.1's schema; databases written by v0.1 are stamped here.
+BASE_REVISION = "0001"
+MIGRATIONS = Path(__file__).parent / "migrations"
+#: Alembic's own table, as far as reading the revision goes
+_ALEMBIC_VERSION = table("alembic_version", column("version_num"))
+#: any constant: the key of PostgreSQL's advisory lock for migrations
+_PG_LOCK_KEY = 7_210_101
+
+
+def peek(conn: Connection) -> tuple[str | None, str | None] | None:
+    """(alembic revision, stored Result schema version) in one query; None when either table
+    is missing (a fresh or v0.1 database)."""
+    query = select(select(_ALEMBIC_VERSION.c.version_num).scalar_subquery(),
+                   select(meta.c.value).where(meta.c.key == "schema_version").scalar_subquery())
+    try:
+        row = conn.execute(query).first()
+    except (OperationalError, ProgrammingError):
+        conn.rollback()
+        return None
+    conn.rollback()  # end the read transaction (PostgreSQL would keep it open)
+    return (row[0], row[1]) if row else (None, None)
+
+
+def ensure_current(engine: Engine, url: str) -> None:
+    """Create or migrate the database at `engine` to HEAD_REVISION; UsageError if it was
+    written by a newer rigbench."""
+    with engine.connect() as conn:
+        state = peek(conn)
+    if state is not None:
+        _refuse_newer_results(state[1], url)
+        if state[0] == HEAD_REVISION and state[1] is not None:
+            return
+    with engine.connect() as conn:
+        _lock(conn)
+        try:
+            _migrate(conn, url)
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+
+def _refuse_newer_results(schema_version: str | None, url: str) -> None:
+    if schema_version is not None and int(schema_version) > SCHEMA_VERSION:
+        raise UsageError(f"the database {url} has schema version {schema_version}, newer than "
+                         f"this rigbench understands ({SCHEMA_VERSION}): upgrade rigbench")
+
+
+def _lock(conn: Connection) -> None:
+    """Take the database's write lock for the rest of this connection's transaction."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_KEY})")
+
+
+def _migrate(conn: Connection, url: str) -> None:
+    """Under the lock: look again (another process may have done it), then stamp and upgrade."""
+    from alembic import command
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+    config.attributes["connection"] = conn
+    tables = set(inspect(conn).get_table_names())
+    revision = (conn.execute(select(_ALEMBIC_VERSION.c.version_num)).scalar()
+                if "alembic_version" in tables else None)
+    known = {script.revision for script in ScriptDirectory.from_config(config).walk_revisions()}
+    if revision is not None and revision not in known:
+        raise UsageError(f"the database {url} is at schema revision {revision!r}, newer than "
+                         f"this rigbench understands: upgrade rigbench")
+    if revision is None and "meta" in tables:
+        command.stamp(config, BASE_REVISION)  # written by v0.1, before migrations existed
+    if revision != HEAD_REVISION:
+        command.upgrade(config, "head")
+    stored = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
+    if stored is None:
+        conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+    _refuse_newer_results(stored, url)

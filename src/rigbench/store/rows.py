@@ -1,0 +1,121 @@
+"""Rows in and out, on one connection: what Store and its transactions share."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import insert, select
+from sqlalchemy.engine import Connection
+
+from rigbench.spec import Result
+from rigbench.store.lenient import read_result
+from rigbench.store.schema import runs, trial_samples, trials
+
+log = logging.getLogger("rigbench.store")
+
+_RAW_FIELDS = {"step_times_s", "tracker_samples"}
+#: Store.list's filters that are plain column equalities
+FILTER_COLUMNS = ("run_id", "workload", "status", "kind", "framework", "device", "precision",
+                  "batch_size", "world_size")
+
+
+def result_identity(result: Result) -> tuple[Any, ...]:
+    """What makes two copies of a result the same result (bundle re-import skips a result
+    whose identity is already stored): its run, creation time, whole spec, status and speed."""
+    return (result.run_id, result.created_at, result.spec.canonical_json(), result.status,
+            result.metrics.samples_per_s, result.metrics.steps_measured)
+
+
+def insert_run(conn: Connection, run_id: str, created_at: str, command: str, machine: dict[str, Any]) -> None:
+    conn.execute(insert(runs).values(id=run_id, created_at=created_at, command=command,
+                                     machine_json=json.dumps(machine)))
+
+
+def insert_result(conn: Connection, result: Result) -> int:
+    """Store a result with its raw samples; returns its id (also set on `result`)."""
+    spec = result.spec
+    inserted = conn.execute(insert(trials).values(
+        run_id=result.run_id, created_at=result.created_at, workload=spec.workload,
+        kind=spec.kind, workload_options=json.dumps(spec.workload_options, sort_keys=True, separators=(",", ":")),
+        world_size=spec.world_size,
+        framework=spec.framework, device=spec.device, batch_size=spec.batch_size,
+        precision=spec.precision, threads=result.threads, status=result.status,
+        error=result.error, samples_per_s=result.metrics.samples_per_s,
+        step_time_ms_median=result.metrics.step_time_ms_median,
+        schema_version=result.schema_version,
+        result_json=result.model_dump_json(exclude=_RAW_FIELDS | {"id"}),
+    ))
+    new_id = int(inserted.inserted_primary_key[0])  # type: ignore[index]
+    conn.execute(insert(trial_samples).values(
+        trial_id=new_id, step_times_json=json.dumps(result.step_times_s),
+        tracker_json=json.dumps(result.tracker_samples),
+    ))
+    result.id = new_id
+    return new_id
+
+
+def _decode(row: Any, raw: bool) -> Result:
+    """One stored row as a Result (leniently); ValueError if it cannot be read."""
+    data = json.loads(row.result_json)
+    if not isinstance(data, dict):
+        raise TypeError("result_json is not an object")
+    data["id"] = row.id
+    if raw:
+        data["step_times_s"] = json.loads(row.step_times_json or "[]")
+        data["tracker_samples"] = json.loads(row.tracker_json or "[]")
+    return read_result(data)
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(exc)
+
+
+def get_result(conn: Connection, trial_id: int) -> Result | None:
+    """One result with its raw samples, or None; ValueError if the row cannot be read."""
+    query = (select(trials.c.id, trials.c.result_json, trial_samples.c.step_times_json,
+                    trial_samples.c.tracker_json)
+             .join(trial_samples, trial_samples.c.trial_id == trials.c.id, isouter=True)
+             .where(trials.c.id == trial_id))
+    row = conn.execute(query).first()
+    if row is None:
+        return None
+    try:
+        return _decode(row, raw=True)
+    except (ValueError, TypeError, ValidationError) as exc:
+        raise ValueError(f"trial {trial_id} cannot be read ({_why(exc)})") from None
+
+
+def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url: str) -> list[Result]:
+    """Results without raw samples, oldest first (the newest `limit` when given), filtered by
+    column equality (`where`: FILTER_COLUMNS -> value). A row that cannot be read is skipped
+    with one warning per call: one bad row never breaks a command over the whole database."""
+    query = select(trials.c.id, trials.c.result_json).order_by(trials.c.id.desc())
+    for name, value in where.items():
+        query = query.where(trials.c[name] == value)
+    if limit:
+        query = query.limit(limit)
+    out, skipped = [], []
+    for row in reversed(conn.execute(query).all()):
+        try:
+            out.append(_decode(row, raw=False))
+        except (ValueError, TypeError, ValidationError) as exc:
+            skipped.append((row.id, _why(exc)))
+    if skipped:
+        first_id, why = skipped[0]
+        more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+        log.warning("skipped %d stored result(s) in %s that cannot be read: trial %s (%s)%s",
+                    len(skipped), url, first_id, why, more)
+    return out
+
+
+def run_machines(conn: Connection, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """run id -> machine fingerprint, for the runs of `run_ids` that are stored."""
+    rows = conn.execute(select(runs.c.id, runs.c.machine_json).where(runs.c.id.in_(list(run_ids)))).all()
+    return {r.id: json.loads(r.machine_json) for r in rows}
