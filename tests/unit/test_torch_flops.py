@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import resource
 
 import pytest
 
@@ -16,8 +16,10 @@ from rigbench.workloads import WORKLOADS  # noqa: E402
 
 
 def test_counting_uses_no_real_memory():
-    start = time.perf_counter()
+    # A real batch-2 catsdogs step holds ~1 GiB (activations, weights, gradients); on the meta
+    # device nothing is allocated, so the process's peak resident size barely moves.
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     params, per_sample = adapter.count(WORKLOADS["catsdogs"], {})
-    assert time.perf_counter() - start < 5  # a real batch-2 step takes several seconds here
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 256 * 1024
     assert params == 21_436_577
     assert 30e9 < per_sample < 40e9  # ~3 x 11.9 GFLOP forward per 256x256 image
