@@ -87,3 +87,24 @@ def test_child_applies_the_environment_before_counting(monkeypatch):
     assert report.status == "unsupported" and seen == {"env": "set"}
     # flops_per_sample is the workload's analytic figure, not the adapter's count (1.0)
     assert report.flops_per_sample == pytest.approx(25_736_448)
+
+
+def test_no_workload_name_in_adapters_outside_model_builders():
+    # Adapters map declared workload facts through tables; only a models.py (the builders)
+    # may name a workload. A string constant equal to a workload name anywhere else is a branch
+    # (or a table) on the name.
+    import ast
+    from pathlib import Path
+
+    import rigbench.frameworks
+    from rigbench.workloads import WORKLOADS
+
+    root = Path(rigbench.frameworks.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "models.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in WORKLOADS:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
+    assert found == []
