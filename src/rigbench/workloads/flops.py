@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -95,11 +96,11 @@ def param_count(layers: list[Layer]) -> int:
 
 def mlp_layers(options: dict[str, Any]) -> list[Layer]:
     widths = (784, *MLP_HIDDEN, 10)
-    return [dense(a, b, input_grad=i > 0) for i, (a, b) in enumerate(zip(widths, widths[1:]))]
+    return [dense(a, b, input_grad=i > 0) for i, (a, b) in enumerate(pairwise(widths))]
 
 
 def autoencoder_layers(options: dict[str, Any]) -> list[Layer]:
-    encoder = list(zip(AUTOENCODER_SIZES, AUTOENCODER_SIZES[1:]))
+    encoder = list(pairwise(AUTOENCODER_SIZES))
     decoder = [(b, a) for a, b in reversed(encoder)]
     return [dense(a, b, input_grad=i > 0) for i, (a, b) in enumerate(encoder + decoder)]
 

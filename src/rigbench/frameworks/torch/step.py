@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -112,7 +112,8 @@ def _adversarial_step(workload: Workload, model: nn.Module, real: Tensor, noise:
     The parts are the workload's, discriminator first (its declared update order).
     """
     d_part, g_part = (p.name for p in workload.parts)
-    generator, discriminator = model[g_part], model[d_part]
+    modules = cast(nn.ModuleDict, model)  # the builder's parts, by the declared names
+    generator, discriminator = modules[g_part], modules[d_part]
     bce = F.binary_cross_entropy_with_logits
     with autocast():
         fake = generator(noise)
@@ -147,4 +148,5 @@ def parts(workload: Workload, model: nn.Module) -> dict[str, nn.Module]:
     the builder's sub-modules of the declared part names."""
     if len(workload.parts) == 1:
         return {workload.parts[0].name: model}
-    return {part.name: model[part.name] for part in workload.parts}
+    modules = cast(nn.ModuleDict, model)
+    return {part.name: modules[part.name] for part in workload.parts}

@@ -9,9 +9,10 @@ from __future__ import annotations
 import platform
 import time
 import warnings
+from collections.abc import Callable
 from contextlib import nullcontext
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -141,7 +142,7 @@ def _backward_only(loss: Tensor, part: str) -> None:
 
 
 #: Workload.optimizer -> torch optimiser; its other arguments are the workload's optimizer_args.
-OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
+OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
 
 
 def _make_optimizer(workload: Workload, params: Any, lr: float) -> torch.optim.Optimizer:
@@ -238,8 +239,9 @@ class TorchTrainer:
         if len(self.workload.parts) == 1:
             self.model = torch.compile(self.model)
             return
+        parts = cast(torch.nn.ModuleDict, self.model)
         for part in self.workload.parts:
-            self.model[part.name] = torch.compile(self.model[part.name])
+            parts[part.name] = cast(torch.nn.Module, torch.compile(parts[part.name]))
 
     def _probe_precision(self, precision: str) -> None:
         """Forward and backward once, on one sample, under autocast, without an update.
