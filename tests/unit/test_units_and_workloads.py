@@ -1,4 +1,5 @@
 import dataclasses
+import itertools
 
 import pytest
 
@@ -81,7 +82,7 @@ def _params(name: str, **options) -> int:
 def test_analytic_params_match_the_papers():
     assert _params("mlp") == 784 * 2048 + 2048 + 2 * (2048 * 2048 + 2048) + 2048 * 10 + 10
     sizes = [784, 1000, 500, 250, 30]
-    pairs = list(zip(sizes, sizes[1:]))
+    pairs = list(itertools.pairwise(sizes))
     pairs += [(b, a) for a, b in reversed(pairs)]
     assert _params("autoencoder") == sum(a * b + b for a, b in pairs)  # 2,837,314
     assert _params("cnn") == 122_570  # the TensorFlow tutorial's summary

@@ -28,7 +28,6 @@ from rigbench.workloads.flops import (
     MLP_HIDDEN,
 )
 
-
 # --------------------------------------------------------------------------- mlp
 
 
