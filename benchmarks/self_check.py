@@ -39,14 +39,14 @@ from rigbench.spec import MeasureOptions, TrialSpec
 BARE_LOOP = r"""
 import json, sys, time
 import torch
-from rigbench.frameworks.torch import models
+from rigbench.frameworks.torch import models, step
 from rigbench.workloads import get_workload, resolved_options
 name, batch, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 torch.set_num_threads(threads)
 torch.manual_seed(0)
 w = get_workload(name)
 model = models.build_model(name, resolved_options(w, {})).train()
-x, y = models.synthetic_batch(w, batch)
+x, y = step.synthetic_batch(w, batch)
 opt = torch.optim.SGD(model.parameters(), lr=w.default_lr, momentum=0.9)
 loss_fn = torch.nn.CrossEntropyLoss()
 def step():

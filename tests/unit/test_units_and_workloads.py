@@ -1,8 +1,12 @@
+import dataclasses
+import itertools
+
 import pytest
 
 from rigbench.errors import UsageError
 from rigbench.units import format_bytes, parse_positive_ints, parse_size, split_list
-from rigbench.workloads import WORKLOADS, parse_workload_ref
+from rigbench.workloads import WORKLOADS, parse_workload_ref, resolved_options
+from rigbench.workloads.flops import trainable_params
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -51,3 +55,65 @@ def test_workload_refs_with_options():
         parse_workload_ref("resnet:depth=21")
     with pytest.raises(UsageError, match="has no option"):
         parse_workload_ref("cnn:depth=20")
+
+
+# --------------------------------------------------------------------------- declared facts
+
+
+def test_facts_are_declared_once():
+    lstm, dcgan = WORKLOADS["lstm"], WORKLOADS["dcgan"]
+    assert lstm.vocab == lstm.num_classes == 10_000 and lstm.layout == "tokens"
+    assert dcgan.latent_size == 100 and dcgan.optimizer_args["betas"] == (0.5, 0.999)
+    assert [p.name for p in dcgan.parts] == ["discriminator", "generator"]  # D, then G
+    assert not dcgan.lr_find and not lstm.lr_find and WORKLOADS["cnn"].lr_find
+    assert WORKLOADS["autoencoder"].targets == "input" and WORKLOADS["autoencoder"].input_range == "unit"
+    with pytest.raises(ValueError, match="not one of"):
+        dataclasses.replace(WORKLOADS["cnn"], loss="hinge")
+
+
+# --------------------------------------------------------------------------- analytic counts
+
+
+def _params(name: str, **options) -> int:
+    w = WORKLOADS[name]
+    return trainable_params(w, resolved_options(w, options))
+
+
+def test_analytic_params_match_the_papers():
+    assert _params("mlp") == 784 * 2048 + 2048 + 2 * (2048 * 2048 + 2048) + 2048 * 10 + 10
+    sizes = [784, 1000, 500, 250, 30]
+    pairs = list(itertools.pairwise(sizes))
+    pairs += [(b, a) for a, b in reversed(pairs)]
+    assert _params("autoencoder") == sum(a * b + b for a, b in pairs)  # 2,837,314
+    assert _params("cnn") == 122_570  # the TensorFlow tutorial's summary
+    # Option-A shortcuts have no parameters: convs 268,336 + BN affine 2,736 + fc 650 = 269,722
+    # (He et al. Table 6: 0.27M). The often-quoted 272,474 adds the 2,752 parameters of
+    # 1x1-conv+BN projection shortcuts (option B) at the two stage transitions.
+    assert _params("resnet") == 269_722
+    assert _params("resnet", depth=56) == 853_018  # Table 6: 0.85M
+    assert _params("rcnn") == pytest.approx(670_000, rel=0.01)  # Liang & Hu Table 1: RCNN-96 0.67M
+    assert _params("catsdogs") == 21_436_577
+    assert _params("catsdogs") == pytest.approx(21_455_521, rel=0.001)  # seed 001's published count
+    for hidden in (128, 256):
+        emb_and_decoder = 10_000 * hidden + hidden * 10_000 + 10_000
+        assert _params("lstm", hidden=hidden) == emb_and_decoder + 2 * (4 * hidden * (hidden + hidden) + 2 * 4 * hidden)
+
+
+def test_mlp_train_flops_by_hand():
+    weights = [784 * 2048, 2048 * 2048, 2048 * 2048, 2048 * 10]
+    # 2 FLOPs per multiply-add; forward 2*W per layer; backward every weight gradient (2*W)
+    # and the input gradient (2*W) of every layer except the first (its input is the data).
+    expected = 2 * sum(weights) + 2 * sum(weights) + 2 * sum(weights[1:])  # 56,877,056
+    assert WORKLOADS["mlp"].train_flops_per_sample() == expected
+    assert expected == pytest.approx(3 * 2 * sum(weights), rel=0.06)  # the textbook 3x, less layer 1
+
+
+def test_analytic_flops_grow_with_the_options():
+    resnet, rcnn, lstm = WORKLOADS["resnet"], WORKLOADS["rcnn"], WORKLOADS["lstm"]
+    assert resnet.train_flops_per_sample({"depth": 56}) > 2.5 * resnet.train_flops_per_sample({"depth": 20})
+    assert rcnn.train_flops_per_sample({"steps": 1}) < rcnn.train_flops_per_sample() < rcnn.train_flops_per_sample({"steps": 4})
+    assert lstm.train_flops_per_sample({"hidden": 128}) < lstm.train_flops_per_sample()
+    # One DCGAN D forward on 64x64 is ~0.1 GFLOP and one G forward ~0.4 GFLOP (pytorch/examples
+    # sizes); a step runs G once and D three times, and backpropagates through all of them.
+    assert 1.5e9 < WORKLOADS["dcgan"].train_flops_per_sample() < 4e9
+    assert 30e9 < WORKLOADS["catsdogs"].train_flops_per_sample() < 40e9  # ~3 x 11.9 GFLOP forward per image

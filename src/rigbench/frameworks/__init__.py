@@ -1,8 +1,9 @@
 """Registry of framework adapters.
 
-An adapter is a subpackage (rigbench.frameworks.<name>) implementing
-rigbench.frameworks.base.FrameworkAdapter. The registry maps names to module paths so
-that listing frameworks never imports one.
+An adapter is a subpackage (rigbench.frameworks.<name>) implementing the contract
+documented in rigbench.frameworks.base (FrameworkAdapter); tests/contract/ runs every
+installed one on every workload. The registry maps names to module paths so that listing
+frameworks never imports one.
 """
 
 from __future__ import annotations

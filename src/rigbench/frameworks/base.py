@@ -1,17 +1,86 @@
-"""The framework adapter protocol.
+"""The framework adapter contract: the one place that says what an adapter must provide.
 
-Everything a framework-specific module must provide so that the runner can train and time
-a workload without knowing which framework it is. All imports of a framework live inside
-its own subpackage (rigbench/frameworks/<name>/), and those subpackages are imported only
-in child processes (trials, device probes, counting), never by the CLI's own process.
+An adapter is a module, rigbench/frameworks/<name>/__init__.py, registered in
+rigbench/frameworks/__init__.FRAMEWORKS, whose module-level names implement
+`FrameworkAdapter` below. tests/contract/ runs every installed adapter on every workload
+against it.
+
+Rules every adapter follows:
+- **Imports.** Every import of the framework lives inside its own subpackage, and the
+  adapter's `__init__` does not import the framework at module level: `installed()`,
+  `environment()` and the registry must work without it. Subpackages are imported only in
+  child processes (trials, device probes, counting), never by the CLI's own process.
+- **Environment first.** `environment(spec)` returns the variables the child must set
+  BEFORE the framework is imported (thread pools and allocators read them once, at start):
+  thread counts (OMP/MKL), allocator behaviour (TF_FORCE_GPU_ALLOW_GROWTH,
+  XLA_PYTHON_CLIENT_PREALLOCATE=false for TensorFlow/JAX, which otherwise take most GPU
+  memory up front). runner/child.py applies it right after loading the adapter module.
+- **Devices** are named `cpu`, `cuda:N` (NVIDIA, and AMD under ROCm builds that call it
+  cuda), `mps`, `xpu:N`, `dml:N`; `cuda:N` is NVML's index N (CUDA_DEVICE_ORDER=PCI_BUS_ID).
+  A bare kind (`cuda`) means index 0. `list_devices()` returns `DeviceInfo` rows.
+- **Workloads** are framework-neutral facts (rigbench.workloads): only the adapter's model
+  builders know a workload by name; loss, targets, layout, optimiser arguments, parts and
+  metric are mapped through tables. The workload's analytic FLOPs are the figure of record;
+  the adapter's own counter (`count`) only cross-checks them.
+- **Timing.** A Trainer's `step()` queues one full training step and returns the loss as an
+  unsynchronised device value; a `StepTimer` brackets steps with the device's own
+  synchronisation (CUDA events, or a host clock stopped after a device sync; JAX
+  `block_until_ready`, TensorFlow a host copy of the loss).
+- **Memory.** `allocator_peak_bytes()` is the allocator's peak since the last
+  `reset_peak_memory()`, or None where the framework keeps no statistics (the CPU); the
+  reset is optional in effect (a no-op where there is nothing to reset) but always callable.
+- **Failures.** `build` raises rigbench.errors.UnsupportedError for a combination that cannot
+  run (a precision the device lacks) and UsageError for a bad device; `is_oom(exc)` is True
+  for the framework's out-of-memory exception and the CPU allocator's failure, so the runner
+  reports `oom` rather than `crash`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
+
+
+class DeviceInfo(TypedDict):
+    """One device a framework can use (`list_devices()`)."""
+
+    id: str  # "cpu", "cuda:0", "mps", "xpu:0", "dml:0"
+    kind: str  # cpu | cuda | rocm | mps | xpu | dml
+    name: str  # human name, e.g. "NVIDIA H100 80GB HBM3" or the CPU's brand string
+    memory_bytes: int | None  # device memory (host RAM for the CPU), None if unknown
+    framework: str  # the adapter's NAME
+
+
+#: Keys every `software()` dict holds: the adapter's NAME -> the framework's version string
+#: (the count cache and comparability key on it), and `num_threads` (the intra-op thread
+#: count in effect, or None). Any other keys are versions that decide comparability
+#: (e.g. "cuda", "cudnn", "hip" for torch; "xla" for JAX), stored with each result as is.
+SOFTWARE_KEYS = ("<NAME>", "num_threads")
+
+
+class CalibrationRow(TypedDict):
+    """One measured ceiling of `calibrate_device()`."""
+
+    kind: str  # matmul | memory_bandwidth | h2d_pageable | h2d_pinned | d2h_pageable | d2h_pinned
+    precision: str | None  # matmul rows: fp32 | tf32 | bf16 | fp16
+    unit: str  # "FLOP/s" or "B/s"
+    status: str  # ok | unsupported | n/a (host copies on a CPU) | failed
+    value: float | None  # None unless status is ok
+    detail: dict[str, Any]  # how it was measured, or {"reason": ...}
+
+
+class Calibration(TypedDict):
+    """What `calibrate_device()` returns (see frameworks/torch/calibrate.py)."""
+
+    device: str
+    device_name: str
+    device_type: str
+    threads: int | None
+    quick: bool
+    software: dict[str, Any]  # as `software()`
+    measurements: list[CalibrationRow]
 
 
 class StepTimer(Protocol):
@@ -34,7 +103,7 @@ class Trainer(Protocol):
     device_name: str
 
     def step(self) -> Any:
-        """One full training step (forward, loss, backward, optimiser update).
+        """One full training step (forward, loss, backward, optimiser update of every part).
 
         Returns the detached loss as a device value *without* synchronising, so that steps
         can be queued back to back on asynchronous devices.
@@ -50,10 +119,11 @@ class Trainer(Protocol):
         """Turn loss handles returned by `step()` into floats (one host copy, after a sync)."""
 
     def allocator_peak_bytes(self) -> int | None:
-        """Peak bytes held by the framework's allocator on the device since the last reset."""
+        """Peak bytes held by the framework's allocator on the device since the last reset;
+        None where the framework keeps no allocator statistics (the CPU)."""
 
     def reset_peak_memory(self) -> None:
-        """Start a new window for `allocator_peak_bytes`."""
+        """Start a new window for `allocator_peak_bytes` (a no-op where there is none)."""
 
 
 class FrameworkAdapter(Protocol):
@@ -64,14 +134,18 @@ class FrameworkAdapter(Protocol):
     def installed(self) -> bool:
         """True if the framework can be imported (checked without importing it)."""
 
-    def software(self) -> dict[str, Any]:
-        """Versions that decide comparability: framework, CUDA/ROCm, cuDNN, ..."""
+    def environment(self, spec: TrialSpec) -> dict[str, str]:
+        """Environment variables the trial's child sets before the framework is imported
+        (thread counts, allocator settings); computed without importing the framework."""
 
-    def list_devices(self) -> list[dict[str, Any]]:
-        """Devices this framework can use: dicts with id, kind, name, memory_bytes."""
+    def software(self) -> dict[str, Any]:
+        """Versions that decide comparability; holds at least SOFTWARE_KEYS."""
+
+    def list_devices(self) -> list[DeviceInfo]:
+        """Devices this framework can use here, the CPU first."""
 
     def build(self, spec: TrialSpec, workload: Workload) -> Trainer:
-        """Build the model, optimiser and a resident synthetic batch on `spec.device`.
+        """Build the model, optimiser(s) and a resident synthetic batch on `spec.device`.
 
         Sets the thread count first. Raises UnsupportedError for combinations that
         cannot run (e.g. a precision the device lacks) and UsageError for a bad device.
@@ -79,20 +153,24 @@ class FrameworkAdapter(Protocol):
 
     def train(self, spec: TrialSpec, workload: Workload, data: Any, on_epoch: Any = None) -> Any:
         """Train `spec.train.epochs` epochs on `data` (rigbench.data.LoadedData) with a held-out
-        evaluation after each; returns an object with `epochs` (list of spec.EpochRecord),
-        `loss_curve`, `params`, `device_name`, `train_samples`, `test_samples`. A non-finite
-        loss raises DivergedError with `step` = the epoch and the finished `epochs` attached."""
+        evaluation after each (the workload's metric); returns an object with `epochs` (list
+        of spec.EpochRecord), `loss_curve`, `params`, `device_name`, `train_samples`,
+        `test_samples`. A non-finite loss raises DivergedError with `step` = the epoch and
+        the finished `epochs` attached."""
 
     def lr_find(self, spec: TrialSpec, workload: Workload, data: Any) -> Any:
-        """A learning-rate range test (`spec.lr_find`) on `data`'s training split: the rate grows
+        """A learning-rate range test (`spec.lr_find`) on `data`'s training split, for
+        workloads with `lr_find` set (UnsupportedError otherwise): the rate grows
         exponentially, the loss is smoothed, the test stops on divergence. Returns an object
         with `lr_curve` ([lr, loss, smoothed loss] per step), `device_name`, `train_samples`."""
 
     def is_oom(self, exc: BaseException) -> bool:
-        """True if `exc` is this framework's out-of-memory error."""
+        """True if `exc` is this framework's out-of-memory error (or the CPU allocator's)."""
 
     def count(self, workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
-        """(trainable parameters, training FLOPs per sample), counted without real memory."""
+        """(trainable parameters, training FLOPs per sample by the adapter's own counter),
+        counted without real memory. The parameters are the figure of record; the FLOPs
+        cross-check the workload's analytic figure (Workload.train_flops_per_sample)."""
 
     def count_traffic(self, workload: Workload, options: dict[str, Any]) -> tuple[float, float]:
         """Estimated (bytes per step, bytes per sample) that a step's forward and backward
@@ -100,7 +178,16 @@ class FrameworkAdapter(Protocol):
         Optional: the runner leaves `bytes_per_sample` empty for adapters without it."""
 
     def calibrate_device(self, device: str, precisions: list[str], quick: bool = False,
-                         threads: int | None = None, on_progress: Any = None) -> dict[str, Any]:
+                         threads: int | None = None, on_progress: Any = None) -> Calibration:
         """Measured ceilings of `device`: peak matmul FLOP/s per precision, memory bandwidth,
-        host<->device copy bandwidth (`rigbench calibrate`; see frameworks/torch/calibrate.py
-        for the returned dict)."""
+        host<->device copy bandwidth (`rigbench calibrate`)."""
+
+
+#: Module-level names every adapter must define (count_traffic is optional).
+REQUIRED = ("NAME", "installed", "environment", "software", "list_devices", "build", "train",
+            "lr_find", "is_oom", "count", "calibrate_device")
+
+
+def missing_members(adapter: object) -> list[str]:
+    """The REQUIRED names an adapter module lacks (empty when it conforms)."""
+    return [name for name in REQUIRED if not hasattr(adapter, name)]

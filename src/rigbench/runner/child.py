@@ -1,7 +1,8 @@
 """Entry point of a trial's child process: `python -m rigbench.runner.child SPEC REPORT`.
 
-Reads a TrialSpec (JSON file), imports the framework adapter, counts the model, applies the
-memory limit, builds the trainer, runs the protocol and writes a ChildReport (JSON file).
+Reads a TrialSpec (JSON file), loads the framework adapter and applies the environment it
+asks for before the framework itself is imported, counts the model, applies the memory
+limit, builds the trainer, runs the protocol and writes a ChildReport (JSON file).
 Every failure it can see becomes a status in the report; failures it cannot see (a signal,
 the kernel's OOM killer, a hang) are classified by the parent from the exit.
 """
@@ -73,8 +74,12 @@ def run_trial(spec: TrialSpec) -> ChildReport:
     try:
         workload = get_workload(spec.workload)
         options = resolved_options(workload, spec.workload_options)
-        adapter = load_adapter(spec.framework)
-        report.params, report.flops_per_sample = cached_count(adapter, workload, options)
+        adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
+        os.environ.update(adapter.environment(spec))  # read once, when the framework starts
+        report.params, _ = cached_count(adapter, workload, options)
+        # The analytic figure, the same for every framework (MFU and the roofline use it);
+        # the adapter's own FLOP count only cross-checks it (tests/contract/).
+        report.flops_per_sample = workload.train_flops_per_sample(options)
         report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size)
         if spec.measure.memory_limit_bytes:
             apply_memory_limit(spec.measure.memory_limit_bytes)

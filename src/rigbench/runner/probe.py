@@ -1,6 +1,7 @@
 """Ask a framework, in a child process, what it can see: `python -m rigbench.runner.probe NAME [--count]`.
 
-Prints JSON: {"framework", "software", "devices": [...], "counts": {workload: [params, flops]}}.
+Prints JSON: {"framework", "software", "devices": [...], "counts": {workload: [params, flops]}},
+with the parameters counted by the adapter and the workload's analytic training FLOPs per sample.
 Running this in a child keeps the CLI's process free of framework imports and GPU contexts
 (a CUDA context alone takes hundreds of MiB of GPU memory).
 """
@@ -26,8 +27,10 @@ def probe_here(name: str, count: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"framework": name, "software": adapter.software(),
                            "devices": adapter.list_devices()}
     if count:
-        out["counts"] = {w.name: list(cached_count(adapter, w, resolved_options(w, {})))
-                         for w in WORKLOADS.values()}
+        out["counts"] = {
+            w.name: [cached_count(adapter, w, resolved_options(w, {}))[0], w.train_flops_per_sample()]
+            for w in WORKLOADS.values()
+        }
     return out
 
 

@@ -1,4 +1,4 @@
-"""The PyTorch adapter (rigbench.frameworks.base.FrameworkAdapter).
+"""The PyTorch adapter (the contract: rigbench.frameworks.base.FrameworkAdapter).
 
 `torch` is imported inside the functions, not at module level, so that `installed()` can
 answer without importing it; the heavy submodules (models, trainer, training, flops) import it
@@ -15,6 +15,7 @@ from rigbench.errors import UsageError
 
 if TYPE_CHECKING:
     from rigbench.data import LoadedData
+    from rigbench.frameworks.base import Calibration, DeviceInfo
     from rigbench.frameworks.torch.lr_range import LrFindRun
     from rigbench.frameworks.torch.trainer import TorchTrainer
     from rigbench.frameworks.torch.training import TrainRun
@@ -34,6 +35,14 @@ def installed() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+def environment(spec: TrialSpec) -> dict[str, str]:
+    """Thread pools sized before torch starts: OpenMP (torch's intra-op pool), MKL and
+    OpenBLAS read these once, at import; `build` also calls torch.set_num_threads."""
+    if spec.threads is None:
+        return {}
+    return {var: str(spec.threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+
 def software() -> dict[str, Any]:
     """Versions that decide whether two torch results are comparable."""
     import torch
@@ -49,11 +58,11 @@ def software() -> dict[str, Any]:
     }
 
 
-def _device(id_: str, kind: str, name: str, memory_bytes: int | None) -> dict[str, Any]:
+def _device(id_: str, kind: str, name: str, memory_bytes: int | None) -> DeviceInfo:
     return {"id": id_, "kind": kind, "name": name, "memory_bytes": memory_bytes, "framework": NAME}
 
 
-def _cpu_devices() -> list[dict[str, Any]]:
+def _cpu_devices() -> list[DeviceInfo]:
     import psutil
 
     from rigbench.frameworks.torch.trainer import _cpu_name
@@ -61,7 +70,7 @@ def _cpu_devices() -> list[dict[str, Any]]:
     return [_device("cpu", "cpu", _cpu_name(), psutil.virtual_memory().total)]
 
 
-def _cuda_devices() -> list[dict[str, Any]]:
+def _cuda_devices() -> list[DeviceInfo]:
     """CUDA devices, or ROCm devices on a HIP build (torch names both "cuda")."""
     import torch
 
@@ -75,7 +84,7 @@ def _cuda_devices() -> list[dict[str, Any]]:
     return found
 
 
-def _mps_devices() -> list[dict[str, Any]]:
+def _mps_devices() -> list[DeviceInfo]:
     import torch
 
     if not torch.backends.mps.is_available():
@@ -86,7 +95,7 @@ def _mps_devices() -> list[dict[str, Any]]:
     return [_device("mps", "mps", device_name(torch.device("mps")), memory)]
 
 
-def _xpu_devices() -> list[dict[str, Any]]:
+def _xpu_devices() -> list[DeviceInfo]:
     import torch
 
     if not (hasattr(torch, "xpu") and torch.xpu.is_available()):
@@ -98,7 +107,7 @@ def _xpu_devices() -> list[dict[str, Any]]:
     return found
 
 
-def _dml_devices() -> list[dict[str, Any]]:
+def _dml_devices() -> list[DeviceInfo]:
     try:
         import torch_directml
     except ImportError:
@@ -107,7 +116,7 @@ def _dml_devices() -> list[dict[str, Any]]:
     return [_device(f"dml:{i}", "dml", torch_directml.device_name(i), None) for i in range(count)]
 
 
-def list_devices() -> list[dict[str, Any]]:
+def list_devices() -> list[DeviceInfo]:
     """Devices torch can use here: the CPU, then CUDA/ROCm, MPS, XPU and DirectML devices."""
     return _cpu_devices() + _cuda_devices() + _mps_devices() + _xpu_devices() + _dml_devices()
 
@@ -175,7 +184,8 @@ def is_oom(exc: BaseException) -> bool:
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
-    """(trainable parameters, training FLOPs per sample), counted on the meta device."""
+    """(trainable parameters, training FLOPs per sample by FlopCounterMode), counted on the
+    meta device; the FLOPs cross-check the workload's analytic figure (see flops.py)."""
     from rigbench.frameworks.torch import flops
 
     return flops.count(workload, options)
@@ -190,7 +200,7 @@ def count_traffic(workload: Workload, options: dict[str, Any]) -> tuple[float, f
 
 
 def calibrate_device(device: str, precisions: list[str], quick: bool = False, threads: int | None = None,
-                     on_progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                     on_progress: Callable[[str], None] | None = None) -> Calibration:
     """Measured ceilings of `device` (see calibrate.calibrate). Not named `calibrate`: importing
     the submodule of that name would replace this function on the package."""
     from rigbench.frameworks.torch import calibrate

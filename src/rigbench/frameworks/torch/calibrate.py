@@ -19,10 +19,11 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
+from rigbench.frameworks.base import Calibration, CalibrationRow
 from rigbench.frameworks.torch.trainer import device_name, resolve_device, synchronize
 
 _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -189,7 +190,7 @@ def measure_transfer(device: str | torch.device, nbytes: int, direction: str, pi
 
 
 def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threads: int | None = None,
-              on_progress: Progress | None = None) -> dict[str, Any]:
+              on_progress: Progress | None = None) -> Calibration:
     """Every ceiling of `device`: {"device", "device_name", "device_type", "threads", "quick",
     "software", "measurements": [{"kind", "precision", "status", "value", "unit", "detail"}]}.
 
@@ -229,4 +230,5 @@ def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threa
                 say(f"{row['kind']}: {row['value'] / 1e9:.3g} GB/s")
     info = software()
     return {"device": device, "device_name": device_name(dev), "device_type": dev.type,
-            "threads": info.get("num_threads"), "quick": quick, "software": info, "measurements": rows}
+            "threads": info.get("num_threads"), "quick": quick, "software": info,
+            "measurements": cast("list[CalibrationRow]", rows)}

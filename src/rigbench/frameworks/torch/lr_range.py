@@ -14,7 +14,7 @@ avg_i = beta * avg_{i-1} + (1 - beta) * loss_i, smoothed_i = avg_i / (1 - beta *
 
 Batches are shuffled real training batches, fed exactly as `rigbench train`'s resident mode
 feeds them (`training.ResidentBatches`): the model, optimiser(s), device, precision and step
-come from TorchTrainer and `models.training_step`, so lr-find trains what `train` trains.
+come from TorchTrainer and `step.training_step`, so lr-find trains what `train` trains.
 The model is not restored afterwards: the process ends with the trial.
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from rigbench.data import LoadedData
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
-from rigbench.frameworks.torch import models
+from rigbench.frameworks.torch import step
 from rigbench.frameworks.torch.trainer import TorchTrainer
 from rigbench.frameworks.torch.training import ResidentBatches, _model_batch, _Timing
 from rigbench.spec import TrialSpec
@@ -60,7 +60,7 @@ def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:
     opts = spec.lr_find
     if opts is None:
         raise UsageError("not a learning-rate range test: spec.lr_find is not set")
-    if workload.task in ("gan", "language_model"):
+    if not workload.lr_find:
         raise UnsupportedError(f"lr-find needs one loss on a real data set; {workload.name} ({workload.task}) has not")
     if opts.end_lr <= opts.start_lr:
         raise UsageError(f"end_lr ({opts.end_lr:g}) must be larger than start_lr ({opts.start_lr:g})")
@@ -68,7 +68,7 @@ def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:
     trainer.batch = ()  # the synthetic batch was only needed for the precision probe
     if len(data.x_train) < spec.batch_size:
         raise UsageError(f"{len(data.x_train)} training samples do not fill one batch of {spec.batch_size}")
-    batches = ResidentBatches(workload.name, data.x_train, data.y_train, spec.batch_size,
+    batches = ResidentBatches(workload, data.x_train, data.y_train, spec.batch_size,
                               trainer.device, np.random.default_rng(spec.seed))
 
     beta = 1.0 - opts.smoothing
@@ -85,9 +85,9 @@ def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:
                 optimizer.zero_grad(set_to_none=True)
                 for group in optimizer.param_groups:
                     group["lr"] = lr
-            batch = _model_batch(workload.name, images, labels)
+            batch = _model_batch(workload, images, labels)
             # One host copy per step: the stop rule needs every loss as it comes.
-            loss = float(models.training_step(workload.name, trainer.model, batch,
+            loss = float(step.training_step(workload, trainer.model, batch,
                                               trainer._update, trainer._autocast))
             if not math.isfinite(loss):  # JSON has no NaN: the curve ends before it
                 stop_reason = "non-finite"

@@ -2,33 +2,31 @@
 
 Each builder follows the paper (or published model) named in its docstring and uses the
 paper's names where it has them. `build_model` takes the workload's resolved options
-(defaults merged). `synthetic_batch` makes the resident batch a trial trains on, and
-`training_step` is the one definition of "a training step" shared by the trainer (which
-times it) and by the FLOP counter (which counts it), so the two cannot drift apart.
+(defaults merged). Layer plans that the analytic FLOP and parameter counts also need come
+from rigbench.workloads.flops. This is the only place in the adapter that knows a workload
+by name; the batch, loss and step are in step.py, driven by the workload's declared facts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from itertools import pairwise
 from typing import Any
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rigbench.workloads import Workload
-
-#: Vocabulary of the LSTM language model (Penn Treebank as in Mikolov's split).
-VOCAB = 10_000
-#: Latent size of the DCGAN generator (Radford et al. 2016).
-NZ = 100
-
-#: `update(loss, part)` runs the backward pass of `loss` and, in the trainer, the optimiser
-#: step of `part` ("model", or "discriminator"/"generator" for dcgan).
-Update = Callable[[Tensor, str], None]
-Autocast = Callable[[], AbstractContextManager[Any]]
-
+from rigbench.workloads import WORKLOADS
+from rigbench.workloads.flops import (
+    AUTOENCODER_SIZES,
+    CATSDOGS_BLOCKS,
+    CATSDOGS_DENSE,
+    CNN_CONVS,
+    CNN_DENSE,
+    DCGAN_FILTERS,
+    LSTM_LAYERS,
+    MLP_HIDDEN,
+)
 
 # --------------------------------------------------------------------------- mlp
 
@@ -39,13 +37,11 @@ def mlp(options: dict[str, Any]) -> nn.Module:
     Shi, Wang, Xu & Chu, "Benchmarking State-of-the-Art Deep Learning Software Tools"
     (2016): three hidden layers of 2048 units; here on 28x28 inputs with 10 classes.
     """
-    return nn.Sequential(
-        nn.Flatten(),
-        nn.Linear(784, 2048), nn.ReLU(),
-        nn.Linear(2048, 2048), nn.ReLU(),
-        nn.Linear(2048, 2048), nn.ReLU(),
-        nn.Linear(2048, 10),
-    )
+    widths = (784, *MLP_HIDDEN)
+    layers: list[nn.Module] = [nn.Flatten()]
+    for n_in, n_out in pairwise(widths):
+        layers += [nn.Linear(n_in, n_out), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(widths[-1], 10))
 
 
 # --------------------------------------------------------------------------- autoencoder
@@ -59,9 +55,8 @@ def autoencoder(options: dict[str, Any]) -> nn.Module:
     (rigbench measures training speed, which the fine-tuning step represents); ReLU is
     used between layers and the 30-unit code layer is linear as in the paper.
     """
-    sizes = [784, 1000, 500, 250, 30]
     layers: list[nn.Module] = [nn.Flatten()]
-    encoder = list(zip(sizes, sizes[1:]))
+    encoder = list(pairwise(AUTOENCODER_SIZES))
     decoder = [(b, a) for a, b in reversed(encoder)]
     for i, (n_in, n_out) in enumerate(encoder + decoder):
         layers.append(nn.Linear(n_in, n_out))
@@ -81,13 +76,14 @@ def cnn(options: dict[str, Any]) -> nn.Module:
     As used in Yin 2020 (seed 003): conv32-pool-conv64-pool-conv64-dense64-dense10 with
     3x3 'valid' convolutions; 122,570 parameters, the count the tutorial's summary prints.
     """
+    c1, c2, c3 = CNN_CONVS
     return nn.Sequential(
-        nn.Conv2d(3, 32, 3), nn.ReLU(), nn.MaxPool2d(2),    # 32 -> 30 -> 15
-        nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),   # 15 -> 13 -> 6
-        nn.Conv2d(64, 64, 3), nn.ReLU(),                    # 6 -> 4
+        nn.Conv2d(3, c1, 3), nn.ReLU(), nn.MaxPool2d(2),    # 32 -> 30 -> 15
+        nn.Conv2d(c1, c2, 3), nn.ReLU(), nn.MaxPool2d(2),   # 15 -> 13 -> 6
+        nn.Conv2d(c2, c3, 3), nn.ReLU(),                    # 6 -> 4
         nn.Flatten(),
-        nn.Linear(64 * 4 * 4, 64), nn.ReLU(),
-        nn.Linear(64, 10),
+        nn.Linear(c3 * 4 * 4, CNN_DENSE), nn.ReLU(),
+        nn.Linear(CNN_DENSE, 10),
     )
 
 
@@ -150,7 +146,7 @@ class LSTMLanguageModel(nn.Module):
     which leaves the per-step work unchanged. No dropout: Shi et al. time the plain model.
     """
 
-    def __init__(self, hidden: int, layers: int = 2, vocab: int = VOCAB):
+    def __init__(self, hidden: int, layers: int, vocab: int):
         super().__init__()
         self.embedding = nn.Embedding(vocab, hidden)
         self.lstm = nn.LSTM(hidden, hidden, layers, batch_first=True)
@@ -163,7 +159,9 @@ class LSTMLanguageModel(nn.Module):
 
 def lstm(options: dict[str, Any]) -> nn.Module:
     """LSTM language model with hidden size `hidden` (default 256)."""
-    return LSTMLanguageModel(int(options["hidden"]))
+    vocab = WORKLOADS["lstm"].vocab
+    assert vocab is not None
+    return LSTMLanguageModel(int(options["hidden"]), LSTM_LAYERS, vocab)
 
 
 # --------------------------------------------------------------------------- dcgan
@@ -187,9 +185,11 @@ def dcgan(options: dict[str, Any]) -> nn.Module:
     BCEWithLogits, which is numerically safe under autocast).
     Returns a ModuleDict with `generator` and `discriminator`.
     """
-    ngf = ndf = 64
+    ngf = ndf = DCGAN_FILTERS
+    nz = WORKLOADS["dcgan"].latent_size
+    assert nz is not None
     generator = nn.Sequential(
-        nn.ConvTranspose2d(NZ, ngf * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 8), nn.ReLU(True),       # 4x4
+        nn.ConvTranspose2d(nz, ngf * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 8), nn.ReLU(True),       # 4x4
         nn.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 4), nn.ReLU(True),  # 8x8
         nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 2), nn.ReLU(True),  # 16x16
         nn.ConvTranspose2d(ngf * 2, ngf, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf), nn.ReLU(True),          # 32x32
@@ -265,11 +265,6 @@ def resnet(options: dict[str, Any]) -> nn.Module:
 
 # --------------------------------------------------------------------------- catsdogs
 
-#: Conv widths per block; a 2x2 max pool follows every block (6 pools: 256 -> 4).
-CATSDOGS_BLOCKS = ((32, 32), (64, 64), (128, 128), (256, 256, 256), (512, 512, 512), (512, 512, 512))
-#: Dense widths, chosen as round numbers that bring the trainable count near the published one.
-CATSDOGS_DENSE = (768, 512)
-
 
 def catsdogs(options: dict[str, Any]) -> nn.Module:
     """Seed 001's Keras cats-vs-dogs CNN, rebuilt from its published facts.
@@ -316,89 +311,3 @@ def build_model(workload_name: str, options: dict[str, Any]) -> nn.Module:
 def trainable_params(model: nn.Module) -> int:
     """Number of trainable parameters (batch-norm running statistics are buffers, not counted)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-# --------------------------------------------------------------------------- data and step
-
-
-def synthetic_batch(workload: Workload, batch_size: int, device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
-    """A fixed batch with the workload's real shapes, drawn from torch's default generator.
-
-    Returns (inputs, targets): images ~ N(0, 1) with random class labels; autoencoder
-    images ~ U(0, 1) (pixel intensities, the range of its logistic output) and targets
-    the images themselves; token ids in [0, 10000) with the next tokens as targets;
-    catsdogs 0/1 float labels; dcgan (real images, latent noise z ~ N(0, 1)).
-    """
-    shape = (batch_size, *workload.input_shape)
-    name = workload.name
-    if name == "lstm":
-        tokens = torch.randint(0, VOCAB, (batch_size, shape[1] + 1), device=device)
-        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
-    if name == "autoencoder":
-        x = torch.rand(shape, device=device)
-        return x, x
-    x = torch.randn(shape, device=device)
-    if name == "dcgan":
-        return x, torch.randn(batch_size, NZ, 1, 1, device=device)
-    if name == "catsdogs":
-        return x, torch.randint(0, 2, (batch_size,), device=device).float()
-    return x, torch.randint(0, workload.num_classes or 2, (batch_size,), device=device)
-
-
-def loss(workload_name: str, model: nn.Module, inputs: Tensor, targets: Tensor) -> Tensor:
-    """The training loss of a single-update workload (all but dcgan)."""
-    return output_loss(workload_name, model(inputs), targets)
-
-
-def output_loss(workload_name: str, out: Tensor, targets: Tensor) -> Tensor:
-    """`loss` from the model's output, for callers that also need the output (evaluation)."""
-    if workload_name == "autoencoder":
-        return F.mse_loss(out, targets)
-    if workload_name == "catsdogs":
-        return F.binary_cross_entropy_with_logits(out.squeeze(1), targets)
-    if workload_name == "lstm":
-        return F.cross_entropy(out.reshape(-1, out.shape[-1]), targets.reshape(-1))
-    return F.cross_entropy(out, targets)
-
-
-def _gan_step(model: nn.Module, real: Tensor, noise: Tensor, update: Update, autocast: Autocast) -> Tensor:
-    """One DCGAN iteration as in pytorch/examples: a D update, then a G update.
-
-    D is trained on the real batch (label 1) and on G(z) detached (label 0); G is then
-    trained to make the *updated* D call the same G(z) real. Returns D loss + G loss.
-    """
-    generator, discriminator = model["generator"], model["discriminator"]
-    bce = F.binary_cross_entropy_with_logits
-    with autocast():
-        fake = generator(noise)
-        d_real = discriminator(real)
-        d_fake = discriminator(fake.detach())
-        loss_d = bce(d_real, torch.ones_like(d_real)) + bce(d_fake, torch.zeros_like(d_fake))
-    update(loss_d, "discriminator")
-    with autocast():
-        d_fake = discriminator(fake)
-        loss_g = bce(d_fake, torch.ones_like(d_fake))
-    update(loss_g, "generator")
-    return loss_d.detach() + loss_g.detach()
-
-
-def training_step(workload_name: str, model: nn.Module, batch: tuple[Tensor, Tensor],
-                  update: Update, autocast: Autocast) -> Tensor:
-    """Forward and loss under `autocast`, then `update(loss, part)` for each update of the step.
-
-    Returns the detached loss without synchronising with the device.
-    """
-    inputs, targets = batch
-    if workload_name == "dcgan":
-        return _gan_step(model, inputs, targets, update, autocast)
-    with autocast():
-        value = loss(workload_name, model, inputs, targets)
-    update(value, "model")
-    return value.detach()
-
-
-def parts(workload_name: str, model: nn.Module) -> dict[str, nn.Module]:
-    """The separately optimised parts of a model: {"model": model}, or D and G for dcgan."""
-    if workload_name == "dcgan":
-        return {"discriminator": model["discriminator"], "generator": model["generator"]}
-    return {"model": model}

@@ -1,7 +1,7 @@
 """Estimated memory traffic of a training step, counted on the meta device (no real memory).
 
 An ESTIMATE for the roofline (analysis/roofline.py), defined as follows. One training step
--- the same `models.training_step` the trainer times, with backward but no optimiser update,
+-- the same `step.training_step` the trainer times, with backward but no optimiser update,
 as for the FLOP count -- runs on the "meta" device under a dispatch mode that sees every
 aten operation. Each operation is counted as reading every tensor it is given and writing
 every tensor it returns, from and to device memory: eager execution with no kernel fusion
@@ -27,7 +27,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from rigbench.frameworks.torch import models
+from rigbench.frameworks.torch import models, step
 from rigbench.workloads import Workload, resolved_options
 
 #: The two batch sizes whose difference gives the per-sample traffic.
@@ -73,10 +73,10 @@ def step_traffic(workload: Workload, options: dict[str, Any], batch_size: int) -
     """The counted traffic of one training step (forward, loss, backward) at `batch_size`."""
     with torch.device("meta"):
         model = models.build_model(workload.name, resolved_options(workload, options))
-        batch = models.synthetic_batch(workload, batch_size, "meta")
+        batch = step.synthetic_batch(workload, batch_size, "meta")
     model.train()
     with TrafficCounter() as counter:
-        models.training_step(workload.name, model, batch, _backward_only, nullcontext)
+        step.training_step(workload, model, batch, _backward_only, nullcontext)
     return counter
 
 

@@ -1,6 +1,6 @@
 """TorchTrainer: one workload, built on one device, with a resident synthetic batch.
 
-Implements rigbench.frameworks.base.Trainer. The step itself is `models.training_step`;
+Implements rigbench.frameworks.base.Trainer. The step itself is `step.training_step`;
 this module adds the device, precision, optimiser, timing and memory plumbing.
 """
 
@@ -9,15 +9,16 @@ from __future__ import annotations
 import platform
 import time
 import warnings
+from collections.abc import Callable
 from contextlib import nullcontext
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
 
 from rigbench.errors import UnsupportedError, UsageError
-from rigbench.frameworks.torch import models
+from rigbench.frameworks.torch import models, step
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
@@ -140,14 +141,14 @@ def _backward_only(loss: Tensor, part: str) -> None:
     loss.backward()
 
 
-def _make_optimizer(kind: str, params: Any, lr: float, workload_name: str) -> torch.optim.Optimizer:
-    """'sgd': SGD with momentum 0.9; 'adam': Adam, with beta1 = 0.5 for dcgan (Radford et al. 2016)."""
-    if kind == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=0.9)
-    if kind == "adam":
-        betas = (0.5, 0.999) if workload_name == "dcgan" else (0.9, 0.999)
-        return torch.optim.Adam(params, lr=lr, betas=betas)
-    raise ValueError(f"unknown optimizer {kind!r}")
+#: Workload.optimizer -> torch optimiser; its other arguments are the workload's optimizer_args.
+OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
+
+
+def _make_optimizer(workload: Workload, params: Any, lr: float) -> torch.optim.Optimizer:
+    """The workload's optimiser with its declared arguments (e.g. SGD momentum 0.9, the
+    DCGAN's Adam betas (0.5, 0.999))."""
+    return OPTIMIZERS[workload.optimizer](params, lr=lr, **workload.optimizer_args)
 
 
 def _set_tf32(device: torch.device, precision: str) -> None:
@@ -209,7 +210,7 @@ class TorchTrainer:
         if spec.channels_last and not any(isinstance(m, torch.nn.Conv2d) for m in self.model.modules()):
             raise UnsupportedError(f"channels-last applies to convolutional workloads; {workload.name} has no 2-D convolution")
         self.model.to(self.device, memory_format=self.memory_format).train()
-        self.batch = tuple(self.to_device(t) for t in models.synthetic_batch(workload, spec.batch_size))
+        self.batch = tuple(self.to_device(t) for t in step.synthetic_batch(workload, spec.batch_size))
         self.optimizers = self._optimizers(workload.default_lr if spec.lr is None else spec.lr)
         # Loss scaling keeps fp16 gradients from underflowing; only CUDA's scaler is used
         # (CPU fp16 autocast runs without one). Note GradScaler.step() reads its inf check
@@ -231,15 +232,16 @@ class TorchTrainer:
         return tensor
 
     def _compile(self) -> None:
-        """torch.compile each optimised part (D and G separately for dcgan). The compiled
+        """torch.compile each optimised part (D and G separately for a GAN). The compiled
         wrappers share the parameters, so the optimisers built earlier still update them.
         Compilation happens in the first steps, which the protocol's warm-up excludes and
         `first_step_s` reports. (`Module.compile()` in place did not compile in torch 2.13.)"""
-        if self.workload.name == "dcgan":
-            for part in ("generator", "discriminator"):
-                self.model[part] = torch.compile(self.model[part])
-        else:
+        if len(self.workload.parts) == 1:
             self.model = torch.compile(self.model)
+            return
+        parts = cast(torch.nn.ModuleDict, self.model)
+        for part in self.workload.parts:
+            parts[part.name] = cast(torch.nn.Module, torch.compile(parts[part.name]))
 
     def _probe_precision(self, precision: str) -> None:
         """Forward and backward once, on one sample, under autocast, without an update.
@@ -253,7 +255,7 @@ class TorchTrainer:
 
         one = tuple(t[:1] for t in self.batch)
         try:
-            models.training_step(self.workload.name, self.model, one, _backward_only, self._autocast)
+            step.training_step(self.workload, self.model, one, _backward_only, self._autocast)
         except (RuntimeError, NotImplementedError) as exc:
             if is_oom(exc):
                 raise
@@ -263,10 +265,9 @@ class TorchTrainer:
                 optimizer.zero_grad(set_to_none=True)
 
     def _optimizers(self, lr: float) -> dict[str, torch.optim.Optimizer]:
-        """One optimiser per separately updated part (D and G for dcgan)."""
-        name, kind = self.workload.name, self.workload.optimizer
-        parts = models.parts(name, self.model)
-        return {part: _make_optimizer(kind, module.parameters(), lr, name) for part, module in parts.items()}
+        """One optimiser per separately updated part (D and G for a GAN)."""
+        parts = step.parts(self.workload, self.model)
+        return {part: _make_optimizer(self.workload, module.parameters(), lr) for part, module in parts.items()}
 
     def _update(self, loss: Tensor, part: str) -> None:
         optimizer, scaler = self.optimizers[part], self.scalers.get(part)
@@ -282,7 +283,7 @@ class TorchTrainer:
         """One training step; returns the detached loss without a device sync."""
         for optimizer in self.optimizers.values():
             optimizer.zero_grad(set_to_none=True)
-        return models.training_step(self.workload.name, self.model, self.batch, self._update, self._autocast)
+        return step.training_step(self.workload, self.model, self.batch, self._update, self._autocast)
 
     def synchronize(self) -> None:
         synchronize(self.device)

@@ -1,12 +1,13 @@
 """Training on a real data set for `rigbench train`: epochs, held-out evaluation, where the time went.
 
 The model, optimisers, device and precision come from TorchTrainer, and each step is
-`models.training_step`, so a training run trains exactly what `rigbench run` times.
+`step.training_step`, so a training run trains exactly what `rigbench run` times.
 
-Data arrives as uint8 [N, C, H, W] (rigbench.data) and is scaled on the device:
-classifiers and dcgan see (x/255 - 0.5) / 0.5, i.e. [-1, 1] (dcgan's generator ends in
-tanh); the autoencoder sees x/255 in [0, 1], the range of its sigmoid output, and is its
-own target. dcgan draws fresh noise z ~ N(0, 1) [B, NZ, 1, 1] every step.
+Data arrives as uint8 [N, C, H, W] (rigbench.data) and is scaled on the device by the
+workload's declared input range: "symmetric" (classifiers and the GAN, whose generator ends
+in tanh) sees (x/255 - 0.5) / 0.5 in [-1, 1]; "unit" (the autoencoder) sees x/255 in [0, 1],
+the range of its sigmoid output. Targets follow the declared kind: class indices, 0/1 floats,
+the input itself, or fresh latent noise z ~ N(0, 1) every step (a GAN).
 
 Two input modes (TrainOptions.input_mode):
   resident  the whole scaled training set is put on the device once, before epoch 1 (not
@@ -34,8 +35,9 @@ import torch
 from torch import Tensor
 
 from rigbench.data import LoadedData
+from rigbench.data.accepts import accepted_datasets
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
-from rigbench.frameworks.torch import models
+from rigbench.frameworks.torch import step
 from rigbench.frameworks.torch.trainer import TorchTrainer, synchronize
 from rigbench.spec import EpochRecord, TrainOptions, TrialSpec
 from rigbench.workloads import Workload
@@ -67,24 +69,27 @@ class _Timing:
 # --------------------------------------------------------------------------- tensors
 
 
-def _scale(workload_name: str, images: Tensor) -> Tensor:
-    """uint8 images -> float32: [0, 1] for the autoencoder, else normalised to [-1, 1]."""
+def _scale(workload: Workload, images: Tensor) -> Tensor:
+    """uint8 images -> float32 in the workload's input range: [0, 1] (unit) or [-1, 1]."""
     x = images.float().div_(255.0)
-    if workload_name == "autoencoder":
+    if workload.input_range == "unit":
         return x
     return x.sub_(0.5).div_(0.5)
 
 
-def _model_batch(workload_name: str, images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
-    """(inputs, targets) as models.training_step expects them, from scaled images and labels."""
-    if workload_name == "autoencoder":
-        return images, images
-    if workload_name == "dcgan":
-        # Fresh noise each step, from torch's seeded default generator (TorchTrainer seeds it).
-        return images, torch.randn(len(images), models.NZ, 1, 1, device=images.device)
-    if workload_name == "catsdogs":
-        return images, labels.float()  # binary cross-entropy on one logit
-    return images, labels
+#: targets kind -> (workload, scaled images, labels) -> targets. Latent noise is drawn fresh
+#: each step from torch's seeded default generator (TorchTrainer seeds it).
+_TARGETS: dict[str, Callable[[Workload, Tensor, Tensor], Tensor]] = {
+    "class_index": lambda w, images, labels: labels,
+    "binary": lambda w, images, labels: labels.float(),  # binary cross-entropy on one logit
+    "input": lambda w, images, labels: images,
+    "latent_noise": lambda w, images, labels: step.latent_noise(w, len(images), images.device),
+}
+
+
+def _model_batch(workload: Workload, images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """(inputs, targets) as step.training_step expects them, from scaled images and labels."""
+    return images, _TARGETS[workload.targets](workload, images, labels)
 
 
 def _training_subset(x: np.ndarray, y: np.ndarray, limit: int | None,
@@ -102,10 +107,10 @@ def _training_subset(x: np.ndarray, y: np.ndarray, limit: int | None,
 class ResidentBatches:
     """The whole training set on the device; batches are device-side index selections."""
 
-    def __init__(self, workload_name: str, x: np.ndarray, y: np.ndarray, batch_size: int,
+    def __init__(self, workload: Workload, x: np.ndarray, y: np.ndarray, batch_size: int,
                  device: torch.device, rng: np.random.Generator):
         # Copy the uint8 arrays (4x smaller than floats), then scale on the device.
-        self.x = _scale(workload_name, torch.from_numpy(x).to(device))
+        self.x = _scale(workload, torch.from_numpy(x).to(device))
         self.y = torch.from_numpy(y).to(device)
         self.batch_size, self.rng, self.device = batch_size, rng, device
         self.steps = len(x) // batch_size  # drop the last partial batch
@@ -124,9 +129,9 @@ class ResidentBatches:
 class LoaderBatches:
     """A DataLoader over the uint8 CPU arrays; copies and scales each batch on the device."""
 
-    def __init__(self, workload_name: str, x: np.ndarray, y: np.ndarray, batch_size: int,
+    def __init__(self, workload: Workload, x: np.ndarray, y: np.ndarray, batch_size: int,
                  device: torch.device, options: TrainOptions, seed: int):
-        self.workload_name, self.device = workload_name, device
+        self.workload, self.device = workload, device
         # Pinned memory only helps (and only works) for copies to a CUDA device.
         self.pin = options.pin_memory and device.type == "cuda"
         dataset = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
@@ -152,7 +157,7 @@ class LoaderBatches:
             timing.input_s += ready - start
             synchronize(self.device)  # let the previous step finish, so its compute is not timed as copy
             ready = time.perf_counter()
-            images = _scale(self.workload_name, images.to(self.device, non_blocking=self.pin))
+            images = _scale(self.workload, images.to(self.device, non_blocking=self.pin))
             labels = labels.to(self.device, non_blocking=self.pin)
             synchronize(self.device)  # the copy (asynchronous when pinned) and the scaling are really done
             timing.copy_s += time.perf_counter() - ready
@@ -169,19 +174,19 @@ class LoaderBatches:
 @dataclass
 class _EpochResult:
     losses: list[float]
-    part_losses: dict[str, list[float]]  # per optimised part, dcgan only
+    part_losses: dict[str, list[float]]  # per optimised part, multi-part workloads only
     seconds: float
     timing: _Timing
 
 
 def _train_epoch(trainer: TorchTrainer, batches: ResidentBatches | LoaderBatches) -> _EpochResult:
     """One pass over the training batches; losses stay on the device until the end."""
-    name = trainer.workload.name
+    workload = trainer.workload
     losses: list[Tensor] = []
     part_losses: dict[str, list[Tensor]] = {part: [] for part in trainer.optimizers}
 
     def update(loss: Tensor, part: str) -> None:
-        part_losses[part].append(loss.detach())  # dcgan reports D and G losses separately
+        part_losses[part].append(loss.detach())  # a GAN reports D and G losses separately
         trainer._update(loss, part)
 
     timing = _Timing()
@@ -189,8 +194,8 @@ def _train_epoch(trainer: TorchTrainer, batches: ResidentBatches | LoaderBatches
     for images, labels in batches.epoch(timing):
         for optimizer in trainer.optimizers.values():
             optimizer.zero_grad(set_to_none=True)
-        batch = _model_batch(name, images, labels)
-        losses.append(models.training_step(name, trainer.model, batch, update, trainer._autocast))
+        batch = _model_batch(workload, images, labels)
+        losses.append(step.training_step(workload, trainer.model, batch, update, trainer._autocast))
     trainer.synchronize()
     seconds = time.perf_counter() - start
     # One device-to-host copy for the epoch: the step losses, then each part's losses.
@@ -208,26 +213,26 @@ def _train_epoch(trainer: TorchTrainer, batches: ResidentBatches | LoaderBatches
 @torch.no_grad()
 def _evaluate(trainer: TorchTrainer, x_test: Tensor, y_test: Tensor) -> tuple[float, float | None]:
     """(mean held-out loss, accuracy or None) over the whole test set, in eval mode."""
-    name, device, model = trainer.workload.name, trainer.device, trainer.model
-    classifier = trainer.workload.task == "classification"
+    workload, device, model = trainer.workload, trainer.device, trainer.model
+    predict = step.PREDICTIONS[workload.loss] if workload.metric == "accuracy" else None
     total_loss = torch.zeros((), device=device)
     correct = torch.zeros((), device=device)
     model.eval()  # batch norm uses its running statistics, dropout is off
     try:
         for i in range(0, len(x_test), EVAL_BATCH):
-            images = _scale(name, x_test[i:i + EVAL_BATCH].to(device))
-            inputs, targets = _model_batch(name, images, y_test[i:i + EVAL_BATCH].to(device))
+            images = _scale(workload, x_test[i:i + EVAL_BATCH].to(device))
+            inputs, targets = _model_batch(workload, images, y_test[i:i + EVAL_BATCH].to(device))
             with trainer._autocast():
                 out = model(inputs)
-                loss = models.output_loss(name, out, targets)
+                loss = step.output_loss(workload, out, targets)
             total_loss += loss.float() * len(inputs)  # batch means -> a per-sample mean
-            if classifier:
-                predicted = out.squeeze(1) > 0 if name == "catsdogs" else out.argmax(1)
+            if predict is not None:
+                predicted = predict(out)
                 correct += (predicted == targets.to(predicted.dtype)).sum()
         loss_sum, n_correct = torch.stack([total_loss, correct]).cpu().tolist()  # one copy
     finally:
         model.train()
-    return loss_sum / len(x_test), (n_correct / len(x_test) if classifier else None)
+    return loss_sum / len(x_test), (n_correct / len(x_test) if predict is not None else None)
 
 
 # --------------------------------------------------------------------------- the run
@@ -257,7 +262,7 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
     options = spec.train
     if options is None:
         raise UsageError("not a training trial: spec.train is not set")
-    if workload.task == "language_model":
+    if not accepted_datasets(workload.name):  # the data layer's fact, e.g. no text corpus yet
         raise UnsupportedError(f"workload {workload.name!r} has no training data set yet")
     trainer = TorchTrainer(spec, workload)  # seeds torch; builds model, optimisers, autocast
     trainer.batch = ()  # the synthetic batch was only needed for the precision probe
@@ -269,9 +274,9 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
 
     if options.input_mode == "resident":
         batches: ResidentBatches | LoaderBatches = ResidentBatches(
-            workload.name, x_train, y_train, spec.batch_size, trainer.device, rng)
+            workload, x_train, y_train, spec.batch_size, trainer.device, rng)
     else:
-        batches = LoaderBatches(workload.name, x_train, y_train, spec.batch_size, trainer.device,
+        batches = LoaderBatches(workload, x_train, y_train, spec.batch_size, trainer.device,
                                 options, spec.seed)
     trainer.synchronize()  # the resident copy happens before epoch 1 and is not timed
 
@@ -294,18 +299,18 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
 
 def _record(trainer: TorchTrainer, epoch: int, result: _EpochResult,
             x_test: Tensor, y_test: Tensor) -> EpochRecord:
-    """The epoch's EpochRecord, evaluating on the test set unless the workload is a gan."""
+    """The epoch's EpochRecord, evaluating on the test set unless the workload declares no
+    held-out metric (a GAN: then each part's mean training loss, e.g. `loss_d`, `loss_g`)."""
     eval_loss: float | None = None
     accuracy: float | None = None
     extra: dict[str, float] = {}
     start = time.perf_counter()
-    if trainer.workload.task == "gan":
-        # No held-out metric for a GAN here; report the two players' mean training losses.
-        extra = {"loss_d": float(np.mean(result.part_losses["discriminator"])),
-                 "loss_g": float(np.mean(result.part_losses["generator"]))}
+    workload = trainer.workload
+    if workload.metric == "none":
+        extra = {f"loss_{part.key}": float(np.mean(result.part_losses[part.name])) for part in workload.parts}
     else:
         eval_loss, accuracy = _evaluate(trainer, x_test, y_test)
-        if trainer.workload.task == "reconstruction":
+        if workload.metric == "reconstruction_mse":
             extra = {"recon_mse": eval_loss}
     eval_seconds = time.perf_counter() - start  # _evaluate's final copy to the host syncs
     return EpochRecord(

@@ -1,13 +1,14 @@
 """The reference networks, as framework-neutral facts.
 
-A workload says *what* is trained: input shape, task, reference data set, default batch and
-optimiser, and where the network comes from. *How* it is built lives in each framework
-adapter (e.g. rigbench/frameworks/torch/models.py), and measurement hygiene lives in the
-runner, never here. Parameter counts and FLOPs are counted by the adapter from the real
-model, not written down here.
+A workload says *what* is trained and everything about it that is not framework code: input
+shape and layout, task, loss kind, targets, optimiser and its arguments, latent size,
+vocabulary, the parts updated per step, the held-out metric, whether lr-find applies, the
+reference data set, and (in `workloads/flops.py`) its analytic training FLOPs and parameter
+count. Adapters map these facts through small tables; only their model builders know a
+workload by name. Measurement hygiene lives in the runner, never here.
 
-To add a workload: add a `Workload(...)` to `_WORKLOADS` below and a builder in each
-framework's models module (docs/ARCHITECTURE.md walks through it).
+To add a workload: add a `Workload(...)` to `_WORKLOADS` below, its formulas to
+`workloads/flops.py`, and a builder in each framework's models module.
 """
 
 from __future__ import annotations
@@ -28,6 +29,48 @@ class Dataset:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A separately optimised part of a network, in the order a step updates them."""
+
+    name: str  # the builder's name for it ("model", or e.g. "discriminator")
+    key: str  # short label of its per-part metrics, e.g. "d" -> epoch extra "loss_d"
+
+
+#: The one part of every single-update network.
+WHOLE_MODEL = (Part("model", "model"),)
+
+#: Loss kinds (an adapter maps each to its framework's function):
+#:   cross_entropy       softmax cross-entropy of logits [B, classes] on class indices [B]
+#:   bce_logits          binary cross-entropy with logits of one logit [B, 1] on 0/1 floats [B]
+#:   mse                 mean squared error of the reconstruction against the input
+#:   next_token_ce       cross-entropy of logits [B, T, vocab] on the next tokens [B, T]
+#:   adversarial_bce     the GAN's pair: D on real (1) and G(z) (0), then G to make D say 1
+LOSS_KINDS = ("cross_entropy", "bce_logits", "mse", "next_token_ce", "adversarial_bce")
+#: Targets: class_index (int labels), binary (0/1 labels as floats), input (the input
+#: itself), latent_noise (z ~ N(0, 1) [B, latent_size, 1, 1], fresh each step on real data),
+#: next_tokens (the input sequence shifted by one token).
+TARGETS = ("class_index", "binary", "input", "latent_noise", "next_tokens")
+#: Input layouts: image (NCHW), flat (an image the network flattens itself: the dense nets),
+#: tokens (int token ids [B, T]).
+LAYOUTS = ("image", "flat", "tokens")
+#: Input ranges of images: symmetric ((x/255 - 0.5) / 0.5 in [-1, 1]; synthetic N(0, 1)) or
+#: unit (x/255 in [0, 1], the range of a sigmoid output; synthetic U(0, 1)).
+INPUT_RANGES = ("symmetric", "unit")
+#: Held-out metrics: accuracy (of the prediction the loss implies), reconstruction_mse
+#: (held-out MSE, stored as `recon_mse`), none (a GAN: each part's mean training loss instead).
+METRICS = ("accuracy", "reconstruction_mse", "none")
+
+#: Optimiser arguments besides the learning rate.
+SGD_MOMENTUM: dict[str, Any] = {"momentum": 0.9}
+ADAM: dict[str, Any] = {"betas": (0.9, 0.999)}
+#: Radford et al. 2016 train the DCGAN with Adam at beta1 = 0.5.
+ADAM_DCGAN: dict[str, Any] = {"betas": (0.5, 0.999)}
+
+#: Vocabulary of the LSTM language model (Penn Treebank as in Mikolov's split).
+PTB_VOCAB = 10_000
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     title: str
@@ -41,8 +84,31 @@ class Workload:
     default_lr: float
     origin: str
     seed_docs: tuple[str, ...]
+    loss: str  # one of LOSS_KINDS
+    targets: str  # one of TARGETS
+    layout: str  # one of LAYOUTS
+    metric: str  # one of METRICS
+    optimizer_args: dict[str, Any]  # keyword arguments besides lr, e.g. SGD_MOMENTUM
+    input_range: str = "symmetric"  # one of INPUT_RANGES (images only)
+    parts: tuple[Part, ...] = WHOLE_MODEL  # updated in this order every step
+    latent_size: int | None = None  # the generator's z (GANs)
+    vocab: int | None = None  # token ids are in [0, vocab) (language models)
+    lr_find: bool = True  # False where one loss on a real data set does not exist
     options: dict[str, Any] = field(default_factory=dict)  # option -> default
     option_choices: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for value, allowed in ((self.loss, LOSS_KINDS), (self.targets, TARGETS), (self.layout, LAYOUTS),
+                               (self.metric, METRICS), (self.input_range, INPUT_RANGES)):
+            if value not in allowed:
+                raise ValueError(f"workload {self.name!r}: {value!r} is not one of {allowed}")
+
+    def train_flops_per_sample(self, options: dict[str, Any] | None = None) -> float:
+        """Training FLOPs per sample of one step, from the analytic formula (workloads/flops.py);
+        the figure of record for MFU and the roofline, the same in every framework."""
+        from rigbench.workloads.flops import train_flops_per_sample
+
+        return train_flops_per_sample(self, resolved_options(self, options or {}))
 
 
 MNIST = Dataset("mnist", 60_000, "LeCun et al. 1998, 60,000 training images 28x28")
@@ -57,6 +123,8 @@ _WORKLOADS: tuple[Workload, ...] = (
         name="mlp", title="Back-propagation network (fully connected)", task="classification",
         input_shape=(1, 28, 28), num_classes=10, dataset=MNIST, default_batch=64, quick_batch=64,
         optimizer="sgd", default_lr=0.05,
+        loss="cross_entropy", targets="class_index", layout="flat", metric="accuracy",
+        optimizer_args=SGD_MOMENTUM,
         origin="Fully connected net in the shape of Shi et al. 2016's FCN-S (3 hidden layers of "
                "2048 units, minibatch 64) on 28x28 inputs with 10 classes",
         seed_docs=("000", "002"),
@@ -65,6 +133,8 @@ _WORKLOADS: tuple[Workload, ...] = (
         name="autoencoder", title="Deep dense autoencoder", task="reconstruction",
         input_shape=(1, 28, 28), num_classes=None, dataset=MNIST, default_batch=64, quick_batch=64,
         optimizer="adam", default_lr=1e-3,
+        loss="mse", targets="input", layout="flat", metric="reconstruction_mse",
+        optimizer_args=ADAM, input_range="unit",
         origin="Hinton & Salakhutdinov 2006 (Science): 784-1000-500-250-30 encoder, mirrored decoder",
         seed_docs=("000",),
     ),
@@ -72,6 +142,8 @@ _WORKLOADS: tuple[Workload, ...] = (
         name="cnn", title="Small CIFAR-10 convnet", task="classification",
         input_shape=(3, 32, 32), num_classes=10, dataset=CIFAR10, default_batch=128, quick_batch=64,
         optimizer="sgd", default_lr=0.01,
+        loss="cross_entropy", targets="class_index", layout="image", metric="accuracy",
+        optimizer_args=SGD_MOMENTUM,
         origin="The CIFAR-10 CNN of the TensorFlow 2 tutorial used in Yin 2020 (seed 003): "
                "conv32-pool-conv64-pool-conv64-dense64-dense10",
         seed_docs=("003",),
@@ -80,6 +152,8 @@ _WORKLOADS: tuple[Workload, ...] = (
         name="rcnn", title="Recurrent convolutional network", task="classification",
         input_shape=(3, 32, 32), num_classes=10, dataset=CIFAR10, default_batch=32, quick_batch=4,
         optimizer="sgd", default_lr=0.01,
+        loss="cross_entropy", targets="class_index", layout="image", metric="accuracy",
+        optimizer_args=SGD_MOMENTUM,
         origin="Liang & Hu 2015 (CVPR), RCNN-K: conv 5x5, four recurrent conv layers unrolled "
                "T=3 steps, max pooling, global max pool, softmax",
         seed_docs=("000",),
@@ -88,8 +162,10 @@ _WORKLOADS: tuple[Workload, ...] = (
     ),
     Workload(
         name="lstm", title="LSTM language model", task="language_model",
-        input_shape=(32,), num_classes=10_000, dataset=PTB, default_batch=128, quick_batch=32,
+        input_shape=(32,), num_classes=PTB_VOCAB, dataset=PTB, default_batch=128, quick_batch=32,
         optimizer="sgd", default_lr=1.0,
+        loss="next_token_ce", targets="next_tokens", layout="tokens", metric="none",
+        optimizer_args=SGD_MOMENTUM, vocab=PTB_VOCAB, lr_find=False,
         origin="Two-layer LSTM word model on a 10,000-word vocabulary with sequences of 32 "
                "tokens and minibatch 128, as Shi et al. 2016's LSTM benchmark (Zaremba et al. 2014 style)",
         seed_docs=("002",),
@@ -100,6 +176,9 @@ _WORKLOADS: tuple[Workload, ...] = (
         name="dcgan", title="DCGAN (one step = D update + G update)", task="gan",
         input_shape=(3, 64, 64), num_classes=None, dataset=CIFAR10, default_batch=64, quick_batch=8,
         optimizer="adam", default_lr=2e-4,
+        loss="adversarial_bce", targets="latent_noise", layout="image", metric="none",
+        optimizer_args=ADAM_DCGAN, latent_size=100, lr_find=False,
+        parts=(Part("discriminator", "d"), Part("generator", "g")),
         origin="Radford, Metz & Chintala 2016: 64x64 DCGAN generator and discriminator "
                "(nz=100, 64 base filters), as trained in seed 000",
         seed_docs=("000",),
@@ -108,6 +187,8 @@ _WORKLOADS: tuple[Workload, ...] = (
         name="resnet", title="CIFAR ResNet", task="classification",
         input_shape=(3, 32, 32), num_classes=10, dataset=CIFAR10, default_batch=128, quick_batch=16,
         optimizer="sgd", default_lr=0.1,
+        loss="cross_entropy", targets="class_index", layout="image", metric="accuracy",
+        optimizer_args=SGD_MOMENTUM,
         origin="He et al. 2016, section 4.2: 6n+2 layers with 16/32/64 filters "
                "(depth 20 by default; 56 as in Shi et al. 2016's ResNet-56)",
         seed_docs=("002", "004"),
@@ -118,6 +199,8 @@ _WORKLOADS: tuple[Workload, ...] = (
         name="catsdogs", title="Large-image CNN (cats vs dogs)", task="classification",
         input_shape=(3, 256, 256), num_classes=2, dataset=CATSDOGS, default_batch=16, quick_batch=2,
         optimizer="sgd", default_lr=0.01,
+        loss="bce_logits", targets="binary", layout="image", metric="accuracy",
+        optimizer_args=SGD_MOMENTUM,
         origin="Seed 001's Keras cats-vs-dogs CNN, rebuilt from its published summary: 256x256 "
                "input, 15 conv (with batch norm), 6 max-pool, 3 dense; first conv block "
                "[m,256,256,32], sixth conv [m,128,64,64]",

@@ -1,0 +1,44 @@
+"""Shared pieces of the adapter contract suite: the installed frameworks, and per framework
+the few things only a test needs to know about it (how to provoke a real out-of-memory error)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import pytest
+
+from rigbench.frameworks import installed_frameworks, load_adapter
+
+FRAMEWORKS = installed_frameworks()
+
+
+def _torch_oom() -> BaseException:
+    """A real allocation failure: 1 PiB is more than any host can give (malloc refuses it)."""
+    torch = importlib.import_module("torch")
+    try:
+        torch.empty(2**50, dtype=torch.uint8)
+    except BaseException as exc:  # noqa: BLE001 - the exception is the point
+        return exc
+    raise AssertionError("allocating 1 PiB succeeded")
+
+
+def _torch_oom_examples() -> list[BaseException]:
+    torch = importlib.import_module("torch")
+    return [
+        _torch_oom(),
+        # the CPU allocator under RLIMIT_AS (tests/integration/test_isolation.py provokes it for real)
+        RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                     "memory: you tried to allocate 2147483648 bytes. Error code 12 (Cannot allocate memory)"),
+        torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        MemoryError(),
+    ]
+
+
+#: framework -> out-of-memory exceptions its `is_oom` must recognise (a new adapter adds its own)
+OOM_EXAMPLES: dict[str, Callable[[], list[BaseException]]] = {"torch": _torch_oom_examples}
+
+
+@pytest.fixture(scope="module", params=FRAMEWORKS)
+def adapter(request):
+    return load_adapter(request.param)
