@@ -17,7 +17,7 @@ import pytest
 from rigbench.frameworks import load_adapter
 from rigbench.spec import TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
-from rigbench.workloads.flops import trainable_params
+from rigbench.workloads.flops import train_flops_per_sample, trainable_params
 from tests.contract.conftest import FRAMEWORKS
 
 #: Small options that keep the suite fast (each workload's own code paths are unchanged).
@@ -99,5 +99,5 @@ COUNT_CASES = [(w, {}) for w in WORKLOADS] + [
 def test_adapter_flop_counter_matches_the_analytic_figure(framework, name, options):
     workload = WORKLOADS[name]
     params, flops = load_adapter(framework).count(workload, options)
-    assert flops == pytest.approx(workload.train_flops_per_sample(options), rel=0.05)
+    assert flops == pytest.approx(train_flops_per_sample(workload, options), rel=0.05)
     assert params == trainable_params(workload, resolved_options(workload, options))

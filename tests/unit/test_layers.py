@@ -21,19 +21,6 @@ FORBIDDEN: dict[str, set[str]] = {
     **{low: {"runner", "experiments", "api"} for low in ("store", "analysis", "hw", "trackers", "data")},
 }
 
-#: Cycles known when this test was written, in code another part of issue 10 owns, each
-#: with what ends it. The test fails on any other cycle, and on an entry here that no longer
-#: occurs (delete it then).
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"rigbench.frameworks.torch", "rigbench.frameworks.torch.calibrate"}):
-        "calibrate.py imports is_oom, _check_device, software from the package inside functions; "
-        "moving those out of frameworks/torch/__init__.py ends it",
-    frozenset({"rigbench.frameworks.torch", "rigbench.frameworks.torch.calibrate",
-               "rigbench.frameworks.torch.trainer"}):
-        "trainer.py imports is_oom from the package inside a function (as above)",
-}
-
-
 def module_names(root: Path, package: str) -> dict[str, Path]:
     """Dotted module name -> file, for every .py file of `package` under `root`."""
     names = {}
@@ -128,10 +115,7 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
 
 def test_rigbench_imports_have_no_cycle():
     found = cycles(import_graph(SRC, "rigbench"))
-    new = [c for c in found if frozenset(c) not in KNOWN_CYCLES]
-    assert not new, "import cycles:\n" + "\n".join(" -> ".join(c) for c in new)
-    gone = set(KNOWN_CYCLES) - {frozenset(c) for c in found}
-    assert not gone, f"no longer cycles, delete them from KNOWN_CYCLES: {[sorted(c) for c in gone]}"
+    assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
 def test_rigbench_imports_point_down():

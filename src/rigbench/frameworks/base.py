@@ -170,7 +170,7 @@ class FrameworkAdapter(Protocol):
     def count(self, workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
         """(trainable parameters, training FLOPs per sample by the adapter's own counter),
         counted without real memory. The parameters are the figure of record; the FLOPs
-        cross-check the workload's analytic figure (Workload.train_flops_per_sample)."""
+        cross-check the workload's analytic figure (workloads.flops.train_flops_per_sample)."""
 
     def count_traffic(self, workload: Workload, options: dict[str, Any]) -> tuple[float, float]:
         """Estimated (bytes per step, bytes per sample) that a step's forward and backward

@@ -22,6 +22,7 @@ from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.workloads import get_workload, resolved_options
+from rigbench.workloads.flops import train_flops_per_sample
 
 #: Lines of traceback kept in a crash's error text.
 TRACEBACK_LINES = 12
@@ -79,7 +80,7 @@ def run_trial(spec: TrialSpec) -> ChildReport:
         report.params, _ = cached_count(adapter, workload, options)
         # The analytic figure, the same for every framework (MFU and the roofline use it);
         # the adapter's own FLOP count only cross-checks it (tests/contract/).
-        report.flops_per_sample = workload.train_flops_per_sample(options)
+        report.flops_per_sample = train_flops_per_sample(workload, options)
         report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size)
         if spec.measure.memory_limit_bytes:
             apply_memory_limit(spec.measure.memory_limit_bytes)

@@ -18,6 +18,7 @@ from rigbench.errors import UsageError
 from rigbench.frameworks import check_framework, load_adapter
 from rigbench.runner.count_cache import cached_count
 from rigbench.workloads import WORKLOADS, resolved_options
+from rigbench.workloads.flops import train_flops_per_sample
 
 PROBE_TIMEOUT_S = 300
 
@@ -28,7 +29,7 @@ def probe_here(name: str, count: bool) -> dict[str, Any]:
                            "devices": adapter.list_devices()}
     if count:
         out["counts"] = {
-            w.name: [cached_count(adapter, w, resolved_options(w, {}))[0], w.train_flops_per_sample()]
+            w.name: [cached_count(adapter, w, resolved_options(w, {}))[0], train_flops_per_sample(w)]
             for w in WORKLOADS.values()
         }
     return out

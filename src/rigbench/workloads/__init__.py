@@ -103,14 +103,6 @@ class Workload:
             if value not in allowed:
                 raise ValueError(f"workload {self.name!r}: {value!r} is not one of {allowed}")
 
-    def train_flops_per_sample(self, options: dict[str, Any] | None = None) -> float:
-        """Training FLOPs per sample of one step, from the analytic formula (workloads/flops.py);
-        the figure of record for MFU and the roofline, the same in every framework."""
-        from rigbench.workloads.flops import train_flops_per_sample
-
-        return train_flops_per_sample(self, resolved_options(self, options or {}))
-
-
 MNIST = Dataset("mnist", 60_000, "LeCun et al. 1998, 60,000 training images 28x28")
 CIFAR10 = Dataset("cifar10", 50_000, "Krizhevsky 2009, 50,000 training images 32x32")
 # A language-model sample is one sequence of 32 tokens: 929,589 training tokens // 32.

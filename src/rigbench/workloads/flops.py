@@ -26,10 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from rigbench.workloads import Workload
+from rigbench.workloads import Workload, resolved_options
 
 #: Hidden widths of the fully connected net (Shi et al. 2016's FCN-S).
 MLP_HIDDEN = (2048, 2048, 2048)
@@ -229,9 +228,11 @@ _FLOPS: dict[str, Callable[[Workload, dict[str, Any]], float]] = {
 }
 
 
-def train_flops_per_sample(workload: Workload, options: dict[str, Any]) -> float:
-    """Training FLOPs of one sample in one step, under the convention above (resolved options)."""
-    return _FLOPS[workload.name](workload, options)
+def train_flops_per_sample(workload: Workload, options: dict[str, Any] | None = None) -> float:
+    """Training FLOPs of one sample in one step, under the convention above: the figure of
+    record for MFU and the roofline, the same in every framework. `options` are resolved
+    against the workload's defaults."""
+    return _FLOPS[workload.name](workload, resolved_options(workload, options or {}))
 
 
 # --------------------------------------------------------------------------- parameters

@@ -109,7 +109,7 @@ def measure_matmul(device: str | torch.device, precision: str, sizes: Sequence[i
                    repeats: int = 5, repeat_s: float = 0.2, max_single_s: float = MAX_SINGLE_MATMUL_S,
                    on_progress: Progress | None = None) -> dict[str, Any]:
     """Peak matmul FLOP/s of `precision` on `device`: a measurement row (see `calibrate`)."""
-    from rigbench.frameworks.torch import is_oom
+    from rigbench.frameworks.torch.oom import is_oom
 
     dev = resolve_device(device) if isinstance(device, str) else device
     row: dict[str, Any] = {"kind": "matmul", "precision": precision, "unit": "FLOP/s", "value": None}
@@ -197,11 +197,12 @@ def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threa
     kind: matmul (per precision, FLOP/s), memory_bandwidth, h2d_pageable, h2d_pinned,
     d2h_pageable, d2h_pinned (B/s); status: ok, unsupported, n/a (host copies on a CPU), failed.
     """
-    from rigbench.frameworks.torch import _check_device, is_oom, software
+    from rigbench.frameworks.torch.devices import check_device, software
+    from rigbench.frameworks.torch.oom import is_oom
 
     if threads is not None:
         torch.set_num_threads(threads)  # first: later ops size their pools from it
-    _check_device(device)
+    check_device(device)
     dev = resolve_device(device)
     if dev.type == "cuda":
         torch.cuda.set_device(dev)

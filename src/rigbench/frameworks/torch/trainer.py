@@ -251,7 +251,7 @@ class TorchTrainer:
         "could not create a primitive descriptor"); that is `unsupported`, not a crash.
         Only batch-norm running statistics move, which train-mode steps do not read.
         """
-        from rigbench.frameworks.torch import is_oom
+        from rigbench.frameworks.torch.oom import is_oom
 
         one = tuple(t[:1] for t in self.batch)
         try:
