@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from rigbench.frameworks import load_adapter
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.trackers.sampler import Tracker
@@ -33,12 +34,9 @@ def child_env(spec: TrialSpec) -> dict[str, str]:
     env["RIGBENCH_PARENT_PID"] = str(os.getpid())
     # Make torch's cuda:N the same GPU as NVML's index N (both then order by PCI bus id).
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    # TensorFlow and JAX pre-allocate most GPU memory unless told not to.
-    env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
-    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    if spec.threads:
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env[var] = str(spec.threads)
+    # What the framework reads once, at start (thread pools, allocator settings): the adapter
+    # says (frameworks/base.py); loading the adapter module does not import the framework.
+    env.update(load_adapter(spec.framework).environment(spec))
     return env
 
 
