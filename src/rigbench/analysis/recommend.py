@@ -27,7 +27,7 @@ from typing import Any
 
 from rigbench.analysis.lr_find import RULE as LR_RULE
 from rigbench.analysis.lr_find import scale_lr
-from rigbench.analysis.scaling import changed_knobs, is_speed_trial
+from rigbench.analysis.scaling import changed_knobs, is_speed_trial, speed
 from rigbench.spec import Result
 
 #: The knee: the smallest batch reaching this fraction of the best measured throughput.
@@ -85,11 +85,6 @@ def timed(r: Result) -> bool:
     """A successful speed trial with a throughput worth comparing."""
     return (is_speed_trial(r) and r.status == "ok" and r.metrics.samples_per_s is not None
             and r.metrics.steps_measured >= MIN_TIMED_STEPS)
-
-
-def speed(r: Result) -> float:
-    """samples/s of a result, 0 when it has none (only ever asked of `timed` results)."""
-    return r.metrics.samples_per_s or 0.0
 
 
 def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, Result]:

@@ -67,6 +67,12 @@ def is_speed_trial(r: Result) -> bool:
     return r.spec.kind == "speed"
 
 
+def speed(r: Result) -> float:
+    """samples/s of a result, 0 when it has none (callers ask it only of results whose
+    samples/s they have checked)."""
+    return r.metrics.samples_per_s or 0.0
+
+
 def _label(knob: str, value: Any) -> str:
     if knob == "baseline":
         return "fp32 eager, default threads"
@@ -124,7 +130,7 @@ def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
 def _row(knob: str, value: Any, r: Result, base: Result) -> ScalingRow:
     m, b = r.metrics, base.metrics
     ok = r.status == "ok" and m.samples_per_s and base.status == "ok" and b.samples_per_s
-    speedup = m.samples_per_s / b.samples_per_s if ok else None
+    speedup = speed(r) / speed(base) if ok else None
     return ScalingRow(
         workload=r.spec.workload, device=r.spec.device, batch_size=r.spec.batch_size, knob=knob,
         value=value, label=_label(knob, value), status=r.status, error=r.error, trial_id=r.id,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rigbench.analysis.scaling import speed
 from rigbench.spec import Result
 
 
@@ -26,5 +27,5 @@ def speedups_over_cpu(results: Sequence[Result]) -> list[dict[str, Any]]:
         if r.spec.device != "cpu" and base is not None:
             rows.append({"workload": r.spec.workload, "device": r.spec.device,
                          "batch_size": r.spec.batch_size, "precision": r.spec.precision,
-                         "speedup": r.metrics.samples_per_s / base.metrics.samples_per_s})
+                         "speedup": speed(r) / speed(base)})
     return rows

@@ -6,6 +6,7 @@ import json
 from typing import Any, Optional
 
 import typer
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from rigbench import api
@@ -41,6 +42,8 @@ def _check_positive(**values: int | None) -> None:
 def lr_find_summary(result: Result) -> dict[str, Any]:
     """The JSON of `rigbench lr-find`: the suggestion, the rule and figures behind it, the curve."""
     opts = result.spec.lr_find
+    if opts is None:
+        raise ValueError(f"trial {result.id} is not a learning-rate range test")
     s = suggest_lr(result.lr_curve, opts.steps, opts.diverge_factor)
     if result.status != "ok":  # no curve to read: say nothing about one
         s = type(s)(None, s.rule, None, None, None, len(result.lr_curve), s.skipped, f"the trial ended {result.status}")
@@ -179,8 +182,10 @@ def _scaling_note(r: ScalingRow) -> str:
 def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
     """The scaling rows as a rich table: variant, threads, samples/s, speed-up, note."""
     table = Table(title=title, header_style="bold")
-    for name, justify in (("trial", "right"), ("variant", "left"), ("threads", "right"),
-                          ("samples/s ±95% CI", "right"), ("speed-up", "right"), ("note", "left")):
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("trial", "right"), ("variant", "left"), ("threads", "right"),
+        ("samples/s ±95% CI", "right"), ("speed-up", "right"), ("note", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     for r in rows:
         speed = "-"

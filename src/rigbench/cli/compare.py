@@ -7,6 +7,7 @@ import json
 from typing import Any, Optional
 
 import typer
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from rigbench import api
@@ -66,8 +67,10 @@ def _print_pairs(outcome: Any) -> None:
         out.print("Different machines: devices matched by kind (cpu with cpu, GPU with GPU).",
                   highlight=False)
     table = Table(header_style="bold")
-    for name, justify in [("trial", "left"), ("A samples/s [95% CI]", "right"), ("B samples/s [95% CI]", "right"),
-                          ("B/A [95% CI]", "right"), ("p", "right"), ("verdict", "left")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("trial", "left"), ("A samples/s [95% CI]", "right"), ("B samples/s [95% CI]", "right"),
+        ("B/A [95% CI]", "right"), ("p", "right"), ("verdict", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     styles = {"faster": "green", "slower": "red", "incomparable": "yellow"}
     for p in outcome.pairs:
@@ -130,9 +133,11 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
 
 def _print_matches(matches: list[Any]) -> None:
     table = Table(header_style="bold")
-    for name, justify in [("#", "right"), ("published", "left"), ("figure", "right"), ("ours", "left"),
-                          ("ours steps/s", "right"), ("our CPU %", "right"), ("measured", "right"),
-                          ("source's own", "right"), ("predicted", "right"), ("normalised", "right")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("#", "right"), ("published", "left"), ("figure", "right"), ("ours", "left"),
+        ("ours steps/s", "right"), ("our CPU %", "right"), ("measured", "right"),
+        ("source's own", "right"), ("predicted", "right"), ("normalised", "right")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for i, m in enumerate(matches, 1):
         r = m.ours
@@ -187,8 +192,10 @@ def score(
               highlight=False, markup=False)
     for s in outcome.scores:
         table = Table(title=f"{s.device_class}", header_style="bold")
-        for name, justify in [("workload", "left"), ("batch", "right"), ("ours samples/s", "right"),
-                              ("reference samples/s", "right"), ("speed-up", "right")]:
+        columns: list[tuple[str, JustifyMethod]] = [
+            ("workload", "left"), ("batch", "right"), ("ours samples/s", "right"),
+            ("reference samples/s", "right"), ("speed-up", "right")]
+        for name, justify in columns:
             table.add_column(name, justify=justify)
         for item in s.items:
             d = item.as_dict()

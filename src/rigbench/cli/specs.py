@@ -9,6 +9,7 @@ from typing import Any, Optional
 from urllib.parse import urlparse
 
 import typer
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from rigbench.analysis.specs import (
@@ -42,9 +43,11 @@ def source_domains(source: str) -> str:
 def specs_table(rows: list[HardwareSpec]) -> Table:
     """One line per device: dense peaks (TFLOP/s), memory, bandwidth, power, year, where from."""
     table = Table(header_style="bold", title="Hardware spec sheets (dense peaks, TFLOP/s; * = derived, see `rigbench specs NAME`)")
-    for name, justify in [("name", "left"), ("kind", "left"), ("fp32", "right"), ("tf32", "right"),
-                          ("fp16", "right"), ("bf16", "right"), ("memory GB", "right"), ("GB/s", "right"),
-                          ("TDP W", "right"), ("year", "right"), ("source", "left")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("name", "left"), ("kind", "left"), ("fp32", "right"), ("tf32", "right"),
+        ("fp16", "right"), ("bf16", "right"), ("memory GB", "right"), ("GB/s", "right"),
+        ("TDP W", "right"), ("year", "right"), ("source", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for spec in rows:
         peaks = [_tflops(spec.peak_tflops.get(k)) + ("*" if k in spec.derived else "") for k in PRECISION_KEYS]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.console import JustifyMethod
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -50,9 +51,11 @@ def _resume_command() -> str:
 def _sweep_table(results: list[Result], new_run: str | None) -> Table:
     """One row per grid point; `ran` says whether it ran now or came from the database."""
     table = Table(header_style="bold")
-    for name, justify in [("id", "right"), ("trial", "left"), ("samples/s ±95% CI", "right"),
-                          ("step ms", "right"), ("RSS MiB", "right"), ("status", "left"),
-                          ("ran", "left")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("id", "right"), ("trial", "left"), ("samples/s ±95% CI", "right"),
+        ("step ms", "right"), ("RSS MiB", "right"), ("status", "left"),
+        ("ran", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for r in results:
         m = r.metrics
@@ -221,8 +224,10 @@ def _probe_line(r: Result) -> str:
 def _print_max_batch(o: MaxBatchOutcome, db: Optional[str]) -> None:
     table = Table(title=f"max-batch {o.workload} on {o.device} ({o.precision}): probes in order",
                   header_style="bold")
-    for name, justify in [("id", "right"), ("batch", "right"), ("status", "left"),
-                          (f"peak MiB ({o.memory_metric})", "right"), ("samples/s", "right")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("id", "right"), ("batch", "right"), ("status", "left"),
+        (f"peak MiB ({o.memory_metric})", "right"), ("samples/s", "right")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for r in o.probes:
         peak = getattr(r.metrics, o.memory_metric)
@@ -235,7 +240,7 @@ def _print_max_batch(o: MaxBatchOutcome, db: Optional[str]) -> None:
 
     say(f"limit: {format_bytes(o.limit_bytes)} ({o.limit_source})")
     ok_probes = sum(r.status == "ok" for r in o.probes)
-    if o.per_sample_bytes is not None:
+    if o.fixed_bytes is not None and o.per_sample_bytes is not None:  # set together
         say(f"memory model (least squares over {ok_probes} ok probes, {o.memory_metric}): "
             f"{o.fixed_bytes / MIB:,.1f} MiB + {o.per_sample_bytes / MIB:,.3f} MiB per sample")
     else:

@@ -67,7 +67,7 @@ def plan_run(
 
 def validation_message(exc: ValueError) -> str:
     """The first pydantic error as `field: message` (or the exception's text)."""
-    errors = getattr(exc, "errors", lambda: [])()
+    errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
     if errors:
         first = errors[0]
         return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
@@ -127,11 +127,12 @@ def plan_train(
         measure = MeasureOptions(timeout_s=timeout_s)
     except ValueError as exc:
         raise UsageError(validation_message(exc)) from None
+    lr_values: Sequence[float | None] = lrs or [None]  # None: the workload's default
     return [
         TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
                   batch_size=batch, precision=precision, threads=threads, lr=lr, measure=measure,
                   train=train)
         for device in dict.fromkeys(chosen)
         for batch in (batch_sizes or [ref.default_batch])
-        for lr in (lrs or [None])
+        for lr in lr_values
     ]

@@ -73,9 +73,10 @@ def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
         framework=sweep.framework, steps=sweep.steps, seconds=sweep.seconds, quick=sweep.quick,
         memory_limit_bytes=sweep.memory_limit, timeout_s=sweep.timeout,
     )
-    axes = itertools.product(sweep.precisions or ["fp32"], sweep.threads or [None],
-                             sweep.lrs or [None], sweep.compile or [False],
-                             sweep.channels_last or [False])
+    thread_counts: Sequence[int | None] = sweep.threads or [None]  # None: the default
+    lr_values: Sequence[float | None] = sweep.lrs or [None]
+    axes = itertools.product(sweep.precisions or ["fp32"], thread_counts, lr_values,
+                             sweep.compile or [False], sweep.channels_last or [False])
     combos = list(axes)
     grid: dict[str, TrialSpec] = {}
     for spec in base:

@@ -16,7 +16,7 @@ def load_amdsmi(amdsmi: Any = None) -> Any | None:
     """An initialised amdsmi module, or None when it cannot be imported or initialised."""
     if amdsmi is None:
         try:
-            import amdsmi  # type: ignore[import-not-found,no-redef]
+            import amdsmi  # type: ignore[no-redef]  # rebinds the `amdsmi` parameter on purpose
         except Exception:  # KeyError when ROCm is missing, not ImportError
             return None
     try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from rigbench.analysis.roofline import result_roofline
+from rigbench.analysis.scaling import speed
 from rigbench.analysis.speedups import speedups_over_cpu
 from rigbench.spec import Result
 
@@ -60,8 +61,9 @@ class Section:
     id: str
     title: str
     blurb: str
-    builders: tuple[Callable[[Sequence[Result]], list[Chart]], ...]
-    # builders called as build(results, calibrations): device name -> latest calibration
+    # build(results), or build(results, calibrations) when uses_calibrations (device name ->
+    # latest calibration): two signatures, hence the `...`
+    builders: tuple[Callable[..., list[Chart]], ...]
     uses_calibrations: bool = False
 
 
@@ -192,31 +194,33 @@ METRICS: tuple[Metric, ...] = (
 def metric_chart(results: Sequence[Result], metric: Metric) -> Chart | None:
     """`metric` against batch size, one line per workload/framework/device; None when no
     successful trial has the metric (e.g. GPU % on a CPU-only run)."""
-    rows = [r for r in _ok(results) if metric.value(r) is not None]
-    if not rows:
+    points = [(r, y) for r in _ok(results) if (y := metric.value(r)) is not None]
+    if not points:
         return None
-    name = _line_namer(rows)
-    by_line: dict[LineKey, list[Result]] = defaultdict(list)
-    for r in rows:
-        by_line[_line_key(r)].append(r)
+    name = _line_namer([r for r, _ in points])
+    by_line: dict[LineKey, list[tuple[Result, float]]] = defaultdict(list)
+    for r, y in points:
+        by_line[_line_key(r)].append((r, y))
     series = []
     for key, members in by_line.items():
-        members.sort(key=lambda r: (r.spec.batch_size, r.id or 0))
+        members.sort(key=lambda p: (p[0].spec.batch_size, p[0].id or 0))
         s = Series(name=name(key))
-        with_ci = all(metric.interval(r) for r in members)
-        if with_ci:
-            s.err_minus, s.err_plus = [], []
-        for r in members:
-            y = metric.value(r)
+        with_ci = all(metric.interval(r) for r, _ in members)
+        err_minus: list[float] = []
+        err_plus: list[float] = []
+        for r, y in members:
             s.x.append(r.spec.batch_size)
             s.y.append(y)
             text = f"{y:,.1f} {metric.unit}"
-            if with_ci:
-                low, high = metric.interval(r)
-                s.err_minus.append(y - low)
-                s.err_plus.append(high - y)
+            ci = metric.interval(r)
+            if with_ci and ci:  # with_ci: every member has an interval
+                low, high = ci
+                err_minus.append(y - low)
+                err_plus.append(high - y)
                 text += f" (95% CI {low:,.1f} to {high:,.1f})"
             s.hover.append(trial_hover(r, text))
+        if with_ci:
+            s.err_minus, s.err_plus = err_minus, err_plus
         series.append(s)
     return Chart(id=metric.id, title=f"{metric.title} against batch size", x_title="batch size",
                  y_title=metric.y_title, series=series, x_scale="log2")
@@ -259,7 +263,7 @@ def _pairs(results: Sequence[Result], group: Callable[[Result], tuple],
 
 
 def _speedup(r: Result, baseline: Result) -> float:
-    return r.metrics.samples_per_s / baseline.metrics.samples_per_s
+    return speed(r) / speed(baseline)  # both from _ok: samples/s set and non-zero
 
 
 def precision_charts(results: Sequence[Result]) -> list[Chart]:
@@ -316,8 +320,9 @@ def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
             other = "channels_last" if knob == "compile" else "compile"
             return (_workload(r), r.spec.framework, r.spec.device, r.spec.batch_size,
                     r.spec.precision, _threads(r), getattr(r.spec, other))
-        for (workload, _, device, batch, precision, *_), r, base in _pairs(
-                results, rest, lambda r, knob=knob: getattr(r.spec, knob), False):
+        def flag(r: Result, knob: str = knob) -> Any:
+            return getattr(r.spec, knob)
+        for (workload, _, device, batch, precision, *_), r, base in _pairs(results, rest, flag, False):
             s = series.setdefault(name, Series(name=name))
             s.x.append(f"{workload} {device} b{batch} {precision}")
             s.y.append(_speedup(r, base))
@@ -372,22 +377,21 @@ TRAIN_METRICS: tuple[TrainMetric, ...] = (
 def _against(results: Sequence[Result], metric: TrainMetric, axis: str) -> Chart | None:
     """`metric` against `axis` ("lr" or "batch"): one line per workload/data set/device and
     the other knob's value."""
-    rows = [r for r in _trained(results) if metric.value(r) is not None
+    rows = [(r, value) for r in _trained(results) if (value := metric.value(r)) is not None
             and (axis == "batch" or r.spec.lr is not None)]
     if not rows:
         return None
     x_of = (lambda r: r.spec.lr) if axis == "lr" else (lambda r: r.spec.batch_size)
     other = (lambda r: f"batch {r.spec.batch_size}") if axis == "lr" else (
         lambda r: f"lr {r.spec.lr:g}" if r.spec.lr is not None else "default lr")
-    lines: dict[str, list[Result]] = defaultdict(list)
-    for r in rows:
-        lines[f"{_workload(r)} · {r.metrics.dataset} · {r.spec.device} · {other(r)}"].append(r)
+    lines: dict[str, list[tuple[Result, float]]] = defaultdict(list)
+    for r, value in rows:
+        lines[f"{_workload(r)} · {r.metrics.dataset} · {r.spec.device} · {other(r)}"].append((r, value))
     series = []
     for name, members in lines.items():
-        members.sort(key=x_of)
+        members.sort(key=lambda p: x_of(p[0]))
         s = Series(name=name)
-        for r in members:
-            value = metric.value(r)
+        for r, value in members:
             s.x.append(f"{x_of(r):g}" if axis == "lr" else x_of(r))
             s.y.append(value)
             s.hover.append(_train_hover(r, metric.text(value)))
@@ -418,10 +422,10 @@ def epoch_curve_charts(results: Sequence[Result]) -> list[Chart]:
         epochs = r.epoch_records
         loss.append(Series(name=name, x=[e.epoch for e in epochs], y=[e.train_loss for e in epochs],
                            hover=[_train_hover(r, f"epoch {e.epoch}: loss {e.train_loss:.4f}") for e in epochs]))
-        with_acc = [e for e in epochs if e.accuracy is not None]
+        with_acc = [(e.epoch, e.accuracy) for e in epochs if e.accuracy is not None]
         if with_acc:
-            accuracy.append(Series(name=name, x=[e.epoch for e in with_acc], y=[100 * e.accuracy for e in with_acc],
-                                   hover=[_train_hover(r, f"epoch {e.epoch}: {100 * e.accuracy:.1f}% accuracy") for e in with_acc]))
+            accuracy.append(Series(name=name, x=[epoch for epoch, _ in with_acc], y=[100 * acc for _, acc in with_acc],
+                                   hover=[_train_hover(r, f"epoch {epoch}: {100 * acc:.1f}% accuracy") for epoch, acc in with_acc]))
     charts = [Chart(id="loss_curves", title="Training loss per epoch", x_title="epoch",
                     y_title="mean training loss", series=loss)]
     if accuracy:
@@ -462,25 +466,25 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
     for r in _ok(results):
         roof = result_roofline(r, calibrations.get(r.device_name or ""))
         if roof.achieved_flops and roof.intensity:
-            points.append((r, roof))
+            points.append((r, roof, roof.intensity, roof.achieved_flops))
     if not points:
         return []
-    name = _line_namer([r for r, _ in points])
+    name = _line_namer([r for r, *_ in points])
     by_line: dict[LineKey, Series] = {}
-    for r, roof in sorted(points, key=lambda p: (p[0].spec.batch_size, p[0].id or 0)):
+    for r, roof, intensity, flops in sorted(points, key=lambda p: (p[0].spec.batch_size, p[0].id or 0)):
         s = by_line.setdefault(_line_key(r), Series(name=name(_line_key(r))))
-        s.x.append(roof.intensity)
-        s.y.append(roof.achieved_flops)
+        s.x.append(intensity)
+        s.y.append(flops)
         mfu = [f"MFU {src.mfu:.1%} of the {src.source} {r.spec.precision} peak"
                for src in (roof.spec, roof.calibrated) if src is not None and src.mfu is not None]
-        s.hover.append(trial_hover(r, f"{roof.achieved_flops / 1e12:.3g} TFLOP/s at "
-                                      f"{roof.intensity:.3g} FLOP/byte" + (" · " + "; ".join(mfu) if mfu else "")))
+        s.hover.append(trial_hover(r, f"{flops / 1e12:.3g} TFLOP/s at "
+                                      f"{intensity:.3g} FLOP/byte" + (" · " + "; ".join(mfu) if mfu else "")))
     roofs: dict[tuple[str, str, str], tuple[float | None, float | None]] = {}
-    for r, roof in points:
+    for r, roof, *_ in points:
         for src in (roof.spec, roof.calibrated):
             if src is not None:
                 roofs[(src.source, r.device_name or r.spec.device, r.spec.precision)] = (src.peak_flops, src.bandwidth_bytes_s)
-    xs = [roof.intensity for _, roof in points] + [p / b for p, b in roofs.values() if p and b]
+    xs = [intensity for _, _, intensity, _ in points] + [p / b for p, b in roofs.values() if p and b]
     lo, hi = min(xs) / 4, max(xs) * 4
     ceilings = [c for (source, device, precision), (peak, bw) in sorted(roofs.items())
                 if (c := _roof_series(source, device, precision, peak, bw, lo, hi)) is not None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -52,10 +53,12 @@ def one_line_outcome(r: Result) -> str:
 def results_table(results: Sequence[Result], title: str | None = None) -> Table:
     """The run table: one row per trial, failures included with their status."""
     table = Table(title=title, header_style="bold")
-    for name, justify in [("id", "right"), ("workload", "left"), ("device", "left"),
-                          ("batch", "right"), ("prec", "left"), ("samples/s ±95% CI", "right"),
-                          ("step ms", "right"), ("CPU %", "right"), ("GPU %", "right"),
-                          ("RSS MiB", "right"), ("GPU MiB", "right"), ("status", "left")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("id", "right"), ("workload", "left"), ("device", "left"),
+        ("batch", "right"), ("prec", "left"), ("samples/s ±95% CI", "right"),
+        ("step ms", "right"), ("CPU %", "right"), ("GPU %", "right"),
+        ("RSS MiB", "right"), ("GPU MiB", "right"), ("status", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for r in results:
         m = r.metrics

@@ -7,7 +7,7 @@ from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
 from rigbench.metrics import METRIC_NAMES, Metrics
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import Result, TrialSpec
+from rigbench.spec import LrFindOptions, Result, TrainOptions, TrialSpec
 from rigbench.timestamps import now_iso
 from rigbench.trackers.summary import ALL_FIELDS, summarize
 from rigbench.workloads import get_workload
@@ -32,10 +32,11 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     )
     if report.allocator_peak_bytes is not None:
         metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
-    if spec.kind == "train":
-        _add_train_metrics(metrics, spec, report)
-    elif spec.kind == "lr_find":
-        _add_lr_find_metrics(metrics, spec, report)
+    # kind "train" and "lr_find" carry their option blocks (TrialSpec validates it)
+    if spec.train is not None:
+        _add_train_metrics(metrics, spec.train, spec.batch_size, report)
+    elif spec.lr_find is not None:
+        _add_lr_find_metrics(metrics, spec.lr_find, report)
     elif report.status == "ok" and report.step_times_s:
         summary = throughput_summary(report.step_times_s, spec.batch_size)
         for key in summary.keys() & set(METRIC_NAMES):  # the statistics that are metrics
@@ -65,21 +66,20 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     )
 
 
-def _add_train_metrics(metrics: Metrics, spec: TrialSpec, report) -> None:
+def _add_train_metrics(metrics: Metrics, opts: TrainOptions, batch_size: int, report) -> None:
     """A training run's figures come from its epochs, not from the speed protocol: its data
     set is the one it trained on, and epoch time is measured, not extrapolated."""
-    summary = train_summary(report.epochs, spec.batch_size, spec.train.target_accuracy)
+    summary = train_summary(report.epochs, batch_size, opts.target_accuracy)
     for key, value in summary.items():
         setattr(metrics, key, value)
-    metrics.dataset = spec.train.dataset
+    metrics.dataset = opts.dataset
     metrics.dataset_size = report.train_samples
     metrics.diverged_at_epoch = report.diverged_at_epoch
 
 
-def _add_lr_find_metrics(metrics: Metrics, spec: TrialSpec, report) -> None:
+def _add_lr_find_metrics(metrics: Metrics, opts: LrFindOptions, report) -> None:
     """A learning-rate range test: its suggestion (rule in analysis/lr_find.py) and the data
     set it ran on. It has no throughput: its steps run at changing rates, one host copy each."""
-    opts = spec.lr_find
     metrics.dataset = opts.dataset
     metrics.dataset_size = report.train_samples
     if report.lr_curve:

@@ -35,6 +35,8 @@ def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int]) -> dict[str, 
     device_used = query(err, lambda: float(nvml.nvmlDeviceGetMemoryInfo(handle).used))
     power = query(err, lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0)
     proc_mem = _process_memory(nvml, handle, pids, err)
+    mem: float | None
+    is_process: float | None
     if proc_mem is not None:
         mem, is_process = proc_mem, 1.0
     else:
@@ -59,7 +61,10 @@ def _process_memory(nvml: Any, handle: Any, pids: set[int], err: type[BaseExcept
     ours = [p for p in procs if getattr(p, "pid", None) in pids]
     if not ours:
         return None  # pid namespace mismatch (container): our pid is invisible to NVML
-    used = [getattr(p, "usedGpuMemory", None) for p in ours]
-    if any(u is None for u in used):
-        return None
+    used: list[int] = []
+    for p in ours:
+        u = getattr(p, "usedGpuMemory", None)
+        if u is None:
+            return None
+        used.append(u)
     return float(sum(used))
