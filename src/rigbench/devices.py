@@ -14,8 +14,8 @@ from typing import Any
 
 import psutil
 
-from rigbench.hw.cpu import cpu_identity
 from rigbench.hw.amd import list_amd_gpus
+from rigbench.hw.cpu import cpu_identity
 from rigbench.hw.nvml import cuda_visible_order, list_gpus, load_nvml
 
 

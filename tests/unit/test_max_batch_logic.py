@@ -3,8 +3,7 @@ memory model, the rounding and the recommendation; hand-computed numbers, no chi
 
 import pytest
 
-from rigbench.experiments.max_batch import (MIB, MaxBatchOutcome, fit_memory_model, next_probe,
-                                            recommend, round_batch)
+from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, fit_memory_model, next_probe, recommend, round_batch
 from rigbench.spec import Metrics, Result, TrialSpec
 
 

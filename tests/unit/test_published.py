@@ -5,8 +5,15 @@ from importlib import resources
 
 import pytest
 
-from rigbench.analysis.published import (MAPPINGS, SOURCES, Peak, compare_published, framework_family,
-                                         peak_resolver, published_rows)
+from rigbench.analysis.published import (
+    MAPPINGS,
+    SOURCES,
+    Peak,
+    compare_published,
+    framework_family,
+    peak_resolver,
+    published_rows,
+)
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.workloads import WORKLOADS, parse_workload_ref

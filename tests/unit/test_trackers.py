@@ -16,7 +16,6 @@ from rigbench.trackers.sampler import CHILDREN_REFRESH_S, Tracker
 from rigbench.trackers.summary import MIB, summarize
 from tests.unit.fakes import GIB, OTHER_PID, FakeNVML
 
-
 # Allocates (and touches) ~200 MB, then spins for 1.5 s and prints the busy window and
 # the CPU time it got in it (the ground truth the tracker must match: on a loaded machine
 # a spinning process gets less than a full core).

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import pairwise
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 #: The suggestion is the lr at the minimum smoothed loss divided by this (fastai's `minimum`).
 MIN_DIVISOR = 10.0
@@ -72,7 +72,7 @@ def suggest_lr(curve: Sequence[Sequence[float]], planned_steps: int | None = Non
     """
     planned = planned_steps or len(curve)
     points = []
-    for lr, loss, smoothed in curve:
+    for lr, _loss, smoothed in curve:
         if not (math.isfinite(lr) and math.isfinite(smoothed)):
             break  # as fastai: everything after the first NaN is dropped
         points.append((float(lr), float(smoothed)))

@@ -17,8 +17,14 @@ from rigbench.analysis.roofline import result_roofline
 from rigbench.analysis.specs import spec_sheet
 from rigbench.analysis.speedups import speedups_over_cpu
 from rigbench.api.calibration import roofline
-from rigbench.api.comparison import (CompareOutcome, compare, compare_published, export_bundle,
-                                     import_bundle, this_machine_results)
+from rigbench.api.comparison import (
+                                     CompareOutcome,
+                                     compare,
+                                     compare_published,
+                                     export_bundle,
+                                     import_bundle,
+                                     this_machine_results,
+)
 from rigbench.api.info import workloads_info
 from rigbench.api.results import WHERE_KEYS, ReportOutcome, parse_where, report, select_results
 from rigbench.api.scoring import ScoreOutcome, score

@@ -4,12 +4,14 @@
 group of commands on it when imported below.
 """
 
-from rigbench.cli import core  # noqa: F401  (registers run, train, workloads, devices, results, report)
-from rigbench.cli import advise  # noqa: F401  (registers lr-find, scaling, recommend)
-from rigbench.cli import sweep  # noqa: F401  (registers sweep, max-batch)
-from rigbench.cli import compare  # noqa: F401  (registers compare, score, results import)
-from rigbench.cli import calibrate  # noqa: F401  (registers calibrate, roofline)
-from rigbench.cli import specs  # noqa: F401  (registers specs)
+from rigbench.cli import (
+    advise,  # noqa: F401  (registers lr-find, scaling, recommend)
+    calibrate,  # noqa: F401  (registers calibrate, roofline)
+    compare,  # noqa: F401  (registers compare, score, results import)
+    core,  # noqa: F401  (registers run, train, workloads, devices, results, report)
+    specs,  # noqa: F401  (registers specs)
+    sweep,  # noqa: F401  (registers sweep, max-batch)
+)
 from rigbench.cli.common import app
 
 

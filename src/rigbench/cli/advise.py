@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import JustifyMethod
@@ -64,17 +64,17 @@ def lr_find_summary(result: Result) -> dict[str, Any]:
 @handles_usage_errors
 def lr_find(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to test, e.g. mlp or cnn."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", help="Real data set to train on: digits, mnist, fashion_mnist, cifar10 or image_folder (default: the workload's reference data set)."),
+    dataset: str | None = typer.Option(None, "--dataset", help="Real data set to train on: digits, mnist, fashion_mnist, cifar10 or image_folder (default: the workload's reference data set)."),
     device: str = typer.Option("cpu", "--device", "-d", help="Device to run on: cpu, cuda:0, mps, xpu:0, dml:0."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-b", help="Batch size (default: the workload's). The suggestion holds for this batch size."),
+    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Batch size (default: the workload's). The suggestion holds for this batch size."),
     start_lr: float = typer.Option(1e-6, "--start-lr", help="Learning rate of the first step."),
     end_lr: float = typer.Option(10.0, "--end-lr", help="Learning rate of the last step, if the loss has not diverged before."),
     steps: int = typer.Option(100, "--steps", help="Steps of the exponential ramp from --start-lr to --end-lr."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework (default: its own choice)."),
-    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: its own choice)."),
+    data_dir: str | None = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the suggestion, its rule and figures, and the whole curve."),
 ) -> None:
     """Learning-rate range test: grow the lr exponentially on real batches, stop when the loss diverges, suggest a rate."""
@@ -140,14 +140,14 @@ def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome) -> None:
 def scaling(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to time, e.g. cnn or resnet:depth=56."),
     device: str = typer.Option("cpu", "--device", "-d", help="Device: cpu, cuda:0, mps, xpu:0, dml:0."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-b", help="Batch size of every trial (default: the workload's; its small one with --quick)."),
-    threads: Optional[list[str]] = typer.Option(None, "--threads", metavar="N", help="Thread counts, e.g. 1,2,4 (default on the CPU: 1, 2, 4, ... up to the logical cores; none on other devices)."),
-    precision: Optional[list[str]] = typer.Option(None, "--precision", metavar="P", help="Precisions to compare with fp32, e.g. bf16,fp16 (default: tf32 on CUDA, bf16, fp16)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Batch size of every trial (default: the workload's; its small one with --quick)."),
+    threads: list[str] | None = typer.Option(None, "--threads", metavar="N", help="Thread counts, e.g. 1,2,4 (default on the CPU: 1, 2, 4, ... up to the logical cores; none on other devices)."),
+    precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="Precisions to compare with fp32, e.g. bf16,fp16 (default: tf32 on CUDA, bf16, fp16)."),
     compile_: bool = typer.Option(True, "--compile/--no-compile", help="Also time torch.compile (its compilation is in first_step_s, not in the timed steps)."),
     channels_last: bool = typer.Option(True, "--channels-last/--no-channels-last", help="Also time the NHWC memory layout (convolutional workloads; others show `unsupported`)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batch, 1 warm-up step, short timing windows."),
     framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of table rows on stdout."),
 ) -> None:
     """Speed-up of thread counts, precisions, torch.compile and channels-last over the fp32 eager default."""
@@ -206,13 +206,13 @@ def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
 @handles_usage_errors
 def recommend(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to advise on, e.g. mlp or resnet:depth=56."),
-    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Devices to choose from, repeated or comma-separated (default: every available one; with --no-run, those with stored results)."),
-    dataset_size: Optional[int] = typer.Option(None, "--dataset-size", metavar="N", help="Samples per epoch for the epoch-time estimate (default: the workload's reference data set size)."),
+    device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Devices to choose from, repeated or comma-separated (default: every available one; with --no-run, those with stored results)."),
+    dataset_size: int | None = typer.Option(None, "--dataset-size", metavar="N", help="Samples per epoch for the epoch-time estimate (default: the workload's reference data set size)."),
     no_run: bool = typer.Option(False, "--no-run", help="Use only stored results and list what is missing; run nothing."),
     quick: bool = typer.Option(False, "--quick", help="Measure what is missing with short timing windows, a small batch grid and a short lr-find."),
-    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes to measure, e.g. 16,64 (default: b/4, b, 4b of the workload's batch with --quick; b/4 to 4b without)."),
+    batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes to measure, e.g. 16,64 (default: b/4, b, 4b of the workload's batch with --quick; b/4 to 4b without)."),
     framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),
 ) -> None:
     """Recommend device, batch size, learning rate, precision, threads and loader workers, measuring only what is missing."""

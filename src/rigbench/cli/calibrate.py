@@ -4,7 +4,6 @@ roofline of stored trials)."""
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import typer
 
@@ -17,12 +16,12 @@ from rigbench.units import split_list
 @app.command()
 @handles_usage_errors
 def calibrate(
-    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) to calibrate, repeated or comma-separated: cpu, cuda:0, mps, ... (default: every available one)."),
-    precision: Optional[list[str]] = typer.Option(None, "--precision", metavar="P", help="Matmul precisions, e.g. --precision fp32,bf16 (default: fp32, tf32, bf16, fp16; one a device lacks is reported as unsupported)."),
+    device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) to calibrate, repeated or comma-separated: cpu, cuda:0, mps, ... (default: every available one)."),
+    precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="Matmul precisions, e.g. --precision fp32,bf16 (default: fp32, tf32, bf16, fp16; one a device lacks is reported as unsupported)."),
     quick: bool = typer.Option(False, "--quick", help="Smaller matmuls and copies, fewer repeats: seconds instead of a minute, less exact."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
     framework: str = typer.Option("torch", "--framework", help="Framework to measure with."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the run id and every measurement (FLOP/s and B/s)."),
 ) -> None:
     """Measure each device's ceilings: peak matmul TFLOP/s per precision, memory bandwidth, host<->device copy bandwidth (pageable and pinned). Stored for `rigbench roofline`."""
@@ -52,9 +51,9 @@ def calibrate(
 @app.command()
 @handles_usage_errors
 def roofline(
-    run_id: Optional[list[str]] = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),
-    where: Optional[list[str]] = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),
+    where: list[str] | None = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array on stdout: per trial, achieved FLOP/s, MFU, intensity, bounds."),
 ) -> None:
     """Per successful trial: achieved TFLOP/s, MFU against the spec-sheet and the calibrated peak, arithmetic intensity, and the roofline bound that limits it."""

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import JustifyMethod
@@ -26,14 +26,14 @@ def _ci(pair: tuple[float, float] | None, fmt: str = "{:,.1f}") -> str:
 @app.command()
 @handles_usage_errors
 def compare(
-    items: Optional[list[str]] = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all)."),
+    items: list[str] | None = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all)."),
     published: bool = typer.Option(False, "--published", help="Put this machine's stored results beside published tables (the thesis's GTX 1060, Shi et al. 2016, community epoch times): measured, spec-predicted and CPU-utilisation-normalised speed-ups."),
     all_frameworks: bool = typer.Option(False, "--all-frameworks", help="With --published: show every framework's published rows (default: only the rows of our framework's family when the source has some)."),
-    run_id: Optional[list[str]] = typer.Option(None, "--run", metavar="ID", help="With --published: use these runs' results instead of every stored result of this machine."),
-    where_a: Optional[list[str]] = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. Keys: workload, device, framework, precision, status, batch_size."),
-    where_b: Optional[list[str]] = typer.Option(None, "--where-b", metavar="KEY=VALUE", help="Filter side B, as --where-a."),
+    run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --published: use these runs' results instead of every stored result of this machine."),
+    where_a: list[str] | None = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. Keys: workload, device, framework, precision, status, batch_size."),
+    where_b: list[str] | None = typer.Option(None, "--where-b", metavar="KEY=VALUE", help="Filter side B, as --where-a."),
     across_versions: bool = typer.Option(False, "--across-versions", help="Compare pairs whose software versions differ (torch, CUDA, cuDNN...) and flag them, instead of marking them incomparable."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout."),
 ) -> None:
     """Compare with known results: published tables (--published) or another run/machine, reporting only significant changes."""
@@ -164,11 +164,11 @@ def _print_matches(matches: list[Any]) -> None:
 @app.command()
 @handles_usage_errors
 def score(
-    run_id: Optional[str] = typer.Argument(None, metavar="[RUN]", help="Score this run's results (default: the newest suite results of this machine)."),
-    reference: Optional[str] = typer.Option(None, "--reference", "-r", metavar="NAME|FILE|RUN", help="The reference machine: a shipped name (see --list-references), a results bundle file (`rigbench results export --format bundle`), or a stored run id."),
-    device_class: Optional[str] = typer.Option(None, "--device", help="Score only cpu or gpu (default: each class both machines have)."),
+    run_id: str | None = typer.Argument(None, metavar="[RUN]", help="Score this run's results (default: the newest suite results of this machine)."),
+    reference: str | None = typer.Option(None, "--reference", "-r", metavar="NAME|FILE|RUN", help="The reference machine: a shipped name (see --list-references), a results bundle file (`rigbench results export --format bundle`), or a stored run id."),
+    device_class: str | None = typer.Option(None, "--device", help="Score only cpu or gpu (default: each class both machines have)."),
     list_references: bool = typer.Option(False, "--list-references", help="List the reference machines shipped with rigbench and exit."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout."),
 ) -> None:
     """One number: the geometric mean of speed-ups over a reference machine across a pinned suite of workloads (analysis/score.SUITES), with a 95% CI."""
@@ -219,7 +219,7 @@ def score(
 @handles_usage_errors
 def results_import(
     file: str = typer.Argument(..., metavar="FILE", help="A results bundle written by `rigbench results export --format bundle`."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Import a results bundle: validated in full first; a malformed file changes nothing (exit 2)."""
     done = api.import_bundle(file, db=db)

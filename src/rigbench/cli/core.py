@@ -5,13 +5,20 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from typing import Optional
 
 import typer
 
 from rigbench import api
-from rigbench.cli.common import (DB_HELP, _check_precision, _run_with_progress, app, err,
-                                 handles_usage_errors, out, results_app)
+from rigbench.cli.common import (
+    DB_HELP,
+    _check_precision,
+    _run_with_progress,
+    app,
+    err,
+    handles_usage_errors,
+    out,
+    results_app,
+)
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
 from rigbench.store import Store
@@ -22,21 +29,21 @@ from rigbench.units import parse_positive_floats, parse_positive_ints, parse_siz
 @app.command()
 @handles_usage_errors
 def run(
-    workloads: Optional[list[str]] = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all). Options as NAME:key=value, e.g. resnet:depth=56. See `rigbench workloads`."),
-    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
-    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
+    workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all). Options as NAME:key=value, e.g. resnet:depth=56. See `rigbench workloads`."),
+    device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
+    batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32 (NVIDIA Ampere+ matrix maths), bf16 or fp16 (bf16/fp16: autocast mixed precision)."),
     compile_: bool = typer.Option(False, "--compile", help="torch.compile the model (compilation time shows in first_step_s, not in the timed steps)."),
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory layout (convolutional workloads only)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
-    seconds: Optional[float] = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
+    steps: int | None = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
+    seconds: float | None = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
-    lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
+    lr: float | None = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
     framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout (progress goes to stderr)."),
 ) -> None:
     """Train workloads on devices, each trial in its own process; store and show the results."""
@@ -80,21 +87,21 @@ def run(
 @handles_usage_errors
 def train(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to train, e.g. mlp, cnn, resnet:depth=56."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", help="digits, mnist, fashion_mnist, cifar10 or image_folder (default: the workload's reference data set)."),
+    dataset: str | None = typer.Option(None, "--dataset", help="digits, mnist, fashion_mnist, cifar10 or image_folder (default: the workload's reference data set)."),
     epochs: int = typer.Option(10, "--epochs", help="Epochs to train, each followed by a held-out evaluation."),
-    target_accuracy: Optional[float] = typer.Option(None, "--target-accuracy", help="Report time and epochs to reach this held-out accuracy (0.9 or 90 both mean 90%)."),
-    lr: Optional[list[str]] = typer.Option(None, "--lr", metavar="LR", help="Learning rate(s), e.g. --lr 0.001,0.01,0.1 (default: the workload's)."),
-    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 32,128 (default: the workload's)."),
-    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) (default: cpu)."),
+    target_accuracy: float | None = typer.Option(None, "--target-accuracy", help="Report time and epochs to reach this held-out accuracy (0.9 or 90 both mean 90%)."),
+    lr: list[str] | None = typer.Option(None, "--lr", metavar="LR", help="Learning rate(s), e.g. --lr 0.001,0.01,0.1 (default: the workload's)."),
+    batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 32,128 (default: the workload's)."),
+    device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) (default: cpu)."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the framework."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework."),
     input_mode: str = typer.Option("resident", "--input", help="resident: the data set lives on the device; loader: a DataLoader feeds it from host memory (input and copy times are reported)."),
     workers: int = typer.Option(0, "--workers", help="DataLoader worker processes (--input loader)."),
     pin_memory: bool = typer.Option(False, "--pin-memory", help="Pinned host memory for faster copies to a GPU (--input loader)."),
-    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
+    data_dir: str | None = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
     timeout: float = typer.Option(3600, "--timeout", help="Kill a training run after this many seconds."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout."),
 ) -> None:
     """Train on a real data set: held-out accuracy per epoch, time and epochs to a target."""
@@ -152,11 +159,11 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
 @results_app.command("list")
 @handles_usage_errors
 def results_list(
-    run_id: Optional[str] = typer.Option(None, "--run", help="Only this run."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="Only this workload."),
-    status: Optional[str] = typer.Option(None, "--status", help="Only this status (ok, oom, crash, ...)."),
+    run_id: str | None = typer.Option(None, "--run", help="Only this run."),
+    workload: str | None = typer.Option(None, "--workload", help="Only this workload."),
+    status: str | None = typer.Option(None, "--status", help="Only this status (ok, oom, crash, ...)."),
     limit: int = typer.Option(50, "--limit", help="Show the newest N."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """List stored results, newest last."""
     rows = Store(db).list(run_id=run_id, workload=workload, status=status, limit=limit)
@@ -168,7 +175,7 @@ def results_list(
 def results_show(
     trial_id: int = typer.Argument(..., help="The trial's id (first column of `results list`)."),
     as_json: bool = typer.Option(False, "--json", help="Print the full result with raw samples as JSON."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Show one trial with every metric, its spec and the machine it ran on."""
     store = Store(db)
@@ -186,9 +193,9 @@ def results_show(
 @handles_usage_errors
 def results_export(
     fmt: str = typer.Option("json", "--format", help="json or csv (flat rows, the fields of `rigbench run --json`), or bundle (every field, raw samples and runs included: what `rigbench results import` reads)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    run_id: Optional[str] = typer.Option(None, "--run", help="Only this run."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    run_id: str | None = typer.Option(None, "--run", help="Only this run."),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Export stored results as flat JSON or CSV rows, or as a full bundle for `results import`."""
     if fmt not in ("json", "csv", "bundle"):
@@ -212,11 +219,11 @@ def results_export(
 @app.command()
 @handles_usage_errors
 def report(
-    run_id: Optional[list[str]] = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),
-    where: Optional[list[str]] = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
+    run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),
+    where: list[str] | None = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
     output: str = typer.Option("report.html", "--out", "-o", metavar="FILE", help="The HTML file to write (self-contained: opens offline)."),
-    png_dir: Optional[str] = typer.Option(None, "--png", metavar="DIR", help="Also write each chart as a PNG into DIR."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    png_dir: str | None = typer.Option(None, "--png", metavar="DIR", help="Also write each chart as a PNG into DIR."),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Write an HTML report with interactive charts: speed, CPU/GPU use and memory against batch size, speed-ups, machine, failures."""
     done = api.report(output, db=db, run_ids=run_id or [], where=where or [], png_dir=png_dir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import urlparse
 
 import typer
@@ -87,8 +87,8 @@ def _as_json(spec: HardwareSpec) -> dict[str, Any]:
 @app.command()
 @handles_usage_errors
 def specs(
-    name: Optional[str] = typer.Argument(None, help="A device name as torch, nvidia-smi, rocm-smi, /proc/cpuinfo or macOS reports it (e.g. \"NVIDIA GeForce GTX 1060 6GB\"); shows the best-matching sheet with its full source. Omit to list all."),
-    kind: Optional[str] = typer.Option(None, "--kind", help="Only gpu or only cpu sheets (Apple chips report one name for CPU and GPU; their sheets are the GPU's)."),
+    name: str | None = typer.Argument(None, help="A device name as torch, nvidia-smi, rocm-smi, /proc/cpuinfo or macOS reports it (e.g. \"NVIDIA GeForce GTX 1060 6GB\"); shows the best-matching sheet with its full source. Omit to list all."),
+    kind: str | None = typer.Option(None, "--kind", help="Only gpu or only cpu sheets (Apple chips report one name for CPU and GPU; their sheets are the GPU's)."),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: every field, peaks in TFLOP/s and in FLOP/s."),
 ) -> None:
     """Published hardware specs (dense peak TFLOP/s per precision, memory, bandwidth, TDP, year), each with its source."""

@@ -8,7 +8,7 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import JustifyMethod
@@ -17,10 +17,10 @@ from rich.table import Table
 
 from rigbench.cli.common import DB_HELP, _check_precision, app, err, handles_usage_errors, out
 from rigbench.errors import UsageError
-from rigbench.reports import terminal
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
 from rigbench.experiments.sweep import SweepOutcome, load_sweep_file, plan_sweep, spec_key, stored_results, sweep_spec
 from rigbench.experiments.sweep import sweep as run_sweep
+from rigbench.reports import terminal
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
@@ -65,7 +65,7 @@ def _sweep_table(results: list[Result], new_run: str | None) -> Table:
     return table
 
 
-def _sweep_with_progress(grid: list[TrialSpec], db: Optional[str], resume: bool) -> SweepOutcome:
+def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) -> SweepOutcome:
     """Run the sweep with a progress bar, an ETA (mean time per finished trial so far times
     the trials left) and one line per finished trial, all on stderr."""
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -97,7 +97,7 @@ def _sweep_with_progress(grid: list[TrialSpec], db: Optional[str], resume: bool)
                          on_trial_end=ended)
 
 
-def _stored_if_any(grid: list[TrialSpec], db: Optional[str]) -> tuple[str, dict[str, Result]]:
+def _stored_if_any(grid: list[TrialSpec], db: str | None) -> tuple[str, dict[str, Result]]:
     """The database's URL and the grid points it holds; a dry run never creates a database."""
     url = resolve_db_url(db) if db else default_db_url()
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
@@ -106,7 +106,7 @@ def _stored_if_any(grid: list[TrialSpec], db: Optional[str]) -> tuple[str, dict[
     return store.url, stored_results(store, grid)
 
 
-def _dry_run(grid: list[TrialSpec], db: Optional[str], resume: bool, as_json: bool) -> None:
+def _dry_run(grid: list[TrialSpec], db: str | None, resume: bool, as_json: bool) -> None:
     url, stored = _stored_if_any(grid, db)
     keys = [spec_key(s) for s in grid]
     n_stored = sum(k in stored for k in keys)
@@ -137,24 +137,24 @@ def _dry_run(grid: list[TrialSpec], db: Optional[str], resume: bool, as_json: bo
 @app.command()
 @handles_usage_errors
 def sweep(
-    workloads: Optional[list[str]] = typer.Argument(None, metavar="WORKLOAD", help="Workloads (default: the file's, else all). Options as NAME:key=value."),
-    device: Optional[list[str]] = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), comma-separated or repeated (default: every available one)."),
-    batch_size: Optional[list[str]] = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes, e.g. 16,64,256 (default: each workload's reference batch)."),
-    precision: Optional[list[str]] = typer.Option(None, "--precision", metavar="P", help="Precisions, e.g. fp32,bf16 (fp32, tf32, bf16, fp16; default fp32)."),
-    threads: Optional[list[str]] = typer.Option(None, "--threads", metavar="N", help="CPU thread counts, e.g. 1,2,4 (default: the framework's own choice)."),
-    lr: Optional[list[str]] = typer.Option(None, "--lr", metavar="LR", help="Learning rates, e.g. 0.01,0.1 (default: the workload's)."),
-    compile_: Optional[list[str]] = typer.Option(None, "--compile", metavar="off,on", help="torch.compile: off, on, or both as off,on (default off)."),
-    channels_last: Optional[list[str]] = typer.Option(None, "--channels-last", metavar="off,on", help="NHWC layout for convnets: off, on, or off,on (default off)."),
-    framework: Optional[str] = typer.Option(None, "--framework", help="Framework to train with (default torch)."),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Time at least this many steps per trial (default 10; 3 with --quick)."),
-    seconds: Optional[float] = typer.Option(None, "--seconds", help="...and at least this many seconds (default 2; 0.5 with --quick)."),
-    quick: Optional[bool] = typer.Option(None, "--quick/--no-quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB; past it the trial ends as `oom`."),
-    config: Optional[str] = typer.Option(None, "--config", "-c", metavar="FILE", help="A sweep TOML file (see examples/sweep.toml); flags given as well replace the file's keys."),
+    workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads (default: the file's, else all). Options as NAME:key=value."),
+    device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), comma-separated or repeated (default: every available one)."),
+    batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes, e.g. 16,64,256 (default: each workload's reference batch)."),
+    precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="Precisions, e.g. fp32,bf16 (fp32, tf32, bf16, fp16; default fp32)."),
+    threads: list[str] | None = typer.Option(None, "--threads", metavar="N", help="CPU thread counts, e.g. 1,2,4 (default: the framework's own choice)."),
+    lr: list[str] | None = typer.Option(None, "--lr", metavar="LR", help="Learning rates, e.g. 0.01,0.1 (default: the workload's)."),
+    compile_: list[str] | None = typer.Option(None, "--compile", metavar="off,on", help="torch.compile: off, on, or both as off,on (default off)."),
+    channels_last: list[str] | None = typer.Option(None, "--channels-last", metavar="off,on", help="NHWC layout for convnets: off, on, or off,on (default off)."),
+    framework: str | None = typer.Option(None, "--framework", help="Framework to train with (default torch)."),
+    steps: int | None = typer.Option(None, "--steps", help="Time at least this many steps per trial (default 10; 3 with --quick)."),
+    seconds: float | None = typer.Option(None, "--seconds", help="...and at least this many seconds (default 2; 0.5 with --quick)."),
+    quick: bool | None = typer.Option(None, "--quick/--no-quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB; past it the trial ends as `oom`."),
+    config: str | None = typer.Option(None, "--config", "-c", metavar="FILE", help="A sweep TOML file (see examples/sweep.toml); flags given as well replace the file's keys."),
     resume: bool = typer.Option(False, "--resume", help="Skip every grid point that already has a stored result with the identical spec (any status) in --db; run the rest."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and which points are already stored, and run nothing."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: {run_id, grid_points, skipped, ran, interrupted, results: one row per finished grid point}."),
 ) -> None:
     """Run the product of lists of settings (from flags or a TOML file); resumable with --resume."""
@@ -221,7 +221,7 @@ def _probe_line(r: Result) -> str:
     return text
 
 
-def _print_max_batch(o: MaxBatchOutcome, db: Optional[str]) -> None:
+def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
     table = Table(title=f"max-batch {o.workload} on {o.device} ({o.precision}): probes in order",
                   header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
@@ -265,14 +265,14 @@ def max_batch(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload, e.g. cnn or resnet:depth=56."),
     device: str = typer.Option("cpu", "--device", "-d", help="The device to fill: cpu, cuda:0, ..."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory the probes may use, e.g. 2GiB (default: 50% of the RAM available now). GPUs use their own memory."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory the probes may use, e.g. 2GiB (default: 50% of the RAM available now). GPUs use their own memory."),
     start: int = typer.Option(8, "--start", help="First batch to probe; it doubles until a probe runs out of memory."),
     max_: int = typer.Option(65536, "--max", help="Never probe a batch above this."),
     tolerance: float = typer.Option(0.0, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok); 0 finds the exact batch, 0.25 needs fewer probes."),
     margin: float = typer.Option(0.1, "--margin", help="Fraction of the limit the recommended batch leaves free, by the fitted memory model."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a probe after this many seconds (status `timeout`, which stops the search; default 600)."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Kill a probe after this many seconds (status `timeout`, which stops the search; default 600)."),
     framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
-    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only one JSON object on stdout: probes, model, limit, largest ok, smallest oom, recommendation."),
 ) -> None:
     """The largest batch that trains without running out of memory, and a recommended batch with a safety margin."""

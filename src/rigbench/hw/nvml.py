@@ -93,8 +93,8 @@ def list_gpus(nvml: Any) -> list[dict[str, Any]]:
             name = text(nvml.nvmlDeviceGetName(handle))
         except (err, AttributeError):
             continue  # e.g. a GPU that fell off the bus: report the others
-        memory = query(err, lambda: int(nvml.nvmlDeviceGetMemoryInfo(handle).total))
-        uuid = query(err, lambda: text(nvml.nvmlDeviceGetUUID(handle)))
+        memory = query(err, lambda h=handle: int(nvml.nvmlDeviceGetMemoryInfo(h).total))
+        uuid = query(err, lambda h=handle: text(nvml.nvmlDeviceGetUUID(h)))
         gpus.append({"index": index, "name": name, "memory_bytes": memory, "uuid": uuid, **versions})
     return gpus
 

@@ -274,7 +274,7 @@ def precision_charts(results: Sequence[Result]) -> list[Chart]:
     if not pairs:
         return []
     by_precision: dict[str, Series] = {}
-    for (workload, framework, device, batch, _, variant), r, base in pairs:
+    for (workload, _framework, device, batch, _, variant), r, base in pairs:
         s = by_precision.setdefault(r.spec.precision, Series(name=r.spec.precision))
         s.x.append(f"{workload} {device} b{batch}" + (f" {variant}" if variant else ""))
         s.y.append(_speedup(r, base))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from rigbench.errors import UsageError
@@ -35,7 +35,7 @@ def probe_here(name: str, count: bool) -> dict[str, Any]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def probe(name: str, count: bool = False) -> dict[str, Any]:
     """Probe framework `name` in a child process (cached for this process)."""
     check_framework(name)

@@ -29,7 +29,6 @@ import psutil
 
 from rigbench.trackers import nvml as nvml_mod
 
-
 #: How often the tree of descendant processes is listed again (seconds).
 CHILDREN_REFRESH_S = 1.0
 

@@ -11,8 +11,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rigbench.frameworks.torch.devices import NAME, list_devices, software
-from rigbench.frameworks.torch.devices import check_device
+from rigbench.frameworks.torch.devices import NAME, check_device, list_devices, software
 from rigbench.frameworks.torch.oom import is_oom
 
 if TYPE_CHECKING:

@@ -209,7 +209,9 @@ class TorchTrainer:
         self.model = models.build_model(workload.name, resolved_options(workload, spec.workload_options))
         if spec.channels_last and not any(isinstance(m, torch.nn.Conv2d) for m in self.model.modules()):
             raise UnsupportedError(f"channels-last applies to convolutional workloads; {workload.name} has no 2-D convolution")
-        self.model.to(self.device, memory_format=self.memory_format).train()
+        # Module.to accepts memory_format at run time (it converts 4-D parameters), but torch's
+        # stubs list no such overload.
+        self.model.to(self.device, memory_format=self.memory_format).train()  # type: ignore[call-overload]
         self.batch = tuple(self.to_device(t) for t in step.synthetic_batch(workload, spec.batch_size))
         self.optimizers = self._optimizers(workload.default_lr if spec.lr is None else spec.lr)
         # Loss scaling keeps fp16 gradients from underflowing; only CUDA's scaler is used
@@ -237,7 +239,7 @@ class TorchTrainer:
         Compilation happens in the first steps, which the protocol's warm-up excludes and
         `first_step_s` reports. (`Module.compile()` in place did not compile in torch 2.13.)"""
         if len(self.workload.parts) == 1:
-            self.model = torch.compile(self.model)
+            self.model = cast(torch.nn.Module, torch.compile(self.model))  # an OptimizedModule
             return
         parts = cast(torch.nn.ModuleDict, self.model)
         for part in self.workload.parts:

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from rigbench.spec import ChildReport, TrialSpec
 from rigbench.hw.nvml import nvml_index_for_cuda_device
+from rigbench.spec import ChildReport, TrialSpec
 
 
 @dataclass
