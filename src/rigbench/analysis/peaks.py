@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rigbench.analysis.specs import CLOCKS
+from rigbench.analysis.specs import CLOCKS, fp32_flops_by_clock, lookup, peak_flops
 
 
 def times(value: float) -> str:
@@ -82,7 +82,6 @@ def peak_resolver(store: Any | None) -> Callable[[str | None, str], Peak | None]
     """`peak_of(device_name, kind)` for compare_published: the spec sheet's FP32 peak
     (analysis.specs), else the newest calibrated matmul peak of that device name in `store`
     (store.calibrations), else None. The Peak says which was used."""
-    from rigbench.analysis.specs import fp32_flops_by_clock, lookup, peak_flops
     from rigbench.store.calibrations import latest_calibration
 
     def peak_of(name: str | None, kind: str) -> Peak | None:

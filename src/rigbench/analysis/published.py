@@ -417,7 +417,6 @@ def _match(prow: PublishedRow, mapping: Mapping, ours: Result, candidates: list[
     return match
 
 
-
 def explain(m: PublishedMatch) -> list[str]:
     """Sentences on why measured and predicted differ, each computed from the match's numbers."""
     notes: list[str] = []
