@@ -14,6 +14,7 @@ from rigbench.analysis.specs import (
     PRECISION_KEYS,
     SpecDataError,
     all_specs,
+    fp32_flops_by_clock,
     lookup,
     normalize,
     parse_specs,
@@ -57,12 +58,57 @@ def test_cpu_peaks_follow_the_documented_formula():
     assert len(cpus) >= 7
     for s in cpus:
         assert s.cores and s.threads and s.base_clock_ghz and s.boost_clock_ghz, s.name
+        assert s.fma_units and s.fma_width, s.name
         assert s.derived == ("fp32",), s.name
         flops_per_cycle = s.peak_tflops["fp32"] * 1000 / (s.cores * s.boost_clock_ghz)
         assert flops_per_cycle == pytest.approx(round(flops_per_cycle), abs=1e-6), s.name
         assert round(flops_per_cycle) in (8, 16, 32), s.name   # per core: FX module-shared FPU, AVX, AVX2+FMA
-    # i7-8650U: 4 cores x 4.2 GHz x 32 = 537.6 GFLOP/s
-    assert peak_flops(BY_NAME["Intel Core i7-8650U"], "fp32") == 537.6e9
+        assert flops_per_cycle == pytest.approx(s.fma_units * s.fma_width * 2), s.name
+        clocks = fp32_flops_by_clock(s)
+        assert clocks["max_turbo"] == peak_flops(s, "fp32"), s.name
+        assert clocks["base"] <= clocks.get("all_core", clocks["base"]) <= clocks["max_turbo"], s.name
+        assert ("all_core" in clocks) == (s.all_core_clock_ghz is not None), s.name
+    # i7-8650U by hand: 4 cores x 2 FMA units x 8 fp32 lanes x 2 FLOPs x 4.2 GHz = 537.6 GFLOP/s
+    # at the single-core turbo, x 1.9 GHz base = 243.2 GFLOP/s; Intel publishes no all-core turbo.
+    i7 = BY_NAME["Intel Core i7-8650U"]
+    assert (i7.cores, i7.fma_units, i7.fma_width) == (4, 2, 8)
+    assert peak_flops(i7, "fp32") == 537.6e9
+    assert fp32_flops_by_clock(i7) == {"max_turbo": 537.6e9, "base": 243.2e9}
+    assert fp32_flops_by_clock(BY_NAME["NVIDIA GeForce GTX 1060 6GB"]) == {}
+
+
+CPU_ROW = """
+[[device]]
+name = "Chip A"
+kind = "cpu"
+vendor = "Intel"
+aliases = ["Chip A"]
+cores = 4
+base_clock_ghz = 2.0
+boost_clock_ghz = 4.0
+fma_units = 2
+fma_width = 8
+source = "https://example.com"
+notes = "derived"
+"""
+
+
+def test_a_cpu_row_computes_its_peak_per_clock():
+    chip = parse_specs(CPU_ROW.replace("fma_width = 8", "fma_width = 8\nall_core_clock_ghz = 3.1"))[0]
+    assert chip.peak_tflops == {"fp32": 0.512} and chip.derived == ("fp32",)   # 4 x 2 x 8 x 2 x 4.0 GHz
+    assert fp32_flops_by_clock(chip) == {"max_turbo": 512e9, "all_core": 396.8e9, "base": 256e9}
+
+
+@pytest.mark.parametrize("text, message", [
+    (CPU_ROW.replace("cores = 4", "cores = 4\npeak_tflops = { fp32 = 0.512 }"), "leave it out of peak_tflops"),
+    (CPU_ROW.replace("fma_width = 8\n", ""), "needs cores, fma_units, fma_width"),
+    (CPU_ROW.replace("fma_width = 8", "fma_width = 8\nall_core_clock_ghz = 4.5"), "base <= all-core <= boost"),
+    (CPU_ROW.replace("fma_width = 8", "fma_width = 8.5"), "fma_width must be a whole number"),
+    (CPU_ROW.replace('kind = "cpu"', 'kind = "gpu"'), "describe CPUs only"),
+])
+def test_a_malformed_cpu_row_is_refused(text, message):
+    with pytest.raises(SpecDataError, match=re.escape(message)):
+        parse_specs(text)
 
 
 def test_every_alias_resolves_to_its_own_row():
@@ -259,6 +305,11 @@ def test_specs_command_shows_a_match_with_its_full_source():
     assert "NVIDIA GeForce GTX 1060 6GB" in shown.stdout
     assert "https://www.techpowerup.com/gpu-specs/geforce-gtx-1060-6-gb.c2862" in shown.stdout
     assert "4.375 TFLOP/s" in shown.stdout
+
+    cpu = runner.invoke(cli.app, ["specs", "i7-8650U"])
+    assert "fp32 by clock: 0.5376 TFLOP/s at max turbo, 0.2432 TFLOP/s at base clock" in cpu.stdout
+    assert json.loads(runner.invoke(cli.app, ["specs", "i7-8650U", "--json"]).stdout)["fp32_flops_by_clock"] \
+        == {"max_turbo": 537.6e9, "base": 243.2e9}
 
     listed = runner.invoke(cli.app, ["specs", "--kind", "cpu"])
     assert listed.exit_code == 0 and "Intel Core i7-8650U" in listed.stdout and "RTX" not in listed.stdout

@@ -1,10 +1,12 @@
 """Published tables: loading and unit conversion, the workload mapping, and the ratios of
 `rigbench compare --published` against numbers worked out by hand."""
 
+import json
 from importlib import resources
 
 import pytest
 
+from rigbench.analysis.peaks import prediction_text, ratio_by_clock
 from rigbench.analysis.published import (
     MAPPINGS,
     SOURCES,
@@ -155,3 +157,59 @@ def test_unknown_source_is_a_usage_error(tmp_path):
 
     with pytest.raises(UsageError, match="unknown published source 'nope': choose from yin2020, shi2016, community"):
         api.compare_published(db=str(tmp_path / "x.db"), sources=["nope"])
+
+
+# ---------------------------------------------------------------- CPU clock assumption: a range
+
+I5_8250U = "Intel(R) Core(TM) i5-8250U CPU @ 1.60GHz"
+
+
+def test_the_thesis_prediction_is_a_range_over_the_cpu_clock():
+    """GTX 1060 (4.375 TFLOP/s) over the i7-8650U: 4 cores x 2 FMA x 8 fp32 lanes x 2 FLOPs =
+    128 FLOPs/cycle, so 537.6 GFLOP/s at the 4.2 GHz turbo and 243.2 at the 1.9 GHz base."""
+    cpu = ours(rid=1)
+    cpu.device_name = I5_8250U            # 128 FLOPs/cycle: 435.2 GFLOP/s at 3.4 GHz, 204.8 at 1.6 GHz
+    gpu, _ = compare_published([cpu], ["yin2020"], peak_resolver(None)).matches
+    assert gpu.paper_predicted == pytest.approx(4375 / 537.6)                       # x8.14
+    assert gpu.paper_predicted_by_clock == pytest.approx({"max_turbo": 4375 / 537.6, "base": 4375 / 243.2})
+    assert gpu.predicted_by_clock == pytest.approx({"max_turbo": 4375 / 435.2, "base": 4375 / 204.8})
+    text = " ".join(gpu.notes)
+    assert "against x8.14-18 (CPU at max turbo .. base clock) from the spec sheets" in text
+    assert "predict x10.1-21.4 (CPU at max turbo .. base clock; 0.59-0.28 of the prediction)" in text
+    d = gpu.as_dict()
+    assert d["paper_predicted_clocks"] == "CPU at max turbo .. base clock"
+    assert d["paper_predicted_speedup_range"] == pytest.approx([4375 / 537.6, 4375 / 243.2])
+    assert d["peak_ours"]["fp32_flops_by_clock"] == {"max_turbo": 435.2e9, "base": 204.8e9}
+
+
+def test_a_prediction_without_cpu_clocks_stays_one_figure():
+    gpu = compare_published([ours()], ["yin2020"], fake_peak).matches[0]
+    assert gpu.predicted_by_clock == {} and prediction_text(gpu.predicted, {}) == "x40"
+    assert gpu.as_dict()["predicted_clocks"] is None and gpu.as_dict()["predicted_speedup_range"] is None
+    assert ratio_by_clock(Peak(4e12, "gpu"), Peak(1e11, "cpu", by_clock=(("max_turbo", 1e11), ("base", 5e10)))) \
+        == {"max_turbo": 40.0, "base": 80.0}
+
+
+def test_compare_published_prints_the_range(tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+
+    db = str(tmp_path / "p.db")
+    store = Store(db)
+    store.add_run("r", "2026-01-01T00:00:00+00:00", "rigbench run cnn", {})
+    result = ours(rid=None)
+    result.device_name = I5_8250U
+    store.add_result(result)
+    shown = CliRunner().invoke(cli.app, ["compare", "--published", "yin2020", "--run", "r", "--db", db],
+                               env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.stdout.split())                          # long lines wrap
+    assert "x10.1-21.4" in text                                    # the table's predicted column
+    assert "predicted ranges: CPU at max turbo .. base clock" in text
+    assert "FP32 peak, i7-8650U: 0.538 TFLOP/s at max turbo, 0.243 at base clock" in text
+    assert "x8.14-18 (CPU at max turbo .. base clock)" in text
+    as_json = CliRunner().invoke(cli.app, ["compare", "--published", "yin2020", "--run", "r", "--db", db, "--json"])
+    gpu = json.loads(as_json.stdout)["matches"][0]
+    assert gpu["paper_predicted_speedup_by_clock"] == pytest.approx({"max_turbo": 4375 / 537.6, "base": 4375 / 243.2})
+    assert gpu["predicted_clocks"] == "CPU at max turbo .. base clock"

@@ -9,7 +9,9 @@ result of that workload at the same batch and works out, for every pair:
 - measured speed-up: the published device's steps/s over ours (same batch);
 - the paper's own ratio: its accelerator over its own CPU (same framework, network, batch);
 - predicted speed-up: the ratio of FP32 peaks (spec sheets; this machine's device falls
-  back to its calibrated matmul peak when the spec file lacks it);
+  back to its calibrated matmul peak when the spec file lacks it; analysis/peaks.py). A CPU's
+  spec-sheet peak depends on the clock assumed, so where a CPU with published clocks is
+  involved the prediction is a range, one ratio per clock (max turbo on every core .. base clock);
 - normalised speed-up (seed 000, "performance ratios should be normalized relative to the
   CPU utilization percentile of the specific library used"): every throughput measured on a
   CPU is divided by the fraction of the CPU it kept busy, i.e. scaled to what it would be at
@@ -28,6 +30,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+# Peak and peak_resolver are re-exported: callers and tests use them from here.
+from rigbench.analysis.peaks import Peak as Peak
+from rigbench.analysis.peaks import clock_assumption, prediction_text, ratio_by_clock, times
+from rigbench.analysis.peaks import peak_resolver as peak_resolver
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -222,16 +228,6 @@ def framework_family(name: str) -> str:
 # Comparison
 
 
-@dataclass(frozen=True)
-class Peak:
-    """A device's FP32 ceiling and where it came from."""
-
-    flops: float
-    basis: str                               # e.g. "spec sheet: NVIDIA GeForce GTX 1060 6GB"
-    bandwidth_bytes_s: float | None = None
-    fp16_flops: float | None = None          # spec-sheet fp16/bf16 peak, to spot unused tensor cores
-
-
 @dataclass
 class PublishedMatch:
     """A published row beside one of our results, with the ratios and the explanation."""
@@ -243,8 +239,10 @@ class PublishedMatch:
     measured: float                       # published steps/s / ours
     paper_cpu: PublishedRow | None = None
     paper_ratio: float | None = None      # published accelerator / the paper's own CPU
-    predicted: float | None = None        # FP32 peak of the published device / ours
+    predicted: float | None = None        # FP32 peak of the published device / ours (CPUs at max turbo)
     paper_predicted: float | None = None  # FP32 peak of the published device / the paper's CPU
+    predicted_by_clock: dict[str, float] = field(default_factory=dict)        # {} = no CPU clock involved
+    paper_predicted_by_clock: dict[str, float] = field(default_factory=dict)
     normalised: float | None = None       # measured, CPU throughputs scaled to 100% utilisation
     paper_normalised: float | None = None
     peak_published: Peak | None = None
@@ -271,7 +269,9 @@ class PublishedMatch:
             "paper_cpu": self.paper_cpu.label() if self.paper_cpu else None,
             "paper_speedup": self.paper_ratio,
             "predicted_speedup": self.predicted,
+            **_prediction_dict("predicted", self.predicted_by_clock),
             "paper_predicted_speedup": self.paper_predicted,
+            **_prediction_dict("paper_predicted", self.paper_predicted_by_clock),
             "normalised_speedup": self.normalised,
             "paper_normalised_speedup": self.paper_normalised,
             "peak_published": _peak_dict(self.peak_published),
@@ -282,7 +282,16 @@ class PublishedMatch:
 
 def _peak_dict(peak: Peak | None) -> dict[str, Any] | None:
     return None if peak is None else {"fp32_flops": peak.flops, "basis": peak.basis,
-                                      "bandwidth_bytes_s": peak.bandwidth_bytes_s}
+                                      "bandwidth_bytes_s": peak.bandwidth_bytes_s,
+                                      "fp32_flops_by_clock": dict(peak.by_clock) or None}
+
+
+def _prediction_dict(name: str, by_clock: dict[str, float]) -> dict[str, Any]:
+    """The clock assumption and range of a prediction (all None for a one-figure ratio)."""
+    ranged = len(by_clock) > 1
+    return {f"{name}_clocks": clock_assumption(by_clock),
+            f"{name}_speedup_by_clock": by_clock if ranged else None,
+            f"{name}_speedup_range": [min(by_clock.values()), max(by_clock.values())] if ranged else None}
 
 
 @dataclass
@@ -392,10 +401,12 @@ def _match(prow: PublishedRow, mapping: Mapping, ours: Result, candidates: list[
     match.peak_ours = peak_of(ours.device_name, _ours_kind(ours))
     if match.peak_published and match.peak_ours:
         match.predicted = match.peak_published.flops / match.peak_ours.flops
+        match.predicted_by_clock = ratio_by_clock(match.peak_published, match.peak_ours)
     if match.paper_cpu and match.paper_cpu.spec_name and match.peak_published:
         paper_cpu_peak = peak_of(match.paper_cpu.spec_name, "cpu")
         if paper_cpu_peak:
             match.paper_predicted = match.peak_published.flops / paper_cpu_peak.flops
+            match.paper_predicted_by_clock = ratio_by_clock(match.peak_published, paper_cpu_peak)
     pub_u = _utilisation_fraction(prow.device_kind, prow.cpu_usage_pct)
     ours_u = _utilisation_fraction(_ours_kind(ours), ours.metrics.cpu_util_pct_mean)
     if pub_u and ours_u:
@@ -406,10 +417,6 @@ def _match(prow: PublishedRow, mapping: Mapping, ours: Result, candidates: list[
     return match
 
 
-def _x(value: float) -> str:
-    return f"x{value:,.0f}" if value >= 1000 else f"x{value:.3g}"
-
-
 def explain(m: PublishedMatch) -> list[str]:
     """Sentences on why measured and predicted differ, each computed from the match's numbers."""
     notes: list[str] = []
@@ -417,19 +424,24 @@ def explain(m: PublishedMatch) -> list[str]:
     ours_dev = f"this machine's {ours.spec.device} ({ours.device_name or 'unnamed'})"
     flops = ours.metrics.flops_per_sample
     if m.predicted is not None and m.peak_published and m.peak_ours:
-        notes.append(f"The {row.device} ran {_x(m.measured)} as fast as {ours_dev}; the FP32 peaks "
-                     f"predict {_x(m.predicted)} ({m.measured / m.predicted:.2g} of the prediction).")
+        share = "-".join(f"{m.measured / p:.2g}" for p in (m.predicted_by_clock or {"": m.predicted}).values())
+        said = clock_assumption(m.predicted_by_clock)
+        notes.append(f"The {row.device} ran {times(m.measured)} as fast as {ours_dev}; the FP32 peaks "
+                     f"predict {prediction_text(m.predicted, m.predicted_by_clock, assumption=False)} "
+                     f"({said + '; ' if said else ''}{share} of the prediction).")
         if flops:
             step = flops * row.batch_size
             achieved_pub = row.steps_per_s * step
             achieved_ours = m.ours_steps_per_s * step
             mfu_pub, mfu_ours = achieved_pub / m.peak_published.flops, achieved_ours / m.peak_ours.flops
             same = "" if m.mapping.closeness == "same network" else " if its network costs what ours does"
+            turbo = " at max turbo" if m.predicted_by_clock else ""
             notes.append(
                 f"At our {ours.spec.workload}'s {flops / 1e6:,.1f} MFLOP per sample{same}, the "
-                f"{row.device} ran at {achieved_pub / 1e9:,.1f} GFLOP/s = {mfu_pub:.1%} of its peak, "
-                f"ours at {achieved_ours / 1e9:,.1f} GFLOP/s = {mfu_ours:.1%} of its peak; measured = "
-                f"predicted x {mfu_pub / mfu_ours:.3g}, the ratio of the two utilisations.")
+                f"{row.device} ran at {achieved_pub / 1e9:,.1f} GFLOP/s = {mfu_pub:.1%} of its peak"
+                f"{_at_base(m.peak_published, achieved_pub)}, ours at {achieved_ours / 1e9:,.1f} GFLOP/s = "
+                f"{mfu_ours:.1%} of its peak{_at_base(m.peak_ours, achieved_ours)}; measured = predicted"
+                f"{turbo} x {mfu_pub / mfu_ours:.3g}, the ratio of the two utilisations.")
             if mfu_ours > 1:
                 notes.append(f"Our trial beat our peak ({m.peak_ours.basis}), so that peak is too low: "
                              f"calibrate again on an idle machine (`rigbench calibrate`, not --quick).")
@@ -457,14 +469,14 @@ def explain(m: PublishedMatch) -> list[str]:
             nearer = abs(math.log(m.normalised / m.predicted)) < abs(math.log(m.measured / m.predicted))
             closer = " (nearer the spec-sheet prediction)" if nearer else " (no nearer the prediction)"
         notes.append(f"Our run kept {ours_u:.0f}% of the machine's logical cores busy; with every CPU "
-                     f"throughput scaled to 100% (seed 000) the ratio is {_x(m.normalised)}{closer}.")
+                     f"throughput scaled to 100% (seed 000) the ratio is {times(m.normalised)}{closer}.")
     if m.paper_ratio is not None and m.paper_cpu is not None:
-        text = f"The source's own {row.device} : {m.paper_cpu.device} ratio is {_x(m.paper_ratio)}"
+        text = f"The source's own {row.device} : {m.paper_cpu.device} ratio is {times(m.paper_ratio)}"
         if m.paper_predicted is not None:
-            text += f" against {_x(m.paper_predicted)} from the spec sheets"
+            text += f" against {prediction_text(m.paper_predicted, m.paper_predicted_by_clock)} from the spec sheets"
         if m.paper_normalised is not None:
             text += (f"; its CPU run was {m.paper_cpu.cpu_usage_pct:.0f}% busy, normalised "
-                     f"{_x(m.paper_normalised)}")
+                     f"{times(m.paper_normalised)}")
             if m.paper_predicted is not None:
                 nearer = (abs(math.log(m.paper_normalised / m.paper_predicted))
                           < abs(math.log(m.paper_ratio / m.paper_predicted)))
@@ -485,6 +497,12 @@ def explain(m: PublishedMatch) -> list[str]:
     return notes
 
 
+def _at_base(peak: Peak, achieved: float) -> str:
+    """' at max turbo (22.0% at base clock)' for a CPU peak with clocks; '' otherwise."""
+    base = peak.at("base") if peak.by_clock else None
+    return f" at max turbo ({achieved / base:.1%} at base clock)" if base else ""
+
+
 def _memory_note(m: PublishedMatch, notes: list[str], flops: float | None) -> None:
     """Below the published device's ridge point the bandwidth ratio, not the FLOP ratio, applies."""
     per_sample = m.ours.metrics.bytes_per_sample
@@ -496,32 +514,4 @@ def _memory_note(m: PublishedMatch, notes: list[str], flops: float | None) -> No
     if intensity < ridge:
         notes.append(f"At {intensity:,.1f} FLOP/byte the network is below the {m.row.device}'s ridge "
                      f"point ({ridge:,.0f} FLOP/byte): memory bandwidth bounds it there, and the "
-                     f"bandwidth ratio predicts {_x(pub.bandwidth_bytes_s / ours.bandwidth_bytes_s)}.")
-
-
-def peak_resolver(store: Any | None) -> Callable[[str | None, str], Peak | None]:
-    """`peak_of(device_name, kind)` for compare_published: the spec sheet's FP32 peak
-    (analysis.specs), else the newest calibrated matmul peak of that device name in `store`
-    (store.calibrations), else None. The Peak says which was used."""
-    from rigbench.analysis.specs import lookup, peak_flops
-    from rigbench.store.calibrations import latest_calibration
-
-    def peak_of(name: str | None, kind: str) -> Peak | None:
-        if not name:
-            return None
-        spec = lookup(name)
-        fp32 = peak_flops(spec, "fp32") if spec else None
-        if spec and fp32:
-            low = [f for f in (peak_flops(spec, "fp16"), peak_flops(spec, "bf16")) if f]
-            bandwidth = spec.memory_bandwidth_gbs * 1e9 if spec.memory_bandwidth_gbs else None
-            return Peak(fp32, f"spec sheet: {spec.name}", bandwidth, max(low) if low else None)
-        calibration = latest_calibration(store, name) if store is not None else None
-        measured = (calibration or {}).get("matmul_flops", {}).get("fp32")
-        if measured:
-            bandwidth = calibration.get("memory_bandwidth_bytes_s")  # type: ignore[union-attr]
-            when = str(calibration.get("created_at", ""))[:10]  # type: ignore[union-attr]
-            return Peak(float(measured), f"calibrated matmul peak ({when}), not in the spec file",
-                        bandwidth)
-        return None
-
-    return peak_of
+                     f"bandwidth ratio predicts {times(pub.bandwidth_bytes_s / ours.bandwidth_bytes_s)}.")

@@ -3,7 +3,9 @@
 The figures live in `data/hardware.toml` (one `[[device]]` table per row, each with a
 source); its header states the conventions (dense peaks only, which unit a peak refers
 to, GB vs GiB). This module loads that file once, validates every row, and finds the
-row for a device name as torch, NVML, ROCm, /proc/cpuinfo or macOS report it.
+row for a device name as torch, NVML, ROCm, /proc/cpuinfo or macOS report it. A CPU row
+states its clocks and FMA units rather than a FLOP figure; its fp32 peak is computed here, at
+the max turbo for `peak_tflops` and at every published clock by `fp32_flops_by_clock`.
 
 Matching works on words, not characters: a device name and each alias are lower-cased,
 stripped of vendor words ("NVIDIA", "GeForce", "Intel(R)", "Core(TM)", clock speeds...)
@@ -43,7 +45,9 @@ _VARIANTS = frozenset({
 })
 _ROW_KEYS = {"name", "kind", "vendor", "aliases", "peak_tflops", "memory_gib", "memory_bandwidth_gbs",
              "tdp_w", "launch_year", "geekbench_opencl", "source", "notes", "cores", "threads",
-             "base_clock_ghz", "boost_clock_ghz", "derived"}
+             "base_clock_ghz", "boost_clock_ghz", "all_core_clock_ghz", "fma_units", "fma_width", "derived"}
+#: CPU clock assumptions for peaks, fastest first, and how output names them.
+CLOCKS = {"max_turbo": "max turbo", "all_core": "all-core turbo", "base": "base clock"}
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,10 @@ class HardwareSpec:
     cores: int | None = None       # CPUs: physical cores
     threads: int | None = None     # CPUs: hardware threads
     base_clock_ghz: float | None = None
-    boost_clock_ghz: float | None = None
+    boost_clock_ghz: float | None = None   # CPUs: the max single-core turbo
+    all_core_clock_ghz: float | None = None  # CPUs: turbo with every core busy, only where published
+    fma_units: float | None = None  # CPUs: multiply-add issues per core per cycle (see the data file)
+    fma_width: int | None = None    # CPUs: FP32 lanes per multiply-add unit (8 for 256-bit AVX)
     derived: tuple[str, ...] = field(default=())  # precision keys computed here, not published (see notes)
 
 
@@ -123,14 +130,24 @@ def _parse_row(row: dict[str, Any], index: int) -> HardwareSpec:
         raise SpecDataError(f"{where}: peak_tflops has unknown precision(s) {', '.join(sorted(bad))}")
     for key in peaks:
         _number(peaks, key, f"{where} peak_tflops")
+    peaks = {k: float(v) for k, v in peaks.items()}
     derived = row.get("derived", [])
-    if not isinstance(derived, list) or not set(derived) <= set(peaks):
+    if not isinstance(derived, list):
+        raise SpecDataError(f"{where}: derived must list precision keys present in peak_tflops")
+    cpu_fp32 = _cpu_fp32_tflops(row, where)
+    if cpu_fp32 is not None:
+        if "fp32" in peaks:
+            raise SpecDataError(f"{where}: fp32 follows from cores, fma_units, fma_width and "
+                                f"boost_clock_ghz; leave it out of peak_tflops")
+        peaks["fp32"] = cpu_fp32
+        derived = [*derived, "fp32"] if "fp32" not in derived else derived
+    if not set(derived) <= set(peaks):
         raise SpecDataError(f"{where}: derived must list precision keys present in peak_tflops")
     if derived and "derived" not in row.get("notes", "").lower():
         raise SpecDataError(f"{where}: derived figures need a note saying how they were derived")
     return HardwareSpec(
         name=row["name"], kind=row["kind"], vendor=row["vendor"], aliases=tuple(aliases),
-        peak_tflops={k: float(v) for k, v in peaks.items()},
+        peak_tflops=peaks,
         memory_gib=_number(row, "memory_gib", where),
         memory_bandwidth_gbs=_number(row, "memory_bandwidth_gbs", where),
         tdp_w=_number(row, "tdp_w", where),
@@ -140,8 +157,37 @@ def _parse_row(row: dict[str, Any], index: int) -> HardwareSpec:
         cores=_number(row, "cores", where, integer=True), threads=_number(row, "threads", where, integer=True),
         base_clock_ghz=_number(row, "base_clock_ghz", where),
         boost_clock_ghz=_number(row, "boost_clock_ghz", where),
+        all_core_clock_ghz=_number(row, "all_core_clock_ghz", where),
+        fma_units=_number(row, "fma_units", where),
+        fma_width=_number(row, "fma_width", where, integer=True),
         derived=tuple(derived),
     )
+
+
+def _cpu_fp32_tflops(row: dict[str, Any], where: str) -> float | None:
+    """A CPU row's FP32 peak at its max turbo, from its FMA units (None without them)."""
+    units, width = _number(row, "fma_units", where), _number(row, "fma_width", where, integer=True)
+    all_core = _number(row, "all_core_clock_ghz", where)
+    if units is None and width is None and all_core is None:
+        return None
+    if row.get("kind") != "cpu":
+        raise SpecDataError(f"{where}: fma_units, fma_width and all_core_clock_ghz describe CPUs only")
+    base, boost = _number(row, "base_clock_ghz", where), _number(row, "boost_clock_ghz", where)
+    cores = _number(row, "cores", where, integer=True)
+    if units is None or width is None or cores is None or base is None or boost is None:
+        raise SpecDataError(f"{where}: a CPU peak needs cores, fma_units, fma_width, base_clock_ghz "
+                            f"and boost_clock_ghz")
+    if not base <= (all_core or base) <= boost:
+        raise SpecDataError(f"{where}: clocks must run base <= all-core <= boost, got "
+                            f"{base}, {all_core}, {boost} GHz")
+    return _cpu_flops(cores, units, width, boost) / 1e12
+
+
+def _cpu_flops(cores: int, fma_units: float, fma_width: int, ghz: float) -> float:
+    """cores x FMA units x FP32 lanes x 2 FLOPs (multiply and add) x clock, in FLOP/s."""
+    # Whole MHz and a 10-digit round keep hand-checkable figures exact (4 x 2 x 8 x 2 x 1.9 GHz
+    # is 243.2e9, not 243.20000000000002e9).
+    return float(f"{cores * fma_units * fma_width * 2 * round(ghz * 1000) * 1e6:.10g}")
 
 
 def parse_specs(text: str) -> list[HardwareSpec]:
@@ -206,6 +252,18 @@ def peak_flops(spec: HardwareSpec, precision: str) -> float | None:
     tflops = spec.peak_tflops.get(precision)
     # Through the decimal text, so 66.9 TFLOP/s is exactly 6.69e13 (66.9 * 1e12 is 6.690000000000001e13).
     return None if tflops is None else float(f"{tflops!r}e12")
+
+
+def fp32_flops_by_clock(spec: HardwareSpec) -> dict[str, float]:
+    """A CPU's FP32 peak in FLOP/s at each clock it publishes, keyed as CLOCKS (fastest first):
+    `max_turbo` (the single-core turbo on every core: the sheet's fp32 peak, an upper bound),
+    `all_core` (only where the row gives an all-core turbo) and `base`. Empty for rows without
+    FMA units (GPUs)."""
+    if not (spec.fma_units and spec.fma_width and spec.cores and spec.base_clock_ghz and spec.boost_clock_ghz):
+        return {}
+    clocks = {"max_turbo": spec.boost_clock_ghz, "all_core": spec.all_core_clock_ghz, "base": spec.base_clock_ghz}
+    return {key: _cpu_flops(spec.cores, spec.fma_units, spec.fma_width, ghz)
+            for key, ghz in clocks.items() if ghz}
 
 
 def spec_sheet(result: Result) -> HardwareSpec | None:

@@ -127,11 +127,14 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
     if skipped:
         out.print("  Not compared: " + "; ".join(skipped), highlight=False, markup=False)
     out.print("measured = published steps/s / ours at the same batch; source's own = its accelerator / its "
-              "CPU; predicted = ratio of FP32 peaks; normalised = measured with every CPU throughput "
+              "CPU; predicted = ratio of FP32 peaks, a range where a CPU's spec-sheet peak depends on the clock "
+              "assumed (max turbo on every core .. base clock); normalised = measured with every CPU throughput "
               "divided by the fraction of the CPU it kept busy (seed 000).", highlight=False, markup=False)
 
 
 def _print_matches(matches: list[Any]) -> None:
+    from rigbench.analysis.peaks import clock_assumption, prediction_text
+
     table = Table(header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("#", "right"), ("published", "left"), ("figure", "right"), ("ours", "left"),
@@ -147,14 +150,18 @@ def _print_matches(matches: list[Any]) -> None:
         table.add_row(str(i), m.row.label(), m.row.figure,
                       f"#{r.id} {name} {r.spec.device} b{r.spec.batch_size}", f"{m.ours_steps_per_s:,.3g}",
                       "-" if util is None else f"{util:.0f}", _x(m.measured), _x(m.paper_ratio),
-                      _x(m.predicted), _x(m.normalised))
+                      prediction_text(m.predicted, m.predicted_by_clock, assumption=False), _x(m.normalised))
     out.print(table)
+    ranged = sorted({said for m in matches if (said := clock_assumption(m.predicted_by_clock))})
+    if ranged:
+        out.print(f"  predicted ranges: {'; '.join(ranged)} (a CPU's spec-sheet peak at each published "
+                  f"clock, its max turbo on every core first)", highlight=False, markup=False)
     peaks: dict[str, str] = {}
     for m in matches:
         if m.peak_published:
-            peaks[m.row.device] = f"{m.peak_published.flops / 1e12:.3g} TFLOP/s ({m.peak_published.basis})"
+            peaks[m.row.device] = m.peak_published.text()
         if m.peak_ours:
-            peaks[f"ours: {m.ours.device_name}"] = f"{m.peak_ours.flops / 1e12:.3g} TFLOP/s ({m.peak_ours.basis})"
+            peaks[f"ours: {m.ours.device_name}"] = m.peak_ours.text()
     for device, text in peaks.items():
         out.print(f"  FP32 peak, {device}: {text}", highlight=False, markup=False)
     for i, m in enumerate(matches, 1):

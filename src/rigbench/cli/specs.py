@@ -13,10 +13,12 @@ from rich.console import JustifyMethod
 from rich.table import Table
 
 from rigbench.analysis.specs import (
+    CLOCKS,
     KINDS,
     PRECISION_KEYS,
     HardwareSpec,
     all_specs,
+    fp32_flops_by_clock,
     lookup,
     peak_flops,
 )
@@ -63,10 +65,15 @@ def _detail(spec: HardwareSpec, asked: str) -> str:
         if key in spec.peak_tflops:
             mark = "  (derived here, see notes)" if key in spec.derived else ""
             lines.append(f"  {key:<5} {spec.peak_tflops[key]:>10,g} TFLOP/s dense{mark}")
+    clocks = fp32_flops_by_clock(spec)
+    if clocks:
+        lines.append("  fp32 by clock: " + ", ".join(f"{flops / 1e12:g} TFLOP/s at {CLOCKS[c]}" for c, flops in clocks.items())
+                     + f" ({spec.cores} cores x {spec.fma_units:g} FMA x {spec.fma_width} lanes x 2 FLOPs x clock)")
     if not spec.peak_tflops:
         lines.append("  no published peak FLOP/s: `rigbench calibrate` measures one")
+    all_core = f", all-core {spec.all_core_clock_ghz:g}" if spec.all_core_clock_ghz else ""
     cpu = [f"{spec.cores} cores" if spec.cores else "", f"{spec.threads} threads" if spec.threads else "",
-           f"{spec.base_clock_ghz:g}-{spec.boost_clock_ghz:g} GHz" if spec.base_clock_ghz and spec.boost_clock_ghz else ""]
+           f"{spec.base_clock_ghz:g}-{spec.boost_clock_ghz:g} GHz{all_core}" if spec.base_clock_ghz and spec.boost_clock_ghz else ""]
     facts = [("memory", _num(spec.memory_gib, "{:g} GB")), ("bandwidth", _num(spec.memory_bandwidth_gbs, "{:,g} GB/s")),
              ("TDP", _num(spec.tdp_w, "{:g} W")), ("launched", _num(spec.launch_year, "{}")),
              ("cpu", ", ".join(c for c in cpu if c) or "-"),
@@ -81,6 +88,7 @@ def _detail(spec: HardwareSpec, asked: str) -> str:
 def _as_json(spec: HardwareSpec) -> dict[str, Any]:
     row = dataclasses.asdict(spec)
     row["peak_flops"] = {k: peak_flops(spec, k) for k in spec.peak_tflops}  # FLOP/s, for scripts
+    row["fp32_flops_by_clock"] = fp32_flops_by_clock(spec) or None          # CPUs: per clock
     return row
 
 
