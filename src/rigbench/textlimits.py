@@ -11,6 +11,7 @@ old databases display quickly too. A clipped text ends with the length it had, e
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,10 +27,18 @@ NAME_CHARS = 256
 SOFTWARE_CHARS = 256
 
 
+#: The note a clipped text ends with; a text clipped once (on import) keeps its first note
+#: when clipped again (on display), so the length shown is the original one.
+_NOTE = re.compile(r" \.\.\. \[truncated: [\d,]+ characters\]\Z")
+
+
 def clip(text: str, limit: int) -> str:
-    """`text` itself when it has at most `limit` characters, else its first `limit`
-    characters and a note of its full length."""
+    """`text` itself when it has at most `limit` characters (a clipped text's note not
+    counted), else its first `limit` characters and a note of its full length."""
     if len(text) <= limit:
+        return text
+    note = _NOTE.search(text, max(0, len(text) - 64))
+    if note and note.start() <= limit:
         return text
     return f"{text[:limit]} ... [truncated: {len(text):,} characters]"
 
