@@ -80,11 +80,12 @@ def test_run_table_and_workloads_print_markup_verbatim(monkeypatch, tmp_path):
     ran = invoke("run", "mlp", "--db", str(tmp_path / "x.db"))
     assert f"mlp:tag={CLOSE}" in ran.stdout
 
-    rows = api.workloads_info()
-    rows[0] = {**rows[0], "origin": f"first block [m,256,256,32] {CLOSE} {BOLD}"}
-    monkeypatch.setattr(api, "workloads_info", lambda: rows)
+    row = {"name": "catsdogs", "task": "classification", "input_shape": [3, 256, 256], "dataset": "catsdogs",
+           "dataset_train_size": 20000, "default_batch": 16, "params": 1, "train_flops_per_sample": 1e9,
+           "options": {"tag": CLOSE}, "origin": f"first block [m,256,256,32] {CLOSE} {BOLD}"}
+    monkeypatch.setattr(api, "workloads_info", lambda: [row])
     listed = invoke("workloads").stdout
-    assert f"first block [m,256,256,32] {CLOSE} {BOLD}" in listed
+    assert f"first block [m,256,256,32] {CLOSE} {BOLD}" in listed and f"tag={CLOSE}" in listed
 
 
 def test_status_keeps_its_colour_and_noisy_mark_shows():
@@ -160,12 +161,15 @@ def test_a_trial_of_an_unknown_workload_is_kept_and_never_fatal(tmp_path, monkey
     source.add_result(result("r1", device_name="CPU X"))
     source.add_result(result("r1", workload="newnet", options={"size": 3}, device_name="CPU X"))
     source.add_result(result("r1", workload="mlp", framework="jaxish", device="tpu:0", device_name="TPU v9"))
+    source.add_run("r2", "2026-01-02T00:00:00+00:00", "rigbench run", MACHINE)
+    source.add_result(result("r2", device_name="CPU X"))
+    source.add_result(result("r2", workload="newnet", options={"size": 3}, device_name="CPU X"))
     bundle = tmp_path / "b.json"
     bundle.write_text(dump_bundle(export_bundle(source)))
     db = str(tmp_path / "d.db")
     imported = invoke("results", "import", str(bundle), "--db", db)
-    assert "3 results" in imported.stdout
-    assert [r.spec.workload for r in Store(db).list()] == ["mlp", "newnet", "mlp"]
+    assert "5 results" in imported.stdout
+    assert [r.spec.workload for r in Store(db).list(run_id="r1")] == ["mlp", "newnet", "mlp"]
 
     listed = invoke("results", "list", "--db", db).stdout
     assert "newnet:size=3 (unknown to this rigbench)" in listed and "tpu:0" in listed
@@ -173,7 +177,9 @@ def test_a_trial_of_an_unknown_workload_is_kept_and_never_fatal(tmp_path, monkey
     shown = invoke("results", "show", str(newnet.id), "--db", db).stdout
     assert "newnet (unknown to this rigbench)" in shown and "is unknown to this rigbench" in shown
     exported = json.loads(invoke("results", "export", "--db", db).stdout)
-    assert [r["workload"] for r in exported] == ["mlp", "newnet", "mlp"]
+    assert [r["workload"] for r in exported] == ["mlp", "newnet", "mlp", "mlp", "newnet"]
+    compared = invoke("compare", "r1", "r2", "--db", db).stdout
+    assert "newnet:size=3 torch cpu b32 fp32 (unknown to this rigbench)" in compared and "mlp torch cpu b32" in compared
 
     roof = invoke("roofline", "--db", db, "--json").stdout
     rows = {r["label"].split()[0]: r for r in json.loads(roof)}

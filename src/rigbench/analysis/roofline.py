@@ -20,6 +20,7 @@ from typing import Any
 
 from rigbench.analysis.specs import peak_flops, spec_sheet
 from rigbench.spec import Result
+from rigbench.textlimits import NAME_CHARS, clip
 from rigbench.workloads import WORKLOADS
 
 #: Bytes per parameter the optimiser reads or writes: fp32 master weights, whatever the
@@ -180,6 +181,6 @@ def result_roofline(result: Result, calibration: dict[str, Any] | None) -> Trial
         calibration=calibration,
     )
     if workload is None:
-        roof.notes.insert(0, f"workload {result.spec.workload[:256]!r} is unknown to this rigbench: "
+        roof.notes.insert(0, f"workload {clip(result.spec.workload, NAME_CHARS)!r} is unknown to this rigbench: "
                              "no memory-traffic estimate, so no roofline")
     return roof

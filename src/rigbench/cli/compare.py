@@ -14,6 +14,7 @@ from rich.text import Text
 from rigbench import api
 from rigbench.cli.common import DB_HELP, app, handles_usage_errors, out, results_app
 from rigbench.errors import UsageError
+from rigbench.reports import terminal
 
 
 def _x(value: float | None) -> str:
@@ -88,7 +89,8 @@ def _print_pairs(outcome: Any) -> None:
             verdict = "no significant change"
         detail = "; ".join(filter(None, [p.reason, *p.notes]))
         text = Text(verdict, style=styles.get(p.verdict, "")) + (f" ({detail})" if detail else "")
-        table.add_row(p.key, speed(p.a), speed(p.b),
+        key = p.key + terminal.unknown_mark((p.a or p.b).result.spec.workload)
+        table.add_row(key, speed(p.a), speed(p.b),
                       "-" if p.ratio is None else f"{p.ratio:.3f}{_ci(p.ratio_ci, '{:.3f}')}",
                       "-" if p.p_value is None else f"{p.p_value:.2g}", text)
     out.print(table)

@@ -19,11 +19,10 @@ from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
 from rigbench.reports.charts import COLOURS, Chart, Series, gather
-from rigbench.reports.terminal import UNKNOWN_WORKLOAD
+from rigbench.reports.terminal import unknown_mark
 from rigbench.spec import Result
 from rigbench.textlimits import NAME_CHARS, clip_result, clip_value
 from rigbench.units import format_bytes
-from rigbench.workloads import WORKLOADS
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("rigbench.reports", "templates"),
                           autoescape=True, undefined=jinja2.StrictUndefined,
@@ -142,8 +141,7 @@ def _trial_row(r: Result) -> dict[str, Any]:
         speed = f"{m.samples_per_s:,.1f}"
         if m.samples_per_s_ci:
             speed += f" ±{(m.samples_per_s_ci[1] - m.samples_per_s_ci[0]) / 2:,.1f}"
-    label = r.spec.label() + ("" if r.spec.workload in WORKLOADS else f" {UNKNOWN_WORKLOAD}")
-    return {"id": r.id, "run_id": r.run_id, "label": label, "status": r.status,
+    return {"id": r.id, "run_id": r.run_id, "label": r.spec.label() + unknown_mark(r.spec.workload), "status": r.status,
             "speed": speed, "noisy": bool(m.noisy), "error": r.error or "",
             "created": r.created_at[:19].replace("T", " ")}
 

@@ -22,6 +22,11 @@ _STATUS_STYLE = {"ok": "green", "oom": "yellow", "diverged": "yellow", "unsuppor
 UNKNOWN_WORKLOAD = "(unknown to this rigbench)"
 
 
+def unknown_mark(workload: str) -> str:
+    """" (unknown to this rigbench)" for a workload this rigbench does not define, else ""."""
+    return "" if workload in WORKLOADS else f" {UNKNOWN_WORKLOAD}"
+
+
 def literal(text: str, style: str = "") -> Text:
     """Stored or user-supplied text as rich shows it verbatim: never read as markup, so an
     error's "[enforce fail at ...]" stays and a "[/]" cannot crash the table."""
@@ -55,8 +60,7 @@ def _speed(r: Result) -> str:
 def workload_label(r: Result) -> str:
     """NAME:key=value,...; a workload this rigbench does not define is labelled so."""
     opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
-    label = clip(f"{r.spec.workload}:{opts}" if opts else r.spec.workload, NAME_CHARS)
-    return label if r.spec.workload in WORKLOADS else f"{label} {UNKNOWN_WORKLOAD}"
+    return clip(f"{r.spec.workload}:{opts}" if opts else r.spec.workload, NAME_CHARS) + unknown_mark(r.spec.workload)
 
 
 def one_line_outcome(r: Result) -> str:
@@ -168,8 +172,8 @@ def result_detail(r: Result, machine: dict[str, Any] | None, roofline: Any = Non
     for key, value in r.row().items():
         if isinstance(value, float):
             value = f"{value:.6g}"
-        if key == "workload" and value not in WORKLOADS:
-            value = f"{value} {UNKNOWN_WORKLOAD}"
+        if key == "workload":
+            value += unknown_mark(value)
         table.add_row(*_cells(key, "-" if value is None else str(value)))
     table.add_row(*_cells("measure options", r.spec.measure.model_dump_json()))
     table.add_row(*_cells("raw step times", f"{len(r.step_times_s)} kept"))
