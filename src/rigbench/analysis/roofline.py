@@ -20,7 +20,8 @@ from typing import Any
 
 from rigbench.analysis.specs import peak_flops, spec_sheet
 from rigbench.spec import Result
-from rigbench.workloads import get_workload
+from rigbench.textlimits import NAME_CHARS, clip
+from rigbench.workloads import WORKLOADS
 
 #: Bytes per parameter the optimiser reads or writes: fp32 master weights, whatever the
 #: trial's precision (autocast keeps parameters and optimiser state in fp32).
@@ -166,12 +167,20 @@ def result_roofline(result: Result, calibration: dict[str, Any] | None) -> Trial
     `calibration` (its device's latest, store/calibrations.device_calibrations, or None)."""
     sheet = spec_sheet(result)
     m, precision = result.metrics, result.spec.precision
-    return trial_roofline(
+    # A workload this rigbench does not define (a bundle from a newer one): its optimiser,
+    # hence its bytes per step, is unknown, so it gets no intensity and no roof; its
+    # counted FLOPs (stored with the trial) still give achieved FLOP/s and MFU.
+    workload = WORKLOADS.get(result.spec.workload)
+    roof = trial_roofline(
         precision=precision, batch_size=result.spec.batch_size, samples_per_s=m.samples_per_s,
         flops_per_sample=m.flops_per_sample, bytes_per_sample=m.bytes_per_sample, params=m.params,
-        optimizer=get_workload(result.spec.workload).optimizer,
+        optimizer=workload.optimizer if workload else "",
         spec_name=sheet.name if sheet else None,
         spec_peak=peak_flops(sheet, precision) if sheet else None,
         spec_bandwidth=sheet.memory_bandwidth_gbs * 1e9 if sheet and sheet.memory_bandwidth_gbs else None,
         calibration=calibration,
     )
+    if workload is None:
+        roof.notes.insert(0, f"workload {clip(result.spec.workload, NAME_CHARS)!r} is unknown to this rigbench: "
+                             "no memory-traffic estimate, so no roofline")
+    return roof

@@ -10,6 +10,7 @@ import typer
 from rigbench import api
 from rigbench.cli.common import DB_HELP, app, err, handles_usage_errors, out
 from rigbench.reports import terminal
+from rigbench.textlimits import NAME_CHARS, clip
 from rigbench.units import split_list
 
 
@@ -67,6 +68,6 @@ def roofline(
         out.print("No successful trials match.", highlight=False)
         return
     out.print(terminal.roofline_table(rows))
-    notes = dict.fromkeys(f"{r.device_name or r.spec.device}: {note}" for r, roof in rows for note in roof.notes)
+    notes = dict.fromkeys(f"{clip(r.device_name or r.spec.device, NAME_CHARS)}: {note}" for r, roof in rows for note in roof.notes)
     for note in notes:
         out.print(f"  note: {note}", highlight=False, markup=False)

@@ -28,8 +28,10 @@ results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CS
 app.add_typer(results_app, name="results")
 
 # When stdout is a file or a pipe, rich would wrap tables at 80 columns; keep rows whole.
-out = Console() if sys.stdout.isatty() else Console(width=200)
-err = Console(stderr=True)
+# markup=False: what is printed is often stored text (an error's "[enforce fail at ...]", a
+# workload option), shown verbatim; styles are given as rich.text.Text, never as markup.
+out = Console(markup=False) if sys.stdout.isatty() else Console(width=200, markup=False)
+err = Console(stderr=True, markup=False)
 
 DB_HELP = "Database: an SQLAlchemy URL (sqlite:///x.db, postgresql://...) or a file path. Default: $RIGBENCH_DB or rigbench.db in the user data directory."
 
@@ -66,7 +68,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
     """Run trials with a progress bar and one line per finished trial, all on stderr."""
     Store(db)  # open (and validate) the database before spending time on trials
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                         TimeElapsedColumn(), console=err, transient=True)
     with progress:
         task = progress.add_task("starting", total=len(specs))

@@ -9,10 +9,12 @@ from typing import Any
 import typer
 from rich.console import JustifyMethod
 from rich.table import Table
+from rich.text import Text
 
 from rigbench import api
 from rigbench.cli.common import DB_HELP, app, handles_usage_errors, out, results_app
 from rigbench.errors import UsageError
+from rigbench.reports import terminal
 
 
 def _x(value: float | None) -> str:
@@ -86,12 +88,11 @@ def _print_pairs(outcome: Any) -> None:
         if p.verdict == "no change":
             verdict = "no significant change"
         detail = "; ".join(filter(None, [p.reason, *p.notes]))
-        style = styles.get(p.verdict, "")
-        text = f"[{style}]{verdict}[/{style}]" if style else verdict
-        table.add_row(p.key, speed(p.a), speed(p.b),
+        text = Text(verdict, style=styles.get(p.verdict, "")) + (f" ({detail})" if detail else "")
+        key = p.key + terminal.unknown_mark((p.a or p.b).result.spec.workload)
+        table.add_row(key, speed(p.a), speed(p.b),
                       "-" if p.ratio is None else f"{p.ratio:.3f}{_ci(p.ratio_ci, '{:.3f}')}",
-                      "-" if p.p_value is None else f"{p.p_value:.2g}",
-                      text + (f" ({detail})" if detail else ""))
+                      "-" if p.p_value is None else f"{p.p_value:.2g}", text)
     out.print(table)
     counts: dict[str, int] = {}
     for p in outcome.pairs:
@@ -113,7 +114,7 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
         return
     for source in sources or list(SOURCES):
         matches = [m for m in found.matches if m.row.source == source]
-        out.print(f"\n[bold]{source}[/bold]: {SOURCES[source][1]}", highlight=False)
+        out.print(Text.assemble("\n", (source, "bold"), f": {SOURCES[source][1]}"), highlight=False)
         if matches:
             _print_matches(matches)
         for miss in (m for m in found.missing if m.mapping.source == source):

@@ -68,7 +68,7 @@ def _sweep_table(results: list[Result], new_run: str | None) -> Table:
 def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) -> SweepOutcome:
     """Run the sweep with a progress bar, an ETA (mean time per finished trial so far times
     the trials left) and one line per finished trial, all on stderr."""
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
                         TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                         TextColumn("ETA {task.fields[eta]}"), console=err, transient=True)
     clock: dict[str, float] = {}
@@ -281,7 +281,7 @@ def max_batch(
         raise UsageError("--timeout must be more than 0 seconds")
     limit = parse_size(memory_limit, "--memory-limit") if memory_limit else None
     Store(db)  # validate the database before the first probe
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                         console=err, transient=True)
     with progress:
         task = progress.add_task(f"max-batch {workload}: checking the device", total=None)

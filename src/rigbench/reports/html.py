@@ -19,7 +19,9 @@ from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
 from rigbench.reports.charts import COLOURS, Chart, Series, gather
+from rigbench.reports.terminal import unknown_mark
 from rigbench.spec import Result
+from rigbench.textlimits import NAME_CHARS, clip_result, clip_value
 from rigbench.units import format_bytes
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("rigbench.reports", "templates"),
@@ -139,7 +141,7 @@ def _trial_row(r: Result) -> dict[str, Any]:
         speed = f"{m.samples_per_s:,.1f}"
         if m.samples_per_s_ci:
             speed += f" ±{(m.samples_per_s_ci[1] - m.samples_per_s_ci[0]) / 2:,.1f}"
-    return {"id": r.id, "run_id": r.run_id, "label": r.spec.label(), "status": r.status,
+    return {"id": r.id, "run_id": r.run_id, "label": r.spec.label() + unknown_mark(r.spec.workload), "status": r.status,
             "speed": speed, "noisy": bool(m.noisy), "error": r.error or "",
             "created": r.created_at[:19].replace("T", " ")}
 
@@ -148,6 +150,9 @@ def render(results: Sequence[Result], machines: dict[str, dict | None],
            filters: Sequence[str] = (), calibrations: dict[str, dict] | None = None) -> tuple[str, list[Chart]]:
     """The report page for `results` (machines: run id -> fingerprint or None; calibrations:
     device name -> latest calibration, for the roofline), and the charts it draws."""
+    # stored text over textlimits' maxima (an old database, an old import) is shown clipped
+    results = [clip_result(r) for r in results]
+    machines = {run_id: clip_value(m, NAME_CHARS) for run_id, m in machines.items()}
     sections = gather(results, calibrations)
     charts = [c for _, cs in sections for c in cs]
     protocols = sorted({(r.spec.measure.warmup_steps, r.spec.measure.min_steps, r.spec.measure.min_seconds)

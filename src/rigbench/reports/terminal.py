@@ -10,10 +10,36 @@ from rich.table import Table
 from rich.text import Text
 
 from rigbench.spec import Result
+from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result, clip_value
 from rigbench.units import format_bytes
+from rigbench.workloads import WORKLOADS
 
 _STATUS_STYLE = {"ok": "green", "oom": "yellow", "diverged": "yellow", "unsupported": "dim",
                  "timeout": "red", "crash": "red"}
+
+
+#: Shown after a stored workload this rigbench does not define (a bundle from a newer one).
+UNKNOWN_WORKLOAD = "(unknown to this rigbench)"
+
+
+def unknown_mark(workload: str) -> str:
+    """" (unknown to this rigbench)" for a workload this rigbench does not define, else ""."""
+    return "" if workload in WORKLOADS else f" {UNKNOWN_WORKLOAD}"
+
+
+def literal(text: str, style: str = "") -> Text:
+    """Stored or user-supplied text as rich shows it verbatim: never read as markup, so an
+    error's "[enforce fail at ...]" stays and a "[/]" cannot crash the table."""
+    return Text(text, style=style)
+
+
+def _cells(*values: str | Text) -> list[Text]:
+    """A table row's cells, each literal (already-made Text kept with its style)."""
+    return [v if isinstance(v, Text) else literal(v) for v in values]
+
+
+def _status(status: str) -> Text:
+    return literal(status, _STATUS_STYLE.get(status, ""))
 
 
 def _num(value: float | None, fmt: str = "{:.1f}") -> str:
@@ -32,8 +58,9 @@ def _speed(r: Result) -> str:
 
 
 def workload_label(r: Result) -> str:
+    """NAME:key=value,...; a workload this rigbench does not define is labelled so."""
     opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
-    return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
+    return clip(f"{r.spec.workload}:{opts}" if opts else r.spec.workload, NAME_CHARS) + unknown_mark(r.spec.workload)
 
 
 def one_line_outcome(r: Result) -> str:
@@ -52,7 +79,7 @@ def one_line_outcome(r: Result) -> str:
 
 def results_table(results: Sequence[Result], title: str | None = None) -> Table:
     """The run table: one row per trial, failures included with their status."""
-    table = Table(title=title, header_style="bold")
+    table = Table(title=None if title is None else literal(title), header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("id", "right"), ("workload", "left"), ("device", "left"),
         ("batch", "right"), ("prec", "left"), ("samples/s ±95% CI", "right"),
@@ -60,16 +87,15 @@ def results_table(results: Sequence[Result], title: str | None = None) -> Table:
         ("RSS MiB", "right"), ("GPU MiB", "right"), ("status", "left")]
     for name, justify in columns:
         table.add_column(name, justify=justify)
-    for r in results:
+    for r in map(clip_result, results):
         m = r.metrics
         gpu_mem = m.gpu_mem_peak_mib if m.gpu_mem_peak_mib is not None else m.allocator_peak_mib
-        style = _STATUS_STYLE.get(r.status, "")
-        table.add_row(
+        table.add_row(*_cells(
             str(r.id or "-"), workload_label(r), r.spec.device, str(r.spec.batch_size),
             r.spec.precision, _speed(r), _num(m.step_time_ms_median, "{:.2f}"),
             _num(m.cpu_util_pct_mean), _num(m.gpu_util_pct_mean), _num(m.rss_peak_mib, "{:.0f}"),
-            _num(gpu_mem, "{:.0f}"), f"[{style}]{r.status}[/{style}]" if style else r.status,
-        )
+            _num(gpu_mem, "{:.0f}"), _status(r.status),
+        ))
     return table
 
 
@@ -80,22 +106,20 @@ def _pct(value: float | None) -> str:
 def train_table(results: Sequence[Result], title: str | None = None) -> Table:
     """Training runs: the columns of the thesis's Table 9 (accuracy after N epochs, time and
     epochs to the target), with train and evaluation time apart."""
-    table = Table(title=title, header_style="bold")
+    table = Table(title=None if title is None else literal(title), header_style="bold")
     for name in ("id", "workload", "data set", "device", "batch", "lr", "epochs", "final acc",
                  "best acc", "target", "s to target", "epochs to target", "train s", "eval s",
                  "input %", "status"):
         table.add_column(name, justify="left" if name in ("workload", "data set", "device", "status") else "right")
-    for r in results:
+    for r in map(clip_result, results):
         m = r.metrics
-        style = _STATUS_STYLE.get(r.status, "")
-        table.add_row(
+        table.add_row(*_cells(
             str(r.id or "-"), workload_label(r), m.dataset or "-", r.spec.device, str(r.spec.batch_size),
             "-" if r.spec.lr is None else f"{r.spec.lr:g}", str(m.epochs or 0),
             _pct(m.final_accuracy), _pct(m.best_accuracy), _pct(m.target_accuracy),
             _num(m.seconds_to_target), "-" if m.epochs_to_target is None else str(m.epochs_to_target),
-            _num(m.train_seconds), _num(m.eval_seconds), _pct(m.input_fraction),
-            f"[{style}]{r.status}[/{style}]" if style else r.status,
-        )
+            _num(m.train_seconds), _num(m.eval_seconds), _pct(m.input_fraction), _status(r.status),
+        ))
     return table
 
 
@@ -104,8 +128,8 @@ def speedup_table(rows: Sequence[dict[str, Any]]) -> Table:
     for name in ("workload", "device", "batch", "prec", "speed-up"):
         table.add_column(name, justify="right" if name in ("batch", "speed-up") else "left")
     for row in rows:
-        table.add_row(row["workload"], row["device"], str(row["batch_size"]), row["precision"],
-                      f"{row['speedup']:.2f}x")
+        table.add_row(*_cells(clip(row["workload"], NAME_CHARS), clip(row["device"], NAME_CHARS),
+                              str(row["batch_size"]), row["precision"], f"{row['speedup']:.2f}x"))
     return table
 
 
@@ -116,13 +140,13 @@ def workloads_table(rows: Sequence[dict[str, Any]]) -> Table:
         table.add_column(name, overflow="fold")
     for w in rows:
         flops = w["train_flops_per_sample"]
-        table.add_row(
+        table.add_row(*_cells(
             w["name"], w["task"], "x".join(map(str, w["input_shape"])),
             f"{w['dataset']} ({w['dataset_train_size']:,})", str(w["default_batch"]),
             "-" if w["params"] is None else f"{w['params']:,}",
             "-" if flops is None else f"{flops / 1e9:.3f}",
             ", ".join(f"{k}={v}" for k, v in w["options"].items()) or "-", w["origin"],
-        )
+        ))
     return table
 
 
@@ -131,35 +155,39 @@ def devices_table(rows: Sequence[dict[str, Any]]) -> Table:
     for name in ("id", "kind", "name", "memory", "frameworks"):
         table.add_column(name)
     for d in rows:
-        table.add_row(d["id"], d.get("kind") or "-", d.get("name") or "-",
-                      format_bytes(d.get("memory_bytes")),
-                      ", ".join(d.get("frameworks") or []) or "none (no framework build sees it)")
+        table.add_row(*_cells(d["id"], d.get("kind") or "-", d.get("name") or "-",
+                              format_bytes(d.get("memory_bytes")),
+                              ", ".join(d.get("frameworks") or []) or "none (no framework build sees it)"))
     return table
 
 
 def result_detail(r: Result, machine: dict[str, Any] | None, roofline: Any = None) -> Table:
     """Every summary field of one result, for `rigbench results show`; with `roofline`
     (analysis/roofline.TrialRoofline) its MFU and roofline lines too."""
-    table = Table(show_header=False, title=f"trial {r.id}: {r.spec.label()}")
+    r = clip_result(r)
+    machine = clip_value(machine, NAME_CHARS)
+    table = Table(show_header=False, title=literal(f"trial {r.id}: {r.spec.label()}"))
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     for key, value in r.row().items():
         if isinstance(value, float):
             value = f"{value:.6g}"
-        table.add_row(key, "-" if value is None else str(value))
-    table.add_row("measure options", r.spec.measure.model_dump_json())
-    table.add_row("raw step times", f"{len(r.step_times_s)} kept")
-    table.add_row("raw tracker samples", f"{len(r.tracker_samples)} kept")
+        if key == "workload":
+            value += unknown_mark(value)
+        table.add_row(*_cells(key, "-" if value is None else str(value)))
+    table.add_row(*_cells("measure options", r.spec.measure.model_dump_json()))
+    table.add_row(*_cells("raw step times", f"{len(r.step_times_s)} kept"))
+    table.add_row(*_cells("raw tracker samples", f"{len(r.tracker_samples)} kept"))
     if machine:
-        table.add_row("machine", f"{machine.get('cpu_model')} | {machine.get('cpu_cores_logical')} "
-                                 f"logical cores | {format_bytes(machine.get('ram_bytes'))} RAM | "
-                                 f"{machine.get('os')}")
+        table.add_row(*_cells("machine", f"{machine.get('cpu_model')} | {machine.get('cpu_cores_logical')} "
+                                         f"logical cores | {format_bytes(machine.get('ram_bytes'))} RAM | "
+                                         f"{machine.get('os')}"))
         for gpu in machine.get("gpus") or []:
-            table.add_row("gpu", f"{gpu.get('name')} {format_bytes(gpu.get('memory_bytes'))} "
-                                 f"driver {gpu.get('driver')}")
+            table.add_row(*_cells("gpu", f"{gpu.get('name')} {format_bytes(gpu.get('memory_bytes'))} "
+                                         f"driver {gpu.get('driver')}"))
     if roofline is not None:
         for key, value in roofline_lines(roofline):
-            table.add_row(key, value)
+            table.add_row(*_cells(key, value))
     return table
 
 
@@ -192,8 +220,8 @@ def _calibration_how(m: dict[str, Any]) -> str:
 def calibration_table(calibration: dict[str, Any]) -> Table:
     """One device's calibration (`rigbench calibrate`): each ceiling with its unit and how it was measured."""
     threads = calibration.get("threads")
-    table = Table(title=f"{calibration['device']}: {calibration['device_name']}"
-                        + (f" ({threads} threads)" if threads and calibration["device"] == "cpu" else ""),
+    table = Table(title=literal(f"{calibration['device']}: {clip(str(calibration['device_name']), NAME_CHARS)}"
+                                + (f" ({threads} threads)" if threads and calibration["device"] == "cpu" else "")),
                   header_style="bold")
     for name in ("measurement", "precision", "value", "how"):
         table.add_column(name, justify="right" if name == "value" else "left", overflow="fold")
@@ -205,9 +233,9 @@ def calibration_table(calibration: dict[str, Any]) -> Table:
             value, how = "n/a (host memory)", ""
         else:
             value, how = m["status"], m.get("detail", {}).get("reason", "")
-        # Text(): error messages may hold [brackets] that rich would read as markup
-        table.add_row(_CALIBRATION_NAMES.get(m["kind"], m["kind"]), m.get("precision") or "",
-                      Text(value), Text(how))
+        # literal: error messages may hold [brackets] that rich would read as markup
+        table.add_row(*_cells(_CALIBRATION_NAMES.get(m["kind"], m["kind"]), m.get("precision") or "",
+                              value, clip(how, ERROR_CHARS)))
     return table
 
 
@@ -249,7 +277,8 @@ def roofline_table(rows: Sequence[tuple[Result, Any]]) -> Table:
         table.add_column(name, justify="right" if name in ("id", "batch", "achieved", "MFU spec",
                                                           "MFU calib.", "FLOP/byte") else "left")
     for r, roof in rows:
-        table.add_row(str(r.id), workload_label(r), r.spec.device, str(r.spec.batch_size), r.spec.precision,
-                      tflops(roof.achieved_flops), _mfu(roof.spec), _mfu(roof.calibrated),
-                      _num(roof.intensity, "{:.3g}"), _roof_text(roof.spec), _roof_text(roof.calibrated))
+        r = clip_result(r)
+        table.add_row(*_cells(str(r.id), workload_label(r), r.spec.device, str(r.spec.batch_size), r.spec.precision,
+                              tflops(roof.achieved_flops), _mfu(roof.spec), _mfu(roof.calibrated),
+                              _num(roof.intensity, "{:.3g}"), _roof_text(roof.spec), _roof_text(roof.calibrated)))
     return table

@@ -8,6 +8,7 @@ from rigbench.analysis.training import train_summary
 from rigbench.metrics import METRIC_NAMES, Metrics
 from rigbench.runner.launchers import Outcome
 from rigbench.spec import LrFindOptions, Result, TrainOptions, TrialSpec
+from rigbench.textlimits import clip_result
 from rigbench.timestamps import now_iso
 from rigbench.trackers.summary import ALL_FIELDS, summarize
 from rigbench.workloads import get_workload
@@ -48,7 +49,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
                            interval_slack=spec.measure.sample_interval_s)
         for field in ALL_FIELDS:  # every tracker's declared fields, none by hand
             setattr(metrics, field.metric, window[field.metric])
-    return Result(
+    return clip_result(Result(  # a child's error text can be any length: stored clipped
         run_id=run_id,
         created_at=now_iso(),
         spec=spec,
@@ -63,7 +64,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         epoch_records=report.epochs,
         loss_curve=report.loss_curve,
         lr_curve=report.lr_curve,
-    )
+    ))
 
 
 def _add_train_metrics(metrics: Metrics, opts: TrainOptions, batch_size: int, report) -> None:

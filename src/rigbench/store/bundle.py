@@ -8,7 +8,8 @@ between machines (`rigbench results export --format bundle`, `rigbench results i
 JSON only, never pickle: a bundle comes from another machine, so reading one must not run code.
 An import checks everything (envelope, every field of every result, types, statuses, schema
 versions, that each result's run is in the bundle) before it writes anything; a malformed
-file leaves the database as it was. Errors name the field and its position, e.g.
+file leaves the database as it was. Text longer than rigbench.textlimits allows (a 200 MB
+error string) is stored clipped, with its length noted. Errors name the field and its position, e.g.
 `results[3].status: Input should be 'ok', 'oom', ...`.
 
 Re-importing is safe: runs already stored (same id and machine) are not added again, and a
@@ -33,6 +34,7 @@ from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.db import Store
 from rigbench.store.rows import result_identity
 from rigbench.store.schema import runs
+from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result, clip_value
 from rigbench.timestamps import now_iso
 
 FORMAT = "rigbench-results"
@@ -189,8 +191,13 @@ def parse_bundle(text: str, origin: str = "bundle") -> Bundle:
                        f"rigbench understands ({SCHEMA_VERSION}): upgrade rigbench")
         if result.run_id not in run_ids:
             raise fail(f"{where}.run_id: run {result.run_id!r} is not in the bundle's runs")
-        results.append(result)
-    return Bundle(envelope.runs, results, origin)
+        results.append(clip_result(result))  # text over textlimits' maxima is stored clipped
+    return Bundle([_clip_run(r) for r in envelope.runs], results, origin)
+
+
+def _clip_run(run: RunRecord) -> RunRecord:
+    return run.model_copy(update={"command": clip(run.command, ERROR_CHARS),
+                                  "machine": clip_value(run.machine, NAME_CHARS)})
 
 
 def load_bundle(path: str | Path) -> Bundle:
@@ -211,7 +218,8 @@ def import_bundle(store: Store, bundle: Bundle) -> ImportOutcome:
     with store.transaction() as tx:
         present = tx.machines([r.id for r in bundle.runs])
         for i, run in enumerate(bundle.runs):
-            if run.id in present and present[run.id] != run.machine:
+            # clipped like the bundle's, so a run stored before clipping still matches
+            if run.id in present and clip_value(present[run.id], NAME_CHARS) != run.machine:
                 raise UsageError(f"{bundle.origin}: runs[{i}].id: run {run.id!r} is already stored in "
                                  f"{store.url} with a different machine; refusing to mix them")
         stored = {result_identity(r) for run_id in present for r in tx.list(run_id=run_id)}

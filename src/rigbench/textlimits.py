@@ -1,0 +1,71 @@
+"""The stated maximum length of every stored text field, and `clip`, which enforces it.
+
+A text field can come from a child process (an exception's message), from another machine
+(an imported bundle) or from a database written by an older rigbench, so none of them is
+trusted to be short: a 200 MB error string once made `results show` run for 12 minutes and a
+report 210 MB. Text is clipped where it enters the database (runner/assemble.py, an import
+in store/bundle.py) and again where it is shown (reports/terminal.py, reports/html.py), so
+old databases display quickly too. A clipped text ends with the length it had, e.g.
+"... [truncated: 209,715,200 characters]".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from rigbench.spec import Result
+
+#: A trial's error text (a traceback's last lines, an out-of-memory message) and a run's
+#: command line: long enough for any real message, short enough to show.
+ERROR_CHARS = 64 * 1024
+#: Names: workload, framework, device, device name, option values, data set, machine fields.
+NAME_CHARS = 256
+#: Each value of a result's `software` (package versions, build strings).
+SOFTWARE_CHARS = 256
+
+
+#: The note a clipped text ends with; a text clipped once (on import) keeps its first note
+#: when clipped again (on display), so the length shown is the original one.
+_NOTE = re.compile(r" \.\.\. \[truncated: [\d,]+ characters\]\Z")
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` itself when it has at most `limit` characters (a clipped text's note not
+    counted), else its first `limit` characters and a note of its full length."""
+    if len(text) <= limit:
+        return text
+    note = _NOTE.search(text, max(0, len(text) - 64))
+    if note and note.start() <= limit:
+        return text
+    return f"{text[:limit]} ... [truncated: {len(text):,} characters]"
+
+
+def clip_optional(text: str | None, limit: int) -> str | None:
+    return None if text is None else clip(text, limit)
+
+
+def clip_value(value: Any, limit: int) -> Any:
+    """Every string inside `value` (dict keys and values, list items, model fields) clipped
+    to `limit`; numbers and other values as they are."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    if isinstance(value, BaseModel):
+        changed = {name: clip_value(getattr(value, name), limit) for name in type(value).model_fields}
+        return value.model_copy(update=changed)
+    if isinstance(value, dict):
+        return {clip_value(k, limit): clip_value(v, limit) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (str, dict, list, tuple, BaseModel)) for v in value):
+        return type(value)(clip_value(v, limit) for v in value)
+    return value
+
+
+def clip_result(result: Result) -> Result:
+    """`result` with its error text clipped to ERROR_CHARS, its software strings to
+    SOFTWARE_CHARS and every other string (the spec's names and options, device name,
+    epoch and tracker keys) to NAME_CHARS."""
+    clipped = clip_value(result.model_copy(update={"error": None, "software": {}}), NAME_CHARS)
+    return clipped.model_copy(update={"error": clip_optional(result.error, ERROR_CHARS),
+                                      "software": clip_value(result.software, SOFTWARE_CHARS)})

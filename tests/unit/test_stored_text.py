@@ -1,0 +1,204 @@
+"""Stored text is printed literally (never as rich markup), is clipped to the stated limits of
+rigbench.textlimits on import, on storing and on display, and trials of a workload this
+rigbench does not define are kept, labelled and never fatal to other commands."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbench import api, cli
+from rigbench.reports import terminal
+from rigbench.runner.assemble import build_result
+from rigbench.runner.launchers import Outcome
+from rigbench.spec import ChildReport, Metrics, Result, TrialSpec
+from rigbench.store import Store
+from rigbench.store.bundle import dump_bundle, export_bundle
+from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result
+
+OOM = "[enforce fail at alloc_cpu.cpp:127] data. DefaultCPUAllocator: not enough memory"
+CLOSE = "[/]"
+BOLD = "[bold]x[/bold]"
+HOSTILE = (OOM, CLOSE, BOLD)
+MACHINE = {"hostname": "box", "cpu_model": f"CPU {BOLD}", "cpu_cores_logical": 2, "gpus": []}
+
+
+def result(run_id: str, workload: str = "mlp", options: dict | None = None, status: str = "ok",
+           error: str | None = None, device_name: str = f"CPU {BOLD}", software: str = f"2.13 {CLOSE}",
+           **spec: object) -> Result:
+    return Result(
+        run_id=run_id, created_at="2026-01-01T00:00:00+00:00",
+        spec=TrialSpec(**{"workload": workload, "workload_options": options or {}, "device": "cpu",
+                          "batch_size": 32, **spec}),
+        status=status, error=error, device_name=device_name,
+        metrics=Metrics(samples_per_s=320.5, samples_per_s_ci=(300.0, 340.0), steps_measured=3,
+                        flops_per_sample=1e9, params=1000),
+        software={"torch": software}, step_times_s=[0.1, 0.11, 0.09, 0.1, 0.1, 0.12, 0.1, 0.09])
+
+
+def invoke(*args: str) -> object:
+    proc = CliRunner().invoke(cli.app, list(args))
+    assert proc.exit_code == 0, proc.output
+    return proc
+
+
+@pytest.fixture()
+def hostile(tmp_path):
+    """Two runs of the same trial whose option, error, device name and software hold markup."""
+    store = Store(str(tmp_path / "h.db"))
+    for run_id in ("runA", "runB"):
+        store.add_run(run_id, "2026-01-01T00:00:00+00:00", "rigbench run", MACHINE)
+        store.add_result(result(run_id, options={"tag": CLOSE}))
+        store.add_result(result(run_id, status="oom", error=f"{OOM} {CLOSE} {BOLD}", batch_size=64)
+                         .model_copy(update={"metrics": Metrics()}))
+    return store
+
+
+def test_results_list_show_compare_roofline_print_markup_verbatim(hostile):
+    db = hostile.url
+    listed = invoke("results", "list", "--db", db).stdout
+    assert f"mlp:tag={CLOSE}" in listed
+    oom_id = next(r.id for r in hostile.list() if r.status == "oom")
+    shown = invoke("results", "show", str(oom_id), "--db", db).stdout
+    for text in HOSTILE:
+        assert text in shown, text
+    assert f"CPU {BOLD}" in shown and f"2.13 {CLOSE}" in shown
+    compared = invoke("compare", "runA", "runB", "--db", db).stdout
+    assert f"mlp:tag={CLOSE}" in compared and f"CPU {BOLD}" in compared
+    roof = invoke("roofline", "--db", db).stdout
+    assert f"mlp:tag={CLOSE}" in roof and f"CPU {BOLD}" in roof
+
+
+def test_run_table_and_workloads_print_markup_verbatim(monkeypatch, tmp_path):
+    done = result("abc123", options={"tag": CLOSE}, status="oom", error=f"{OOM} {CLOSE}")
+    done = done.model_copy(update={"id": 7})
+    monkeypatch.setattr(api, "plan_run", lambda **kw: [done.spec])
+    monkeypatch.setattr(api, "run", lambda specs, **kw: api.RunOutcome("abc123", "sqlite:///x.db", [done], False))
+    ran = invoke("run", "mlp", "--db", str(tmp_path / "x.db"))
+    assert f"mlp:tag={CLOSE}" in ran.stdout
+
+    row = {"name": "catsdogs", "task": "classification", "input_shape": [3, 256, 256], "dataset": "catsdogs",
+           "dataset_train_size": 20000, "default_batch": 16, "params": 1, "train_flops_per_sample": 1e9,
+           "options": {"tag": CLOSE}, "origin": f"first block [m,256,256,32] {CLOSE} {BOLD}"}
+    monkeypatch.setattr(api, "workloads_info", lambda: [row])
+    listed = invoke("workloads").stdout
+    assert f"first block [m,256,256,32] {CLOSE} {BOLD}" in listed and f"tag={CLOSE}" in listed
+
+
+def test_status_keeps_its_colour_and_noisy_mark_shows():
+    r = result("r", status="oom", error=OOM)
+    r.metrics.noisy = True
+    table = terminal.results_table([r])
+    *_, status = list(table.columns[-1].cells)
+    assert status.plain == "oom" and str(status.style) == "yellow"
+    assert list(table.columns[5].cells)[0].plain.endswith("[noisy]")  # rich markup used to swallow it
+
+
+# --------------------------------------------------------------------------- lengths
+
+
+def test_clip_notes_the_length():
+    assert clip("abc", 3) == "abc"
+    assert clip("x" * 10, 4) == "xxxx ... [truncated: 10 characters]"
+    assert clip(clip("x" * 10, 4), 4) == "xxxx ... [truncated: 10 characters]"  # the first length stays
+    huge = result("r", error="e" * 300_000, device_name="d" * 1000, software="s" * 1000,
+                  options={"k" * 500: "v" * 500})
+    small = clip_result(huge)
+    assert len(small.error) < ERROR_CHARS + 50 and small.error.endswith("[truncated: 300,000 characters]")
+    assert len(small.device_name) < NAME_CHARS + 50 and len(small.software["torch"]) < NAME_CHARS + 50
+    [(key, value)] = small.spec.workload_options.items()
+    assert len(key) < NAME_CHARS + 50 and len(value) < NAME_CHARS + 50
+    assert small.step_times_s == huge.step_times_s and small.metrics == huge.metrics
+
+
+def test_a_childs_huge_error_is_stored_clipped():
+    spec = TrialSpec(workload="mlp", batch_size=8)
+    built = build_result(spec, Outcome(report=ChildReport(status="crash", error="E" * 1_000_000)), "r")
+    assert len(built.error) < ERROR_CHARS + 50 and "[truncated: 1,000,000 characters]" in built.error
+
+
+def truncated(size: int, table: str) -> bool:
+    """The truncation note is in `table`, however the table wrapped it."""
+    return f"[truncated:{size:,}characters]" in re.sub(r"[\s│]", "", table)
+
+
+def test_a_20mb_error_in_a_bundle_is_clipped_on_import_show_and_report(tmp_path):
+    size = 20_000_000
+    source = Store(str(tmp_path / "src.db"))
+    source.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", MACHINE)
+    source.add_result(result("r1", status="crash", error="E" * size).model_copy(update={"metrics": Metrics()}))
+    source.add_result(result("r1"))
+    bundle = tmp_path / "big.json"
+    bundle.write_text(dump_bundle(export_bundle(source)))
+    db = str(tmp_path / "d.db")
+    invoke("results", "import", str(bundle), "--db", db)
+    stored = Store(db)
+    crash = next(r for r in stored.list() if r.status == "crash")
+    assert len(crash.error) < ERROR_CHARS + 50 and f"[truncated: {size:,} characters]" in crash.error
+
+    shown = invoke("results", "show", str(crash.id), "--db", db).stdout
+    assert truncated(size, shown) and len(shown) < 4 * ERROR_CHARS
+
+    # a database that holds the huge text already (written before clipping) shows it clipped too
+    source_crash = next(r for r in source.list() if r.status == "crash")
+    old = invoke("results", "show", str(source_crash.id), "--db", source.url).stdout
+    assert truncated(size, old) and len(old) < 4 * ERROR_CHARS
+    out = tmp_path / "r.html"
+    invoke("report", "--db", source.url, "--out", str(out))
+    page = out.read_text()
+    assert f"[truncated: {size:,} characters]" in page and out.stat().st_size < size / 2
+
+
+# --------------------------------------------------------------------------- unknown workloads
+
+
+def test_a_trial_of_an_unknown_workload_is_kept_and_never_fatal(tmp_path, monkeypatch):
+    source = Store(str(tmp_path / "src.db"))
+    source.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", MACHINE)
+    source.add_result(result("r1", device_name="CPU X"))
+    source.add_result(result("r1", workload="newnet", options={"size": 3}, device_name="CPU X"))
+    source.add_result(result("r1", workload="mlp", framework="jaxish", device="tpu:0", device_name="TPU v9"))
+    source.add_run("r2", "2026-01-02T00:00:00+00:00", "rigbench run", MACHINE)
+    source.add_result(result("r2", device_name="CPU X"))
+    source.add_result(result("r2", workload="newnet", options={"size": 3}, device_name="CPU X"))
+    bundle = tmp_path / "b.json"
+    bundle.write_text(dump_bundle(export_bundle(source)))
+    db = str(tmp_path / "d.db")
+    imported = invoke("results", "import", str(bundle), "--db", db)
+    assert "5 results" in imported.stdout
+    assert [r.spec.workload for r in Store(db).list(run_id="r1")] == ["mlp", "newnet", "mlp"]
+
+    listed = invoke("results", "list", "--db", db).stdout
+    assert "newnet:size=3 (unknown to this rigbench)" in listed and "tpu:0" in listed
+    newnet = next(r for r in Store(db).list() if r.spec.workload == "newnet")
+    shown = invoke("results", "show", str(newnet.id), "--db", db).stdout
+    assert "newnet (unknown to this rigbench)" in shown and "is unknown to this rigbench" in shown
+    exported = json.loads(invoke("results", "export", "--db", db).stdout)
+    assert [r["workload"] for r in exported] == ["mlp", "newnet", "mlp", "mlp", "newnet"]
+    compared = invoke("compare", "r1", "r2", "--db", db).stdout
+    assert "newnet:size=3 torch cpu b32 fp32 (unknown to this rigbench)" in compared and "mlp torch cpu b32" in compared
+
+    roof = invoke("roofline", "--db", db, "--json").stdout
+    rows = {r["label"].split()[0]: r for r in json.loads(roof)}
+    assert rows["mlp"]["achieved_flops"] == pytest.approx(320.5e9)
+    assert rows["newnet:size=3"]["intensity"] is None
+    assert any("unknown to this rigbench" in n for n in rows["newnet:size=3"]["notes"])
+    table = invoke("roofline", "--db", db).stdout
+    assert "newnet:size=3 (unknown to this rigbench)" in table and "mlp" in table
+
+    out = tmp_path / "r.html"
+    invoke("report", "--db", db, "--out", str(out))
+    page = out.read_text()
+    assert "newnet" in page and "unknown to this rigbench" in page and "mlp torch cpu b32" in page
+
+    published = invoke("compare", "--published", "--db", db).stdout
+    assert "No stored result of" in published  # ran through the published tables
+    score = CliRunner().invoke(cli.app, ["score", "--db", db])
+    # nothing of the suite here: its normal one-line error, not a failure over the unknown trial
+    assert score.exit_code in (0, 2), score.output
+    assert "Traceback" not in score.output and "unknown workload" not in score.output
+    if score.exit_code == 2:
+        assert score.output.count("\n") == 1 and score.output.startswith("rigbench: error:")
