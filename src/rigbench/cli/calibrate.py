@@ -90,5 +90,5 @@ def roofline(
         out.print(f"  note: {note}", highlight=False, markup=False)
     warnings = dict.fromkeys(f"{r.device_name or r.spec.device}: {w}" for r, roof in rows for w in roof.warnings)
     for warning in warnings:  # on stdout beside the table it qualifies, and on stderr
-        out.print(f"  WARNING: {warning}", highlight=False, markup=False)
-        err.print(f"warning: {warning}", highlight=False, markup=False)
+        out.print(f"  WARNING: {warning}", highlight=False, markup=False, soft_wrap=True)
+        err.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
