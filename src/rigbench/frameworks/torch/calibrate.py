@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import torch
 
-from rigbench.analysis.peak import MAX_SINGLE_S, RULE, climb, matmul_plan, peak_size
+from rigbench.analysis.peak import MAX_SINGLE_S, RULE, TooSlow, climb, matmul_plan, peak_size
 from rigbench.frameworks.base import Calibration, CalibrationRow
 from rigbench.frameworks.torch.trainer import device_name, resolve_device, synchronize
 
@@ -80,9 +80,10 @@ def _set_matmul_precision(device: torch.device, precision: str) -> None:
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
 
 
-def matmul_at_size(device: torch.device, precision: str, n: int, repeats: int, repeat_s: float) -> dict[str, Any]:
+def matmul_at_size(device: torch.device, precision: str, n: int, repeats: int, repeat_s: float,
+                   limit_s: float | None = None) -> dict[str, Any]:
     """The median sustained rate of n x n matmuls: {"n", "iterations", "seconds_per_matmul"
-    (one per repeat), "single_s", "flops_per_s"}."""
+    (one per repeat), "single_s", "flops_per_s"}; TooSlow if one matmul takes over `limit_s`."""
     dtype = _DTYPES[precision]
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
@@ -93,6 +94,8 @@ def matmul_at_size(device: torch.device, precision: str, n: int, repeats: int, r
 
     timed(device, fn, 1)  # first call: kernel choice, allocations
     single = timed(device, fn, 1)
+    if limit_s is not None and single > limit_s:
+        raise TooSlow(n, single, limit_s)
     iterations = max(1, math.ceil(repeat_s / max(single, 1e-7)))
     timed(device, fn, iterations)  # warm-up repeat (clocks ramp up; not kept)
     per_matmul = [timed(device, fn, iterations) / iterations for _ in range(repeats)]
@@ -114,8 +117,8 @@ def measure_matmul(device: str | torch.device, precision: str, sizes: Sequence[i
         return {**row, "status": "unsupported", "detail": {"reason": problem}}
     _set_matmul_precision(dev, precision)
 
-    def measure(n: int) -> dict[str, Any]:
-        found = matmul_at_size(dev, precision, n, repeats, repeat_s)
+    def measure(n: int, limit_s: float | None) -> dict[str, Any]:
+        found = matmul_at_size(dev, precision, n, repeats, repeat_s, limit_s)
         if on_progress:
             on_progress(f"matmul {precision} n={n}: {found['flops_per_s'] / 1e12:.3g} TFLOP/s")
         return found
