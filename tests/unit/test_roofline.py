@@ -42,7 +42,7 @@ def test_mfu_intensity_and_bounds_by_hand():
     assert roof.calibrated.ceiling_flops == pytest.approx(2e11)
     assert roof.calibrated.mfu == pytest.approx(0.5)
     assert roof.calibrated.of_ceiling == pytest.approx(0.5)
-    assert roof.notes == []
+    assert roof.notes == [] and roof.warnings == []
 
 
 def test_adam_moves_more_optimizer_bytes_than_sgd():
@@ -158,6 +158,7 @@ def test_roofline_command_and_results_show(tmp_path, monkeypatch):
     assert table.exit_code == 0, table.output
     assert "0.1 TFLOP/s" in table.stdout and "100.0%" in table.stdout and "45.5" in table.stdout
     assert "compute-bound" in table.stdout and "device not in the spec sheets" in table.stdout
+    assert "WARNING" not in table.output  # MFU exactly 100%: no warning
     detail = runner.invoke(cli.app, ["results", "show", str(ok.id), "--db", store.url])
     assert detail.exit_code == 0, detail.output
     for line in ("MFU (calibrated)", "100.0%", "45.5 FLOP/byte", "compute-bound, ceiling 0.1 TFLOP/s"):
@@ -182,3 +183,38 @@ def test_report_draws_trials_and_ceilings(tmp_path, monkeypatch):
     assert ceiling.y == [pytest.approx(lo * 1e10), pytest.approx(1e11), pytest.approx(1e11)]
     # results without FLOPs or traffic (older results) give no roofline section
     assert "roofline" not in [s.id for s, _ in gather([make_result()])]
+
+
+WARNING = ("MFU 200% > 100% of the calibrated fp32 peak: the calibrated peak is too low "
+           "(rerun `rigbench calibrate` without --quick on an idle machine)")
+
+
+def test_mfu_above_100_percent_warns_and_is_not_clipped():
+    low = {**CALIBRATION, "matmul_flops": {"fp32": 5e10}}  # the trial sustained 1e11
+    roof = rl.trial_roofline(**TRIAL, spec_name="Some GPU", spec_peak=1e12, spec_bandwidth=1e10, calibration=low)
+    assert roof.calibrated.mfu == pytest.approx(2.0)
+    assert roof.warnings == [WARNING]
+    wrong_sheet = rl.trial_roofline(**TRIAL, spec_name="Some GPU", spec_peak=8e10, spec_bandwidth=1e10)
+    assert wrong_sheet.warnings == ["MFU 125% > 100% of the spec fp32 peak: the spec sheet's peak "
+                                    "(Some GPU) or the trial's FLOP count is wrong"]
+    assert rl.mfu_warning(None, "fp32") is None
+
+
+def test_a_calibration_below_the_measured_flops_warns_everywhere(tmp_path, monkeypatch):
+    monkeypatch.setattr(rl, "spec_sheet", lambda result: None)
+    store, ok = stored_trials(tmp_path)
+    store.add_run("low", "2026-01-06T00:00:00+00:00", "test", {})  # a newer, too-low fp32 peak
+    add_calibration(store, "low", "2026-01-06T00:00:00+00:00", _calibration("CPU X", [_matmul("fp32", 5e10)]))
+    runner = CliRunner()
+    shown = runner.invoke(cli.app, ["roofline", "--db", store.url, "--json"])
+    assert json.loads(shown.stdout)[0]["warnings"] == [WARNING]
+    table = runner.invoke(cli.app, ["roofline", "--db", store.url])
+    assert table.exit_code == 0, table.output
+    assert "200.0%" in table.stdout
+    assert f"WARNING: CPU X: {WARNING}" in table.stdout and f"warning: CPU X: {WARNING}" in table.stderr
+    detail = runner.invoke(cli.app, ["results", "show", str(ok.id), "--db", store.url])
+    assert "WARNING" in detail.stdout and "calibrated peak is too low" in detail.stdout
+    results = store.list()
+    [chart] = [c for s, cs in gather(results, api.device_calibrations(store, results)) if s.id == "roofline" for c in cs]
+    assert chart.title.endswith(f" · WARNING: CPU X: {WARNING}")
+    assert "WARNING: MFU 200% &gt; 100%" in chart.series[0].hover[0]

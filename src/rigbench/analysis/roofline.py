@@ -2,6 +2,7 @@
 
     achieved FLOP/s  = flops_per_sample x samples/s          (counted training FLOPs)
     MFU              = achieved FLOP/s / peak FLOP/s of the trial's precision
+                       (above 100%: a warning, the peak is too low; never clipped)
     step FLOPs       = flops_per_sample x batch
     step bytes       = bytes_per_sample x batch + optimiser bytes      (an ESTIMATE)
     intensity        = step FLOPs / step bytes                        (FLOP per byte)
@@ -110,6 +111,8 @@ class TrialRoofline:
     spec: Roof | None
     calibrated: Roof | None
     notes: list[str] = field(default_factory=list)
+    #: MFU above 100%: a peak below what the trial sustained (see `mfu_warning`)
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,6 +122,20 @@ def _roof(source: str, name: str, peak: float | None, bandwidth: float | None,
           achieved: float | None, intensity_: float | None) -> Roof:
     ceiling, which = bound(intensity_, peak, bandwidth)
     return Roof(source, name, peak, bandwidth, ceiling, which, ratio(achieved, peak), ratio(achieved, ceiling))
+
+
+def mfu_warning(roof: Roof | None, precision: str) -> str | None:
+    """The warning for an MFU above 100%, or None. A trial cannot beat its device's peak, so
+    the peak it is measured against is too low: a calibration taken on a busy machine or with
+    --quick, or a spec-sheet figure (or a FLOP count) that is wrong."""
+    if roof is None or roof.mfu is None or roof.mfu <= 1.0:
+        return None
+    if roof.source == "calibrated":
+        why = ("the calibrated peak is too low (rerun `rigbench calibrate` without --quick "
+               "on an idle machine)")
+    else:
+        why = f"the spec sheet's peak ({roof.name}) or the trial's FLOP count is wrong"
+    return f"MFU {roof.mfu:.0%} > 100% of the {roof.source} {precision} peak: {why}"
 
 
 def trial_roofline(*, precision: str, batch_size: int, samples_per_s: float | None,
@@ -159,7 +176,8 @@ def trial_roofline(*, precision: str, batch_size: int, samples_per_s: float | No
         if peak is None:
             why = calibration.get("unsupported", {}).get(precision)
             notes.append(f"no calibrated {precision} peak" + (f" ({why})" if why else ""))
-    return TrialRoofline(achieved, flops, moved, ai, spec, calibrated, notes)
+    warnings = [w for w in (mfu_warning(spec, precision), mfu_warning(calibrated, precision)) if w]
+    return TrialRoofline(achieved, flops, moved, ai, spec, calibrated, notes, warnings)
 
 
 def result_roofline(result: Result, calibration: dict[str, Any] | None) -> TrialRoofline:

@@ -4,6 +4,7 @@ roofline of stored trials)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -14,12 +15,27 @@ from rigbench.textlimits import NAME_CHARS, clip
 from rigbench.units import split_list
 
 
+def size_curves(calibration: dict[str, Any]) -> list[str]:
+    """One line per measured matmul precision: the median rate at each size tried, the size
+    the peak is taken from (the largest that fitted) and why the ladder stopped."""
+    lines = []
+    for m in calibration["measurements"]:
+        d = m.get("detail", {})
+        if m["kind"] != "matmul" or m["status"] != "ok" or "peak_n" not in d:
+            continue
+        curve = ", ".join(f"n={s['n']} {s['flops_per_s'] / 1e12:.3g}" for s in d["sizes"])
+        lines.append(f"matmul {m['precision']} by size (TFLOP/s, median of {d['repeats']}): {curve}; "
+                     f"peak from n={d['peak_n']}, the largest that fitted"
+                     + (f" ({d['stopped']})" if d.get("stopped") else ""))
+    return lines
+
+
 @app.command()
 @handles_usage_errors
 def calibrate(
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) to calibrate, repeated or comma-separated: cpu, cuda:0, mps, ... (default: every available one)."),
     precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="Matmul precisions, e.g. --precision fp32,bf16 (default: fp32, tf32, bf16, fp16; one a device lacks is reported as unsupported)."),
-    quick: bool = typer.Option(False, "--quick", help="Smaller matmuls and copies, fewer repeats: seconds instead of a minute, less exact."),
+    quick: bool = typer.Option(False, "--quick", help="Fewer matmul sizes and shorter repeats, smaller copies: seconds instead of a minute. Same peak rule (median at the largest size that fits), a little less exact."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
     framework: str = typer.Option("torch", "--framework", help="Framework to measure with."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
@@ -41,6 +57,8 @@ def calibrate(
         for found in done.calibrations:
             if not found.get("error"):
                 out.print(terminal.calibration_table(found))
+                for line in size_curves(found):
+                    out.print(f"  {line}", highlight=False, markup=False)
         out.print(f"Stored in {done.db_url} (run {done.run_id}). Trials measured on these devices "
                   f"now show MFU against these peaks: rigbench roofline", highlight=False, markup=False)
     for found in failed:
@@ -71,3 +89,7 @@ def roofline(
     notes = dict.fromkeys(f"{clip(r.device_name or r.spec.device, NAME_CHARS)}: {note}" for r, roof in rows for note in roof.notes)
     for note in notes:
         out.print(f"  note: {note}", highlight=False, markup=False)
+    warnings = dict.fromkeys(f"{r.device_name or r.spec.device}: {w}" for r, roof in rows for w in roof.warnings)
+    for warning in warnings:  # on stdout beside the table it qualifies, and on stderr
+        out.print(f"  WARNING: {warning}", highlight=False, markup=False, soft_wrap=True)
+        err.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)

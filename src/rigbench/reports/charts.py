@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from rigbench.analysis.roofline import result_roofline
+from rigbench.analysis.roofline import Roof, mfu_warning, result_roofline
 from rigbench.analysis.scaling import speed
 from rigbench.analysis.speedups import speedups_over_cpu
 from rigbench.spec import Result
@@ -478,8 +478,17 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
         mfu = [f"MFU {src.mfu:.1%} of the {src.source} {r.spec.precision} peak"
                for src in (roof.spec, roof.calibrated) if src is not None and src.mfu is not None]
         s.hover.append(trial_hover(r, f"{flops / 1e12:.3g} TFLOP/s at "
-                                      f"{intensity:.3g} FLOP/byte" + (" · " + "; ".join(mfu) if mfu else "")))
+                                      f"{intensity:.3g} FLOP/byte" + (" · " + "; ".join(mfu) if mfu else ""))
+                       + "".join("<br>" + hover_lines(f"WARNING: {w}") for w in roof.warnings))
     roofs: dict[tuple[str, str, str], tuple[float | None, float | None]] = {}
+    worst: dict[tuple[str, str, str], Roof] = {}  # the highest MFU above 100% per roof
+    for r, roof, *_ in points:
+        for src in (roof.spec, roof.calibrated):
+            if src is None or src.mfu is None or not mfu_warning(src, r.spec.precision):
+                continue
+            key = (r.device_name or r.spec.device, r.spec.precision, src.source)
+            if key not in worst or src.mfu > (worst[key].mfu or 0.0):
+                worst[key] = src
     for r, roof, *_ in points:
         for src in (roof.spec, roof.calibrated):
             if src is not None:
@@ -488,7 +497,10 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
     lo, hi = min(xs) / 4, max(xs) * 4
     ceilings = [c for (source, device, precision), (peak, bw) in sorted(roofs.items())
                 if (c := _roof_series(source, device, precision, peak, bw, lo, hi)) is not None]
-    return [Chart(id="roofline", title="Roofline: achieved FLOP/s against arithmetic intensity",
+    # An MFU above 100% is stated on the chart itself, not only in a hover: the roof is wrong.
+    warnings = "; ".join(f"{device}: {mfu_warning(src, precision)}" for (device, precision, _), src in sorted(worst.items()))
+    return [Chart(id="roofline", title="Roofline: achieved FLOP/s against arithmetic intensity"
+                  + (f" · WARNING: {warnings}" if warnings else ""),
                   x_title="arithmetic intensity (FLOP per byte, estimated traffic)",
                   y_title="achieved FLOP/s (counted FLOPs)", series=[*by_line.values(), *ceilings],
                   x_scale="log", y_scale="log")]

@@ -210,8 +210,9 @@ _CALIBRATION_NAMES = {"matmul": "matmul", "memory_bandwidth": "memory bandwidth"
 def _calibration_how(m: dict[str, Any]) -> str:
     d = m.get("detail", {})
     if m["kind"] == "matmul":
-        best = next(s for s in d["sizes"] if s["n"] == d["best_n"])
-        return (f"n={d['best_n']} (of {', '.join(str(s['n']) for s in d['sizes'])}); median of "
+        n = d.get("peak_n", d.get("best_n"))  # best_n: calibrations stored before the largest-size rule
+        best = next(s for s in d["sizes"] if s["n"] == n)
+        return (f"n={n} (of {', '.join(str(s['n']) for s in d['sizes'])}); median of "
                 f"{d['repeats']} repeats x {best['iterations']} matmul{'s' * (best['iterations'] != 1)}")
     counted = "read + written" if m["kind"] == "memory_bandwidth" else "one way"
     return f"{format_bytes(d['buffer_bytes'])} copy, bytes {counted}; median of {d['repeats']}"
@@ -266,6 +267,7 @@ def roofline_lines(roof: Any) -> list[tuple[str, str]]:
         ("roofline (spec sheet)", _roof_text(roof.spec)),
         ("roofline (calibrated)", _roof_text(roof.calibrated)),
         ("roofline notes", "; ".join(roof.notes) or "-"),
+        *(("WARNING", w) for w in getattr(roof, "warnings", [])),
     ]
 
 

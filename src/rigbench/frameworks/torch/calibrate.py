@@ -1,9 +1,10 @@
 """Measured ceilings of one device (`rigbench calibrate`), in the child process.
 
-- Peak matrix-multiply FLOP/s per precision: square `torch.mm(a, b, out=c)` at a few sizes,
-  2*n^3 FLOPs each. Per size: one untimed warm-up repeat, then `repeats` timed repeats of
-  back-to-back matmuls lasting at least `repeat_s` each; the size's rate is the median
-  repeat's. The reported peak is the best size's median ("best sustained rate").
+- Peak matrix-multiply FLOP/s per precision: square `torch.mm(a, b, out=c)` up a ladder of
+  sizes, 2*n^3 FLOPs each (analysis/peak.py: the sizes, the stopping rule and the peak rule).
+  Per size: one untimed warm-up repeat, then `repeats` timed repeats of back-to-back matmuls
+  lasting at least `repeat_s` each; the size's rate is the median repeat's. The reported
+  peak is the median at the largest size that fits, never the best of the sizes.
 - Memory bandwidth: a large on-device copy `dst.copy_(src)`; bytes read + bytes written
   (2 x the buffer) over the median copy time.
 - Host<->device copy bandwidth (accelerators only), pageable and pinned host memory, both
@@ -23,18 +24,12 @@ from typing import Any, cast
 
 import torch
 
+from rigbench.analysis.peak import MAX_SINGLE_S, RULE, TooSlow, climb, matmul_plan, peak_size
 from rigbench.frameworks.base import Calibration, CalibrationRow
 from rigbench.frameworks.torch.trainer import device_name, resolve_device, synchronize
 
 _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
-#: Square matmul sizes tried, smallest first: CPUs peak at small n, GPUs need large n.
-MATMUL_SIZES = {"cpu": (256, 512, 1024, 2048), "accelerator": (1024, 2048, 4096, 8192)}
-QUICK_MATMUL_SIZES = {"cpu": (256, 512), "accelerator": (1024, 2048)}
-#: A larger size is not tried when one matmul of it would take longer than this, predicted
-#: from the last size by the n^3 law (a CPU without bf16/fp16 hardware is 100x slower there).
-MAX_SINGLE_MATMUL_S = 1.0
-QUICK_MAX_SINGLE_MATMUL_S = 0.2
 #: Bytes of each copy buffer: far beyond any last-level cache, so the copy streams memory.
 COPY_BYTES = {"cpu": 256 * 2**20, "accelerator": 1024 * 2**20}
 QUICK_COPY_BYTES = {"cpu": 64 * 2**20, "accelerator": 256 * 2**20}
@@ -85,9 +80,10 @@ def _set_matmul_precision(device: torch.device, precision: str) -> None:
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
 
 
-def matmul_at_size(device: torch.device, precision: str, n: int, repeats: int, repeat_s: float) -> dict[str, Any]:
+def matmul_at_size(device: torch.device, precision: str, n: int, repeats: int, repeat_s: float,
+                   limit_s: float | None = None) -> dict[str, Any]:
     """The median sustained rate of n x n matmuls: {"n", "iterations", "seconds_per_matmul"
-    (one per repeat), "single_s", "flops_per_s"}."""
+    (one per repeat), "single_s", "flops_per_s"}; TooSlow if one matmul takes over `limit_s`."""
     dtype = _DTYPES[precision]
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
@@ -98,6 +94,8 @@ def matmul_at_size(device: torch.device, precision: str, n: int, repeats: int, r
 
     timed(device, fn, 1)  # first call: kernel choice, allocations
     single = timed(device, fn, 1)
+    if limit_s is not None and single > limit_s:
+        raise TooSlow(n, single, limit_s)
     iterations = max(1, math.ceil(repeat_s / max(single, 1e-7)))
     timed(device, fn, iterations)  # warm-up repeat (clocks ramp up; not kept)
     per_matmul = [timed(device, fn, iterations) / iterations for _ in range(repeats)]
@@ -106,9 +104,10 @@ def matmul_at_size(device: torch.device, precision: str, n: int, repeats: int, r
 
 
 def measure_matmul(device: str | torch.device, precision: str, sizes: Sequence[int],
-                   repeats: int = 5, repeat_s: float = 0.2, max_single_s: float = MAX_SINGLE_MATMUL_S,
+                   repeats: int = 5, repeat_s: float = 0.2, max_single_s: float = MAX_SINGLE_S,
                    on_progress: Progress | None = None) -> dict[str, Any]:
-    """Peak matmul FLOP/s of `precision` on `device`: a measurement row (see `calibrate`)."""
+    """Peak matmul FLOP/s of `precision` on `device`: a measurement row (see `calibrate`) whose
+    value is the median at the largest of `sizes` that fits; detail["sizes"] keeps the curve."""
     from rigbench.frameworks.torch.oom import is_oom
 
     dev = resolve_device(device) if isinstance(device, str) else device
@@ -117,30 +116,24 @@ def measure_matmul(device: str | torch.device, precision: str, sizes: Sequence[i
     if problem:
         return {**row, "status": "unsupported", "detail": {"reason": problem}}
     _set_matmul_precision(dev, precision)
-    per_size: list[dict[str, Any]] = []
-    stopped = None
-    for i, n in enumerate(sizes):
-        if per_size and per_size[-1]["single_s"] * (n / sizes[i - 1]) ** 3 > max_single_s:
-            stopped = (f"n={n} skipped: one matmul would take about "
-                       f"{per_size[-1]['single_s'] * (n / sizes[i - 1]) ** 3:.1f} s")
-            break
-        try:
-            found = matmul_at_size(dev, precision, n, repeats, repeat_s)
-        except (RuntimeError, NotImplementedError) as exc:
-            if not per_size:  # the kernel does not exist for this dtype on this device
-                kind = "failed" if is_oom(exc) else "unsupported"
-                return {**row, "status": kind, "detail": {"reason": f"{precision} matmul on {dev.type}: {exc}"}}
-            stopped = f"n={n}: {str(exc).splitlines()[0]}"
-            break
-        per_size.append(found)
+
+    def measure(n: int, limit_s: float | None) -> dict[str, Any]:
+        found = matmul_at_size(dev, precision, n, repeats, repeat_s, limit_s)
         if on_progress:
             on_progress(f"matmul {precision} n={n}: {found['flops_per_s'] / 1e12:.3g} TFLOP/s")
-    best = max(per_size, key=lambda s: s["flops_per_s"])
-    detail = {"best_n": best["n"], "sizes": per_size, "repeats": repeats, "repeat_s": repeat_s,
-              "rule": "median of repeats at the best size", "dtype": str(_DTYPES[precision])}
+        return found
+
+    try:
+        per_size, stopped = climb(sizes, measure, max_single_s, errors=(RuntimeError, NotImplementedError))
+    except (RuntimeError, NotImplementedError) as exc:  # not even the first size ran
+        kind = "failed" if is_oom(exc) else "unsupported"  # else: no kernel for this dtype here
+        return {**row, "status": kind, "detail": {"reason": f"{precision} matmul on {dev.type}: {exc}"}}
+    peak = peak_size(per_size)
+    detail = {"peak_n": peak["n"], "sizes": per_size, "repeats": repeats, "repeat_s": repeat_s,
+              "max_single_s": max_single_s, "rule": RULE, "dtype": str(_DTYPES[precision])}
     if stopped:
         detail["stopped"] = stopped
-    return {**row, "status": "ok", "value": best["flops_per_s"], "detail": detail}
+    return {**row, "status": "ok", "value": peak["flops_per_s"], "detail": detail}
 
 
 def measure_memory_bandwidth(device: str | torch.device, nbytes: int, repeats: int = 10) -> dict[str, Any]:
@@ -208,14 +201,13 @@ def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threa
         torch.cuda.set_device(dev)
     say = on_progress or (lambda text: None)
     kind = _kind(dev)
-    sizes = (QUICK_MATMUL_SIZES if quick else MATMUL_SIZES)[kind]
-    repeats, repeat_s = (3, 0.05) if quick else (5, 0.2)
+    plan = matmul_plan(kind, quick)
     copy_bytes = (QUICK_COPY_BYTES if quick else COPY_BYTES)[kind]
     if dev.type == "cuda":  # leave room for the two buffers of the copy
         free, _ = torch.cuda.mem_get_info(dev)
         copy_bytes = min(copy_bytes, free // 4)
-    max_single_s = QUICK_MAX_SINGLE_MATMUL_S if quick else MAX_SINGLE_MATMUL_S
-    rows = [measure_matmul(dev, p, sizes, repeats, repeat_s, max_single_s, on_progress=say) for p in precisions]
+    rows = [measure_matmul(dev, p, plan.sizes, plan.repeats, plan.repeat_s, plan.max_single_s, on_progress=say)
+            for p in precisions]
     try:
         rows.append(measure_memory_bandwidth(dev, copy_bytes, repeats=5 if quick else 10))
         say(f"memory bandwidth: {rows[-1]['value'] / 1e9:.3g} GB/s")
