@@ -275,18 +275,21 @@ class SweepSpec(BaseModel):
 
     workloads: list[str] = Field(default_factory=list, description="NAME or NAME:key=value")
     devices: list[str] = Field(default_factory=list)
-    batch_sizes: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # Numbers are strict: a TOML `true` is not batch 1, nor "16" a batch (pydantic's lax mode
+    # would take both); an int is still a valid float.
+    batch_sizes: list[Annotated[int, Field(ge=1, strict=True)]] = Field(default_factory=list)
     precisions: list[Precision] = Field(default_factory=list)
-    threads: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
-    lrs: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)
+    threads: list[Annotated[int, Field(ge=1, strict=True)]] = Field(default_factory=list)
+    lrs: list[Annotated[float, Field(gt=0, strict=True)]] = Field(default_factory=list)
     compile: list[bool] = Field(default_factory=list)
     channels_last: list[bool] = Field(default_factory=list)
     framework: str = "torch"
-    steps: int | None = Field(None, ge=2, description="time at least this many steps")
-    seconds: float | None = Field(None, ge=0, description="...and at least this many seconds")
+    steps: int | None = Field(None, ge=2, strict=True, description="time at least this many steps")
+    seconds: float | None = Field(None, ge=0, strict=True, description="...and at least this many seconds")
     quick: bool = False
-    timeout: float | None = Field(None, gt=0, description="seconds per trial")
-    memory_limit: int | None = Field(None, gt=0, description="bytes per trial; a file may write '2GiB'")
+    timeout: float | None = Field(None, gt=0, strict=True, description="seconds per trial")
+    memory_limit: int | None = Field(None, gt=0, strict=True,
+                                     description="bytes per trial; a file may write '2GiB'")
 
     @field_validator("workloads", "devices", "batch_sizes", "precisions", "threads", "lrs",
                      "compile", "channels_last", mode="before")

@@ -37,7 +37,7 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:
         raise UsageError(f"unknown published source {unknown[0]!r}: choose from {', '.join(SOURCES)}")
-    store = Store(db)
+    store = Store(db, create=False)
     if run_ids:
         results = [r for run_id in dict.fromkeys(run_ids) for r in store.list(run_id=run_id)]
         if not results:
@@ -105,7 +105,7 @@ def compare(a: str | None = None, b: str | None = None, db: str | None = None,
     if a is None and not where_a or b is None and not where_b:
         raise UsageError("give two runs (rigbench compare RUN_A RUN_B) or filters for both sides "
                          "(--where-a KEY=VALUE --where-b KEY=VALUE)")
-    store = Store(db)
+    store = Store(db, create=False)
     results_a, machines_a, label_a = side_results(store, a, where_a, "A")
     results_b, machines_b, label_b = side_results(store, b, where_b, "B")
 
@@ -121,7 +121,7 @@ def export_bundle(db: str | None = None, run_ids: Sequence[str] | None = None) -
     """A full-fidelity results bundle (store/bundle.py) of `run_ids` (default: every run)."""
     from rigbench.store.bundle import export_bundle as _export
 
-    return _export(Store(db), run_ids)
+    return _export(Store(db, create=False), run_ids)
 
 
 def import_bundle(path: str, db: str | None = None) -> Any:
