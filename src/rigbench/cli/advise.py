@@ -170,7 +170,7 @@ def scaling(
 
 def _scaling_note(r: ScalingRow) -> str:
     if r.status != "ok":
-        return f"{r.status}: {(r.error or '').strip().splitlines()[-1] if r.error else ''}"
+        return f"{r.status}: {terminal.error_line(r.error)}"
     notes = []
     if r.within_noise:
         notes.append("within noise")

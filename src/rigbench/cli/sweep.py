@@ -217,7 +217,7 @@ def _probe_line(r: Result) -> str:
     if r.metrics.samples_per_s:
         text += f", {r.metrics.samples_per_s:,.1f} samples/s"
     if r.status not in ("ok", "oom") and r.error:
-        text += f" ({r.error.strip().splitlines()[-1][:160]})"
+        text += f" ({terminal.error_line(r.error, 160)})"
     return text
 
 

@@ -36,18 +36,30 @@ def workload_label(r: Result) -> str:
     return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
 
 
+def error_line(error: str | None, limit: int = 240) -> str:
+    """A stored error's last line (a traceback's ends with the exception), cut to `limit`."""
+    lines = (error or "").strip().splitlines()
+    last = lines[-1] if lines else ""
+    return last if len(last) <= limit else last[:limit - 3] + "..."
+
+
 def one_line_outcome(r: Result) -> str:
-    """What a finished trial comes to, in a few words (progress lines)."""
+    """What a finished trial comes to, in a few words (progress lines); a failure other than
+    `oom` says why (the last line of its error), as max-batch's probe lines do."""
     m = r.metrics
     if r.spec.kind == "train" and m.epochs:
         if m.final_accuracy is not None:
             tail = f", held-out accuracy {m.final_accuracy:.1%}"
         else:  # GAN and autoencoder: their own losses instead of an accuracy
             tail = "".join(f", {k} {v:.4g}" for k, v in r.epoch_records[-1].extra.items())
-        return f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{tail}"
-    if m.samples_per_s:
-        return f"{m.samples_per_s:,.1f} samples/s"
-    return r.status
+        text = f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{tail}"
+    elif m.samples_per_s:
+        text = f"{m.samples_per_s:,.1f} samples/s"
+    else:
+        text = r.status
+    if r.status not in ("ok", "oom") and r.error:
+        text += f" ({error_line(r.error)})"
+    return text
 
 
 def results_table(results: Sequence[Result], title: str | None = None) -> Table:
@@ -90,7 +102,7 @@ def train_table(results: Sequence[Result], title: str | None = None) -> Table:
         style = _STATUS_STYLE.get(r.status, "")
         table.add_row(
             str(r.id or "-"), workload_label(r), m.dataset or "-", r.spec.device, str(r.spec.batch_size),
-            "-" if r.spec.lr is None else f"{r.spec.lr:g}", str(m.epochs or 0),
+            _num(r.spec.effective_lr(), "{:g}"), str(m.epochs or 0),
             _pct(m.final_accuracy), _pct(m.best_accuracy), _pct(m.target_accuracy),
             _num(m.seconds_to_target), "-" if m.epochs_to_target is None else str(m.epochs_to_target),
             _num(m.train_seconds), _num(m.eval_seconds), _pct(m.input_fraction),
