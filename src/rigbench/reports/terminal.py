@@ -36,6 +36,24 @@ def workload_label(r: Result) -> str:
     return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
 
 
+def setup_label(r: Result) -> str:
+    """What else sets a trial apart beyond workload, device, batch and precision, compactly:
+    kind (when not a speed trial), threads asked for, compile, channels-last, lr, world size."""
+    spec = r.spec
+    parts = [] if spec.kind == "speed" else [spec.kind.replace("_", "-")]
+    if spec.threads:
+        parts.append(f"t{spec.threads}")
+    if spec.compile:
+        parts.append("compile")
+    if spec.channels_last:
+        parts.append("NHWC")
+    if spec.lr is not None:
+        parts.append(f"lr={spec.lr:g}")
+    if spec.world_size > 1:
+        parts.append(f"x{spec.world_size}")
+    return " ".join(parts) or "-"
+
+
 def error_line(error: str | None, limit: int = 240) -> str:
     """A stored error's last line (a traceback's ends with the exception), cut to `limit`."""
     lines = (error or "").strip().splitlines()
@@ -63,11 +81,12 @@ def one_line_outcome(r: Result) -> str:
 
 
 def results_table(results: Sequence[Result], title: str | None = None) -> Table:
-    """The run table: one row per trial, failures included with their status."""
+    """The run table: one row per trial, failures included with their status; `setup` tells
+    apart trials that differ only in kind, threads, compile, layout or lr."""
     table = Table(title=title, header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("id", "right"), ("workload", "left"), ("device", "left"),
-        ("batch", "right"), ("prec", "left"), ("samples/s ±95% CI", "right"),
+        ("batch", "right"), ("prec", "left"), ("setup", "left"), ("samples/s ±95% CI", "right"),
         ("step ms", "right"), ("CPU %", "right"), ("GPU %", "right"),
         ("RSS MiB", "right"), ("GPU MiB", "right"), ("status", "left")]
     for name, justify in columns:
@@ -78,7 +97,7 @@ def results_table(results: Sequence[Result], title: str | None = None) -> Table:
         style = _STATUS_STYLE.get(r.status, "")
         table.add_row(
             str(r.id or "-"), workload_label(r), r.spec.device, str(r.spec.batch_size),
-            r.spec.precision, _speed(r), _num(m.step_time_ms_median, "{:.2f}"),
+            r.spec.precision, setup_label(r), _speed(r), _num(m.step_time_ms_median, "{:.2f}"),
             _num(m.cpu_util_pct_mean), _num(m.gpu_util_pct_mean), _num(m.rss_peak_mib, "{:.0f}"),
             _num(gpu_mem, "{:.0f}"), f"[{style}]{r.status}[/{style}]" if style else r.status,
         )
