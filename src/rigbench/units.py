@@ -31,10 +31,13 @@ def parse_size(text: str, what: str = "size") -> int:
 
 def split_list(values: Iterable[str] | None, what: str = "a list") -> list[str]:
     """Flatten repeated flags and comma-separated values: ['16,64', '128'] -> ['16', '64', '128'].
-    An empty item (`16,,32`, `16,`) is a UsageError naming `what` (the flag), never skipped."""
+    One trailing comma is allowed (`16,`); an empty item (`16,,32`, `,16`, ``) is a UsageError
+    naming `what` (the flag), never skipped: it is most likely a value left out."""
     out: list[str] = []
     for value in values or []:
         parts = [part.strip() for part in value.split(",")]
+        if len(parts) > 1 and not parts[-1]:
+            parts.pop()
         if not all(parts):
             raise UsageError(f"{what} has an empty item in {value!r}: separate values with single commas")
         out.extend(parts)

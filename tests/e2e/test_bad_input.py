@@ -90,7 +90,8 @@ def test_output_into_a_missing_folder(tmp_path):
 
 @pytest.mark.parametrize("args", [
     ("run", "mlp", "-b", "16,,32"),
-    ("run", "mlp", "-b", "16,"),
+    ("run", "mlp", "-b", ",16"),
+    ("run", "mlp", "-b", "16", "-b", ""),
     ("sweep", "mlp", "--dry-run", "-b", "16,,32"),
 ])
 def test_an_empty_list_item_names_the_flag(tmp_path, args):
