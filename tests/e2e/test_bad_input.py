@@ -111,6 +111,17 @@ def test_a_read_never_creates_the_database(tmp_path, args, monkeypatch):
     assert not (tmp_path / "no").exists()
 
 
+def test_comparing_two_bundle_files_needs_no_database(tmp_path):
+    bundle = tmp_path / "bundle.json"
+    exported = invoke("results", "export", "--format", "bundle", "-o", str(bundle), "--db", stored_db(tmp_path))
+    assert exported.exit_code == 0, exported.output
+    missing = tmp_path / "missing" / "x.db"
+    compared = invoke("compare", str(bundle), str(bundle), "--db", str(missing))
+    assert compared.exit_code == 0, (compared.output, compared.stderr)
+    assert "mlp" in compared.stdout
+    assert not missing.parent.exists()
+
+
 def test_results_list_tells_apart_what_only_the_setup_changes(tmp_path):
     db = stored_db(tmp_path)
     store = Store(db)
