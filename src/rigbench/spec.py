@@ -162,6 +162,17 @@ class TrialSpec(BaseModel):
         and the key that resumes it."""
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
+    def effective_lr(self) -> float | None:
+        """The learning rate the trial trains with: its own, else its workload's default (the
+        stored spec keeps None, so the configuration key still says "the default"). None for
+        an lr range test, which sweeps the lr, and for a workload this rigbench does not know."""
+        if self.lr is not None or self.kind == "lr_find":
+            return self.lr
+        from rigbench.workloads import WORKLOADS
+
+        workload = WORKLOADS.get(self.workload)
+        return workload.default_lr if workload is not None else None
+
     def label(self) -> str:
         """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, compile, channels-last)."""
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.workload_options.items()))
@@ -240,6 +251,7 @@ class Result(BaseModel):
         """The flat record that `--json` and `results export` print (documented in README):
         ROW_HEAD_COLUMNS, every metric in METRICS order, then `software` and `final_extra`."""
         head = {c: getattr(self if c in Result.model_fields else self.spec, c) for c in ROW_HEAD_COLUMNS}
+        head["lr"] = self.spec.effective_lr()  # the lr used, also when it was the default
         metrics = {m: _flat(getattr(self.metrics, m)) for m in METRIC_NAMES}
         return {
             **head,
@@ -252,7 +264,7 @@ class Result(BaseModel):
 
 #: The columns of Result.row() before the metrics, in order: the Result's field where it has
 #: one (so `threads` is the count the framework reported, not the one asked for), else the
-#: TrialSpec's.
+#: TrialSpec's; `lr` is the one used (TrialSpec.effective_lr).
 ROW_HEAD_COLUMNS: tuple[str, ...] = (
     "id", "run_id", "created_at", "workload", "workload_options", "framework", "device",
     "device_name", "batch_size", "precision", "threads", "lr", "compile", "channels_last", "kind",
@@ -275,18 +287,21 @@ class SweepSpec(BaseModel):
 
     workloads: list[str] = Field(default_factory=list, description="NAME or NAME:key=value")
     devices: list[str] = Field(default_factory=list)
-    batch_sizes: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # Numbers are strict: a TOML `true` is not batch 1, nor "16" a batch (pydantic's lax mode
+    # would take both); an int is still a valid float.
+    batch_sizes: list[Annotated[int, Field(ge=1, strict=True)]] = Field(default_factory=list)
     precisions: list[Precision] = Field(default_factory=list)
-    threads: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
-    lrs: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)
+    threads: list[Annotated[int, Field(ge=1, strict=True)]] = Field(default_factory=list)
+    lrs: list[Annotated[float, Field(gt=0, strict=True)]] = Field(default_factory=list)
     compile: list[bool] = Field(default_factory=list)
     channels_last: list[bool] = Field(default_factory=list)
     framework: str = "torch"
-    steps: int | None = Field(None, ge=2, description="time at least this many steps")
-    seconds: float | None = Field(None, ge=0, description="...and at least this many seconds")
+    steps: int | None = Field(None, ge=2, strict=True, description="time at least this many steps")
+    seconds: float | None = Field(None, ge=0, strict=True, description="...and at least this many seconds")
     quick: bool = False
-    timeout: float | None = Field(None, gt=0, description="seconds per trial")
-    memory_limit: int | None = Field(None, gt=0, description="bytes per trial; a file may write '2GiB'")
+    timeout: float | None = Field(None, gt=0, strict=True, description="seconds per trial")
+    memory_limit: int | None = Field(None, gt=0, strict=True,
+                                     description="bytes per trial; a file may write '2GiB'")
 
     @field_validator("workloads", "devices", "batch_sizes", "precisions", "threads", "lrs",
                      "compile", "channels_last", mode="before")

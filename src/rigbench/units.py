@@ -29,18 +29,25 @@ def parse_size(text: str, what: str = "size") -> int:
     return value
 
 
-def split_list(values: Iterable[str] | None) -> list[str]:
-    """Flatten repeated flags and comma-separated values: ['16,64', '128'] -> ['16', '64', '128']."""
+def split_list(values: Iterable[str] | None, what: str = "a list") -> list[str]:
+    """Flatten repeated flags and comma-separated values: ['16,64', '128'] -> ['16', '64', '128'].
+    One trailing comma is allowed (`16,`); an empty item (`16,,32`, `,16`, ``) is a UsageError
+    naming `what` (the flag), never skipped: it is most likely a value left out."""
     out: list[str] = []
     for value in values or []:
-        out.extend(part.strip() for part in value.split(",") if part.strip())
+        parts = [part.strip() for part in value.split(",")]
+        if len(parts) > 1 and not parts[-1]:
+            parts.pop()
+        if not all(parts):
+            raise UsageError(f"{what} has an empty item in {value!r}: separate values with single commas")
+        out.extend(parts)
     return out
 
 
 def parse_positive_ints(values: Iterable[str] | None, what: str) -> list[int]:
     """Parse a list flag of whole numbers >= 1, with an error that names the flag."""
     out = []
-    for part in split_list(values):
+    for part in split_list(values, what):
         try:
             number = int(part)
         except ValueError:
@@ -54,7 +61,7 @@ def parse_positive_ints(values: Iterable[str] | None, what: str) -> list[int]:
 def parse_positive_floats(values: Iterable[str] | None, what: str) -> list[float]:
     """Parse a list flag of numbers > 0 (e.g. learning rates `0.001,1e-2`)."""
     out = []
-    for part in split_list(values):
+    for part in split_list(values, what):
         try:
             number = float(part)
         except ValueError:

@@ -80,6 +80,9 @@ def test_table_output(db):
     (["results", "show", "12345"], "no trial with id 12345"),
 ])
 def test_bad_input_is_one_line_and_exit_2(db, args, message):
+    from rigbench.store import Store
+
+    Store(db)  # a read (results show) of a missing database is its own error: make it exist
     proc = rigbench(*args, "--db", db, check=False)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

@@ -76,7 +76,17 @@ def test_recommendation_without_a_usable_model_or_room():
     assert recommend(1000, None, 0.1, largest_ok=203)[0] == 200
     assert "fewer than two batch sizes ran" in recommend(1000, None, 0.1, largest_ok=203)[1]
     assert recommend(1000, (100.0, -1.0), 0.1, largest_ok=50)[0] == 48
-    assert recommend(1000, None, 0.1, largest_ok=None) == (None, "no probe ran: not even the smallest batch fits")
+    assert recommend(1000, None, 0.1, largest_ok=None) == (None, "no probe ran")
+
+
+def test_nothing_fits_names_the_probes_that_ran() -> None:
+    tried = [(8, "oom"), (4, "oom"), (2, "oom"), (1, "oom")]
+    batch, reason = recommend(1000, None, 0.1, largest_ok=None, tried=tried)
+    assert batch is None
+    assert reason == ("4 probes ran and none succeeded (batch 8 oom, batch 4 oom, batch 2 oom, "
+                      "batch 1 oom): not even batch 1 fits under the limit")
+    reason = recommend(1000, None, 0.1, largest_ok=None, tried=[(16, "crash")])[1]
+    assert reason == "1 probe ran and none succeeded (batch 16 crash)"
     # fixed part 950 > 90% of the limit: no batch keeps the margin
     batch, reason = recommend(1000, (950.0, 1.0), 0.1, largest_ok=8)
     assert batch is None and "leaves no room" in reason

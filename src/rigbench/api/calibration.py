@@ -16,7 +16,7 @@ from rigbench.store.calibrations import device_calibrations
 def roofline(db: str | None = None, run_ids: Sequence[str] = (),
              where: Sequence[str] = ()) -> list[tuple[Result, Any]]:
     """(result, TrialRoofline) for every successful stored trial of `run_ids` matching `where`."""
-    store = Store(db)
+    store = Store(db, create=False)
     results = [r for r in select_results(store, run_ids, where) if r.status == "ok"]
     calibrations = device_calibrations(store, results)
     return [(r, result_roofline(r, calibrations.get(r.device_name or ""))) for r in results]

@@ -37,7 +37,7 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:
         raise UsageError(f"unknown published source {unknown[0]!r}: choose from {', '.join(SOURCES)}")
-    store = Store(db)
+    store = Store(db, create=False)
     if run_ids:
         results = [r for run_id in dict.fromkeys(run_ids) for r in store.list(run_id=run_id)]
         if not results:
@@ -59,21 +59,28 @@ class CompareOutcome:
     machine_b: str
 
 
-def side_results(store: Store, ref: str | None, where: Sequence[str], name: str) -> tuple[list[Result], dict[str, Any], str]:
-    """Results with raw samples for one side of `compare`: a run id, a bundle file or all
-    stored results, filtered by --where; with the machine of each run."""
+def _is_file(ref: str | None) -> bool:
     from pathlib import Path
 
+    return ref is not None and Path(ref).is_file()
+
+
+def side_results(store: Store | None, ref: str | None, where: Sequence[str], name: str) -> tuple[list[Result], dict[str, Any], str]:
+    """Results with raw samples for one side of `compare`: a run id, a bundle file or all
+    stored results, filtered by --where; with the machine of each run. `store` may be None
+    only when `ref` is a bundle file."""
     from rigbench.store.bundle import load_bundle
 
     accepted = parse_where(where)
     machines: dict[str, Any] = {}
-    if ref is not None and Path(ref).is_file():
+    if ref is not None and _is_file(ref):
         bundle = load_bundle(ref)
         results = [r for r in bundle.results if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]
         machines = {r.id: r.machine for r in bundle.runs}
         label = f"bundle {ref}"
     else:
+        if store is None:  # compare() opens the database unless both sides are files
+            raise UsageError(f"{name}: {ref!r} needs the results database")
         listed = store.list(run_id=ref) if ref is not None else store.list()
         if ref is not None and not listed:
             raise UsageError(f"{name}: no run {ref!r} in {store.url} and no such file: "
@@ -105,7 +112,8 @@ def compare(a: str | None = None, b: str | None = None, db: str | None = None,
     if a is None and not where_a or b is None and not where_b:
         raise UsageError("give two runs (rigbench compare RUN_A RUN_B) or filters for both sides "
                          "(--where-a KEY=VALUE --where-b KEY=VALUE)")
-    store = Store(db)
+    # two bundle files need no database: do not ask for one that may not exist
+    store = None if _is_file(a) and _is_file(b) else Store(db, create=False)
     results_a, machines_a, label_a = side_results(store, a, where_a, "A")
     results_b, machines_b, label_b = side_results(store, b, where_b, "B")
 
@@ -121,7 +129,7 @@ def export_bundle(db: str | None = None, run_ids: Sequence[str] | None = None) -
     """A full-fidelity results bundle (store/bundle.py) of `run_ids` (default: every run)."""
     from rigbench.store.bundle import export_bundle as _export
 
-    return _export(Store(db), run_ids)
+    return _export(Store(db, create=False), run_ids)
 
 
 def import_bundle(path: str, db: str | None = None) -> Any:

@@ -86,7 +86,7 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
             raise UsageError(f"the report needs {exc.name.split('.')[0]}: "
                              f"pip install 'rigbench[report]'") from None
         raise
-    store = Store(db)
+    store = Store(db, create=False)
     results = select_results(store, run_ids, where)
     machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}
     page, charts = html.render(results, machines, filters=list(where),

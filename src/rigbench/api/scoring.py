@@ -60,7 +60,7 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
 
     if device_class not in (None, "cpu", "gpu"):
         raise UsageError(f"--device must be cpu or gpu, got {device_class!r}")
-    store = Store(db)
+    store = Store(db, create=False)
     ref_results, ref_label, ref_machine = reference_results(store, reference)
     if run_id is not None:
         listed = store.list(run_id=run_id)

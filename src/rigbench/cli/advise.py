@@ -152,7 +152,7 @@ def scaling(
 ) -> None:
     """Speed-up of thread counts, precisions, torch.compile and channels-last over the fp32 eager default."""
     _check_positive(batch_size=batch_size)
-    precisions = split_list(precision) if precision else None
+    precisions = split_list(precision, "--precision") if precision else None
     specs = api.plan_scaling(workload, device, batch_size,
                              threads=parse_positive_ints(threads, "--threads") if threads else None,
                              precisions=precisions, compile=compile_, channels_last=channels_last,
@@ -170,7 +170,7 @@ def scaling(
 
 def _scaling_note(r: ScalingRow) -> str:
     if r.status != "ok":
-        return f"{r.status}: {(r.error or '').strip().splitlines()[-1] if r.error else ''}"
+        return f"{r.status}: {terminal.error_line(r.error)}"
     notes = []
     if r.within_noise:
         notes.append("within noise")
@@ -223,7 +223,7 @@ def recommend(
         err.print(f"  {result.spec.label()}: {text}", highlight=False, markup=False)
 
     outcome = api.recommend(
-        workload, devices=split_list(device), dataset_size=dataset_size, run_missing=not no_run, quick=quick,
+        workload, devices=split_list(device, "--device"), dataset_size=dataset_size, run_missing=not no_run, quick=quick,
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), db=db, framework=framework,
         on_note=lambda text: err.print(text, highlight=False, markup=False), on_trial_end=ended)
     if as_json:

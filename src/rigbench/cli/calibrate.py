@@ -48,7 +48,7 @@ def calibrate(
     def progress(text: str) -> None:
         err.print(f"  {text}", highlight=False, markup=False)
 
-    done = api.calibrate(devices=split_list(device), precisions=split_list(precision), quick=quick,
+    done = api.calibrate(devices=split_list(device, "--device"), precisions=split_list(precision, "--precision"), quick=quick,
                          threads=threads, framework=framework, db=db, on_device=started, on_progress=progress)
     failed = [c for c in done.calibrations if c.get("error")]
     if as_json:

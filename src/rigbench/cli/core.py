@@ -59,7 +59,7 @@ def run(
     if lr is not None and lr <= 0:
         raise UsageError("--lr must be more than 0")
     specs = api.plan_run(
-        workloads=split_list(workloads), devices=split_list(device),
+        workloads=split_list(workloads, "WORKLOAD"), devices=split_list(device, "--device"),
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
         threads=threads, framework=framework, steps=steps, seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
@@ -118,7 +118,7 @@ def train(
     name = api.prepare_data(workload.partition(":")[0], dataset, data_dir, download=not offline)
     specs = api.plan_train(
         workload, name, epochs, lrs=lrs, batch_sizes=parse_positive_ints(batch_size, "--batch-size"),
-        devices=split_list(device), target_accuracy=target_accuracy, precision=precision,  # type: ignore[arg-type]
+        devices=split_list(device, "--device"), target_accuracy=target_accuracy, precision=precision,  # type: ignore[arg-type]
         threads=threads, data_dir=data_dir, input_mode=input_mode, workers=workers,
         pin_memory=pin_memory, timeout_s=timeout,
     )
@@ -166,7 +166,7 @@ def results_list(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """List stored results, newest last."""
-    rows = Store(db).list(run_id=run_id, workload=workload, status=status, limit=limit)
+    rows = Store(db, create=False).list(run_id=run_id, workload=workload, status=status, limit=limit)
     out.print(terminal.results_table(rows))
 
 
@@ -178,7 +178,7 @@ def results_show(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Show one trial with every metric, its spec and the machine it ran on."""
-    store = Store(db)
+    store = Store(db, create=False)
     result = store.get(trial_id)
     if result is None:
         raise UsageError(f"no trial with id {trial_id} in {store.url}: see `rigbench results list`")
@@ -206,11 +206,14 @@ def results_export(
         bundle = api.export_bundle(db, [run_id] if run_id else None)
         rows, text = bundle["results"], dump_bundle(bundle)
     else:
-        rows = Store(db).list(run_id=run_id)
+        rows = Store(db, create=False).list(run_id=run_id)
         text = to_json(rows) if fmt == "json" else to_csv(rows)
     if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write --output {output}: {exc.strerror}") from None
         err.print(f"wrote {len(rows)} results to {output}")
     else:
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")

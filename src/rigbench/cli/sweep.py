@@ -32,7 +32,7 @@ _SWITCHES = {"off": False, "on": True, "false": False, "true": True, "no": False
 
 def _switches(values: list[str] | None, flag: str) -> list[bool]:
     out_ = []
-    for part in split_list(values):
+    for part in split_list(values, flag):
         if part.lower() not in _SWITCHES:
             raise UsageError(f"{flag} takes off, on or both (off,on), got {part!r}")
         out_.append(_SWITCHES[part.lower()])
@@ -164,12 +164,12 @@ def sweep(
         raise UsageError("--timeout must be more than 0 seconds")
     if seconds is not None and seconds < 0:
         raise UsageError("--seconds cannot be negative")
-    for p in split_list(precision):
+    for p in split_list(precision, "--precision"):
         _check_precision(p)
     flags: dict[str, Any] = {
-        "workloads": split_list(workloads), "devices": split_list(device),
+        "workloads": split_list(workloads, "WORKLOAD"), "devices": split_list(device, "--device"),
         "batch_sizes": parse_positive_ints(batch_size, "--batch-size"),
-        "precisions": split_list(precision), "threads": parse_positive_ints(threads, "--threads"),
+        "precisions": split_list(precision, "--precision"), "threads": parse_positive_ints(threads, "--threads"),
         "lrs": parse_positive_floats(lr, "--lr"), "compile": _switches(compile_, "--compile"),
         "channels_last": _switches(channels_last, "--channels-last"), "framework": framework,
         "steps": steps, "seconds": seconds, "quick": quick, "timeout": timeout,
@@ -217,7 +217,7 @@ def _probe_line(r: Result) -> str:
     if r.metrics.samples_per_s:
         text += f", {r.metrics.samples_per_s:,.1f} samples/s"
     if r.status not in ("ok", "oom") and r.error:
-        text += f" ({r.error.strip().splitlines()[-1][:160]})"
+        text += f" ({terminal.error_line(r.error, 160)})"
     return text
 
 

@@ -134,10 +134,11 @@ def round_batch(batch: int) -> int:
 
 
 def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin: float,
-              largest_ok: int | None) -> tuple[int | None, str]:
-    """The recommended batch and the reason, in words."""
+              largest_ok: int | None, tried: Sequence[tuple[int, str]] = ()) -> tuple[int | None, str]:
+    """The recommended batch and the reason, in words; `tried`: (batch, status) of every
+    probe, in order, which the reason names when none ran."""
     if largest_ok is None:
-        return None, "no probe ran: not even the smallest batch fits"
+        return None, nothing_ran(tried)
     if model is None or limit_bytes is None or model[1] <= 0:
         why = ("fewer than two batch sizes ran" if model is None else
                "the limit is unknown" if limit_bytes is None else
@@ -160,6 +161,17 @@ def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin
     if round_batch(batch) != batch:
         text += f"; rounded down from {batch} to a multiple of 8"
     return round_batch(batch), text
+
+
+def nothing_ran(tried: Sequence[tuple[int, str]]) -> str:
+    """Why there is no batch to recommend, true to the probes that were made."""
+    if not tried:
+        return "no probe ran"
+    listed = ", ".join(f"batch {b} {status}" for b, status in tried)
+    text = f"{len(tried)} probe{'s' if len(tried) > 1 else ''} ran and none succeeded ({listed})"
+    if all(status == "oom" for _, status in tried):
+        text += f": not even batch {min(b for b, _ in tried)} fits under the limit"
+    return text
 
 
 # ---- the search ---------------------------------------------------------------------------
@@ -256,5 +268,6 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     model = fit_memory_model(points)
     if model is not None:
         outcome.fixed_bytes, outcome.per_sample_bytes = model
-    outcome.recommended, outcome.reason = recommend(limit, model, margin, outcome.largest_ok)
+    tried = [(r.spec.batch_size, r.status) for r in outcome.probes]
+    outcome.recommended, outcome.reason = recommend(limit, model, margin, outcome.largest_ok, tried)
     return outcome

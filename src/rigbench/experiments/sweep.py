@@ -33,6 +33,9 @@ def load_sweep_file(path: str | Path, overrides: dict[str, Any] | None = None) -
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UsageError(f"cannot read --config {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--config {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                         f"at offset {exc.start}): save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"--config {path} is not valid TOML: {exc}") from None
     try:

@@ -63,26 +63,57 @@ def workload_label(r: Result) -> str:
     return clip(f"{r.spec.workload}:{opts}" if opts else r.spec.workload, NAME_CHARS) + unknown_mark(r.spec.workload)
 
 
+def setup_label(r: Result) -> str:
+    """What else sets a trial apart beyond workload, device, batch and precision, compactly:
+    kind (when not a speed trial), threads asked for, compile, channels-last, lr, world size."""
+    spec = r.spec
+    parts = [] if spec.kind == "speed" else [spec.kind.replace("_", "-")]
+    if spec.threads:
+        parts.append(f"t{spec.threads}")
+    if spec.compile:
+        parts.append("compile")
+    if spec.channels_last:
+        parts.append("NHWC")
+    if spec.lr is not None:
+        parts.append(f"lr={spec.lr:g}")
+    if spec.world_size > 1:
+        parts.append(f"x{spec.world_size}")
+    return " ".join(parts) or "-"
+
+
+def error_line(error: str | None, limit: int = 240) -> str:
+    """A stored error's last line (a traceback's ends with the exception), cut to `limit`."""
+    lines = (error or "").strip().splitlines()
+    last = lines[-1] if lines else ""
+    return last if len(last) <= limit else last[:limit - 3] + "..."
+
+
 def one_line_outcome(r: Result) -> str:
-    """What a finished trial comes to, in a few words (progress lines)."""
+    """What a finished trial comes to, in a few words (progress lines); a failure other than
+    `oom` says why (the last line of its error), as max-batch's probe lines do."""
     m = r.metrics
     if r.spec.kind == "train" and m.epochs:
         if m.final_accuracy is not None:
             tail = f", held-out accuracy {m.final_accuracy:.1%}"
         else:  # GAN and autoencoder: their own losses instead of an accuracy
             tail = "".join(f", {k} {v:.4g}" for k, v in r.epoch_records[-1].extra.items())
-        return f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{tail}"
-    if m.samples_per_s:
-        return f"{m.samples_per_s:,.1f} samples/s"
-    return r.status
+        text = f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{tail}"
+    elif m.samples_per_s:
+        text = f"{m.samples_per_s:,.1f} samples/s"
+    else:
+        text = r.status
+    if r.status not in ("ok", "oom") and r.error:
+        text += f" ({error_line(r.error)})"
+    return text
 
 
 def results_table(results: Sequence[Result], title: str | None = None) -> Table:
-    """The run table: one row per trial, failures included with their status."""
+    """The run table: one row per trial, failures included with their status; `setup` tells
+    apart trials that differ only in kind, threads, compile, layout or lr."""
     table = Table(title=None if title is None else literal(title), header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("id", "right"), ("workload", "left"), ("device", "left"),
-        ("batch", "right"), ("prec", "left"), ("samples/s ±95% CI", "right"),
+        ("batch", "right"), ("prec", "left"), ("setup", "left"), ("samples/s ±95% CI", "right"),
         ("step ms", "right"), ("CPU %", "right"), ("GPU %", "right"),
         ("RSS MiB", "right"), ("GPU MiB", "right"), ("status", "left")]
     for name, justify in columns:
@@ -92,7 +123,7 @@ def results_table(results: Sequence[Result], title: str | None = None) -> Table:
         gpu_mem = m.gpu_mem_peak_mib if m.gpu_mem_peak_mib is not None else m.allocator_peak_mib
         table.add_row(*_cells(
             str(r.id or "-"), workload_label(r), r.spec.device, str(r.spec.batch_size),
-            r.spec.precision, _speed(r), _num(m.step_time_ms_median, "{:.2f}"),
+            r.spec.precision, setup_label(r), _speed(r), _num(m.step_time_ms_median, "{:.2f}"),
             _num(m.cpu_util_pct_mean), _num(m.gpu_util_pct_mean), _num(m.rss_peak_mib, "{:.0f}"),
             _num(gpu_mem, "{:.0f}"), _status(r.status),
         ))
@@ -115,7 +146,7 @@ def train_table(results: Sequence[Result], title: str | None = None) -> Table:
         m = r.metrics
         table.add_row(*_cells(
             str(r.id or "-"), workload_label(r), m.dataset or "-", r.spec.device, str(r.spec.batch_size),
-            "-" if r.spec.lr is None else f"{r.spec.lr:g}", str(m.epochs or 0),
+            _num(r.spec.effective_lr(), "{:g}"), str(m.epochs or 0),
             _pct(m.final_accuracy), _pct(m.best_accuracy), _pct(m.target_accuracy),
             _num(m.seconds_to_target), "-" if m.epochs_to_target is None else str(m.epochs_to_target),
             _num(m.train_seconds), _num(m.eval_seconds), _pct(m.input_fraction), _status(r.status),

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import NoSuchModuleError, OperationalError
+from sqlalchemy.exc import DatabaseError, NoSuchModuleError, OperationalError
 
 from rigbench.errors import UsageError
 from rigbench.spec import Result
@@ -52,15 +52,21 @@ def _filters(where: dict[str, Any]) -> dict[str, Any]:
 
 
 class Store:
-    """A results database. Creates or migrates its tables on first use (store/migrate.py)."""
+    """A results database. Creates or migrates its tables on first use (store/migrate.py).
 
-    def __init__(self, url: str | None = None):
+    `create=False` (commands that only read): a missing SQLite file is a UsageError, and no
+    file or folder is made."""
+
+    def __init__(self, url: str | None = None, *, create: bool = True):
         self.url = resolve_db_url(url) if url else default_db_url()
         try:
-            self.engine: Engine = make_engine(self.url)
+            self.engine: Engine = make_engine(self.url, create=create)
             ensure_current(self.engine, self.url)
         except OperationalError as exc:
             raise UsageError(f"cannot open the database {self.url}: {exc.orig}") from None
+        except DatabaseError as exc:  # e.g. SQLite's "file is not a database"
+            raise UsageError(f"cannot open the database {self.url}: {exc.orig}; "
+                             "give --db a rigbench database or a new file") from None
         except ModuleNotFoundError as exc:
             raise UsageError(f"the database driver for {self.url} is not installed ({exc.name})") from None
         except NoSuchModuleError:
@@ -71,15 +77,19 @@ class Store:
         """One write transaction: committed when the block ends, rolled back if it raises (or
         if the process dies inside it). On SQLite it takes the write lock at once (BEGIN
         IMMEDIATE), so a transaction that reads before it writes cannot deadlock another."""
-        with self.engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("BEGIN IMMEDIATE")  # other databases: the first statement begins
-            try:
-                yield Transaction(conn, self.url)
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
+        try:
+            with self.engine.connect() as conn:
+                if conn.dialect.name == "sqlite":
+                    conn.exec_driver_sql("BEGIN IMMEDIATE")  # other databases: the first statement begins
+                try:
+                    yield Transaction(conn, self.url)
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+        except OperationalError as exc:
+            # read-only file, full disk, lock held too long: results committed before stay
+            raise UsageError(f"cannot write to the database {self.url}: {exc.orig}") from None
 
     def add_run(self, run_id: str, created_at: str, command: str, machine: dict[str, Any]) -> None:
         with self.transaction() as tx:

@@ -37,11 +37,32 @@ def resolve_db_url(text: str) -> str:
     return text
 
 
-def make_engine(url: str) -> Engine:
+def sqlite_file(url: str) -> Path | None:
+    """The file an SQLite URL names (plain or `file:` URI form), or None: another database
+    kind, or an in-memory one."""
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if parsed.query.get("uri") in ("true", "1") and database.startswith("file:"):
+        if parsed.query.get("mode") == "memory":
+            return None
+        database = database.removeprefix("file:").split("?")[0]
+    return Path(database)
+
+
+def make_engine(url: str, create: bool = True) -> Engine:
     """An engine for `url`; on SQLite every connection enforces foreign keys and waits for
-    other processes' write locks (the busy timeout) instead of failing at once."""
-    if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    other processes' write locks (the busy timeout) instead of failing at once.
+
+    `create`: a missing SQLite file (and its folder) may be made; commands that only read
+    pass False, so a mistyped --db is an error instead of a new empty database."""
+    path = sqlite_file(url)
+    if path is not None and create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif path is not None and not path.exists():
+        raise UsageError(f"the database {url} does not exist: check --db "
+                         "(commands that store results create it)")
     is_sqlite = make_url(url).get_backend_name() == "sqlite"
     engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S} if is_sqlite else {})
     if is_sqlite:

@@ -8,13 +8,16 @@ could not report itself (signals, the kernel's OOM killer, a hang past the timeo
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 from rigbench.frameworks import load_adapter
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
@@ -23,6 +26,63 @@ from rigbench.trackers.sampler import Tracker
 
 #: Characters of the child's stderr kept when it dies without a report.
 STDERR_TAIL_CHARS = 2000
+#: A trial's temporary folder is `<tmp>/rigbench-trial-<driver pid>-<random>`: the pid lets a
+#: later run tell the folders of a driver that was killed (SIGKILL: no handler runs) and
+#: remove them (remove_stale_trial_dirs).
+TRIAL_DIR_PREFIX = "rigbench-trial-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists but is not ours, or the OS cannot say: leave its folders alone
+    return True
+
+
+def remove_stale_trial_dirs(tmp: str | Path | None = None) -> list[Path]:
+    """Remove trial folders left in `tmp` (default: the system's temporary folder) by this
+    user's drivers that are no longer running; returns what was removed."""
+    removed = []
+    root = Path(tmp or tempfile.gettempdir())
+    for path in root.glob(f"{TRIAL_DIR_PREFIX}*-*"):
+        pid_text = path.name.removeprefix(TRIAL_DIR_PREFIX).split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _pid_alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            if path.is_dir() and (not hasattr(os, "getuid") or path.stat().st_uid == os.getuid()):
+                shutil.rmtree(path)
+                removed.append(path)
+    return removed
+
+
+class _Terminated(SystemExit):
+    """SIGTERM or SIGHUP reached the driver during a trial: unwind (killing the child and
+    removing the trial's folder on the way), then exit with 128 + the signal number."""
+
+
+@contextlib.contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    """While a trial runs, SIGTERM and SIGHUP raise _Terminated instead of ending the process
+    on the spot, so the child is killed and the temporary folder removed. Only where no one
+    else handles the signal (the default action) and only in the main thread."""
+    import threading
+
+    def unwind(signum: int, _frame: FrameType | None) -> None:
+        raise _Terminated(128 + signum)
+
+    installed = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+                installed[sig] = signal.signal(sig, unwind)
+    try:
+        yield
+    finally:
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
 
 
 def child_env(spec: TrialSpec) -> dict[str, str]:
@@ -88,7 +148,8 @@ class ProcessLauncher(Launcher):
                on_start: Callable[[int], None] | None = None) -> Outcome:
         """Run `spec` in a fresh child process and return its outcome; never raises for a
         failing trial. KeyboardInterrupt kills the child and propagates."""
-        with tempfile.TemporaryDirectory(prefix="rigbench-trial-") as tmp:
+        remove_stale_trial_dirs()
+        with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=f"{TRIAL_DIR_PREFIX}{os.getpid()}-") as tmp:
             spec_path, report_path = Path(tmp, "spec.json"), Path(tmp, "report.json")
             spec_path.write_text(spec.model_dump_json(), encoding="utf-8")
             with open(Path(tmp, "stderr.txt"), "w+", encoding="utf-8", errors="replace") as err:

@@ -1,0 +1,137 @@
+"""Bad input and environment faults end in one line on stderr naming what to change, exit
+code 2, no traceback, and nothing stored is lost (issue 11). In process, with typer's
+CliRunner: no trial runs here."""
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbench.cli import app
+from rigbench.experiments import devices as experiment_devices
+from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.store import Store
+
+
+@pytest.fixture(autouse=True)
+def _cpu_only(monkeypatch):
+    """Device listing normally asks torch in a child process; here the CPU is the machine."""
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu"])
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def assert_one_line_error(result, *fragments: str) -> str:
+    """Exit code 2 and exactly one line on stderr, holding each fragment."""
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("rigbench: error: ")
+    assert "Traceback" not in result.output + result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def stored_db(tmp_path: Path, **spec_fields) -> str:
+    """A database with one stored speed result."""
+    path = str(tmp_path / "results.db")
+    store = Store(path)
+    store.add_run("run1", "2026-01-01T00:00:00+00:00", "test", {"hostname": "h"})
+    spec = TrialSpec(workload="mlp", device="cpu", batch_size=16, **spec_fields)
+    store.add_result(Result(run_id="run1", created_at="2026-01-01T00:00:00+00:00", spec=spec,
+                            status="ok", metrics=Metrics(samples_per_s=100.0)))
+    return path
+
+
+def test_a_file_that_is_not_sqlite(tmp_path):
+    junk = tmp_path / "notes.db"
+    junk.write_text("these are my notes, not a database\n" * 20)
+    line = assert_one_line_error(invoke("results", "list", "--db", str(junk)), "file is not a database", "--db")
+    assert str(junk) in line
+    assert junk.read_text().startswith("these are my notes")  # untouched
+
+
+def test_read_only_database_on_run_keeps_what_is_stored(tmp_path):
+    # Read-only through SQLite's own URI (mode=ro): as root, chmod would not stop writes.
+    path = stored_db(tmp_path)
+    read_only = f"sqlite:///file:{path}?mode=ro&uri=true"
+    result = invoke("run", "mlp", "--device", "cpu", "--quick", "--db", read_only)
+    assert_one_line_error(result, "cannot write to the database", "attempt to write a readonly database")
+    assert [r.status for r in Store(path).list()] == ["ok"]
+    assert [r.status for r in Store(read_only).list()] == ["ok"]  # reading it still works
+
+
+@pytest.mark.parametrize(("content", "fragments"), [
+    (b"batch_sizes = [16]\n# caf\xe9\n", ("is not UTF-8 text", "byte 0xe9", "save it as UTF-8")),
+    (b"batch_sizes = [16\n", ("is not valid TOML",)),
+    (b"batch_sizes = [true]\n", ("'batch_sizes'[0]", "valid integer", "True")),
+    (b"lrs = [false]\n", ("'lrs'[0]", "valid number")),
+    (b"steps = true\n", ("'steps'", "valid integer")),
+])
+def test_bad_sweep_files(tmp_path, content, fragments):
+    config = tmp_path / "sweep.toml"
+    config.write_bytes(content)
+    assert_one_line_error(invoke("sweep", "--config", str(config), "--dry-run",
+                                 "--db", str(tmp_path / "x.db")), *fragments)
+
+
+def test_output_into_a_missing_folder(tmp_path):
+    db = stored_db(tmp_path)
+    missing = tmp_path / "no_such_dir"
+    assert_one_line_error(invoke("results", "export", "--format", "csv", "-o", str(missing / "x.csv"), "--db", db),
+                          f"cannot write --output {missing / 'x.csv'}", "No such file or directory")
+    assert_one_line_error(invoke("report", "-o", str(missing / "r.html"), "--db", db),
+                          f"cannot write --out {missing / 'r.html'}", "No such file or directory")
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("args", [
+    ("run", "mlp", "-b", "16,,32"),
+    ("run", "mlp", "-b", ",16"),
+    ("run", "mlp", "-b", "16", "-b", ""),
+    ("sweep", "mlp", "--dry-run", "-b", "16,,32"),
+])
+def test_an_empty_list_item_names_the_flag(tmp_path, args):
+    assert_one_line_error(invoke(*args, "--db", str(tmp_path / "x.db")), "--batch-size has an empty item")
+    assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ("results", "list"), ("results", "show", "1"), ("results", "export"),
+    ("report", "-o", "r.html"), ("compare", "a", "b"), ("score",), ("roofline",),
+])
+def test_a_read_never_creates_the_database(tmp_path, args, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "no" / "such" / "dir" / "x.db"
+    for db in (f"sqlite:///{missing}", str(missing)):
+        assert_one_line_error(invoke(*args, "--db", db), "does not exist", "--db")
+    assert not (tmp_path / "no").exists()
+
+
+def test_comparing_two_bundle_files_needs_no_database(tmp_path):
+    bundle = tmp_path / "bundle.json"
+    exported = invoke("results", "export", "--format", "bundle", "-o", str(bundle), "--db", stored_db(tmp_path))
+    assert exported.exit_code == 0, exported.output
+    missing = tmp_path / "missing" / "x.db"
+    compared = invoke("compare", str(bundle), str(bundle), "--db", str(missing))
+    assert compared.exit_code == 0, (compared.output, compared.stderr)
+    assert "mlp" in compared.stdout
+    assert not missing.parent.exists()
+
+
+def test_results_list_tells_apart_what_only_the_setup_changes(tmp_path):
+    db = stored_db(tmp_path)
+    store = Store(db)
+    for fields in ({"threads": 2}, {"compile": True}, {"channels_last": True}):
+        spec = TrialSpec(workload="mlp", device="cpu", batch_size=16, **fields)
+        store.add_result(Result(run_id="run1", created_at="2026-01-01T00:00:01+00:00", spec=spec,
+                                status="ok", metrics=Metrics(samples_per_s=100.0)))
+    listed = invoke("results", "list", "--db", db)
+    assert listed.exit_code == 0, listed.output
+    rows = [line for line in listed.stdout.splitlines() if " mlp " in line]
+    assert len(rows) == 4 and len(set(rows)) == 4
+    for text in ("t2", "compile", "NHWC"):
+        assert sum(text in row for row in rows) == 1

@@ -1,0 +1,50 @@
+"""What the terminal says about a finished trial: a failure's reason on its progress line
+(issue 11: a damaged image's `unsupported` was explained only by `results show`), and the lr
+a trial used, the workload's default included."""
+
+from rigbench.reports.terminal import one_line_outcome, setup_label, train_table
+from rigbench.spec import LrFindOptions, Metrics, Result, TrainOptions, TrialSpec
+from rigbench.workloads import WORKLOADS
+
+
+def result(status="ok", error=None, **spec_fields) -> Result:
+    spec = TrialSpec(**{"workload": "mlp", "batch_size": 16, **spec_fields})
+    return Result(run_id="r", created_at="t", spec=spec, status=status, error=error)
+
+
+def test_an_unsupported_trial_says_why_on_its_progress_line():
+    reason = "/data/cats/3.jpg is not a readable PNG or JPEG image (image file is truncated)"
+    assert one_line_outcome(result("unsupported", reason)) == f"unsupported ({reason})"
+
+
+def test_a_crash_shows_the_last_line_of_its_traceback_cut_to_size():
+    error = "Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: " + "x" * 500
+    line = one_line_outcome(result("crash", error))
+    assert line.startswith("crash (RuntimeError: xxx") and line.endswith("...)")
+    assert len(line) < 260
+
+
+def test_ok_and_oom_stay_short():
+    assert one_line_outcome(result("oom", "CPU out of memory: tried to allocate 2 GiB")) == "oom"
+    ok = result()
+    ok.metrics = Metrics(samples_per_s=1234.5)
+    assert one_line_outcome(ok) == "1,234.5 samples/s"
+
+
+def test_the_row_and_train_table_say_the_lr_used():
+    default = WORKLOADS["mlp"].default_lr
+    trained = result(train=TrainOptions(dataset="digits", epochs=1))
+    assert trained.spec.lr is None  # the stored spec (and its configuration key) keep "default"
+    assert trained.row()["lr"] == default
+    assert result(lr=0.5).row()["lr"] == 0.5
+    assert result(lr_find=LrFindOptions(dataset="digits")).row()["lr"] is None  # a range test sweeps the lr
+    assert result(workload="future_net").row()["lr"] is None  # unknown here: not guessed
+    header = [c.header for c in train_table([trained]).columns]
+    lr_cells = list(train_table([trained]).columns[header.index("lr")].cells)
+    assert lr_cells == [f"{default:g}"]
+
+
+def test_setup_label_names_what_sets_trials_apart():
+    assert setup_label(result()) == "-"
+    assert setup_label(result(threads=4, compile=True, channels_last=True, lr=0.1)) == "t4 compile NHWC lr=0.1"
+    assert setup_label(result(lr_find=LrFindOptions(dataset="digits"))) == "lr-find"
