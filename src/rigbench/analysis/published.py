@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -301,9 +302,10 @@ class PublishedComparison:
 
 
 def _usable(r: Result) -> bool:
-    """Plain fp32 timing trials: what the published tables measured."""
+    """Plain fp32 full-protocol speed trials (analysis/trials.py): what the published tables
+    measured."""
     s = r.spec
-    return (r.status == "ok" and bool(r.metrics.samples_per_s) and s.kind == "speed"
+    return (r.status == "ok" and bool(r.metrics.samples_per_s) and is_full_protocol(r)
             and s.precision == "fp32" and not s.compile and not s.channels_last)
 
 
