@@ -176,7 +176,8 @@ class TrialSpec(BaseModel):
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
     def label(self) -> str:
-        """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, compile, channels-last)."""
+        """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, compile, channels-last, and
+        `probe` for a max-batch probe, so that it never reads as a speed trial)."""
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.workload_options.items()))
         name = f"{self.workload}:{opts}" if opts else self.workload
         text = f"{name} {self.framework} {self.device} b{self.batch_size} {self.precision}"
@@ -188,6 +189,8 @@ class TrialSpec(BaseModel):
             text += " channels-last"
         if self.lr is not None:
             text += f" lr={self.lr:g}"
+        if self.kind == "probe":
+            text += " probe"
         return text
 
 
