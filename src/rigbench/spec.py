@@ -23,10 +23,15 @@ Precision = Literal["fp32", "tf32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported"]
 STATUSES: tuple[str, ...] = ("ok", "oom", "crash", "timeout", "diverged", "unsupported")
-#: speed: the timing protocol on a resident synthetic batch (`rigbench run`); train: epochs on a
-#: real data set (`rigbench train`); lr_find: a learning-rate range test (`rigbench lr-find`).
-Kind = Literal["speed", "train", "lr_find"]
+#: speed: the timing protocol on a resident synthetic batch (`rigbench run`); probe: a max-batch
+#: memory probe, the same step timed only PROBE_STEPS times with no minimum time (its speed is
+#: no measurement); train: epochs on a real data set (`rigbench train`); lr_find: a
+#: learning-rate range test (`rigbench lr-find`).
+Kind = Literal["speed", "probe", "train", "lr_find"]
 KINDS: tuple[str, ...] = get_args(Kind)
+#: A max-batch probe times this many steps with no minimum time: it needs only the steady-state
+#: memory (one warm-up step creates the optimiser's state, two timed ones reach the peak).
+PROBE_STEPS = 2
 
 #: The fields of a TrialSpec that make two trials the same configuration: what runs, where and
 #: how. Left out: the measurement options and the seed, which change how long or how often a
@@ -113,7 +118,7 @@ class TrialSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Kind = Field("speed", description="speed, train or lr_find; inferred from train/lr_find when absent")
+    kind: Kind = Field("speed", description="speed, probe, train or lr_find; inferred for old stored specs")
     workload: str
     workload_options: dict[str, int | float | str] = Field(default_factory=dict)
     framework: str = "torch"
@@ -133,11 +138,19 @@ class TrialSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _infer_kind(cls, data: Any) -> Any:
-        """Specs stored before `kind` existed say what they are by their option blocks."""
-        if isinstance(data, dict) and data.get("kind") is None:
+        """Specs stored before `kind` existed say what they are by their option blocks; specs
+        stored before kind "probe" existed (max-batch stored its probes as "speed") by their
+        timing (`is_probe_timing`). The rule lives here, not in each reader, so that database
+        rows, bundles (validated strictly, not through store/lenient.py) and the shipped
+        reference machines are all read alike."""
+        if not isinstance(data, dict):
+            return data
+        kind = data.get("kind")
+        if kind is None:
             kind = "train" if data.get("train") else "lr_find" if data.get("lr_find") else "speed"
-            data = {**data, "kind": kind}
-        return data
+        if kind == "speed" and is_probe_timing(data.get("measure")):
+            kind = "probe"
+        return data if kind == data.get("kind") else {**data, "kind": kind}
 
     @model_validator(mode="after")
     def _kind_matches_options(self) -> TrialSpec:
@@ -174,7 +187,8 @@ class TrialSpec(BaseModel):
         return workload.default_lr if workload is not None else None
 
     def label(self) -> str:
-        """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, compile, channels-last)."""
+        """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, compile, channels-last, and
+        `probe` for a max-batch probe, so that it never reads as a speed trial)."""
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.workload_options.items()))
         name = f"{self.workload}:{opts}" if opts else self.workload
         text = f"{name} {self.framework} {self.device} b{self.batch_size} {self.precision}"
@@ -186,7 +200,20 @@ class TrialSpec(BaseModel):
             text += " channels-last"
         if self.lr is not None:
             text += f" lr={self.lr:g}"
+        if self.kind == "probe":
+            text += " probe"
         return text
+
+
+def is_probe_timing(measure: MeasureOptions | dict[str, Any] | None) -> bool:
+    """Timed like a max-batch probe: PROBE_STEPS timed steps and no minimum time. Such a trial
+    has no speed figure worth the name, whatever stored it, so a "speed" spec timed this way
+    is read as kind "probe" (how max-batch's probes were told apart before that kind existed)."""
+    if isinstance(measure, MeasureOptions):
+        measure = measure.model_dump()
+    if not isinstance(measure, dict):
+        return False
+    return measure.get("min_steps") == PROBE_STEPS and measure.get("min_seconds") == 0
 
 
 def _hashable(value: Any) -> Any:

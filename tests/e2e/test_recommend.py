@@ -43,6 +43,7 @@ def test_recommendation_is_consistent_with_the_stored_measurements(tmp_path):
     assert batch <= mb["recommended"] <= mb["largest_ok"]
     probes = [r for r in stored if r.run_id == mb["run_id"]]
     assert any(r.spec.batch_size == mb["largest_ok"] and r.status == "ok" for r in probes)
+    assert {r.spec.kind for r in probes} == {"probe"}  # a kind of their own, never a speed figure
 
     # The recommended threads are the fastest thread count measured at that batch.
     at_batch = [r for r in speed if r.spec.batch_size == batch and changed_knobs(r) in ([], ["threads"])]

@@ -40,6 +40,10 @@ def test_finds_the_largest_batch_under_a_memory_limit(tmp_path):
     stored = Store(db).list(run_id=outcome.run_id)
     assert [(r.spec.batch_size, r.status) for r in stored] == list(statuses.items())
     assert [spec_key(r.spec) for r in seen] == [spec_key(r.spec) for r in stored]
+    # probes are a kind of their own: never a speed trial
+    assert {r.spec.kind for r in stored} == {"probe"}
+    assert [r.id for r in Store(db).list(kind="probe")] == [r.id for r in stored]
+    assert Store(db).list(kind="speed") == []
 
     ok = [r for r in outcome.probes if r.status == "ok"]
     if len({r.spec.batch_size for r in ok}) >= 2:  # two points make a line

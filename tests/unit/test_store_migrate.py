@@ -101,6 +101,25 @@ def test_backfill_reads_options_and_world_size_and_survives_a_garbage_row(tmp_pa
     assert "trial 2" in caplog.text
 
 
+def test_old_max_batch_probes_are_relabelled_probe(tmp_path):
+    """A probe an older rigbench stored as a speed trial (2 timed steps, no minimum time; v0.1
+    wrote no kind) becomes kind "probe" in the column and when read; speed trials stay."""
+    path = tmp_path / "v01.db"
+    shutil.copy(FIXTURE, path)
+    con = sqlite3.connect(path)
+    data = json.loads(con.execute("select result_json from trials where id = 1").fetchone()[0])
+    assert "kind" not in data["spec"]
+    data["spec"]["measure"].update(min_steps=2, min_seconds=0.0)
+    con.execute("update trials set result_json = ? where id = 1", (json.dumps(data),))
+    con.commit()
+    store = Store(str(path))
+    assert con.execute("select id, kind from trials order by id").fetchall() == [
+        (1, "probe"), (2, "speed"), (3, "train"), (4, "lr_find"), (5, "speed")]
+    assert [(r.id, r.spec.kind) for r in store.list(kind="probe")] == [(1, "probe")]
+    assert [r.spec.kind for r in store.list()] == ["probe", "speed", "train", "lr_find", "speed"]
+    assert store.get(1).row()["kind"] == "probe"
+
+
 def test_head_revision_constant_matches_the_migrations():
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))

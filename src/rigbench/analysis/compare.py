@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.stats import bootstrap_ci, mann_whitney_u, median
+from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import Result
 
 ALPHA = 0.05
@@ -179,11 +180,12 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
                     across_versions: bool = False, alpha: float = ALPHA) -> list[Pair]:
     """Line up `a` and `b` (with raw step times: Store.get) and judge each pair.
 
-    Only timing trials take part (training and lr-find runs have no comparable step times).
+    Only full-protocol speed trials take part (analysis/trials.py): max-batch probes time too
+    few steps, training and lr-find runs have no comparable step times.
     When a side has several results with the same key, the newest (highest id) is used.
     """
-    a = [r for r in a if r.spec.kind == "speed"]
-    b = [r for r in b if r.spec.kind == "speed"]
+    a = [r for r in a if is_full_protocol(r)]
+    b = [r for r in b if is_full_protocol(r)]
     by_kind = not same_machine and _by_kind(a) and _by_kind(b)
     newest_a = {_full_key(r, by_kind): r for r in sorted(a, key=lambda r: r.id or 0)}
     newest_b = {_full_key(r, by_kind): r for r in sorted(b, key=lambda r: r.id or 0)}

@@ -34,6 +34,7 @@ from typing import Any
 from rigbench.analysis.peaks import Peak as Peak
 from rigbench.analysis.peaks import clock_assumption, prediction_text, ratio_by_clock, times
 from rigbench.analysis.peaks import peak_resolver as peak_resolver
+from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -310,9 +311,10 @@ class PublishedComparison:
 
 
 def _usable(r: Result) -> bool:
-    """Plain fp32 timing trials: what the published tables measured."""
+    """Plain fp32 full-protocol speed trials (analysis/trials.py): what the published tables
+    measured."""
     s = r.spec
-    return (r.status == "ok" and bool(r.metrics.samples_per_s) and s.kind == "speed"
+    return (r.status == "ok" and bool(r.metrics.samples_per_s) and is_full_protocol(r)
             and s.precision == "fp32" and not s.compile and not s.channels_last)
 
 

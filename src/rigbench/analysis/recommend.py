@@ -27,13 +27,14 @@ from typing import Any
 
 from rigbench.analysis.lr_find import RULE as LR_RULE
 from rigbench.analysis.lr_find import scale_lr
-from rigbench.analysis.scaling import changed_knobs, is_speed_trial, speed
+from rigbench.analysis.scaling import changed_knobs, speed
+from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import Result
 
 #: The knee: the smallest batch reaching this fraction of the best measured throughput.
 KNEE_FRACTION = 0.9
-#: A throughput needs at least this many timed steps (max-batch probes time 2: they are
-#: memory probes, not speed measurements).
+#: A throughput needs at least this many timed steps (as --quick times at least; max-batch
+#: probes, which time 2, are a kind of their own and never reach this check).
 MIN_TIMED_STEPS = 3
 #: Held-out accuracy lower by more than this (a fraction) at a larger batch earns a caveat.
 ACCURACY_DROP = 0.01
@@ -83,7 +84,7 @@ def _threads(r: Result) -> int | None:
 
 def timed(r: Result) -> bool:
     """A successful speed trial with a throughput worth comparing."""
-    return (is_speed_trial(r) and r.status == "ok" and r.metrics.samples_per_s is not None
+    return (is_full_protocol(r) and r.status == "ok" and r.metrics.samples_per_s is not None
             and r.metrics.steps_measured >= MIN_TIMED_STEPS)
 
 
@@ -241,7 +242,7 @@ def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str) -> L
 def _at(results: Sequence[Result], device: str, batch: int, knob: str | None) -> list[Result]:
     """Speed trials on device at batch that differ from the default in `knob` only (None: none)."""
     return [r for r in _newest_first(results)
-            if is_speed_trial(r) and r.spec.device == device and r.spec.batch_size == batch
+            if is_full_protocol(r) and r.spec.device == device and r.spec.batch_size == batch
             and changed_knobs(r) == ([knob] if knob else [])]
 
 

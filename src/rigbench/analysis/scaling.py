@@ -4,7 +4,8 @@ eager default (`rigbench scaling`). Pure functions over stored Results, no I/O.
 The baseline of a group (the same configuration but for the knobs: workload, options,
 framework, device, batch size, lr, world size...; TrialSpec.config_key) is the speed trial in
 fp32, eager (no compile), contiguous layout, with the framework's own thread count. A variant changes exactly one of those knobs; trials that change more than one, and
-training or lr-find trials, are not part of the table. Failed variants stay in it with their
+anything but full-protocol speed trials (analysis/trials.py: no probes, training or lr-find
+trials), are not part of the table. Failed variants stay in it with their
 status and error (an `unsupported` precision is an answer, not a gap).
 
 Thread counts 1, 2, 4, 8 are the columns desktop_cpu_t1..t8 (and server_cpu_t1..t32) of
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import PRECISIONS, Result, TrialSpec
 
 #: The knobs a variant may change, in table order (configuration fields of TrialSpec).
@@ -62,11 +64,6 @@ def changed_knobs(r: Result) -> list[str]:
     return [k for k in KNOBS if getattr(r.spec, k) != _BASE_VALUES[k]]
 
 
-def is_speed_trial(r: Result) -> bool:
-    """A trial of the timing protocol (not a training run or a range test)."""
-    return r.spec.kind == "speed"
-
-
 def speed(r: Result) -> float:
     """samples/s of a result, 0 when it has none (callers ask it only of results whose
     samples/s they have checked)."""
@@ -110,7 +107,7 @@ def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
     (groups in order of first appearance). The newest trial wins where a configuration was
     measured more than once."""
     latest: dict[tuple, Result] = {}
-    for r in sorted((r for r in results if is_speed_trial(r)), key=lambda r: (r.id or 0, r.created_at)):
+    for r in sorted((r for r in results if is_full_protocol(r)), key=lambda r: (r.id or 0, r.created_at)):
         knobs = changed_knobs(r)
         if len(knobs) <= 1:
             knob = knobs[0] if knobs else "baseline"

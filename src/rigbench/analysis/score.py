@@ -3,7 +3,8 @@
 The suite is a pinned, versioned list (SUITES; SUITE_VERSION is used): workloads at their
 default options and a fixed batch size, and otherwise TrialSpec's
 default configuration (fp32, torch, the framework's threads, the workload's lr, no compile, no
-channels-last, one process, timing trials only). For each workload found on both machines (per device
+channels-last, one process, full-protocol speed trials only: analysis/trials.py; never
+max-batch probes). For each workload found on both machines (per device
 class: cpu with cpu, gpu with gpu) the speed-up is our samples/s over the reference's, i.e.
 median(reference step times) / median(our step times) at the same batch. The score is the
 geometric mean of those speed-ups; 1.0 means as fast as the reference.
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.stats import median
+from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import Result, TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 
@@ -62,7 +64,7 @@ def _in_suite(r: Result, batch: int) -> bool:
     device; options count as default when they resolve to the workload's defaults."""
     s = r.spec
     workload = WORKLOADS.get(s.workload)
-    if workload is None or r.status != "ok" or s.kind != "speed":
+    if workload is None or r.status != "ok" or not is_full_protocol(r):
         return False
     default = TrialSpec.model_validate({"workload": s.workload, "batch_size": batch})
     ignore = ("device", "workload_options")

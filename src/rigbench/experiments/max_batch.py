@@ -3,7 +3,8 @@
 Search: grow the batch geometrically (x2) from `start` until a probe ends `oom` or `max_batch`
 is reached, then bisect between the largest batch that ran and the smallest that ran out
 of memory, until `hi - lo <= max(1, tolerance * lo)`. Each probe is one short trial in its
-own process, stored in the database as it finishes.
+own process, stored in the database as it finishes, as a trial of kind "probe": it times too
+few steps to be a speed figure, so score, compare and recommend never take it for one.
 
 What a probe's status means here:
 - `ok`: the batch fits; `oom`: it does not (the framework's allocator failed under the limit).
@@ -35,7 +36,7 @@ from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices, devices_info
 from rigbench.experiments.execute import start_run
 from rigbench.runner.session import run_trials
-from rigbench.spec import PRECISIONS, MeasureOptions, Result, TrialSpec
+from rigbench.spec import PRECISIONS, PROBE_STEPS, MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.units import format_bytes
 from rigbench.workloads import parse_workload_ref
@@ -44,9 +45,6 @@ MIB = 2**20
 #: CPU default limit: this fraction of the RAM available when the search starts, so that
 #: the probes leave room for everything else running on the machine.
 DEFAULT_RAM_FRACTION = 0.5
-#: A probe needs only the steady-state memory: one warm-up step (the optimiser's state is
-#: created at the first step) and two timed ones.
-PROBE_STEPS = 2
 
 
 @dataclass
@@ -241,7 +239,7 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     ok: list[int] = []
     oom: list[int] = []
     while (batch := next_probe(ok, oom, start, max_batch, tolerance)) is not None:
-        spec = TrialSpec(workload=ref.name, workload_options=options, framework=framework,
+        spec = TrialSpec(kind="probe", workload=ref.name, workload_options=options, framework=framework,
                          device=device, batch_size=batch, precision=precision, measure=measure)
         if on_probe_start:
             on_probe_start(batch, outcome)

@@ -14,8 +14,10 @@ What it measures when missing, chosen to stay cheap on a small CPU:
                        check (bf16 on a CPU; tf32, bf16, fp16 on CUDA; bf16, fp16 elsewhere),
                        one lr-find and one 1-epoch `train --input loader` when a real data set
                        the workload accepts is available offline (digits ships with scikit-learn).
-A measurement counts as present when a stored result of this machine has the same workload,
-options, framework and configuration, whatever measurement protocol it used.
+A measurement counts as present when a stored full-protocol speed trial (analysis/trials.py,
+--quick included) of this machine has the same workload, options, framework and
+configuration; a memory limit, when a stored max-batch search (its trials of kind "probe",
+old ones recognised by spec.TrialSpec) has.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 
 from rigbench.analysis import recommend as rules
 from rigbench.analysis.recommend import Line, MemoryLimit
-from rigbench.analysis.scaling import changed_knobs, is_speed_trial
+from rigbench.analysis.scaling import changed_knobs
 from rigbench.errors import UsageError
 from rigbench.experiments import max_batch
 from rigbench.experiments.devices import chosen_devices, normalise_device
@@ -122,16 +124,10 @@ def this_machine(store: Store, results: Sequence[Result]) -> tuple[list[Result],
     return kept, len(results) - len(kept)
 
 
-def is_probe(r: Result) -> bool:
-    """A max-batch probe: a speed trial timing only max_batch.PROBE_STEPS steps, no minimum time."""
-    m = r.spec.measure
-    return is_speed_trial(r) and m.min_steps == max_batch.PROBE_STEPS and m.min_seconds == 0
-
-
 def stored_limit(results: Sequence[Result], device: str) -> MemoryLimit | None:
     """The newest stored fp32 max-batch search on `device`, rebuilt from its probes with
     max_batch's own model and recommendation (10% margin)."""
-    probes = [r for r in results if is_probe(r) and r.spec.device == device and not changed_knobs(r)
+    probes = [r for r in results if r.spec.kind == "probe" and r.spec.device == device and not changed_knobs(r)
               and r.status in ("ok", "oom")]
     if not probes:
         return None

@@ -31,7 +31,8 @@ trials = Table(
     Column("run_id", String(36), ForeignKey("runs.id"), nullable=False, index=True),
     Column("created_at", String(32), nullable=False),
     Column("workload", String(64), nullable=False, index=True),
-    # kind, workload options (canonical JSON) and world size are columns so filters run in SQL
+    # kind (speed, probe, train, lr_find), workload options (canonical JSON) and world size are
+    # columns so filters run in SQL
     Column("kind", String(16), nullable=False, index=True, server_default="speed"),
     Column("workload_options", Text, nullable=False, server_default="{}"),
     Column("world_size", Integer, nullable=False, server_default="1"),

@@ -1,0 +1,20 @@
+"""Which stored trials are speed figures: the one rule that score, compare, recommend and
+scaling use.
+
+A full-protocol speed trial is a trial of kind "speed": the timing protocol ran to its stop
+rule (warm-up, then at least `min_steps` timed steps and `min_seconds` of timing). `--quick`
+trials count: they run the same protocol with shorter windows (at least 3 steps and 0.5 s),
+and their wider confidence intervals say how much less they know. Max-batch probes (kind
+"probe", 2 timed steps and no minimum time, often under a memory cap) never count; nor do
+training runs and learning-rate range tests.
+"""
+
+from __future__ import annotations
+
+from rigbench.spec import Result
+
+
+def is_full_protocol(r: Result) -> bool:
+    """A speed trial of the timing protocol, --quick included; not a probe, training run or
+    range test (module docstring)."""
+    return r.spec.kind == "speed"
