@@ -30,8 +30,21 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from faults_lib import (QUICK, Outcome, Seed, bad_bundle, finish, import_fault, rig,  # noqa: E402
-                        serves, signal_child, start, statuses, trial_children, wait_for_child)
+from faults_lib import (  # noqa: E402
+    QUICK,
+    Outcome,
+    Seed,
+    bad_bundle,
+    finish,
+    import_fault,
+    rig,
+    serves,
+    signal_child,
+    start,
+    statuses,
+    trial_children,
+    wait_for_child,
+)
 
 Fault = Callable[[Seed, Path], Outcome]
 FAULTS: dict[str, Fault] = {}
@@ -260,34 +273,35 @@ def bundle_fault(did: str, change: Callable[[dict], None]) -> Fault:
     return run
 
 
-def _set(path: str, value: object) -> Callable[[dict], None]:
+def _set(changes: dict[str, object]) -> Callable[[dict], None]:
+    """Set each dotted key of a result (e.g. "metrics.samples_per_s") to its value."""
     def change(result: dict) -> None:
-        *parents, last = path.split(".")
-        for key in parents:
-            result = result[key]
-        result[last] = value
+        for path, value in changes.items():
+            *parents, last = path.split(".")
+            node = result
+            for key in parents:
+                node = node[key]
+            node[last] = value
     return change
 
 
 FAULTS["bundle-unknown-workload"] = bundle_fault("import a result of workload 'no_such_workload'",
-                                                 _set("spec.workload", "no_such_workload"))
+                                                 _set({"spec.workload": "no_such_workload"}))
 FAULTS["bundle-huge-error"] = bundle_fault("import a crash result with a 20 MB error string",
-                                           lambda r: (_set("status", "crash")(r), _set("error", "E" * 20_000_000)(r)))
+                                           _set({"status": "crash", "error": "E" * 20_000_000}))
 FAULTS["bundle-markup"] = bundle_fault("import a crash whose error and device name are Rich markup [/] [bold]",
-                                       lambda r: (_set("status", "crash")(r), _set("error", "boom [/] [bold]x[/bold] [")(r),
-                                                  _set("device_name", "[/][bold]")(r)))
+                                       _set({"status": "crash", "error": "boom [/] [bold]x[/bold] [",
+                                             "device_name": "[/][bold]"}))
 FAULTS["bundle-nan"] = bundle_fault("import a result whose samples/s and step times are NaN",
-                                    lambda r: (_set("metrics.samples_per_s", float("nan"))(r),
-                                               _set("step_times_s", [float("nan")] * 3)(r)))
-FAULTS["bundle-newer-schema"] = bundle_fault("import a result of schema_version 99",
-                                             _set("schema_version", 99))
+                                    _set({"metrics.samples_per_s": float("nan"), "step_times_s": [float("nan")] * 3}))
+FAULTS["bundle-newer-schema"] = bundle_fault("import a result of schema_version 99", _set({"schema_version": 99}))
 
 
 @fault("bundle-script")
 def bundle_script(seed: Seed, work: Path) -> Outcome:
     payload = "<script>alert('rigbench')</script>"
     out = bundle_fault(f"import a crash whose error is {payload}",
-                       lambda r: (_set("status", "crash")(r), _set("error", payload)(r)))(seed, work)
+                       _set({"status": "crash", "error": payload}))(seed, work)
     html = work / "serve-report.html"
     if html.exists() and payload in html.read_text(errors="replace"):
         out.notes.append("report HTML holds the raw <script> payload")
@@ -374,7 +388,7 @@ def line(name: str, out: Outcome) -> str:
     kind = "recorded" if out.recorded else "error"
     text = (f"{name:24} {out.did}\n{'':24} -> stored [{stored}] | exit {out.rc} | {kind} | "
             f"traceback {'YES (' + str(out.tracebacks) + ')' if out.tracebacks else 'no'} | lost {out.lost}")
-    return text + "".join(f"\n{'':24}    {n}" for n in out.notes if n)
+    return text + "".join(f"\n{'':24}    {n}" for n in out.notes + out.serve_failures if n)
 
 
 def main(argv: list[str] | None = None) -> int:

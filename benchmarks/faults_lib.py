@@ -145,6 +145,7 @@ class Outcome:
     baseline: int = 0  # rows the database held before the fault
     rc: int | None = None  # the fault command's exit code
     notes: list[str] = field(default_factory=list)
+    serve_failures: list[str] = field(default_factory=list)  # list/report/show after the fault
     skipped: str | None = None
 
     @property
@@ -176,7 +177,7 @@ def serves(db: Path, work: Path, out: Outcome) -> None:
         cmd = finish(proc, 180)
         out.cmds.append(cmd)
         if cmd.rc != 0 or cmd.traceback:
-            out.notes.append(f"{name}: exit {cmd.rc}{' TRACEBACK' if cmd.traceback else ''}: {cmd.last_line()}")
+            out.serve_failures.append(f"{name}: exit {cmd.rc}{' TRACEBACK' if cmd.traceback else ''}: {cmd.last_line()}")
 
 
 class Seed:
@@ -221,7 +222,8 @@ def bad_bundle(seed: Seed, run_id: str, change: Callable[[dict[str, Any]], None]
     """The seed's bundle, its first result alone under a new run id (so it is imported, not
     skipped as already stored), with `change` applied to that result."""
     bundle = seed.bundle()
-    run, result = bundle["runs"][0], bundle["results"][0]
+    result = bundle["results"][0]
+    run = next(r for r in bundle["runs"] if r["id"] == result["run_id"])
     run["id"] = result["run_id"] = run_id
     bundle["runs"], bundle["results"] = [run], [result]
     change(result)
