@@ -17,10 +17,8 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import shutil
 import signal
-import struct
 import sys
 import tempfile
 import time
@@ -36,7 +34,10 @@ from faults_lib import (  # noqa: E402
     Seed,
     bad_bundle,
     finish,
+    forge_stamps,
     import_fault,
+    limit_file_size,
+    mnist_files,
     rig,
     serves,
     signal_child,
@@ -178,33 +179,6 @@ def writers_8(seed: Seed, work: Path) -> Outcome:
 
 # --- data files (the data layer's cache: --data-dir DIR --offline) ---
 
-def mnist_files(directory: Path) -> list[Path]:
-    """Tiny but well-formed gzipped IDX files under MNIST's names (10 train, 4 test images)."""
-    from rigbench.data.registry import DATASETS
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for remote, (shape, kind) in zip(DATASETS["mnist"].files,
-                                     [((10, 28, 28), 3), ((10,), 1), ((4, 28, 28), 3), ((4,), 1)]):
-        count = 1
-        for n in shape:
-            count *= n
-        body = struct.pack(f">I{len(shape)}I", 0x800 | kind, *shape) + bytes(i % 10 for i in range(count))
-        path = directory / remote.filename
-        path.write_bytes(gzip.compress(body, mtime=0))
-        paths.append(path)
-    return paths
-
-
-def forge_stamps(paths: list[Path]) -> None:
-    """Write each file's `.verified` stamp as if the published md5 had matched (the format of
-    rigbench.data.cache._stamp): the files reach the format parsers, as after bit rot."""
-    from rigbench.data.registry import DATASETS
-    for path, remote in zip(paths, DATASETS["mnist"].files):
-        st = path.stat()
-        stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, **{a: d.lower() for a, d in remote.digests.items()}}
-        path.with_name(path.name + ".verified").write_text(json.dumps(stamp, sort_keys=True))
-
-
 def data_fault(work: Path, did: str, damage: Callable[[list[Path]], None]) -> Outcome:
     data = work / "mnist"
     paths = mnist_files(data)
@@ -344,12 +318,6 @@ def db_read_only(seed: Seed, work: Path) -> Outcome:
     finally:
         work.chmod(0o755)
         db.chmod(0o644)
-
-
-def limit_file_size() -> None:
-    """In the child: every file write past 4 KiB fails with EFBIG (a full disk, in effect)."""
-    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
 @fault("disk-full")

@@ -9,10 +9,13 @@ store, so a store bug cannot hide a lost result.
 from __future__ import annotations
 
 import copy
+import gzip
 import json
+import resource
 import shutil
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import time
@@ -247,3 +250,36 @@ def import_fault(seed: Seed, work: Path, did: str, bundle: dict[str, Any] | str 
     if cmd.rc != 0:
         out.notes.append(cmd.last_line())
     return out
+
+
+def mnist_files(directory: Path) -> list[Path]:
+    """Tiny but well-formed gzipped IDX files under MNIST's names (10 train, 4 test images)."""
+    from rigbench.data.registry import DATASETS
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for remote, (shape, kind) in zip(DATASETS["mnist"].files,
+                                     [((10, 28, 28), 3), ((10,), 1), ((4, 28, 28), 3), ((4,), 1)]):
+        count = 1
+        for n in shape:
+            count *= n
+        body = struct.pack(f">I{len(shape)}I", 0x800 | kind, *shape) + bytes(i % 10 for i in range(count))
+        path = directory / remote.filename
+        path.write_bytes(gzip.compress(body, mtime=0))
+        paths.append(path)
+    return paths
+
+
+def forge_stamps(paths: list[Path]) -> None:
+    """Write each file's `.verified` stamp as if the published md5 had matched (the format of
+    rigbench.data.cache._stamp): the files reach the format parsers, as after bit rot."""
+    from rigbench.data.registry import DATASETS
+    for path, remote in zip(paths, DATASETS["mnist"].files):
+        st = path.stat()
+        stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, **{a: d.lower() for a, d in remote.digests.items()}}
+        path.with_name(path.name + ".verified").write_text(json.dumps(stamp, sort_keys=True))
+
+
+def limit_file_size() -> None:
+    """In the child: every file write past 4 KiB fails with EFBIG (a full disk, in effect)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
