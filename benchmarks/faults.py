@@ -108,10 +108,15 @@ def ctrl_c(seed: Seed, work: Path) -> Outcome:
     db = work / "faults.db"
     proc = start("sweep", *SWEEP, "--db", str(db))
     kids = wait_for_child(proc, db, results=1, settle_s=1)
+    alive = [k.pid for k in kids if k.is_running()]
+    stored_then = len(statuses(db))
     proc.send_signal(signal.SIGINT)
     cmd = finish(proc, 120)
-    out = Outcome("SIGINT to the sweep driver during its 2nd trial" if kids else "SIGINT (no 2nd trial seen)",
-                  [cmd], statuses(db), must_keep=1, rc=cmd.rc)
+    did = (f"SIGINT to the sweep driver during its 2nd trial ({stored_then} stored, trial pid "
+           f"{alive[0] if alive else 'gone'} at the signal)" if kids else "SIGINT (no 2nd trial seen)")
+    out = Outcome(did, [cmd], statuses(db), must_keep=stored_then, rc=cmd.rc)
+    if cmd.rc != 130:
+        out.notes.append(f"exit {cmd.rc}, not 130: the interrupt was not acted on")
     if "Resume with:" not in cmd.err:
         out.notes.append("no 'Resume with:' line")
     left_over(kids, out)
