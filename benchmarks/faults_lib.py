@@ -152,13 +152,18 @@ class Outcome:
     skipped: str | None = None
 
     @property
+    def rows(self) -> int:
+        """Stored trials that sqlite3 could read."""
+        return len([s for s in self.stored if not s.startswith("<")])
+
+    @property
     def lost(self) -> int:
-        return max(0, self.must_keep - len([s for s in self.stored if not s.startswith("<")]))
+        return max(0, self.must_keep - self.rows)
 
     @property
     def recorded(self) -> bool:
         """The fault became stored rows (a trial with a failure status, imported rows)."""
-        return len(self.stored) > self.baseline
+        return self.rows > self.baseline
 
     @property
     def tracebacks(self) -> int:
