@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rigbench.metrics import METRIC_NAMES, Metrics
+from rigbench.workloads import WORKLOADS
 
 #: Bumped whenever a stored Result changes meaning; stored with every database.
 SCHEMA_VERSION = 1
@@ -33,7 +34,7 @@ KINDS: tuple[str, ...] = get_args(Kind)
 #: configuration is measured, not what it is. `TrialSpec.config_key` is built from this tuple,
 #: so a new configuration field is added here once and every comparison picks it up.
 CONFIG_FIELDS: tuple[str, ...] = (
-    "kind", "workload", "workload_options", "framework", "device", "world_size", "batch_size",
+    "kind", "workload", "workload_revision", "workload_options", "framework", "device", "world_size", "batch_size",
     "precision", "threads", "lr", "compile", "channels_last", "train", "lr_find",
 )
 
@@ -115,6 +116,8 @@ class TrialSpec(BaseModel):
 
     kind: Kind = Field("speed", description="speed, train or lr_find; inferred from train/lr_find when absent")
     workload: str
+    workload_revision: int = Field(1, ge=1, description="the revision of the workload's network "
+                                   "(Workload.revision); filled in with the current one when absent")
     workload_options: dict[str, int | float | str] = Field(default_factory=dict)
     framework: str = "torch"
     device: str = "cpu"
@@ -137,6 +140,16 @@ class TrialSpec(BaseModel):
         if isinstance(data, dict) and data.get("kind") is None:
             kind = "train" if data.get("train") else "lr_find" if data.get("lr_find") else "speed"
             data = {**data, "kind": kind}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_revision(cls, data: Any) -> Any:
+        """A new spec measures the network this rigbench builds (a stored result's spec without
+        a revision is of revision 1: Result._revision_1)."""
+        if isinstance(data, dict) and data.get("workload_revision") is None:
+            workload = WORKLOADS.get(str(data.get("workload")))
+            data = {**data, "workload_revision": workload.revision if workload else 1}
         return data
 
     @model_validator(mode="after")
@@ -235,6 +248,15 @@ class Result(BaseModel):
     loss_curve: list[float] = Field(default_factory=list)
     lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _revision_1(cls, data: Any) -> Any:
+        """A result stored before workload revisions existed measured revision 1 of its
+        network (TrialSpec would otherwise take it for the current one)."""
+        if isinstance(data, dict) and isinstance(data.get("spec"), dict) and "workload_revision" not in data["spec"]:
+            data = {**data, "spec": {**data["spec"], "workload_revision": 1}}
+        return data
 
     def row(self) -> dict[str, Any]:
         """The flat record that `--json` and `results export` print (documented in README):
