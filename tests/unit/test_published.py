@@ -155,3 +155,14 @@ def test_unknown_source_is_a_usage_error(tmp_path):
 
     with pytest.raises(UsageError, match="unknown published source 'nope': choose from yin2020, shi2016, community"):
         api.compare_published(db=str(tmp_path / "x.db"), sources=["nope"])
+
+
+def test_catsdogs_of_the_old_network_is_not_the_published_one():
+    # revision 1 (a reconstruction from the slides) is another network: only revision 2, the
+    # notebook's network, stands beside the published cats-vs-dogs rows
+    new = ours("catsdogs", batch=16, samples_per_s=2.0)
+    old = ours("catsdogs", batch=16, samples_per_s=2.0, rid=2)
+    old.spec = old.spec.model_copy(update={"workload_revision": 1})
+    assert {m.row.network for m in compare_published([new], ["community"], fake_peak).matches} == {"cats vs dogs CNN"}
+    found = compare_published([old], ["community"], fake_peak)
+    assert found.matches == [] and {m.mapping.network for m in found.missing} == {"cats vs dogs CNN"}
