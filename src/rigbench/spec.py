@@ -249,14 +249,14 @@ class Result(BaseModel):
     lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
-    @model_validator(mode="before")
+    @field_validator("spec", mode="before")
     @classmethod
-    def _revision_1(cls, data: Any) -> Any:
+    def _revision_1(cls, spec: Any) -> Any:
         """A result stored before workload revisions existed measured revision 1 of its
         network (TrialSpec would otherwise take it for the current one)."""
-        if isinstance(data, dict) and isinstance(data.get("spec"), dict) and "workload_revision" not in data["spec"]:
-            data = {**data, "spec": {**data["spec"], "workload_revision": 1}}
-        return data
+        if isinstance(spec, dict) and "workload_revision" not in spec:
+            spec = {**spec, "workload_revision": 1}
+        return spec
 
     def row(self) -> dict[str, Any]:
         """The flat record that `--json` and `results export` print (documented in README):

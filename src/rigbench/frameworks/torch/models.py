@@ -277,16 +277,20 @@ class KerasBatchNorm1d(nn.BatchNorm1d):
     variance move toward that sample and 0 as Keras' do. A batch of one is the smallest a batch
     sweep tries."""
 
+    MOMENTUM = 0.01
+
     def __init__(self, features: int) -> None:
-        super().__init__(features, eps=1e-3, momentum=0.01)
+        super().__init__(features, eps=1e-3, momentum=self.MOMENTUM)
 
     def forward(self, x: Tensor) -> Tensor:
         if not (self.training and x.shape[0] == 1):
             return super().forward(x)
+        mean, var, seen = self.running_mean, self.running_var, self.num_batches_tracked
+        assert mean is not None and var is not None and seen is not None  # track_running_stats
         with torch.no_grad():
-            self.running_mean.lerp_(x[0].detach().to(self.running_mean.dtype), self.momentum)
-            self.running_var.mul_(1 - self.momentum)
-            self.num_batches_tracked.add_(1)
+            mean.lerp_(x[0].detach().to(mean.dtype), self.MOMENTUM)
+            var.mul_(1 - self.MOMENTUM)
+            seen.add_(1)
         return self.weight * (x - x.mean(0)) / (x.var(0, unbiased=False) + self.eps).sqrt() + self.bias
 
 
