@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rigbench.metrics import METRIC_NAMES, Metrics
+from rigbench.workloads import WORKLOADS
 
 #: Bumped whenever a stored Result changes meaning; stored with every database.
 SCHEMA_VERSION = 1
@@ -38,7 +39,7 @@ PROBE_STEPS = 2
 #: configuration is measured, not what it is. `TrialSpec.config_key` is built from this tuple,
 #: so a new configuration field is added here once and every comparison picks it up.
 CONFIG_FIELDS: tuple[str, ...] = (
-    "kind", "workload", "workload_options", "framework", "device", "world_size", "batch_size",
+    "kind", "workload", "workload_revision", "workload_options", "framework", "device", "world_size", "batch_size",
     "precision", "threads", "lr", "compile", "channels_last", "train", "lr_find",
 )
 
@@ -120,6 +121,8 @@ class TrialSpec(BaseModel):
 
     kind: Kind = Field("speed", description="speed, probe, train or lr_find; inferred for old stored specs")
     workload: str
+    workload_revision: int = Field(1, ge=1, description="the revision of the workload's network "
+                                   "(Workload.revision); filled in with the current one when absent")
     workload_options: dict[str, int | float | str] = Field(default_factory=dict)
     framework: str = "torch"
     device: str = "cpu"
@@ -151,6 +154,16 @@ class TrialSpec(BaseModel):
         if kind == "speed" and is_probe_timing(data.get("measure")):
             kind = "probe"
         return data if kind == data.get("kind") else {**data, "kind": kind}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_revision(cls, data: Any) -> Any:
+        """A new spec measures the network this rigbench builds (a stored result's spec without
+        a revision is of revision 1: Result._revision_1)."""
+        if isinstance(data, dict) and data.get("workload_revision") is None:
+            workload = WORKLOADS.get(str(data.get("workload")))
+            data = {**data, "workload_revision": workload.revision if workload else 1}
+        return data
 
     @model_validator(mode="after")
     def _kind_matches_options(self) -> TrialSpec:
@@ -273,6 +286,15 @@ class Result(BaseModel):
     loss_curve: list[float] = Field(default_factory=list)
     lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
+
+    @field_validator("spec", mode="before")
+    @classmethod
+    def _revision_1(cls, spec: Any) -> Any:
+        """A result stored before workload revisions existed measured revision 1 of its
+        network (TrialSpec would otherwise take it for the current one)."""
+        if isinstance(spec, dict) and "workload_revision" not in spec:
+            spec = {**spec, "workload_revision": 1}
+        return spec
 
     def row(self) -> dict[str, Any]:
         """The flat record that `--json` and `results export` print (documented in README):

@@ -188,3 +188,15 @@ def test_every_configuration_field_takes_part_in_pairing():
         other.spec = other.spec.model_copy(update=update)
         pairs = compare_results([a], [other], same_machine=True)
         assert [p.verdict for p in pairs] == ["only in A", "only in B"], update
+
+
+def test_two_revisions_of_a_network_are_never_compared():
+    """A rebuilt network keeps its name but not its revision: old and new trials are lined up
+    as incomparable, with the reason, however alike their step times."""
+    rng = np.random.default_rng(7)
+    old, new = make(_times(rng, 0.2)), make(_times(rng, 0.1), run_id="b")
+    old.spec = old.spec.model_copy(update={"workload_revision": 1})
+    new.spec = new.spec.model_copy(update={"workload_revision": 2})
+    (pair,) = compare_results([old], [new], same_machine=True)
+    assert pair.verdict == "incomparable" and pair.reason == "network revision 1 vs 2"
+    assert pair.ratio is None

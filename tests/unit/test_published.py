@@ -213,3 +213,14 @@ def test_compare_published_prints_the_range(tmp_path):
     gpu = json.loads(as_json.stdout)["matches"][0]
     assert gpu["paper_predicted_speedup_by_clock"] == pytest.approx({"max_turbo": 4375 / 537.6, "base": 4375 / 243.2})
     assert gpu["predicted_clocks"] == "CPU at max turbo .. base clock"
+
+
+def test_catsdogs_of_the_old_network_is_not_the_published_one():
+    # revision 1 (a reconstruction from the slides) is another network: only revision 2, the
+    # notebook's network, stands beside the published cats-vs-dogs rows
+    new = ours("catsdogs", batch=16, samples_per_s=2.0)
+    old = ours("catsdogs", batch=16, samples_per_s=2.0, rid=2)
+    old.spec = old.spec.model_copy(update={"workload_revision": 1})
+    assert {m.row.network for m in compare_published([new], ["community"], fake_peak).matches} == {"cats vs dogs CNN"}
+    found = compare_published([old], ["community"], fake_peak)
+    assert found.matches == [] and {m.mapping.network for m in found.missing} == {"cats vs dogs CNN"}

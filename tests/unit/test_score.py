@@ -1,5 +1,6 @@
 """The single score: geometric mean of speed-ups over a reference machine, with known answers."""
 
+import json
 import math
 
 import pytest
@@ -32,10 +33,15 @@ def test_suite_is_pinned_and_versioned(monkeypatch):
 
     pinned = [("mlp", 64), ("autoencoder", 64), ("cnn", 128), ("rcnn", 32), ("lstm", 128),
               ("dcgan", 64), ("resnet", 128), ("catsdogs", 16)]
-    assert score_module.SUITE_VERSION == "2026.1"
-    assert default_suite() == default_suite("2026.1") == pinned
-    # every suite workload is still registered, so a stored result can be matched to it
-    assert all(name in WORKLOADS for version in score_module.SUITES.values() for name, _ in version)
+    assert score_module.SUITE_VERSION == "2026.2"
+    assert default_suite() == default_suite("2026.2") == default_suite("2026.1") == pinned
+    # 2026.2 differs from 2026.1 only in the network of catsdogs (revision 2: seed 001's notebook)
+    assert score_module.suite_revisions("2026.1") == {name: 1 for name, _ in pinned}
+    assert score_module.suite_revisions("2026.2") == {**{name: 1 for name, _ in pinned}, "catsdogs": 2}
+    # every suite workload is still registered, so a stored result can be matched to it, and no
+    # suite names a revision newer than the one rigbench builds
+    assert all(name in WORKLOADS and revision <= WORKLOADS[name].revision
+               for version in score_module.SUITES.values() for name, _, revision in version)
     # registering another workload (or changing a default batch) leaves the suite alone
     extra = Workload(**{**WORKLOADS["mlp"].__dict__, "name": "mlp2", "default_batch": 512})
     monkeypatch.setitem(WORKLOADS, "mlp2", extra)
@@ -46,7 +52,33 @@ def test_suite_is_pinned_and_versioned(monkeypatch):
 def test_score_names_its_suite():
     ours = {"mlp": make("mlp", TIMES)}
     reference = {"mlp": make("mlp", [2 * t for t in TIMES])}
-    assert compute_score(ours, reference, "cpu").as_dict()["suite"] == "2026.1"
+    assert compute_score(ours, reference, "cpu").as_dict()["suite"] == "2026.2"
+    assert compute_score(ours, reference, "cpu", version="2026.1").as_dict()["suite"] == "2026.1"
+
+
+def _stored_before_revisions(result: Result) -> Result:
+    """`result` as a store or bundle written before workload revisions existed reads it back."""
+    data = result.model_dump(mode="json")
+    del data["spec"]["workload_revision"]
+    return Result.model_validate_json(json.dumps(data), strict=True)
+
+
+def test_old_and_new_catsdogs_never_meet():
+    # catsdogs measured before its network was rebuilt (revision 1) counts for suite 2026.1 only,
+    # and a new one (revision 2) for 2026.2 only
+    old = _stored_before_revisions(make("catsdogs", [2 * t for t in TIMES], rid=1))
+    new = make("catsdogs", TIMES, rid=2)
+    assert (old.spec.workload_revision, new.spec.workload_revision) == (1, 2)
+    assert suite_results([old, new], "cpu") == {"catsdogs": new}
+    assert suite_results([old, new], "cpu", version="2026.1") == {"catsdogs": old}
+    # a reference measured on the old network: catsdogs is missing there, not compared
+    ours = {"mlp": make("mlp", TIMES), **suite_results([new], "cpu")}
+    reference = suite_results([_stored_before_revisions(make("mlp", [2 * t for t in TIMES])), old], "cpu")
+    score = compute_score(ours, reference, "cpu")
+    assert [i.workload for i in score.items] == ["mlp"] and score.missing_reference == ["catsdogs"]
+    # under 2026.1 both sides' old results are scored, and the new one is not among ours
+    ours_old = suite_results([make("mlp", TIMES), new], "cpu", version="2026.1")
+    assert set(ours_old) == {"mlp"}
 
 
 def test_reference_twice_as_slow_scores_two():

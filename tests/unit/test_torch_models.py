@@ -38,20 +38,21 @@ def test_optimiser_arguments_come_from_the_workload():
 # against those.
 
 
-def test_catsdogs_shapes_and_params_near_published():
+def test_catsdogs_shapes_as_the_notebook_prints_them():
+    # seed 001's notebook summary: conv outputs (None, 256, 256, 32) first, (None, 64, 64, 128)
+    # sixth, (None, 10, 10, 512) last; its totals are asserted in test_catsdogs_network.py
     model = models.build_model("catsdogs", {})
     convs = [m for m in model if isinstance(m, torch.nn.Conv2d)]
-    assert len(convs) == 15
-    assert sum(isinstance(m, torch.nn.MaxPool2d) for m in model) == 6
+    assert len(convs) == 13
+    assert sum(isinstance(m, torch.nn.MaxPool2d) for m in model) == 5
     assert sum(isinstance(m, torch.nn.Linear) for m in model) == 3
     shapes = {}
-    for i in (0, 5):
+    for i in (0, 5, 12):
         convs[i].register_forward_hook(lambda m, a, out, i=i: shapes.__setitem__(i, tuple(out.shape)))
     with torch.no_grad():
         model.eval()(torch.zeros(1, 3, 256, 256))
-    assert shapes == {0: (1, 32, 256, 256), 5: (1, 128, 64, 64)}  # as seed 001 reports
-    assert models.trainable_params(model) == 21_436_577
-    assert models.trainable_params(model) == pytest.approx(21_455_521, rel=0.001)
+    assert shapes == {0: (1, 32, 256, 256), 5: (1, 128, 64, 64), 12: (1, 512, 10, 10)}
+    assert models.trainable_params(model) == 21_455_521
 
 
 # --------------------------------------------------------------------------- training

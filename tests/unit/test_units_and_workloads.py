@@ -92,8 +92,7 @@ def test_analytic_params_match_the_papers():
     assert _params("resnet") == 269_722
     assert _params("resnet", depth=56) == 853_018  # Table 6: 0.85M
     assert _params("rcnn") == pytest.approx(670_000, rel=0.01)  # Liang & Hu Table 1: RCNN-96 0.67M
-    assert _params("catsdogs") == 21_436_577
-    assert _params("catsdogs") == pytest.approx(21_455_521, rel=0.001)  # seed 001's published count
+    assert _params("catsdogs") == 21_455_521  # seed 001's notebook summary: "Trainable params"
     for hidden in (128, 256):
         emb_and_decoder = 10_000 * hidden + hidden * 10_000 + 10_000
         assert _params("lstm", hidden=hidden) == emb_and_decoder + 2 * (4 * hidden * (hidden + hidden) + 2 * 4 * hidden)
@@ -116,4 +115,4 @@ def test_analytic_flops_grow_with_the_options():
     # One DCGAN D forward on 64x64 is ~0.1 GFLOP and one G forward ~0.4 GFLOP (pytorch/examples
     # sizes); a step runs G once and D three times, and backpropagates through all of them.
     assert 1.5e9 < train_flops_per_sample(WORKLOADS["dcgan"]) < 4e9
-    assert 30e9 < train_flops_per_sample(WORKLOADS["catsdogs"]) < 40e9  # ~3 x 11.9 GFLOP forward per image
+    assert 30e9 < train_flops_per_sample(WORKLOADS["catsdogs"]) < 32e9  # ~3 x 10.4 GFLOP forward per image

@@ -9,9 +9,9 @@ by id.
 Comparability: a pair whose software differs (Result.software: torch, CUDA, cuDNN... versions;
 GPU libraries are ignored for CPU trials) is marked incomparable with the reason, unless
 `across_versions` is set, in which case it is compared and flagged "versions differ".
-Results left over on both sides with the same configuration but for batch, precision, threads
-or lr (NEAR_FIELDS) are paired as incomparable with the differences as the reason. A side
-whose trial did not end ok is incomparable too.
+Results left over on both sides with the same configuration but for batch, precision, threads,
+lr or the workload's network revision (NEAR_FIELDS) are paired as incomparable with the
+differences as the reason. A side whose trial did not end ok is incomparable too.
 
 Significance (docs/COMPARING.md): a change is reported only when both hold:
 1. Mann-Whitney U on the raw step times, two-sided, p < alpha (0.05);
@@ -96,8 +96,10 @@ def _by_kind(results: Sequence[Result]) -> bool:
 
 #: Configuration fields in which two trials may differ and still be lined up as a near pair
 #: (reported as incomparable, with the differences), with the words that name them.
+#: A different workload revision is a different network under the same name: never compared,
+#: but lined up so that the reason is said.
 NEAR_FIELDS: dict[str, str] = {"batch_size": "batch", "precision": "precision", "threads": "threads",
-                               "lr": "lr"}
+                               "lr": "lr", "workload_revision": "network revision"}
 
 
 def _device_key(r: Result, by_kind: bool) -> tuple:

@@ -85,7 +85,9 @@ MAPPINGS: tuple[Mapping, ...] = (
             "two-layer LSTM language model, 32-token sequences, 10,000-word vocabulary; the "
             "hidden size may differ from ours (see the `ours` column)"),
     Mapping("community", "cats vs dogs CNN", "catsdogs", (), "same network",
-            "rigbench's catsdogs is seed 001's Keras network rebuilt from its published summary"),
+            "rigbench's catsdogs (revision 2) is seed 001's Keras network as its linked notebook "
+            "prints it: 13 conv, 5 max-pool, dense 2048-2048-1, 21,455,521 trainable parameters "
+            "(the deck's '15 conv, 6 pool' contradicts its own parameter totals)"),
 )
 
 #: Published networks with no comparable rigbench workload, and why (listed in the docs and output).
@@ -319,7 +321,12 @@ def _usable(r: Result) -> bool:
 
 
 def _matches_mapping(r: Result, m: Mapping) -> bool:
-    return r.spec.workload == m.workload and all(r.spec.workload_options.get(k) == v for k, v in m.options)
+    """A result of the mapped workload and options, measured on the network the mapping
+    describes: the workload's current revision (an older one is another network)."""
+    workload = WORKLOADS.get(m.workload)
+    return (r.spec.workload == m.workload and workload is not None
+            and r.spec.workload_revision == workload.revision
+            and all(r.spec.workload_options.get(k) == v for k, v in m.options))
 
 
 def compare_published(results: Sequence[Result], sources: Sequence[str] = (),

@@ -37,48 +37,62 @@ RESAMPLES = 2000
 SEED = 0
 
 
-#: The score's suites, pinned by version: (workload, batch) at the workload's default options.
-#: A released version never changes, because a score means something only against a reference
-#: measured over the same suite; a new workload, option or batch makes a new version. 2026.1 is
-#: the eight reference networks at their reference batches, as `rigbench run` ran them in v0.1.
-SUITES: dict[str, tuple[tuple[str, int], ...]] = {
-    "2026.1": (("mlp", 64), ("autoencoder", 64), ("cnn", 128), ("rcnn", 32), ("lstm", 128),
-               ("dcgan", 64), ("resnet", 128), ("catsdogs", 16)),
+#: The score's suites, pinned by version: (workload, batch, network revision) at the workload's
+#: default options. A released version never changes, because a score means something only
+#: against a reference measured over the same suite; a new workload, option, batch or network
+#: revision (Workload.revision) makes a new version. 2026.1 is the eight reference networks at
+#: their reference batches, as `rigbench run` ran them in v0.1; 2026.2 the same with catsdogs
+#: rebuilt to seed 001's notebook (revision 2). A result counts for a suite only when it
+#: measured the suite's revision (TrialSpec.workload_revision; stored results from before
+#: revisions are revision 1), so an old catsdogs is never set against a new one.
+SUITES: dict[str, tuple[tuple[str, int, int], ...]] = {
+    "2026.1": (("mlp", 64, 1), ("autoencoder", 64, 1), ("cnn", 128, 1), ("rcnn", 32, 1), ("lstm", 128, 1),
+               ("dcgan", 64, 1), ("resnet", 128, 1), ("catsdogs", 16, 1)),
+    "2026.2": (("mlp", 64, 1), ("autoencoder", 64, 1), ("cnn", 128, 1), ("rcnn", 32, 1), ("lstm", 128, 1),
+               ("dcgan", 64, 1), ("resnet", 128, 1), ("catsdogs", 16, 2)),
 }
 #: The suite `rigbench score` uses.
-SUITE_VERSION = "2026.1"
+SUITE_VERSION = "2026.2"
 
 
 def default_suite(version: str = SUITE_VERSION) -> list[tuple[str, int]]:
     """(workload, batch) of the pinned suite `version` (default: the current one)."""
-    return list(SUITES[version])
+    return [(name, batch) for name, batch, _ in SUITES[version]]
+
+
+def suite_revisions(version: str = SUITE_VERSION) -> dict[str, int]:
+    """workload -> the network revision that the pinned suite `version` measures."""
+    return {name: revision for name, _, revision in SUITES[version]}
 
 
 def device_class(r: Result) -> str:
     return "cpu" if r.spec.device == "cpu" else "gpu"
 
 
-def _in_suite(r: Result, batch: int) -> bool:
-    """An ok trial with the configuration `rigbench run` gives the workload by default (TrialSpec's
-    defaults at the reference batch: fp32, torch, default threads and lr, no compile...), on any
-    device; options count as default when they resolve to the workload's defaults."""
+def _in_suite(r: Result, batch: int, revision: int) -> bool:
+    """An ok trial of the suite's network revision with the configuration `rigbench run` gives
+    the workload by default (TrialSpec's defaults at the reference batch: fp32, torch, default
+    threads and lr, no compile...), on any device; options count as default when they resolve
+    to the workload's defaults."""
     s = r.spec
     workload = WORKLOADS.get(s.workload)
     if workload is None or r.status != "ok" or not is_full_protocol(r):
         return False
-    default = TrialSpec.model_validate({"workload": s.workload, "batch_size": batch})
+    default = TrialSpec.model_validate({"workload": s.workload, "batch_size": batch,
+                                        "workload_revision": revision})
     ignore = ("device", "workload_options")
     return (s.config_key(ignore=ignore) == default.config_key(ignore=ignore)
             and resolved_options(workload, s.workload_options) == resolved_options(workload, {}))
 
 
-def suite_results(results: Iterable[Result], cls: str) -> dict[str, Result]:
-    """The newest suite result per workload on devices of class `cls` ("cpu" or "gpu")."""
-    batches = dict(default_suite())
+def suite_results(results: Iterable[Result], cls: str, version: str = SUITE_VERSION) -> dict[str, Result]:
+    """The newest result of suite `version` per workload on devices of class `cls` ("cpu" or "gpu")."""
+    batches, revisions = dict(default_suite(version)), suite_revisions(version)
     chosen: dict[str, Result] = {}
     for r in sorted(results, key=lambda r: r.id or 0):
-        if device_class(r) == cls and r.spec.workload in batches and _in_suite(r, batches[r.spec.workload]):
-            chosen[r.spec.workload] = r
+        name = r.spec.workload
+        if device_class(r) == cls and name in batches and _in_suite(r, batches[name], revisions[name]):
+            chosen[name] = r
     return chosen
 
 
@@ -121,9 +135,10 @@ def geometric_mean(values: Sequence[float]) -> float:
 
 
 def compute_score(ours: dict[str, Result], reference: dict[str, Result], cls: str,
-                  resamples: int = RESAMPLES, seed: int = SEED) -> Score | None:
-    """The score over the workloads both sides have (with raw step times); None if none."""
-    suite = [name for name, _ in default_suite()]
+                  resamples: int = RESAMPLES, seed: int = SEED, version: str = SUITE_VERSION) -> Score | None:
+    """The score of suite `version` over the workloads both sides have (with raw step times);
+    None if none. `ours` and `reference` are `suite_results` of the same version."""
+    suite = [name for name, _ in default_suite(version)]
     common = [w for w in suite if w in ours and w in reference
               and ours[w].step_times_s and reference[w].step_times_s]
     missing_ours = [w for w in suite if w not in ours]
@@ -142,7 +157,7 @@ def compute_score(ours: dict[str, Result], reference: dict[str, Result], cls: st
         med_theirs = np.median(theirs[rng.integers(0, theirs.size, size=(resamples, theirs.size))], axis=1)
         log_sum += np.log(med_theirs / med_mine)
     low, high = np.percentile(np.exp(log_sum / len(items)), [2.5, 97.5])
-    return Score(cls, value, (float(low), float(high)), items, missing_ours, missing_ref)
+    return Score(cls, value, (float(low), float(high)), items, missing_ours, missing_ref, version)
 
 
 def shipped_references() -> list[str]:

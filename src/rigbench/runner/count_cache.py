@@ -3,7 +3,8 @@
 Counting runs a meta-device training step under a FLOP counter, whose first use in a
 process costs seconds; every trial is a fresh process, so the counts are cached in
 `<cache dir>/counts.json`. The key holds everything a count depends on: rigbench's version
-(model definitions), the framework and its version, the workload and its options. The
+(model definitions), the framework and its version, the workload, its network revision
+(Workload.revision: a rebuilt network under an unchanged version) and its options. The
 memory-traffic estimate (roofline) is cached in the same file under `<key>|traffic`.
 """
 
@@ -22,7 +23,7 @@ from rigbench.workloads import Workload
 
 def _key(framework: str, framework_version: str, workload: Workload, options: dict[str, Any]) -> str:
     opts = ",".join(f"{k}={options[k]}" for k in sorted(options))
-    return f"rigbench={__version__}|{framework}={framework_version}|{workload.name}|{opts}"
+    return f"rigbench={__version__}|{framework}={framework_version}|{workload.name}@{workload.revision}|{opts}"
 
 
 def _cached(key: str, compute: Callable[[], list[float]]) -> list[float]:

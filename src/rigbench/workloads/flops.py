@@ -37,10 +37,14 @@ AUTOENCODER_SIZES = (784, 1000, 500, 250, 30)
 #: The TensorFlow-tutorial CIFAR CNN: conv widths (3x3 'valid') and the dense width.
 CNN_CONVS = (32, 64, 64)
 CNN_DENSE = 64
-#: Conv widths per catsdogs block; a 2x2 max pool follows every block (6 pools: 256 -> 4).
-CATSDOGS_BLOCKS = ((32, 32), (64, 64), (128, 128), (256, 256, 256), (512, 512, 512), (512, 512, 512))
-#: Dense widths, chosen as round numbers that bring the trainable count near the published one.
-CATSDOGS_DENSE = (768, 512)
+#: Seed 001's cats-vs-dogs notebook (its Keras model.summary()): conv widths per block, all 3x3
+#: 'same' + ReLU without batch norm, and the max pool after each block (window = stride; Keras'
+#: 'valid' pooling floors, so 256 -> 128 -> 64 -> 32 -> 10 -> 3 and the flatten has 3*3*512 = 4608).
+CATSDOGS_BLOCKS = ((32, 32), (64, 64), (128, 128, 128), (256, 256, 256), (512, 512, 512))
+CATSDOGS_POOLS = (2, 2, 2, 3, 3)
+#: Its dense layers: width and dropout of each, in the order Dense(ReLU), Dropout, BatchNormalization;
+#: then Dense(1) (a sigmoid there, a logit here: see the workload's origin).
+CATSDOGS_DENSE = ((2048, 0.5), (2048, 0.4))
 #: Base filters of the DCGAN generator and discriminator (ngf = ndf = 64).
 DCGAN_FILTERS = 64
 #: LSTM layers of the language model.
@@ -49,11 +53,13 @@ LSTM_LAYERS = 2
 
 @dataclass(frozen=True)
 class Layer:
-    """One layer's forward multiply-adds per sample and its trainable parameters."""
+    """One layer's forward multiply-adds per sample, its trainable parameters and its
+    non-trainable state (batch norm's running mean and variance)."""
 
     macs: int
     params: int
     input_grad: bool = True  # False when its input needs no gradient (see the module docstring)
+    stats: int = 0
 
 
 def dense(n_in: int, n_out: int, bias: bool = True, input_grad: bool = True) -> Layer:
@@ -73,8 +79,9 @@ def conv_t(c_in: int, c_out: int, k: int, in_hw: int, input_grad: bool = True) -
 
 
 def norm(channels: int) -> Layer:
-    """Batch norm: a scale and a shift per channel, no counted FLOPs."""
-    return Layer(0, 2 * channels)
+    """Batch norm: a scale and a shift per channel (trainable), a running mean and variance per
+    channel (not trainable), no counted FLOPs."""
+    return Layer(0, 2 * channels, stats=2 * channels)
 
 
 def forward_flops(layers: list[Layer]) -> int:
@@ -140,16 +147,29 @@ def resnet_layers(options: dict[str, Any]) -> list[Layer]:
     return layers + [dense(64, 10)]
 
 
+def catsdogs_flat_features(input_hw: int = 256) -> int:
+    """Width of the flatten after the last pool: 3 * 3 * 512 = 4608 on 256x256 images."""
+    hw = input_hw
+    for pool in CATSDOGS_POOLS:
+        hw //= pool
+    return CATSDOGS_BLOCKS[-1][-1] * hw * hw
+
+
 def catsdogs_layers(options: dict[str, Any]) -> list[Layer]:
+    """13 convs on 256/128/64/32/10 maps, then dense 4608 -> 2048 -> 2048 (batch norm after
+    each) -> 1: 21,455,521 trainable parameters and 8,192 batch-norm statistics, as published."""
     layers: list[Layer] = []
     c_in, hw = 3, 256
-    for block in CATSDOGS_BLOCKS:
+    for block, pool in zip(CATSDOGS_BLOCKS, CATSDOGS_POOLS, strict=True):
         for c_out in block:
-            layers += [conv(c_in, c_out, 3, hw, input_grad=bool(layers)), norm(c_out)]
+            layers.append(conv(c_in, c_out, 3, hw, input_grad=bool(layers)))
             c_in = c_out
-        hw //= 2
-    d1, d2 = CATSDOGS_DENSE
-    return layers + [dense(c_in * hw * hw, d1), dense(d1, d2), dense(d2, 1)]
+        hw //= pool
+    n_in = catsdogs_flat_features(256)
+    for width, _dropout in CATSDOGS_DENSE:
+        layers += [dense(n_in, width), norm(width)]
+        n_in = width
+    return layers + [dense(n_in, 1)]
 
 
 def dcgan_generator(latent_size: int) -> list[Layer]:
@@ -260,3 +280,16 @@ def trainable_params(workload: Workload, options: dict[str, Any]) -> int:
         assert workload.latent_size is not None
         return param_count(dcgan_generator(workload.latent_size) + dcgan_discriminator())
     return param_count(_PLANS[workload.name](options))
+
+
+def nontrainable_params(workload: Workload, options: dict[str, Any]) -> int:
+    """Non-trainable state from the layer plan (resolved options): the running mean and
+    variance of every batch norm, which Keras' summary counts as "Non-trainable params"."""
+    if workload.name == "lstm":
+        return 0
+    if workload.name == "dcgan":
+        assert workload.latent_size is not None
+        layers = dcgan_generator(workload.latent_size) + dcgan_discriminator()
+    else:
+        layers = _PLANS[workload.name](options)
+    return sum(layer.stats for layer in layers)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -21,11 +22,13 @@ from rigbench.workloads.flops import (
     AUTOENCODER_SIZES,
     CATSDOGS_BLOCKS,
     CATSDOGS_DENSE,
+    CATSDOGS_POOLS,
     CNN_CONVS,
     CNN_DENSE,
     DCGAN_FILTERS,
     LSTM_LAYERS,
     MLP_HIDDEN,
+    catsdogs_flat_features,
 )
 
 # --------------------------------------------------------------------------- mlp
@@ -266,32 +269,57 @@ def resnet(options: dict[str, Any]) -> nn.Module:
 # --------------------------------------------------------------------------- catsdogs
 
 
-def catsdogs(options: dict[str, Any]) -> nn.Module:
-    """Seed 001's Keras cats-vs-dogs CNN, rebuilt from its published facts.
+class KerasBatchNorm1d(nn.BatchNorm1d):
+    """Keras' BatchNormalization on dense features: epsilon 1e-3, moving averages at momentum
+    0.99 (torch's momentum is the new batch's weight: 0.01), and a batch of one accepted in
+    training, where torch refuses it. Keras normalises a single sample by its own statistics
+    (mean = the sample, variance 0), which gives beta; so does this, and the running mean and
+    variance move toward that sample and 0 as Keras' do. A batch of one is the smallest a batch
+    sweep tries."""
 
-    Published: 256x256x3 input, 15 Conv2D 3x3 'same' each followed by BatchNormalization
-    (and ReLU), 6 MaxPooling2D, 3 Dense, a binary output; first conv output [m,256,256,32],
-    sixth conv output [m,64,64,128]; 21,455,521 trainable and 8,192 non-trainable params.
-    The channel plan and the dense widths 768/512 are our reconstruction (the seed does not
-    publish them): this model has 21,436,577 trainable parameters (-0.09%) and 8,576
-    non-trainable batch-norm statistics (the published 8,192 implies 4,096 conv channels in
-    all, ours have 4,288, so the original channel plan differed somewhat).
-    Convolutions keep their bias as Keras' Conv2D does by default. Output: one logit.
+    MOMENTUM = 0.01
+
+    def __init__(self, features: int) -> None:
+        super().__init__(features, eps=1e-3, momentum=self.MOMENTUM)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not (self.training and x.shape[0] == 1):
+            return super().forward(x)
+        mean, var, seen = self.running_mean, self.running_var, self.num_batches_tracked
+        assert mean is not None and var is not None and seen is not None  # track_running_stats
+        with torch.no_grad():
+            mean.lerp_(x[0].detach().to(mean.dtype), self.MOMENTUM)
+            var.mul_(1 - self.MOMENTUM)
+            seen.add_(1)
+        return self.weight * (x - x.mean(0)) / (x.var(0, unbiased=False) + self.eps).sqrt() + self.bias
+
+
+def catsdogs(options: dict[str, Any]) -> nn.Module:
+    """Seed 001's Keras cats-vs-dogs CNN, as its notebook (GitHub
+    saranshagarwal202/Cats_versus_Dogs) prints it in model.summary().
+
+    256x256x3 input; 13 Conv2D 3x3 'same' + ReLU (keeping their bias, Keras' default; no batch
+    norm) in five blocks of 2, 2, 3, 3, 3 with 32/64/128/256/512 filters, MaxPooling2D after each
+    (2, 2, 2, 3, 3: window = stride, flooring: 256 -> 128 -> 64 -> 32 -> 10 -> 3); flatten 4608;
+    Dense 2048 ReLU, Dropout 0.5, BatchNormalization; Dense 2048 ReLU, Dropout 0.4,
+    BatchNormalization; Dense 1. Published: 21,455,521 trainable and 8,192 non-trainable
+    parameters (the two batch norms' moving means and variances), as this model has.
+    Output: one logit (the sigmoid is in the loss, BCE with logits; see the workload's origin).
+    Initialisation is torch's default, not Keras' Glorot-uniform.
     """
     layers: list[nn.Module] = []
     c_in = 3
-    for block in CATSDOGS_BLOCKS:
+    for block, pool in zip(CATSDOGS_BLOCKS, CATSDOGS_POOLS, strict=True):
         for c_out in block:
-            layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU()]
+            layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.ReLU()]
             c_in = c_out
-        layers.append(nn.MaxPool2d(2))
-    d1, d2 = CATSDOGS_DENSE
-    layers += [
-        nn.Flatten(),
-        nn.Linear(c_in * 4 * 4, d1), nn.ReLU(), nn.Dropout(0.5),
-        nn.Linear(d1, d2), nn.ReLU(),
-        nn.Linear(d2, 1),
-    ]
+        layers.append(nn.MaxPool2d(pool))
+    layers.append(nn.Flatten())
+    n_in = catsdogs_flat_features(WORKLOADS["catsdogs"].input_shape[-1])
+    for width, dropout in CATSDOGS_DENSE:
+        layers += [nn.Linear(n_in, width), nn.ReLU(), nn.Dropout(dropout), KerasBatchNorm1d(width)]
+        n_in = width
+    layers.append(nn.Linear(n_in, 1))
     return nn.Sequential(*layers)
 
 
