@@ -41,7 +41,7 @@ def test_the_row_and_train_table_say_the_lr_used():
     assert result(workload="future_net").row()["lr"] is None  # unknown here: not guessed
     header = [c.header for c in train_table([trained]).columns]
     lr_cells = list(train_table([trained]).columns[header.index("lr")].cells)
-    assert lr_cells == [f"{default:g}"]
+    assert [str(c) for c in lr_cells] == [f"{default:g}"]  # cells are rich Text (printed literally)
 
 
 def test_setup_label_names_what_sets_trials_apart():
