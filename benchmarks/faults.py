@@ -289,9 +289,11 @@ def bundle_script(seed: Seed, work: Path) -> Outcome:
 
 # --- the database and the output files ---
 
-def run_watched(work: Path, db: Path, did: str, baseline: int, **popen: object) -> Outcome:
-    """`rigbench run mlp` on `db`: a trial that started must be stored (or the run said why)."""
-    proc = start("run", "mlp", *QUICK, "-b", "8", "--db", str(db), **popen)
+def run_watched(work: Path, db: Path, did: str, baseline: int, db_arg: str | None = None,
+                **popen: object) -> Outcome:
+    """`rigbench run mlp` on `db` (given as `db_arg` when set, e.g. a read-only URL): a trial
+    that started must be stored (or the run said why)."""
+    proc = start("run", "mlp", *QUICK, "-b", "8", "--db", db_arg or str(db), **popen)
     kids = wait_for_child(proc, db, timeout=120)
     cmd = finish(proc)
     out = Outcome(did, [cmd], statuses(db), must_keep=baseline + (1 if kids else 0), baseline=baseline, rc=cmd.rc)
@@ -316,8 +318,12 @@ def db_read_only(seed: Seed, work: Path) -> Outcome:
     work.chmod(0o555)
     try:
         if os.access(db, os.W_OK) or os.access(work, os.W_OK):
-            return Outcome("", skipped="running as root: chmod 0444/0555 does not stop writes (os.access)")
-        out = run_watched(work, db, "run mlp --db a read-only database in a read-only folder", before)
+            # root writes through chmod: open the file read-only through SQLite's URI instead,
+            # which fails the same way ("attempt to write a readonly database")
+            out = run_watched(work, db, "run mlp --db a read-only database (SQLite mode=ro: root ignores chmod)",
+                              before, db_arg=f"sqlite:///file:{db}?mode=ro&uri=true")
+        else:
+            out = run_watched(work, db, "run mlp --db a read-only database in a read-only folder", before)
         serves(db, Path(tempfile.mkdtemp(dir=work.parent)), out)
         return out
     finally:
