@@ -10,7 +10,7 @@ import time
 import pytest
 from rich.console import Console
 
-from rigbench.analysis.peak import QUICK
+from rigbench.analysis.matmul_peak import QUICK
 from rigbench.reports.terminal import calibration_table
 from rigbench.store import Store
 from rigbench.store.calibrations import latest_calibration

@@ -1,10 +1,10 @@
-"""The calibration's peak rule (analysis/peak.py) on synthetic per-size timings: the peak is
+"""The calibration's peak rule (analysis/matmul_peak.py) on synthetic per-size timings: the peak is
 the median at the largest size that fits, never the best size; --quick and the full run
 climb to the same sizes; `rigbench calibrate` prints the size curve."""
 
 import pytest
 
-from rigbench.analysis import peak
+from rigbench.analysis import matmul_peak as peak
 from rigbench.cli.calibrate import size_curves
 
 

@@ -1,7 +1,7 @@
 """Measured ceilings of one device (`rigbench calibrate`), in the child process.
 
 - Peak matrix-multiply FLOP/s per precision: square `torch.mm(a, b, out=c)` up a ladder of
-  sizes, 2*n^3 FLOPs each (analysis/peak.py: the sizes, the stopping rule and the peak rule).
+  sizes, 2*n^3 FLOPs each (analysis/matmul_peak.py: the sizes, the stopping rule and the peak rule).
   Per size: one untimed warm-up repeat, then `repeats` timed repeats of back-to-back matmuls
   lasting at least `repeat_s` each; the size's rate is the median repeat's. The reported
   peak is the median at the largest size that fits, never the best of the sizes.
@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import torch
 
-from rigbench.analysis.peak import MAX_SINGLE_S, RULE, TooSlow, climb, matmul_plan, peak_size
+from rigbench.analysis.matmul_peak import MAX_SINGLE_S, RULE, TooSlow, climb, matmul_plan, peak_size
 from rigbench.frameworks.base import Calibration, CalibrationRow
 from rigbench.frameworks.torch.trainer import device_name, resolve_device, synchronize
 
