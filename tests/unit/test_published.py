@@ -6,14 +6,12 @@ from importlib import resources
 
 import pytest
 
-from rigbench.analysis.peaks import prediction_text, ratio_by_clock
+from rigbench.analysis.peaks import Peak, peak_resolver, prediction_text, ratio_by_clock
 from rigbench.analysis.published import (
     MAPPINGS,
     SOURCES,
-    Peak,
     compare_published,
     framework_family,
-    peak_resolver,
     published_rows,
 )
 from rigbench.spec import Metrics, Result, TrialSpec

@@ -30,10 +30,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-# Peak and peak_resolver are re-exported: callers and tests use them from here.
-from rigbench.analysis.peaks import Peak as Peak
-from rigbench.analysis.peaks import clock_assumption, prediction_text, ratio_by_clock, times
-from rigbench.analysis.peaks import peak_resolver as peak_resolver
+from rigbench.analysis.peaks import Peak, clock_assumption, prediction_text, ratio_by_clock, times
 from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS

@@ -31,7 +31,8 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
                       all_frameworks: bool = False) -> Any:
     """This machine's results (or those of `run_ids`) beside the published tables
     (analysis/published.py); returns a PublishedComparison."""
-    from rigbench.analysis.published import SOURCES, peak_resolver
+    from rigbench.analysis.peaks import peak_resolver
+    from rigbench.analysis.published import SOURCES
     from rigbench.analysis.published import compare_published as _compare
 
     unknown = [s for s in sources if s not in SOURCES]
