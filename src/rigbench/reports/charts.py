@@ -1,7 +1,8 @@
 """Results -> chart specifications, independent of how they are drawn.
 
 The HTML report (`html.py`, plotly) and the PNG export (`png.py`, matplotlib) draw the same
-`Chart` objects, so both always show the same numbers. Nothing here imports an optional
+`Chart` objects (`chart_model.py`), so both always show the same numbers; the training-run
+charts are in `training_charts.py`. Nothing here imports an optional
 dependency. A section whose builders return no chart is left out of the page: charts for
 data that does not exist yet (accuracy curves, rooflines) are never drawn empty; they are
 added later as another `Section` with its own builders.
@@ -9,79 +10,23 @@ added later as another `Section` with its own builders.
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from rigbench.analysis.roofline import Roof, mfu_warning, result_roofline
 from rigbench.analysis.scaling import speed
 from rigbench.analysis.speedups import speedups_over_cpu
+from rigbench.reports.chart_model import Chart, Section, Series, hover_lines, workload_name
+from rigbench.reports.training_charts import epoch_curve_charts, train_knob_charts
 from rigbench.spec import Result
-
-#: Series colours, in order, shared by the page and the PNGs so that both read alike.
-COLOURS: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-                            "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
-
-
-@dataclass
-class Series:
-    """One line (or one set of bars): points in x order, with optional asymmetric error."""
-
-    name: str
-    x: list[Any] = field(default_factory=list)
-    y: list[float] = field(default_factory=list)
-    err_minus: list[float] | None = None  # distance below y (None: no error bars)
-    err_plus: list[float] | None = None
-    hover: list[str] = field(default_factory=list)  # HTML-escaped, lines joined by <br>
-    dash: bool = False  # a reference line (e.g. ideal scaling), not a measurement
-    colour: str | None = None  # a fixed colour (e.g. roofline ceilings); None: the palette's
-
-
-@dataclass
-class Chart:
-    """A chart: `kind` is "line" or "bar"; `x_scale` is "log2", "log" (base 10), "linear" or
-    "category"; `y_scale` is "linear" (from zero) or "log"."""
-
-    id: str
-    title: str
-    x_title: str
-    y_title: str
-    series: list[Series]
-    kind: str = "line"
-    x_scale: str = "linear"
-    y_scale: str = "linear"
-
-
-@dataclass
-class Section:
-    """A heading on the page and the builders that fill it."""
-
-    id: str
-    title: str
-    blurb: str
-    # build(results), or build(results, calibrations) when uses_calibrations (device name ->
-    # latest calibration): two signatures, hence the `...`
-    builders: tuple[Callable[..., list[Chart]], ...]
-    uses_calibrations: bool = False
-
-
-def hover_lines(*lines: str) -> str:
-    """Hover text for one point. Plotly reads hover text as a small HTML subset, so user
-    text is escaped here (plotly turns &lt; back into a literal <) and joined with <br>."""
-    return "<br>".join(html.escape(line, quote=False) for line in lines if line)
 
 
 def _ok(results: Sequence[Result]) -> list[Result]:
     """Finished speed trials. Training runs (`rigbench train`) are left out of the speed
     charts: their throughput includes the input pipeline and is not the timing protocol's."""
     return [r for r in results if r.status == "ok" and r.metrics.samples_per_s and r.spec.kind == "speed"]
-
-
-def _workload(r: Result) -> str:
-    opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
-    return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
 
 
 def _threads(r: Result) -> int | None:
@@ -115,7 +60,7 @@ _LINE_NAMED = ("workload", "workload_options", "framework", "device", "precision
 
 
 def _line_key(r: Result) -> LineKey:
-    return LineKey(_workload(r), r.spec.framework, r.spec.device, r.spec.precision,
+    return LineKey(workload_name(r), r.spec.framework, r.spec.device, r.spec.precision,
                    _threads(r), _variant(r), r.spec.config_key(ignore=_LINE_NAMED), r.run_id)
 
 
@@ -268,7 +213,7 @@ def _speedup(r: Result, baseline: Result) -> float:
 
 def precision_charts(results: Sequence[Result]) -> list[Chart]:
     """bf16/fp16 samples/s over fp32's for the same workload, device, batch and threads."""
-    pairs = _pairs(results, lambda r: (_workload(r), r.spec.framework, r.spec.device,
+    pairs = _pairs(results, lambda r: (workload_name(r), r.spec.framework, r.spec.device,
                                        r.spec.batch_size, _threads(r), _variant(r)),
                    lambda r: r.spec.precision, "fp32")
     if not pairs:
@@ -287,7 +232,7 @@ def precision_charts(results: Sequence[Result]) -> list[Chart]:
 
 def thread_charts(results: Sequence[Result]) -> list[Chart]:
     """samples/s over the 1-thread trial's, against threads, with the ideal linear line."""
-    pairs = _pairs(results, lambda r: (_workload(r), r.spec.framework, r.spec.device,
+    pairs = _pairs(results, lambda r: (workload_name(r), r.spec.framework, r.spec.device,
                                        r.spec.batch_size, r.spec.precision, _variant(r)),
                    _threads, 1)
     if not pairs:
@@ -318,7 +263,7 @@ def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
     for knob, name in (("compile", "compile"), ("channels_last", "channels-last")):
         def rest(r: Result, knob: str = knob) -> tuple:
             other = "channels_last" if knob == "compile" else "compile"
-            return (_workload(r), r.spec.framework, r.spec.device, r.spec.batch_size,
+            return (workload_name(r), r.spec.framework, r.spec.device, r.spec.batch_size,
                     r.spec.precision, _threads(r), getattr(r.spec, other))
         def flag(r: Result, knob: str = knob) -> Any:
             return getattr(r.spec, knob)
@@ -333,105 +278,6 @@ def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
     return [Chart(id="compile_layout", title="Speed-up of torch.compile and channels-last",
                   x_title="workload, device, batch, precision", y_title="× samples/s without it",
                   series=list(series.values()), kind="bar", x_scale="category")]
-
-
-# --------------------------------------------------------------------------- training runs
-
-
-def _trained(results: Sequence[Result]) -> list[Result]:
-    """`rigbench train` results with at least one finished epoch (diverged ones included)."""
-    return [r for r in results if r.spec.kind == "train" and r.epoch_records]
-
-
-def _train_hover(r: Result, value: str) -> str:
-    m = r.metrics
-    return hover_lines(
-        value, f"{_workload(r)} on {m.dataset}, {r.spec.device}, batch {r.spec.batch_size}, "
-               f"lr {r.spec.lr if r.spec.lr is not None else 'default'}",
-        f"trial {r.id} · run {r.run_id} · {r.status}",
-        f"{m.epochs} epochs, {m.train_seconds:.1f} s training, {m.eval_seconds:.1f} s evaluation"
-        if m.train_seconds is not None else "",
-    )
-
-
-@dataclass(frozen=True)
-class TrainMetric:
-    """A training run's figure plotted against its learning rate or batch size (seed 003, Figs 10-12)."""
-
-    id: str
-    title: str
-    y_title: str
-    value: Callable[[Result], float | None]
-    text: Callable[[float], str]
-
-
-TRAIN_METRICS: tuple[TrainMetric, ...] = (
-    TrainMetric("accuracy", "Held-out accuracy after the last epoch", "accuracy (%)",
-                lambda r: None if r.metrics.final_accuracy is None else 100 * r.metrics.final_accuracy,
-                lambda v: f"{v:.1f}% accuracy"),
-    TrainMetric("to_target", "Training time to the target accuracy", "seconds to target",
-                lambda r: r.metrics.seconds_to_target, lambda v: f"{v:.1f} s to target"),
-)
-
-
-def _against(results: Sequence[Result], metric: TrainMetric, axis: str) -> Chart | None:
-    """`metric` against `axis` ("lr" or "batch"): one line per workload/data set/device and
-    the other knob's value."""
-    rows = [(r, value) for r in _trained(results) if (value := metric.value(r)) is not None
-            and (axis == "batch" or r.spec.lr is not None)]
-    if not rows:
-        return None
-    x_of = (lambda r: r.spec.lr) if axis == "lr" else (lambda r: r.spec.batch_size)
-    other = (lambda r: f"batch {r.spec.batch_size}") if axis == "lr" else (
-        lambda r: f"lr {r.spec.lr:g}" if r.spec.lr is not None else "default lr")
-    lines: dict[str, list[tuple[Result, float]]] = defaultdict(list)
-    for r, value in rows:
-        lines[f"{_workload(r)} · {r.metrics.dataset} · {r.spec.device} · {other(r)}"].append((r, value))
-    series = []
-    for name, members in lines.items():
-        members.sort(key=lambda p: x_of(p[0]))
-        s = Series(name=name)
-        for r, value in members:
-            s.x.append(f"{x_of(r):g}" if axis == "lr" else x_of(r))
-            s.y.append(value)
-            s.hover.append(_train_hover(r, metric.text(value)))
-        series.append(s)
-    label = "learning rate" if axis == "lr" else "batch size"
-    return Chart(id=f"{metric.id}_{axis}", title=f"{metric.title} against {label}", x_title=label,
-                 y_title=metric.y_title, series=series,
-                 x_scale="category" if axis == "lr" else "log2")
-
-
-def train_knob_charts(results: Sequence[Result]) -> list[Chart]:
-    """Accuracy and time to target against learning rate and batch size, where they vary."""
-    charts = []
-    for axis, knob in (("lr", lambda r: r.spec.lr), ("batch", lambda r: r.spec.batch_size)):
-        if len({knob(r) for r in _trained(results)}) > 1:  # a single value is no curve
-            charts += [c for c in (_against(results, m, axis) for m in TRAIN_METRICS) if c]
-    return charts
-
-
-def epoch_curve_charts(results: Sequence[Result]) -> list[Chart]:
-    """Training loss and held-out accuracy per epoch, one line per run (seed 003, Fig. 13)."""
-    runs = _trained(results)
-    if not runs:
-        return []
-    loss, accuracy = [], []
-    for r in runs:
-        name = f"{_workload(r)} · {r.metrics.dataset} · b{r.spec.batch_size} · lr {r.spec.lr if r.spec.lr is not None else 'default'} · #{r.id}"
-        epochs = r.epoch_records
-        loss.append(Series(name=name, x=[e.epoch for e in epochs], y=[e.train_loss for e in epochs],
-                           hover=[_train_hover(r, f"epoch {e.epoch}: loss {e.train_loss:.4f}") for e in epochs]))
-        with_acc = [(e.epoch, e.accuracy) for e in epochs if e.accuracy is not None]
-        if with_acc:
-            accuracy.append(Series(name=name, x=[epoch for epoch, _ in with_acc], y=[100 * acc for _, acc in with_acc],
-                                   hover=[_train_hover(r, f"epoch {epoch}: {100 * acc:.1f}% accuracy") for epoch, acc in with_acc]))
-    charts = [Chart(id="loss_curves", title="Training loss per epoch", x_title="epoch",
-                    y_title="mean training loss", series=loss)]
-    if accuracy:
-        charts.append(Chart(id="accuracy_curves", title="Held-out accuracy per epoch", x_title="epoch",
-                            y_title="accuracy (%)", series=accuracy))
-    return charts
 
 
 # --------------------------------------------------------------------------- roofline

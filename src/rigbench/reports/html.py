@@ -18,7 +18,8 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
-from rigbench.reports.charts import COLOURS, Chart, Series, gather
+from rigbench.reports.chart_model import COLOURS, Chart, Series
+from rigbench.reports.charts import gather
 from rigbench.reports.terminal import unknown_mark
 from rigbench.spec import Result
 from rigbench.textlimits import NAME_CHARS, clip_result, clip_value

@@ -12,7 +12,7 @@ matplotlib.use("Agg")  # no display needed, and never pick an interactive backen
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from rigbench.reports.charts import COLOURS, Chart  # noqa: E402
+from rigbench.reports.chart_model import COLOURS, Chart  # noqa: E402
 
 
 def _plain(text: str) -> str:
