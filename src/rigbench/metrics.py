@@ -15,6 +15,8 @@ Sources:
 - `training`: the epochs of a training run (`rigbench train`; analysis/training.py).
 - `lr_find`: a learning-rate range test (`rigbench lr-find`; analysis/lr_find.py).
 - `counting`: facts counted rather than timed: parameters, FLOPs, bytes, data set sizes.
+- `energy`: the energy tracker's sources combined (runner/assemble.py): the total, per sample,
+  what was read and why anything was not.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-Source = Literal["protocol", "tracker", "training", "lr_find", "counting"]
+Source = Literal["protocol", "tracker", "training", "lr_find", "counting", "energy"]
 SOURCES: tuple[str, ...] = get_args(Source)
 
 
@@ -102,6 +104,23 @@ class Metrics(BaseModel):
         "W", "tracker", "GPU board power draw (NVML), mean over the measured window")
     gpu_power_w_peak: float | None = metric(
         "W", "tracker", "GPU board power draw (NVML), highest sample in the measured window")
+    gpu_energy_j: float | None = metric(
+        "J", "tracker", "GPU energy over the measured window (NVML energy counter; see energy_method)")
+    cpu_energy_j: float | None = metric(
+        "J", "tracker", "CPU package energy over the measured window (RAPL, all sockets, other processes included)")
+    dram_energy_j: float | None = metric("J", "tracker", "DRAM energy over the measured window (RAPL)")
+    energy_j: float | None = metric(
+        "J", "energy", "measured energy over the window: the sum of the gpu/cpu/dram figures that were read")
+    energy_per_sample_j: float | None = metric(
+        "J/sample", "energy", "energy_j per training sample processed in the window (training: evaluation included)")
+    energy_per_epoch_j: float | None = metric(
+        "J", "training", "measured energy per epoch, evaluation included (mean over the epochs)")
+    energy_to_target_j: float | None = metric(
+        "J", "training", "measured energy until held-out accuracy first reached the target")
+    energy_method: str | None = metric(
+        "", "energy", "what energy was read, per source (gpu: nvml-counter or nvml-power-integrated; cpu: rapl-...)")
+    energy_note: str | None = metric(
+        "", "energy", "why an energy source was not read, or why a figure is approximate")
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,7 @@ class EpochRecord(BaseModel):
     input_seconds: float = 0.0  # waiting for the next batch (loader mode)
     copy_seconds: float = 0.0  # host-to-device copies (loader mode)
     extra: dict[str, float] = Field(default_factory=dict)  # loss_d/loss_g (gan), recon_mse (autoencoder)
+    ended_at: float | None = None  # time.time() at the end of its evaluation (energy per epoch)
 
 
 class LrFindOptions(BaseModel):

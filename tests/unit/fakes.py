@@ -15,8 +15,12 @@ class FakeNVML:
         pass
 
     def __init__(self, pid: int, procs_fail: bool = False, init_fails: bool = False,
-                 power_fails: bool = False, procs: list | None = None) -> None:
+                 power_fails: bool = False, procs: list | None = None,
+                 energy_step_mj: int | None = None) -> None:
         self.pid, self.procs_fail, self.init_fails, self.power_fails = pid, procs_fail, init_fails, power_fails
+        # The total-energy counter (Volta+): advances by energy_step_mj per read; None: a GPU
+        # without one (the query answers Not Supported).
+        self.energy_step_mj, self.energy_mj = energy_step_mj, 7_000_000  # mJ since driver load
         self.procs = procs if procs is not None else [
             SimpleNamespace(pid=OTHER_PID, usedGpuMemory=3 * GIB),
             SimpleNamespace(pid=pid, usedGpuMemory=1 * GIB),
@@ -55,6 +59,12 @@ class FakeNVML:
         if self.power_fails:
             raise self.NVMLError("Not Supported")
         return 123_456  # milliwatts
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        if self.energy_step_mj is None:
+            raise self.NVMLError("Not Supported")
+        self.energy_mj += self.energy_step_mj
+        return self.energy_mj
 
     def nvmlSystemGetDriverVersion(self):
         return "550.54.15"

@@ -110,6 +110,9 @@ def _gpu_samples(start: float) -> list[dict]:
     for i in range(4):
         out.append({"t": start + 0.1 * (i + 1), "proc_cpu_pct": 50.0, "sys_cpu_pct": 60.0,
                     "rss_bytes": float(100 * MIB), **base, "gpu_power_w": 200.0 + 20 * i})
+    for s in out:  # cumulative energy counters (GPU, RAPL package and DRAM), from before the window
+        s.update(gpu_energy_j=(s["t"] - start + 1) * 230.0, cpu_energy_j=(s["t"] - start + 1) * 50.0,
+                 dram_energy_j=(s["t"] - start + 1) * 5.0)
     return out
 
 

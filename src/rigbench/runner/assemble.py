@@ -10,7 +10,8 @@ from rigbench.runner.launchers import Outcome
 from rigbench.spec import LrFindOptions, Result, TrainOptions, TrialSpec
 from rigbench.textlimits import clip_result
 from rigbench.timestamps import now_iso
-from rigbench.trackers.summary import ALL_FIELDS, summarize
+from rigbench.trackers.energy import COUNTER_UPDATE_S
+from rigbench.trackers.summary import ALL_FIELDS, TRACKER_FIELDS, counter_delta, summarize
 from rigbench.workloads import get_workload
 
 MIB = 2**20
@@ -49,6 +50,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
                            interval_slack=spec.measure.sample_interval_s)
         for field in ALL_FIELDS:  # every tracker's declared fields, none by hand
             setattr(metrics, field.metric, window[field.metric])
+        _add_energy(metrics, spec, outcome, report.measure_start, report.measure_end)
     return clip_result(Result(  # a child's error text can be any length: stored clipped
         run_id=run_id,
         created_at=now_iso(),
@@ -86,3 +88,50 @@ def _add_lr_find_metrics(metrics: Metrics, opts: LrFindOptions, report) -> None:
     if report.lr_curve:
         metrics.final_loss = report.lr_curve[-1][1]
         metrics.suggested_lr = suggest_lr(report.lr_curve, opts.steps, opts.diverge_factor).lr
+
+
+def _add_energy(metrics: Metrics, spec: TrialSpec, outcome: Outcome, start: float, end: float) -> None:
+    """Total measured energy, per sample, and (training) per epoch and to the target, from the
+    energy tracker's sources that were read; what was read and why not, from the tracker."""
+    metrics.energy_method = outcome.energy_method
+    notes = [outcome.energy_note] if outcome.energy_note else []
+    read = [f for f in TRACKER_FIELDS["energy"] if getattr(metrics, f.metric) is not None]
+    if read:
+        metrics.energy_j = sum(getattr(metrics, f.metric) for f in read)
+        if end - start < COUNTER_UPDATE_S:
+            notes.append(f"the measured window ({end - start:.2f} s) is shorter than the energy counters' "
+                         f"update period (~{COUNTER_UPDATE_S:g} s): approximate; time longer (--seconds)")
+        samples = _samples_processed(spec, metrics, outcome.report)
+        if samples:
+            metrics.energy_per_sample_j = metrics.energy_j / samples
+        if spec.train is not None:
+            _add_epoch_energy(metrics, outcome, [f.sample_key for f in read], start)
+    metrics.energy_note = "; ".join(notes) or None
+
+
+def _samples_processed(spec: TrialSpec, metrics: Metrics, report) -> int:
+    """Training samples processed in the measured window: the timed steps' batches, or every
+    epoch's training set (a training run's window holds its epochs); 0 when unknown."""
+    if spec.train is not None:
+        return (metrics.epochs or 0) * (report.train_samples or 0)
+    if spec.lr_find is not None:
+        return 0  # steps at changing rates, not a throughput: no per-sample figure
+    return metrics.steps_measured * spec.batch_size
+
+
+def _add_epoch_energy(metrics: Metrics, outcome: Outcome, keys: list[str], start: float) -> None:
+    """Energy between consecutive epoch ends (the first from the window's start)."""
+    ends = [e.ended_at for e in outcome.report.epochs]
+    if not ends or any(t is None for t in ends):
+        return  # stored by an older rigbench: no epoch timestamps
+
+    def energy(t0: float, t1: float) -> float | None:
+        parts = [counter_delta(outcome.samples, key, t0, t1) for key in keys]
+        return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+
+    bounds = [start, *(t for t in ends if t is not None)]
+    per_epoch = [energy(a, b) for a, b in zip(bounds, bounds[1:])]
+    if all(e is not None for e in per_epoch):
+        metrics.energy_per_epoch_j = sum(e for e in per_epoch if e is not None) / len(per_epoch)
+    if metrics.epochs_to_target:
+        metrics.energy_to_target_j = energy(start, bounds[metrics.epochs_to_target])

@@ -15,6 +15,9 @@ the previous sample, the first one the interval since `start()`):
   them (fork, shared memory) count once per process, so this can overstate.
 - with a GPU (`gpu_index` set and NVML working): `gpu_util_pct`, `gpu_mem_bytes`,
   `gpu_mem_device_bytes`, `gpu_mem_is_process`, `gpu_power_w` (see nvml.gpu_sample).
+- cumulative energy since sampling began, per source that can be read: `gpu_energy_j`,
+  `cpu_energy_j`, `dram_energy_j` (trackers/energy.py). When the process is gone one last
+  sample with only `t` and these keys is added, so the counters reach past the trial's end.
 
 The metrics these samples become are declared in trackers/summary.TRACKER_FIELDS.
 """
@@ -23,11 +26,14 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import psutil
 
+from rigbench.hw.rapl import POWERCAP_ROOT
 from rigbench.trackers import nvml as nvml_mod
+from rigbench.trackers.energy import EnergyMeter
 
 #: How often the tree of descendant processes is listed again (seconds).
 CHILDREN_REFRESH_S = 1.0
@@ -41,11 +47,12 @@ class Tracker:
     """Samples one process tree every `interval` seconds until stopped or the process ends.
 
     `gpu_index` is an NVML index (see hw.nvml.nvml_index_for_cuda_device); None means no GPU
-    sampling. `nvml` replaces the real pynvml module (tests pass a fake).
+    sampling. `nvml` replaces the real pynvml module (tests pass a fake); `rapl_root` the
+    powercap root that RAPL energy is read from (tests pass a fake tree; None: not read).
     """
 
     def __init__(self, pid: int, interval: float = 0.1, gpu_index: int | None = None,
-                 nvml: Any = None) -> None:
+                 nvml: Any = None, rapl_root: Path | None = POWERCAP_ROOT) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be positive, got {interval}")
         self.pid = pid
@@ -62,6 +69,8 @@ class Tracker:
         self._children: list[psutil.Process] = []
         self._children_listed_at = float("-inf")
         self._gpu: tuple[Any, Any] | None = None  # (nvml module, device handle)
+        self._rapl_root = rapl_root
+        self._energy: EnergyMeter | None = None
         #: An unexpected exception that ended sampling early (None normally).
         self.error: Exception | None = None
 
@@ -99,9 +108,22 @@ class Tracker:
                     return
                 self._samples.append(self._sample())
         except _ProcessGone:
-            return
+            self._last_energy_reading()
         except Exception as exc:  # a bug or an odd platform must not kill the trial
             self.error = exc
+
+    def _last_energy_reading(self) -> None:
+        """The counters once more after the process ended, so they cover its last moments."""
+        if self._energy is not None:
+            t = time.time()
+            reading = self._energy.read(t)
+            if reading:
+                self._samples.append({"t": t, **reading})
+
+    def energy_description(self) -> tuple[str | None, str | None]:
+        """(`energy_method`, `energy_note`): what energy was read and why any was not
+        (trackers/energy.EnergyMeter.describe); (None, None) before sampling began."""
+        return self._energy.describe() if self._energy is not None else (None, None)
 
     def __enter__(self) -> Tracker:
         self.start()
@@ -116,6 +138,8 @@ class Tracker:
         self._process_tree()
         psutil.cpu_percent(interval=None)  # per-thread baseline in psutil >= 5.9.6
         self._gpu = self._open_gpu()
+        nvml, handle = self._gpu if self._gpu is not None else (None, None)
+        self._energy = EnergyMeter(nvml, handle, self._rapl_root)
 
     def _open_gpu(self) -> tuple[Any, Any] | None:
         if self.gpu_index is None:
@@ -143,6 +167,8 @@ class Tracker:
                 sample.update(nvml_mod.gpu_sample(nvml, handle, pids))
             except Exception as exc:  # unexpected NVML failure: keep sampling the CPU side
                 self.error, self._gpu = exc, None
+        if self._energy is not None:
+            sample.update(self._energy.read(float(sample["t"] or 0.0), sample.get("gpu_power_w")))
         return sample
 
     def _process_tree(self) -> tuple[float, int, list[int]]:

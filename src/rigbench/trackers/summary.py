@@ -7,16 +7,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rigbench.analysis.stats import mean, median, percentile
+from rigbench.trackers.energy import CPU_KEY, DRAM_KEY, GPU_KEY
 
 MIB = 1024 * 1024
 
-Statistic = Literal["mean", "p95", "peak", "peak_mib"]
+Statistic = Literal["mean", "p95", "peak", "peak_mib", "delta"]
 
 
 @dataclass(frozen=True)
 class TrackerField:
     """One metric a tracker produces: a statistic of one sample key over the measured window.
-    `peak` is the maximum as sampled; `peak_mib` the maximum of a byte count, in MiB."""
+    `peak` is the maximum as sampled; `peak_mib` the maximum of a byte count, in MiB; `delta`
+    the increase of a cumulative counter across the window (interpolated at its edges)."""
 
     metric: str  # a name in rigbench.metrics.METRICS
     sample_key: str  # a key of the tracker's samples (trackers/sampler.py's docstring)
@@ -24,7 +26,8 @@ class TrackerField:
 
 
 #: The fields each tracker produces: `cpu` is the psutil sampler (trackers/sampler.py), `nvml`
-#: the NVIDIA GPU readings it adds when the trial runs on a GPU (nvml.gpu_sample). The runner
+#: the NVIDIA GPU readings it adds when the trial runs on a GPU (nvml.gpu_sample), `energy` the
+#: cumulative energy counters (trackers/energy.py). The runner
 #: copies exactly these (ALL_FIELDS) into Metrics; a test checks each is a defined metric with one source.
 TRACKER_FIELDS: dict[str, tuple[TrackerField, ...]] = {
     "cpu": (
@@ -40,6 +43,11 @@ TRACKER_FIELDS: dict[str, tuple[TrackerField, ...]] = {
         TrackerField("gpu_mem_peak_mib", "gpu_mem_bytes", "peak_mib"),
         TrackerField("gpu_power_w_mean", "gpu_power_w", "mean"),
         TrackerField("gpu_power_w_peak", "gpu_power_w", "peak"),
+    ),
+    "energy": (
+        TrackerField("gpu_energy_j", GPU_KEY, "delta"),
+        TrackerField("cpu_energy_j", CPU_KEY, "delta"),
+        TrackerField("dram_energy_j", DRAM_KEY, "delta"),
     ),
 }
 
@@ -69,7 +77,8 @@ def summarize(samples: Sequence[dict], start: float, end: float,
     the first sample taken after `end` stands in for the window, for the percentages and
     the peaks alike, and `samples_in_window` is 0 to say so. With no such sample either,
     every value is None. A key is None when no kept sample has a value for it (e.g. all
-    GPU keys without a GPU).
+    GPU keys without a GPU). `delta` fields (energy) do not use the kept samples: see
+    counter_delta.
     """
     slack = _default_slack(samples) if interval_slack is None else interval_slack
     kept = [s for s in samples if start < s["t"] <= end + slack]
@@ -78,7 +87,9 @@ def summarize(samples: Sequence[dict], start: float, end: float,
         after = sorted((s for s in samples if s["t"] > end), key=lambda s: s["t"])
         kept = after[:1]
     result: dict[str, float | int | None] = {
-        f.metric: _statistic([s.get(f.sample_key) for s in kept], f.statistic) for f in ALL_FIELDS
+        f.metric: (counter_delta(samples, f.sample_key, start, end) if f.statistic == "delta"
+                   else _statistic([s.get(f.sample_key) for s in kept], f.statistic))
+        for f in ALL_FIELDS
     }
     result["samples_in_window"] = count
     return result
@@ -101,3 +112,26 @@ def _statistic(values: list, stat: Statistic) -> float | None:
     if stat == "peak":
         return max(present)
     return max(present) / MIB
+
+
+def counter_delta(samples: Sequence[dict], key: str, start: float, end: float) -> float | None:
+    """How much the cumulative series `key` grew between `start` and `end`.
+
+    The series is linearly interpolated at both times between the samples around them, so the
+    window need not fall on a sample (at 10 Hz an edge lands within 50 ms of one; linear
+    interpolation assumes steady power across that gap). None when the series does not reach
+    from at or before `start` to at or after `end` (a source that was not read, or sampling
+    that ended early): an energy figure is measured or absent, never extrapolated.
+    """
+    points = sorted((float(s["t"]), float(s[key])) for s in samples if s.get(key) is not None)
+    if not points or points[0][0] > start or points[-1][0] < end or end < start:
+        return None
+    return _interpolate(points, end) - _interpolate(points, start)
+
+
+def _interpolate(points: list[tuple[float, float]], t: float) -> float:
+    """The series' value at `t` (points sorted by time; t within their range)."""
+    for (t0, v0), (t1, v1) in zip(points, points[1:]):
+        if t0 <= t <= t1:
+            return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+    return points[-1][1]  # t is the last point's time (a single point: start == end)

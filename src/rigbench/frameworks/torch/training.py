@@ -317,5 +317,5 @@ def _record(trainer: TorchTrainer, epoch: int, result: _EpochResult,
         epoch=epoch, steps=len(result.losses), train_loss=float(np.mean(result.losses)),
         eval_loss=eval_loss, accuracy=accuracy, train_seconds=result.seconds,
         eval_seconds=eval_seconds, input_seconds=result.timing.input_s,
-        copy_seconds=result.timing.copy_s, extra=extra,
+        copy_seconds=result.timing.copy_s, extra=extra, ended_at=time.time(),
     )

@@ -27,11 +27,14 @@ from rigbench.spec import ChildReport, TrialSpec
 @dataclass
 class Outcome:
     """What the parent knows about a finished trial: the child's report (or one the launcher
-    wrote for it), the trackers' raw samples and the exit code (None if nothing ran)."""
+    wrote for it), the trackers' raw samples, the exit code (None if nothing ran) and what
+    energy the tracker read and why any was not (Tracker.energy_description)."""
 
     report: ChildReport
     samples: list[dict] = field(default_factory=list)
     returncode: int | None = None
+    energy_method: str | None = None
+    energy_note: str | None = None
 
 
 def gpu_index_for(device: str) -> int | None:

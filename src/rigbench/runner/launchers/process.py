@@ -186,4 +186,6 @@ class ProcessLauncher(Launcher):
                 report = ChildReport.model_validate_json(report_path.read_text(encoding="utf-8"))
             else:
                 report = describe_exit(proc.returncode, stderr_tail, spec)
-            return Outcome(report=report, samples=samples, returncode=proc.returncode)
+            method, note = tracker.energy_description()
+            return Outcome(report=report, samples=samples, returncode=proc.returncode,
+                           energy_method=method, energy_note=note)
