@@ -1,4 +1,7 @@
+import functools
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -27,3 +30,14 @@ def quick_spec(workload="mlp", batch_size=8, **measure) -> TrialSpec:
     extra = {k: measure.pop(k) for k in ("lr", "workload_options") if k in measure}
     return TrialSpec(workload=workload, device="cpu", batch_size=batch_size, threads=1,
                      measure=MeasureOptions.quick(**measure), **extra)
+
+
+@functools.cache
+def framework_rss_mib() -> float:
+    """Resident memory of a fresh process that has imported torch and rigbench's adapter, as a
+    trial's child has before its memory cap is set (runner/child.apply_memory_limit). About
+    220 MiB with the CPU build, 660 MiB with a CUDA build: memory-limit tests add to it."""
+    code = ("import psutil, torch, rigbench.frameworks.torch; "
+            "print(psutil.Process().memory_info().rss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return int(out.stdout) / 2**20

@@ -31,8 +31,9 @@ def test_compare_export_import_score(tmp_path):
     run_ids = []
     # mlp at 64 is the reference batch of the score's suite and Shi's FCN-S. No --threads: the
     # suite is the default configuration (conftest's OMP_NUM_THREADS keeps the load at a core).
+    # -d cpu: on a machine with a GPU the default would also run it (a second pair, a second score).
     for _ in range(2):
-        rows = json.loads(rigbench("run", "mlp", "--quick", "--steps", "8",
+        rows = json.loads(rigbench("run", "mlp", "-d", "cpu", "--quick", "--steps", "8",
                                    "--db", db, "--json").stdout)
         assert rows[0]["status"] == "ok", rows[0]["error"]
         run_ids.append(rows[0]["run_id"])
