@@ -154,8 +154,10 @@ class FrameworkAdapter(Protocol):
     def train(self, spec: TrialSpec, workload: Workload, data: Any, on_epoch: Any = None) -> Any:
         """Train `spec.train.epochs` epochs on `data` (rigbench.data.LoadedData) with a held-out
         evaluation after each (the workload's metric); returns an object with `epochs` (list
-        of spec.EpochRecord), `loss_curve`, `params`, `device_name`, `train_samples`,
-        `test_samples`. A non-finite loss raises DivergedError with `step` = the epoch and
+        of spec.EpochRecord, each with its `ended_at` wall time), `loss_curve`, `params`,
+        `device_name`, `train_samples`, `test_samples` and `started_at` (time.time() when the
+        first epoch began, after building and data placement: the start of the measured
+        window, so trackers and energy cover the epochs only). A non-finite loss raises DivergedError with `step` = the epoch and
         the finished `epochs` attached."""
 
     def lr_find(self, spec: TrialSpec, workload: Workload, data: Any) -> Any:

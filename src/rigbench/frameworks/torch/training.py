@@ -56,6 +56,7 @@ class TrainRun:
     device_name: str
     train_samples: int  # after max_train_samples
     test_samples: int
+    started_at: float  # time.time() as epoch 1 began (the measured window's start)
 
 
 @dataclass
@@ -282,6 +283,7 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
 
     records: list[EpochRecord] = []
     curve: list[float] = []
+    started_at = time.time()
     try:
         for epoch in range(1, options.epochs + 1):
             result = _train_epoch(trainer, batches)
@@ -294,7 +296,7 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
                 on_epoch(record)
     finally:
         batches.close()
-    return TrainRun(records, curve, trainer.params, trainer.device_name, len(x_train), len(x_test))
+    return TrainRun(records, curve, trainer.params, trainer.device_name, len(x_train), len(x_test), started_at)
 
 
 def _record(trainer: TorchTrainer, epoch: int, result: _EpochResult,
