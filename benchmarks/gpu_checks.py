@@ -12,6 +12,8 @@ Run on a machine with an NVIDIA GPU (issue 15); each check prints one line and a
   util       NVML utilisation sampled while the steps run: near 100% on a large workload,
              low on a tiny one (launch-bound).
   precision  bf16 against fp32 samples/s (event-timed median), on the large workloads.
+  energy     how often NVML's total-energy counter changes (polled every ~1 ms while catsdogs
+             trains), and the counter's joules over a window against mean board power x time.
 
 Usage: python benchmarks/gpu_checks.py [--steps 50] [--cases cnn:128,resnet:128,catsdogs:32,mlp:64]
 """
@@ -119,15 +121,63 @@ def precision_check(workload: str, batch: int, steps: int) -> None:
           f"bf16 {rates['bf16']:9.1f} samples/s; bf16/fp32 {rates['bf16'] / rates['fp32']:.2f}")
 
 
+def energy_check(seconds: float = 3.0) -> None:
+    nvml = load_nvml()
+    if nvml is None:
+        print("energy: NVML unavailable")
+        return
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+    trainer = build("catsdogs", 32)
+    stop = threading.Event()
+
+    def train() -> None:
+        while not stop.is_set():
+            trainer.step()
+        trainer.synchronize()
+
+    worker = threading.Thread(target=train)
+    trainer.step()
+    trainer.synchronize()
+    worker.start()
+    time.sleep(0.5)  # reach steady power
+    changes, powers = [], []
+    last = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+    t0 = time.perf_counter()
+    e0, next_power = last, t0
+    while (now := time.perf_counter()) - t0 < seconds:
+        value = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+        if value != last:
+            changes.append(now)
+            last = value
+        if now >= next_power:
+            powers.append(nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0)
+            next_power += 0.1
+        time.sleep(0.001)
+    elapsed = time.perf_counter() - t0
+    counter_j = (last - e0) / 1000.0
+    stop.set()
+    worker.join()
+    gaps = [b - a for a, b in zip(changes, changes[1:])]
+    gap = f"{statistics.median(gaps) * 1e3:.1f} ms" if gaps else "n/a"
+    power_j = statistics.mean(powers) * elapsed
+    print(f"energy: counter changed {len(changes)} times in {elapsed:.2f} s (median gap {gap}); "
+          f"counter {counter_j:.1f} J, mean power x time {power_j:.1f} J "
+          f"({statistics.mean(powers):.1f} W over {len(powers)} samples), counter/power-time {counter_j / power_j:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--cases", default="cnn:128,resnet:128,catsdogs:32,mlp:64,lstm:64")
     parser.add_argument("--precision-cases", default="resnet:128,catsdogs:32,cnn:128")
+    parser.add_argument("--energy-only", action="store_true", help="only the energy counter check")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("gpu_checks: no CUDA device")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
+    energy_check()
+    if args.energy_only:
+        return
     for case in args.cases.split(","):
         name, batch = case.split(":")
         check(name, int(batch), args.steps)

@@ -1,7 +1,9 @@
 import functools
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -33,11 +35,16 @@ def quick_spec(workload="mlp", batch_size=8, **measure) -> TrialSpec:
 
 
 @functools.cache
-def framework_rss_mib() -> float:
-    """Resident memory of a fresh process that has imported torch and rigbench's adapter, as a
-    trial's child has before its memory cap is set (runner/child.apply_memory_limit). About
-    220 MiB with the CPU build, 660 MiB with a CUDA build: memory-limit tests add to it."""
-    code = ("import psutil, torch, rigbench.frameworks.torch; "
-            "print(psutil.Process().memory_info().rss)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
-    return int(out.stdout) / 2**20
+def framework_rss_mib(workload: str) -> float:
+    """What a CPU trial of `workload` holds before its memory cap is set (runner/child.
+    apply_memory_limit: the framework imported, the model counted), as the child itself
+    reports it when a probe is capped at 1 MiB. About 220-330 MiB with CPU torch, 520-660 MiB
+    with a CUDA build: memory-limit tests set their caps over it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(
+            [sys.executable, "-m", "rigbench", "run", workload, "-d", "cpu", "--quick", "--memory-limit", "1MiB",
+             "--json", "--db", os.path.join(tmp, "probe.db")],
+            capture_output=True, text=True, timeout=240, check=False)
+    match = re.search(r"alone takes \((\d+) MiB\)", proc.stdout)
+    assert match, proc.stdout + proc.stderr
+    return float(match.group(1))

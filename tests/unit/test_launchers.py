@@ -88,3 +88,13 @@ def test_exit_without_report_is_a_named_crash():
     exited = describe_exit(2, "Traceback: boom\n", spec)
     assert exited.error.startswith("the trial's process exited with code 2 without a report")
     assert exited.error.endswith("Traceback: boom")
+
+
+def test_a_native_allocation_failure_under_a_memory_cap_is_oom():
+    # What a 16-core GPU machine printed when libgomp could not start its threads under the cap.
+    stderr = "libgomp: Thread creation failed: Resource temporarily unavailable\n"
+    capped = describe_exit(1, stderr, quick_spec(memory_limit_bytes=775 * 2**20))
+    assert capped.status == "oom"
+    assert "775 MiB" in capped.error and "thread stacks" in capped.error and capped.error.endswith(stderr.strip())
+    uncapped = describe_exit(1, stderr, quick_spec())  # no cap: nothing says memory ran out
+    assert uncapped.status == "crash"

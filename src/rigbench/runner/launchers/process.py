@@ -100,8 +100,22 @@ def child_env(spec: TrialSpec) -> dict[str, str]:
     return env
 
 
+#: What a native runtime prints when it cannot start a thread or get memory. Under
+#: --memory-limit (an address-space cap) that means the cap was reached: thread stacks and
+#: malloc arenas reserve address space. Seen on a 16-core GPU machine with CUDA torch:
+#: "libgomp: Thread creation failed: Resource temporarily unavailable", exit code 1.
+_CAP_EXHAUSTED = ("Thread creation failed", "Resource temporarily unavailable", "std::bad_alloc",
+                  "Cannot allocate memory")
+
+
 def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildReport:
-    """The report of a child that ended without writing one: a crash, named by its signal."""
+    """The report of a child that ended without writing one: a crash, named by its signal;
+    `oom` when it ran under --memory-limit and the native runtime said it ran out."""
+    if spec.measure.memory_limit_bytes and any(text in stderr_tail for text in _CAP_EXHAUSTED):
+        limit = spec.measure.memory_limit_bytes / 2**20
+        return ChildReport(status="oom", error=(
+            f"the trial's process exited with code {returncode}: the memory limit ({limit:.0f} MiB, an "
+            f"address-space cap that thread stacks also count against) left too little\n{stderr_tail.strip()}"))
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
