@@ -96,8 +96,8 @@ def test_failed_trials_are_stored_and_the_run_goes_on(db):
     proc = rigbench("run", "mlp", "-d", "cpu", "--quick", "--lr", "1e12", "--db", db, "--json")
     assert json.loads(proc.stdout)[0]["status"] == "diverged"
     limit = f"{int(framework_rss_mib('mlp') + 470)}MiB"  # 700 MiB with CPU torch: mlp fits, catsdogs not
-    proc = rigbench("run", "catsdogs,mlp", "-d", "cpu", "-b", "32", "--quick",
-                    "--memory-limit", limit, "--db", db, "--json")
+    proc = rigbench("run", "catsdogs,mlp", "-d", "cpu", "-b", "32", "--quick", "--threads", "1",
+                    "--memory-limit", limit, "--db", db, "--json")  # 1 thread: see test_max_batch
     assert [r["status"] for r in json.loads(proc.stdout)] == ["oom", "ok"]
 
 

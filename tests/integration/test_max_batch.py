@@ -12,8 +12,11 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_finds_the_largest_batch_under_a_memory_limit(tmp_path):
+def test_finds_the_largest_batch_under_a_memory_limit(tmp_path, monkeypatch):
     db = str(tmp_path / "mb.db")
+    # One thread: the cap counts address space, and on a 16-core machine the OpenMP threads'
+    # stacks alone exhausted a tight cap (libgomp could not start them), whatever the batch.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     seen = []
     # A cnn trial holds ~230 MiB before its cap (CPU torch imported, the model counted) and
     # needs ~100 MiB more plus ~0.4-0.6 MiB per sample; the cap counts address space, so 500 MiB
