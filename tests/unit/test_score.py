@@ -158,3 +158,16 @@ def test_api_score_against_a_bundle_file_and_a_run(tmp_path):
     with pytest.raises(UsageError, match="no suite workload measured both here"):
         api.score("minerun", str(bundle), db=db, device_class="gpu")
     assert math.isfinite(score.ci[0])
+
+
+def test_the_shipped_h100_reference_is_a_full_gpu_suite():
+    # Measured on a lent H100 (docs/results/gpu-h100.md); scoring it against itself gives 1.
+    from rigbench.analysis.score import read_shipped_reference, shipped_references
+    from rigbench.store.bundle import parse_bundle
+
+    assert {"dev-vm-epyc-2core", "h100-sxm-80gb"} <= set(shipped_references())
+    results = parse_bundle(read_shipped_reference("h100-sxm-80gb")).results
+    gpu = suite_results(results, "gpu")
+    assert sorted(gpu) == sorted(name for name, _ in default_suite())
+    assert all(r.device_name == "NVIDIA H100 80GB HBM3" and r.metrics.gpu_util_pct_mean for r in gpu.values())
+    assert compute_score(gpu, gpu, "gpu").value == pytest.approx(1.0)
