@@ -165,3 +165,46 @@ def test_training_energy_per_epoch_and_to_target():
     assert m.energy_per_epoch_j == pytest.approx(100.0)
     assert m.epochs_to_target == 2 and m.energy_to_target_j == pytest.approx(200.0)
     assert m.energy_per_sample_j == pytest.approx(300.0 / (3 * 80))
+
+
+class FakeAmdSmi:
+    """Stands in for amdsmi: one GPU whose accumulator advances 1,000 ticks of 15.3 uJ per read."""
+
+    def __init__(self, old_key: bool = False, supported: bool = True) -> None:
+        self.ticks, self.old_key, self.supported = 0, old_key, supported
+
+    def amdsmi_init(self):
+        pass
+
+    def amdsmi_get_processor_handles(self):
+        return ["gpu0"]
+
+    def amdsmi_get_energy_count(self, handle):
+        if not self.supported:
+            raise RuntimeError("AMDSMI_STATUS_NOT_SUPPORTED")
+        self.ticks += 1000
+        return {("power" if self.old_key else "energy_accumulator"): self.ticks, "counter_resolution": 15.3,
+                "timestamp": 0}
+
+
+@pytest.mark.parametrize("old_key", [False, True])
+def test_amd_gpu_energy_from_the_amdsmi_accumulator(old_key):
+    meter = EnergyMeter(rapl_root=None, amd_gpu=(FakeAmdSmi(old_key), "gpu0"))
+    assert meter.methods == {"gpu": "amdsmi-counter"}
+    assert meter.read(1.0) == {"gpu_energy_j": pytest.approx(1000 * 15.3 / 1e6)}
+
+
+def test_amd_gpu_without_the_counter_says_why():
+    meter = EnergyMeter(rapl_root=None, amd_gpu=(FakeAmdSmi(supported=False), "gpu0"))
+    assert meter.methods == {} and "NOT_SUPPORTED" in meter.notes["gpu"]
+
+
+def test_tracker_reads_an_amd_gpu_when_nvml_does_not_know_it(tmp_path):
+    tracker = Tracker(os.getpid(), interval=0.05, gpu_index=0, nvml=FakeNVML(os.getpid(), init_fails=True),
+                      rapl_root=None, amdsmi=FakeAmdSmi())
+    tracker.start()
+    deadline = time.monotonic() + 10
+    while len(tracker.samples) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    samples = tracker.stop()
+    assert samples[0]["gpu_energy_j"] > 0 and tracker.energy_description()[0] == "gpu: amdsmi-counter"

@@ -61,6 +61,26 @@ def _memory_bytes(smi: Any, handle: Any) -> int | None:
     return int(size_mb) * MB if isinstance(size_mb, (int, float)) and size_mb else None
 
 
+def gpu_handle(smi: Any, index: int) -> Any | None:
+    """The amdsmi handle of the `index`-th AMD GPU (ROCm builds of torch call it cuda:index,
+    in the same order), or None."""
+    try:
+        handles = list(smi.amdsmi_get_processor_handles())
+    except Exception:
+        return None
+    return handles[index] if 0 <= index < len(handles) else None
+
+
+def energy_uj(smi: Any, handle: Any) -> float:
+    """The GPU's cumulative energy counter in microjoules: the accumulator times its resolution
+    (amdsmi_get_energy_count; the accumulator's key is `power` before ROCm 6.1 and
+    `energy_accumulator` after). Raises whatever amdsmi raises when the query is not supported
+    (e.g. in a virtual machine guest, which amdsmi documents as unsupported)."""
+    reading = smi.amdsmi_get_energy_count(handle)
+    ticks = reading.get("energy_accumulator", reading.get("power"))
+    return float(ticks) * float(reading["counter_resolution"])
+
+
 def _safe(fn: Any) -> Any:
     try:
         return fn()

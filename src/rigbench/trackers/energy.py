@@ -7,6 +7,7 @@ over the measured window; sample power and integrate it only where there is no c
   since the driver loaded; Volta and newer). On older GPUs the counter query fails and the
   board power samples are integrated over time instead (trapezoid rule), marked
   `nvml-power-integrated` so nobody mistakes it for a counter reading.
+- AMD GPU: amdsmi's energy accumulator (hw/amd.energy_uj), when NVML has no such GPU.
 - CPU package and DRAM: RAPL through powercap sysfs (hw/rapl.py), summed over sockets. A
   package counter measures the whole package: other processes' work is in it too.
 
@@ -24,14 +25,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rigbench.hw import rapl
+from rigbench.hw import amd, rapl
 from rigbench.hw.nvml import nvml_error
 
 #: Sample keys of cumulative joules, one per source.
 GPU_KEY, CPU_KEY, DRAM_KEY = "gpu_energy_j", "cpu_energy_j", "dram_energy_j"
 
 #: The method names stored in a result's `energy_method`.
-GPU_COUNTER, GPU_POWER = "nvml-counter", "nvml-power-integrated"
+GPU_COUNTER, GPU_POWER, AMD_COUNTER = "nvml-counter", "nvml-power-integrated", "amdsmi-counter"
 
 #: About how often the counters change (NVIDIA documents ~1 s averaging for board power on recent
 #: GPUs; RAPL updates every ~1 ms). A window shorter than this gets an "approximate" note.
@@ -41,22 +42,27 @@ COUNTER_UPDATE_S = 1.0
 class EnergyMeter:
     """Cumulative energy of the trial's GPU (when it has one) and of the CPU packages and DRAM.
 
-    `nvml`/`gpu_handle`: an initialised NVML module and device handle (None: no GPU).
+    `nvml`/`gpu_handle`: an initialised NVML module and device handle (None: no NVIDIA GPU).
+    `amd`: (initialised amdsmi module, GPU handle) for an AMD GPU instead (None: none).
     `rapl_root`: the powercap root (tests pass a fake tree; None skips RAPL altogether).
     After construction, `methods` says what is read ({"gpu": "nvml-counter", "cpu": "rapl"})
     and `notes` why a source is not ({"cpu": "no powercap interface ..."}).
     """
 
     def __init__(self, nvml: Any = None, gpu_handle: Any = None,
-                 rapl_root: Path | None = rapl.POWERCAP_ROOT) -> None:
+                 rapl_root: Path | None = rapl.POWERCAP_ROOT, amd_gpu: tuple[Any, Any] | None = None) -> None:
         self.methods: dict[str, str] = {}
         self.notes: dict[str, str] = {}
         self._nvml, self._handle = nvml, gpu_handle
         self._gpu_start_mj: float | None = None
         self._power_j = 0.0  # integrated power (GPUs without a counter)
         self._last_power: tuple[float, float] | None = None  # (t, watts)
+        self._amd = amd_gpu
+        self._amd_start_uj = 0.0
         if nvml is not None and gpu_handle is not None:
             self._open_gpu()
+        elif amd_gpu is not None:
+            self._open_amd()
         self._rapl: rapl.RaplCounter | None = None
         self._rapl_kinds: dict[str, str] = {}
         if rapl_root is not None:
@@ -71,6 +77,15 @@ class EnergyMeter:
             # Pre-Volta GPUs answer NOT_SUPPORTED: integrate the power samples instead.
             self.methods["gpu"] = GPU_POWER
             self.notes["gpu"] = f"no NVML energy counter ({_reason(exc)}): board power samples integrated over time"
+
+    def _open_amd(self) -> None:
+        assert self._amd is not None
+        try:
+            self._amd_start_uj = amd.energy_uj(*self._amd)
+            self.methods["gpu"] = AMD_COUNTER
+        except Exception as exc:  # AmdSmiLibraryException: not supported (VM guests), ...
+            self._amd = None
+            self.notes["gpu"] = f"no amdsmi energy counter ({_reason(exc)})"
 
     def _open_rapl(self, root: Path) -> None:
         domains, reason = rapl.find_domains(root)
@@ -100,6 +115,12 @@ class EnergyMeter:
             else:
                 assert self._gpu_start_mj is not None
                 out[GPU_KEY] = (now_mj - self._gpu_start_mj) / 1000.0
+        elif method == AMD_COUNTER and self._amd is not None:
+            try:
+                out[GPU_KEY] = (amd.energy_uj(*self._amd) - self._amd_start_uj) / 1e6
+            except Exception as exc:
+                self.methods.pop("gpu")
+                self.notes["gpu"] = f"amdsmi energy counter stopped answering: {_reason(exc)}"
         elif method == GPU_POWER and gpu_power_w is not None:
             if self._last_power is not None:
                 t0, w0 = self._last_power

@@ -31,6 +31,7 @@ from typing import Any
 
 import psutil
 
+from rigbench.hw import amd
 from rigbench.hw.rapl import POWERCAP_ROOT
 from rigbench.trackers import nvml as nvml_mod
 from rigbench.trackers.energy import EnergyMeter
@@ -48,11 +49,12 @@ class Tracker:
 
     `gpu_index` is an NVML index (see hw.nvml.nvml_index_for_cuda_device); None means no GPU
     sampling. `nvml` replaces the real pynvml module (tests pass a fake); `rapl_root` the
-    powercap root that RAPL energy is read from (tests pass a fake tree; None: not read).
+    powercap root that RAPL energy is read from (tests pass a fake tree; None: not read);
+    `amdsmi` the amdsmi module, for an AMD GPU's energy when NVML does not know the GPU.
     """
 
     def __init__(self, pid: int, interval: float = 0.1, gpu_index: int | None = None,
-                 nvml: Any = None, rapl_root: Path | None = POWERCAP_ROOT) -> None:
+                 nvml: Any = None, rapl_root: Path | None = POWERCAP_ROOT, amdsmi: Any = None) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be positive, got {interval}")
         self.pid = pid
@@ -70,6 +72,7 @@ class Tracker:
         self._children_listed_at = float("-inf")
         self._gpu: tuple[Any, Any] | None = None  # (nvml module, device handle)
         self._rapl_root = rapl_root
+        self._amdsmi_arg = amdsmi
         self._energy: EnergyMeter | None = None
         #: An unexpected exception that ended sampling early (None normally).
         self.error: Exception | None = None
@@ -139,7 +142,16 @@ class Tracker:
         psutil.cpu_percent(interval=None)  # per-thread baseline in psutil >= 5.9.6
         self._gpu = self._open_gpu()
         nvml, handle = self._gpu if self._gpu is not None else (None, None)
-        self._energy = EnergyMeter(nvml, handle, self._rapl_root)
+        self._energy = EnergyMeter(nvml, handle, self._rapl_root, amd_gpu=self._open_amd())
+
+    def _open_amd(self) -> tuple[Any, Any] | None:
+        """The trial's GPU through amdsmi, when NVML does not know it (an AMD GPU under ROCm,
+        which torch also calls cuda:N): energy is then read from amdsmi's counter."""
+        if self.gpu_index is None or self._gpu is not None:
+            return None
+        smi = amd.load_amdsmi(self._amdsmi_arg)
+        handle = amd.gpu_handle(smi, self.gpu_index) if smi is not None else None
+        return (smi, handle) if handle is not None else None
 
     def _open_gpu(self) -> tuple[Any, Any] | None:
         if self.gpu_index is None:
