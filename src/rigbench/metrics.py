@@ -109,6 +109,12 @@ class Metrics(BaseModel):
     cpu_energy_j: float | None = metric(
         "J", "tracker", "CPU package energy over the measured window (RAPL, all sockets, other processes included)")
     dram_energy_j: float | None = metric("J", "tracker", "DRAM energy over the measured window (RAPL)")
+    cpu_power_w_mean: float | None = metric("W", "tracker", "CPU package power (RAPL): cpu_energy_j / window")
+    cpu_power_w_peak: float | None = metric(
+        "W", "tracker", "CPU package power (RAPL), highest between two samples in the window")
+    dram_power_w_mean: float | None = metric("W", "tracker", "DRAM power (RAPL): dram_energy_j / window")
+    dram_power_w_peak: float | None = metric(
+        "W", "tracker", "DRAM power (RAPL), highest between two samples in the window")
     energy_j: float | None = metric(
         "J", "energy", "measured energy over the window: the sum of the gpu/cpu/dram figures that were read")
     energy_per_sample_j: float | None = metric(

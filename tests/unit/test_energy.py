@@ -208,3 +208,17 @@ def test_tracker_reads_an_amd_gpu_when_nvml_does_not_know_it(tmp_path):
         time.sleep(0.02)
     samples = tracker.stop()
     assert samples[0]["gpu_energy_j"] > 0 and tracker.energy_description()[0] == "gpu: amdsmi-counter"
+
+
+def test_rapl_power_mean_and_peak_from_the_counter():
+    # 10 W for 1 s, then 30 W for 1 s, sampled every 0.5 s from t=9: mean over [10, 12] is 20 W.
+    samples, energy = [], 0.0
+    for i in range(9):
+        t = 9.0 + 0.5 * i
+        samples.append({"t": t, "cpu_energy_j": energy, "dram_energy_j": energy / 10})
+        energy += 0.5 * (10.0 if t < 11.0 else 30.0)
+    window = summarize(samples, 10.0, 12.0, interval_slack=0)
+    assert window["cpu_energy_j"] == pytest.approx(40.0)
+    assert window["cpu_power_w_mean"] == pytest.approx(20.0) and window["cpu_power_w_peak"] == pytest.approx(30.0)
+    assert window["dram_power_w_mean"] == pytest.approx(2.0) and window["dram_power_w_peak"] == pytest.approx(3.0)
+    assert window["gpu_energy_j"] is None

@@ -95,7 +95,7 @@ def _add_energy(metrics: Metrics, spec: TrialSpec, outcome: Outcome, start: floa
     energy tracker's sources that were read; what was read and why not, from the tracker."""
     metrics.energy_method = outcome.energy_method
     notes = [outcome.energy_note] if outcome.energy_note else []
-    read = [f for f in TRACKER_FIELDS["energy"] if getattr(metrics, f.metric) is not None]
+    read = [f for f in TRACKER_FIELDS["energy"] if f.statistic == "delta" and getattr(metrics, f.metric) is not None]
     if read:
         metrics.energy_j = sum(getattr(metrics, f.metric) for f in read)
         if end - start < COUNTER_UPDATE_S:

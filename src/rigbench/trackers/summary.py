@@ -11,14 +11,16 @@ from rigbench.trackers.energy import CPU_KEY, DRAM_KEY, GPU_KEY
 
 MIB = 1024 * 1024
 
-Statistic = Literal["mean", "p95", "peak", "peak_mib", "delta"]
+Statistic = Literal["mean", "p95", "peak", "peak_mib", "delta", "rate_mean", "rate_peak"]
 
 
 @dataclass(frozen=True)
 class TrackerField:
     """One metric a tracker produces: a statistic of one sample key over the measured window.
     `peak` is the maximum as sampled; `peak_mib` the maximum of a byte count, in MiB; `delta`
-    the increase of a cumulative counter across the window (interpolated at its edges)."""
+    the increase of a cumulative counter across the window (interpolated at its edges);
+    `rate_mean` that increase per second, `rate_peak` the highest rate between two consecutive
+    samples inside the window (a counter of joules gives watts)."""
 
     metric: str  # a name in rigbench.metrics.METRICS
     sample_key: str  # a key of the tracker's samples (trackers/sampler.py's docstring)
@@ -48,6 +50,10 @@ TRACKER_FIELDS: dict[str, tuple[TrackerField, ...]] = {
         TrackerField("gpu_energy_j", GPU_KEY, "delta"),
         TrackerField("cpu_energy_j", CPU_KEY, "delta"),
         TrackerField("dram_energy_j", DRAM_KEY, "delta"),
+        TrackerField("cpu_power_w_mean", CPU_KEY, "rate_mean"),
+        TrackerField("cpu_power_w_peak", CPU_KEY, "rate_peak"),
+        TrackerField("dram_power_w_mean", DRAM_KEY, "rate_mean"),
+        TrackerField("dram_power_w_peak", DRAM_KEY, "rate_peak"),
     ),
 }
 
@@ -77,8 +83,8 @@ def summarize(samples: Sequence[dict], start: float, end: float,
     the first sample taken after `end` stands in for the window, for the percentages and
     the peaks alike, and `samples_in_window` is 0 to say so. With no such sample either,
     every value is None. A key is None when no kept sample has a value for it (e.g. all
-    GPU keys without a GPU). `delta` fields (energy) do not use the kept samples: see
-    counter_delta.
+    GPU keys without a GPU). Counter fields (`delta`, `rate_mean`, `rate_peak`: energy) do
+    not use the kept samples: see counter_delta.
     """
     slack = _default_slack(samples) if interval_slack is None else interval_slack
     kept = [s for s in samples if start < s["t"] <= end + slack]
@@ -87,7 +93,8 @@ def summarize(samples: Sequence[dict], start: float, end: float,
         after = sorted((s for s in samples if s["t"] > end), key=lambda s: s["t"])
         kept = after[:1]
     result: dict[str, float | int | None] = {
-        f.metric: (counter_delta(samples, f.sample_key, start, end) if f.statistic == "delta"
+        f.metric: (_counter_statistic(samples, f.sample_key, start, end, f.statistic)
+                   if f.statistic in ("delta", "rate_mean", "rate_peak")
                    else _statistic([s.get(f.sample_key) for s in kept], f.statistic))
         for f in ALL_FIELDS
     }
@@ -112,6 +119,19 @@ def _statistic(values: list, stat: Statistic) -> float | None:
     if stat == "peak":
         return max(present)
     return max(present) / MIB
+
+
+def _counter_statistic(samples: Sequence[dict], key: str, start: float, end: float,
+                       stat: Statistic) -> float | None:
+    delta = counter_delta(samples, key, start, end)
+    if delta is None or stat == "delta":
+        return delta
+    if stat == "rate_mean":
+        return delta / (end - start) if end > start else None
+    points = sorted((float(s["t"]), float(s[key])) for s in samples
+                    if s.get(key) is not None and start <= s["t"] <= end)
+    rates = [(v1 - v0) / (t1 - t0) for (t0, v0), (t1, v1) in zip(points, points[1:]) if t1 > t0]
+    return max(rates) if rates else delta / (end - start) if end > start else None
 
 
 def counter_delta(samples: Sequence[dict], key: str, start: float, end: float) -> float | None:
