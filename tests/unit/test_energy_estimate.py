@@ -20,6 +20,7 @@ from rigbench.analysis.specs import lookup
 from rigbench.cli import app
 from rigbench.experiments import devices as experiment_devices
 from rigbench.experiments.plan import plan_run, plan_train
+from rigbench.experiments.scaling import plan_scaling
 from rigbench.experiments.sweep import plan_sweep
 from rigbench.runner import assemble
 from rigbench.runner.assemble import build_result
@@ -173,6 +174,7 @@ def test_planners_pass_the_option_through():
     assert plan_run(["mlp"], ["cpu"], quick=True)[0].measure.energy == "measure"
     assert plan_train("mlp", "digits", 1, energy="estimate")[0].measure.energy == "estimate"
     assert plan_sweep(SweepSpec(workloads=["mlp"], quick=True, energy="estimate"))[0].measure.energy == "estimate"
+    assert {s.measure.energy for s in plan_scaling("mlp", quick=True, energy="estimate")} == {"estimate"}
 
 
 def test_cli_rejects_an_unknown_energy_mode_with_exit_2():
