@@ -16,7 +16,8 @@ Sources:
 - `lr_find`: a learning-rate range test (`rigbench lr-find`; analysis/lr_find.py).
 - `counting`: facts counted rather than timed: parameters, FLOPs, bytes, data set sizes.
 - `energy`: the energy tracker's sources combined (runner/assemble.py): the total, per sample,
-  what was read and why anything was not.
+  what was read and why anything was not; with `--energy estimate`, a separate, labelled
+  estimate for the sources that were not read (analysis/energy_estimate.py).
 """
 
 from __future__ import annotations
@@ -127,6 +128,15 @@ class Metrics(BaseModel):
         "", "energy", "what energy was read, per source (gpu: nvml-counter or nvml-power-integrated; cpu: rapl-...)")
     energy_note: str | None = metric(
         "", "energy", "why an energy source was not read, or why a figure is approximate")
+    # Only with `--energy estimate` (MeasureOptions.energy); never added into energy_j.
+    energy_estimate_j: float | None = metric(
+        "J", "energy", "ESTIMATE, not measured: sources without a counter, TDP x utilisation x window "
+                       "(cpu: TDP x busy threads / the package's threads; gpu: TDP x gpu_util_pct_mean/100)")
+    energy_estimate_per_sample_j: float | None = metric(
+        "J/sample", "energy", "ESTIMATE, not measured: energy_estimate_j per training sample processed in the window")
+    energy_estimate_basis: str | None = metric(
+        "", "energy", "how energy_estimate_j was estimated per source (TDP, spec-sheet row, share busy, "
+                      "window), or why a source could not be")
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,12 @@ CONFIG_FIELDS: tuple[str, ...] = (
 )
 
 
+#: `MeasureOptions.energy`: "measure" reads counters only; "estimate" also stores a labelled
+#: TDP x utilisation estimate for the sources without one (never mixed with measured figures).
+EnergyMode = Literal["measure", "estimate"]
+ENERGY_MODES: tuple[str, ...] = get_args(EnergyMode)
+
+
 class MeasureOptions(BaseModel):
     """The measurement protocol's knobs (docs/METHODOLOGY.md explains each)."""
 
@@ -57,6 +63,11 @@ class MeasureOptions(BaseModel):
     timeout_s: float = Field(600.0, gt=0, description="kill the trial's process after this long")
     memory_limit_bytes: int | None = Field(None, gt=0, description="cap on the trial's memory (CPU)")
     sample_interval_s: float = Field(0.1, gt=0, description="trackers sample this often")
+    # How a result is measured, not what is trained: stays out of CONFIG_FIELDS, so a trial with
+    # an estimate compares with one without (its measured figures are the same kind).
+    energy: EnergyMode = Field(
+        "measure", description="estimate: also store a TDP x utilisation estimate, labelled as such, "
+                               "for energy sources without a counter (analysis/energy_estimate.py)")
 
     @classmethod
     def quick(cls, **overrides: Any) -> MeasureOptions:
@@ -352,6 +363,7 @@ class SweepSpec(BaseModel):
     timeout: float | None = Field(None, gt=0, strict=True, description="seconds per trial")
     memory_limit: int | None = Field(None, gt=0, strict=True,
                                      description="bytes per trial; a file may write '2GiB'")
+    energy: EnergyMode = "measure"
 
     @field_validator("workloads", "devices", "batch_sizes", "precisions", "threads", "lrs",
                      "compile", "channels_last", mode="before")

@@ -12,10 +12,19 @@ from rich.table import Table
 from rigbench import api
 from rigbench.analysis.lr_find import compact_curve, suggest_lr
 from rigbench.analysis.scaling import ScalingRow, scaling_table
-from rigbench.cli.common import DB_HELP, _check_precision, _run_with_progress, app, err, handles_usage_errors, out
+from rigbench.cli.common import (
+    DB_HELP,
+    _check_precision,
+    _run_with_progress,
+    app,
+    energy_option,
+    err,
+    handles_usage_errors,
+    out,
+)
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
-from rigbench.spec import Result
+from rigbench.spec import EnergyMode, Result
 from rigbench.units import parse_positive_ints, split_list
 from rigbench.workloads import get_workload
 
@@ -147,6 +156,7 @@ def scaling(
     channels_last: bool = typer.Option(True, "--channels-last/--no-channels-last", help="Also time the NHWC memory layout (convolutional workloads; others show `unsupported`)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batch, 1 warm-up step, short timing windows."),
     framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    energy: EnergyMode = energy_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of table rows on stdout."),
 ) -> None:
@@ -156,7 +166,7 @@ def scaling(
     specs = api.plan_scaling(workload, device, batch_size,
                              threads=parse_positive_ints(threads, "--threads") if threads else None,
                              precisions=precisions, compile=compile_, channels_last=channels_last,
-                             quick=quick, framework=framework)
+                             quick=quick, framework=framework, energy=energy)
     outcome = _run_with_progress(specs, db)
     _finish(outcome, len(specs))
     rows = scaling_table(outcome.results)

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rigbench import __version__, api
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
-from rigbench.spec import PRECISIONS
+from rigbench.spec import ENERGY_MODES, PRECISIONS
 from rigbench.store import Store
 
 app = typer.Typer(
@@ -32,6 +32,18 @@ app.add_typer(results_app, name="results")
 # workload option), shown verbatim; styles are given as rich.text.Text, never as markup.
 out = Console(markup=False) if sys.stdout.isatty() else Console(width=200, markup=False)
 err = Console(stderr=True, markup=False)
+
+ENERGY_HELP = ("measure: read energy counters only (default). estimate: also store a TDP x utilisation "
+               "estimate, labelled as such, for sources without a counter; never mixed with measured figures.")
+
+
+def energy_option(default: str | None = "measure") -> Any:
+    """The `--energy measure|estimate` option (MeasureOptions.energy), defined once for every
+    command that runs trials. Annotate the parameter `EnergyMode`: typer makes the Literal a
+    choice, and any other value is click's usage error (exit 2). `default` None lets a sweep
+    file's `energy` key stand unless the flag is given."""
+    return typer.Option(default, "--energy", metavar="|".join(ENERGY_MODES), help=ENERGY_HELP)
+
 
 DB_HELP = "Database: an SQLAlchemy URL (sqlite:///x.db, postgresql://...) or a file path. Default: $RIGBENCH_DB or rigbench.db in the user data directory."
 

@@ -14,6 +14,7 @@ from rigbench.cli.common import (
     _check_precision,
     _run_with_progress,
     app,
+    energy_option,
     err,
     handles_usage_errors,
     out,
@@ -21,6 +22,7 @@ from rigbench.cli.common import (
 )
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
+from rigbench.spec import EnergyMode
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
 from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list
@@ -43,6 +45,7 @@ def run(
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
     lr: float | None = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
     framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    energy: EnergyMode = energy_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout (progress goes to stderr)."),
 ) -> None:
@@ -63,7 +66,7 @@ def run(
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
         threads=threads, framework=framework, steps=steps, seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
-        timeout_s=timeout, lr=lr, compile=compile_, channels_last=channels_last,
+        timeout_s=timeout, lr=lr, compile=compile_, channels_last=channels_last, energy=energy,
     )
     outcome = _run_with_progress(specs, db)
     if as_json:
@@ -101,6 +104,7 @@ def train(
     data_dir: str | None = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
     timeout: float = typer.Option(3600, "--timeout", help="Kill a training run after this many seconds."),
+    energy: EnergyMode = energy_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout."),
 ) -> None:
@@ -120,7 +124,7 @@ def train(
         workload, name, epochs, lrs=lrs, batch_sizes=parse_positive_ints(batch_size, "--batch-size"),
         devices=split_list(device, "--device"), target_accuracy=target_accuracy, precision=precision,  # type: ignore[arg-type]
         threads=threads, data_dir=data_dir, input_mode=input_mode, workers=workers,
-        pin_memory=pin_memory, timeout_s=timeout,
+        pin_memory=pin_memory, timeout_s=timeout, energy=energy,
     )
     outcome = _run_with_progress(specs, db)
     if as_json:

@@ -15,13 +15,13 @@ from rich.console import JustifyMethod
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rigbench.cli.common import DB_HELP, _check_precision, app, err, handles_usage_errors, out
+from rigbench.cli.common import DB_HELP, _check_precision, app, energy_option, err, handles_usage_errors, out
 from rigbench.errors import UsageError
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
 from rigbench.experiments.sweep import SweepOutcome, load_sweep_file, plan_sweep, spec_key, stored_results, sweep_spec
 from rigbench.experiments.sweep import sweep as run_sweep
 from rigbench.reports import terminal
-from rigbench.spec import Result, TrialSpec
+from rigbench.spec import EnergyMode, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
 from rigbench.units import format_bytes, parse_positive_floats, parse_positive_ints, parse_size, split_list
@@ -151,6 +151,7 @@ def sweep(
     quick: bool | None = typer.Option(None, "--quick/--no-quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
     memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB; past it the trial ends as `oom`."),
+    energy: EnergyMode | None = energy_option(default=None),
     config: str | None = typer.Option(None, "--config", "-c", metavar="FILE", help="A sweep TOML file (see examples/sweep.toml); flags given as well replace the file's keys."),
     resume: bool = typer.Option(False, "--resume", help="Skip every grid point that already has a stored result with the identical spec (any status) in --db; run the rest."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and which points are already stored, and run nothing."),
@@ -174,6 +175,7 @@ def sweep(
         "channels_last": _switches(channels_last, "--channels-last"), "framework": framework,
         "steps": steps, "seconds": seconds, "quick": quick, "timeout": timeout,
         "memory_limit": parse_size(memory_limit, "--memory-limit") if memory_limit else None,
+        "energy": energy,
     }
     given = {k: v for k, v in flags.items() if v not in (None, [])}
     spec = load_sweep_file(config, given) if config else sweep_spec(given)

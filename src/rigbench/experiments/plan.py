@@ -9,7 +9,7 @@ from typing import Any
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.frameworks import check_framework
-from rigbench.spec import MeasureOptions, Precision, TrainOptions, TrialSpec
+from rigbench.spec import EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec
 from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref
 
 
@@ -28,6 +28,7 @@ def plan_run(
     lr: float | None = None,
     compile: bool = False,
     channels_last: bool = False,
+    energy: EnergyMode = "measure",
 ) -> list[TrialSpec]:
     """The trials of a run: every workload x device x batch size. Empty lists mean every
     workload, every device the framework can use here, and each workload's default batch
@@ -39,7 +40,7 @@ def plan_run(
     chosen = chosen_devices(framework, devices, default=None)
     if any(b < 1 for b in batch_sizes):
         raise UsageError("batch sizes must be at least 1")
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = {"energy": energy}
     if steps is not None:
         overrides["min_steps"] = steps
     if seconds is not None:
@@ -113,6 +114,7 @@ def plan_train(
     pin_memory: bool = False,
     max_train_samples: int | None = None,
     timeout_s: float = 3600.0,
+    energy: EnergyMode = "measure",
 ) -> list[TrialSpec]:
     """Training trials: one per device x batch size x learning rate (the thesis's Tables 9-10
     come from a list of learning rates or batch sizes). Defaults: the CPU, the workload's
@@ -124,7 +126,7 @@ def plan_train(
                              target_accuracy=target_accuracy, input_mode=input_mode,
                              workers=workers, pin_memory=pin_memory,
                              max_train_samples=max_train_samples)
-        measure = MeasureOptions(timeout_s=timeout_s)
+        measure = MeasureOptions(timeout_s=timeout_s, energy=energy)
     except ValueError as exc:
         raise UsageError(validation_message(exc)) from None
     lr_values: Sequence[float | None] = lrs or [None]  # None: the workload's default

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from rigbench.errors import UsageError
 from rigbench.experiments.plan import plan_run
-from rigbench.spec import PRECISIONS, TrialSpec
+from rigbench.spec import PRECISIONS, EnergyMode, TrialSpec
 
 
 def default_thread_counts(cores: int | None = None) -> list[int]:
@@ -35,6 +35,7 @@ def plan_scaling(
     channels_last: bool = True,
     quick: bool = False,
     framework: str = "torch",
+    energy: EnergyMode = "measure",
 ) -> list[TrialSpec]:
     """The trials of `rigbench scaling`: the fp32 eager default (framework's own thread count)
     first, then one trial per variant that changes exactly one knob from it: each thread count
@@ -44,7 +45,7 @@ def plan_scaling(
         if p not in PRECISIONS or p == "fp32":
             raise UsageError(f"--precision takes {', '.join(PRECISIONS[1:])} (fp32 is the baseline), got {p!r}")
     base = plan_run([workload], [device], [batch_size] if batch_size else [], quick=quick,
-                    framework=framework)[0]
+                    framework=framework, energy=energy)[0]
     if threads is None:
         threads = default_thread_counts() if base.device == "cpu" else []
     if precisions is None:

@@ -74,7 +74,7 @@ def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
     base = plan_run(
         workloads=sweep.workloads, devices=sweep.devices, batch_sizes=sweep.batch_sizes,
         framework=sweep.framework, steps=sweep.steps, seconds=sweep.seconds, quick=sweep.quick,
-        memory_limit_bytes=sweep.memory_limit, timeout_s=sweep.timeout,
+        memory_limit_bytes=sweep.memory_limit, timeout_s=sweep.timeout, energy=sweep.energy,
     )
     thread_counts: Sequence[int | None] = sweep.threads or [None]  # None: the default
     lr_values: Sequence[float | None] = sweep.lrs or [None]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import psutil
+
+from rigbench.analysis.energy_estimate import estimate_energy
 from rigbench.analysis.lr_find import suggest_lr
 from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
+from rigbench.hw.cpu import cpu_identity
 from rigbench.metrics import METRIC_NAMES, Metrics
 from rigbench.runner.launchers import Outcome
 from rigbench.spec import LrFindOptions, Result, TrainOptions, TrialSpec
@@ -107,6 +111,26 @@ def _add_energy(metrics: Metrics, spec: TrialSpec, outcome: Outcome, start: floa
         if spec.train is not None:
             _add_epoch_energy(metrics, outcome, [f.sample_key for f in read], start)
     metrics.energy_note = "; ".join(notes) or None
+    if spec.measure.energy == "estimate":
+        _add_energy_estimate(metrics, spec, outcome.report, end - start)
+
+
+def _add_energy_estimate(metrics: Metrics, spec: TrialSpec, report, window_s: float) -> None:
+    """`--energy estimate`: TDP x utilisation for the sources the counters did not read
+    (rule in analysis/energy_estimate.py), in metrics of its own, never added to energy_j."""
+    on_cpu = spec.device == "cpu"
+    estimate = estimate_energy(
+        window_s, cpu_measured=metrics.cpu_energy_j is not None,
+        # A CPU trial's device name is the CPU's (as the roofline matches it); else ask the OS.
+        cpu_name=report.device_name if on_cpu else cpu_identity().get("model"),
+        cpu_util_pct=metrics.cpu_util_pct_mean, logical_cpus=psutil.cpu_count(logical=True) or 1,
+        gpu=not on_cpu, gpu_measured=metrics.gpu_energy_j is not None,
+        gpu_name=None if on_cpu else report.device_name, gpu_util_pct=metrics.gpu_util_pct_mean)
+    metrics.energy_estimate_j = estimate.joules
+    metrics.energy_estimate_basis = estimate.basis
+    samples = _samples_processed(spec, metrics, report)
+    if estimate.joules is not None and samples:
+        metrics.energy_estimate_per_sample_j = estimate.joules / samples
 
 
 def _samples_processed(spec: TrialSpec, metrics: Metrics, report) -> int:
