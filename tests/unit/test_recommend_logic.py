@@ -142,7 +142,50 @@ def test_full_recommendation_in_order():
     lines = rules.recommend(results, ["cpu"], {"cpu": MemoryLimit("cpu", 512, None, 512, 2**30)}, "sgd", 60_000)
     assert [(line.decision, line.value) for line in lines] == [
         ("device", "cpu"), ("batch_size", 64), ("learning_rate", 0.02), ("precision", "fp32"),
-        ("threads", 2), ("loader_workers", None), ("bound_by", None), ("epoch_seconds", 60_000 / 180.0)]
+        ("energy", None), ("threads", 2), ("loader_workers", None), ("bound_by", None), ("epoch_seconds", 60_000 / 180.0)]
+
+
+def joules(j, note=None):
+    return {"energy_per_sample_j": j, "energy_note": note}
+
+
+def test_energy_optimum_beside_the_fastest_with_its_cost_in_time():
+    results = [trial(64, 1000.0, metrics=joules(0.004)), trial(512, 2000.0, metrics=joules(0.0015)),
+               trial(512, 1760.0, precision="bf16", metrics=joules(0.0013)),
+               trial(64, 900.0, precision="bf16", metrics=joules(0.003)),
+               trial(512, 5000.0, threads=1, metrics=joules(0.0001)),  # another knob: not compared
+               trial(1024, 3000.0, metrics=joules(0.0009)),  # over the memory limit
+               trial(512, 9000.0, device="cuda:0", metrics=joules(0.0001))]  # another device
+    line = rules.decide_energy(results, "cpu", MemoryLimit("cpu", 512, 1024, 512, 2**30))
+    assert line.value == {"batch_size": 512, "precision": "bf16"}
+    assert line.text == ("energy: bf16 b512: 1.3 mJ/sample, 12% slower than the fastest "
+                         "(fp32 b512, 1.5 mJ/sample)")  # 1 - 1760 / 2000
+    assert line.numbers["slower_than_fastest"] == pytest.approx(0.12)
+    assert line.numbers["fastest"]["trial"] == results[1].id and line.numbers["considered"] == 4
+    # without the limit, b1024 is both the fastest and the least energy per sample
+    unlimited = rules.decide_energy(results, "cpu", None)
+    assert unlimited.value == {"batch_size": 1024, "precision": "fp32"}
+    assert unlimited.text == "energy: fp32 b1024: 900 µJ/sample, also the fastest"
+
+
+def test_energy_partly_measured_compares_what_was_measured():
+    results = [trial(64, 1000.0, metrics=joules(0.004)), trial(512, 2000.0, metrics=joules(None, "no RAPL"))]
+    line = rules.decide_energy(results, "cpu", None)
+    assert line.value == {"batch_size": 64, "precision": "fp32"}
+    assert "50% slower than the fastest (fp32 b512, energy not measured)" in line.text
+    assert line.text.endswith("; energy measured on 1 of the 2 trials compared")
+
+
+def test_energy_not_measured_says_why_once():
+    note = "cpu: RAPL unavailable (no /sys/class/powercap); gpu: no NVIDIA GPU"
+    results = [trial(64, 1000.0, metrics=joules(None, note)), trial(512, 2000.0, metrics=joules(None, note)),
+               trial(256, 1500.0, metrics=joules(None, "cpu: permission denied"))]
+    line = rules.decide_energy(results, "cpu", None)
+    assert line.value is None
+    assert line.text == f"energy: not measured here ({note}; cpu: permission denied)"
+    assert line.numbers == {"trials": 3, "notes": [note, "cpu: permission denied"]}
+    old = rules.decide_energy([trial(64, 1000.0)], "cpu", None)  # stored before energy existed
+    assert old.text == "energy: not measured here (no energy figure is stored with these trials)"
 
 
 def test_stored_max_batch_probes_rebuild_the_limit():
