@@ -180,11 +180,14 @@ def _scaling_note(r: ScalingRow) -> str:
 
 
 def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
-    """The scaling rows as a rich table: variant, threads, samples/s, speed-up, note."""
+    """The scaling rows as a rich table: variant, threads, samples/s, speed-up, samples/J (only
+    when some row has a measured energy), note."""
+    energy = any(r.samples_per_j is not None for r in rows)
     table = Table(title=title, header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("trial", "right"), ("variant", "left"), ("threads", "right"),
-        ("samples/s ±95% CI", "right"), ("speed-up", "right"), ("note", "left")]
+        ("samples/s ±95% CI", "right"), ("speed-up", "right"),
+        *([("samples/J", "right")] if energy else []), ("note", "left")]
     for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     for r in rows:
@@ -193,9 +196,10 @@ def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
             speed = f"{r.samples_per_s:,.1f}"
             if r.samples_per_s_ci:
                 speed += f" ±{(r.samples_per_s_ci[1] - r.samples_per_s_ci[0]) / 2:,.1f}"
+        per_joule = [terminal.samples_per_joule_cell(r.energy_per_sample_j)] if energy else []
         table.add_row(str(r.trial_id or "-"), r.label, "-" if r.threads is None else str(r.threads), speed,
                       "1.00x (baseline)" if r.knob == "baseline" else ("-" if r.speedup is None else f"{r.speedup:.2f}x"),
-                      _scaling_note(r))
+                      *per_joule, _scaling_note(r))
     return table
 
 
