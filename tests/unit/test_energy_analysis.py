@@ -2,8 +2,7 @@
 
 import pytest
 
-from rigbench.analysis.energy import (dominates, energy_notes, format_joules, has_energy, pareto_front,
-                                      samples_per_joule)
+from rigbench.analysis.energy import dominates, energy_notes, format_joules, has_energy, pareto_front, samples_per_joule
 from tests.unit.test_report_data import make_result
 
 
