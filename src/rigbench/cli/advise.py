@@ -183,11 +183,12 @@ def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
     """The scaling rows as a rich table: variant, threads, samples/s, speed-up, samples/J (only
     when some row has a measured energy), note."""
     energy = any(r.samples_per_j is not None for r in rows)
+    per_joule_column: list[tuple[str, JustifyMethod]] = [("samples/J", "right")] if energy else []
     table = Table(title=title, header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("trial", "right"), ("variant", "left"), ("threads", "right"),
         ("samples/s ±95% CI", "right"), ("speed-up", "right"),
-        *([("samples/J", "right")] if energy else []), ("note", "left")]
+        *per_joule_column, ("note", "left")]
     for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     for r in rows:

@@ -54,10 +54,11 @@ def _sweep_table(results: list[Result], new_run: str | None) -> Table:
     samples/J column only when some point has a measured energy (none on a machine that
     cannot read one)."""
     energy = any(has_energy(r) for r in results)
+    per_joule_column: list[tuple[str, JustifyMethod]] = [("samples/J", "right")] if energy else []
     table = Table(header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("id", "right"), ("trial", "left"), ("samples/s ±95% CI", "right"),
-        *([("samples/J", "right")] if energy else []),
+        *per_joule_column,
         ("step ms", "right"), ("RSS MiB", "right"), ("status", "left"),
         ("ran", "left")]
     for name, justify in columns:
