@@ -1,5 +1,7 @@
 """The recommendation rules on synthetic Results with hand-computed answers."""
 
+from pathlib import Path
+
 import pytest
 
 from rigbench.analysis import recommend as rules
@@ -7,6 +9,7 @@ from rigbench.analysis.recommend import MemoryLimit
 from rigbench.errors import UsageError
 from rigbench.experiments.recommend import batch_grid, recommend, stored_limit
 from rigbench.spec import LrFindOptions, MeasureOptions, Metrics, Result, TrainOptions, TrialSpec
+from rigbench.store.bundle import load_bundle
 from rigbench.workloads import get_workload
 
 MIB = 2**20
@@ -214,3 +217,15 @@ def test_no_run_on_an_empty_database_lists_what_is_missing(tmp_path):
     assert outcome.missing[1].startswith("batch sizes 16, 32, 64, 128, 256 on cpu")
     with pytest.raises(UsageError, match="--dataset-size must be at least 1"):
         recommend("mlp", dataset_size=0, run_missing=False, db=str(tmp_path / "empty.db"))
+
+
+def test_energy_decision_on_the_real_h100_results():
+    """docs/results/gpu-h100.bundle.json: cnn on an H100, NVML's energy counter (read only)."""
+    bundle = load_bundle(Path(__file__).resolve().parents[2] / "docs" / "results" / "gpu-h100.bundle.json")
+    cnn = [r for r in bundle.results if r.spec.workload == "cnn"]
+    line = rules.decide_energy(cnn, "cuda:0", None)
+    # 6 trials with energy (b32, b128, b512 in fp32 and bf16) and a b128 fp32 one from a run without it;
+    # bf16 b512 uses the least (1.30 mJ), fp32 b512 is the fastest: 1 - 171,532 / 220,863 = 22% slower
+    assert line.value == {"batch_size": 512, "precision": "bf16"}
+    assert line.text == ("energy: bf16 b512: 1.3 mJ/sample, 22% slower than the fastest (fp32 b512, "
+                         "1.53 mJ/sample); energy measured on 6 of the 7 trials compared")
