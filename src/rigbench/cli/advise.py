@@ -220,7 +220,7 @@ def recommend(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),
 ) -> None:
-    """Recommend device, batch size, learning rate, precision, threads and loader workers, measuring only what is missing."""
+    """Recommend device, batch size, learning rate, precision (and the least energy per sample, where measured), threads and loader workers, measuring only what is missing."""
     def ended(result: Result) -> None:
         text = terminal.one_line_outcome(result)
         if result.spec.kind == "lr_find" and result.metrics.suggested_lr:
