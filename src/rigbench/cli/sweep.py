@@ -15,7 +15,6 @@ from rich.console import JustifyMethod
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rigbench.analysis.energy import has_energy
 from rigbench.cli.common import DB_HELP, _check_precision, app, err, handles_usage_errors, out
 from rigbench.errors import UsageError
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
@@ -53,7 +52,7 @@ def _sweep_table(results: list[Result], new_run: str | None) -> Table:
     """One row per grid point; `ran` says whether it ran now or came from the database. A
     samples/J column only when some point has a measured energy (none on a machine that
     cannot read one)."""
-    energy = any(has_energy(r) for r in results)
+    energy = terminal.any_energy(results)
     per_joule_column: list[tuple[str, JustifyMethod]] = [("samples/J", "right")] if energy else []
     table = Table(header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
