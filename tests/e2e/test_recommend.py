@@ -27,9 +27,9 @@ def test_recommendation_is_consistent_with_the_stored_measurements(tmp_path):
     assert proc.returncode == 0, proc.stderr
     outcome = json.loads(proc.stdout)
     lines = {line["decision"]: line for line in outcome["lines"]}
-    assert list(lines) == ["device", "batch_size", "learning_rate", "precision", "threads",
+    assert list(lines) == ["device", "batch_size", "learning_rate", "precision", "energy", "threads",
                            "loader_workers", "bound_by", "epoch_seconds"]
-    assert all(line["value"] is not None for line in lines.values()), outcome
+    assert all(line["value"] is not None for name, line in lines.items() if name != "energy"), outcome
     assert outcome["ran"] and not outcome["missing"]
     assert "running max-batch on cpu" in proc.stderr  # it says what it runs and why
 
@@ -57,6 +57,11 @@ def test_recommendation_is_consistent_with_the_stored_measurements(tmp_path):
     assert lines["learning_rate"]["value"] == pytest.approx(
         found[0].metrics.suggested_lr * batch / found[0].spec.batch_size)
     assert lines["precision"]["value"] in ("fp32", "bf16")
+    # Energy is decided only from measured energy; without any (no RAPL, no GPU) the line says why.
+    measured = [r for r in speed if r.metrics.energy_per_sample_j is not None]
+    assert (lines["energy"]["value"] is None) == (not measured)
+    if not measured:
+        assert lines["energy"]["text"].startswith("energy: not measured here (")
     assert lines["epoch_seconds"]["numbers"]["dataset_size"] == 60_000  # MNIST, mlp's reference data set
 
     # Everything is stored now: --no-run decides the same from the database alone, and the

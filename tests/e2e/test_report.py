@@ -1,8 +1,10 @@
 """`rigbench report` end to end: real CPU trials, the real CLI in a subprocess, and the page
 opened offline in real headless Chromium (Debian's `chromium`, driven by playwright)."""
 
+import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+H100_BUNDLE = Path(__file__).resolve().parents[2] / "docs" / "results" / "gpu-h100.bundle.json"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -203,6 +206,50 @@ def test_where_and_run_select_trials(filled_db, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "1 trials, 0 charts" in proc.stdout
     assert "&lt;script&gt;window.__pwned" in (tmp_path / "f.html").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def h100_db(tmp_path_factory):
+    """The H100 session's 46 real results (energy measured by NVML's counter), imported into a
+    fresh database by the CLI; the bundle file itself is only read."""
+    db = str(tmp_path_factory.mktemp("h100") / "h100.db")
+    proc = rigbench("results", "import", str(H100_BUNDLE), "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    return db
+
+
+def test_energy_charts_from_real_h100_results(h100_db, tmp_path, browser):
+    bundle = json.loads(H100_BUNDLE.read_text(encoding="utf-8"))
+    # speed trials with a measured energy per sample, per workload, counted from the file itself
+    measured = Counter(r["spec"]["workload"] for r in bundle["results"] if r["spec"]["kind"] == "speed"
+                       and r["status"] == "ok" and r["metrics"].get("energy_per_sample_j"))
+    assert measured == {"cnn": 6, "resnet": 6, "catsdogs": 6}
+    done = api.report(str(tmp_path / "h100.html"), db=h100_db, png_dir=str(tmp_path / "png"))
+    energy = [c for c in done.charts if c.startswith("energy_")]
+    assert energy == [f"energy_{kind}_{w}" for w in ("catsdogs", "cnn", "resnet") for kind in ("batch", "pareto")]
+    assert {Path(p).name for p in done.pngs} >= {f"{c}.png" for c in energy}
+    page, errors, blocked = open_offline(browser, tmp_path / "h100.html")
+    try:
+        assert errors == [] and blocked == []
+        charts = drawn_charts(page)
+        for workload, n in measured.items():
+            lengths, points = charts[f"chart-energy_batch_{workload}"]
+            assert sum(lengths) == n and points == n, workload
+            lengths, points = charts[f"chart-energy_pareto_{workload}"]
+            assert sum(lengths[:-1]) == n and points == sum(lengths), workload
+        # one line per precision (catsdogs: and its compiled bf16 trial, in another run)
+        assert charts["chart-energy_batch_cnn"][0] == [3, 3]
+        assert charts["chart-energy_batch_catsdogs"][0] == [3, 2, 1]
+        # the fronts: cnn's b512 fp32 (fastest) and b512 bf16 (least J/sample); resnet's b512
+        # bf16 and catsdogs' compiled bf16 b64 beat every other trial on both
+        fronts = page.evaluate("""['cnn', 'resnet', 'catsdogs'].map(w => {
+            const t = document.getElementById('chart-energy_pareto_' + w).data.slice(-1)[0];
+            return [t.name, t.x.length, t.line.dash]; })""")
+        assert fronts == [["Pareto front", 2, "dash"], ["Pareto front", 1, "dash"], ["Pareto front", 1, "dash"]]
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.locator("#energy").screenshot(path=str(ARTIFACTS / "report-energy.png"))
+    finally:
+        page.close()
 
 
 @pytest.mark.parametrize("args,message", [

@@ -1,5 +1,7 @@
 """The recommendation rules on synthetic Results with hand-computed answers."""
 
+from pathlib import Path
+
 import pytest
 
 from rigbench.analysis import recommend as rules
@@ -7,6 +9,7 @@ from rigbench.analysis.recommend import MemoryLimit
 from rigbench.errors import UsageError
 from rigbench.experiments.recommend import batch_grid, recommend, stored_limit
 from rigbench.spec import LrFindOptions, MeasureOptions, Metrics, Result, TrainOptions, TrialSpec
+from rigbench.store.bundle import load_bundle
 from rigbench.workloads import get_workload
 
 MIB = 2**20
@@ -142,7 +145,50 @@ def test_full_recommendation_in_order():
     lines = rules.recommend(results, ["cpu"], {"cpu": MemoryLimit("cpu", 512, None, 512, 2**30)}, "sgd", 60_000)
     assert [(line.decision, line.value) for line in lines] == [
         ("device", "cpu"), ("batch_size", 64), ("learning_rate", 0.02), ("precision", "fp32"),
-        ("threads", 2), ("loader_workers", None), ("bound_by", None), ("epoch_seconds", 60_000 / 180.0)]
+        ("energy", None), ("threads", 2), ("loader_workers", None), ("bound_by", None), ("epoch_seconds", 60_000 / 180.0)]
+
+
+def joules(j, note=None):
+    return {"energy_per_sample_j": j, "energy_note": note}
+
+
+def test_energy_optimum_beside_the_fastest_with_its_cost_in_time():
+    results = [trial(64, 1000.0, metrics=joules(0.004)), trial(512, 2000.0, metrics=joules(0.0015)),
+               trial(512, 1760.0, precision="bf16", metrics=joules(0.0013)),
+               trial(64, 900.0, precision="bf16", metrics=joules(0.003)),
+               trial(512, 5000.0, threads=1, metrics=joules(0.0001)),  # another knob: not compared
+               trial(1024, 3000.0, metrics=joules(0.0009)),  # over the memory limit
+               trial(512, 9000.0, device="cuda:0", metrics=joules(0.0001))]  # another device
+    line = rules.decide_energy(results, "cpu", MemoryLimit("cpu", 512, 1024, 512, 2**30))
+    assert line.value == {"batch_size": 512, "precision": "bf16"}
+    assert line.text == ("energy: bf16 b512: 1.3 mJ/sample, 12% slower than the fastest "
+                         "(fp32 b512, 1.5 mJ/sample)")  # 1 - 1760 / 2000
+    assert line.numbers["slower_than_fastest"] == pytest.approx(0.12)
+    assert line.numbers["fastest"]["trial"] == results[1].id and line.numbers["considered"] == 4
+    # without the limit, b1024 is both the fastest and the least energy per sample
+    unlimited = rules.decide_energy(results, "cpu", None)
+    assert unlimited.value == {"batch_size": 1024, "precision": "fp32"}
+    assert unlimited.text == "energy: fp32 b1024: 900 µJ/sample, also the fastest"
+
+
+def test_energy_partly_measured_compares_what_was_measured():
+    results = [trial(64, 1000.0, metrics=joules(0.004)), trial(512, 2000.0, metrics=joules(None, "no RAPL"))]
+    line = rules.decide_energy(results, "cpu", None)
+    assert line.value == {"batch_size": 64, "precision": "fp32"}
+    assert "50% slower than the fastest (fp32 b512, energy not measured)" in line.text
+    assert line.text.endswith("; energy measured on 1 of the 2 trials compared")
+
+
+def test_energy_not_measured_says_why_once():
+    note = "cpu: RAPL unavailable (no /sys/class/powercap); gpu: no NVIDIA GPU"
+    results = [trial(64, 1000.0, metrics=joules(None, note)), trial(512, 2000.0, metrics=joules(None, note)),
+               trial(256, 1500.0, metrics=joules(None, "cpu: permission denied"))]
+    line = rules.decide_energy(results, "cpu", None)
+    assert line.value is None
+    assert line.text == f"energy: not measured here ({note}; cpu: permission denied)"
+    assert line.numbers == {"trials": 3, "notes": [note, "cpu: permission denied"]}
+    old = rules.decide_energy([trial(64, 1000.0)], "cpu", None)  # stored before energy existed
+    assert old.text == "energy: not measured here (no energy figure is stored with these trials)"
 
 
 def test_stored_max_batch_probes_rebuild_the_limit():
@@ -171,3 +217,15 @@ def test_no_run_on_an_empty_database_lists_what_is_missing(tmp_path):
     assert outcome.missing[1].startswith("batch sizes 16, 32, 64, 128, 256 on cpu")
     with pytest.raises(UsageError, match="--dataset-size must be at least 1"):
         recommend("mlp", dataset_size=0, run_missing=False, db=str(tmp_path / "empty.db"))
+
+
+def test_energy_decision_on_the_real_h100_results():
+    """docs/results/gpu-h100.bundle.json: cnn on an H100, NVML's energy counter (read only)."""
+    bundle = load_bundle(Path(__file__).resolve().parents[2] / "docs" / "results" / "gpu-h100.bundle.json")
+    cnn = [r for r in bundle.results if r.spec.workload == "cnn"]
+    line = rules.decide_energy(cnn, "cuda:0", None)
+    # 6 trials with energy (b32, b128, b512 in fp32 and bf16) and a b128 fp32 one from a run without it;
+    # bf16 b512 uses the least (1.30 mJ), fp32 b512 is the fastest: 1 - 171,532 / 220,863 = 22% slower
+    assert line.value == {"batch_size": 512, "precision": "bf16"}
+    assert line.text == ("energy: bf16 b512: 1.3 mJ/sample, 22% slower than the fastest (fp32 b512, "
+                         "1.53 mJ/sample); energy measured on 6 of the 7 trials compared")

@@ -16,6 +16,9 @@ The rules (docs/STRATEGY.md, "The recommendation"):
 - input pipeline: from `train --input loader` runs, the shares of training time waiting for
   batches and copying them to the device; the largest of input, copy and compute bounds the
   step. Loader workers: the count of the fastest such run.
+- energy: among the fp32 and reduced-precision speed trials on the device within the memory
+  limit (default threads, eager), the one with the least measured energy per sample, beside the
+  fastest of them with the time it costs; when none has a measured energy, why (their notes).
 - epoch time: data set size / samples/s of the fastest measured trial at the recommended batch.
 """
 
@@ -25,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigbench.analysis.energy import energy_notes, format_joules, has_energy
 from rigbench.analysis.lr_find import RULE as LR_RULE
 from rigbench.analysis.lr_find import scale_lr
 from rigbench.analysis.scaling import changed_knobs, speed
@@ -279,6 +283,46 @@ def decide_precision(results: Sequence[Result], device: str, batch: int) -> Line
     return Line("precision", chosen, text, numbers)
 
 
+def decide_energy(results: Sequence[Result], device: str, limit: MemoryLimit | None) -> Line:
+    """The configuration (batch, precision) with the least measured J/sample on `device`, among
+    timed fp32 and precision-only variants within the memory limit, and its cost in time against
+    the fastest of them; when none has a measured energy, one line saying why."""
+    cap = limit.cap if limit is not None else None
+    considered = [r for r in results if timed(r) and r.spec.device == device
+                  and changed_knobs(r) in ([], ["precision"]) and (cap is None or r.spec.batch_size <= cap)]
+    measured = [r for r in considered if has_energy(r)]
+    if not measured:
+        why = "; ".join(energy_notes(considered)) or "no energy figure is stored with these trials"
+        return Line("energy", None, f"energy: not measured here ({why})",
+                    {"trials": len(considered), "notes": energy_notes(considered)})
+
+    def name(r: Result) -> str:
+        return f"{r.spec.precision} b{r.spec.batch_size}"
+
+    def j(r: Result) -> float:
+        return r.metrics.energy_per_sample_j or 0.0  # has_energy: set
+
+    best = min(measured, key=lambda r: (j(r), -speed(r)))
+    fastest = max(considered, key=speed)
+    slower = 1.0 - speed(best) / speed(fastest)
+    numbers = {"batch_size": best.spec.batch_size, "precision": best.spec.precision, "trial": best.id,
+               "energy_per_sample_j": j(best), "samples_per_s": speed(best),
+               "fastest": {"batch_size": fastest.spec.batch_size, "precision": fastest.spec.precision,
+                           "trial": fastest.id, "samples_per_s": speed(fastest),
+                           "energy_per_sample_j": fastest.metrics.energy_per_sample_j},
+               "slower_than_fastest": slower, "measured": len(measured), "considered": len(considered)}
+    text = f"energy: {name(best)}: {format_joules(j(best))}/sample, "
+    if best is fastest:
+        text += "also the fastest"
+    else:
+        fastest_j = (f", {format_joules(j(fastest))}/sample" if has_energy(fastest) else ", energy not measured")
+        text += (f"{slower:.0%} slower than the fastest ({name(fastest)}{fastest_j})" if slower > 0
+                 else f"as fast as the fastest ({name(fastest)}{fastest_j})")
+    if len(measured) < len(considered):
+        text += f"; energy measured on {len(measured)} of the {len(considered)} trials compared"
+    return Line("energy", {"batch_size": best.spec.batch_size, "precision": best.spec.precision}, text, numbers)
+
+
 def decide_threads(results: Sequence[Result], device: str, batch: int) -> Line | None:
     """The thread count of the fastest fp32 eager trial at the batch (CPU only; None elsewhere)."""
     if device != "cpu":
@@ -362,7 +406,7 @@ def decide_epoch_time(results: Sequence[Result], device: str, batch: int, datase
 
 def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping[str, MemoryLimit],
               optimizer: str, dataset_size: int) -> list[Line]:
-    """Every decision, in order: device, batch size, learning rate, precision, threads (CPU),
+    """Every decision, in order: device, batch size, learning rate, precision, energy, threads (CPU),
     loader workers, what bounds the step, epoch time. `results` are one workload's."""
     device_line = decide_device(results, devices, limits)
     lines = [device_line]
@@ -374,7 +418,7 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     lines += [batch_line, decide_lr(results, batch, optimizer)]
     if batch is None:
         return lines
-    lines.append(decide_precision(results, device, batch))
+    lines += [decide_precision(results, device, batch), decide_energy(results, device, limits.get(device))]
     threads = decide_threads(results, device, batch)
     if threads is not None:
         lines.append(threads)

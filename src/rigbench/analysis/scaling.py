@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rigbench.analysis.energy import samples_per_joule
 from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import PRECISIONS, Result, TrialSpec
 
@@ -46,11 +47,18 @@ class ScalingRow:
     speedup: float | None  # samples/s over the baseline's
     within_noise: bool | None  # the two 95% CIs overlap: no clear difference
     shi2016_column: str | None = None  # threads rows: the matching column of Shi et al.'s Table 7
+    energy_per_sample_j: float | None = None  # measured, where the machine can tell
+
+    @property
+    def samples_per_j(self) -> float | None:
+        """Samples per joule, derived from energy_per_sample_j (never stored)."""
+        return samples_per_joule(self.energy_per_sample_j)
 
     def row(self) -> dict[str, Any]:
-        """The JSON form (`rigbench scaling --json`)."""
+        """The JSON form (`rigbench scaling --json`), with samples_per_j derived."""
         out = dict(self.__dict__)
         out["samples_per_s_ci"] = list(self.samples_per_s_ci) if self.samples_per_s_ci else None
+        out["samples_per_j"] = self.samples_per_j
         return out
 
 
@@ -135,4 +143,5 @@ def _row(knob: str, value: Any, r: Result, base: Result) -> ScalingRow:
         speedup=speedup,
         within_noise=_overlap(m.samples_per_s_ci, b.samples_per_s_ci) if ok and knob != "baseline" else None,
         shi2016_column=shi2016_column(value) if knob == "threads" else None,
+        energy_per_sample_j=m.energy_per_sample_j,
     )

@@ -190,11 +190,15 @@ def _scaling_note(r: ScalingRow) -> str:
 
 
 def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
-    """The scaling rows as a rich table: variant, threads, samples/s, speed-up, note."""
+    """The scaling rows as a rich table: variant, threads, samples/s, speed-up, samples/J (only
+    when some row has a measured energy), note."""
+    energy = any(r.samples_per_j is not None for r in rows)
+    per_joule_column: list[tuple[str, JustifyMethod]] = [("samples/J", "right")] if energy else []
     table = Table(title=title, header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("trial", "right"), ("variant", "left"), ("threads", "right"),
-        ("samples/s ±95% CI", "right"), ("speed-up", "right"), ("note", "left")]
+        ("samples/s ±95% CI", "right"), ("speed-up", "right"),
+        *per_joule_column, ("note", "left")]
     for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     for r in rows:
@@ -203,9 +207,10 @@ def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
             speed = f"{r.samples_per_s:,.1f}"
             if r.samples_per_s_ci:
                 speed += f" ±{(r.samples_per_s_ci[1] - r.samples_per_s_ci[0]) / 2:,.1f}"
+        per_joule = [terminal.samples_per_joule_cell(r.energy_per_sample_j)] if energy else []
         table.add_row(str(r.trial_id or "-"), r.label, "-" if r.threads is None else str(r.threads), speed,
                       "1.00x (baseline)" if r.knob == "baseline" else ("-" if r.speedup is None else f"{r.speedup:.2f}x"),
-                      _scaling_note(r))
+                      *per_joule, _scaling_note(r))
     return table
 
 
@@ -225,7 +230,7 @@ def recommend(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),
 ) -> None:
-    """Recommend device, batch size, learning rate, precision, threads and loader workers, measuring only what is missing."""
+    """Recommend device, batch size, learning rate, precision (and the least energy per sample, where measured), threads and loader workers, measuring only what is missing."""
     def ended(result: Result) -> None:
         text = terminal.one_line_outcome(result)
         if result.spec.kind == "lr_find" and result.metrics.suggested_lr:

@@ -49,17 +49,23 @@ def _resume_command() -> str:
 
 
 def _sweep_table(results: list[Result], new_run: str | None) -> Table:
-    """One row per grid point; `ran` says whether it ran now or came from the database."""
+    """One row per grid point; `ran` says whether it ran now or came from the database. A
+    samples/J column only when some point has a measured energy (none on a machine that
+    cannot read one)."""
+    energy = terminal.any_energy(results)
+    per_joule_column: list[tuple[str, JustifyMethod]] = [("samples/J", "right")] if energy else []
     table = Table(header_style="bold")
     columns: list[tuple[str, JustifyMethod]] = [
         ("id", "right"), ("trial", "left"), ("samples/s ±95% CI", "right"),
+        *per_joule_column,
         ("step ms", "right"), ("RSS MiB", "right"), ("status", "left"),
         ("ran", "left")]
     for name, justify in columns:
         table.add_column(name, justify=justify)
     for r in results:
         m = r.metrics
-        table.add_row(str(r.id or "-"), r.spec.label(), terminal._speed(r),
+        per_joule = [terminal.samples_per_joule_cell(m.energy_per_sample_j)] if energy else []
+        table.add_row(str(r.id or "-"), r.spec.label(), terminal._speed(r), *per_joule,
                       terminal._num(m.step_time_ms_median, "{:.2f}"), terminal._num(m.rss_peak_mib, "{:.0f}"),
                       r.status, "now" if r.run_id == new_run else f"earlier ({r.run_id})")
     return table

@@ -187,7 +187,9 @@ def recommend(
 ) -> RecommendOutcome:
     """Recommend device, batch size, learning rate, precision, threads and loader workers for
     `workload`, from stored results of this machine plus (unless `run_missing` is false) the
-    measurements still missing. `batch_sizes` replaces the default grid (`batch_grid`)."""
+    measurements still missing. `batch_sizes` replaces the default grid (`batch_grid`). The
+    energy line (rules.decide_energy) reads the energy these same trials measured: nothing is
+    run for it, and where no trial could read energy it says why."""
     ref, options = parse_workload_ref(workload)
     if dataset_size is not None and dataset_size < 1:
         raise UsageError("--dataset-size must be at least 1")

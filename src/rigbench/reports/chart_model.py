@@ -33,7 +33,8 @@ class Series:
 
 @dataclass
 class Chart:
-    """A chart: `kind` is "line" or "bar"; `x_scale` is "log2", "log" (base 10), "linear" or
+    """A chart: `kind` is "line", "bar" or "scatter" (markers only; a `dash` series is drawn as
+    a line through its points, e.g. a Pareto front); `x_scale` is "log2", "log" (base 10), "linear" or
     "category"; `y_scale` is "linear" (from zero) or "log"."""
 
     id: str

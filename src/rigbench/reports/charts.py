@@ -13,97 +13,24 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from rigbench.analysis.roofline import Roof, mfu_warning, result_roofline
 from rigbench.analysis.scaling import speed
 from rigbench.analysis.speedups import speedups_over_cpu
 from rigbench.reports.chart_model import Chart, Section, Series, hover_lines, workload_name
+from rigbench.reports.energy_charts import energy_charts
 from rigbench.reports.training_charts import epoch_curve_charts, train_knob_charts
+from rigbench.reports.trial_lines import (
+    LineKey,
+    line_key,
+    line_namer,
+    speed_trials,
+    trial_hover,
+    trial_threads,
+    variant_label,
+)
 from rigbench.spec import Result
-
-
-def _ok(results: Sequence[Result]) -> list[Result]:
-    """Finished speed trials. Training runs (`rigbench train`) are left out of the speed
-    charts: their throughput includes the input pipeline and is not the timing protocol's."""
-    return [r for r in results if r.status == "ok" and r.metrics.samples_per_s and r.spec.kind == "speed"]
-
-
-def _threads(r: Result) -> int | None:
-    """Threads the trial ran with: what the child reported, else what was asked for."""
-    return r.threads if r.threads is not None else r.spec.threads
-
-
-def _variant(r: Result) -> str:
-    """"compile", "channels-last", both, or "" for the eager contiguous default."""
-    return " · ".join(n for n, on in (("compile", r.spec.compile), ("channels-last", r.spec.channels_last)) if on)
-
-
-class LineKey(NamedTuple):
-    """What makes trials one line in a chart against batch size: their configuration but for
-    the batch (the x axis), with threads as the trial ran them, and their run."""
-
-    workload: str
-    framework: str
-    device: str
-    precision: str
-    threads: int | None
-    variant: str
-    other: tuple[tuple[str, Any], ...]  # every other configuration field (lr, world size...)
-    run_id: str
-
-
-#: Configuration fields LineKey names itself, or that are the x axis (batch_size); the rest of
-#: TrialSpec.config_key goes into LineKey.other, so two configurations never share a line.
-_LINE_NAMED = ("workload", "workload_options", "framework", "device", "precision", "threads",
-               "compile", "channels_last", "batch_size")
-
-
-def _line_key(r: Result) -> LineKey:
-    return LineKey(workload_name(r), r.spec.framework, r.spec.device, r.spec.precision,
-                   _threads(r), _variant(r), r.spec.config_key(ignore=_LINE_NAMED), r.run_id)
-
-
-def _line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
-    """Names for lines. Workload, framework and device are always named; precision,
-    threads and run only when they differ between the results shown, so a plain run gets
-    short names and mixed runs still get distinct ones."""
-    keys = {_line_key(r) for r in results}
-    varies = {field: len({getattr(k, field) for k in keys}) > 1 for field in LineKey._fields}
-    other_values: dict[str, set] = defaultdict(set)
-    for k in keys:
-        for other_field, value in k.other:
-            other_values[other_field].add(value)
-    varying_other = {f for f, values in other_values.items() if len(values) > 1}
-
-    def name(key: LineKey) -> str:
-        parts = [key.workload, key.framework, key.device]
-        if varies["precision"]:
-            parts.append(key.precision)
-        if varies["threads"]:
-            parts.append("default threads" if key.threads is None
-                         else f"{key.threads} thread{'s' * (key.threads != 1)}")
-        if varies["variant"]:
-            parts.append(key.variant or "eager")
-        parts += [f"{f} {'default' if value is None else value}"
-                  for f, value in key.other if f in varying_other]
-        if varies["run_id"]:
-            parts.append(f"run {key.run_id}")
-        return " · ".join(parts)
-    return name
-
-
-def trial_hover(r: Result, value: str) -> str:
-    """The hover text of a measured point: the value, then the trial's spec."""
-    m = r.metrics
-    return hover_lines(
-        value, r.spec.label(), f"trial {r.id} · run {r.run_id}",
-        f"device: {r.device_name}" if r.device_name else "",
-        f"threads: {_threads(r)}" if _threads(r) is not None else "",
-        f"step {m.step_time_ms_median:.2f} ms median, {m.steps_measured} steps"
-        + (" [noisy]" if m.noisy else "") if m.step_time_ms_median else "",
-        f"measure: ≥{r.spec.measure.min_steps} steps and ≥{r.spec.measure.min_seconds:g} s",
-    )
 
 
 @dataclass(frozen=True)
@@ -139,13 +66,13 @@ METRICS: tuple[Metric, ...] = (
 def metric_chart(results: Sequence[Result], metric: Metric) -> Chart | None:
     """`metric` against batch size, one line per workload/framework/device; None when no
     successful trial has the metric (e.g. GPU % on a CPU-only run)."""
-    points = [(r, y) for r in _ok(results) if (y := metric.value(r)) is not None]
+    points = [(r, y) for r in speed_trials(results) if (y := metric.value(r)) is not None]
     if not points:
         return None
-    name = _line_namer([r for r, _ in points])
+    name = line_namer([r for r, _ in points])
     by_line: dict[LineKey, list[tuple[Result, float]]] = defaultdict(list)
     for r, y in points:
-        by_line[_line_key(r)].append((r, y))
+        by_line[line_key(r)].append((r, y))
     series = []
     for key, members in by_line.items():
         members.sort(key=lambda p: (p[0].spec.batch_size, p[0].id or 0))
@@ -178,7 +105,7 @@ def batch_charts(results: Sequence[Result]) -> list[Chart]:
 
 def speedup_charts(results: Sequence[Result]) -> list[Chart]:
     """Each device's samples/s over the CPU's, per workload and batch size (bars)."""
-    rows = speedups_over_cpu(_ok(results))
+    rows = speedups_over_cpu(speed_trials(results))
     if not rows:
         return []
     precisions = {row["precision"] for row in rows}
@@ -201,20 +128,20 @@ def _pairs(results: Sequence[Result], group: Callable[[Result], tuple],
     """(group, result, baseline) for each successful trial whose `vary` is not `base` and
     that has a successful baseline trial (same group, `vary` == `base`); the newest
     baseline wins when there are several."""
-    ok = _ok(results)
+    ok = speed_trials(results)
     baselines = {group(r): r for r in ok if vary(r) == base}
     return [(group(r), r, baselines[group(r)]) for r in ok
             if vary(r) not in (base, None) and group(r) in baselines]
 
 
 def _speedup(r: Result, baseline: Result) -> float:
-    return speed(r) / speed(baseline)  # both from _ok: samples/s set and non-zero
+    return speed(r) / speed(baseline)  # both from speed_trials: samples/s set and non-zero
 
 
 def precision_charts(results: Sequence[Result]) -> list[Chart]:
     """bf16/fp16 samples/s over fp32's for the same workload, device, batch and threads."""
     pairs = _pairs(results, lambda r: (workload_name(r), r.spec.framework, r.spec.device,
-                                       r.spec.batch_size, _threads(r), _variant(r)),
+                                       r.spec.batch_size, trial_threads(r), variant_label(r)),
                    lambda r: r.spec.precision, "fp32")
     if not pairs:
         return []
@@ -233,19 +160,19 @@ def precision_charts(results: Sequence[Result]) -> list[Chart]:
 def thread_charts(results: Sequence[Result]) -> list[Chart]:
     """samples/s over the 1-thread trial's, against threads, with the ideal linear line."""
     pairs = _pairs(results, lambda r: (workload_name(r), r.spec.framework, r.spec.device,
-                                       r.spec.batch_size, r.spec.precision, _variant(r)),
-                   _threads, 1)
+                                       r.spec.batch_size, r.spec.precision, variant_label(r)),
+                   trial_threads, 1)
     if not pairs:
         return []
     by_group: dict[tuple, Series] = {}
-    for key, r, base in sorted(pairs, key=lambda p: (p[0], _threads(p[1]))):
+    for key, r, base in sorted(pairs, key=lambda p: (p[0], trial_threads(p[1]))):
         workload, framework, device, batch, precision, variant = key
         s = by_group.get(key)
         if s is None:
             name = f"{workload} · {framework} · {device} · b{batch} · {precision}" + (f" · {variant}" if variant else "")
             s = by_group[key] = Series(name=name,
                                        x=[1], y=[1.0], hover=[trial_hover(base, "1.00x (baseline)")])
-        s.x.append(_threads(r))
+        s.x.append(trial_threads(r))
         s.y.append(_speedup(r, base))
         s.hover.append(trial_hover(r, f"{_speedup(r, base):.2f}x the 1-thread samples/s"))
     # a point at every measured count: on the log x axis a two-point line would not be y = x
@@ -264,7 +191,7 @@ def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
         def rest(r: Result, knob: str = knob) -> tuple:
             other = "channels_last" if knob == "compile" else "compile"
             return (workload_name(r), r.spec.framework, r.spec.device, r.spec.batch_size,
-                    r.spec.precision, _threads(r), getattr(r.spec, other))
+                    r.spec.precision, trial_threads(r), getattr(r.spec, other))
         def flag(r: Result, knob: str = knob) -> Any:
             return getattr(r.spec, knob)
         for (workload, _, device, batch, precision, *_), r, base in _pairs(results, rest, flag, False):
@@ -309,16 +236,16 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
     """Achieved FLOP/s against arithmetic intensity on log-log axes, one line per
     workload/framework/device (points in batch order), and each device's ceilings."""
     points = []
-    for r in _ok(results):
+    for r in speed_trials(results):
         roof = result_roofline(r, calibrations.get(r.device_name or ""))
         if roof.achieved_flops and roof.intensity:
             points.append((r, roof, roof.intensity, roof.achieved_flops))
     if not points:
         return []
-    name = _line_namer([r for r, *_ in points])
+    name = line_namer([r for r, *_ in points])
     by_line: dict[LineKey, Series] = {}
     for r, roof, intensity, flops in sorted(points, key=lambda p: (p[0].spec.batch_size, p[0].id or 0)):
-        s = by_line.setdefault(_line_key(r), Series(name=name(_line_key(r))))
+        s = by_line.setdefault(line_key(r), Series(name=name(line_key(r))))
         s.x.append(intensity)
         s.y.append(flops)
         mfu = [f"MFU {src.mfu:.1%} of the {src.source} {r.spec.precision} peak"
@@ -364,6 +291,12 @@ SECTIONS: tuple[Section, ...] = (
             "Reduced precision (tf32, bf16, fp16) over fp32, more threads over one, torch.compile "
             "over eager and channels-last over the default layout, each for otherwise identical "
             "trials (`rigbench scaling`).", (precision_charts, thread_charts, compile_layout_charts)),
+    Section("energy", "Energy",
+            "Measured energy per sample (GPU counter, RAPL: see energy_method in each trial), per "
+            "workload: against batch size, one line per device, precision and framework; and "
+            "against training speed, where the dashed Pareto front joins the trials that no other "
+            "trial beats on both speed and energy per sample. Only trials whose energy was "
+            "measured are drawn; estimates never are.", (energy_charts,)),
     Section("training", "Training on real data",
             "Runs of `rigbench train`: held-out accuracy after the last epoch and training time "
             "to the target accuracy (evaluation excluded) against learning rate and batch size, "

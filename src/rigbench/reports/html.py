@@ -40,6 +40,11 @@ def _trace(chart: Chart, s: Series, colour: str) -> dict[str, Any]:
         # the value on the bar; without a texttemplate plotly would print the hover text there
         trace.update(type="bar", marker={"color": colour}, texttemplate="%{y:.2f}×",
                      textposition="outside", cliponaxis=False)
+    elif chart.kind == "scatter" and s.dash:  # a line joining marked points: open rings around them
+        trace.update(type="scatter", mode="lines+markers", line={"color": s.colour or "#999999", "dash": "dash"},
+                     marker={"size": 14, "symbol": "circle-open", "color": s.colour or "#999999"})
+    elif chart.kind == "scatter":
+        trace.update(type="scatter", mode="markers", marker={"size": 9, "color": colour})
     else:
         trace.update(type="scatter", mode="lines" if s.dash else "lines+markers",
                      line={"color": s.colour or ("#999999" if s.dash else colour),

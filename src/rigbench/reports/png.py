@@ -12,7 +12,7 @@ matplotlib.use("Agg")  # no display needed, and never pick an interactive backen
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from rigbench.reports.chart_model import COLOURS, Chart  # noqa: E402
+from rigbench.reports.chart_model import COLOURS, Chart, Series  # noqa: E402
 
 
 def _plain(text: str) -> str:
@@ -30,10 +30,22 @@ def _draw_bars(ax: plt.Axes, chart: Chart) -> None:
                   rotation=30 if len(categories) > 4 else 0, ha="right" if len(categories) > 4 else "center")
 
 
+def _style(chart: Chart, s: Series, i: int) -> dict:
+    """Line and marker style as html.py draws the series: a dash series is a reference line
+    (on a scatter, it rings the points it joins); a scatter series is markers only."""
+    colour = s.colour or ("0.6" if s.dash else COLOURS[i % len(COLOURS)])
+    if s.dash and chart.kind == "scatter":
+        return {"linestyle": "--", "color": colour, "marker": "o", "markersize": 9, "markerfacecolor": "none"}
+    if s.dash:
+        return {"linestyle": "--", "color": colour}
+    if chart.kind == "scatter":
+        return {"linestyle": "none", "marker": "o", "markersize": 5, "color": colour}
+    return {"marker": "o", "markersize": 4, "color": colour}
+
+
 def _draw_lines(ax: plt.Axes, chart: Chart) -> None:
     for i, s in enumerate(chart.series):
-        style = ({"linestyle": "--", "color": s.colour or "0.6"} if s.dash
-                 else {"marker": "o", "markersize": 4, "color": s.colour or COLOURS[i % len(COLOURS)]})
+        style = _style(chart, s, i)
         if s.err_plus is not None and s.err_minus is not None:
             ax.errorbar(s.x, s.y, yerr=[s.err_minus, s.err_plus], capsize=3, label=_plain(s.name), **style)
         else:

@@ -9,6 +9,7 @@ from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
+from rigbench.analysis.energy import has_energy, samples_per_joule
 from rigbench.spec import Result
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result, clip_value
 from rigbench.units import format_bytes
@@ -55,6 +56,20 @@ def _speed(r: Result) -> str:
         low, high = m.samples_per_s_ci
         text += f" ±{(high - low) / 2:,.1f}"
     return text + (" [noisy]" if m.noisy else "")
+
+
+def any_energy(results: Sequence[Result]) -> bool:
+    """Whether a table of these results gets a samples/J column: some have a measured energy."""
+    return any(has_energy(r) for r in results)
+
+
+def samples_per_joule_cell(energy_per_sample_j: float | None) -> str:
+    """Samples per joule for a table cell ("-" without a measured energy): whole numbers from
+    100 up, 3 significant digits below."""
+    value = samples_per_joule(energy_per_sample_j)
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def workload_label(r: Result) -> str:
