@@ -1,0 +1,43 @@
+"""The JAX adapter, Flax NNX models with optax optimisers (the contract:
+rigbench.frameworks.base.FrameworkAdapter).
+
+`jax` is imported inside the functions, not at module level, so that `installed()` and
+`environment()` answer without importing it (environment must run before jax starts); the
+submodules that import jax (models, step, trainer, training, lr_range, calibrate, flops) load
+on first use, in the child processes that run trials, probes and counts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+from rigbench.frameworks.jax.devices import NAME, environment, list_devices, pin_threads, software
+from rigbench.frameworks.jax.oom import is_oom
+
+if TYPE_CHECKING:
+    from rigbench.frameworks.jax.trainer import JaxTrainer
+    from rigbench.spec import TrialSpec
+    from rigbench.workloads import Workload
+
+__all__ = ["NAME", "build", "count", "environment", "installed", "is_oom", "list_devices", "software"]
+
+
+def installed() -> bool:
+    """True if jax, flax and optax can be imported (checked without importing them)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("jax", "flax", "optax"))
+
+
+def build(spec: TrialSpec, workload: Workload) -> JaxTrainer:
+    """Pin the threads, then build the trainer (see base.FrameworkAdapter)."""
+    pin_threads(spec.threads)  # first: XLA's CPU client sizes its pool when it starts
+    from rigbench.frameworks.jax.trainer import JaxTrainer
+
+    return JaxTrainer(spec, workload)
+
+
+def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
+    """(trainable parameters, training FLOPs per sample of the step's jaxpr); see flops.py."""
+    from rigbench.frameworks.jax import flops
+
+    return flops.count(workload, options)
