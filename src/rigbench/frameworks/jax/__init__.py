@@ -10,17 +10,20 @@ on first use, in the child processes that run trials, probes and counts.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rigbench.frameworks.jax.devices import NAME, environment, list_devices, pin_threads, software
 from rigbench.frameworks.jax.oom import is_oom
 
 if TYPE_CHECKING:
+    from rigbench.data import LoadedData
     from rigbench.frameworks.jax.trainer import JaxTrainer
-    from rigbench.spec import TrialSpec
+    from rigbench.frameworks.jax.training import TrainRun
+    from rigbench.spec import EpochRecord, TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "count", "environment", "installed", "is_oom", "list_devices", "software"]
+__all__ = ["NAME", "build", "count", "environment", "installed", "is_oom", "list_devices", "software", "train"]
 
 
 def installed() -> bool:
@@ -34,6 +37,15 @@ def build(spec: TrialSpec, workload: Workload) -> JaxTrainer:
     from rigbench.frameworks.jax.trainer import JaxTrainer
 
     return JaxTrainer(spec, workload)
+
+
+def train(spec: TrialSpec, workload: Workload, data: LoadedData,
+          on_epoch: Callable[[EpochRecord], None] | None = None) -> TrainRun:
+    """Pin the threads, then train on `data` (see training.train)."""
+    pin_threads(spec.threads)
+    from rigbench.frameworks.jax import training
+
+    return training.train(spec, workload, data, on_epoch)
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -4,7 +4,8 @@ The model is split into its parts (one, or the GAN's discriminator and generator
 an NNX graph definition (static) plus its state: trainable parameters, the rest (batch-norm
 statistics, dropout RNG counters) and its optax state. `make_step` returns the pure function
 (state, batch) -> (state, loss) that the trainer jits and times, the training loop runs and the
-FLOP counter traces: one definition of "a training step". Nothing here knows a workload by
+FLOP counter traces (it returns the new state, the loss and, for a GAN, each part's loss):
+one definition of "a training step". Nothing here knows a workload by
 name: loss kind, targets and optimiser map to JAX through the tables below.
 """
 
@@ -22,7 +23,8 @@ from rigbench.workloads import Workload
 
 #: part name -> PartState; a pytree, so it passes through jit whole
 State = dict[str, "PartState"]
-Step = Callable[[State, tuple[jax.Array, jax.Array]], tuple[State, jax.Array]]
+#: (state, (inputs, targets)) -> (new state, loss, {part name: its loss} for multi-part workloads)
+Step = Callable[[State, tuple[jax.Array, jax.Array]], tuple[State, jax.Array, dict[str, jax.Array]]]
 
 
 class PartState(NamedTuple):
@@ -154,7 +156,7 @@ def _update(tx: optax.GradientTransformation, part: PartState, grads: Any, rest:
 
 
 def _single_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], state: State,
-                 batch: tuple[jax.Array, jax.Array]) -> tuple[State, jax.Array]:
+                 batch: tuple[jax.Array, jax.Array]) -> tuple[State, jax.Array, dict[str, jax.Array]]:
     name = workload.parts[0].name
     part, (inputs, targets) = state[name], batch
 
@@ -163,11 +165,11 @@ def _single_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], state: 
         return output_loss(workload, out, targets), rest
 
     (loss, rest), grads = jax.value_and_grad(loss_fn, has_aux=True)(part.params)
-    return {name: _update(tx, part, grads, rest)}, loss
+    return {name: _update(tx, part, grads, rest)}, loss, {}
 
 
 def _adversarial_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], state: State,
-                      batch: tuple[jax.Array, jax.Array]) -> tuple[State, jax.Array]:
+                      batch: tuple[jax.Array, jax.Array]) -> tuple[State, jax.Array, dict[str, jax.Array]]:
     """One GAN iteration as torch's step: G(z) once; D on the real batch (1) and on G(z) held
     constant (0), D updated; then G updated to make the *updated* D call the same G(z) real.
     The G update back-propagates through D to G(z) and through G (one vjp of the forward
@@ -192,15 +194,16 @@ def _adversarial_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], st
 
     (value_g, d_rest), fake_grad = jax.value_and_grad(loss_g, has_aux=True)(fake)
     (g_grads,) = g_vjp(fake_grad)
-    return {d_name: d._replace(rest=d_rest), g_name: _update(tx, g, g_grads, g_rest)}, value_d + value_g
+    state = {d_name: d._replace(rest=d_rest), g_name: _update(tx, g, g_grads, g_rest)}
+    return state, value_d + value_g, {d_name: value_d, g_name: value_g}
 
 
 #: loss kind -> step; the single-update step serves every kind in LOSSES
-_STEPS: dict[str, Callable[..., tuple[State, jax.Array]]] = {"adversarial_bce": _adversarial_step}
+_STEPS: dict[str, Callable[..., tuple[State, jax.Array, dict[str, jax.Array]]]] = {"adversarial_bce": _adversarial_step}
 
 
 def make_step(workload: Workload, tx: optax.GradientTransformation, graphdefs: dict[str, Any]) -> Step:
-    """The pure training step (state, (inputs, targets)) -> (new state, loss) of every part."""
+    """The pure training step of every part (see Step)."""
     step = _STEPS.get(workload.loss, _single_step)
     return lambda state, batch: step(workload, tx, graphdefs, state, batch)
 

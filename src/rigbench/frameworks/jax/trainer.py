@@ -75,17 +75,17 @@ class JaxTrainer:
         self.workload = workload
         with jax.default_device(self.device):
             model = models.build_model(workload.name, resolved_options(workload, spec.workload_options), spec.seed)
-            tx = step.make_optimizer(workload, workload.default_lr if spec.lr is None else spec.lr)
-            self.graphdefs, state = step.split(workload, model, tx)
+            self.tx = step.make_optimizer(workload, workload.default_lr if spec.lr is None else spec.lr)
+            self.graphdefs, state = step.split(workload, model, self.tx)
             batch = step.synthetic_batch(workload, spec.batch_size, spec.seed)
         self.state, self.batch = jax.device_put((state, batch), self.device)
         self.params = models.trainable_params(model)
         self.device_name = device_name(self.device)
-        self._step = jax.jit(step.make_step(workload, tx, self.graphdefs), donate_argnums=0)
+        self._step = jax.jit(step.make_step(workload, self.tx, self.graphdefs), donate_argnums=0)
 
     def step(self) -> jax.Array:
         """One training step; returns the loss without waiting for the device."""
-        self.state, loss = self._step(self.state, self.batch)
+        self.state, loss, _ = self._step(self.state, self.batch)
         return loss
 
     def synchronize(self) -> None:
