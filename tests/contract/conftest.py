@@ -35,8 +35,25 @@ def _torch_oom_examples() -> list[BaseException]:
     ]
 
 
+def _jax_oom_examples() -> list[BaseException]:
+    jnp = importlib.import_module("jax.numpy")
+    errors = importlib.import_module("jax.errors")
+    try:
+        jnp.zeros(2**50, jnp.uint8)  # the CPU client refuses 1 PiB: RESOURCE_EXHAUSTED
+    except BaseException as exc:  # noqa: BLE001 - the exception is the point
+        real = exc
+    else:
+        raise AssertionError("allocating 1 PiB succeeded")
+    return [
+        real,
+        # the GPU allocator's words (XLA's BFC allocator on CUDA)
+        errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2147483648 bytes."),
+        MemoryError(),
+    ]
+
+
 #: framework -> out-of-memory exceptions its `is_oom` must recognise (a new adapter adds its own)
-OOM_EXAMPLES: dict[str, Callable[[], list[BaseException]]] = {"torch": _torch_oom_examples}
+OOM_EXAMPLES: dict[str, Callable[[], list[BaseException]]] = {"torch": _torch_oom_examples, "jax": _jax_oom_examples}
 
 
 @pytest.fixture(scope="module", params=FRAMEWORKS)

@@ -18,12 +18,15 @@ from rigbench.frameworks.jax.oom import is_oom
 
 if TYPE_CHECKING:
     from rigbench.data import LoadedData
+    from rigbench.frameworks.base import Calibration
+    from rigbench.frameworks.jax.lr_range import LrFindRun
     from rigbench.frameworks.jax.trainer import JaxTrainer
     from rigbench.frameworks.jax.training import TrainRun
     from rigbench.spec import EpochRecord, TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "count", "environment", "installed", "is_oom", "list_devices", "software", "train"]
+__all__ = ["NAME", "build", "calibrate_device", "count", "environment", "installed", "is_oom", "list_devices",
+           "lr_find", "software", "train"]
 
 
 def installed() -> bool:
@@ -48,8 +51,24 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
     return training.train(spec, workload, data, on_epoch)
 
 
+def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:
+    """Pin the threads, then run a learning-rate range test on `data` (see lr_range.lr_find)."""
+    pin_threads(spec.threads)
+    from rigbench.frameworks.jax import lr_range
+
+    return lr_range.lr_find(spec, workload, data)
+
+
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     """(trainable parameters, training FLOPs per sample of the step's jaxpr); see flops.py."""
     from rigbench.frameworks.jax import flops
 
     return flops.count(workload, options)
+
+
+def calibrate_device(device: str, precisions: list[str], quick: bool = False, threads: int | None = None,
+                     on_progress: Callable[[str], None] | None = None) -> Calibration:
+    """Measured ceilings of `device` (see calibrate.calibrate)."""
+    from rigbench.frameworks.jax import calibrate
+
+    return calibrate.calibrate(device, precisions, quick=quick, threads=threads, on_progress=on_progress)
