@@ -135,8 +135,8 @@ def split(workload: Workload, model: nnx.Module, tx: optax.GradientTransformatio
     """(graph definitions, state) of every part, each with a fresh optimiser state."""
     graphdefs, state = {}, {}
     for name, module in part_modules(workload, model).items():
-        graphdef, params, rest = nnx.split(module, nnx.Param, ...)
-        graphdefs[name], state[name] = graphdef, PartState(params, rest, tx.init(params))
+        graphdef, params, *rest = nnx.split(module, nnx.Param, ...)  # rest: one State, the others
+        graphdefs[name], state[name] = graphdef, PartState(params, rest[0], tx.init(params))
     return graphdefs, state
 
 
@@ -144,7 +144,8 @@ def apply(graphdef: Any, params: Any, rest: Any, x: jax.Array) -> tuple[jax.Arra
     """The part's output on `x` and its updated non-parameter state."""
     module = nnx.merge(graphdef, params, rest, copy=True)
     out = module(x)
-    return out, nnx.split(module, nnx.Param, ...)[2]
+    _, _, *rest = nnx.split(module, nnx.Param, ...)
+    return out, rest[0]
 
 
 def _update(tx: optax.GradientTransformation, part: PartState, grads: Any, rest: Any) -> PartState:
