@@ -101,6 +101,7 @@ def train(
     data_dir: str | None = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
     timeout: float = typer.Option(3600, "--timeout", help="Kill a training run after this many seconds."),
+    framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout."),
 ) -> None:
@@ -119,7 +120,7 @@ def train(
     specs = api.plan_train(
         workload, name, epochs, lrs=lrs, batch_sizes=parse_positive_ints(batch_size, "--batch-size"),
         devices=split_list(device, "--device"), target_accuracy=target_accuracy, precision=precision,  # type: ignore[arg-type]
-        threads=threads, data_dir=data_dir, input_mode=input_mode, workers=workers,
+        threads=threads, framework=framework, data_dir=data_dir, input_mode=input_mode, workers=workers,
         pin_memory=pin_memory, timeout_s=timeout,
     )
     outcome = _run_with_progress(specs, db)
