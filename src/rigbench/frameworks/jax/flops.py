@@ -42,7 +42,9 @@ def _conv_flops(eqn: Any) -> float:
     position times the kernel, less the input dilation's holes, and at most every real input
     position times the kernel. (The first bound is torch's count of a forward convolution, zero
     padding included; the second keeps the full-padded input gradient of a 'valid' convolution
-    and a convolution on a 1x1 map from counting their padding.)"""
+    and a convolution on a 1x1 map from counting their padding.) Exact for the workloads'
+    layers; a strided convolution over a map that is not a whole number of strides has its
+    input gradient counted a few percent low."""
     lhs, rhs, out = (v.aval.shape for v in (*eqn.invars[:2], eqn.outvars[0]))
     spec = eqn.params["dimension_numbers"]  # lhs/rhs/out specs: (batch|out feature, feature, *spatial)
     taps = 1.0
