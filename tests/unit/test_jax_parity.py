@@ -18,7 +18,7 @@ from rigbench.frameworks.torch import models as torch_models  # noqa: E402
 from rigbench.workloads import WORKLOADS, resolved_options  # noqa: E402
 
 #: Small options where a workload has them, to keep the test quick.
-OPTIONS = {"resnet": {"depth": 20}, "lstm": {"hidden": 32}}
+OPTIONS = {"resnet": {"depth": 20}, "lstm": {"hidden": 32}, "rcnn": {"width": 32, "steps": 2}}
 
 
 def _build(name: str) -> tuple[torch.nn.Module, nnx.Module]:
@@ -82,10 +82,10 @@ def _inputs(name: str) -> torch.Tensor:
     return torch.randn((3, *workload.input_shape), generator=generator)
 
 
-@pytest.mark.parametrize("name", ["mlp", "autoencoder", "cnn", "resnet", "lstm"])
+@pytest.mark.parametrize("name", ["mlp", "autoencoder", "cnn", "resnet", "rcnn", "lstm"])
 def test_forward_on_torch_weights_agrees(name):
     torch_model, jax_model = _build(name)
-    if name == "resnet":  # running statistics away from 0 and 1, so evaluation mode tests them
+    if name in ("resnet", "rcnn"):  # running statistics away from 0 and 1, so evaluation mode tests them
         for m in torch_model.modules():
             if isinstance(m, torch.nn.BatchNorm2d):
                 m.running_mean.uniform_(-0.5, 0.5)
