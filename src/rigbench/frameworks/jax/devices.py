@@ -60,23 +60,30 @@ def num_threads() -> int | None:
         return os.cpu_count()
 
 
+#: Distributions of the GPU plugins that carry XLA's CUDA/ROCm backends (their versions decide
+#: comparability on a GPU as jaxlib's does on the CPU: XLA itself is built into jaxlib).
+_PLUGINS = ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-rocm6-plugin", "jax-rocm7-plugin")
+
+
 def software() -> dict[str, Any]:
-    """Versions that decide whether two JAX results are comparable."""
+    """Versions that decide whether two JAX results are comparable. Read from the installed
+    packages, without starting a backend: the runner asks before `build`, which must pin the
+    threads before XLA's CPU client starts its pool."""
+    from importlib import metadata
+
     import flax
     import jax
     import jaxlib
     import optax
 
-    backend = jax.default_backend()
-    return {
-        "jax": jax.__version__,
-        "jaxlib": jaxlib.__version__,
-        "flax": flax.__version__,
-        "optax": optax.__version__,
-        "backend": backend,
-        "xla": jax.devices()[0].client.platform_version,  # e.g. the CUDA/ROCm runtime on a GPU
-        "num_threads": num_threads(),
-    }
+    plugins = {}
+    for name in _PLUGINS:
+        try:
+            plugins[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "flax": flax.__version__,
+            "optax": optax.__version__, "gpu_plugins": plugins, "num_threads": num_threads()}
 
 
 def device_id(device: jax.Device) -> str:
