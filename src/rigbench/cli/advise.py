@@ -19,6 +19,7 @@ from rigbench.cli.common import (
     app,
     energy_option,
     err,
+    framework_option,
     handles_usage_errors,
     out,
 )
@@ -155,7 +156,7 @@ def scaling(
     compile_: bool = typer.Option(True, "--compile/--no-compile", help="Also time torch.compile (its compilation is in first_step_s, not in the timed steps)."),
     channels_last: bool = typer.Option(True, "--channels-last/--no-channels-last", help="Also time the NHWC memory layout (convolutional workloads; others show `unsupported`)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batch, 1 warm-up step, short timing windows."),
-    framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    framework: str = framework_option(),
     energy: EnergyMode = energy_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of table rows on stdout."),
@@ -226,7 +227,7 @@ def recommend(
     no_run: bool = typer.Option(False, "--no-run", help="Use only stored results and list what is missing; run nothing."),
     quick: bool = typer.Option(False, "--quick", help="Measure what is missing with short timing windows, a small batch grid and a short lr-find."),
     batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes to measure, e.g. 16,64 (default: b/4, b, 4b of the workload's batch with --quick; b/4 to 4b without)."),
-    framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    framework: str = framework_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),
 ) -> None:

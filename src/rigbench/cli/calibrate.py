@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from rigbench import api
-from rigbench.cli.common import DB_HELP, app, err, handles_usage_errors, out
+from rigbench.cli.common import DB_HELP, app, err, framework_option, handles_usage_errors, out
 from rigbench.reports import terminal
 from rigbench.textlimits import NAME_CHARS, clip
 from rigbench.units import split_list
@@ -37,7 +37,7 @@ def calibrate(
     precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="Matmul precisions, e.g. --precision fp32,bf16 (default: fp32, tf32, bf16, fp16; one a device lacks is reported as unsupported)."),
     quick: bool = typer.Option(False, "--quick", help="Fewer matmul sizes and shorter repeats, smaller copies: seconds instead of a minute. Same peak rule (median at the largest size that fits), a little less exact."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
-    framework: str = typer.Option("torch", "--framework", help="Framework to measure with."),
+    framework: str = framework_option(measure=True),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the run id and every measurement (FLOP/s and B/s)."),
 ) -> None:

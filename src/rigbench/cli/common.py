@@ -16,6 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rigbench import __version__, api
 from rigbench.errors import UsageError
+from rigbench.frameworks import framework_names
 from rigbench.reports import terminal
 from rigbench.spec import ENERGY_MODES, PRECISIONS
 from rigbench.store import Store
@@ -43,6 +44,17 @@ def energy_option(default: str | None = "measure") -> Any:
     choice, and any other value is click's usage error (exit 2). `default` None lets a sweep
     file's `energy` key stand unless the flag is given."""
     return typer.Option(default, "--energy", metavar="|".join(ENERGY_MODES), help=ENERGY_HELP)
+
+
+def framework_option(default: str | None = "torch", measure: bool = False) -> Any:
+    """The `--framework` option, defined once: its help names the registered frameworks
+    (frameworks.FRAMEWORKS; `rigbench devices` shows which are installed). `default` None
+    lets a sweep file's `framework` key stand unless the flag is given."""
+    names = ", ".join(framework_names())
+    verb = "measure" if measure else "train"
+    suffix = "" if default else " (default torch)"
+    return typer.Option(default, "--framework", metavar="NAME",
+                        help=f"Framework to {verb} with: {names}{suffix}. `rigbench devices` shows which are installed.")
 
 
 DB_HELP = "Database: an SQLAlchemy URL (sqlite:///x.db, postgresql://...) or a file path. Default: $RIGBENCH_DB or rigbench.db in the user data directory."

@@ -15,7 +15,16 @@ from rich.console import JustifyMethod
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rigbench.cli.common import DB_HELP, _check_precision, app, energy_option, err, handles_usage_errors, out
+from rigbench.cli.common import (
+    DB_HELP,
+    _check_precision,
+    app,
+    energy_option,
+    err,
+    framework_option,
+    handles_usage_errors,
+    out,
+)
 from rigbench.errors import UsageError
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
 from rigbench.experiments.sweep import SweepOutcome, load_sweep_file, plan_sweep, spec_key, stored_results, sweep_spec
@@ -151,7 +160,7 @@ def sweep(
     lr: list[str] | None = typer.Option(None, "--lr", metavar="LR", help="Learning rates, e.g. 0.01,0.1 (default: the workload's)."),
     compile_: list[str] | None = typer.Option(None, "--compile", metavar="off,on", help="torch.compile: off, on, or both as off,on (default off)."),
     channels_last: list[str] | None = typer.Option(None, "--channels-last", metavar="off,on", help="NHWC layout for convnets: off, on, or off,on (default off)."),
-    framework: str | None = typer.Option(None, "--framework", help="Framework to train with (default torch)."),
+    framework: str | None = framework_option(None),
     steps: int | None = typer.Option(None, "--steps", help="Time at least this many steps per trial (default 10; 3 with --quick)."),
     seconds: float | None = typer.Option(None, "--seconds", help="...and at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool | None = typer.Option(None, "--quick/--no-quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
@@ -279,7 +288,7 @@ def max_batch(
     tolerance: float = typer.Option(0.0, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok); 0 finds the exact batch, 0.25 needs fewer probes."),
     margin: float = typer.Option(0.1, "--margin", help="Fraction of the limit the recommended batch leaves free, by the fitted memory model."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a probe after this many seconds (status `timeout`, which stops the search; default 600)."),
-    framework: str = typer.Option("torch", "--framework", help="Framework to train with."),
+    framework: str = framework_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only one JSON object on stdout: probes, model, limit, largest ok, smallest oom, recommendation."),
 ) -> None:

@@ -17,6 +17,7 @@ from rigbench.errors import UsageError
 #: name -> (module path, the import name whose presence means it is installed)
 FRAMEWORKS: dict[str, tuple[str, str]] = {
     "torch": ("rigbench.frameworks.torch", "torch"),
+    "jax": ("rigbench.frameworks.jax", "jax"),
 }
 
 

@@ -221,6 +221,13 @@ def _lstm(workload: Workload, options: dict[str, Any]) -> float:
                                            LSTM_LAYERS, workload.vocab, batch=1))
 
 
+def dcgan_discarded_d_weight_grad_flops(latent_size: int) -> int:
+    """The part of dcgan_train_flops that a step which skips D's weight gradients in the G
+    update never computes (Df): JAX computes only the gradients it uses, torch's autograd
+    computes them and the step throws them away (frameworks/jax/step.py)."""
+    return forward_flops(dcgan_discriminator())
+
+
 def dcgan_train_flops(latent_size: int) -> int:
     """One DCGAN step per real image: G(z) once; D on the real batch and on G(z) detached,
     backward through D only (the D update); D on G(z) again and backward through D and G

@@ -1,0 +1,110 @@
+"""JaxTrainer: one workload, built on one device, with a resident synthetic batch.
+
+Implements rigbench.frameworks.base.Trainer. The step is step.make_step, compiled once with
+jax.jit (the state buffers donated, so an update reuses them in place); this module adds the
+device, precision, timing and memory plumbing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from rigbench.errors import UnsupportedError
+from rigbench.frameworks.jax import models, step
+from rigbench.frameworks.jax.devices import device_name, resolve_device
+from rigbench.spec import TrialSpec
+from rigbench.workloads import Workload, resolved_options
+
+#: precision -> jax's default matmul precision. "highest" is true fp32 (XLA on an NVIDIA GPU
+#: otherwise multiplies fp32 in TF32); reduced-precision training is not implemented here.
+_MATMUL_PRECISION = {"fp32": "highest", "tf32": "tensorfloat32"}
+
+
+def set_precision(device: jax.Device, precision: str) -> None:
+    """Set the matmul precision of `precision`; UnsupportedError for one this adapter or the
+    device lacks (TF32 needs an NVIDIA GPU of compute capability 8.0 or later)."""
+    if precision not in _MATMUL_PRECISION:
+        raise UnsupportedError(f"{precision} training is not implemented in the JAX adapter (fp32, tf32 are)")
+    if precision == "tf32":
+        capability = float(getattr(device, "compute_capability", 0) or 0)
+        if device.platform != "gpu" or capability < 8.0:
+            raise UnsupportedError(f"tf32 is an NVIDIA GPU format (Ampere and later); not on {device_name(device)}")
+    jax.config.update("jax_default_matmul_precision", _MATMUL_PRECISION[precision])
+
+
+def check_spec(spec: TrialSpec) -> None:
+    """Options that name torch mechanisms have no JAX counterpart: say so rather than ignore them."""
+    if spec.channels_last:
+        raise UnsupportedError("channels-last is torch's memory format; JAX's convolutions are always NHWC here")
+    if spec.compile:
+        raise UnsupportedError("--compile is torch.compile; every JAX step is already compiled by XLA (jit)")
+
+
+class HostTimer:
+    """Steps timed with time.perf_counter(); stop() first blocks until the step is done (JAX
+    dispatches asynchronously on every device, the CPU included)."""
+
+    def __init__(self, sync: Callable[[], None]):
+        self._sync = sync
+        self._times: list[float] = []
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        self._sync()
+        self._times.append(time.perf_counter() - self._t0)
+
+    def elapsed_s(self) -> list[float]:
+        return list(self._times)
+
+
+class JaxTrainer:
+    """A workload's model, optimiser state(s) and resident batch on one device (base.Trainer)."""
+
+    def __init__(self, spec: TrialSpec, workload: Workload):
+        check_spec(spec)
+        self.device = resolve_device(spec.device)
+        set_precision(self.device, spec.precision)
+        self.workload = workload
+        with jax.default_device(self.device):
+            model = models.build_model(workload.name, resolved_options(workload, spec.workload_options), spec.seed)
+            self.tx = step.make_optimizer(workload, workload.default_lr if spec.lr is None else spec.lr)
+            self.graphdefs, state = step.split(workload, model, self.tx)
+            batch = step.synthetic_batch(workload, spec.batch_size, spec.seed)
+        self.state, self.batch = jax.device_put((state, batch), self.device)
+        self.params = models.trainable_params(model)
+        self.device_name = device_name(self.device)
+        self._step = jax.jit(step.make_step(workload, self.tx, self.graphdefs), donate_argnums=0)
+
+    def step(self) -> jax.Array:
+        """One training step; returns the loss without waiting for the device."""
+        self.state, loss, _ = self._step(self.state, self.batch)
+        return loss
+
+    def synchronize(self) -> None:
+        jax.block_until_ready(self.state)
+
+    def step_timer(self) -> HostTimer:
+        return HostTimer(self.synchronize)
+
+    def loss_values(self, handles: list[Any]) -> list[float]:
+        if not handles:
+            return []
+        return [float(x) for x in jax.device_get(jnp.stack(handles))]  # one device-to-host copy
+
+    def allocator_peak_bytes(self) -> int | None:
+        """The device allocator's peak bytes in use (GPUs); None on the CPU, which keeps none."""
+        if self.device.platform == "cpu":
+            return None
+        stats = self.device.memory_stats() or {}
+        return int(stats["peak_bytes_in_use"]) if "peak_bytes_in_use" in stats else None
+
+    def reset_peak_memory(self) -> None:
+        """XLA's allocators offer no reset of their peak: a no-op (the peak covers the process)."""
