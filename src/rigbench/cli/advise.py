@@ -82,6 +82,7 @@ def lr_find(
     steps: int = typer.Option(100, "--steps", help="Steps of the exponential ramp from --start-lr to --end-lr."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: its own choice)."),
+    framework: str = framework_option(),
     data_dir: str | None = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
@@ -97,7 +98,7 @@ def lr_find(
     name = api.prepare_data(workload.partition(":")[0], dataset, data_dir, download=not offline)
     spec = api.plan_lr_find(workload, name, device=device, batch_size=batch_size, start_lr=start_lr,
                             end_lr=end_lr, steps=steps, data_dir=data_dir, precision=precision,  # type: ignore[arg-type]
-                            threads=threads)
+                            threads=threads, framework=framework)
     outcome = _run_with_progress([spec], db)
     _finish(outcome, 1)
     summary = lr_find_summary(outcome.results[0])
