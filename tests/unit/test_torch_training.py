@@ -6,6 +6,8 @@ Accuracies are asserted, never times: only that each timed part was measured at 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import sys
 
 import numpy as np
 import pytest
@@ -52,8 +54,24 @@ def test_classifier_learns_digits(workload, lr, epochs):
         assert math.isfinite(r.eval_loss) and r.extra == {}
 
 
+@pytest.fixture
+def no_fork_after_jax():
+    """A pytest worker may have imported JAX (the contract and JAX tests share the processes),
+    and forking a process with JAX's threads can deadlock the child: loader workers then start
+    by spawn. A trial's own child imports one framework only and keeps the default."""
+    if "jax" not in sys.modules:
+        yield
+        return
+    before = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method("spawn", force=True)
+    try:
+        yield
+    finally:
+        multiprocessing.set_start_method(before, force=True)
+
+
 @pytest.mark.parametrize(("workers", "pin_memory"), [(0, True), (1, False)])  # pinning is ignored on cpu
-def test_loader_mode_times_input_and_copy(workers, pin_memory):
+def test_loader_mode_times_input_and_copy(workers, pin_memory, no_fork_after_jax):
     spec = _spec("cnn", 1, max_train_samples=500, input_mode="loader", workers=workers, pin_memory=pin_memory)
     (record,) = _train(spec).epochs
     assert record.steps == 500 // 32  # same count as resident mode
