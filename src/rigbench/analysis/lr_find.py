@@ -127,3 +127,9 @@ def scale_lr(lr: float, from_batch: int, to_batch: int) -> float:
     """The linear-scaling rule (Goyal et al. 2017, "Accurate, Large Minibatch SGD", section
     2.1): when the minibatch size is multiplied by k, multiply the learning rate by k."""
     return lr * to_batch / from_batch
+
+
+def lr_schedule(start_lr: float, end_lr: float, steps: int) -> list[float]:
+    """The range test's exponential ramp, the same in every framework: `steps` rates from start_lr to end_lr, both included."""
+    ratio = end_lr / start_lr
+    return [start_lr * ratio ** (i / (steps - 1)) for i in range(steps)]

@@ -1,6 +1,6 @@
 """The learning-rate range test for `rigbench lr-find` with JAX: the rule of
 frameworks/torch/lr_range.py (Smith 2017, fastai's schedule and smoothing; its schedule
-`lr_schedule` is reused), on shuffled real training batches fed as `rigbench train`'s resident
+analysis/lr_find.lr_schedule, shared), on shuffled real training batches fed as `rigbench train`'s resident
 mode feeds them, through the trainer's own step. The rate is the optimiser state's injected
 hyperparameter (step.set_lr), so one compiled step serves every rate.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
+from rigbench.analysis.lr_find import lr_schedule
 from rigbench.data import LoadedData
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks.jax import step
@@ -30,12 +31,6 @@ class LrFindRun:
     device_name: str
     train_samples: int
     stop_reason: str  # "end_lr" | "diverged" | "non-finite"
-
-
-def lr_schedule(start_lr: float, end_lr: float, steps: int) -> list[float]:
-    """The exponential ramp: `steps` rates from start_lr to end_lr, both included."""
-    ratio = end_lr / start_lr
-    return [start_lr * ratio ** (i / (steps - 1)) for i in range(steps)]
 
 
 def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rigbench.analysis.lr_find import lr_schedule
 from rigbench.data import LoadedData
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks.torch import step
@@ -42,12 +43,6 @@ class LrFindRun:
     device_name: str
     train_samples: int
     stop_reason: str  # "end_lr" | "diverged" | "non-finite"
-
-
-def lr_schedule(start_lr: float, end_lr: float, steps: int) -> list[float]:
-    """The exponential ramp: `steps` rates from start_lr to end_lr, both included."""
-    ratio = end_lr / start_lr
-    return [start_lr * ratio ** (i / (steps - 1)) for i in range(steps)]
 
 
 def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:
