@@ -356,7 +356,7 @@ class SweepSpec(BaseModel):
     lrs: list[Annotated[float, Field(gt=0, strict=True)]] = Field(default_factory=list)
     compile: list[bool] = Field(default_factory=list)
     channels_last: list[bool] = Field(default_factory=list)
-    framework: str = "torch"
+    framework: list[str] = Field(default_factory=lambda: ["torch"], description="one or more frameworks")
     steps: int | None = Field(None, ge=2, strict=True, description="time at least this many steps")
     seconds: float | None = Field(None, ge=0, strict=True, description="...and at least this many seconds")
     quick: bool = False
@@ -366,7 +366,7 @@ class SweepSpec(BaseModel):
     energy: EnergyMode = "measure"
 
     @field_validator("workloads", "devices", "batch_sizes", "precisions", "threads", "lrs",
-                     "compile", "channels_last", mode="before")
+                     "compile", "channels_last", "framework", mode="before")
     @classmethod
     def _one_is_a_list(cls, value: Any) -> Any:
         """`batch_sizes = 64` in a file means `[64]`."""

@@ -33,6 +33,23 @@ def test_grid_is_the_product_each_point_once():
     assert all(s.measure == MeasureOptions.quick() for s in grid)
 
 
+def test_frameworks_are_an_axis_of_the_grid_and_of_a_run(tmp_path):
+    """`framework` takes one name or a list (a TOML file's key and --framework alike): each
+    framework gets every other point; the same list in `run` plans one trial per framework."""
+    from rigbench.experiments.plan import plan_run
+
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16], framework=["torch", "jax"], quick=True))
+    assert [(s.framework, s.batch_size) for s in grid] == [("torch", 8), ("torch", 16), ("jax", 8), ("jax", 16)]
+    path = tmp_path / "f.toml"
+    path.write_text('workloads = ["mlp"]\nframework = "jax"\n')
+    assert [s.framework for s in plan_sweep(load_sweep_file(path))] == ["jax"]
+    specs = plan_run(["mlp", "cnn"], ["cpu"], frameworks=["torch", "jax", "torch"], quick=True)
+    assert [(s.workload, s.framework) for s in specs] == [
+        ("mlp", "torch"), ("mlp", "jax"), ("cnn", "torch"), ("cnn", "jax")]
+    with pytest.raises(UsageError, match="unknown framework 'mxnet'"):
+        plan_run(["mlp"], ["cpu"], frameworks=["torch", "mxnet"])
+
+
 def test_empty_lists_mean_the_run_defaults():
     (point,) = plan_sweep(SweepSpec(workloads=["cnn"], quick=True))
     assert (point.batch_size, point.precision, point.threads, point.lr, point.compile,

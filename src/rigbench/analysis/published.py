@@ -124,6 +124,9 @@ class PublishedRow:
     steps_per_s: float
     figure: str                  # as published, e.g. "11.917 steps/s" or "0.150 s/batch"
     cpu_usage_pct: float | None = None   # machine-wide CPU %, as the source reports it
+    gpu_usage_pct: float | None = None   # these three: only the thesis's tables report them
+    cpu_mem_mib: float | None = None
+    gpu_mem_mib: float | None = None
     threads: int | None = None   # CPU threads (Shi et al.'s columns)
 
     def label(self) -> str:
@@ -168,7 +171,8 @@ def _yin() -> list[PublishedRow]:
             rows.append(PublishedRow(
                 "yin2020", table, "CIFAR-10 CNN", r["framework"], r["device"], kind,
                 _SPEC_NAMES.get(r["device"]), batch, speed, f"{r['steps_per_s']} steps/s",
-                cpu_usage_pct=_float(r["cpu_usage_pct"])))
+                cpu_usage_pct=_float(r["cpu_usage_pct"]), gpu_usage_pct=_float(r["gpu_usage_pct"]),
+                cpu_mem_mib=_float(r["cpu_mem_mib"]), gpu_mem_mib=_float(r["gpu_mem_mib"])))
     return rows
 
 
@@ -309,7 +313,7 @@ class PublishedComparison:
     missing: list[Missing]
 
 
-def _usable(r: Result) -> bool:
+def usable_speed_trial(r: Result) -> bool:
     """Plain fp32 full-protocol speed trials (analysis/trials.py): what the published tables
     measured."""
     s = r.spec
@@ -340,7 +344,7 @@ def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
     """
     peak_of = peak_of or (lambda name, kind: None)
     rows = published_rows(sources)
-    usable = sorted((r for r in results if _usable(r)), key=lambda r: r.id or 0)
+    usable = sorted((r for r in results if usable_speed_trial(r)), key=lambda r: r.id or 0)
     matches: list[PublishedMatch] = []
     missing: list[Missing] = []
     for mapping in MAPPINGS:

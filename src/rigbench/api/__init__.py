@@ -20,6 +20,7 @@ from rigbench.api.calibration import roofline
 from rigbench.api.comparison import (
                                      CompareOutcome,
                                      compare,
+                                     compare_frameworks,
                                      compare_published,
                                      export_bundle,
                                      import_bundle,
@@ -56,7 +57,7 @@ __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     # ceilings (experiments/calibrate.py, api/calibration.py)
     "calibrate", "CalibrateOutcome", "device_calibrations", "spec_sheet", "result_roofline", "roofline",
     # against known results (api/comparison.py, api/scoring.py)
-    "this_machine_results", "compare_published", "compare", "CompareOutcome",
+    "this_machine_results", "compare_published", "compare_frameworks", "compare", "CompareOutcome",
     "export_bundle", "import_bundle", "score", "ScoreOutcome",
     # the types the functions take and give
     "UsageError", "TrialSpec", "MeasureOptions", "Result", "Store",

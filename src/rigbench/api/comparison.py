@@ -27,6 +27,16 @@ def this_machine_results(store: Store) -> list[Result]:
     return [r for r in store.list() if r.run_id in mine]
 
 
+def _selected_results(store: Store, run_ids: Sequence[str]) -> list[Result]:
+    """The results of `run_ids`, or every stored result of this machine when none is given."""
+    if not run_ids:
+        return this_machine_results(store)
+    results = [r for run_id in dict.fromkeys(run_ids) for r in store.list(run_id=run_id)]
+    if not results:
+        raise UsageError(f"no results stored for --run {', '.join(run_ids)} in {store.url}")
+    return results
+
+
 def compare_published(db: str | None = None, sources: Sequence[str] = (), run_ids: Sequence[str] = (),
                       all_frameworks: bool = False) -> Any:
     """This machine's results (or those of `run_ids`) beside the published tables
@@ -39,13 +49,25 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
     if unknown:
         raise UsageError(f"unknown published source {unknown[0]!r}: choose from {', '.join(SOURCES)}")
     store = Store(db, create=False)
-    if run_ids:
-        results = [r for run_id in dict.fromkeys(run_ids) for r in store.list(run_id=run_id)]
-        if not results:
-            raise UsageError(f"no results stored for --run {', '.join(run_ids)} in {store.url}")
-    else:
-        results = this_machine_results(store)
+    results = _selected_results(store, run_ids)
     return _compare(results, sources, peak_resolver(store), all_frameworks=all_frameworks)
+
+
+def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run_ids: Sequence[str] = (),
+                       batch_size: int | None = None) -> Any:
+    """Frameworks side by side per workload, the thesis's Table 5 layout, over this machine's
+    results (or those of `run_ids`); returns analysis.frameworks.FrameworkTable rows."""
+    from rigbench.analysis.frameworks import framework_tables
+    from rigbench.workloads import WORKLOADS
+
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        raise UsageError(f"unknown workload {unknown[0]!r}: choose from {', '.join(WORKLOADS)}")
+    if batch_size is not None and batch_size < 1:
+        raise UsageError("--batch-size must be at least 1")
+    store = Store(db, create=False)
+    results = _selected_results(store, run_ids)
+    return framework_tables(results, workloads, batch_size)
 
 
 @dataclass

@@ -46,12 +46,18 @@ def energy_option(default: str | None = "measure") -> Any:
     return typer.Option(default, "--energy", metavar="|".join(ENERGY_MODES), help=ENERGY_HELP)
 
 
-def framework_option(default: str | None = "torch", measure: bool = False) -> Any:
+def framework_option(default: str | None = "torch", measure: bool = False, many: bool = False) -> Any:
     """The `--framework` option, defined once: its help names the registered frameworks
     (frameworks.FRAMEWORKS; `rigbench devices` shows which are installed). `default` None
-    lets a sweep file's `framework` key stand unless the flag is given."""
+    lets a sweep file's `framework` key stand unless the flag is given; `many` takes a list
+    (repeated or comma-separated: one trial per framework), parsed with split_list."""
     names = ", ".join(framework_names())
     verb = "measure" if measure else "train"
+    if many:
+        suffix = "" if default is None else " (default torch)"
+        return typer.Option(None, "--framework", metavar="NAME",
+                            help=f"Framework(s) to {verb} with, repeated or comma-separated: {names}{suffix}. "
+                                 f"`rigbench devices` shows which are installed.")
     suffix = "" if default else " (default torch)"
     return typer.Option(default, "--framework", metavar="NAME",
                         help=f"Framework to {verb} with: {names}{suffix}. `rigbench devices` shows which are installed.")

@@ -28,8 +28,10 @@ def _ci(pair: tuple[float, float] | None, fmt: str = "{:,.1f}") -> str:
 @app.command()
 @handles_usage_errors
 def compare(
-    items: list[str] | None = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all)."),
+    items: list[str] | None = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE... | WORKLOAD...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all); with --frameworks, the workloads (default: every one measured)."),
     published: bool = typer.Option(False, "--published", help="Put this machine's stored results beside published tables (the thesis's GTX 1060, Shi et al. 2016, community epoch times): measured, spec-predicted and CPU-utilisation-normalised speed-ups."),
+    frameworks: bool = typer.Option(False, "--frameworks", help="Frameworks side by side, the thesis's Table 5 layout: per workload, each framework and device's steps/s, CPU %, GPU %, host and GPU memory at one batch size, with the thesis's own rows beside the CIFAR-10 CNN (cnn)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="With --frameworks: the batch size to show (default: the thesis's 128 for cnn, else each workload's default batch, else its --quick batch, where measured)."),
     all_frameworks: bool = typer.Option(False, "--all-frameworks", help="With --published: show every framework's published rows (default: only the rows of our framework's family when the source has some)."),
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --published: use these runs' results instead of every stored result of this machine."),
     where_a: list[str] | None = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. Keys: workload, device, framework, precision, status, batch_size."),
@@ -40,6 +42,13 @@ def compare(
 ) -> None:
     """Compare with known results: published tables (--published) or another run/machine, reporting only significant changes."""
     items = items or []
+    if frameworks:
+        if published or where_a or where_b or across_versions or all_frameworks:
+            raise UsageError("--frameworks takes workloads, --run, --batch-size and --json; leave the other options out")
+        _frameworks(items, run_id or [], batch_size, db, as_json)
+        return
+    if batch_size is not None:
+        raise UsageError("--batch-size goes with --frameworks")
     if published:
         if where_a or where_b or across_versions:
             raise UsageError("--where-a/--where-b/--across-versions compare two runs; leave them out with --published")
@@ -131,6 +140,62 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
               "CPU; predicted = ratio of FP32 peaks, a range where a CPU's spec-sheet peak depends on the clock "
               "assumed (max turbo on every core .. base clock); normalised = measured with every CPU throughput "
               "divided by the fraction of the CPU it kept busy (seed 000).", highlight=False, markup=False)
+
+
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None, db: str | None,
+                as_json: bool) -> None:
+    from rigbench.analysis.frameworks import TABLE5, slowest_to_fastest
+    from rigbench.analysis.published import SOURCES
+
+    tables = api.compare_frameworks(db=db, workloads=workloads, run_ids=run_ids, batch_size=batch_size)
+    if as_json:
+        print(json.dumps([t.as_dict() for t in tables], indent=2))
+        return
+    if not tables:
+        at = f" at batch {batch_size}" if batch_size else ""
+        out.print(f"No fp32 speed results{at} to compare. Measure some with e.g. "
+                  f"`rigbench run cnn -b 128 --framework torch,jax -d cpu`.", highlight=False, markup=False)
+        return
+    for t in tables:
+        table = Table(title=f"{t.workload}, batch {t.batch_size}", header_style="bold", title_justify="left")
+        columns: list[tuple[str, JustifyMethod]] = [
+            ("framework", "left"), ("device", "left"), ("steps/s", "right"), ("CPU %", "right"),
+            ("GPU %", "right"), ("host MiB", "right"), ("GPU MiB", "right"), ("result", "right")]
+        for name, justify in columns:
+            table.add_column(name, justify=justify)
+        for row in t.ours:
+            table.add_row(Text(row.framework), Text(f"{row.device} ({row.device_name})"), f"{row.steps_per_s:,.3g}",
+                          _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
+                          f"#{row.result_id}", end_section=row is t.ours[-1] and bool(t.published))
+        for row in t.published:
+            table.add_row(Text(f"{row.framework} ({row.source})", style="dim"), Text(row.device, style="dim"),
+                          f"{row.steps_per_s:,.3g}", _pct(row.cpu_pct), _pct(row.gpu_pct),
+                          _mib(row.host_mem_mib), _mib(row.gpu_mem_mib), "-")
+        out.print(table)
+        spread = slowest_to_fastest(t)
+        if spread:
+            out.print("  fastest / slowest framework: " + ", ".join(f"{d} x{v:.2f}" for d, v in spread.items()),
+                      highlight=False, markup=False)
+        elif len(t.frameworks) == 1:
+            out.print(f"  only {t.frameworks[0]} measured here; add others with `rigbench run {t.workload} "
+                      f"-b {t.batch_size} --framework torch,jax`", highlight=False, markup=False)
+        if t.other_batches:
+            out.print(f"  also measured at batch {', '.join(map(str, t.other_batches))} (--batch-size N shows one)",
+                      highlight=False, markup=False)
+        if t.published:
+            out.print(f"  dim rows: {SOURCES[TABLE5[0]][1]}, Table 5 (batch 128, Windows 10 laptop)",
+                      highlight=False, markup=False)
+    out.print("CPU % is the trial's own use, 100 = every logical core busy (Task Manager's convention, the "
+              "thesis's); host MiB its peak resident memory; GPU MiB NVML's per-process peak. The newest "
+              "fp32 full-protocol result stands for each configuration.", highlight=False, markup=False)
 
 
 def _print_matches(matches: list[Any]) -> None:

@@ -45,7 +45,7 @@ def run(
     memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
     lr: float | None = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
-    framework: str = framework_option(),
+    framework: list[str] | None = framework_option(many=True),
     energy: EnergyMode = energy_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout (progress goes to stderr)."),
@@ -65,7 +65,8 @@ def run(
     specs = api.plan_run(
         workloads=split_list(workloads, "WORKLOAD"), devices=split_list(device, "--device"),
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
-        threads=threads, framework=framework, steps=steps, seconds=seconds, quick=quick,
+        threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], steps=steps,
+        seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
         timeout_s=timeout, lr=lr, compile=compile_, channels_last=channels_last, energy=energy,
     )
@@ -106,7 +107,7 @@ def train(
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
     timeout: float = typer.Option(3600, "--timeout", help="Kill a training run after this many seconds."),
     energy: EnergyMode = energy_option(),
-    framework: str = framework_option(),
+    framework: list[str] | None = framework_option(many=True),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout."),
 ) -> None:
@@ -125,7 +126,8 @@ def train(
     specs = api.plan_train(
         workload, name, epochs, lrs=lrs, batch_sizes=parse_positive_ints(batch_size, "--batch-size"),
         devices=split_list(device, "--device"), target_accuracy=target_accuracy, precision=precision,  # type: ignore[arg-type]
-        threads=threads, framework=framework, data_dir=data_dir, input_mode=input_mode, workers=workers,
+        threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], data_dir=data_dir,
+        input_mode=input_mode, workers=workers,
         pin_memory=pin_memory, timeout_s=timeout, energy=energy,
     )
     outcome = _run_with_progress(specs, db)

@@ -19,7 +19,7 @@ def plan_run(
     batch_sizes: Sequence[int] = (),
     precision: Precision = "fp32",
     threads: int | None = None,
-    framework: str = "torch",
+    frameworks: str | Sequence[str] = "torch",
     steps: int | None = None,
     seconds: float | None = None,
     quick: bool = False,
@@ -30,14 +30,17 @@ def plan_run(
     channels_last: bool = False,
     energy: EnergyMode = "measure",
 ) -> list[TrialSpec]:
-    """The trials of a run: every workload x device x batch size. Empty lists mean every
-    workload, every device the framework can use here, and each workload's default batch
-    (a small one with `quick`, the same on every device so speed-ups compare). Raises UsageError for bad input."""
-    check_framework(framework)
+    """The trials of a run: every workload x framework x device x batch size. Empty lists
+    mean every workload, every device each framework can use here, and each workload's
+    default batch (a small one with `quick`, the same on every device and framework so
+    speed-ups compare). Raises UsageError for bad input."""
+    names = list(dict.fromkeys([frameworks] if isinstance(frameworks, str) else frameworks)) or ["torch"]
+    for name in names:
+        check_framework(name)
     refs: list[tuple[Workload, dict[str, Any]]] = [parse_workload_ref(w) for w in workloads] or [
         (w, {}) for w in WORKLOADS.values()
     ]
-    chosen = chosen_devices(framework, devices, default=None)
+    chosen = {name: chosen_devices(name, devices, default=None) for name in names}
     if any(b < 1 for b in batch_sizes):
         raise UsageError("batch sizes must be at least 1")
     overrides: dict[str, Any] = {"energy": energy}
@@ -55,14 +58,15 @@ def plan_run(
         raise UsageError(validation_message(exc)) from None
     specs = []
     for workload, options in refs:
-        for device in dict.fromkeys(chosen):
-            default = workload.quick_batch if quick else workload.default_batch
-            for batch in batch_sizes or [default]:
-                specs.append(TrialSpec(
-                    workload=workload.name, workload_options=options, framework=framework,
-                    device=device, batch_size=batch, precision=precision, threads=threads,
-                    lr=lr, measure=measure, compile=compile, channels_last=channels_last,
-                ))
+        default = workload.quick_batch if quick else workload.default_batch
+        for framework in names:
+            for device in dict.fromkeys(chosen[framework]):
+                for batch in batch_sizes or [default]:
+                    specs.append(TrialSpec(
+                        workload=workload.name, workload_options=options, framework=framework,
+                        device=device, batch_size=batch, precision=precision, threads=threads,
+                        lr=lr, measure=measure, compile=compile, channels_last=channels_last,
+                    ))
     return specs
 
 
@@ -107,7 +111,7 @@ def plan_train(
     target_accuracy: float | None = None,
     precision: Precision = "fp32",
     threads: int | None = None,
-    framework: str = "torch",
+    frameworks: str | Sequence[str] = "torch",
     data_dir: str | None = None,
     input_mode: str = "resident",
     workers: int = 0,
@@ -116,11 +120,12 @@ def plan_train(
     timeout_s: float = 3600.0,
     energy: EnergyMode = "measure",
 ) -> list[TrialSpec]:
-    """Training trials: one per device x batch size x learning rate (the thesis's Tables 9-10
-    come from a list of learning rates or batch sizes). Defaults: the CPU, the workload's
-    reference batch size and learning rate."""
+    """Training trials: one per framework x device x batch size x learning rate (the thesis's
+    Tables 9-10 come from a list of learning rates or batch sizes). Defaults: torch, the CPU,
+    the workload's reference batch size and learning rate."""
     ref, options = parse_workload_ref(workload)
-    chosen = chosen_devices(framework, devices, default=["cpu"])
+    names = list(dict.fromkeys([frameworks] if isinstance(frameworks, str) else frameworks)) or ["torch"]
+    chosen = {name: chosen_devices(name, devices, default=["cpu"]) for name in names}
     try:
         train = TrainOptions(dataset=dataset, data_dir=data_dir, download=False, epochs=epochs,
                              target_accuracy=target_accuracy, input_mode=input_mode,
@@ -134,7 +139,8 @@ def plan_train(
         TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
                   batch_size=batch, precision=precision, threads=threads, lr=lr, measure=measure,
                   train=train)
-        for device in dict.fromkeys(chosen)
+        for framework in names
+        for device in dict.fromkeys(chosen[framework])
         for batch in (batch_sizes or [ref.default_batch])
         for lr in lr_values
     ]

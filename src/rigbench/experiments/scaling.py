@@ -45,7 +45,7 @@ def plan_scaling(
         if p not in PRECISIONS or p == "fp32":
             raise UsageError(f"--precision takes {', '.join(PRECISIONS[1:])} (fp32 is the baseline), got {p!r}")
     base = plan_run([workload], [device], [batch_size] if batch_size else [], quick=quick,
-                    framework=framework, energy=energy)[0]
+                    frameworks=framework, energy=energy)[0]
     if threads is None:
         threads = default_thread_counts() if base.device == "cpu" else []
     if precisions is None:

@@ -69,11 +69,11 @@ def spec_key(spec: TrialSpec) -> str:
 
 
 def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
-    """Every grid point, each once: workloads x devices x batch sizes (as `plan_run`
+    """Every grid point, each once: workloads x frameworks x devices x batch sizes (as `plan_run`
     makes them) x precisions x threads x learning rates x compile x channels-last."""
     base = plan_run(
         workloads=sweep.workloads, devices=sweep.devices, batch_sizes=sweep.batch_sizes,
-        framework=sweep.framework, steps=sweep.steps, seconds=sweep.seconds, quick=sweep.quick,
+        frameworks=sweep.framework, steps=sweep.steps, seconds=sweep.seconds, quick=sweep.quick,
         memory_limit_bytes=sweep.memory_limit, timeout_s=sweep.timeout, energy=sweep.energy,
     )
     thread_counts: Sequence[int | None] = sweep.threads or [None]  # None: the default

@@ -1,0 +1,143 @@
+"""Frameworks side by side: the thesis's Table 5 layout (seed 003) for this machine.
+
+For each workload, one row per framework and device at one batch size: steps/s, the trial's
+CPU use (100 = every logical core, the thesis's Task Manager convention), GPU use, host
+memory and GPU memory. The thesis's own rows (CIFAR-10 CNN at batch 128 on a GTX 1060 and an
+i7-8650U, in TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5) sit beside the workload its mapping
+names (analysis/published.MAPPINGS), so the layout and the figures can be read together.
+
+Which trials count: plain fp32 full-protocol speed trials (published.usable_speed_trial, the rule the
+published comparison uses); where a configuration was measured more than once, the newest
+result stands for it (older ones are earlier runs of the same thing, not more frameworks).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rigbench.analysis.published import MAPPINGS, PublishedRow, published_rows, usable_speed_trial
+from rigbench.spec import Result
+from rigbench.workloads import WORKLOADS
+
+#: The published source whose Table 5 this layout is, and its network.
+TABLE5 = ("yin2020", "CIFAR-10 CNN", "yin2020_cpu_vs_gpu.csv")
+
+
+@dataclass(frozen=True)
+class FrameworkRow:
+    """One framework on one device, ours or published."""
+
+    source: str                  # "ours" or the published source's name
+    workload: str                # rigbench workload (the mapped one for published rows)
+    framework: str               # torch, jax, ... or as published ("PyTorch 1.4.0")
+    device: str                  # our device id (cpu, cuda:0) or the published device's name
+    device_name: str
+    device_kind: str             # cpu | gpu
+    batch_size: int
+    steps_per_s: float
+    cpu_pct: float | None        # the trial's CPU use, 100 = every logical core busy
+    gpu_pct: float | None
+    host_mem_mib: float | None   # ours: the trial's peak resident memory
+    gpu_mem_mib: float | None    # ours: NVML's per-process peak
+    result_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FrameworkTable:
+    """The rows of one workload at one batch size: ours first (by device, then framework),
+    then the published ones."""
+
+    workload: str
+    batch_size: int
+    ours: list[FrameworkRow]
+    published: list[FrameworkRow]
+    frameworks: list[str]        # ours, in table order
+    other_batches: list[int]     # batch sizes measured here that the table leaves out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "batch_size": self.batch_size, "frameworks": self.frameworks,
+                "other_batches": self.other_batches, "ours": [r.as_dict() for r in self.ours],
+                "published": [r.as_dict() for r in self.published]}
+
+
+def _our_row(r: Result) -> FrameworkRow:
+    m = r.metrics
+    assert m.samples_per_s is not None  # usable_speed_trial
+    kind = "cpu" if r.spec.device == "cpu" else "gpu"
+    return FrameworkRow("ours", r.spec.workload, r.spec.framework, r.spec.device,
+                        r.device_name or r.spec.device, kind, r.spec.batch_size,
+                        m.samples_per_s / r.spec.batch_size, m.cpu_util_pct_mean,
+                        m.gpu_util_pct_mean if kind == "gpu" else None, m.rss_peak_mib,
+                        m.gpu_mem_peak_mib if kind == "gpu" else None, r.id)
+
+
+def _published_row(p: PublishedRow, workload: str) -> FrameworkRow:
+    return FrameworkRow(p.source, workload, p.framework, p.device, p.spec_name or p.device, p.device_kind,
+                        p.batch_size, p.steps_per_s, p.cpu_usage_pct, p.gpu_usage_pct, p.cpu_mem_mib,
+                        p.gpu_mem_mib)
+
+
+def _table5_rows() -> dict[str, list[PublishedRow]]:
+    """Mapped workload -> the thesis's Table 5 rows."""
+    source, network, table = TABLE5
+    mapping = next(m for m in MAPPINGS if (m.source, m.network) == (source, network))
+    return {mapping.workload: [p for p in published_rows([source]) if p.table == table]}
+
+
+def _default_batch(workload: str, batches: Counter[int], published: list[PublishedRow]) -> int:
+    """The published table's batch where we measured it, else the workload's default batch,
+    else its `--quick` batch, else the batch measured in the most configurations (the
+    largest on a tie)."""
+    w = WORKLOADS[workload]
+    for batch in [p.batch_size for p in published] + [w.default_batch, w.quick_batch]:
+        if batches[batch]:
+            return batch
+    return max(batches, key=lambda b: (batches[b], b))
+
+
+def framework_tables(results: Sequence[Result], workloads: Sequence[str] = (),
+                     batch_size: int | None = None) -> list[FrameworkTable]:
+    """One table per workload with usable speed trials (of `workloads`, default every one
+    measured), in the workload registry's order. `batch_size` picks the batch (default:
+    _default_batch)."""
+    newest: dict[tuple, Result] = {}
+    for r in sorted((r for r in results if usable_speed_trial(r) and r.spec.workload in WORKLOADS),
+                    key=lambda r: (r.created_at, r.id or 0)):
+        s = r.spec
+        newest[(s.workload, tuple(sorted(s.workload_options.items())), s.framework, s.device,
+                s.batch_size, s.threads)] = r
+    table5 = _table5_rows()
+    tables = []
+    for workload in WORKLOADS:
+        if workloads and workload not in workloads:
+            continue
+        mine = [r for r in newest.values() if r.spec.workload == workload]
+        if not mine:
+            continue
+        batches = Counter(r.spec.batch_size for r in mine)
+        batch = batch_size if batch_size is not None else _default_batch(workload, batches, table5.get(workload, []))
+        chosen = [r for r in mine if r.spec.batch_size == batch]
+        if not chosen:
+            continue
+        rows = sorted((_our_row(r) for r in chosen),
+                      key=lambda row: (row.device_kind != "cpu", row.device, row.framework, row.result_id or 0))
+        published = [_published_row(p, workload) for p in table5.get(workload, []) if p.batch_size == batch]
+        tables.append(FrameworkTable(workload, batch, rows, published,
+                                     list(dict.fromkeys(row.framework for row in rows)),
+                                     sorted(b for b in batches if b != batch)))
+    return tables
+
+
+def slowest_to_fastest(table: FrameworkTable) -> dict[str, float]:
+    """Device -> the fastest framework's steps/s over the slowest's there (devices measured in
+    more than one framework): how much the choice of framework alone is worth."""
+    by_device: dict[str, list[float]] = {}
+    for row in table.ours:
+        by_device.setdefault(row.device, []).append(row.steps_per_s)
+    return {device: max(speeds) / min(speeds) for device, speeds in by_device.items() if len(speeds) > 1}
