@@ -54,6 +54,19 @@ QUICK = {"cpu": MatmulPlan((512, 1024, 2048, 4096), 3, 0.05, MAX_SINGLE_S),
          "accelerator": MatmulPlan((2048, 4096, 8192), 3, 0.05, MAX_SINGLE_S)}
 
 
+#: Bytes of each copy buffer (memory bandwidth, host<->device copies): far beyond any
+#: last-level cache, so the copy streams memory. The same for --quick and the full run, which
+#: differ only in repeats: a smaller quick buffer read 23% low on a busy 2-core VM, where a
+#: copy split over both cores waits a scheduler tick (about 5 ms) for its second half, and a
+#: fixed wait weighs more on a shorter copy (benchmarks/calibrate_quick.py).
+COPY_BYTES = {"cpu": 256 * 2**20, "accelerator": 1024 * 2**20}
+
+
+def copy_repeats(quick: bool) -> int:
+    """Timed repeats of each copy measurement (the median is kept)."""
+    return 5 if quick else 10
+
+
 def matmul_plan(kind: str, quick: bool) -> MatmulPlan:
     """The plan for a device kind ("cpu" or "accelerator")."""
     return (QUICK if quick else FULL)[kind]

@@ -27,7 +27,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rigbench.analysis.matmul_peak import MAX_SINGLE_S, RULE, TooSlow, climb, matmul_plan, peak_size
+from rigbench.analysis.matmul_peak import (
+    COPY_BYTES,
+    MAX_SINGLE_S,
+    RULE,
+    TooSlow,
+    climb,
+    copy_repeats,
+    matmul_plan,
+    peak_size,
+)
 from rigbench.frameworks.base import Calibration, CalibrationRow
 from rigbench.frameworks.jax.devices import device_name, pin_threads, resolve_device, software
 from rigbench.frameworks.jax.oom import is_oom
@@ -36,9 +45,6 @@ _DTYPES = {"fp32": jnp.float32, "tf32": jnp.float32, "bf16": jnp.bfloat16, "fp16
 _PRECISION = {"fp32": jax.lax.Precision.HIGHEST, "tf32": jax.lax.Precision.DEFAULT,
               "bf16": jax.lax.Precision.DEFAULT, "fp16": jax.lax.Precision.DEFAULT}
 
-#: Bytes of each copy buffer: far beyond any last-level cache, so the copy streams memory.
-COPY_BYTES = {"cpu": 256 * 2**20, "accelerator": 1024 * 2**20}
-QUICK_COPY_BYTES = {"cpu": 64 * 2**20, "accelerator": 256 * 2**20}
 
 Progress = Callable[[str], None]
 
@@ -161,11 +167,11 @@ def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threa
     say = on_progress or (lambda text: None)
     kind = "cpu" if dev.platform == "cpu" else "accelerator"
     plan = matmul_plan(kind, quick)
-    copy_bytes = (QUICK_COPY_BYTES if quick else COPY_BYTES)[kind]
+    copy_bytes = COPY_BYTES[kind]
     rows = [measure_matmul(dev, p, plan.sizes, plan.repeats, plan.repeat_s, plan.max_single_s, on_progress=say)
             for p in precisions]
     try:
-        rows.append(measure_memory_bandwidth(dev, copy_bytes, repeats=5 if quick else 10))
+        rows.append(measure_memory_bandwidth(dev, copy_bytes, repeats=copy_repeats(quick)))
         say(f"memory bandwidth: {rows[-1]['value'] / 1e9:.3g} GB/s")
     except (jax.errors.JaxRuntimeError, MemoryError) as exc:
         rows.append({"kind": "memory_bandwidth", "precision": None, "unit": "B/s", "value": None,
@@ -173,7 +179,7 @@ def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threa
                      "detail": {"reason": str(exc).splitlines()[0]}})
     for direction in ("h2d", "d2h"):
         for pinned in (False, True):
-            row = measure_transfer(dev, copy_bytes, direction, pinned, repeats=5 if quick else 10)
+            row = measure_transfer(dev, copy_bytes, direction, pinned, repeats=copy_repeats(quick))
             rows.append(row)
             if row["status"] == "ok":
                 say(f"{row['kind']}: {row['value'] / 1e9:.3g} GB/s")

@@ -24,15 +24,21 @@ from typing import Any, cast
 
 import torch
 
-from rigbench.analysis.matmul_peak import MAX_SINGLE_S, RULE, TooSlow, climb, matmul_plan, peak_size
+from rigbench.analysis.matmul_peak import (
+    COPY_BYTES,
+    MAX_SINGLE_S,
+    RULE,
+    TooSlow,
+    climb,
+    copy_repeats,
+    matmul_plan,
+    peak_size,
+)
 from rigbench.frameworks.base import Calibration, CalibrationRow
 from rigbench.frameworks.torch.trainer import device_name, resolve_device, synchronize
 
 _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
-#: Bytes of each copy buffer: far beyond any last-level cache, so the copy streams memory.
-COPY_BYTES = {"cpu": 256 * 2**20, "accelerator": 1024 * 2**20}
-QUICK_COPY_BYTES = {"cpu": 64 * 2**20, "accelerator": 256 * 2**20}
 
 Progress = Callable[[str], None]
 
@@ -202,14 +208,14 @@ def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threa
     say = on_progress or (lambda text: None)
     kind = _kind(dev)
     plan = matmul_plan(kind, quick)
-    copy_bytes = (QUICK_COPY_BYTES if quick else COPY_BYTES)[kind]
+    copy_bytes = COPY_BYTES[kind]
     if dev.type == "cuda":  # leave room for the two buffers of the copy
         free, _ = torch.cuda.mem_get_info(dev)
         copy_bytes = min(copy_bytes, free // 4)
     rows = [measure_matmul(dev, p, plan.sizes, plan.repeats, plan.repeat_s, plan.max_single_s, on_progress=say)
             for p in precisions]
     try:
-        rows.append(measure_memory_bandwidth(dev, copy_bytes, repeats=5 if quick else 10))
+        rows.append(measure_memory_bandwidth(dev, copy_bytes, repeats=copy_repeats(quick)))
         say(f"memory bandwidth: {rows[-1]['value'] / 1e9:.3g} GB/s")
     except RuntimeError as exc:
         status = "failed" if is_oom(exc) else "unsupported"
@@ -217,7 +223,7 @@ def calibrate(device: str, precisions: Sequence[str], quick: bool = False, threa
                      "status": status, "detail": {"reason": str(exc).splitlines()[0]}})
     for direction in ("h2d", "d2h"):
         for pinned in (False, True):
-            row = measure_transfer(dev, copy_bytes, direction, pinned, repeats=5 if quick else 10)
+            row = measure_transfer(dev, copy_bytes, direction, pinned, repeats=copy_repeats(quick))
             rows.append(row)
             if row["status"] == "ok":
                 say(f"{row['kind']}: {row['value'] / 1e9:.3g} GB/s")
