@@ -7,13 +7,8 @@ from importlib import resources
 import pytest
 
 from rigbench.analysis.peaks import Peak, peak_resolver, prediction_text, ratio_by_clock
-from rigbench.analysis.published import (
-    MAPPINGS,
-    SOURCES,
-    compare_published,
-    framework_family,
-    published_rows,
-)
+from rigbench.analysis.published import compare_published
+from rigbench.analysis.published_tables import MAPPINGS, SOURCES, framework_family, published_rows
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.workloads import WORKLOADS, parse_workload_ref

@@ -4,7 +4,7 @@ For each workload, one row per framework and device at one batch size: steps/s, 
 CPU use (100 = every logical core, the thesis's Task Manager convention), GPU use, host
 memory and GPU memory. The thesis's own rows (CIFAR-10 CNN at batch 128 on a GTX 1060 and an
 i7-8650U, in TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5) sit beside the workload its mapping
-names (analysis/published.MAPPINGS), so the layout and the figures can be read together.
+names (analysis/published_tables.MAPPINGS), so the layout and the figures can be read together.
 
 Which trials count: plain fp32 full-protocol speed trials (published.usable_speed_trial, the rule the
 published comparison uses); where a configuration was measured more than once, the newest
@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rigbench.analysis.published import MAPPINGS, PublishedRow, published_rows, usable_speed_trial
+from rigbench.analysis.published import usable_speed_trial
+from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 

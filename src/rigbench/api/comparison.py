@@ -42,8 +42,8 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
     """This machine's results (or those of `run_ids`) beside the published tables
     (analysis/published.py); returns a PublishedComparison."""
     from rigbench.analysis.peaks import peak_resolver
-    from rigbench.analysis.published import SOURCES
     from rigbench.analysis.published import compare_published as _compare
+    from rigbench.analysis.published_tables import SOURCES
 
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:

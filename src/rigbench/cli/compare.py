@@ -112,7 +112,7 @@ def _print_pairs(outcome: Any) -> None:
 
 
 def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db: str | None, as_json: bool) -> None:
-    from rigbench.analysis.published import MAPPINGS, SOURCES, UNMAPPED
+    from rigbench.analysis.published_tables import MAPPINGS, SOURCES, UNMAPPED
 
     found = api.compare_published(db=db, sources=sources, run_ids=run_ids, all_frameworks=all_frameworks)
     if as_json:
@@ -153,7 +153,7 @@ def _pct(value: float | None) -> str:
 def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None, db: str | None,
                 as_json: bool) -> None:
     from rigbench.analysis.frameworks import TABLE5, slowest_to_fastest
-    from rigbench.analysis.published import SOURCES
+    from rigbench.analysis.published_tables import SOURCES
 
     tables = api.compare_frameworks(db=db, workloads=workloads, run_ids=run_ids, batch_size=batch_size)
     if as_json:
