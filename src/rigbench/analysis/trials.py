@@ -18,3 +18,9 @@ def is_full_protocol(r: Result) -> bool:
     """A speed trial of the timing protocol, --quick included; not a probe, training run or
     range test (module docstring)."""
     return r.spec.kind == "speed"
+
+
+def workload_label(r: Result) -> str:
+    """NAME or NAME:key=value,... (as `rigbench run` takes it and the report names it)."""
+    opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
+    return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
