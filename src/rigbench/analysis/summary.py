@@ -14,7 +14,7 @@ from typing import Any
 from rigbench.analysis.recommend import Line
 from rigbench.analysis.roofline import result_roofline
 from rigbench.analysis.scaling import speed
-from rigbench.analysis.trials import is_full_protocol, workload_label
+from rigbench.analysis.trials import is_full_protocol, network_label
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -82,7 +82,7 @@ def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str,
     `recommendations`: workload -> one line (`recommendation_text`), where `recommend` ran."""
     by_workload: dict[str, list[Result]] = defaultdict(list)
     for r in speed_figures(results):
-        by_workload[workload_label(r)].append(r)
+        by_workload[network_label(r)].append(r)
     rows = []
     for workload in sorted(by_workload):
         members = sorted(by_workload[workload], key=lambda r: r.id or 0)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rigbench.analysis.recommend import KNEE_FRACTION, knee
+from rigbench.analysis.trials import network_label
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
 from rigbench.reports.trial_lines import Legend, LineKey, line_key, speed_trials, trial_hover
 from rigbench.spec import Result
@@ -94,15 +95,16 @@ def metric_chart(results: Sequence[Result], metric: Metric) -> Chart | None:
     points = [(r, y) for r in speed_trials(results) if (y := metric.value(r)) is not None]
     if not points:
         return None
-    legend = Legend([r for r, _ in points], omit=("workload",))
+    # the panel names the network (its revision too), so the legend need not
+    legend = Legend([r for r, _ in points], omit=("workload", "workload_revision"))
     by_line: dict[LineKey, list[tuple[Result, float]]] = defaultdict(list)
     for r, y in points:
         by_line[line_key(r)].append((r, y))
-    series = [_series(members, metric, legend.label(members[0][0]), key.workload)
-              for key, members in by_line.items()]
+    series = [_series(members, metric, legend.label(members[0][0]), network_label(members[0][0]))
+              for members in by_line.values()]
     if metric.id == "speed":
         series += knee_series(series)
-    panels = sorted({key.workload for key in by_line})
+    panels = sorted({s.panel for s in series if s.panel is not None})
     scales = {p: y_scale_for([y for s in series if s.panel == p for y in s.y]) for p in panels}
     return Chart(id=metric.id, title=f"{metric.title} against batch size", x_title="batch size",
                  y_title=metric.y_title, series=series, x_scale="log2", panels=panels,

@@ -81,7 +81,7 @@ def _y_axis(chart: Chart, scale: str | None = None) -> dict[str, Any]:
     """The y axis: from zero, or log-scaled with SI-prefixed ticks (1G, 10G, 100G)."""
     axis: dict[str, Any] = {"title": {"text": chart.y_title}}
     if (scale or chart.y_scale) == "log":
-        axis.update(type="log", exponentformat="SI")
+        axis.update(type="log", exponentformat="SI", dtick=1)  # a label per decade only
     else:
         axis.update(rangemode="tozero")
     return axis

@@ -1,6 +1,6 @@
 """The roofline (achieved FLOP/s against arithmetic intensity, with each device's ceilings) and
 measured against spec-predicted throughput (the roofline's ceiling over the trial's FLOPs per
-sample)."""
+sample). Both colour by network (one legend entry per workload) and state the rest once."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigbench.analysis.roofline import Roof, mfu_warning, result_roofline
+from rigbench.analysis.trials import network_label
 from rigbench.reports.chart_model import Chart, Series, hover_lines
 from rigbench.reports.trial_lines import Legend, LineKey, line_key, speed_trials, trial_hover
 from rigbench.spec import Result
@@ -48,10 +49,12 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
             points.append((r, roof, roof.intensity, roof.achieved_flops))
     if not points:
         return []
-    legend = Legend([r for r, *_ in points])
+    # one legend entry and colour per network: devices and precisions are many here, and the
+    # ceilings and the hover name them
+    legend = Legend([r for r, *_ in points], omit=("workload", "workload_revision"))
     by_line: dict[LineKey, Series] = {}
     for r, roof, intensity, flops in sorted(points, key=lambda p: (p[0].spec.batch_size, p[0].id or 0)):
-        s = by_line.setdefault(line_key(r), Series(name=legend.label(r)))
+        s = by_line.setdefault(line_key(r), Series(name=network_label(r)))
         s.x.append(intensity)
         s.y.append(flops)
         mfu = [f"MFU {src.mfu:.1%} of the {src.source} {r.spec.precision} peak"
@@ -100,10 +103,10 @@ def predicted_charts(results: Sequence[Result], calibrations: dict[str, dict[str
             points.append((r, ceiling, ceiling.ceiling_flops / r.metrics.flops_per_sample))  # type: ignore[operator]
     if not points:
         return []
-    legend = Legend([r for r, *_ in points])
+    legend = Legend([r for r, *_ in points], omit=("workload", "workload_revision"))
     by_label: dict[str, Series] = {}
     for r, ceiling, predicted in sorted(points, key=lambda p: p[0].id or 0):
-        s = by_label.setdefault(legend.label(r), Series(name=legend.label(r)))
+        s = by_label.setdefault(network_label(r), Series(name=network_label(r)))
         measured = r.metrics.samples_per_s or 0.0
         s.x.append(predicted)
         s.y.append(measured)
