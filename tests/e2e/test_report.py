@@ -313,11 +313,13 @@ def _network(r):
 
 
 def test_summary_table_is_the_database_fastest_trial_per_workload(demo_report, demo_page):
-    best, cpu = {}, {}
+    store = Store(demo_report[0])
+    best, cpu = {}, {}  # cpu: (network, the run's CPU model) -> the fastest CPU samples/s there
     for r in _speed_trials(demo_report[0]):
         speed = r.metrics.samples_per_s
-        if r.spec.device == "cpu" and speed > cpu.get(_network(r), 0.0):
-            cpu[_network(r)] = speed
+        if r.spec.device == "cpu":
+            where = (_network(r), store.machine(r.run_id)["cpu_model"])
+            cpu[where] = max(speed, cpu.get(where, 0.0))
         if _network(r) not in best or speed > best[_network(r)].metrics.samples_per_s:
             best[_network(r)] = r
     rows = demo_page.evaluate("""Array.from(document.querySelectorAll('#summary tr[data-workload]')).map(tr =>
@@ -328,7 +330,10 @@ def test_summary_table_is_the_database_fastest_trial_per_workload(demo_report, d
         r = best[workload]
         assert trial == r.id and device.startswith(r.device_name or r.spec.device), workload
         assert sps == f"{r.metrics.samples_per_s:,.1f}", workload
-        ratio = r.metrics.samples_per_s / cpu[workload] if workload in cpu else None
+        # over the CPU of the best trial's own machine where it has one, else the fastest CPU
+        own = cpu.get((workload, store.machine(r.run_id)["cpu_model"]))
+        base = own or max((v for (w, _), v in cpu.items() if w == workload), default=None)
+        ratio = r.metrics.samples_per_s / base if base else None
         assert speedup.split("\n")[0] == ("-" if ratio is None else f"{ratio:,.2f}×"), workload
     # above the fold at 1400 x 900: the summary starts on the first screen
     assert demo_page.locator("#summary").bounding_box()["y"] < 900

@@ -42,6 +42,18 @@ def test_summary_is_the_fastest_trial_per_workload_with_its_figures():
     assert mlp.epoch_seconds == pytest.approx(60_000 / 300)
 
 
+def test_the_cpu_base_is_the_best_trials_own_machine_where_it_has_one():
+    gpu_host = make_result(device="cuda:0", speed=1000.0, run_id="gpu")
+    here, there = make_result(speed=50.0, run_id="gpu"), make_result(speed=200.0, run_id="laptop")
+    machines = {"gpu": {"hostname": "a", "cpu_model": "Xeon"}, "laptop": {"hostname": "b", "cpu_model": "EPYC"}}
+    [row] = summary_rows([gpu_host, here, there], machines=machines)
+    assert row.cpu_base is here and row.speedup_over_cpu == pytest.approx(20.0)
+    [row] = summary_rows([gpu_host, there], machines=machines)  # none on its own machine: any CPU
+    assert row.cpu_base is there and row.speedup_over_cpu == pytest.approx(5.0)
+    [row] = summary_rows([gpu_host, here, there])  # without machines: the fastest CPU trial
+    assert row.cpu_base is there
+
+
 def test_summary_leaves_out_failures_training_runs_and_probes_and_splits_revisions():
     probe = make_result(speed=9e9)
     probe.spec = probe.spec.model_copy(update={"kind": "probe"})

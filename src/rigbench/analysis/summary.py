@@ -74,12 +74,15 @@ def _mfu(r: Result, calibration: dict[str, Any] | None) -> tuple[float | None, s
 
 
 def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str, Any]] | None = None,
-                 recommendations: Mapping[str, str] | None = None) -> list[SummaryRow]:
+                 recommendations: Mapping[str, str] | None = None,
+                 machines: Mapping[str, dict[str, Any] | None] | None = None) -> list[SummaryRow]:
     """One row per workload with a speed figure, in workload order: the trial with the highest
     samples/s (any device, framework, precision, batch), its epoch time, its speed over the
     fastest CPU trial of the workload (1.0 when that is itself; None without a CPU trial), its
     MFU (`calibrations`: device name -> latest calibration) and peak memory.
-    `recommendations`: workload -> one line (`recommendation_text`), where `recommend` ran."""
+    `recommendations`: workload -> one line (`recommendation_text`), where `recommend` ran.
+    `machines` (run id -> fingerprint): the CPU base is then the fastest CPU trial of the best
+    trial's own machine where it has one (a GPU over its own host's CPU), else of any machine."""
     by_workload: dict[str, list[Result]] = defaultdict(list)
     for r in speed_figures(results):
         by_workload[network_label(r)].append(r)
@@ -88,6 +91,9 @@ def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str,
         members = sorted(by_workload[workload], key=lambda r: r.id or 0)
         best = max(members, key=speed)  # the first of equals: the oldest
         cpus = [r for r in members if r.spec.device == "cpu"]
+        if machines is not None:
+            same = machine_identity(machines.get(best.run_id))
+            cpus = [r for r in cpus if machine_identity(machines.get(r.run_id)) == same] or cpus
         base = max(cpus, key=speed) if cpus else None
         ref = WORKLOADS.get(best.spec.workload)
         mfu, source = _mfu(best, (calibrations or {}).get(best.device_name or ""))

@@ -67,7 +67,8 @@ def recommend_target(command: str) -> tuple[str, str] | None:
 def recommendations(results: Sequence[Result], machines: dict[str, dict | None],
                     commands: dict[str, str]) -> dict[str, str]:
     """workload -> the one-line recommendation, for each workload a stored `rigbench recommend`
-    run covers (the newest such run), decided from the selected results of that run's machine."""
+    run covers (the newest such run), decided from the selected results of that run's machine
+    and naming that machine (its GPUs, else its CPU)."""
     out: dict[str, str] = {}
     for run_id, command in commands.items():  # oldest first: a newer run replaces an older one
         target = recommend_target(command)
@@ -80,7 +81,9 @@ def recommendations(results: Sequence[Result], machines: dict[str, dict | None],
         except UsageError:  # a workload this rigbench does not know
             continue
         if text:
-            out[target[0]] = text
+            machine = machines.get(run_id) or {}
+            where = "; ".join(str(g.get("name")) for g in machine.get("gpus") or []) or machine.get("cpu_model")
+            out[target[0]] = f"on {where}: {text}" if where else text
     return out
 
 

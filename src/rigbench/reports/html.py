@@ -193,7 +193,7 @@ def render(results: Sequence[Result], machines: dict[str, dict | None],
     charts = [c for _, cs in sections for c in cs]
     protocols = sorted({(r.spec.measure.warmup_steps, r.spec.measure.min_steps, r.spec.measure.min_seconds)
                         for r in results})
-    summary = summary_cells(summary_rows(results, calibrations, recommendations))
+    summary = summary_cells(summary_rows(results, calibrations, recommendations, machines))
     page = _env.get_template("report.html.j2").render(
         version=__version__, generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         filters=list(filters), n_trials=len(results),
