@@ -133,10 +133,14 @@ def test_page_in_chromium_offline(report_page, browser):
         assert page.locator("#speedup, #scaling").count() == 0  # no data, no section
 
         # hovering a point shows its exact value and the trial's spec
-        box = page.locator("#chart-speed .point").first.bounding_box()
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        point = page.locator("#chart-speed .point").first
+        point.scroll_into_view_if_needed()
+        box = point.bounding_box()
+        # approach the point as a pointer does (plotly's hover follows mouse movement over the plot)
+        page.mouse.move(box["x"] + box["width"] / 2 - 6, box["y"] + box["height"] / 2)
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=3)
         hover = page.locator("#chart-speed .hovertext").first
-        hover.wait_for(timeout=5000)
+        hover.wait_for(timeout=10000)
         text = hover.text_content()  # an SVG element: no innerText
         assert "samples/s (95% CI" in text and "torch cpu b" in text and "trial " in text
         page.mouse.move(0, 0)
@@ -339,6 +343,13 @@ def test_summary_table_is_the_database_fastest_trial_per_workload(demo_report, d
     assert demo_page.locator("#summary").bounding_box()["y"] < 900
     # two machines, each described once however many runs it has
     assert demo_page.locator("header .machines li").count() == 2
+    # printed (to PDF): no navigation, charts kept whole
+    demo_page.emulate_media(media="print")
+    try:
+        assert demo_page.evaluate("getComputedStyle(document.querySelector('nav')).display") == "none"
+        assert demo_page.evaluate("getComputedStyle(document.querySelector('.chart')).breakInside") == "avoid"
+    finally:
+        demo_page.emulate_media(media="screen")
 
 
 def test_one_panel_per_workload_and_legends_name_only_what_varies(demo_report, demo_page):

@@ -2,6 +2,7 @@
 the published GPU:CPU ratios and the recommendation found from stored commands, by hand."""
 
 import csv
+import sys
 from importlib import resources
 from statistics import median
 
@@ -145,3 +146,21 @@ def test_published_ratio_is_the_median_of_the_papers_own_pairs():
     assert shi[("GTX 1080", "mlp")].network == "FCN-S" and ("GTX 1080", "resnet:depth=56") in shi
     assert shi[("GTX 1080", "mlp")].cpu == "desktop CPU, 8 threads"
 
+
+
+def test_screenshot_without_playwright_is_one_line_exit_2(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+    from rigbench.store import Store
+
+    db = str(tmp_path / "r.db")
+    Store(db).add_run("r1", "2026-01-01T00:00:00+00:00", "test", {})
+    Store(db).add_result(make_result())
+    monkeypatch.setitem(sys.modules, "playwright", None)  # `import playwright...` now fails
+    monkeypatch.setitem(sys.modules, "playwright.sync_api", None)
+    proc = CliRunner().invoke(cli.app, ["report", "--db", db, "--out", str(tmp_path / "r.html"),
+                                        "--screenshot", str(tmp_path / "r.png")])
+    assert proc.exit_code == 2
+    assert "the screenshot needs playwright and Chromium: pip install playwright" in proc.output
+    assert (tmp_path / "r.html").exists() and not (tmp_path / "r.png").exists()

@@ -85,11 +85,11 @@ def _draw(ax: plt.Axes, chart: Chart, series: list[Series], y_scale: str) -> Non
 def write_png(chart: Chart, path: Path) -> Path:
     """Draw one chart to `path` at 150 dpi (6.4 x 4 in; small multiples a 4-wide grid of
     panels), with the legend below the plot area, outside it, one entry per name."""
-    panels = chart.panels or [None]
+    panels: list[str | None] = list(chart.panels) or [None]  # None: one plot of every series
     columns = min(4, len(panels))
     rows = -(-len(panels) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(6.4 if columns == 1 else 3.4 * columns, 4.0 if rows == 1 and columns == 1 else 2.8 * rows),
-                             dpi=150, squeeze=False)
+    size = (6.4, 4.0) if len(panels) == 1 else (3.4 * columns, 2.8 * rows)
+    fig, axes = plt.subplots(rows, columns, figsize=size, dpi=150, squeeze=False)
     try:
         for i, panel in enumerate(panels):
             ax = axes[i // columns][i % columns]
