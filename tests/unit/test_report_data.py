@@ -93,6 +93,11 @@ def test_gpu_charts_and_speedup_over_cpu():
     # only GPU trials have GPU %: within them only the precision differs
     assert panels(charts["gpu"]) == {("cnn", "fp32"): ([8, 16], [60.0, 60.0]), ("cnn", "bf16"): ([16], [60.0])}
     assert charts["gpu"].note == "cuda:0 · torch · 1 thread · eager"  # the panel names the workload
+    # one colour per device and framework on the whole page; fp32 and bf16 differ by style
+    fp32, bf16 = charts["gpu"].series
+    speed_gpu = [s for s in charts["speed"].series if s.name.startswith("cuda:0")]
+    assert {s.colour for s in (fp32, bf16, *speed_gpu)} == {fp32.colour} and (fp32.style, bf16.style) == (0, 1)
+    assert {s.colour for s in charts["speed"].series if s.name.startswith("cpu")} != {fp32.colour}
     speedup = charts["speedup_cpu"]
     assert speedup.kind == "bar" and speedup.x_scale == "category"
     # speedups_over_cpu pairs trials of one configuration: the 2-thread CPU trial is not the

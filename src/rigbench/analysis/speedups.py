@@ -27,7 +27,7 @@ def speedups_over_cpu(results: Sequence[Result]) -> list[dict[str, Any]]:
         base = cpu.get(key(r))
         if r.spec.device != "cpu" and base is not None:
             rows.append({"workload": r.spec.workload, "workload_label": workload_label(r),
-                         "device": r.spec.device, "device_name": r.device_name,
+                         "device": r.spec.device, "device_name": r.device_name, "framework": r.spec.framework,
                          "trial": r.id, "base_trial": base.id,
                          "batch_size": r.spec.batch_size, "precision": r.spec.precision,
                          "speedup": speed(r) / speed(base)})

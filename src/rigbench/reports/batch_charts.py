@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from rigbench.analysis.recommend import KNEE_FRACTION, knee
 from rigbench.analysis.trials import network_label
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
-from rigbench.reports.trial_lines import Legend, LineKey, line_key, speed_trials, trial_hover
+from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, speed_trials, trial_hover
 from rigbench.spec import Result
 
 #: The knee markers' colour: a mark over the measured lines, not one of them.
@@ -51,7 +51,7 @@ METRICS: tuple[Metric, ...] = (
 def _series(members: list[tuple[Result, float]], metric: Metric, name: str, panel: str) -> Series:
     """One line in batch order, with error bars when every point has an interval."""
     members.sort(key=lambda p: (p[0].spec.batch_size, p[0].id or 0))
-    s = Series(name=name, panel=panel)
+    s = Series(name=name, panel=panel, colour_key=colour_key(members[0][0]))
     with_ci = all(metric.interval(r) for r, _ in members)
     err_minus: list[float] = []
     err_plus: list[float] = []

@@ -31,6 +31,11 @@ class Series:
     dash: bool = False  # a reference line (e.g. ideal scaling), not a measurement
     colour: str | None = None  # a fixed colour (e.g. roofline ceilings); None: the palette's
     panel: str | None = None  # the small-multiples panel it is drawn in (Chart.panels)
+    #: What picks the colour, page-wide: "DEVICE · FRAMEWORK" for measured trials (one colour
+    #: per device and framework in every chart); None: the name. Series of one colour in a
+    #: chart differ by `style` (dash and marker), set by `assign_colours`.
+    colour_key: str | None = None
+    style: int = 0
     mark: bool = False  # highlighted points (e.g. the throughput knee): large markers, no line
 
 
@@ -67,14 +72,27 @@ def y_scale_for(values: list[float]) -> str:
     return "log" if positive and max(positive) > LOG_RANGE * min(positive) else "linear"
 
 
+#: Line dashes and marker symbols (plotly's names; png.py maps them) that tell apart the series
+#: of one colour in a chart, e.g. fp32 and bf16 on one device.
+DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x")
+
+
 def assign_colours(charts: list[Chart]) -> None:
-    """One colour per legend name across every chart of the page (a device or framework is the
-    same colour everywhere), in order of first appearance; fixed colours are kept."""
+    """One colour per colour key (device and framework; else the name) across every chart of
+    the page, in order of first appearance, and within a chart a style per name among the
+    series of one colour; fixed colours are kept."""
     palette: dict[str, str] = {}
     for chart in charts:
+        names: dict[str, list[str]] = {}
         for s in chart.series:
             if s.colour is None and not s.dash and not s.mark:
-                s.colour = palette.setdefault(s.name, COLOURS[len(palette) % len(COLOURS)])
+                key = s.colour_key or s.name
+                s.colour = palette.setdefault(key, COLOURS[len(palette) % len(COLOURS)])
+                styles = names.setdefault(key, [])
+                if s.name not in styles:
+                    styles.append(s.name)
+                s.style = styles.index(s.name)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rigbench.analysis.energy import format_joules, has_energy, pareto_front
 from rigbench.analysis.scaling import speed
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name
-from rigbench.reports.trial_lines import Legend, LineKey, line_key, speed_trials, trial_hover
+from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, speed_trials, trial_hover
 from rigbench.spec import Result
 
 #: The Pareto front's colour: a reference drawn over the measured series, not one of them.
@@ -47,7 +47,8 @@ def energy_batch_chart(workload: str, members: Sequence[Result]) -> Chart:
     """J/sample against batch size, one line per device, precision, framework (and whatever
     else differs between the trials' configurations)."""
     legend = Legend(members, omit=("workload",))
-    series = [Series(name=legend.label(rs[0]), x=[r.spec.batch_size for r in rs], y=[_joules(r) for r in rs],
+    series = [Series(name=legend.label(rs[0]), colour_key=colour_key(rs[0]),
+                     x=[r.spec.batch_size for r in rs], y=[_joules(r) for r in rs],
                      hover=[trial_hover(r, _point_text(r)) for r in rs])
               for rs in _lines(members).values()]
     return Chart(id=f"energy_batch_{_slug(workload)}", title=f"{workload}: energy per sample against batch size",
@@ -59,7 +60,8 @@ def energy_pareto_chart(workload: str, members: Sequence[Result]) -> Chart:
     """samples/s against J/sample, one marker series per line of `energy_batch_chart`, and the
     Pareto front: the trials no other trial beats on both time and energy per sample."""
     legend = Legend(members, omit=("workload",))
-    series = [Series(name=legend.label(rs[0]), x=[speed(r) for r in rs], y=[_joules(r) for r in rs],
+    series = [Series(name=legend.label(rs[0]), colour_key=colour_key(rs[0]),
+                     x=[speed(r) for r in rs], y=[_joules(r) for r in rs],
                      hover=[trial_hover(r, _point_text(r)) for r in rs])
               for rs in _lines(members).values()]
     # both lower-is-better: seconds per sample (1 / samples/s) and joules per sample

@@ -19,7 +19,7 @@ from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
 from rigbench.analysis.summary import machines_once, summary_rows
-from rigbench.reports.chart_model import COLOURS, Chart, Series
+from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series
 from rigbench.reports.charts import gather
 from rigbench.reports.summary_table import machine_cards, summary_cells
 from rigbench.reports.terminal import unknown_mark
@@ -50,12 +50,13 @@ def _trace(chart: Chart, s: Series, colour: str) -> dict[str, Any]:
         trace.update(type="scatter", mode="lines+markers", line={"color": s.colour or "#999999", "dash": "dash"},
                      marker={"size": 14, "symbol": "circle-open", "color": s.colour or "#999999"})
     elif chart.kind == "scatter":
-        trace.update(type="scatter", mode="markers", marker={"size": 9, "color": colour})
+        trace.update(type="scatter", mode="markers",
+                     marker={"size": 9, "color": colour, "symbol": SYMBOLS[s.style % len(SYMBOLS)]})
     else:
         trace.update(type="scatter", mode="lines" if s.dash else "lines+markers",
                      line={"color": s.colour or ("#999999" if s.dash else colour),
-                           "dash": "dash" if s.dash else "solid"},
-                     marker={"size": 7})
+                           "dash": "dash" if s.dash else DASHES[s.style % len(DASHES)]},
+                     marker={"size": 7, "symbol": SYMBOLS[s.style % len(SYMBOLS)]})
     if s.err_plus is not None:
         trace["error_y"] = {"type": "data", "symmetric": False, "array": s.err_plus,
                             "arrayminus": s.err_minus, "thickness": 1.2, "width": 4}
@@ -64,7 +65,8 @@ def _trace(chart: Chart, s: Series, colour: str) -> dict[str, Any]:
 
 def _axis(chart: Chart, series: Sequence[Series] | None = None) -> dict[str, Any]:
     """The x axis: batch sizes on a log2 scale with a tick at each measured value."""
-    axis: dict[str, Any] = {"title": {"text": chart.x_title}, "zeroline": False}
+    # automargin: long or rotated tick labels push the margin out instead of the title over them
+    axis: dict[str, Any] = {"title": {"text": chart.x_title}, "zeroline": False, "automargin": True}
     if chart.x_scale == "log2":
         ticks = sorted({x for s in (chart.series if series is None else series) for x in s.x})
         axis.update(type="log", tickvals=ticks, ticktext=[str(t) for t in ticks])
@@ -79,7 +81,7 @@ def _axis(chart: Chart, series: Sequence[Series] | None = None) -> dict[str, Any
 
 def _y_axis(chart: Chart, scale: str | None = None) -> dict[str, Any]:
     """The y axis: from zero, or log-scaled with SI-prefixed ticks (1G, 10G, 100G)."""
-    axis: dict[str, Any] = {"title": {"text": chart.y_title}}
+    axis: dict[str, Any] = {"title": {"text": chart.y_title}, "automargin": True}
     if (scale or chart.y_scale) == "log":
         axis.update(type="log", exponentformat="SI", dtick=1)  # a label per decade only
     else:

@@ -15,6 +15,10 @@ from matplotlib.ticker import FixedLocator, MultipleLocator, NullLocator  # noqa
 
 from rigbench.reports.chart_model import COLOURS, Chart, Series  # noqa: E402
 
+#: chart_model.DASHES and SYMBOLS as matplotlib names them, in the same order.
+LINESTYLES = ("-", ":", "--", (0, (8, 3)), "-.")
+MARKERS = ("o", "s", "D", "^", "x")
+
 
 def _plain(text: str) -> str:
     """Text as matplotlib shows it literally ($ would start mathtext)."""
@@ -44,9 +48,10 @@ def _style(chart: Chart, s: Series, i: int) -> dict:
         return {"linestyle": "--", "color": colour, "marker": "o", "markersize": 9, "markerfacecolor": "none"}
     if s.dash:
         return {"linestyle": "--", "color": colour}
+    marker = MARKERS[s.style % len(MARKERS)]
     if chart.kind == "scatter":
-        return {"linestyle": "none", "marker": "o", "markersize": 5, "color": colour}
-    return {"marker": "o", "markersize": 4, "color": colour}
+        return {"linestyle": "none", "marker": marker, "markersize": 5, "color": colour}
+    return {"marker": marker, "markersize": 4, "color": colour, "linestyle": LINESTYLES[s.style % len(LINESTYLES)]}
 
 
 def _draw_lines(ax: plt.Axes, chart: Chart, series: list[Series], y_scale: str) -> None:

@@ -31,11 +31,15 @@ def speedup_charts(results: Sequence[Result]) -> list[Chart]:
         return []
     workloads = sorted({row["workload_label"] for row in rows})
     ours: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    frameworks = {row["framework"] for row in rows}
     for row in rows:
-        ours[row["device_name"] or row["device"]][row["workload_label"]].append(row)
+        device = f"{row['device_name'] or row['device']} · {row['framework']}"
+        ours[device][row["workload_label"]].append(row)
     series = []
     for device, by_workload in ours.items():
-        s = Series(name=device, err_minus=[], err_plus=[])
+        # the colour of this device and framework everywhere on the page
+        s = Series(name=device if len(frameworks) > 1 else device.rsplit(" · ", 1)[0],
+                   err_minus=[], err_plus=[], colour_key=device)
         for workload in workloads:
             found = [row["speedup"] for row in by_workload.get(workload, [])]
             if not found:

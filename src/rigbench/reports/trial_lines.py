@@ -115,6 +115,12 @@ class Legend:
         return n
 
 
+def colour_key(r: Result) -> str:
+    """The page-wide colour of a trial's series: its device (by name) and framework."""
+    values = dimension_values(r)
+    return f"{values['device']} · {values['framework']}"
+
+
 def trial_hover(r: Result, value: str) -> str:
     """The hover text of a measured point: the value, then the trial's spec."""
     m = r.metrics
