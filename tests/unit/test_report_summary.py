@@ -164,3 +164,29 @@ def test_screenshot_without_playwright_is_one_line_exit_2(monkeypatch, tmp_path)
     assert proc.exit_code == 2
     assert "the screenshot needs playwright and Chromium: pip install playwright" in proc.output
     assert (tmp_path / "r.html").exists() and not (tmp_path / "r.png").exists()
+
+
+def test_small_multiples_layout_in_plotly():
+    go = pytest.importorskip("plotly.graph_objects")
+    from rigbench.reports import html
+    from rigbench.reports.charts import gather
+    from tests.unit.test_report_data import train_result
+
+    results = [make_result(batch=8, speed=10.0), make_result(batch=16, speed=500.0), make_result(workload="mlp"),
+               make_result(workload="mlp", precision="bf16"), train_result(0.05)]
+    charts = {c.id: c for _, cs in gather(results) for c in cs}
+    figure = html.plotly_figure(charts["speed"])
+    layout = figure["layout"]
+    assert layout["grid"]["rows"] == 1 and layout["grid"]["columns"] == 2
+    assert [a["text"] for a in layout["annotations"]] == ["<b>cnn</b>", "<b>mlp</b>"]
+    assert layout["yaxis"]["type"] == "log" and layout["yaxis2"]["rangemode"] == "tozero"  # 50x vs 1x
+    assert [(t["xaxis"], t["yaxis"]) for t in figure["data"]] == [("x", "y"), ("x2", "y2"), ("x2", "y2"), ("x", "y")]
+    # the cnn line and mlp's fp32 share a name: one legend entry; the legend sits below the plots
+    assert [t["showlegend"] for t in figure["data"]] == [True, False, True, True]
+    assert layout["legend"]["yref"] == "container" and layout["legend"]["y"] == 0
+    assert layout["title"]["subtitle"]["text"] == "same for every series: cpu · torch · 1 thread · eager"
+    go.Figure(data=figure["data"], layout=layout)  # plotly accepts it
+    loss = html.plotly_figure(charts["loss_curves"])
+    assert loss["layout"]["xaxis"]["dtick"] == 1  # epochs are whole numbers
+    page, _ = html.render(results, {"r1": {}})
+    assert 'displayModeBar: "hover"' in page and "@media print" in page
