@@ -2,6 +2,7 @@
 opened offline in real headless Chromium (Debian's `chromium`, driven by playwright)."""
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -17,6 +18,7 @@ from rigbench import api  # noqa: E402
 from rigbench.spec import Metrics  # noqa: E402
 from rigbench.store import Store  # noqa: E402
 from rigbench.store.calibrations import add_calibration  # noqa: E402
+from rigbench.workloads import WORKLOADS  # noqa: E402
 from tests.unit.test_report_data import every_kind_of_result  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -131,10 +133,14 @@ def test_page_in_chromium_offline(report_page, browser):
         assert page.locator("#speedup, #scaling").count() == 0  # no data, no section
 
         # hovering a point shows its exact value and the trial's spec
-        box = page.locator("#chart-speed .point").first.bounding_box()
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        point = page.locator("#chart-speed .point").first
+        point.scroll_into_view_if_needed()
+        box = point.bounding_box()
+        # approach the point as a pointer does (plotly's hover follows mouse movement over the plot)
+        page.mouse.move(box["x"] + box["width"] / 2 - 6, box["y"] + box["height"] / 2)
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=3)
         hover = page.locator("#chart-speed .hovertext").first
-        hover.wait_for(timeout=5000)
+        hover.wait_for(timeout=10000)
         text = hover.text_content()  # an SVG element: no innerText
         assert "samples/s (95% CI" in text and "torch cpu b" in text and "trial " in text
         page.mouse.move(0, 0)
@@ -164,19 +170,20 @@ def test_every_chart_kind_draws_in_chromium(tmp_path, browser):
             {"kind": "matmul", "precision": "fp32", "status": "ok", "value": 1e11, "unit": "FLOP/s", "detail": {}},
             {"kind": "memory_bandwidth", "precision": None, "status": "ok", "value": 1e10, "unit": "B/s", "detail": {}}]})
     done = api.report(str(tmp_path / "kinds.html"), db=db)
-    assert done.charts == ["speed", "cpu", "gpu", "rss", "gpu_mem", "speedup_cpu", "precision", "threads", "roofline"]
+    assert done.charts == ["speed", "speedup_cpu", "roofline", "predicted", "precision", "threads",
+                           "cpu", "gpu", "rss", "gpu_mem"]
     page, errors, blocked = open_offline(browser, tmp_path / "kinds.html")
     try:
         assert errors == [] and blocked == []
         charts = drawn_charts(page)
-        assert len(charts) == 9
+        assert len(charts) == 10
         for chart_id, (lengths, points) in charts.items():
             assert lengths and all(lengths) and points > 0, chart_id
         # the two trials, then the calibrated CPU roof and the H100's spec-sheet roof (3 points each)
         assert charts["chart-roofline"][0] == [1, 1, 3, 3]
-        axes = page.evaluate("(el => [el.layout.xaxis.type, el.layout.yaxis.type])"
+        axes = page.evaluate("(el => [el.layout.xaxis.type, el.layout.yaxis.type, el.getBoundingClientRect().height])"
                              "(document.getElementById('chart-roofline'))")
-        assert axes == ["log", "log"]
+        assert axes[:2] == ["log", "log"] and axes[2] >= 400  # issue 14: a roofline that can be read
         assert "<b>host</b>" in page.locator("#machine").inner_text()
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "report-all-kinds.png"), full_page=True)
@@ -265,3 +272,112 @@ def test_bad_selection_is_one_line_exit_2(filled_db, tmp_path, args, message):
     assert message in proc.stderr
     assert proc.stderr.strip().count("\n") == 0
     assert not (tmp_path / "x.html").exists()
+
+
+# --------------------------------------------------------------------------- the page people read first (issue 14)
+
+#: Where the test run writes its screenshot of the page (1400 px wide) for people to look at.
+SCREENSHOT_ENV = "RIGBENCH_REPORT_SCREENSHOT"
+
+
+@pytest.fixture(scope="module")
+def demo_report(filled_db, tmp_path_factory):
+    """The real CPU trials and the H100 session's 46 results in one database, reported by the
+    CLI with --screenshot (the docs' command): two machines, eight workloads, GPU:CPU pairs.
+    Returns (database, page, screenshot)."""
+    base = tmp_path_factory.mktemp("demo")
+    db = base / "demo.db"
+    db.write_bytes(Path(filled_db).read_bytes())
+    proc = rigbench("results", "import", str(H100_BUNDLE), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    shot = Path(os.environ.get(SCREENSHOT_ENV) or base / "report-top.png")
+    proc = rigbench("report", "--db", str(db), "--out", str(base / "demo.html"), "--screenshot", str(shot))
+    assert proc.returncode == 0, proc.stderr
+    assert f"Screenshot: {shot}" in proc.stdout
+    return str(db), base / "demo.html", shot
+
+
+@pytest.fixture(scope="module")
+def demo_page(demo_report, browser):
+    page, errors, blocked = open_offline(browser, demo_report[1])
+    assert errors == [] and blocked == []
+    yield page
+    page.close()
+
+
+def _speed_trials(db):
+    return [r for r in Store(db).list() if r.spec.kind == "speed" and r.status == "ok" and r.metrics.samples_per_s]
+
+
+def _network(r):
+    """The workload as the page names a network, computed here from the registry."""
+    name = r.spec.workload + "".join(f":{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
+    current = WORKLOADS[r.spec.workload].revision
+    return name if r.spec.workload_revision == current else f"{name} (revision {r.spec.workload_revision})"
+
+
+def test_summary_table_is_the_database_fastest_trial_per_workload(demo_report, demo_page):
+    store = Store(demo_report[0])
+    best, cpu = {}, {}  # cpu: (network, the run's CPU model) -> the fastest CPU samples/s there
+    for r in _speed_trials(demo_report[0]):
+        speed = r.metrics.samples_per_s
+        if r.spec.device == "cpu":
+            where = (_network(r), store.machine(r.run_id)["cpu_model"])
+            cpu[where] = max(speed, cpu.get(where, 0.0))
+        if _network(r) not in best or speed > best[_network(r)].metrics.samples_per_s:
+            best[_network(r)] = r
+    rows = demo_page.evaluate("""Array.from(document.querySelectorAll('#summary tr[data-workload]')).map(tr =>
+        [tr.dataset.workload, Number(tr.dataset.trial), tr.querySelector('.device').innerText,
+         tr.querySelector('.sps').innerText, tr.querySelector('.speedup').innerText])""")
+    assert [row[0] for row in rows] == sorted(best)
+    for workload, trial, device, sps, speedup in rows:
+        r = best[workload]
+        assert trial == r.id and device.startswith(r.device_name or r.spec.device), workload
+        assert sps == f"{r.metrics.samples_per_s:,.1f}", workload
+        # over the CPU of the best trial's own machine where it has one, else the fastest CPU
+        own = cpu.get((workload, store.machine(r.run_id)["cpu_model"]))
+        base = own or max((v for (w, _), v in cpu.items() if w == workload), default=None)
+        ratio = r.metrics.samples_per_s / base if base else None
+        assert speedup.split("\n")[0] == ("-" if ratio is None else f"{ratio:,.2f}×"), workload
+    # above the fold at 1400 x 900: the summary starts on the first screen
+    assert demo_page.locator("#summary").bounding_box()["y"] < 900
+    # two machines, each described once however many runs it has
+    assert demo_page.locator("header .machines li").count() == 2
+    # printed (to PDF): no navigation, charts kept whole
+    demo_page.emulate_media(media="print")
+    try:
+        assert demo_page.evaluate("getComputedStyle(document.querySelector('nav')).display") == "none"
+        assert demo_page.evaluate("getComputedStyle(document.querySelector('.chart')).breakInside") == "avoid"
+    finally:
+        demo_page.emulate_media(media="screen")
+
+
+def test_one_panel_per_workload_and_legends_name_only_what_varies(demo_report, demo_page):
+    trials = _speed_trials(demo_report[0])
+    panels = demo_page.evaluate("""document.getElementById('chart-speed').layout.annotations
+        .map(a => a.text.replace(/<[^>]+>/g, ''))""")
+    assert panels == sorted({_network(r) for r in trials})
+    # the speed legend: one entry per configuration but for workload, batch and run (the device
+    # by its name), plus the knee marker; never more
+    configs = {(r.device_name or r.spec.device,
+                r.spec.config_key(ignore=("workload", "workload_options", "workload_revision", "batch_size", "device")))
+               for r in trials}
+    charts = demo_page.evaluate("""Array.from(document.querySelectorAll('.chart')).map(el => [el.id,
+        el.data.filter(t => t.showlegend !== false).map(t => t.name),
+        el.getBoundingClientRect().bottom,
+        (el.querySelector('.legend') || el).getBoundingClientRect().bottom])""")
+    for chart_id, names, chart_bottom, legend_bottom in charts:
+        assert len(names) == len(set(names)), chart_id  # one entry per name
+        assert legend_bottom <= chart_bottom + 1, chart_id  # the whole legend shows: no scrolling
+    speed_names = dict((c[0], c[1]) for c in charts)["chart-speed"]
+    assert len([n for n in speed_names if not n.startswith("knee")]) == len(configs)
+    assert not any(n.startswith("torch") or " · torch" in n for n in speed_names)  # constant: said once
+    assert "same for every series: torch" in demo_page.evaluate(
+        "document.getElementById('chart-speed').layout.title.subtitle.text")
+
+
+def test_screenshot_of_the_page_at_1400_px(demo_report):
+    data = demo_report[2].read_bytes()
+    assert data.startswith(PNG_SIGNATURE)
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width == 1400 and 900 <= height <= 2000

@@ -49,16 +49,27 @@ def series(chart):
     return {s.name: (s.x, s.y) for s in chart.series}
 
 
+def panels(chart):
+    """(panel, series name) -> (x, y) of a small-multiples chart's measured lines."""
+    return {(s.panel, s.name): (s.x, s.y) for s in chart.series if not s.mark}
+
+
 def test_one_line_per_workload_and_device_in_batch_order():
     results = [make_result(batch=16, speed=150.0), make_result(batch=8, speed=100.0),
                make_result(workload="mlp", batch=16, speed=300.0)]
     speed = charts_by_id(results)["speed"]
-    assert series(speed) == {"cnn · torch · cpu": ([8, 16], [100.0, 150.0]),
-                             "mlp · torch · cpu": ([16], [300.0])}
+    # one panel per workload; nothing but the workload differs: each line is named by its device
+    # and the rest is stated once
+    assert speed.panels == ["cnn", "mlp"] and speed.note == "cpu · torch · fp32 · 1 thread · eager"
+    assert panels(speed) == {("cnn", "cpu"): ([8, 16], [100.0, 150.0]), ("mlp", "cpu"): ([16], [300.0])}
     cnn = speed.series[0]
     assert cnn.err_minus == pytest.approx([10.0, 15.0]) and cnn.err_plus == pytest.approx([20.0, 30.0])
     assert speed.x_scale == "log2" and speed.x_title == "batch size"
-    assert series(charts_by_id(results)["cpu"])["cnn · torch · cpu"] == ([8, 16], [45.0, 45.0])
+    # the knee of the line with two batches: b16 is its best (b8's 100 < 90% of 150)
+    [knee] = [s for s in speed.series if s.mark]
+    assert (knee.panel, knee.x, knee.y) == ("cnn", [16], [150.0])
+    assert speed.panel_y_scales == {"cnn": "linear", "mlp": "linear"}
+    assert panels(charts_by_id(results)["cpu"])[("cnn", "cpu")] == ([8, 16], [45.0, 45.0])
     assert charts_by_id(results)["cpu"].series[0].err_plus is None  # CI only for speed
 
 
@@ -66,9 +77,9 @@ def test_cpu_only_results_give_only_the_charts_with_data():
     results = [make_result(batch=8), make_result(batch=16),
                make_result(status="crash", error="boom"), make_result(status="oom")]
     sections = gather(results)
-    assert [section.id for section, _ in sections] == ["batch"]  # no speed-up, no scaling
-    assert [chart.id for chart in sections[0][1]] == ["speed", "cpu", "rss"]  # no GPU charts
-    assert sum(len(s.x) for s in sections[0][1][0].series) == 2  # failed trials not drawn
+    assert [section.id for section, _ in sections] == ["speed", "resources"]  # no speed-up, no scaling
+    assert [chart.id for chart in sections[1][1]] == ["cpu", "rss"]  # no GPU charts
+    assert sum(len(s.x) for s in sections[0][1][0].series if not s.mark) == 2  # failed trials not drawn
 
 
 def test_nothing_to_draw_gives_no_sections():
@@ -78,19 +89,32 @@ def test_nothing_to_draw_gives_no_sections():
 
 def test_gpu_charts_and_speedup_over_cpu():
     charts = charts_by_id(every_kind_of_result())
-    assert list(charts) == ["speed", "cpu", "gpu", "rss", "gpu_mem", "speedup_cpu", "precision", "threads"]
-    assert series(charts["gpu"]) == {"cnn · torch · cuda:0 · fp32": ([8, 16], [60.0, 60.0]),
-                                     "cnn · torch · cuda:0 · bf16": ([16], [60.0])}
+    assert list(charts) == ["speed", "speedup_cpu", "precision", "threads", "cpu", "gpu", "rss", "gpu_mem"]
+    # only GPU trials have GPU %: within them only the precision differs
+    assert panels(charts["gpu"]) == {("cnn", "fp32"): ([8, 16], [60.0, 60.0]), ("cnn", "bf16"): ([16], [60.0])}
+    assert charts["gpu"].note == "cuda:0 · torch · 1 thread · eager"  # the panel names the workload
+    # one colour per device and framework on the whole page; fp32 and bf16 differ by style
+    fp32, bf16 = charts["gpu"].series
+    speed_gpu = [s for s in charts["speed"].series if s.name.startswith("cuda:0")]
+    assert {s.colour for s in (fp32, bf16, *speed_gpu)} == {fp32.colour} and (fp32.style, bf16.style) == (0, 1)
+    assert {s.colour for s in charts["speed"].series if s.name.startswith("cpu")} != {fp32.colour}
     speedup = charts["speedup_cpu"]
-    assert speedup.kind == "bar"
+    assert speedup.kind == "bar" and speedup.x_scale == "category"
     # speedups_over_cpu pairs trials of one configuration: the 2-thread CPU trial is not the
-    # base of the GPU trial (framework's default threads), the default-threads one is
-    assert series(speedup) == {"cuda:0": (["cnn b8", "cnn b16"], [10.0, pytest.approx(1800 / 150)])}
+    # base of the GPU trial (framework's default threads), the default-threads one is; per
+    # workload the median of b8's 10x and b16's 12x, the range as error bars
+    ours = speedup.series[0]
+    assert (ours.name, ours.x, ours.y) == ("cuda:0", ["cnn"], [pytest.approx(11.0)])
+    assert ours.err_minus == [pytest.approx(1.0)] and ours.err_plus == [pytest.approx(1.0)]
+    # beside it, the published GPU:CPU ratios of cnn's closest published networks, grey
+    published = {s.name: s for s in speedup.series[1:]}
+    assert "Yin 2020: GTX 1060" in published and all(s.x == ["cnn"] for s in published.values())
+    assert published["Yin 2020: GTX 1060"].colour != ours.colour
 
 
 def test_gpu_memory_falls_back_to_the_allocator_peak():
     results = [make_result(device="cuda:0", allocator_peak_mib=300.0)]
-    assert series(charts_by_id(results)["gpu_mem"]) == {"cnn · torch · cuda:0": ([16], [300.0])}
+    assert panels(charts_by_id(results)["gpu_mem"]) == {("cnn", "cuda:0"): ([16], [300.0])}
 
 
 def test_precision_and_thread_scaling():
@@ -109,16 +133,22 @@ def test_scaling_needs_a_baseline():
 
 def test_names_say_what_differs_between_runs():
     results = [make_result(run_id="r1"), make_result(run_id="r2", speed=120.0)]
-    assert set(series(charts_by_id(results)["speed"])) == {"cnn · torch · cpu · run r1",
-                                                           "cnn · torch · cpu · run r2"}
+    # only the run differs: the run names the lines
+    assert set(panels(charts_by_id(results)["speed"])) == {("cnn", "run r1"), ("cnn", "run r2")}
+    # when a configuration differs too, lines of one configuration from two runs share a name
+    # (one legend entry, one colour)
+    results.append(make_result(run_id="r2", precision="bf16"))
+    speed = charts_by_id(results)["speed"]
+    assert [s.name for s in speed.series if not s.mark] == ["fp32", "fp32", "bf16"]
+    assert len({s.colour for s in speed.series if s.name == "fp32"}) == 1
 
 
 def test_other_configuration_fields_make_their_own_line_named_by_what_differs():
     results = [make_result(batch=8, speed=100.0), make_result(batch=16, speed=150.0),
                make_result(batch=16, speed=90.0)]
     results[2].spec = results[2].spec.model_copy(update={"lr": 0.5})
-    assert series(charts_by_id(results)["speed"]) == {"cnn · torch · cpu · lr default": ([8, 16], [100.0, 150.0]),
-                                                      "cnn · torch · cpu · lr 0.5": ([16], [90.0])}
+    assert panels(charts_by_id(results)["speed"]) == {("cnn", "lr default"): ([8, 16], [100.0, 150.0]),
+                                                      ("cnn", "lr 0.5"): ([16], [90.0])}
 
 
 def test_hover_has_value_and_spec_and_escapes_user_text():

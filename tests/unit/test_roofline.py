@@ -172,8 +172,9 @@ def test_report_draws_trials_and_ceilings(tmp_path, monkeypatch):
     store, _ = stored_trials(tmp_path)
     results = store.list()
     sections = gather(results, api.device_calibrations(store, results))
-    [chart] = [c for s, cs in sections if s.id == "roofline" for c in cs]
+    [chart, predicted] = [c for s, cs in sections if s.id == "roofline" for c in cs]
     assert chart.x_scale == "log" and chart.y_scale == "log"
+    assert chart.height is not None and chart.height >= 400  # issue 14: readable, not squashed
     trial, ceiling = chart.series
     assert trial.x == [pytest.approx(INTENSITY)] and trial.y == [pytest.approx(1e11)]
     # calibrated roof of CPU X fp32: ridge at 1e11 / 1e10 = 10 FLOP/byte, flat at 1e11 beyond it
@@ -181,6 +182,11 @@ def test_report_draws_trials_and_ceilings(tmp_path, monkeypatch):
     lo, ridge, hi = ceiling.x
     assert ridge == pytest.approx(10.0) and lo < ridge < hi
     assert ceiling.y == [pytest.approx(lo * 1e10), pytest.approx(1e11), pytest.approx(1e11)]
+    # predicted: the calibrated ceiling at the trial's intensity (compute-bound, 1e11 FLOP/s)
+    # over its 1e9 FLOPs per sample = 100 samples/s, as measured; named by network
+    trial, equal = predicted.series
+    assert trial.name == "mlp" and trial.x == [pytest.approx(100.0)] and trial.y == [pytest.approx(100.0)]
+    assert equal.dash and equal.x == equal.y
     # results without FLOPs or traffic (older results) give no roofline section
     assert "roofline" not in [s.id for s, _ in gather([make_result()])]
 
@@ -215,6 +221,7 @@ def test_a_calibration_below_the_measured_flops_warns_everywhere(tmp_path, monke
     detail = runner.invoke(cli.app, ["results", "show", str(ok.id), "--db", store.url])
     assert "WARNING" in detail.stdout and "calibrated peak is too low" in detail.stdout
     results = store.list()
-    [chart] = [c for s, cs in gather(results, api.device_calibrations(store, results)) if s.id == "roofline" for c in cs]
+    [chart] = [c for s, cs in gather(results, api.device_calibrations(store, results)) if s.id == "roofline"
+               for c in cs if c.id == "roofline"]
     assert chart.title.endswith(f" · WARNING: CPU X: {WARNING}")
     assert "WARNING: MFU 200% &gt; 100%" in chart.series[0].hover[0]

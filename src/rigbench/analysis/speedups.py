@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigbench.analysis.scaling import speed
+from rigbench.analysis.trials import workload_label
 from rigbench.spec import Result
 
 
@@ -25,7 +26,9 @@ def speedups_over_cpu(results: Sequence[Result]) -> list[dict[str, Any]]:
     for r in ok:
         base = cpu.get(key(r))
         if r.spec.device != "cpu" and base is not None:
-            rows.append({"workload": r.spec.workload, "device": r.spec.device,
+            rows.append({"workload": r.spec.workload, "workload_label": workload_label(r),
+                         "device": r.spec.device, "device_name": r.device_name, "framework": r.spec.framework,
+                         "trial": r.id, "base_trial": base.id,
                          "batch_size": r.spec.batch_size, "precision": r.spec.precision,
                          "speedup": speed(r) / speed(base)})
     return rows

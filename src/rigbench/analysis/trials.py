@@ -18,3 +18,20 @@ def is_full_protocol(r: Result) -> bool:
     """A speed trial of the timing protocol, --quick included; not a probe, training run or
     range test (module docstring)."""
     return r.spec.kind == "speed"
+
+
+def workload_label(r: Result) -> str:
+    """NAME or NAME:key=value,... (as `rigbench run` takes it and the report names it)."""
+    opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
+    return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
+
+
+def network_label(r: Result) -> str:
+    """`workload_label`, with "(revision N)" when the trial measured another revision of the
+    network than this rigbench's (an older network under the same name: never mixed with it)."""
+    from rigbench.workloads import WORKLOADS
+
+    workload = WORKLOADS.get(r.spec.workload)
+    current = workload.revision if workload is not None else r.spec.workload_revision
+    label = workload_label(r)
+    return label if r.spec.workload_revision == current else f"{label} (revision {r.spec.workload_revision})"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from rigbench.analysis.summary import machine_identity, recommendation_text
 from rigbench.errors import UsageError
+from rigbench.experiments.recommend import stored_recommendation
 from rigbench.spec import Result
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations
@@ -39,6 +43,50 @@ def parse_where(filters: Sequence[str]) -> dict[str, set[str]]:
     return accepted
 
 
+def recommend_target(command: str) -> tuple[str, str] | None:
+    """(workload, framework) of a stored `rigbench recommend WORKLOAD [--framework F]` command
+    line, else None."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    names = [Path(w).name for w in words]
+    if "recommend" not in names:
+        return None
+    rest = words[names.index("recommend") + 1:]
+    framework = "torch"
+    for i, word in enumerate(rest):
+        if word == "--framework" and i + 1 < len(rest):
+            framework = rest[i + 1]
+        elif word.startswith("--framework="):
+            framework = word.partition("=")[2]
+    workload = next((w for w in rest if not w.startswith("-")), None)
+    return (workload, framework) if workload else None
+
+
+def recommendations(results: Sequence[Result], machines: dict[str, dict | None],
+                    commands: dict[str, str]) -> dict[str, str]:
+    """workload -> the one-line recommendation, for each workload a stored `rigbench recommend`
+    run covers (the newest such run), decided from the selected results of that run's machine
+    and naming that machine (its GPUs, else its CPU)."""
+    out: dict[str, str] = {}
+    for run_id, command in commands.items():  # oldest first: a newer run replaces an older one
+        target = recommend_target(command)
+        if target is None:
+            continue
+        same = machine_identity(machines.get(run_id))
+        mine = [r for r in results if machine_identity(machines.get(r.run_id)) == same]
+        try:
+            text = recommendation_text(stored_recommendation(mine, *target))
+        except UsageError:  # a workload this rigbench does not know
+            continue
+        if text:
+            machine = machines.get(run_id) or {}
+            where = "; ".join(str(g.get("name")) for g in machine.get("gpus") or []) or machine.get("cpu_model")
+            out[target[0]] = f"on {where}: {text}" if where else text
+    return out
+
+
 @dataclass
 class ReportOutcome:
     """What `report` wrote: the page, how many trials it covers, its chart ids, the PNGs."""
@@ -48,6 +96,7 @@ class ReportOutcome:
     charts: list[str]
     pngs: list[str]
     size_bytes: int
+    screenshot: str | None = None
 
 
 def select_results(store: Store, run_ids: Sequence[str] = (), where: Sequence[str] = ()) -> list[Result]:
@@ -73,9 +122,11 @@ def select_results(store: Store, run_ids: Sequence[str] = (), where: Sequence[st
 
 
 def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
-           where: Sequence[str] = (), png_dir: str | None = None) -> ReportOutcome:
+           where: Sequence[str] = (), png_dir: str | None = None,
+           screenshot: str | None = None) -> ReportOutcome:
     """Write the self-contained HTML report of the stored results of `run_ids` (default:
-    all) that match `where` to `out`, and with `png_dir` each chart as a PNG there."""
+    all) that match `where` to `out`, with `png_dir` each chart as a PNG there, and with
+    `screenshot` a PNG of the page's top as Chromium draws it (reports/screenshot.py)."""
     parse_where(where)  # a bad filter fails before anything is imported or read
     try:  # optional dependencies: only the report needs them
         from rigbench.reports import html
@@ -89,8 +140,10 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
     store = Store(db, create=False)
     results = select_results(store, run_ids, where)
     machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}
+    commands = store.commands(list(machines))
     page, charts = html.render(results, machines, filters=list(where),
-                               calibrations=device_calibrations(store, results))
+                               calibrations=device_calibrations(store, results), commands=commands,
+                               recommendations=recommendations(results, machines, commands))
     try:
         with open(out, "w", encoding="utf-8") as fh:
             fh.write(page)
@@ -100,4 +153,8 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
         pngs = [str(p) for p in png.write_pngs(charts, png_dir)] if png_dir is not None else []
     except OSError as exc:
         raise UsageError(f"cannot write --png {png_dir}: {exc.strerror}") from None
-    return ReportOutcome(str(out), len(results), [c.id for c in charts], pngs, len(page.encode()))
+    if screenshot is not None:
+        from rigbench.reports.screenshot import screenshot as take_screenshot
+        take_screenshot(out, screenshot)
+    return ReportOutcome(str(out), len(results), [c.id for c in charts], pngs, len(page.encode()),
+                         screenshot)

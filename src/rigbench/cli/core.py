@@ -234,12 +234,16 @@ def report(
     where: list[str] | None = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
     output: str = typer.Option("report.html", "--out", "-o", metavar="FILE", help="The HTML file to write (self-contained: opens offline)."),
     png_dir: str | None = typer.Option(None, "--png", metavar="DIR", help="Also write each chart as a PNG into DIR."),
+    screenshot: str | None = typer.Option(None, "--screenshot", metavar="FILE", help="Also write a PNG of the page's top as headless Chromium draws it, 1400 px wide (needs playwright and chromium)."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
-    """Write an HTML report with interactive charts: speed, CPU/GPU use and memory against batch size, speed-ups, machine, failures."""
-    done = api.report(output, db=db, run_ids=run_id or [], where=where or [], png_dir=png_dir)
+    """Write an HTML report: a summary per workload, then charts (speed per workload, speed-ups beside published ones, roofline, scaling, training, energy, resources), machines, failures."""
+    done = api.report(output, db=db, run_ids=run_id or [], where=where or [], png_dir=png_dir,
+                      screenshot=screenshot)
     out.print(f"Wrote {done.path} ({done.size_bytes / 1024:,.0f} KB): {done.trials} trials, "
               f"{len(done.charts)} charts", highlight=False, markup=False, soft_wrap=True)
     if done.pngs:
         out.print(f"PNGs: {len(done.pngs)} in {png_dir}", highlight=False, markup=False, soft_wrap=True)
+    if done.screenshot:
+        out.print(f"Screenshot: {done.screenshot}", highlight=False, markup=False, soft_wrap=True)
 

@@ -292,3 +292,15 @@ def _data_trials(run: _Session, results: list[Result], ref: Workload, options: d
         run.measure(f"1 epoch of train --input loader --workers 0 on {dataset}"
                     + (f" ({subset} samples)" if subset else "") + f" at b{batch}",
                     "no stored loader run: input and copy shares unknown", [TrialSpec(**base, train=train)])
+
+
+def stored_recommendation(results: Sequence[Result], workload: str, framework: str = "torch") -> list[Line]:
+    """The decisions `recommend --no-run` makes from `results` alone, for the report: nothing is
+    measured and no machine is checked (the caller passes one machine's results); the devices
+    are those with timed trials, each with its stored max-batch limit."""
+    ref, options = parse_workload_ref(workload)
+    mine = [r for r in results if r.spec.workload == ref.name and r.spec.workload_options == options
+            and r.spec.framework == framework]
+    devices = list(dict.fromkeys(r.spec.device for r in mine if rules.timed(r)))
+    limits = {d: limit for d in devices if (limit := stored_limit(mine, d)) is not None}
+    return rules.recommend(mine, devices, limits, ref.optimizer, ref.dataset.train_size)

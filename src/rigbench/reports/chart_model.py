@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigbench.analysis.trials import workload_label
 from rigbench.spec import Result
 
 #: Series colours, in order, shared by the page and the PNGs so that both read alike.
@@ -29,6 +30,13 @@ class Series:
     hover: list[str] = field(default_factory=list)  # HTML-escaped, lines joined by <br>
     dash: bool = False  # a reference line (e.g. ideal scaling), not a measurement
     colour: str | None = None  # a fixed colour (e.g. roofline ceilings); None: the palette's
+    panel: str | None = None  # the small-multiples panel it is drawn in (Chart.panels)
+    #: What picks the colour, page-wide: "DEVICE · FRAMEWORK" for measured trials (one colour
+    #: per device and framework in every chart); None: the name. Series of one colour in a
+    #: chart differ by `style` (dash and marker), set by `assign_colours`.
+    colour_key: str | None = None
+    style: int = 0
+    mark: bool = False  # highlighted points (e.g. the throughput knee): large markers, no line
 
 
 @dataclass
@@ -45,6 +53,46 @@ class Chart:
     kind: str = "line"
     x_scale: str = "linear"
     y_scale: str = "linear"
+    #: Small multiples: the panels in order (one per workload); each series names its panel.
+    #: A panel's y axis is "log" where its values span more than 10x (`panel_y_scales`).
+    panels: list[str] = field(default_factory=list)
+    panel_y_scales: dict[str, str] = field(default_factory=dict)
+    note: str = ""  # what is the same for every series, stated once above the chart
+    height: int | None = None  # pixels, when the default (380) is too small to read it
+    x_dtick: float | None = None  # a tick every this many x units (1 on an epoch axis)
+
+
+#: A y axis becomes logarithmic where its largest value exceeds its smallest by more than this.
+LOG_RANGE = 10.0
+
+
+def y_scale_for(values: list[float]) -> str:
+    """"log" when the positive `values` span more than LOG_RANGE, else "linear"."""
+    positive = [v for v in values if v > 0]
+    return "log" if positive and max(positive) > LOG_RANGE * min(positive) else "linear"
+
+
+#: Line dashes and marker symbols (plotly's names; png.py maps them) that tell apart the series
+#: of one colour in a chart, e.g. fp32 and bf16 on one device.
+DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x")
+
+
+def assign_colours(charts: list[Chart]) -> None:
+    """One colour per colour key (device and framework; else the name) across every chart of
+    the page, in order of first appearance, and within a chart a style per name among the
+    series of one colour; fixed colours are kept."""
+    palette: dict[str, str] = {}
+    for chart in charts:
+        names: dict[str, list[str]] = {}
+        for s in chart.series:
+            if s.colour is None and not s.dash and not s.mark:
+                key = s.colour_key or s.name
+                s.colour = palette.setdefault(key, COLOURS[len(palette) % len(COLOURS)])
+                styles = names.setdefault(key, [])
+                if s.name not in styles:
+                    styles.append(s.name)
+                s.style = styles.index(s.name)
 
 
 @dataclass
@@ -67,6 +115,5 @@ def hover_lines(*lines: str) -> str:
 
 
 def workload_name(r: Result) -> str:
-    """NAME or NAME:key=value,... as a chart legend writes a workload."""
-    opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
-    return f"{r.spec.workload}:{opts}" if opts else r.spec.workload
+    """NAME or NAME:key=value,... as a chart legend writes a workload (analysis.trials' rule)."""
+    return workload_label(r)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rigbench.analysis.energy import format_joules, has_energy, pareto_front
 from rigbench.analysis.scaling import speed
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name
-from rigbench.reports.trial_lines import LineKey, line_key, line_namer, speed_trials, trial_hover
+from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, speed_trials, trial_hover
 from rigbench.spec import Result
 
 #: The Pareto front's colour: a reference drawn over the measured series, not one of them.
@@ -46,21 +46,24 @@ def _lines(members: Sequence[Result]) -> dict[LineKey, list[Result]]:
 def energy_batch_chart(workload: str, members: Sequence[Result]) -> Chart:
     """J/sample against batch size, one line per device, precision, framework (and whatever
     else differs between the trials' configurations)."""
-    name = line_namer(members)
-    series = [Series(name=name(key), x=[r.spec.batch_size for r in rs], y=[_joules(r) for r in rs],
+    legend = Legend(members, omit=("workload",))
+    series = [Series(name=legend.label(rs[0]), colour_key=colour_key(rs[0]),
+                     x=[r.spec.batch_size for r in rs], y=[_joules(r) for r in rs],
                      hover=[trial_hover(r, _point_text(r)) for r in rs])
-              for key, rs in _lines(members).items()]
+              for rs in _lines(members).values()]
     return Chart(id=f"energy_batch_{_slug(workload)}", title=f"{workload}: energy per sample against batch size",
-                 x_title="batch size", y_title="energy per sample (J, measured)", series=series, x_scale="log2")
+                 x_title="batch size", y_title="energy per sample (J, measured)", series=series, x_scale="log2",
+                 note=legend.constant())
 
 
 def energy_pareto_chart(workload: str, members: Sequence[Result]) -> Chart:
     """samples/s against J/sample, one marker series per line of `energy_batch_chart`, and the
     Pareto front: the trials no other trial beats on both time and energy per sample."""
-    name = line_namer(members)
-    series = [Series(name=name(key), x=[speed(r) for r in rs], y=[_joules(r) for r in rs],
+    legend = Legend(members, omit=("workload",))
+    series = [Series(name=legend.label(rs[0]), colour_key=colour_key(rs[0]),
+                     x=[speed(r) for r in rs], y=[_joules(r) for r in rs],
                      hover=[trial_hover(r, _point_text(r)) for r in rs])
-              for key, rs in _lines(members).items()]
+              for rs in _lines(members).values()]
     # both lower-is-better: seconds per sample (1 / samples/s) and joules per sample
     front = [members[i] for i in pareto_front([(1.0 / speed(r), _joules(r)) for r in members])]
     front.sort(key=lambda r: (speed(r), -_joules(r)))
@@ -71,7 +74,7 @@ def energy_pareto_chart(workload: str, members: Sequence[Result]) -> Chart:
     return Chart(id=f"energy_pareto_{_slug(workload)}",
                  title=f"{workload}: time against energy (Pareto front marked)",
                  x_title="samples/s", y_title="energy per sample (J, measured)", series=series,
-                 kind="scatter", x_scale="log")
+                 kind="scatter", x_scale="log", note=legend.constant())
 
 
 def energy_charts(results: Sequence[Result]) -> list[Chart]:

@@ -18,12 +18,13 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
-from rigbench.reports.chart_model import COLOURS, Chart, Series
+from rigbench.analysis.summary import machines_once, summary_rows
+from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series
 from rigbench.reports.charts import gather
+from rigbench.reports.summary_table import machine_cards, summary_cells
 from rigbench.reports.terminal import unknown_mark
 from rigbench.spec import Result
 from rigbench.textlimits import NAME_CHARS, clip_result, clip_value
-from rigbench.units import format_bytes
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("rigbench.reports", "templates"),
                           autoescape=True, undefined=jinja2.StrictUndefined,
@@ -34,62 +35,124 @@ def _trace(chart: Chart, s: Series, colour: str) -> dict[str, Any]:
     """One plotly.js trace for a series."""
     # plotly.js reads names and category labels as a small HTML subset: escape user text.
     x = [html.escape(str(v), quote=False) for v in s.x] if chart.x_scale == "category" else s.x
-    trace: dict[str, Any] = {"name": html.escape(s.name, quote=False), "x": x, "y": s.y, "text": s.hover,
+    name = html.escape(s.name, quote=False)
+    trace: dict[str, Any] = {"name": name, "legendgroup": name, "x": x, "y": s.y, "text": s.hover,
                              "hovertemplate": "%{text}<extra></extra>"}
     if chart.kind == "bar":
         # the value on the bar; without a texttemplate plotly would print the hover text there
         trace.update(type="bar", marker={"color": colour}, texttemplate="%{y:.2f}×",
                      textposition="outside", cliponaxis=False)
+    elif s.mark:  # highlighted points over the lines (the knee): large open diamonds
+        trace.update(type="scatter", mode="markers",
+                     marker={"size": 15, "symbol": "diamond-open", "color": s.colour or "#111111",
+                             "line": {"width": 2}})
     elif chart.kind == "scatter" and s.dash:  # a line joining marked points: open rings around them
         trace.update(type="scatter", mode="lines+markers", line={"color": s.colour or "#999999", "dash": "dash"},
                      marker={"size": 14, "symbol": "circle-open", "color": s.colour or "#999999"})
     elif chart.kind == "scatter":
-        trace.update(type="scatter", mode="markers", marker={"size": 9, "color": colour})
+        trace.update(type="scatter", mode="markers",
+                     marker={"size": 9, "color": colour, "symbol": SYMBOLS[s.style % len(SYMBOLS)]})
     else:
         trace.update(type="scatter", mode="lines" if s.dash else "lines+markers",
                      line={"color": s.colour or ("#999999" if s.dash else colour),
-                           "dash": "dash" if s.dash else "solid"},
-                     marker={"size": 7})
+                           "dash": "dash" if s.dash else DASHES[s.style % len(DASHES)]},
+                     marker={"size": 7, "symbol": SYMBOLS[s.style % len(SYMBOLS)]})
     if s.err_plus is not None:
         trace["error_y"] = {"type": "data", "symmetric": False, "array": s.err_plus,
                             "arrayminus": s.err_minus, "thickness": 1.2, "width": 4}
     return trace
 
 
-def _axis(chart: Chart) -> dict[str, Any]:
+def _axis(chart: Chart, series: Sequence[Series] | None = None) -> dict[str, Any]:
     """The x axis: batch sizes on a log2 scale with a tick at each measured value."""
-    axis: dict[str, Any] = {"title": {"text": chart.x_title}, "zeroline": False}
+    # automargin: long or rotated tick labels push the margin out instead of the title over them
+    axis: dict[str, Any] = {"title": {"text": chart.x_title}, "zeroline": False, "automargin": True}
     if chart.x_scale == "log2":
-        ticks = sorted({x for s in chart.series for x in s.x})
+        ticks = sorted({x for s in (chart.series if series is None else series) for x in s.x})
         axis.update(type="log", tickvals=ticks, ticktext=[str(t) for t in ticks])
     elif chart.x_scale == "category":
         axis.update(type="category")
     elif chart.x_scale == "log":
         axis.update(type="log")
+    if chart.x_dtick is not None:
+        axis.update(dtick=chart.x_dtick, tick0=chart.x_dtick)
     return axis
 
 
-def _y_axis(chart: Chart) -> dict[str, Any]:
+def _y_axis(chart: Chart, scale: str | None = None) -> dict[str, Any]:
     """The y axis: from zero, or log-scaled with SI-prefixed ticks (1G, 10G, 100G)."""
-    axis: dict[str, Any] = {"title": {"text": chart.y_title}}
-    if chart.y_scale == "log":
-        axis.update(type="log", exponentformat="SI")
+    axis: dict[str, Any] = {"title": {"text": chart.y_title}, "automargin": True}
+    if (scale or chart.y_scale) == "log":
+        axis.update(type="log", exponentformat="SI", dtick=1)  # a label per decade only
     else:
         axis.update(rangemode="tozero")
     return axis
 
 
+#: Small multiples: at most this many panels side by side, each this many pixels high.
+PANEL_COLUMNS = 4
+PANEL_HEIGHT = 250
+#: The width a chart's legend wraps in (a full-width chart's is wider; this errs high).
+LEGEND_WIDTH_PX = 560
+
+
+def _panel_layout(chart: Chart, data: list[dict[str, Any]], layout: dict[str, Any]) -> None:
+    """Lay `data` out in one subplot per panel (a grid, PANEL_COLUMNS wide) with the panel's
+    name above it, its own x ticks and y scale; axis titles once, on the outer panels."""
+    columns = min(PANEL_COLUMNS, len(chart.panels))
+    rows = -(-len(chart.panels) // columns)
+    layout.update(grid={"rows": rows, "columns": columns, "pattern": "independent",
+                        "xgap": 0.07, "ygap": 0.32 if rows > 1 else 0.2},
+                  height=rows * PANEL_HEIGHT + 150)
+    layout.pop("xaxis")
+    layout.pop("yaxis")
+    annotations = []
+    for i, panel in enumerate(chart.panels):
+        n = "" if i == 0 else str(i + 1)
+        members = [s for s in chart.series if s.panel == panel]
+        x, y = _axis(chart, members), _y_axis(chart, chart.panel_y_scales.get(panel))
+        if i < len(chart.panels) - columns:  # not the bottom row: the x title once below
+            x["title"] = {"text": ""}
+        if i % columns:
+            y["title"] = {"text": ""}
+        layout[f"xaxis{n}"], layout[f"yaxis{n}"] = x, y
+        annotations.append({"text": f"<b>{html.escape(panel, quote=False)}</b>", "showarrow": False,
+                            "xref": f"x{n} domain", "yref": f"y{n} domain", "x": 0.5, "y": 1.02,
+                            "xanchor": "center", "yanchor": "bottom", "font": {"size": 13}})
+        for trace, s in zip(data, chart.series):
+            if s.panel == panel:
+                trace.update(xaxis=f"x{n}", yaxis=f"y{n}")
+    layout["annotations"] = annotations
+
+
 def plotly_figure(chart: Chart) -> dict[str, Any]:
     """`{"id", "data", "layout"}` for Plotly.newPlot."""
-    data = [_trace(chart, s, COLOURS[i % len(COLOURS)]) for i, s in enumerate(chart.series)]
-    layout = {
-        "title": {"text": chart.title, "font": {"size": 15}},
+    data = [_trace(chart, s, s.colour or COLOURS[i % len(COLOURS)]) for i, s in enumerate(chart.series)]
+    seen: set[str] = set()
+    for trace in data:  # one legend entry per name (a name recurs across panels and runs)
+        trace["showlegend"] = trace["name"] not in seen
+        seen.add(trace["name"])
+    title: dict[str, Any] = {"text": chart.title, "font": {"size": 15}}
+    if chart.note:
+        title["subtitle"] = {"text": "same for every series: " + html.escape(chart.note, quote=False),
+                             "font": {"size": 12, "color": "#5b6475"}}
+    layout: dict[str, Any] = {
+        "title": title,
         "xaxis": _axis(chart), "yaxis": _y_axis(chart),
-        "hovermode": "closest", "barmode": "group", "height": 380,
-        "margin": {"l": 60, "r": 20, "t": 48, "b": 50},
-        "legend": {"orientation": "h", "y": -0.22, "font": {"size": 11}},
+        "hovermode": "closest", "barmode": "group", "height": chart.height or 380,
+        # the top margin leaves the title (and subtitle) clear of the toolbar, shown on hover
+        "margin": {"l": 64, "r": 20, "t": 84 if chart.note else 60, "b": 60},
         "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fafafa",
     }
+    if chart.panels:
+        _panel_layout(chart, data, layout)
+    # The legend below the plot area, in the margin made for it, so it never covers a point
+    # nor scrolls: rows estimated from the names' length (about 7 px a character).
+    rows = -(-sum(len(name) + 6 for name in seen) * 7 // LEGEND_WIDTH_PX)
+    layout["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom",
+                        "yref": "container", "font": {"size": 11}}
+    layout["margin"]["b"] += 22 * rows
+    layout["height"] += 22 * rows
     return {"id": chart.id, "data": data, "layout": layout}
 
 
@@ -102,42 +165,6 @@ def _plotly_js() -> str:
     js = get_plotlyjs()
     # An embedded "</script" would close the block early; escaping the slash is harmless in JS.
     return js.replace("</script", "<\\/script")
-
-
-def _machines(results: Sequence[Result], machines: dict[str, dict | None]) -> list[dict[str, Any]]:
-    """One row per run: its machine fingerprint and the software its trials reported."""
-    rows = []
-    for run_id, machine in machines.items():
-        members = [r for r in results if r.run_id == run_id]
-        software: dict[str, str] = {}
-        for r in members:
-            for key, value in r.software.items():
-                if value in (None, ""):
-                    continue
-                software.setdefault(f"{r.spec.framework} {key}" if key != r.spec.framework else key,
-                                    str(value))
-        m = {k: v for k, v in (machine or {}).items() if v not in (None, "")}
-        gpus = [f"{g.get('name')} ({format_bytes(g.get('memory_bytes'))}, driver {g.get('driver')})"
-                for g in m.get("gpus") or []]
-        packages = ", ".join(f"{k} {v}" for k, v in (m.get("packages") or {}).items() if v)
-        rows.append({
-            "run_id": run_id, "recorded": machine is not None, "trials": len(members),
-            "started": min((r.created_at for r in members), default="-")[:19].replace("T", " "),
-            "fields": [
-                ("host", m.get("hostname")), ("OS", m.get("os")),
-                ("CPU", m.get("cpu_model")), ("architecture", m.get("cpu_arch")),
-                ("cores", ", ".join(f"{m[k]} {word}" for k, word in (
-                    ("cpu_cores_physical", "physical"), ("cpu_cores_logical", "logical"),
-                    ("cpu_cores_usable", "usable")) if k in m) or None),
-                ("RAM", format_bytes(m["ram_bytes"]) if "ram_bytes" in m else None),
-                ("GPUs", "; ".join(gpus) or "no GPU"),
-                ("Python", " ".join(str(m[k]) for k in ("python_implementation", "python_version")
-                                    if k in m) or None),
-                ("packages", packages or "-"),
-                ("trial software", ", ".join(f"{k} {v}" for k, v in software.items()) or "-"),
-            ],
-        })
-    return rows
 
 
 def _trial_row(r: Result) -> dict[str, Any]:
@@ -153,23 +180,31 @@ def _trial_row(r: Result) -> dict[str, Any]:
 
 
 def render(results: Sequence[Result], machines: dict[str, dict | None],
-           filters: Sequence[str] = (), calibrations: dict[str, dict] | None = None) -> tuple[str, list[Chart]]:
+           filters: Sequence[str] = (), calibrations: dict[str, dict] | None = None,
+           commands: dict[str, str] | None = None,
+           recommendations: dict[str, str] | None = None) -> tuple[str, list[Chart]]:
     """The report page for `results` (machines: run id -> fingerprint or None; calibrations:
-    device name -> latest calibration, for the roofline), and the charts it draws."""
+    device name -> latest calibration, for MFU and the roofline; commands: run id -> its
+    command line; recommendations: workload -> `analysis.summary.recommendation_text`), and
+    the charts it draws."""
     # stored text over textlimits' maxima (an old database, an old import) is shown clipped
     results = [clip_result(r) for r in results]
     machines = {run_id: clip_value(m, NAME_CHARS) for run_id, m in machines.items()}
+    commands = {run_id: clip_value(c, NAME_CHARS) for run_id, c in (commands or {}).items()}
     sections = gather(results, calibrations)
     charts = [c for _, cs in sections for c in cs]
     protocols = sorted({(r.spec.measure.warmup_steps, r.spec.measure.min_steps, r.spec.measure.min_seconds)
                         for r in results})
+    summary = summary_cells(summary_rows(results, calibrations, recommendations, machines))
     page = _env.get_template("report.html.j2").render(
         version=__version__, generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         filters=list(filters), n_trials=len(results),
         n_ok=sum(r.status == "ok" for r in results),
         workloads=sorted({r.spec.workload for r in results}),
         devices=sorted({r.spec.device for r in results}),
-        sections=sections, machines=_machines(results, machines), protocols=protocols,
+        summary=summary, any_recommendation=any(row["recommendation"] for row in summary),
+        sections=sections, machines=machine_cards(machines_once(results, machines), results, commands),
+        n_runs=len(machines), protocols=protocols,
         trials=[_trial_row(r) for r in results],
         failed=[_trial_row(r) for r in results if r.status != "ok"],
         plotly_js=Markup(_plotly_js()),

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # no display needed, and never pick an interactive backend in a CLI
 
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, MultipleLocator, NullLocator  # noqa: E402
 
 from rigbench.reports.chart_model import COLOURS, Chart, Series  # noqa: E402
+
+#: chart_model.DASHES and SYMBOLS as matplotlib names them, in the same order.
+LINESTYLES = ("-", ":", "--", (0, (8, 3)), "-.")
+MARKERS = ("o", "s", "D", "^", "x")
 
 
 def _plain(text: str) -> str:
@@ -20,12 +25,14 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _draw_bars(ax: plt.Axes, chart: Chart) -> None:
-    categories = list(dict.fromkeys(x for s in chart.series for x in s.x))
-    width = 0.8 / max(len(chart.series), 1)
-    for i, s in enumerate(chart.series):
-        offsets = [categories.index(x) + (i - (len(chart.series) - 1) / 2) * width for x in s.x]
-        ax.bar(offsets, s.y, width=width, label=_plain(s.name), color=COLOURS[i % len(COLOURS)])
+def _draw_bars(ax: plt.Axes, chart: Chart, series: list[Series]) -> None:
+    categories = list(dict.fromkeys(x for s in series for x in s.x))
+    width = 0.8 / max(len(series), 1)
+    for i, s in enumerate(series):
+        offsets = [categories.index(x) + (i - (len(series) - 1) / 2) * width for x in s.x]
+        errors = [s.err_minus, s.err_plus] if s.err_plus is not None and s.err_minus is not None else None
+        ax.bar(offsets, s.y, width=width, label=_plain(s.name), color=s.colour or COLOURS[i % len(COLOURS)],
+               yerr=errors, capsize=2)
     ax.set_xticks(range(len(categories)), [_plain(str(c)) for c in categories],
                   rotation=30 if len(categories) > 4 else 0, ha="right" if len(categories) > 4 else "center")
 
@@ -34,47 +41,90 @@ def _style(chart: Chart, s: Series, i: int) -> dict:
     """Line and marker style as html.py draws the series: a dash series is a reference line
     (on a scatter, it rings the points it joins); a scatter series is markers only."""
     colour = s.colour or ("0.6" if s.dash else COLOURS[i % len(COLOURS)])
+    if s.mark:  # highlighted points (the knee): large open diamonds, no line
+        return {"linestyle": "none", "marker": "D", "markersize": 9, "markerfacecolor": "none",
+                "markeredgewidth": 1.5, "color": colour}
     if s.dash and chart.kind == "scatter":
         return {"linestyle": "--", "color": colour, "marker": "o", "markersize": 9, "markerfacecolor": "none"}
     if s.dash:
         return {"linestyle": "--", "color": colour}
+    marker = MARKERS[s.style % len(MARKERS)]
     if chart.kind == "scatter":
-        return {"linestyle": "none", "marker": "o", "markersize": 5, "color": colour}
-    return {"marker": "o", "markersize": 4, "color": colour}
+        return {"linestyle": "none", "marker": marker, "markersize": 5, "color": colour}
+    return {"marker": marker, "markersize": 4, "color": colour, "linestyle": LINESTYLES[s.style % len(LINESTYLES)]}
 
 
-def _draw_lines(ax: plt.Axes, chart: Chart) -> None:
-    for i, s in enumerate(chart.series):
+def _draw_lines(ax: plt.Axes, chart: Chart, series: list[Series], y_scale: str) -> None:
+    for i, s in enumerate(series):
         style = _style(chart, s, i)
         if s.err_plus is not None and s.err_minus is not None:
             ax.errorbar(s.x, s.y, yerr=[s.err_minus, s.err_plus], capsize=3, label=_plain(s.name), **style)
         else:
             ax.plot(s.x, s.y, label=_plain(s.name), **style)
     if chart.x_scale == "log2":
-        ticks = sorted({x for s in chart.series for x in s.x})
+        ticks = sorted({x for s in series for x in s.x})
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticklabels([str(t) for t in ticks])
     elif chart.x_scale == "log":
         ax.set_xscale("log")
-    if chart.y_scale == "log":
+    if chart.x_dtick is not None:
+        ax.xaxis.set_major_locator(MultipleLocator(chart.x_dtick))
+    if y_scale == "log":
         ax.set_yscale("log")
 
 
+def _draw(ax: plt.Axes, chart: Chart, series: list[Series], y_scale: str) -> None:
+    if chart.kind == "bar":
+        _draw_bars(ax, chart, series)
+        if y_scale == "log":
+            ax.set_yscale("log")
+    else:
+        _draw_lines(ax, chart, series, y_scale)
+    if y_scale != "log":
+        ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+
+
 def write_png(chart: Chart, path: Path) -> Path:
-    """Draw one chart to `path` (6.4 x 4 in at 150 dpi)."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=150)
+    """Draw one chart to `path` at 150 dpi (6.4 x 4 in; small multiples a 4-wide grid of
+    panels), with the legend below the plot area, outside it, one entry per name."""
+    panels: list[str | None] = list(chart.panels) or [None]  # None: one plot of every series
+    columns = min(4, len(panels))
+    rows = -(-len(panels) // columns)
+    size = (6.4, 4.0) if len(panels) == 1 else (3.4 * columns, 2.8 * rows)
+    fig, axes = plt.subplots(rows, columns, figsize=size, dpi=150, squeeze=False)
     try:
-        (_draw_bars if chart.kind == "bar" else _draw_lines)(ax, chart)
-        ax.set_title(chart.title)
-        ax.set_xlabel(chart.x_title)
-        ax.set_ylabel(chart.y_title)
-        if chart.y_scale != "log":
-            ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
+        for i, panel in enumerate(panels):
+            ax = axes[i // columns][i % columns]
+            series = [s for s in chart.series if s.panel == panel] if panel is not None else chart.series
+            _draw(ax, chart, series, chart.panel_y_scales.get(panel, chart.y_scale) if panel else chart.y_scale)
+            if panel is not None:
+                ax.set_title(_plain(panel), fontsize=9)
+            if i // columns == rows - 1 or panel is None:
+                ax.set_xlabel(chart.x_title)
+            if i % columns == 0:
+                ax.set_ylabel(chart.y_title)
+        for j in range(len(panels), rows * columns):
+            axes[j // columns][j % columns].axis("off")
+        title = chart.title + (f"\nsame for every series: {chart.note}" if chart.note else "")
+        fig.suptitle(_plain(title), fontsize=11)
+        handles: dict[str, Any] = {}
+        for ax in axes.flat:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(label, handle)  # one entry per name, across panels
         fig.tight_layout()
+        if handles:
+            # columns as wide as the longest name (about 5.5 px a character at 6 pt and 150 dpi,
+            # and the handle and gaps)
+            entry_px = 90 + 5.5 * max(len(label) for label in handles)
+            ncol = max(1, min(len(handles), int(fig.get_figwidth() * 150 * 0.95 // entry_px)))
+            legend_rows = -(-len(handles) // ncol)
+            bottom = min(0.5, (0.3 + 0.17 * legend_rows) / fig.get_figheight())
+            fig.subplots_adjust(bottom=bottom + 0.08)
+            fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=ncol, fontsize=6,
+                       frameon=False, bbox_to_anchor=(0.5, 0.0))
         fig.savefig(path, format="png")
     finally:
         plt.close(fig)

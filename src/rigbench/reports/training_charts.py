@@ -100,8 +100,8 @@ def epoch_curve_charts(results: Sequence[Result]) -> list[Chart]:
             accuracy.append(Series(name=name, x=[epoch for epoch, _ in with_acc], y=[100 * acc for _, acc in with_acc],
                                    hover=[_train_hover(r, f"epoch {epoch}: {100 * acc:.1f}% accuracy") for epoch, acc in with_acc]))
     charts = [Chart(id="loss_curves", title="Training loss per epoch", x_title="epoch",
-                    y_title="mean training loss", series=loss)]
+                    y_title="mean training loss", series=loss, x_dtick=1)]
     if accuracy:
         charts.append(Chart(id="accuracy_curves", title="Held-out accuracy per epoch", x_title="epoch",
-                            y_title="accuracy (%)", series=accuracy))
+                            y_title="accuracy (%)", series=accuracy, x_dtick=1))
     return charts

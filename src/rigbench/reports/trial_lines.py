@@ -1,12 +1,13 @@
 """Which measured trials a chart draws and which of them form one line: the speed trials
 shown, the line key (a configuration but for the batch size, and its run), the line names and
-a point's hover text. Shared by the chart builders of `charts.py` and `energy_charts.py`.
+a point's hover text, and the legend rule (`Legend`: name series by what varies). Shared by
+every chart builder.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from rigbench.reports.chart_model import hover_lines, workload_name
@@ -54,33 +55,70 @@ def line_key(r: Result) -> LineKey:
                    trial_threads(r), variant_label(r), r.spec.config_key(ignore=_LINE_NAMED), r.run_id)
 
 
-def line_namer(results: Sequence[Result]) -> Callable[[LineKey], str]:
-    """Names for lines. Workload, framework and device are always named; precision,
-    threads and run only when they differ between the results shown, so a plain run gets
-    short names and mixed runs still get distinct ones."""
-    keys = {line_key(r) for r in results}
-    varies = {field: len({getattr(k, field) for k in keys}) > 1 for field in LineKey._fields}
-    other_values: dict[str, set] = defaultdict(set)
-    for k in keys:
-        for other_field, value in k.other:
-            other_values[other_field].add(value)
-    varying_other = {f for f, values in other_values.items() if len(values) > 1}
+#: The dimensions every label can name and every constant statement states.
+NAMED = ("workload", "device", "framework", "precision", "threads", "variant")
 
-    def name(key: LineKey) -> str:
-        parts = [key.workload, key.framework, key.device]
-        if varies["precision"]:
-            parts.append(key.precision)
-        if varies["threads"]:
-            parts.append("default threads" if key.threads is None
-                         else f"{key.threads} thread{'s' * (key.threads != 1)}")
-        if varies["variant"]:
-            parts.append(key.variant or "eager")
-        parts += [f"{f} {'default' if value is None else value}"
-                  for f, value in key.other if f in varying_other]
-        if varies["run_id"]:
-            parts.append(f"run {key.run_id}")
-        return " · ".join(parts)
-    return name
+
+def dimension_values(r: Result) -> dict[str, str]:
+    """The trial's value of each dimension a legend can name, in the order a label writes them
+    (workload, device, framework, precision, threads, variant, then each other configuration
+    field as "FIELD VALUE"): the device by its name where the trial recorded one (two machines'
+    "cpu" are different CPUs), threads as asked."""
+    values = {"workload": workload_name(r), "device": r.device_name or r.spec.device,
+              "framework": r.spec.framework, "precision": r.spec.precision,
+              "threads": "default threads" if r.spec.threads is None
+              else f"{r.spec.threads} thread{'s' * (r.spec.threads != 1)}",
+              "variant": variant_label(r) or "eager"}
+    for f, value in r.spec.config_key(ignore=_LINE_NAMED):
+        values[f] = f"{f} {'default' if value is None else value}"
+    return values
+
+
+class Legend:
+    """The one "which dimensions vary" rule of every chart: over the trials a chart (or a set
+    of small multiples) draws, the dimensions with more than one value name and colour its
+    series; the others are stated once (`constant`). `omit` are dimensions the chart shows
+    another way (the workload of a per-workload panel). When nothing varies but the run, the
+    run names the series; when nothing varies at all, the device does."""
+
+    def __init__(self, results: Sequence[Result], omit: Sequence[str] = ()):
+        values: dict[str, set[str]] = defaultdict(set)
+        for r in results:
+            for dim, value in dimension_values(r).items():
+                values[dim].add(value)
+        dims = [d for d in values if d not in omit]
+        self.varying = [d for d in dims if len(values[d]) > 1]
+        # other configuration fields (kind, lr, world size...) are named only where they vary
+        self.constants = [d for d in dims if len(values[d]) == 1 and d in NAMED]
+        self._values = values
+        self.runs = len({r.run_id for r in results})
+        self.by_run = not self.varying and self.runs > 1
+
+    def label(self, r: Result) -> str:
+        """The series name of `r`'s line: its values of the varying dimensions."""
+        values = dimension_values(r)
+        if self.by_run:
+            return f"run {r.run_id}"
+        return " · ".join(values[d] for d in self.varying) or values["device"]
+
+    def constant(self) -> str:
+        """What every trial shares, e.g. "torch · fp32 · default threads · eager"."""
+        return " · ".join(next(iter(self._values[d])) for d in self.constants)
+
+    def count(self) -> int:
+        """How many distinct labels the legend can have: the product of the varying values."""
+        if self.by_run:
+            return self.runs
+        n = 1
+        for d in self.varying:
+            n *= len(self._values[d])
+        return n
+
+
+def colour_key(r: Result) -> str:
+    """The page-wide colour of a trial's series: its device (by name) and framework."""
+    values = dimension_values(r)
+    return f"{values['device']} · {values['framework']}"
 
 
 def trial_hover(r: Result, value: str) -> str:

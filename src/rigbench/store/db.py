@@ -123,3 +123,8 @@ class Store:
     def machine(self, run_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
             return rows.run_machines(conn, [run_id]).get(run_id)
+
+    def commands(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """run id -> its stored command line, for those of `run_ids` that are stored."""
+        with self.engine.connect() as conn:
+            return rows.run_commands(conn, run_ids)

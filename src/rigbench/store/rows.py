@@ -119,3 +119,9 @@ def run_machines(conn: Connection, run_ids: Sequence[str]) -> dict[str, dict[str
     """run id -> machine fingerprint, for the runs of `run_ids` that are stored."""
     rows = conn.execute(select(runs.c.id, runs.c.machine_json).where(runs.c.id.in_(list(run_ids)))).all()
     return {r.id: json.loads(r.machine_json) for r in rows}
+
+
+def run_commands(conn: Connection, run_ids: Sequence[str]) -> dict[str, str]:
+    """run id -> the command line that made it, for the runs of `run_ids` that are stored."""
+    rows = conn.execute(select(runs.c.id, runs.c.command).where(runs.c.id.in_(list(run_ids)))).all()
+    return {r.id: r.command for r in rows}

@@ -1,0 +1,106 @@
+"""The top of the report as text cells: the per-workload summary table (analysis/summary.py
+decides what is in it) and the machines, each described once with the runs measured on it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rigbench.analysis.summary import MachineEntry, SummaryRow
+from rigbench.spec import Result
+from rigbench.units import format_bytes
+
+
+def format_duration(seconds: float | None) -> str:
+    """12.3 s, 4.5 min, 2.1 h, 3.2 days: the unit a person reads an epoch time in."""
+    if seconds is None:
+        return "-"
+    for limit, unit, size in ((120, "s", 1), (7200, "min", 60), (172800, "h", 3600)):
+        if seconds < limit:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds / 86400:,.1f} days"
+
+
+def device_text(r: Result) -> str:
+    """"NVIDIA H100 80GB HBM3 (cuda:0)", or the device id alone when no name was recorded."""
+    return f"{r.device_name} ({r.spec.device})" if r.device_name else r.spec.device
+
+
+def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
+    """The summary table's cells, one dict per workload (the page and its test read these)."""
+    cells = []
+    for row in rows:
+        best = row.best
+        speedup = "-"
+        if row.speedup_over_cpu is not None and row.cpu_base is not None:
+            speedup = ("1.00× (the CPU is fastest)" if row.cpu_base is best
+                       else f"{row.speedup_over_cpu:,.2f}×")
+        cells.append({
+            "workload": row.workload, "trial": best.id, "run_id": best.run_id,
+            "device": device_text(best),
+            "config": f"{best.spec.framework} · {best.spec.precision} · batch {best.spec.batch_size}"
+                      + (" · compile" if best.spec.compile else "")
+                      + (" · channels-last" if best.spec.channels_last else ""),
+            "samples_per_s": f"{row.samples_per_s:,.1f}",
+            "epoch": format_duration(row.epoch_seconds),
+            "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
+            "speedup": speedup,
+            "speedup_note": f"over CPU trial {row.cpu_base.id} ({row.cpu_base.metrics.samples_per_s:,.1f} samples/s, "
+                            f"{device_text(row.cpu_base)})" if row.cpu_base is not None else "no CPU trial",
+            "mfu": f"{row.mfu:.1%}" if row.mfu is not None else "-",
+            "mfu_note": f"of the {row.mfu_source} peak" if row.mfu_source else "no peak known for this device",
+            "memory": f"{row.peak_memory_mib:,.0f} MiB" if row.peak_memory_mib is not None else "-",
+            "memory_note": "peak GPU memory" if row.memory_kind == "device" else "peak RSS (host)",
+            "trials": row.trials, "recommendation": row.recommendation or "",
+        })
+    return cells
+
+
+def _software(results: Sequence[Result]) -> str:
+    software: dict[str, str] = {}
+    for r in results:
+        for key, value in r.software.items():
+            if value not in (None, ""):
+                software.setdefault(f"{r.spec.framework} {key}" if key != r.spec.framework else key, str(value))
+    return ", ".join(f"{k} {v}" for k, v in software.items()) or "-"
+
+
+def machine_cards(entries: Sequence[MachineEntry], results: Sequence[Result],
+                  commands: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One card per machine: a one-line headline, its fingerprint's fields (the newest run's)
+    and its runs (id, trials, start, command)."""
+    cards = []
+    for entry in entries:
+        m = {k: v for k, v in (entry.fingerprint or {}).items() if v not in (None, "")}
+        gpus = [f"{g.get('name')} ({format_bytes(g.get('memory_bytes'))}, driver {g.get('driver')})"
+                for g in m.get("gpus") or []]
+        members = [r for r in results if r.run_id in entry.run_ids]
+        runs = []
+        for run_id in entry.run_ids:
+            mine = [r for r in members if r.run_id == run_id]
+            runs.append({"id": run_id, "trials": len(mine),
+                         "started": min((r.created_at for r in mine), default="-")[:19].replace("T", " "),
+                         "command": commands.get(run_id, "")})
+        cores = ", ".join(f"{m[k]} {word}" for k, word in (
+            ("cpu_cores_physical", "physical"), ("cpu_cores_logical", "logical"),
+            ("cpu_cores_usable", "usable")) if k in m) or None
+        headline = " · ".join(str(v) for v in (
+            m.get("cpu_model"), f"{m['cpu_cores_logical']} logical cores" if "cpu_cores_logical" in m else None,
+            format_bytes(m["ram_bytes"]) + " RAM" if "ram_bytes" in m else None,
+            "; ".join(str(g.get("name")) for g in m.get("gpus") or []) or "no GPU") if v)
+        cards.append({
+            "recorded": entry.fingerprint is not None, "host": m.get("hostname") or "unknown host",
+            "headline": headline if entry.fingerprint is not None else "machine not recorded",
+            "trials": entry.trials, "runs": runs,
+            "fields": [
+                ("host", m.get("hostname")), ("OS", m.get("os")),
+                ("CPU", m.get("cpu_model")), ("architecture", m.get("cpu_arch")), ("cores", cores),
+                ("RAM", format_bytes(m["ram_bytes"]) if "ram_bytes" in m else None),
+                ("GPUs", "; ".join(gpus) or "no GPU"),
+                ("Python", " ".join(str(m[k]) for k in ("python_implementation", "python_version")
+                                    if k in m) or None),
+                ("packages", ", ".join(f"{k} {v}" for k, v in (m.get("packages") or {}).items() if v) or "-"),
+                ("trial software", _software(members)),
+            ],
+        })
+    return cards
