@@ -6,7 +6,7 @@ A published ratio is the paper's GPU over the paper's own CPU for the same netwo
 and batch size (Shi et al.: their CPU column with the most threads). Per source, GPU and
 workload the median ratio over its frameworks and batch sizes is kept, with the range: one
 framework's slow CPU path (MXNet's in Shi et al.) would make the largest ratio a 300x outlier.
-Only each workload's closest mapping per source is used (analysis/published.MAPPINGS).
+Only each workload's closest mapping per source is used (analysis/published_tables.MAPPINGS).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
-from rigbench.analysis.published import MAPPINGS, SOURCES, Mapping, PublishedRow, published_rows
+from rigbench.analysis.published_tables import MAPPINGS, SOURCES, Mapping, PublishedRow, published_rows
 
 _CLOSENESS = ("same network", "same family", "loose")  # best first
 
