@@ -1,5 +1,7 @@
-"""The JAX networks are torch's networks: equal parameter counts for every workload, and the same
-outputs when torch's weights are copied in (float32 tolerance). Skipped without jax or torch."""
+"""The JAX networks are torch's networks: the same outputs when torch's weights are copied in
+(float32 tolerance), and the same loss curve over ten steps of each adapter's own training step.
+Equal parameter counts for every workload are checked by the contract suite (each adapter's
+count equals the analytic one, tests/contract/test_workloads.py). Skipped without jax or torch."""
 
 from __future__ import annotations
 
@@ -26,12 +28,6 @@ def _build(name: str) -> tuple[torch.nn.Module, nnx.Module]:
     options = resolved_options(WORKLOADS[name], OPTIONS.get(name, {}))
     torch.manual_seed(0)
     return torch_models.build_model(name, options), jax_models.build_model(name, options)
-
-
-@pytest.mark.parametrize("name", list(WORKLOADS))
-def test_parameter_counts_equal_torch(name):
-    torch_model, jax_model = _build(name)
-    assert jax_models.trainable_params(jax_model) == torch_models.trainable_params(torch_model)
 
 
 def _set(variable: nnx.Variable, value: torch.Tensor, *axes: int) -> None:
