@@ -108,3 +108,20 @@ def test_bad_input_is_one_line_and_exit_2(db, args, message):
     done = CliRunner().invoke(cli.app, [*args, "--db", db])
     assert done.exit_code == 2
     assert message in done.output
+
+
+def test_report_draws_grouped_bars_and_table5_from_the_same_rows():
+    from rigbench.reports.framework_charts import framework_charts
+
+    results = [make_result("torch", samples_per_s=256.0), make_result("jax", samples_per_s=512.0),
+               make_result("jax", workload="mlp", batch=64, samples_per_s=640.0)]
+    bars, table5 = framework_charts(results)
+    assert {s.name: (s.x, s.y) for s in bars.series} == {
+        "torch · Test CPU": (["cnn b128"], [2.0]), "jax · Test CPU": (["mlp b64", "cnn b128"], [10.0, 4.0])}  # registry order
+    assert bars.kind == "bar" and bars.bar_suffix == ""
+    ours = [s for s in table5.series if s.colour is None]
+    theirs = {s.name: dict(zip(s.x, s.y)) for s in table5.series if s.colour}
+    assert [(s.name, s.x, s.y) for s in ours] == [("jax", ["Test CPU"], [4.0]), ("torch", ["Test CPU"], [2.0])]
+    assert theirs["MXNet 1.5.0"] == {"GTX 1060 (Yin 2020)": 32.22, "i7-8650U (Yin 2020)": 3.65}
+    # one framework everywhere: nothing to put side by side, but the thesis's table still has ours beside it
+    assert [c.id for c in framework_charts(results[:1])] == ["frameworks_table5"]

@@ -60,6 +60,9 @@ class Chart:
     note: str = ""  # what is the same for every series, stated once above the chart
     height: int | None = None  # pixels, when the default (380) is too small to read it
     x_dtick: float | None = None  # a tick every this many x units (1 on an epoch axis)
+    #: How a bar's value is printed on it: a d3 number format and a suffix (bar charts only).
+    bar_format: str = ".2f"
+    bar_suffix: str = "×"
 
 
 #: A y axis becomes logarithmic where its largest value exceeds its smallest by more than this.

@@ -19,6 +19,7 @@ from typing import Any
 from rigbench.reports.batch_charts import METRICS, metric_chart
 from rigbench.reports.chart_model import Chart, Section, assign_colours
 from rigbench.reports.energy_charts import energy_charts
+from rigbench.reports.framework_charts import framework_charts
 from rigbench.reports.roofline_charts import predicted_charts, roofline_charts
 from rigbench.reports.scaling_charts import (
     compile_layout_charts,
@@ -54,8 +55,14 @@ SECTIONS: tuple[Section, ...] = (
             "GPU:CPU ratios of the closest published network (Yin 2020 Table 5, Shi et al. 2016 "
             "Table 7; the paper's GPU over the paper's own CPU, median over its frameworks and "
             "batch sizes, range as error bars; docs/COMPARING.md).", (speedup_charts,)),
-    # The framework comparison (grouped bars per framework x device, the thesis's Table 5)
-    # goes here, as Section("frameworks", ...) with its builder in a reports module of its own.
+    Section("frameworks", "Frameworks side by side",
+            "Training steps/s of each framework on each device at one batch per workload (the "
+            "thesis's 128 for cnn, else the workload's default batch, else its --quick batch), "
+            "fp32 and eager, the newest result of each configuration; and the thesis's own Table 5 "
+            "(Yin 2020: TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5 on a GTX 1060 and an i7-8650U) "
+            "beside this machine's cnn at batch 128. Hover a bar for its CPU %, GPU % and memory. "
+            "`rigbench compare --frameworks` prints the same rows (docs/FRAMEWORKS.md).",
+            (framework_charts,)),
     Section("roofline", "Roofline and predicted speed",
             "Achieved training FLOP/s (counted FLOPs x samples/s) against arithmetic intensity "
             "(counted FLOPs per estimated byte moved, see docs/COMPARING.md), with each device's "

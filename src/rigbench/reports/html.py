@@ -40,7 +40,7 @@ def _trace(chart: Chart, s: Series, colour: str) -> dict[str, Any]:
                              "hovertemplate": "%{text}<extra></extra>"}
     if chart.kind == "bar":
         # the value on the bar; without a texttemplate plotly would print the hover text there
-        trace.update(type="bar", marker={"color": colour}, texttemplate="%{y:.2f}×",
+        trace.update(type="bar", marker={"color": colour}, texttemplate=f"%{{y:{chart.bar_format}}}{chart.bar_suffix}",
                      textposition="outside", cliponaxis=False)
     elif s.mark:  # highlighted points over the lines (the knee): large open diamonds
         trace.update(type="scatter", mode="markers",
