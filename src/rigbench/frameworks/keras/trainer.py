@@ -98,11 +98,15 @@ class KerasTrainer:
 
     # ------------------------------------------------------------------ shared
 
+    def run_step(self, x: Any, y: Any) -> tuple[Any, dict[str, Any]]:
+        """One training step on (inputs, targets) on the trainer's device (see TrainStep)."""
+        with keras.device(self.keras_device):
+            self.last, parts = self.train_step(x, y)
+        return self.last, parts
+
     def step(self) -> Any:
         """One training step on the resident batch; returns the loss without waiting."""
-        with keras.device(self.keras_device):
-            self.last, _ = self.train_step(*self.batch)
-        return self.last
+        return self.run_step(*self.batch)[0]
 
     def step_timer(self) -> HostTimer:
         return HostTimer(self.synchronize)
