@@ -9,6 +9,7 @@ The shared loops (training.py, lr_range.py) drive `train_step`, `predict` and `s
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from rigbench.errors import UnsupportedError
 from rigbench.frameworks.keras import models, step
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload, resolved_options
@@ -44,7 +46,7 @@ class HostTimer:
         return list(self._times)
 
 
-class KerasTrainer:
+class KerasTrainer(ABC):
     """A workload's Keras parts and optimiser(s) with a resident batch on one device."""
 
     def __init__(self, spec: TrialSpec, workload: Workload):
@@ -70,31 +72,30 @@ class KerasTrainer:
 
     def check_spec(self, spec: TrialSpec) -> None:
         """UnsupportedError for an option the backend cannot honour (default: channels-last)."""
-        from rigbench.errors import UnsupportedError
-
         if spec.channels_last:
             raise UnsupportedError("channels-last is torch's memory format; the Keras models are NHWC inside")
 
+    @abstractmethod
     def resolve_device(self, device: str) -> tuple[str, str, bool]:
         """(Keras device name, human name, is an accelerator); UsageError for an unknown id."""
-        raise NotImplementedError
 
+    @abstractmethod
     def set_tf32(self, enabled: bool) -> None:
         """TF32 matmuls on (tf32) or off (true fp32); UnsupportedError where the device lacks it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def make_step(self, spec: TrialSpec) -> TrainStep:
         """The compiled training step of every part."""
-        raise NotImplementedError
 
+    @abstractmethod
     def synchronize(self) -> None:
-        raise NotImplementedError
+        """Block until all queued device work is done."""
 
     def allocator_peak_bytes(self) -> int | None:
         return None
 
-    def reset_peak_memory(self) -> None:
-        """No statistics by default (the CPU): a no-op."""
+    def reset_peak_memory(self) -> None:  # noqa: B027 - a no-op unless the backend keeps statistics
+        """No statistics by default (the CPU, XLA's allocators): a no-op."""
 
     # ------------------------------------------------------------------ shared
 

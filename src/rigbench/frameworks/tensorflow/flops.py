@@ -98,7 +98,8 @@ def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     spec = TrialSpec(workload=workload.name, framework="tensorflow", device="cpu", batch_size=COUNT_BATCH,
                      compile=True, workload_options=options)
     trainer = TfTrainer(spec, workload)
-    hlo = trainer.train_step.experimental_get_compiler_ir(*trainer.batch)(stage="hlo")
+    traced: Any = trainer.train_step  # a tf.function
+    hlo = traced.experimental_get_compiler_ir(*trainer.batch)(stage="hlo")
     params = trainer.params
     del trainer
     keras.backend.clear_session()  # the counting model's graph and names are not the trial's
