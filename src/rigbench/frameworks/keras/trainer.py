@@ -46,10 +46,22 @@ class HostTimer:
         return list(self._times)
 
 
+def require_backend(backend: str) -> None:
+    """RuntimeError unless keras runs on `backend`: it is fixed when keras is first imported,
+    from KERAS_BACKEND, which the adapter's `environment` sets for the child."""
+    if keras.backend.backend() != backend:
+        raise RuntimeError(f"keras runs on {keras.backend.backend()!r} in this process, not {backend!r}: "
+                           f"set KERAS_BACKEND={backend} before keras is imported (the adapter's environment)")
+
+
 class KerasTrainer(ABC):
     """A workload's Keras parts and optimiser(s) with a resident batch on one device."""
 
+    #: The Keras backend this trainer's steps are written for.
+    BACKEND = ""
+
     def __init__(self, spec: TrialSpec, workload: Workload):
+        require_backend(self.BACKEND)
         self.check_spec(spec)
         self.keras_device, self.device_name, accelerator = self.resolve_device(spec.device)
         self.set_tf32(spec.precision == "tf32")

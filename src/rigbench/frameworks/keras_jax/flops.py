@@ -12,6 +12,7 @@ import keras
 from rigbench.frameworks.jax.flops import jaxpr_flops
 from rigbench.frameworks.keras import models
 from rigbench.frameworks.keras import step as keras_step
+from rigbench.frameworks.keras.trainer import require_backend
 from rigbench.frameworks.keras_jax import step
 from rigbench.workloads import Workload, resolved_options
 
@@ -21,6 +22,7 @@ COUNT_BATCH = 2
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     """(trainable parameters, training FLOPs per sample) of one fp32 training step."""
+    require_backend("jax")
     keras.mixed_precision.set_global_policy("float32")
     parts = models.build_parts(workload, resolved_options(workload, options))
     optimizers = {name: keras_step.make_optimizer(workload, workload.default_lr) for name in parts}

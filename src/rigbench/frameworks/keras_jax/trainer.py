@@ -26,6 +26,8 @@ from rigbench.spec import TrialSpec
 class KerasJaxTrainer(KerasTrainer):
     """A workload on Keras' JAX backend (base.Trainer)."""
 
+    BACKEND = "jax"
+
     def check_spec(self, spec: TrialSpec) -> None:
         super().check_spec(spec)
         if spec.compile:

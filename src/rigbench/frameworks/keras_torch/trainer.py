@@ -26,6 +26,8 @@ from rigbench.spec import TrialSpec
 class KerasTorchTrainer(KerasTrainer):
     """A workload on Keras' torch backend (base.Trainer)."""
 
+    BACKEND = "torch"
+
     def resolve_device(self, device: str) -> tuple[str, str, bool]:
         check_device(device)
         kind, _, index = device.partition(":")

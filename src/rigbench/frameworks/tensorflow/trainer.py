@@ -18,6 +18,8 @@ from rigbench.spec import TrialSpec
 class TfTrainer(KerasTrainer):
     """A workload on TensorFlow (base.Trainer); `spec.compile` is XLA (jit_compile=True)."""
 
+    BACKEND = "tensorflow"
+
     def resolve_device(self, device: str) -> tuple[str, str, bool]:
         return resolve_device(device)
 
