@@ -83,7 +83,7 @@ def test_core_imports_and_works_without_torch(tmp_path):
             api.plan_run(["mlp"])
         except UsageError as exc:
             print("ERROR:", exc)
-        assert not {"torch", "jax", "tensorflow", "keras"} & set(sys.modules)
+        assert not set(sys.modules) & {{"torch", "jax", "tensorflow", "keras"}}
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
