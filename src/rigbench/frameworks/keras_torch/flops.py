@@ -13,6 +13,7 @@ from typing import Any
 
 from torch.utils.flop_counter import FlopCounterMode
 
+from rigbench.frameworks.keras_torch.trainer import KerasTorchTrainer
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
 
@@ -20,14 +21,17 @@ from rigbench.workloads import Workload
 COUNT_BATCH = 2
 
 
+def step_flops(trainer: KerasTorchTrainer) -> float:
+    """Training FLOPs per sample of one step of `trainer` (which has taken a step already)."""
+    with FlopCounterMode(display=False) as counter:
+        trainer.step()
+    return counter.get_total_flops() / int(trainer.batch[0].shape[0])
+
+
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     """(trainable parameters, training FLOPs per sample) of one fp32 training step."""
-    from rigbench.frameworks.keras_torch.trainer import KerasTorchTrainer
-
     spec = TrialSpec(workload=workload.name, framework="keras-torch", device="cpu", batch_size=COUNT_BATCH,
                      workload_options=options)
     trainer = KerasTorchTrainer(spec, workload)
-    trainer.step()
-    with FlopCounterMode(display=False) as counter:
-        trainer.step()
-    return trainer.params, counter.get_total_flops() / COUNT_BATCH
+    trainer.step()  # builds Keras' train function (traced on the meta device: not to be counted)
+    return trainer.params, step_flops(trainer)

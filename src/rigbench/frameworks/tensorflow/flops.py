@@ -1,6 +1,6 @@
 """Parameter and training-FLOP counts of the TensorFlow step, from XLA's own program.
 
-The model is built at a batch of 2 and the trainer's own step (step.make_step: forward,
+The model is built at a batch of 2 and the trainer's own step (step.step_fn: forward,
 backward, optimiser update of every part) is lowered by XLA (jit_compile) to HLO without
 running it (`experimental_get_compiler_ir(...)(stage="hlo")`, the program before XLA's
 optimisations). The counter keeps the entry computation's instructions that the result
@@ -20,7 +20,10 @@ import re
 from typing import Any
 
 import keras
+import tensorflow as tf
 
+from rigbench.frameworks.tensorflow import step
+from rigbench.frameworks.tensorflow.trainer import TfTrainer
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
 
@@ -91,16 +94,19 @@ def hlo_flops(hlo: str) -> float:
     return total
 
 
+def step_flops(trainer: TfTrainer) -> float:
+    """Training FLOPs per sample of `trainer`'s step on its resident batch (lowered, not run)."""
+    traced = tf.function(step.step_fn(trainer.workload, trainer.parts, trainer.optimizers), jit_compile=True)
+    hlo = traced.experimental_get_compiler_ir(*trainer.batch)(stage="hlo")
+    return hlo_flops(hlo) / int(trainer.batch[0].shape[0])
+
+
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     """(trainable parameters, training FLOPs per sample) of one fp32 training step on the CPU."""
-    from rigbench.frameworks.tensorflow.trainer import TfTrainer
-
     spec = TrialSpec(workload=workload.name, framework="tensorflow", device="cpu", batch_size=COUNT_BATCH,
-                     compile=True, workload_options=options)
+                     workload_options=options)
     trainer = TfTrainer(spec, workload)
-    traced: Any = trainer.train_step  # a tf.function
-    hlo = traced.experimental_get_compiler_ir(*trainer.batch)(stage="hlo")
-    params = trainer.params
+    found = trainer.params, step_flops(trainer)
     del trainer
     keras.backend.clear_session()  # the counting model's graph and names are not the trial's
-    return params, hlo_flops(hlo) / COUNT_BATCH
+    return found

@@ -58,9 +58,13 @@ def _adversarial_step(workload: Workload, parts: Parts, optimizers: Optimizers, 
 _STEPS: dict[str, Callable[..., tuple[Any, dict]]] = {"adversarial_bce": _adversarial_step}
 
 
+def step_fn(workload: Workload, parts: Parts, optimizers: Optimizers) -> Callable[[Any, Any], tuple[Any, dict]]:
+    """The training step as Python: (inputs, targets) -> (loss, {part: loss})."""
+    fn = _STEPS.get(workload.loss, _single_step)
+    return lambda x, y: fn(workload, parts, optimizers, x, y)
+
+
 def make_step(workload: Workload, parts: Parts, optimizers: Optimizers,
               jit_compile: bool) -> Callable[[Any, Any], tuple[Any, dict]]:
-    """The traced training step (inputs, targets) -> (loss, {part: loss}); XLA-compiled with
-    `jit_compile`, otherwise a TensorFlow graph."""
-    fn = _STEPS.get(workload.loss, _single_step)
-    return tf.function(lambda x, y: fn(workload, parts, optimizers, x, y), jit_compile=jit_compile)
+    """The traced training step; XLA-compiled with `jit_compile`, otherwise a TensorFlow graph."""
+    return tf.function(step_fn(workload, parts, optimizers), jit_compile=jit_compile)
