@@ -18,7 +18,7 @@ from rigbench.frameworks import load_adapter
 from rigbench.spec import TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
-from tests.contract.conftest import FLOP_DIFFERENCES, FRAMEWORKS
+from tests.contract.conftest import FLOP_DIFFERENCES, IN_PROCESS
 
 #: Small options that keep the suite fast (each workload's own code paths are unchanged).
 SMALL_OPTIONS: dict[str, dict[str, Any]] = {
@@ -32,7 +32,7 @@ STEPS: dict[str, tuple[int, float | None, int]] = {
     "mlp": (4, None, 5), "autoencoder": (4, 3e-4, 5), "cnn": (4, None, 5), "rcnn": (4, None, 5),
     "lstm": (4, None, 5), "dcgan": (4, None, 3), "resnet": (4, None, 5), "catsdogs": (2, None, 3),
 }
-CASES = [(f, w) for f in FRAMEWORKS for w in WORKLOADS]
+CASES = [(f, w) for f in IN_PROCESS for w in WORKLOADS]  # the Keras family: test_keras_family.py
 
 
 @dataclass
@@ -95,7 +95,7 @@ COUNT_CASES = [(w, {}) for w in WORKLOADS] + [
 ]
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", IN_PROCESS)
 @pytest.mark.parametrize("name,options", COUNT_CASES, ids=[f"{w}{o or ''}" for w, o in COUNT_CASES])
 def test_adapter_flop_counter_matches_the_analytic_figure(framework, name, options):
     workload = WORKLOADS[name]

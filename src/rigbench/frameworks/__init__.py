@@ -14,10 +14,14 @@ from types import ModuleType
 
 from rigbench.errors import UsageError
 
-#: name -> (module path, the import name whose presence means it is installed)
-FRAMEWORKS: dict[str, tuple[str, str]] = {
-    "torch": ("rigbench.frameworks.torch", "torch"),
-    "jax": ("rigbench.frameworks.jax", "jax"),
+#: name -> (module path, the import names whose presence means it is installed, the pip
+#: extras that install them). The Keras-on-a-backend adapters need Keras and the backend both.
+FRAMEWORKS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "torch": ("rigbench.frameworks.torch", ("torch",), "torch"),
+    "jax": ("rigbench.frameworks.jax", ("jax",), "jax"),
+    "tensorflow": ("rigbench.frameworks.tensorflow", ("tensorflow", "keras"), "tensorflow"),
+    "keras-jax": ("rigbench.frameworks.keras_jax", ("keras", "jax"), "keras,jax"),
+    "keras-torch": ("rigbench.frameworks.keras_torch", ("keras", "torch"), "keras,torch"),
 }
 
 
@@ -26,9 +30,9 @@ def framework_names() -> list[str]:
 
 
 def is_installed(name: str) -> bool:
-    """True if the framework's package is importable; does not import it."""
+    """True if every package the framework needs is importable; does not import them."""
     try:
-        return importlib.util.find_spec(FRAMEWORKS[name][1]) is not None
+        return all(importlib.util.find_spec(module) is not None for module in FRAMEWORKS[name][1])
     except (ImportError, ValueError):  # a broken or blocked install counts as absent
         return False
 
@@ -42,10 +46,8 @@ def check_framework(name: str) -> None:
     if name not in FRAMEWORKS:
         raise UsageError(f"unknown framework {name!r}: choose from {', '.join(FRAMEWORKS)}")
     if not is_installed(name):
-        raise UsageError(
-            f"framework {name!r} is not installed: pip install 'rigbench[{name}]' "
-            f"(for torch on a CPU-only machine: pip install torch==2.13.0)"
-        )
+        cpu_torch = " (for torch on a CPU-only machine: pip install torch==2.13.0)" if "torch" in FRAMEWORKS[name][1] else ""
+        raise UsageError(f"framework {name!r} is not installed: pip install 'rigbench[{FRAMEWORKS[name][2]}]'{cpu_torch}")
 
 
 def load_adapter(name: str) -> ModuleType:

@@ -24,6 +24,11 @@ def main(argv: list[str]) -> int:
     exit_with_parent()
     request, out_path = json.loads(argv[0]), argv[1]
     adapter = load_adapter(request["framework"])
+    from rigbench.spec import TrialSpec
+
+    # the framework starts as in a trial (thread pools, allocator, Keras' backend)
+    os.environ.update(adapter.environment(TrialSpec(workload="mlp", batch_size=1, framework=request["framework"],
+                                                    threads=request["threads"])))
 
     def progress(text: str) -> None:
         print(PROGRESS_PREFIX + text, file=sys.stderr, flush=True)

@@ -9,6 +9,7 @@ Running this in a child keeps the CLI's process free of framework imports and GP
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from functools import cache
@@ -17,6 +18,7 @@ from typing import Any
 from rigbench.errors import UsageError
 from rigbench.frameworks import check_framework, load_adapter
 from rigbench.runner.count_cache import cached_count
+from rigbench.spec import TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample
 
@@ -25,6 +27,8 @@ PROBE_TIMEOUT_S = 300
 
 def probe_here(name: str, count: bool) -> dict[str, Any]:
     adapter = load_adapter(name)
+    # the framework starts as in a trial (e.g. Keras picks its backend from the environment)
+    os.environ.update(adapter.environment(TrialSpec(workload="mlp", batch_size=1, framework=name)))
     out: dict[str, Any] = {"framework": name, "software": adapter.software(),
                            "devices": adapter.list_devices()}
     if count:

@@ -1,0 +1,55 @@
+"""TfTrainer: the shared KerasTrainer (frameworks/keras/trainer.py) on TensorFlow: its device,
+TF32 switch, tf.function step (step.py), host-copy synchronisation and GPU allocator peak.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from rigbench.errors import UnsupportedError
+from rigbench.frameworks.keras.trainer import KerasTrainer, TrainStep
+from rigbench.frameworks.tensorflow import step
+from rigbench.frameworks.tensorflow.devices import resolve_device
+from rigbench.spec import TrialSpec
+
+
+class TfTrainer(KerasTrainer):
+    """A workload on TensorFlow (base.Trainer); `spec.compile` is XLA (jit_compile=True)."""
+
+    BACKEND = "tensorflow"
+
+    def resolve_device(self, device: str) -> tuple[str, str, bool]:
+        return resolve_device(device)
+
+    def set_tf32(self, enabled: bool) -> None:
+        """TensorFlow multiplies fp32 in TF32 on Ampere+ GPUs by default: off unless asked."""
+        if enabled and not self.keras_device.startswith("gpu"):
+            raise UnsupportedError(f"tf32 is an NVIDIA GPU format (Ampere and later); not on {self.device_name}")
+        tf.config.experimental.enable_tensor_float_32_execution(enabled)
+
+    def make_step(self, spec: TrialSpec) -> TrainStep:
+        return step.make_step(self.workload, self.parts, self.optimizers, jit_compile=spec.compile)
+
+    def synchronize(self) -> None:
+        """A host copy of the last loss: TensorFlow has no device-wide wait in its public API
+        besides tf.test.experimental.sync_devices, which needs a GPU."""
+        if self.last is not None:
+            self.last.numpy()
+
+    def _memory_device(self) -> str | None:
+        return self.keras_device.upper() if self.keras_device.startswith("gpu") else None
+
+    def allocator_peak_bytes(self) -> int | None:
+        """The GPU allocator's peak bytes since the last reset; None on the CPU."""
+        name = self._memory_device()
+        return None if name is None else int(tf.config.experimental.get_memory_info(name)["peak"])
+
+    def reset_peak_memory(self) -> None:
+        name = self._memory_device()
+        if name is not None:
+            tf.config.experimental.reset_memory_stats(name)
+
+    def loss_values(self, handles: list[Any]) -> list[float]:
+        return [float(v) for v in tf.stack([tf.cast(h, tf.float32) for h in handles]).numpy()] if handles else []

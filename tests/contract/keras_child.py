@@ -1,0 +1,94 @@
+"""The adapter contract for one Keras-family framework, run in its own process.
+
+Keras fixes its backend when it is first imported, so `tensorflow`, `keras-jax` and
+`keras-torch` cannot share a pytest process (nor import TensorFlow into one that forks).
+tests/contract/test_keras_family.py runs `python -m tests.contract.keras_child FRAMEWORK`
+with the adapter's environment, once per framework; this module does what
+test_adapter.py and test_workloads.py do in-process for the other frameworks (software,
+devices, OOM mapping; every workload built at the suite's small batch and options, stepped,
+its hooks read, its FLOPs counted by the adapter's counter on that trainer; `count` end to end
+on one workload, since each builds a model, which costs a Keras backend seconds to minutes)
+and prints one JSON object for the tests to assert on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import traceback
+from typing import Any
+
+from rigbench.frameworks import load_adapter
+from rigbench.spec import TrialSpec
+from rigbench.workloads import WORKLOADS
+from tests.contract.test_workloads import SMALL_OPTIONS, STEPS
+
+#: Steps where the Keras family needs more than the suite's: catsdogs' dropout (0.5, 0.4) on a
+#: batch of 2 moves its loss more than three steps of Adam at 1e-4 lower it.
+MORE_STEPS = {"catsdogs": 5}
+
+
+def _oom_examples(name: str) -> list[BaseException]:
+    """A real allocation failure of the framework, and the errors its is_oom must know."""
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        examples: list[BaseException] = [
+            tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[1073741824]"),
+            tf.errors.InternalError(None, None, "Failed to allocate 2147483648 bytes: out of memory"),
+            MemoryError(),
+        ]
+        try:
+            tf.zeros(2**50, tf.uint8)  # the CPU allocator refuses 1 PiB
+        except BaseException as exc:  # noqa: BLE001 - the exception is the point
+            examples.append(exc)
+        return examples
+    from tests.contract.conftest import OOM_EXAMPLES
+
+    return OOM_EXAMPLES[name.removeprefix("keras-")]()
+
+
+def _step(adapter: Any, name: str) -> dict[str, Any]:
+    batch, lr, steps = STEPS[name]
+    spec = TrialSpec(workload=name, framework=adapter.NAME, device="cpu", batch_size=batch, lr=lr, threads=2,
+                     workload_options=SMALL_OPTIONS.get(name, {}))
+    trainer = adapter.build(spec, WORKLOADS[name])
+    trainer.reset_peak_memory()
+    timer = trainer.step_timer()
+    handles = []
+    for _ in range(MORE_STEPS.get(name, steps)):
+        timer.start()
+        handles.append(trainer.step())
+        timer.stop()
+    trainer.synchronize()
+    flops = importlib.import_module(f"{adapter.__name__}.flops")
+    return {"params": trainer.params, "losses": trainer.loss_values(handles), "elapsed_s": timer.elapsed_s(),
+            "peak_bytes": trainer.allocator_peak_bytes(), "empty_losses": trainer.loss_values([]),
+            "device_name": trainer.device_name,
+            # the adapter's FLOP counter on this very trainer (count() builds its own: see main)
+            "flops": flops.step_flops(trainer)}
+
+
+def main(framework: str) -> dict[str, Any]:
+    adapter = load_adapter(framework)
+    not_oom = [RuntimeError("mat1 and mat2 shapes cannot be multiplied (4x10 and 20x3)"), ValueError("out of memory")]
+    report: dict[str, Any] = {
+        "software": adapter.software(), "devices": adapter.list_devices(),
+        "oom_recognised": [bool(adapter.is_oom(exc)) for exc in _oom_examples(framework)],
+        "not_oom_recognised": [bool(adapter.is_oom(exc)) for exc in not_oom],
+        "workloads": {},
+    }
+    for name in WORKLOADS:
+        try:
+            found = _step(adapter, name)
+        except Exception:  # noqa: BLE001 - reported per workload, asserted by the tests
+            found = {"error": traceback.format_exc()}
+        report["workloads"][name] = found
+    # count() end to end once (it builds its own model at a batch of 2 and counts it as above)
+    report["count_mlp"] = list(adapter.count(WORKLOADS["mlp"], {}))
+    return report
+
+
+if __name__ == "__main__":
+    print("RESULT " + json.dumps(main(sys.argv[1])))

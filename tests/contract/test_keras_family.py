@@ -1,0 +1,99 @@
+"""The adapter contract for the Keras-family frameworks (tensorflow, keras-jax, keras-torch):
+the checks of test_adapter.py and test_workloads.py, run in one child process per framework
+(tests/contract/keras_child.py: Keras' backend is fixed at its first import) and asserted here
+per workload from its JSON report."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rigbench.frameworks import load_adapter
+from rigbench.frameworks.base import DeviceInfo
+from rigbench.spec import TrialSpec
+from rigbench.workloads import WORKLOADS, resolved_options
+from rigbench.workloads.flops import train_flops_per_sample, trainable_params
+from tests.contract.conftest import FLOP_DIFFERENCES, KERAS_FAMILY
+from tests.contract.test_workloads import SMALL_OPTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", params=KERAS_FAMILY)
+def report(request) -> dict:
+    framework = request.param
+    adapter = load_adapter(framework)
+    env = {**os.environ, **adapter.environment(TrialSpec(workload="mlp", batch_size=2, threads=2, framework=framework))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "tests.contract.keras_child", framework], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=1200)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    return {"framework": framework, **json.loads(lines[-1].removeprefix("RESULT "))}
+
+
+def test_software_and_devices(report):
+    info = report["software"]
+    assert isinstance(info[report["framework"]], str) and info[report["framework"]]
+    assert "num_threads" in info and "keras" in info
+    devices = report["devices"]
+    assert devices[0]["id"] == "cpu" and devices[0]["kind"] == "cpu"
+    for device in devices:
+        assert set(device) == set(DeviceInfo.__annotations__)
+        assert device["framework"] == report["framework"] and device["name"]
+
+
+def test_is_oom_on_real_and_known_out_of_memory_errors(report):
+    assert report["oom_recognised"] and all(report["oom_recognised"])
+    assert report["not_oom_recognised"] == [False, False]  # the type matters, not only the text
+
+
+def _workload(report: dict, name: str) -> dict:
+    found = report["workloads"][name]
+    assert "error" not in found, found.get("error")
+    return found
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_parameters_match_the_analytic_count(report, name):
+    workload = WORKLOADS[name]
+    found = _workload(report, name)
+    assert found["params"] == trainable_params(workload, resolved_options(workload, SMALL_OPTIONS.get(name, {})))
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_steps_lower_the_loss(report, name):
+    losses = _workload(report, name)["losses"]
+    assert len(losses) >= 3 and all(math.isfinite(x) for x in losses), losses
+    if len(WORKLOADS[name].parts) == 1:
+        assert losses[-1] < losses[0], losses
+    else:  # D loss + G loss need not fall (each update raises the other player's loss); it moves
+        assert len(set(losses)) > 1, losses
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_timer_and_memory_hooks(report, name):
+    found = _workload(report, name)
+    assert len(found["elapsed_s"]) == len(found["losses"]) and all(t > 0 for t in found["elapsed_s"])
+    assert found["peak_bytes"] is None  # on the CPU no framework keeps allocator statistics
+    assert found["empty_losses"] == [] and found["device_name"]
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_adapter_flop_counter_matches_the_analytic_figure(report, name):
+    options = SMALL_OPTIONS.get(name, {})
+    flops = _workload(report, name)["flops"]
+    difference = FLOP_DIFFERENCES.get((report["framework"], name), lambda options: 0.0)(options)
+    assert flops == pytest.approx(train_flops_per_sample(WORKLOADS[name], options) + difference, rel=0.05)
+
+
+def test_count_gives_parameters_and_flops(report):
+    params, flops = report["count_mlp"]
+    assert params == trainable_params(WORKLOADS["mlp"], resolved_options(WORKLOADS["mlp"], {}))
+    assert flops == pytest.approx(train_flops_per_sample(WORKLOADS["mlp"], {}), rel=0.05)
