@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import traceback
 from typing import Any
@@ -27,6 +28,18 @@ from tests.contract.test_workloads import SMALL_OPTIONS, STEPS
 #: Steps where the Keras family needs more than the suite's: catsdogs' dropout (0.5, 0.4) on a
 #: batch of 2 moves its loss more than three steps of Adam at 1e-4 lower it.
 MORE_STEPS = {"catsdogs": 5}
+#: The workloads a framework steps in the default (CI) run, where not all: the Keras models are
+#: one backend-neutral code, checked on every workload under tensorflow and keras-torch; under
+#: keras-jax, whose un-jitted weight initialisation and unrolled LSTM cost about 110 s for all
+#: eight, the workloads with a path of their own there (train_on_batch on a dense net, a
+#: convnet, batch norm, the GAN's stateless step). RIGBENCH_CONTRACT_ALL=1 steps every one.
+SUBSETS = {"keras-jax": ("mlp", "cnn", "dcgan", "resnet")}
+#: `train` on the real digits data set (the issue's ">= 90% held-out" for each framework; the
+#: tensorflow one is tests/e2e/test_train_tensorflow.py, through the CLI). lr 0.02, as the JAX
+#: adapter's test: mlp's own 0.05 is at the edge of stability on digits at batch 32 in every
+#: framework (torch on the H100 read 92.8% after 5 epochs; keras-jax swung 0.94 -> 0.84).
+DIGITS_EPOCHS = 5
+DIGITS_LR = 0.02
 
 
 def _oom_examples(name: str) -> list[BaseException]:
@@ -79,7 +92,9 @@ def main(framework: str) -> dict[str, Any]:
         "not_oom_recognised": [bool(adapter.is_oom(exc)) for exc in not_oom],
         "workloads": {},
     }
-    for name in WORKLOADS:
+    chosen = list(WORKLOADS) if os.environ.get("RIGBENCH_CONTRACT_ALL") else SUBSETS.get(framework, list(WORKLOADS))
+    report["skipped"] = [name for name in WORKLOADS if name not in chosen]
+    for name in chosen:
         try:
             found = _step(adapter, name)
         except Exception:  # noqa: BLE001 - reported per workload, asserted by the tests
@@ -87,7 +102,20 @@ def main(framework: str) -> dict[str, Any]:
         report["workloads"][name] = found
     # count() end to end once (it builds its own model at a batch of 2 and counts it as above)
     report["count_mlp"] = list(adapter.count(WORKLOADS["mlp"], {}))
+    if framework != "tensorflow":
+        report["digits_accuracy"] = _digits(adapter)
     return report
+
+
+def _digits(adapter: Any) -> list[float]:
+    """Held-out accuracy per epoch of mlp trained on digits by the adapter's own loop."""
+    from rigbench.data import load_for_workload
+    from rigbench.spec import TrainOptions
+
+    spec = TrialSpec(workload="mlp", framework=adapter.NAME, device="cpu", batch_size=32, threads=2, lr=DIGITS_LR,
+                     train=TrainOptions(dataset="digits", epochs=DIGITS_EPOCHS))
+    run = adapter.train(spec, WORKLOADS["mlp"], load_for_workload("mlp", "digits"))
+    return [record.accuracy for record in run.epochs]
 
 
 if __name__ == "__main__":

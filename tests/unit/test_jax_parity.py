@@ -19,6 +19,7 @@ from flax import nnx  # noqa: E402
 from rigbench.frameworks.jax import models as jax_models  # noqa: E402
 from rigbench.frameworks.torch import models as torch_models  # noqa: E402
 from rigbench.workloads import WORKLOADS, resolved_options  # noqa: E402
+from tests.loss_curves import CURVE_LR, CURVE_WORKLOADS, LOSS_CURVE_RTOL, curve_batches, torch_curve  # noqa: E402
 
 #: Small options where a workload has them, to keep the test quick.
 OPTIONS = {"resnet": {"depth": 20}, "lstm": {"hidden": 32}, "rcnn": {"width": 32, "steps": 2}}
@@ -98,31 +99,6 @@ def test_forward_on_torch_weights_agrees(name):
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
-#: The loss curves of ten steps may differ by float32 rounding compounded over the updates.
-LOSS_CURVE_RTOL = 1e-3
-#: A rate in the stable regime for every network here (resnet's own 0.1 at batch 8 on random
-#: labels swings the loss from 2.6 to 8 and amplifies rounding past any useful tolerance).
-CURVE_LR = 0.01
-
-
-def _torch_curve(name: str, model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> list[float]:
-    """Ten steps of torch's own training step and optimiser (frameworks/torch/step.py)."""
-    from contextlib import nullcontext
-
-    from rigbench.frameworks.torch.step import training_step
-
-    workload = WORKLOADS[name]
-    optimizer = torch.optim.SGD(model.parameters(), lr=CURVE_LR, **workload.optimizer_args)
-
-    def update(loss: torch.Tensor, part: str) -> None:
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-
-    model.train()
-    return [float(training_step(workload, model, batch, update, nullcontext)) for batch in batches]
-
-
 def _jax_curve(name: str, model: nnx.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> list[float]:
     """Ten steps of the JAX adapter's own step and optimiser (frameworks/jax/step.py)."""
     from rigbench.frameworks.jax import step
@@ -139,19 +115,14 @@ def _jax_curve(name: str, model: nnx.Module, batches: list[tuple[torch.Tensor, t
     return losses
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "resnet", "lstm"])
+@pytest.mark.parametrize("name", CURVE_WORKLOADS)
 def test_ten_sgd_steps_give_torchs_loss_curve(name):
     """From the same weights, ten SGD steps (CURVE_LR, the workload's momentum) on the same ten
     batches: every step's loss within LOSS_CURVE_RTOL of torch's."""
-    from rigbench.frameworks.torch.step import synthetic_batch
-
-    workload = WORKLOADS[name]
-    assert workload.optimizer == "sgd"
     torch_model, jax_model = _build(name)
     _copy_weights(torch_model, jax_model)
-    torch.manual_seed(2)
-    batches = [synthetic_batch(workload, 8) for _ in range(10)]
-    expected = _torch_curve(name, torch_model, batches)
+    batches = curve_batches(name)
+    expected = torch_curve(name, torch_model, batches)
     got = _jax_curve(name, jax_model, batches)
     assert expected[-1] != expected[0]  # the weights moved: the curve tests the updates too
     np.testing.assert_allclose(got, expected, rtol=LOSS_CURVE_RTOL)

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.loss_curves import CURVE_LR, CURVE_WORKLOADS, LOSS_CURVE_RTOL, curve_batches, torch_curve
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Small options where a workload has them, to keep the test quick.
 OPTIONS = {"resnet": {"depth": 20}, "lstm": {"hidden": 32}, "rcnn": {"width": 32, "steps": 2}}
@@ -42,6 +44,16 @@ def test_parameter_counts_equal_torch(found):
     assert set(found["params"]) == set(found["workloads"])
     for name, (keras_params, torch_params) in found["params"].items():
         assert keras_params == torch_params, name
+
+
+@pytest.mark.parametrize("name", CURVE_WORKLOADS)
+def test_ten_sgd_steps_give_torchs_loss_curve(found, name):
+    """From torch's weights, ten steps of the adapter's own step (tensorflow: GradientTape under
+    tf.function; keras-torch: Keras' train_on_batch) with SGD at CURVE_LR on the same ten
+    batches: every step's loss within LOSS_CURVE_RTOL of torch's."""
+    expected, got = found["curves"][name]
+    assert expected[-1] != expected[0]  # the weights moved: the curve tests the updates too
+    assert got == pytest.approx(expected, rel=LOSS_CURVE_RTOL)
 
 
 @pytest.mark.parametrize("name", FORWARD)
@@ -138,7 +150,37 @@ def _child() -> dict[str, Any]:
         got = keras.ops.convert_to_numpy(keras_model(keras.ops.convert_to_tensor(x.numpy()), training=False))
         forward[name] = {"shape": [list(got.shape), list(expected.shape)], "max_abs": float(np.abs(expected).max()),
                          "max_abs_diff": float(np.abs(got - expected).max())}
-    return {"params": params, "forward": forward, "workloads": list(WORKLOADS)}
+    return {"params": params, "forward": forward, "workloads": list(WORKLOADS), "curves": _curves()}
+
+
+#: The adapter whose training step a backend's curve runs.
+ADAPTERS = {"tensorflow": "tensorflow", "torch": "keras-torch"}
+
+
+def _curves() -> dict[str, list[list[float]]]:
+    """workload -> [torch's curve, the Keras adapter's], from the same weights and batches."""
+    import keras
+    import torch
+
+    from rigbench.frameworks import load_adapter
+    from rigbench.frameworks.torch import models as torch_models
+    from rigbench.spec import TrialSpec
+    from rigbench.workloads import WORKLOADS, resolved_options
+
+    adapter = load_adapter(ADAPTERS[keras.backend.backend()])
+    curves = {}
+    for name in CURVE_WORKLOADS:
+        workload = WORKLOADS[name]
+        torch.manual_seed(0)
+        torch_model = torch_models.build_model(name, resolved_options(workload, OPTIONS.get(name, {})))
+        spec = TrialSpec(workload=name, framework=adapter.NAME, device="cpu", batch_size=16, lr=CURVE_LR,
+                         threads=2, workload_options=OPTIONS.get(name, {}))
+        trainer = adapter.build(spec, workload)
+        _copy_weights(torch_model, trainer.parts["model"])
+        batches = curve_batches(name)
+        got = [trainer.run_step(trainer.to_device(x.numpy()), trainer.to_device(y.numpy()))[0] for x, y in batches]
+        curves[name] = [torch_curve(name, torch_model, batches), trainer.loss_values(got)]
+    return curves
 
 
 if __name__ == "__main__":
