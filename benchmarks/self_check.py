@@ -124,7 +124,7 @@ class _NoOpTrainer:
         pass
 
     def step_timer(self):
-        from rigbench.frameworks.torch.trainer import HostTimer  # the CPU timer trials use
+        from rigbench.frameworks.host_timer import HostTimer  # the CPU timer trials use
         return HostTimer()
 
     def loss_values(self, handles):

@@ -7,14 +7,13 @@ device, precision, timing and memory plumbing.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from rigbench.errors import UnsupportedError
+from rigbench.frameworks.host_timer import HostTimer
 from rigbench.frameworks.jax import models, step
 from rigbench.frameworks.jax.devices import device_name, resolve_device
 from rigbench.spec import TrialSpec
@@ -43,26 +42,6 @@ def check_spec(spec: TrialSpec) -> None:
         raise UnsupportedError("channels-last is torch's memory format; JAX's convolutions are always NHWC here")
     if spec.compile:
         raise UnsupportedError("--compile is torch.compile; every JAX step is already compiled by XLA (jit)")
-
-
-class HostTimer:
-    """Steps timed with time.perf_counter(); stop() first blocks until the step is done (JAX
-    dispatches asynchronously on every device, the CPU included)."""
-
-    def __init__(self, sync: Callable[[], None]):
-        self._sync = sync
-        self._times: list[float] = []
-        self._t0 = 0.0
-
-    def start(self) -> None:
-        self._t0 = time.perf_counter()
-
-    def stop(self) -> None:
-        self._sync()
-        self._times.append(time.perf_counter() - self._t0)
-
-    def elapsed_s(self) -> list[float]:
-        return list(self._times)
 
 
 class JaxTrainer:

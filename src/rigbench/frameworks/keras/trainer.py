@@ -8,7 +8,6 @@ The shared loops (training.py, lr_range.py) drive `train_step`, `predict` and `s
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -18,32 +17,13 @@ import numpy as np
 from keras import ops
 
 from rigbench.errors import UnsupportedError
+from rigbench.frameworks.host_timer import HostTimer
 from rigbench.frameworks.keras import models, step
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
 #: (inputs, targets) -> (loss as a device value, {part name: its loss} for multi-part workloads)
 TrainStep = Callable[[Any, Any], tuple[Any, dict[str, Any]]]
-
-
-class HostTimer:
-    """Steps timed with time.perf_counter(); stop() first waits for the device (every Keras
-    backend may run asynchronously: TensorFlow and JAX on every device, torch on GPUs)."""
-
-    def __init__(self, sync: Callable[[], None]):
-        self._sync = sync
-        self._times: list[float] = []
-        self._t0 = 0.0
-
-    def start(self) -> None:
-        self._t0 = time.perf_counter()
-
-    def stop(self) -> None:
-        self._sync()
-        self._times.append(time.perf_counter() - self._t0)
-
-    def elapsed_s(self) -> list[float]:
-        return list(self._times)
 
 
 def require_backend(backend: str) -> None:

@@ -7,7 +7,6 @@ this module adds the device, precision, optimiser, timing and memory plumbing.
 from __future__ import annotations
 
 import platform
-import time
 import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -18,6 +17,7 @@ import torch
 from torch import Tensor
 
 from rigbench.errors import UnsupportedError, UsageError
+from rigbench.frameworks.host_timer import HostTimer
 from rigbench.frameworks.torch import models, step
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload, resolved_options
@@ -112,26 +112,6 @@ class CudaEventTimer:
 
     def elapsed_s(self) -> list[float]:
         return [start.elapsed_time(end) / 1000.0 for start, end in self._pairs]  # ms -> s
-
-
-class HostTimer:
-    """Steps timed with time.perf_counter(); stop() first waits for the device if it is asynchronous."""
-
-    def __init__(self, sync: Any = None):
-        self._sync = sync
-        self._times: list[float] = []
-        self._t0 = 0.0
-
-    def start(self) -> None:
-        self._t0 = time.perf_counter()
-
-    def stop(self) -> None:
-        if self._sync is not None:
-            self._sync()
-        self._times.append(time.perf_counter() - self._t0)
-
-    def elapsed_s(self) -> list[float]:
-        return list(self._times)
 
 
 # --------------------------------------------------------------------------- trainer
