@@ -8,7 +8,6 @@ hyperparameter (step.set_lr), so one compiled step serves every rate.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import jax
 import numpy as np
@@ -19,18 +18,9 @@ from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks.jax import step
 from rigbench.frameworks.jax.trainer import JaxTrainer
 from rigbench.frameworks.jax.training import data_step
+from rigbench.frameworks.run_records import LrFindRun
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
-
-
-@dataclass
-class LrFindRun:
-    """What a range test produced (as torch's): [lr, loss, smoothed loss] per finished step."""
-
-    lr_curve: list[tuple[float, float, float]]
-    device_name: str
-    train_samples: int
-    stop_reason: str  # "end_lr" | "diverged" | "non-finite"
 
 
 def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -23,27 +22,15 @@ import numpy as np
 
 from rigbench.data import LoadedData
 from rigbench.data.accepts import accepted_datasets
-from rigbench.errors import DivergedError, UnsupportedError, UsageError
+from rigbench.errors import UnsupportedError, UsageError
 from rigbench.frameworks.jax import step
 from rigbench.frameworks.jax.trainer import JaxTrainer
+from rigbench.frameworks.run_records import TrainRun, diverged
 from rigbench.spec import EpochRecord, TrialSpec
 from rigbench.workloads import Workload
 
 #: Evaluation batch size: large for speed, small enough for big images on small devices.
 EVAL_BATCH = 512
-
-
-@dataclass
-class TrainRun:
-    """What a training run produced; the runner turns it into a ChildReport (as torch's)."""
-
-    epochs: list[EpochRecord]
-    loss_curve: list[float]
-    params: int
-    device_name: str
-    train_samples: int
-    test_samples: int
-    started_at: float
 
 
 def scale(workload: Workload, images: jax.Array) -> jax.Array:
@@ -116,15 +103,6 @@ def _evaluate(trainer: JaxTrainer, x_test: np.ndarray, y_test: np.ndarray) -> tu
     return loss_sum / len(x_test), (n_correct / len(x_test) if predict is not None else None)
 
 
-def _diverged(epoch: int, losses: list[float], records: list[EpochRecord], curve: list[float]) -> DivergedError:
-    bad = next(i for i, v in enumerate(losses) if not math.isfinite(v))
-    curve.extend(losses[:bad])
-    exc = DivergedError(f"loss became {losses[bad]} in epoch {epoch} (step {bad + 1} of {len(losses)})", step=epoch)
-    exc.epochs = records  # type: ignore[attr-defined]
-    exc.loss_curve = curve  # type: ignore[attr-defined]
-    return exc
-
-
 def train(spec: TrialSpec, workload: Workload, data: LoadedData,
           on_epoch: Callable[[EpochRecord], None] | None = None) -> TrainRun:
     """Train `workload` on `data` for spec.train.epochs epochs, evaluating after each (as torch's
@@ -165,7 +143,7 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
         seconds = time.perf_counter() - start
         values = [float(v) for v in jax.device_get(jnp.stack(losses))]  # one copy for the epoch
         if not all(math.isfinite(v) for v in values):
-            raise _diverged(epoch, values, records, curve)
+            raise diverged(epoch, values, records, curve)
         curve.extend(values)
         record = _record(trainer, epoch, values, jax.device_get(part_losses), seconds, timing, data)
         records.append(record)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from keras import ops
@@ -19,18 +18,9 @@ from rigbench.data import LoadedData
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks.keras.trainer import KerasTrainer
 from rigbench.frameworks.keras.training import model_batch
+from rigbench.frameworks.run_records import LrFindRun
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
-
-
-@dataclass
-class LrFindRun:
-    """What a range test produced (as torch's): [lr, loss, smoothed loss] per finished step."""
-
-    lr_curve: list[tuple[float, float, float]]
-    device_name: str
-    train_samples: int
-    stop_reason: str  # "end_lr" | "diverged" | "non-finite"
 
 
 def lr_find(make_trainer: Callable[[TrialSpec, Workload], KerasTrainer], spec: TrialSpec, workload: Workload,

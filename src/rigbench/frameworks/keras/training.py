@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,27 +22,15 @@ from keras import ops
 
 from rigbench.data import LoadedData
 from rigbench.data.accepts import accepted_datasets
-from rigbench.errors import DivergedError, UnsupportedError, UsageError
+from rigbench.errors import UnsupportedError, UsageError
 from rigbench.frameworks.keras import step
 from rigbench.frameworks.keras.trainer import KerasTrainer
+from rigbench.frameworks.run_records import TrainRun, diverged
 from rigbench.spec import EpochRecord, TrialSpec
 from rigbench.workloads import Workload
 
 #: Evaluation batch size: large for speed, small enough for big images on small devices.
 EVAL_BATCH = 512
-
-
-@dataclass
-class TrainRun:
-    """What a training run produced; the runner turns it into a ChildReport (as torch's)."""
-
-    epochs: list[EpochRecord]
-    loss_curve: list[float]
-    params: int
-    device_name: str
-    train_samples: int
-    test_samples: int
-    started_at: float
 
 
 def model_batch(trainer: KerasTrainer, images: Any, labels: Any, rng: np.random.Generator) -> tuple[Any, Any]:
@@ -89,15 +76,6 @@ def evaluate(trainer: KerasTrainer, x_test: np.ndarray, y_test: np.ndarray) -> t
             n_correct += int(ops.convert_to_numpy(ops.sum(ops.cast(predict(out) == ops.cast(targets, "int32"),
                                                                    "int32"))))
     return loss_sum / len(x_test), (n_correct / len(x_test) if predict is not None else None)
-
-
-def diverged(epoch: int, losses: list[float], records: list[EpochRecord], curve: list[float]) -> DivergedError:
-    bad = next(i for i, v in enumerate(losses) if not math.isfinite(v))
-    curve.extend(losses[:bad])
-    exc = DivergedError(f"loss became {losses[bad]} in epoch {epoch} (step {bad + 1} of {len(losses)})", step=epoch)
-    exc.epochs = records  # type: ignore[attr-defined]
-    exc.loss_curve = curve  # type: ignore[attr-defined]
-    return exc
 
 
 def train(make_trainer: Callable[[TrialSpec, Workload], KerasTrainer], spec: TrialSpec, workload: Workload,

@@ -21,28 +21,18 @@ The model is not restored afterwards: the process ends with the trial.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from rigbench.analysis.lr_find import lr_schedule
 from rigbench.data import LoadedData
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
+from rigbench.frameworks.run_records import LrFindRun
 from rigbench.frameworks.torch import step
 from rigbench.frameworks.torch.trainer import TorchTrainer
 from rigbench.frameworks.torch.training import ResidentBatches, _model_batch, _Timing
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
-
-
-@dataclass
-class LrFindRun:
-    """What a range test produced; the runner turns it into a ChildReport."""
-
-    lr_curve: list[tuple[float, float, float]]  # [lr, loss, smoothed loss] per finished step
-    device_name: str
-    train_samples: int
-    stop_reason: str  # "end_lr" | "diverged" | "non-finite"
 
 
 def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:

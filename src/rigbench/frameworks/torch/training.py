@@ -36,7 +36,8 @@ from torch import Tensor
 
 from rigbench.data import LoadedData
 from rigbench.data.accepts import accepted_datasets
-from rigbench.errors import DivergedError, UnsupportedError, UsageError
+from rigbench.errors import UnsupportedError, UsageError
+from rigbench.frameworks.run_records import TrainRun, diverged
 from rigbench.frameworks.torch import step
 from rigbench.frameworks.torch.trainer import TorchTrainer, synchronize
 from rigbench.spec import EpochRecord, TrainOptions, TrialSpec
@@ -44,19 +45,6 @@ from rigbench.workloads import Workload
 
 #: Evaluation batch size: large for speed, small enough for big images on small devices.
 EVAL_BATCH = 512
-
-
-@dataclass
-class TrainRun:
-    """What a training run produced; the runner turns it into a ChildReport."""
-
-    epochs: list[EpochRecord]
-    loss_curve: list[float]  # training loss of every step, in order
-    params: int
-    device_name: str
-    train_samples: int  # after max_train_samples
-    test_samples: int
-    started_at: float  # time.time() as epoch 1 began (the measured window's start)
 
 
 @dataclass
@@ -239,18 +227,6 @@ def _evaluate(trainer: TorchTrainer, x_test: Tensor, y_test: Tensor) -> tuple[fl
 # --------------------------------------------------------------------------- the run
 
 
-def _diverged(epoch: int, losses: list[float], records: list[EpochRecord],
-              curve: list[float]) -> DivergedError:
-    """DivergedError for `epoch`, carrying the finished epochs and the finite part of the curve."""
-    bad = next(i for i, v in enumerate(losses) if not math.isfinite(v))
-    curve.extend(losses[:bad])  # the run-up to the blow-up; NaN does not survive JSON
-    exc = DivergedError(f"loss became {losses[bad]} in epoch {epoch} (step {bad + 1} of {len(losses)})",
-                        step=epoch)
-    exc.epochs = records  # type: ignore[attr-defined]
-    exc.loss_curve = curve  # type: ignore[attr-defined]
-    return exc
-
-
 def train(spec: TrialSpec, workload: Workload, data: LoadedData,
           on_epoch: Callable[[EpochRecord], None] | None = None) -> TrainRun:
     """Train `workload` on `data` for spec.train.epochs epochs.
@@ -288,7 +264,7 @@ def train(spec: TrialSpec, workload: Workload, data: LoadedData,
         for epoch in range(1, options.epochs + 1):
             result = _train_epoch(trainer, batches)
             if not all(math.isfinite(v) for v in result.losses):
-                raise _diverged(epoch, result.losses, records, curve)
+                raise diverged(epoch, result.losses, records, curve)
             curve.extend(result.losses)
             record = _record(trainer, epoch, result, x_test, y_test)
             records.append(record)
