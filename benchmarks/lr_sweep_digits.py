@@ -16,8 +16,9 @@ import argparse
 import time
 
 from rigbench.data import load_for_workload
-from rigbench.errors import DivergedError
 from rigbench.frameworks import torch as adapter
+from rigbench.frameworks.driver import training
+from rigbench.frameworks.run_records import TrainingDiverged
 from rigbench.spec import EpochRecord, TrainOptions, TrialSpec
 from rigbench.workloads import get_workload
 
@@ -27,9 +28,9 @@ def sweep_one(workload: str, lr: float, args: argparse.Namespace, data) -> tuple
     spec = TrialSpec(workload=workload, device="cpu", batch_size=args.batch, threads=args.threads, lr=lr,
                      seed=args.seed, train=TrainOptions(dataset="digits", epochs=args.epochs))
     try:
-        return adapter.train(spec, get_workload(workload), data).epochs, None
-    except DivergedError as exc:
-        return exc.epochs, exc.step  # type: ignore[attr-defined]
+        return training.train(adapter.build, spec, get_workload(workload), data).epochs, None
+    except TrainingDiverged as exc:
+        return exc.epochs, exc.step
 
 
 def main() -> None:

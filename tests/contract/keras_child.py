@@ -85,6 +85,7 @@ def _step(adapter: Any, name: str) -> dict[str, Any]:
 
 def main(framework: str) -> dict[str, Any]:
     adapter = load_adapter(framework)
+    adapter.prepare(2)  # as a trial's child does, before anything starts the framework
     not_oom = [RuntimeError("mat1 and mat2 shapes cannot be multiplied (4x10 and 20x3)"), ValueError("out of memory")]
     report: dict[str, Any] = {
         "software": adapter.software(), "devices": adapter.list_devices(),
@@ -108,13 +109,14 @@ def main(framework: str) -> dict[str, Any]:
 
 
 def _digits(adapter: Any) -> list[float]:
-    """Held-out accuracy per epoch of mlp trained on digits by the adapter's own loop."""
+    """Held-out accuracy per epoch of mlp trained on digits by the shared training loop."""
     from rigbench.data import load_for_workload
+    from rigbench.frameworks.driver import training
     from rigbench.spec import TrainOptions
 
     spec = TrialSpec(workload="mlp", framework=adapter.NAME, device="cpu", batch_size=32, threads=2, lr=DIGITS_LR,
                      train=TrainOptions(dataset="digits", epochs=DIGITS_EPOCHS))
-    run = adapter.train(spec, WORKLOADS["mlp"], load_for_workload("mlp", "digits"))
+    run = training.train(adapter.build, spec, WORKLOADS["mlp"], load_for_workload("mlp", "digits"))
     return [record.accuracy for record in run.epochs]
 
 

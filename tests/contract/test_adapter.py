@@ -22,16 +22,17 @@ from tests.contract.conftest import FRAMEWORKS, OOM_EXAMPLES
 def test_adapter_defines_the_contract(name):
     adapter = load_adapter(name)  # the adapter module only: it imports no framework
     assert missing_members(adapter) == []
-    assert adapter.NAME == name and adapter.NAME in REGISTRY and adapter.installed()
+    assert adapter.NAME == name and adapter.NAME in REGISTRY
+    assert not hasattr(adapter, "installed")  # the registry answers that, without importing
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS)
 def test_environment_and_registry_need_no_framework_import(name):
-    # environment() runs in the child before the framework starts, so computing it (and
-    # asking installed()) must not import the framework.
+    # environment() runs in the child before the framework starts, so computing it must not
+    # import the framework.
     module, import_names, _ = REGISTRY[name]
     code = (f"import importlib, json, sys; from rigbench.spec import TrialSpec\n"
-            f"a = importlib.import_module({module!r}); a.installed()\n"
+            f"a = importlib.import_module({module!r})\n"
             f"env = a.environment(TrialSpec(workload='mlp', batch_size=2, threads=3, framework={name!r}))\n"
             f"print(json.dumps([env, any(m in sys.modules for m in {import_names!r})]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -71,25 +72,30 @@ def test_is_oom_on_real_and_known_out_of_memory_errors(adapter):
     assert not adapter.is_oom(ValueError("out of memory"))  # the type matters, not only the text
 
 
-def test_child_applies_the_environment_before_counting(monkeypatch):
-    # The child must set the adapter's environment before anything can start the framework:
-    # the first framework call it makes (count) must already see it.
+def test_child_applies_the_environment_and_threads_before_counting(monkeypatch):
+    # The child must set the adapter's environment, then size its thread pools (prepare, once),
+    # before anything can start the framework: the first framework call it makes (count) must
+    # already see both.
     seen = {}
+
+    def prepare(threads):
+        seen["prepared"] = (threads, child.os.environ.get("RIGBENCH_CONTRACT_PROBE"))
 
     def count(workload, options):
         seen["env"] = child.os.environ.get("RIGBENCH_CONTRACT_PROBE")
+        assert "prepared" in seen
         return 1, 1.0
 
     def build(spec, workload):
         raise UnsupportedError("stop here")
 
     fake = SimpleNamespace(NAME="fake", environment=lambda spec: {"RIGBENCH_CONTRACT_PROBE": "set"},
-                           software=lambda: {"fake": "1"}, count=count, build=build,
+                           software=lambda: {"fake": "1"}, count=count, build=build, prepare=prepare,
                            is_oom=lambda exc: False)
     monkeypatch.setattr(child, "load_adapter", lambda name: fake)
     monkeypatch.setenv("RIGBENCH_CONTRACT_PROBE", "not yet")  # restored after the test
-    report = child.run_trial(TrialSpec(workload="cnn", batch_size=2))
-    assert report.status == "unsupported" and seen == {"env": "set"}
+    report = child.run_trial(TrialSpec(workload="cnn", batch_size=2, threads=3))
+    assert report.status == "unsupported" and seen == {"env": "set", "prepared": (3, "set")}
     # flops_per_sample is the workload's analytic figure, not the adapter's count (1.0)
     assert report.flops_per_sample == pytest.approx(25_736_448)
 

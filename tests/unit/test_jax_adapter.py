@@ -15,9 +15,11 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from rigbench.data import load_for_workload  # noqa: E402
-from rigbench.errors import DivergedError, UnsupportedError  # noqa: E402
+from rigbench.errors import UnsupportedError  # noqa: E402
 from rigbench.frameworks import jax as adapter  # noqa: E402
+from rigbench.frameworks.driver import lr_range, training  # noqa: E402
 from rigbench.frameworks.jax.flops import jaxpr_flops  # noqa: E402
+from rigbench.frameworks.run_records import TrainingDiverged  # noqa: E402
 from rigbench.spec import LrFindOptions, TrainOptions, TrialSpec  # noqa: E402
 from rigbench.workloads import WORKLOADS  # noqa: E402
 
@@ -77,7 +79,8 @@ def _spec(workload: str, epochs: int, batch_size: int = 32, lr: float | None = N
 
 
 def _train(spec: TrialSpec, on_epoch=None):
-    return adapter.train(spec, WORKLOADS[spec.workload], load_for_workload(spec.workload, "digits"), on_epoch)
+    return training.train(adapter.build, spec, WORKLOADS[spec.workload], load_for_workload(spec.workload, "digits"),
+                          on_epoch)
 
 
 def test_mlp_learns_digits():
@@ -102,9 +105,9 @@ def test_loader_mode_same_seed_same_run():
 
 
 def test_huge_lr_diverges_in_epoch_one():
-    with pytest.raises(DivergedError) as info:
+    with pytest.raises(TrainingDiverged) as info:
         _train(_spec("mlp", 3, lr=1e6, max_train_samples=320))
-    assert info.value.step == 1 and info.value.epochs == []  # type: ignore[attr-defined]
+    assert info.value.step == 1 and info.value.epochs == []
 
 
 def test_dcgan_reports_both_losses():
@@ -115,13 +118,19 @@ def test_dcgan_reports_both_losses():
 
 def test_lstm_has_no_data_set():
     with pytest.raises(UnsupportedError):
-        adapter.train(_spec("lstm", 1), WORKLOADS["lstm"], load_for_workload("mlp", "digits"))
+        training.train(adapter.build, _spec("lstm", 1), WORKLOADS["lstm"], load_for_workload("mlp", "digits"))
 
 
 def test_lr_find_ramps_and_stops():
     spec = TrialSpec(workload="mlp", framework="jax", device="cpu", batch_size=64,
                      lr_find=LrFindOptions(dataset="digits", steps=60))
-    run = adapter.lr_find(spec, WORKLOADS["mlp"], load_for_workload("mlp", "digits"))
+    run = lr_range.lr_find(adapter.build, spec, WORKLOADS["mlp"], load_for_workload("mlp", "digits"))
     rates = [lr for lr, _, _ in run.lr_curve]
     assert rates == sorted(rates) and rates[0] == pytest.approx(1e-6)
     assert run.stop_reason in ("end_lr", "diverged") and min(loss for _, loss, _ in run.lr_curve) < 2.0
+
+
+def test_loader_workers_are_torch_only():
+    # JAX reads host batches in the main process: asking for DataLoader workers is refused, not ignored.
+    with pytest.raises(UnsupportedError, match="--workers"):
+        _train(_spec("mlp", 1, max_train_samples=64, input_mode="loader", workers=2))

@@ -78,14 +78,14 @@ def test_dcgan_each_update_lowers_its_loss():
                     + bce(fake_logits, torch.zeros_like(fake_logits))).item()
 
     before_after: list[tuple[str, float, float]] = []
-    update = trainer._update
+    update = trainer.update_part
 
     def checked_update(loss, part):
         before = loss.item()
         update(loss, part)
         before_after.append((part, before, current(part)))
 
-    trainer._update = checked_update
+    trainer.update_part = checked_update
     handles = [trainer.step() for _ in range(5)]
     assert [p for p, _, _ in before_after] == ["discriminator", "generator"] * 5
     assert all(after < before for _, before, after in before_after), before_after
@@ -145,11 +145,11 @@ def test_software_versions():
     assert info["torch"] == torch.__version__ and "cuda" in info and "hip" in info
 
 
-def test_threads_are_set():
+def test_prepare_sets_the_threads():
     before = torch.get_num_threads()
     try:
-        _trainer("mlp", 2, threads=1)
-        assert torch.get_num_threads() == 1
+        adapter.prepare(1)  # the child calls it once, before building
+        assert torch.get_num_threads() == 1 and adapter.software()["num_threads"] == 1
     finally:
         torch.set_num_threads(before)
 

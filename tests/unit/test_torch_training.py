@@ -1,4 +1,7 @@
-"""Training on real data (torch adapter): the `digits` set that ships with scikit-learn, on the CPU.
+"""Training on real data: the shared loop (frameworks/driver/training.py) driving the torch
+adapter's trainer on the `digits` set that ships with scikit-learn, on the CPU (torch is the
+fastest framework to start; tests/unit/test_jax_adapter.py and the Keras-family contract run the
+same loop on the other frameworks).
 
 Accuracies are asserted, never times: only that each timed part was measured at all.
 """
@@ -16,9 +19,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 from rigbench.data import LoadedData, load_for_workload  # noqa: E402
-from rigbench.errors import DivergedError, UnsupportedError  # noqa: E402
+from rigbench.errors import UnsupportedError  # noqa: E402
 from rigbench.frameworks import torch as adapter  # noqa: E402
-from rigbench.frameworks.torch import training  # noqa: E402
+from rigbench.frameworks.driver import training  # noqa: E402
+from rigbench.frameworks.run_records import TrainingDiverged, TrainRun  # noqa: E402
 from rigbench.spec import TrainOptions, TrialSpec  # noqa: E402
 from rigbench.workloads import WORKLOADS  # noqa: E402
 
@@ -31,9 +35,9 @@ def _spec(workload: str, epochs: int, batch_size: int = 32, lr: float | None = N
                      train=TrainOptions(dataset="digits", epochs=epochs, **train))
 
 
-def _train(spec: TrialSpec, on_epoch=None) -> training.TrainRun:
+def _train(spec: TrialSpec, on_epoch=None, build=adapter.build) -> TrainRun:
     data = load_for_workload(spec.workload, "digits")
-    return adapter.train(spec, WORKLOADS[spec.workload], data, on_epoch)
+    return training.train(build, spec, WORKLOADS[spec.workload], data, on_epoch)
 
 
 @pytest.mark.parametrize(("workload", "lr", "epochs"), [
@@ -88,29 +92,26 @@ def test_same_seed_same_run():
 
 
 def test_huge_lr_diverges_in_epoch_one():
-    with pytest.raises(DivergedError) as info:
+    with pytest.raises(TrainingDiverged) as info:
         _train(_spec("mlp", 3, lr=1e6, max_train_samples=320))
     exc = info.value
     assert exc.step == 1 and exc.epochs == [] and "epoch 1" in str(exc)
     assert all(math.isfinite(v) for v in exc.loss_curve) and len(exc.loss_curve) < 320 // 32
 
 
-def test_divergence_later_carries_finished_epochs(monkeypatch):
+def test_divergence_later_carries_finished_epochs():
     """A real blow-up in epoch 2: the lr is raised to 1e6 once epoch 1 is done."""
     trainers = []
 
-    class Recorded(training.TorchTrainer):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            trainers.append(self)
+    def recorded(spec, workload):
+        trainers.append(adapter.build(spec, workload))
+        return trainers[-1]
 
     def raise_lr(record):
-        for group in trainers[0].optimizers["model"].param_groups:
-            group["lr"] = 1e6
+        trainers[0].set_lr(1e6)
 
-    monkeypatch.setattr(training, "TorchTrainer", Recorded)
-    with pytest.raises(DivergedError) as info:
-        _train(_spec("mlp", 3, lr=0.02, max_train_samples=320), on_epoch=raise_lr)
+    with pytest.raises(TrainingDiverged) as info:
+        _train(_spec("mlp", 3, lr=0.02, max_train_samples=320), on_epoch=raise_lr, build=recorded)
     exc = info.value
     assert exc.step == 2 and [r.epoch for r in exc.epochs] == [1]
     assert len(exc.loss_curve) >= 10 and all(math.isfinite(v) for v in exc.loss_curve)
@@ -127,7 +128,8 @@ def test_autoencoder_reconstruction_improves():
 def test_dcgan_reports_both_losses():
     data = load_for_workload("dcgan", "digits")
     assert data.x_train.shape[1:] == (3, 64, 64)
-    (record,) = adapter.train(_spec("dcgan", 1, batch_size=16, max_train_samples=64), WORKLOADS["dcgan"], data).epochs
+    (record,) = training.train(adapter.build, _spec("dcgan", 1, batch_size=16, max_train_samples=64), WORKLOADS["dcgan"],
+                                 data).epochs
     assert record.steps == 4 and record.accuracy is None and record.eval_loss is None
     assert set(record.extra) == {"loss_d", "loss_g"} and all(map(math.isfinite, record.extra.values()))
     assert record.train_loss == pytest.approx(record.extra["loss_d"] + record.extra["loss_g"], rel=1e-4)
@@ -141,11 +143,11 @@ def test_catsdogs_binary_labels():
     data = LoadedData("fake", ("cat", "dog"), images[:4], labels[:4], images[4:], labels[4:])
     spec = TrialSpec(workload="catsdogs", device="cpu", batch_size=2, threads=2,
                      train=TrainOptions(dataset="image_folder", epochs=1))
-    (record,) = adapter.train(spec, WORKLOADS["catsdogs"], data).epochs
+    (record,) = training.train(adapter.build, spec, WORKLOADS["catsdogs"], data).epochs
     assert record.steps == 2 and record.accuracy in (0.0, 0.5, 1.0)
 
 
 def test_lstm_has_no_data_set():
     data = load_for_workload("mlp", "digits")
     with pytest.raises(UnsupportedError):
-        adapter.train(_spec("lstm", 1), WORKLOADS["lstm"], data)
+        training.train(adapter.build, _spec("lstm", 1), WORKLOADS["lstm"], data)

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
 from rigbench.errors import UsageError
 
+if TYPE_CHECKING:
+    from rigbench.frameworks.base import FrameworkAdapter
+
 #: name -> (module path, the import names whose presence means it is installed, the pip
-#: extras that install them). The Keras-on-a-backend adapters need Keras and the backend both.
+#: extras that install them). The registry alone answers "is it installed?" (adapters do not):
+#: the Keras-on-a-backend adapters need Keras and the backend both, JAX needs flax and optax too.
 FRAMEWORKS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "torch": ("rigbench.frameworks.torch", ("torch",), "torch"),
-    "jax": ("rigbench.frameworks.jax", ("jax",), "jax"),
+    "jax": ("rigbench.frameworks.jax", ("jax", "flax", "optax"), "jax"),
     "tensorflow": ("rigbench.frameworks.tensorflow", ("tensorflow", "keras"), "tensorflow"),
     "keras-jax": ("rigbench.frameworks.keras_jax", ("keras", "jax"), "keras,jax"),
     "keras-torch": ("rigbench.frameworks.keras_torch", ("keras", "torch"), "keras,torch"),
@@ -50,7 +54,8 @@ def check_framework(name: str) -> None:
         raise UsageError(f"framework {name!r} is not installed: pip install 'rigbench[{FRAMEWORKS[name][2]}]'{cpu_torch}")
 
 
-def load_adapter(name: str) -> ModuleType:
-    """Import an adapter module (only in child processes)."""
+def load_adapter(name: str) -> FrameworkAdapter:
+    """Import an adapter module (only in child processes); the module is the contract's
+    FrameworkAdapter (tests/contract/ checks every installed one)."""
     check_framework(name)
-    return importlib.import_module(FRAMEWORKS[name][0])
+    return cast("FrameworkAdapter", importlib.import_module(FRAMEWORKS[name][0]))

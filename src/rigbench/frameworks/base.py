@@ -2,19 +2,22 @@
 
 An adapter is a module, rigbench/frameworks/<name>/__init__.py, registered in
 rigbench/frameworks/__init__.FRAMEWORKS, whose module-level names implement
-`FrameworkAdapter` below. tests/contract/ runs every installed adapter on every workload
-against it.
+`FrameworkAdapter` below. It supplies primitives only: the training loop, the lr range test
+and the calibration are written once, framework-free, in rigbench/frameworks/driver/, and
+drive the `DataTrainer` that `build` returns and the kernels of `calibration_kernels`.
+tests/contract/ runs every installed adapter on every workload against it.
 
 Rules every adapter follows:
 - **Imports.** Every import of the framework lives inside its own subpackage, and the
-  adapter's `__init__` does not import the framework at module level: `installed()`,
-  `environment()` and the registry must work without it. Subpackages are imported only in
+  adapter's `__init__` does not import the framework at module level: `environment()` and
+  the registry must work without it. Subpackages are imported only in
   child processes (trials, device probes, counting), never by the CLI's own process.
 - **Environment first.** `environment(spec)` returns the variables the child must set
   BEFORE the framework is imported (thread pools and allocators read them once, at start):
   thread counts (OMP/MKL), allocator behaviour (TF_FORCE_GPU_ALLOW_GROWTH,
   XLA_PYTHON_CLIENT_PREALLOCATE=false for TensorFlow/JAX, which otherwise take most GPU
-  memory up front). runner/child.py applies it right after loading the adapter module.
+  memory up front). runner/child.py applies it right after loading the adapter module, then
+  calls `prepare(threads)` once: the only place an adapter sizes its thread pools.
 - **Devices** are named `cpu`, `cuda:N` (NVIDIA, and AMD under ROCm builds that call it
   cuda), `mps`, `xpu:N`, `dml:N`; `cuda:N` is NVML's index N (CUDA_DEVICE_ORDER=PCI_BUS_ID).
   A bare kind (`cuda`) means index 0. `list_devices()` returns `DeviceInfo` rows.
@@ -37,9 +40,13 @@ Rules every adapter follows:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypedDict
 
-from rigbench.spec import TrialSpec
+import numpy as np
+
+from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload
 
 
@@ -97,7 +104,8 @@ class StepTimer(Protocol):
 
 
 class Trainer(Protocol):
-    """One workload, built on one device, with its data resident there."""
+    """One workload, built on one device, with a synthetic batch resident there (the speed
+    protocol's `runner/protocol.measure` drives it)."""
 
     params: int
     device_name: str
@@ -126,17 +134,74 @@ class Trainer(Protocol):
         """Start a new window for `allocator_peak_bytes` (a no-op where there is none)."""
 
 
+class HostLoader(Protocol):
+    """Host-side batches for `rigbench train --input loader` (frameworks/driver/batches.py has
+    the numpy one every framework may use; torch's DataLoader is another)."""
+
+    def epoch(self, order: np.ndarray, batch_size: int) -> Iterator[tuple[Any, Any]]:
+        """The epoch's (images, labels) host batches, in `order`, the last partial batch dropped."""
+
+    def close(self) -> None:
+        """Release workers and buffers."""
+
+
+class DataTrainer(Trainer, Protocol):
+    """The primitives the shared loops (frameworks/driver/training.py, lr_range.py) drive on a
+    real data set. Data arrive as uint8 images [N, C, H, W] (or flat) and integer labels; a
+    "batch" below is the framework's own device value, opaque to the loops: the trainer scales
+    images by the workload's input range and makes the targets (class indices, 0/1 floats, the
+    input itself, fresh latent noise per step from its own seeded generator)."""
+
+    workload: Workload
+
+    def drop_synthetic_batch(self) -> None:
+        """Free the speed protocol's synthetic batch: a training run does not use it."""
+
+    def put_data(self, x: np.ndarray, y: np.ndarray) -> Any:
+        """The whole training set on the device (resident mode), placed once, before epoch 1."""
+
+    def put_index(self, order: np.ndarray) -> Any:
+        """One epoch's permutation on the device (one copy per epoch, not per step)."""
+
+    def take(self, data: Any, index: Any, start: int, stop: int) -> Any:
+        """The batch of rows index[start:stop] of resident `data`, selected on the device."""
+
+    def host_loader(self, x: np.ndarray, y: np.ndarray, options: TrainOptions) -> HostLoader:
+        """Host-side batches (loader mode), with the options' workers and pinned memory where
+        the framework has them (UnsupportedError where it has not)."""
+
+    def put_batch(self, images: Any, labels: Any) -> Any:
+        """One host batch copied to the device; returns when the copy (and scaling) is done."""
+
+    def train_step(self, batch: Any) -> tuple[Any, dict[str, Any]]:
+        """One training step on `batch`: (the loss, {part name: its loss} for multi-part
+        workloads, else {}), device values, not synchronised."""
+
+    def set_lr(self, lr: float) -> None:
+        """Every optimiser's learning rate, without recompiling the step."""
+
+    def evaluation(self) -> AbstractContextManager[Any]:
+        """Evaluation mode while inside (batch norm's running statistics, no dropout, no gradients)."""
+
+    def eval_sums(self, batch: Any) -> tuple[Any, Any]:
+        """(the batch's summed loss, its count of correct predictions; 0 without an accuracy
+        metric) as float device values, not synchronised."""
+
+
 class FrameworkAdapter(Protocol):
-    """Module-level API of rigbench/frameworks/<name>/__init__.py."""
+    """Module-level API of rigbench/frameworks/<name>/__init__.py. Whether the framework is
+    installed is the registry's answer (frameworks/__init__.is_installed), not the adapter's."""
 
     NAME: str
-
-    def installed(self) -> bool:
-        """True if the framework can be imported (checked without importing it)."""
 
     def environment(self, spec: TrialSpec) -> dict[str, str]:
         """Environment variables the trial's child sets before the framework is imported
         (thread counts, allocator settings); computed without importing the framework."""
+
+    def prepare(self, threads: int | None) -> None:
+        """Size the framework's CPU thread pools to `threads` (None: its default). The child
+        calls it once, right after applying `environment` and before anything can start the
+        framework's runtime (counting, building, calibrating)."""
 
     def software(self) -> dict[str, Any]:
         """Versions that decide comparability; holds at least SOFTWARE_KEYS."""
@@ -144,27 +209,13 @@ class FrameworkAdapter(Protocol):
     def list_devices(self) -> list[DeviceInfo]:
         """Devices this framework can use here, the CPU first."""
 
-    def build(self, spec: TrialSpec, workload: Workload) -> Trainer:
+    def build(self, spec: TrialSpec, workload: Workload) -> DataTrainer:
         """Build the model, optimiser(s) and a resident synthetic batch on `spec.device`.
 
-        Sets the thread count first. Raises UnsupportedError for combinations that
-        cannot run (e.g. a precision the device lacks) and UsageError for a bad device.
+        Raises UnsupportedError for combinations that cannot run (e.g. a precision the
+        device lacks) and UsageError for a bad device. The same trainer serves the speed
+        protocol (synthetic batch) and the shared training and lr-find loops (real data).
         """
-
-    def train(self, spec: TrialSpec, workload: Workload, data: Any, on_epoch: Any = None) -> Any:
-        """Train `spec.train.epochs` epochs on `data` (rigbench.data.LoadedData) with a held-out
-        evaluation after each (the workload's metric); returns an object with `epochs` (list
-        of spec.EpochRecord, each with its `ended_at` wall time), `loss_curve`, `params`,
-        `device_name`, `train_samples`, `test_samples` and `started_at` (time.time() when the
-        first epoch began, after building and data placement: the start of the measured
-        window, so trackers and energy cover the epochs only). A non-finite loss raises DivergedError with `step` = the epoch and
-        the finished `epochs` attached."""
-
-    def lr_find(self, spec: TrialSpec, workload: Workload, data: Any) -> Any:
-        """A learning-rate range test (`spec.lr_find`) on `data`'s training split, for
-        workloads with `lr_find` set (UnsupportedError otherwise): the rate grows
-        exponentially, the loss is smoothed, the test stops on divergence. Returns an object
-        with `lr_curve` ([lr, loss, smoothed loss] per step), `device_name`, `train_samples`."""
 
     def is_oom(self, exc: BaseException) -> bool:
         """True if `exc` is this framework's out-of-memory error (or the CPU allocator's)."""
@@ -186,8 +237,8 @@ class FrameworkAdapter(Protocol):
 
 
 #: Module-level names every adapter must define (count_traffic is optional).
-REQUIRED = ("NAME", "installed", "environment", "software", "list_devices", "build", "train",
-            "lr_find", "is_oom", "count", "calibrate_device")
+REQUIRED = ("NAME", "environment", "prepare", "software", "list_devices", "build", "is_oom", "count",
+            "calibrate_device")
 
 
 def missing_members(adapter: object) -> list[str]:

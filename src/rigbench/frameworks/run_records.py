@@ -35,12 +35,19 @@ class LrFindRun:
     stop_reason: str  # "end_lr" | "diverged" | "non-finite"
 
 
-def diverged(epoch: int, losses: list[float], records: list[EpochRecord], curve: list[float]) -> DivergedError:
-    """DivergedError for `epoch`, carrying the finished epochs and the finite part of the curve."""
+class TrainingDiverged(DivergedError):
+    """A training run's loss became NaN or infinite in epoch `step`; carries the epochs that
+    finished before it and the finite run-up of the loss curve, so they are stored."""
+
+    def __init__(self, message: str, step: int, epochs: list[EpochRecord], loss_curve: list[float]):
+        super().__init__(message, step=step)
+        self.epochs = epochs
+        self.loss_curve = loss_curve
+
+
+def diverged(epoch: int, losses: list[float], records: list[EpochRecord], curve: list[float]) -> TrainingDiverged:
+    """TrainingDiverged for `epoch`, carrying the finished epochs and the finite part of the curve."""
     bad = next(i for i, v in enumerate(losses) if not math.isfinite(v))
-    curve.extend(losses[:bad])  # the run-up to the blow-up; NaN does not survive JSON
-    exc = DivergedError(f"loss became {losses[bad]} in epoch {epoch} (step {bad + 1} of {len(losses)})",
-                        step=epoch)
-    exc.epochs = records  # type: ignore[attr-defined]
-    exc.loss_curve = curve  # type: ignore[attr-defined]
-    return exc
+    finite = [*curve, *losses[:bad]]  # the run-up to the blow-up; NaN does not survive JSON
+    return TrainingDiverged(f"loss became {losses[bad]} in epoch {epoch} (step {bad + 1} of {len(losses)})",
+                            step=epoch, epochs=records, loss_curve=finite)

@@ -52,6 +52,12 @@ def cpu_identity() -> dict[str, Any]:
     return found
 
 
+def cpu_name() -> str:
+    """The CPU's model name as every framework adapter reports it for a CPU trial (it is matched
+    against spec sheets, so there is one source): cpu_identity's model, else "CPU"."""
+    return cpu_identity().get("model") or "CPU"
+
+
 def _cpuinfo_identity() -> dict[str, Any] | None:
     try:
         import cpuinfo

@@ -1,8 +1,10 @@
 """Entry point of a trial's child process: `python -m rigbench.runner.child SPEC REPORT`.
 
 Reads a TrialSpec (JSON file), loads the framework adapter and applies the environment it
-asks for before the framework itself is imported, counts the model, applies the memory
-limit, builds the trainer, runs the protocol and writes a ChildReport (JSON file).
+asks for before the framework itself is imported, lets it size its thread pools (`prepare`),
+counts the model, applies the memory limit, then runs the speed protocol on the adapter's
+trainer, or the shared training loop or lr range test (frameworks/driver/), and writes a
+ChildReport (JSON file).
 Every failure it can see becomes a status in the report; failures it cannot see (a signal,
 the kernel's OOM killer, a hang) are classified by the parent from the exit.
 """
@@ -15,14 +17,21 @@ import sys
 import threading
 import time
 import traceback
+from typing import TYPE_CHECKING, Any
 
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
+from rigbench.frameworks.driver import lr_range, training
+from rigbench.frameworks.run_records import TrainingDiverged
 from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.protocol import measure
-from rigbench.spec import ChildReport, TrialSpec
-from rigbench.workloads import get_workload, resolved_options
+from rigbench.spec import ChildReport, LrFindOptions, TrainOptions, TrialSpec
+from rigbench.workloads import Workload, get_workload, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample
+
+if TYPE_CHECKING:
+    from rigbench.data import LoadedData
+    from rigbench.frameworks.base import FrameworkAdapter
 
 #: Lines of traceback kept in a crash's error text.
 TRACEBACK_LINES = 12
@@ -53,7 +62,8 @@ def apply_memory_limit(limit_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def traffic_per_sample(adapter, workload, options, batch_size: int) -> float | None:
+def traffic_per_sample(adapter: FrameworkAdapter, workload: Workload, options: dict[str, Any],
+                       batch_size: int) -> float | None:
     """Estimated bytes read and written by one step's forward and backward passes at this
     batch size, per sample (frameworks/torch/traffic.py). An estimate for the roofline: if it
     cannot be made, the trial's measurement still stands, without it."""
@@ -71,12 +81,13 @@ def traffic_per_sample(adapter, workload, options, batch_size: int) -> float | N
 def run_trial(spec: TrialSpec) -> ChildReport:
     """Run one trial in this process and describe the outcome; never raises."""
     report = ChildReport(status="crash")
-    adapter = None
+    adapter: FrameworkAdapter | None = None
     try:
         workload = get_workload(spec.workload)
         options = resolved_options(workload, spec.workload_options)
         adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
         os.environ.update(adapter.environment(spec))  # read once, when the framework starts
+        adapter.prepare(spec.threads)  # thread pools sized once, before counting can start them
         report.params, _ = cached_count(adapter, workload, options)
         # The analytic figure, the same for every framework (MFU and the roofline use it);
         # the adapter's own FLOP count only cross-checks it (tests/contract/).
@@ -91,15 +102,15 @@ def run_trial(spec: TrialSpec) -> ChildReport:
         else:
             _measure(adapter, spec, workload, report)
         report.status = "ok"
+    except TrainingDiverged as exc:  # `step` counts epochs here; finished epochs are kept
+        report.status, report.error = "diverged", str(exc)
+        report.diverged_at_epoch = exc.step
+        report.epochs = list(exc.epochs)
+        # JSON has no NaN: the curve keeps the finite losses up to the divergence
+        report.loss_curve = [x for x in exc.loss_curve if math.isfinite(x)]
     except DivergedError as exc:
         report.status, report.error = "diverged", str(exc)
-        if spec.train is not None:  # `step` counts epochs here; finished epochs are kept
-            report.diverged_at_epoch = exc.step
-            report.epochs = list(getattr(exc, "epochs", []))
-            # JSON has no NaN: the curve keeps the finite losses up to the divergence
-            report.loss_curve = [x for x in getattr(exc, "loss_curve", []) if math.isfinite(x)]
-        else:
-            report.diverged_at_step = exc.step
+        report.diverged_at_step = exc.step
     except (UnsupportedError, UsageError) as exc:
         report.status, report.error = "unsupported", str(exc)
     except BaseException as exc:  # noqa: BLE001 - every failure must become a status
@@ -110,10 +121,9 @@ def run_trial(spec: TrialSpec) -> ChildReport:
     return report
 
 
-def _measure(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
+def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
     """The speed protocol on a resident synthetic batch (`rigbench run`)."""
     trainer = adapter.build(spec, workload)
-    # Read after build: building sets the thread count the trial runs with.
     report.software = adapter.software()
     report.device_name = trainer.device_name
     report.threads = report.software.get("num_threads")
@@ -124,30 +134,29 @@ def _measure(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
     report.allocator_peak_bytes = trainer.allocator_peak_bytes()
 
 
-def _on_real_data(adapter, spec: TrialSpec, workload, report: ChildReport, opts, task):
-    """Load the data set `opts` names and run `task(spec, workload, data)` (an adapter's
-    `train` or `lr_find`) inside the measured window; fill the report's common fields.
-
-    The parent has already fetched and verified the files; here they are only read.
-    """
+def _load_data(workload: Workload, opts: TrainOptions | LrFindOptions) -> LoadedData:
+    """The data set `opts` names; the parent has already fetched and verified its files, here
+    they are only read."""
     from rigbench.data import load_for_workload
 
-    data = load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
-    report.measure_start = time.time()
-    done = task(spec, workload, data)
-    report.measure_end = time.time()
-    # A training run's window is its epochs: building the model and placing the data (seconds
-    # of CUDA start-up) would otherwise count in its utilisation and energy.
-    report.measure_start = getattr(done, "started_at", None) or report.measure_start
+    return load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
+
+
+def _describe(adapter: FrameworkAdapter, report: ChildReport, device_name: str, train_samples: int) -> None:
     report.software = adapter.software()
     report.threads = report.software.get("num_threads")
-    report.device_name, report.train_samples = done.device_name, done.train_samples
-    return done
+    report.device_name, report.train_samples = device_name, train_samples
 
 
-def _train(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
-    """Epochs on a real data set with held-out evaluation (`rigbench train`)."""
-    run = _on_real_data(adapter, spec, workload, report, spec.train, adapter.train)
+def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
+    """Epochs on a real data set with held-out evaluation (`rigbench train`), by the shared loop."""
+    assert spec.train is not None
+    data = _load_data(workload, spec.train)
+    run = training.train(adapter.build, spec, workload, data)
+    # A training run's window is its epochs: building the model and placing the data (seconds
+    # of CUDA start-up) would otherwise count in its utilisation and energy.
+    report.measure_start, report.measure_end = run.started_at, time.time()
+    _describe(adapter, report, run.device_name, run.train_samples)
     report.epochs, report.loss_curve, report.test_samples = run.epochs, run.loss_curve, run.test_samples
 
 
@@ -168,9 +177,14 @@ def exit_with_parent(poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="rigbench-parent-watch", daemon=True).start()
 
 
-def _lr_find(adapter, spec: TrialSpec, workload, report: ChildReport) -> None:
-    """A learning-rate range test on a real data set (`rigbench lr-find`)."""
-    found = _on_real_data(adapter, spec, workload, report, spec.lr_find, adapter.lr_find)
+def _lr_find(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
+    """A learning-rate range test on a real data set (`rigbench lr-find`), by the shared driver."""
+    assert spec.lr_find is not None
+    data = _load_data(workload, spec.lr_find)
+    report.measure_start = time.time()
+    found = lr_range.lr_find(adapter.build, spec, workload, data)
+    report.measure_end = time.time()
+    _describe(adapter, report, found.device_name, found.train_samples)
     report.lr_curve = found.lr_curve
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigbench import __version__
 from rigbench.paths import cache_dir
 from rigbench.workloads import Workload
+
+if TYPE_CHECKING:
+    from rigbench.frameworks.base import FrameworkAdapter
 
 
 def _key(framework: str, framework_version: str, workload: Workload, options: dict[str, Any]) -> str:
@@ -46,24 +48,24 @@ def _cached(key: str, compute: Callable[[], list[float]]) -> list[float]:
     return value
 
 
-def _adapter_key(adapter: ModuleType, workload: Workload, options: dict[str, Any]) -> str:
+def _adapter_key(adapter: FrameworkAdapter, workload: Workload, options: dict[str, Any]) -> str:
     software = adapter.software()
     return _key(adapter.NAME, str(software.get(adapter.NAME)), workload, options)
 
 
-def cached_count(adapter: ModuleType, workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
+def cached_count(adapter: FrameworkAdapter, workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     """`adapter.count(workload, options)`, from the cache when this exact count was made before."""
     params, flops = _cached(_adapter_key(adapter, workload, options),
-                            lambda: adapter.count(workload, options))
+                            lambda: list(adapter.count(workload, options)))
     return int(params), float(flops)
 
 
-def cached_traffic(adapter: ModuleType, workload: Workload, options: dict[str, Any]) -> tuple[float, float] | None:
+def cached_traffic(adapter: FrameworkAdapter, workload: Workload, options: dict[str, Any]) -> tuple[float, float] | None:
     """`adapter.count_traffic(workload, options)` = (bytes per step, bytes per sample), cached
     under its own key (`<count key>|traffic`), so that entries written before it existed
     still load; None for an adapter that cannot estimate traffic."""
     if not hasattr(adapter, "count_traffic"):
         return None
     per_step, per_sample = _cached(_adapter_key(adapter, workload, options) + "|traffic",
-                                   lambda: adapter.count_traffic(workload, options))
+                                   lambda: list(adapter.count_traffic(workload, options)))
     return float(per_step), float(per_sample)

@@ -16,6 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from rigbench.errors import UsageError
+from rigbench.hw.cpu import cpu_name
 
 if TYPE_CHECKING:
     import jax
@@ -101,9 +102,7 @@ def _memory(device: jax.Device) -> int | None:
 def device_name(device: jax.Device) -> str:
     """Human name: the GPU's kind (e.g. "NVIDIA H100 80GB HBM3") or the CPU's model."""
     if device.platform == "cpu":
-        from rigbench.hw.cpu import cpu_identity
-
-        return cpu_identity().get("model") or "CPU"
+        return cpu_name()
     return str(device.device_kind)
 
 

@@ -65,6 +65,28 @@ def synthetic_batch(workload: Workload, batch_size: int, seed: int = 0) -> tuple
     return x, _SYNTHETIC_TARGETS[workload.targets](x, batch_size, workload, k_y)
 
 
+def scale(workload: Workload, images: jax.Array) -> jax.Array:
+    """uint8 images -> float32 in the workload's input range: [0, 1] (unit) or [-1, 1]."""
+    x = images.astype(jnp.float32) / 255.0
+    return x if workload.input_range == "unit" else (x - 0.5) / 0.5
+
+
+#: targets kind -> (workload, scaled images, labels, key) -> targets of a real-data batch
+REAL_TARGETS: dict[str, Callable[[Workload, jax.Array, jax.Array, jax.Array], jax.Array]] = {
+    "class_index": lambda w, images, labels, key: labels,
+    "binary": lambda w, images, labels, key: labels.astype(jnp.float32),
+    "input": lambda w, images, labels, key: images,
+    "latent_noise": lambda w, images, labels, key: latent_noise(w, images.shape[0], key),
+}
+
+
+def model_batch(workload: Workload, images: jax.Array, labels: jax.Array,
+                key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(inputs, targets) as the step expects them, from uint8 images and labels."""
+    x = scale(workload, images)
+    return x, REAL_TARGETS[workload.targets](workload, x, labels, key)
+
+
 # --------------------------------------------------------------------------- loss
 
 

@@ -1,22 +1,29 @@
 """JaxTrainer: one workload, built on one device, with a resident synthetic batch.
 
-Implements rigbench.frameworks.base.Trainer. The step is step.make_step, compiled once with
+Implements rigbench.frameworks.base.DataTrainer. The step is step.make_step, compiled once with
 jax.jit (the state buffers donated, so an update reuses them in place); this module adds the
-device, precision, timing and memory plumbing.
+device, precision, timing and memory plumbing. On real data the same step is jitted with the
+batch's scaling and targets inside it, and a GAN draws fresh latent noise every step from a key
+split off the seed; the learning rate is the optimiser state's injected hyperparameter
+(step.set_lr), so one compiled step serves every rate.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rigbench.errors import UnsupportedError
+from rigbench.frameworks.driver.batches import NumpyLoader
 from rigbench.frameworks.host_timer import HostTimer
 from rigbench.frameworks.jax import models, step
 from rigbench.frameworks.jax.devices import device_name, resolve_device
-from rigbench.spec import TrialSpec
+from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
 #: precision -> jax's default matmul precision. "highest" is true fp32 (XLA on an NVIDIA GPU
@@ -61,6 +68,9 @@ class JaxTrainer:
         self.params = models.trainable_params(model)
         self.device_name = device_name(self.device)
         self._step = jax.jit(step.make_step(workload, self.tx, self.graphdefs), donate_argnums=0)
+        self._key = jax.random.key(spec.seed)  # latent noise of real-data steps
+        self._data_step: Callable[..., Any] | None = None
+        self._eval_sums: Callable[..., Any] | None = None
 
     def step(self) -> jax.Array:
         """One training step; returns the loss without waiting for the device."""
@@ -87,3 +97,59 @@ class JaxTrainer:
 
     def reset_peak_memory(self) -> None:
         """XLA's allocators offer no reset of their peak: a no-op (the peak covers the process)."""
+
+    # ------------------------------------------------------------------ real data (base.DataTrainer)
+
+    def drop_synthetic_batch(self) -> None:
+        self.batch = None
+
+    def put_data(self, x: np.ndarray, y: np.ndarray) -> tuple[jax.Array, jax.Array]:
+        return jax.block_until_ready(jax.device_put((x, y), self.device))
+
+    def put_index(self, order: np.ndarray) -> np.ndarray:
+        return order  # a host index: jax gathers device rows by it without a copy of its own
+
+    def take(self, data: tuple[jax.Array, jax.Array], index: np.ndarray, start: int,
+             stop: int) -> tuple[jax.Array, jax.Array]:
+        idx = index[start:stop]
+        return data[0][idx], data[1][idx]
+
+    def host_loader(self, x: np.ndarray, y: np.ndarray, options: TrainOptions) -> NumpyLoader:
+        return NumpyLoader(x, y, options, "jax")
+
+    def put_batch(self, images: Any, labels: Any) -> tuple[jax.Array, jax.Array]:
+        return jax.block_until_ready(jax.device_put((images, labels), self.device))
+
+    def train_step(self, batch: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, dict[str, jax.Array]]:
+        if self._data_step is None:  # the timed step, with the batch's scaling and targets inside
+            tx_step, workload = step.make_step(self.workload, self.tx, self.graphdefs), self.workload
+            self._data_step = jax.jit(
+                lambda state, images, labels, key: tx_step(state, step.model_batch(workload, images, labels, key)),
+                donate_argnums=0)
+        self._key, key = jax.random.split(self._key)
+        self.state, loss, parts = self._data_step(self.state, *batch, key)
+        return loss, parts
+
+    def set_lr(self, lr: float) -> None:
+        self.state = step.set_lr(self.state, lr)
+
+    def evaluation(self) -> AbstractContextManager[None]:
+        return nullcontext()  # eval_sums applies the model in evaluation mode itself
+
+    def eval_sums(self, batch: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        name = self.workload.parts[0].name
+        if self._eval_sums is None:
+            workload, graphdef = self.workload, self.graphdefs[name]
+            predict = step.PREDICTIONS[workload.loss] if workload.metric == "accuracy" else None
+
+            def sums(part: step.PartState, images: jax.Array, labels: jax.Array) -> tuple[jax.Array, jax.Array]:
+                inputs, targets = step.model_batch(workload, images, labels, jax.random.key(0))
+                out = step.eval_apply(graphdef, part, inputs)
+                loss = step.output_loss(workload, out, targets) * inputs.shape[0]
+                if predict is None:
+                    return loss, jnp.zeros(())
+                predicted = predict(out)
+                return loss, jnp.sum(predicted == targets.astype(predicted.dtype)).astype(jnp.float32)
+
+            self._eval_sums = jax.jit(sums)
+        return self._eval_sums(self.state[name], *batch)

@@ -3,13 +3,17 @@ device, the skeleton the three Keras adapters share (rigbench.frameworks.base.Tr
 
 A backend's subclass supplies what differs: the device (`resolve_device`), option checks,
 TF32, the compiled training step (`make_step`), synchronisation and the allocator's peak.
-The shared loops (training.py, lr_range.py) drive `train_step`, `predict` and `set_lr`.
+The shared loops (frameworks/driver/) drive the real-data primitives below (base.DataTrainer):
+images arrive as uint8 and are scaled on the device, a GAN draws fresh latent noise every
+step from the seed's generator, and the rate is each optimiser's learning-rate variable, so
+one compiled step serves every rate.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import keras
@@ -17,9 +21,10 @@ import numpy as np
 from keras import ops
 
 from rigbench.errors import UnsupportedError
+from rigbench.frameworks.driver.batches import NumpyLoader
 from rigbench.frameworks.host_timer import HostTimer
 from rigbench.frameworks.keras import models, step
-from rigbench.spec import TrialSpec
+from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
 #: (inputs, targets) -> (loss as a device value, {part name: its loss} for multi-part workloads)
@@ -55,10 +60,11 @@ class KerasTrainer(ABC):
             for name, model in self.parts.items():
                 self.optimizers[name].build(model.trainable_variables)
             x, y = step.synthetic_batch(workload, spec.batch_size, spec.seed)
-            self.batch = (ops.convert_to_tensor(x), ops.convert_to_tensor(y))
-            self.train_step: TrainStep = self.make_step(spec)
+            self.batch: tuple[Any, Any] | None = (ops.convert_to_tensor(x), ops.convert_to_tensor(y))
+            self.compiled_step: TrainStep = self.make_step(spec)
         self.params = models.trainable_params(self.parts)
         self.last: Any = None  # the last step's loss, for synchronize()
+        self.rng = np.random.default_rng(spec.seed)  # latent noise of real-data steps
 
     # ------------------------------------------------------------------ backend hooks
 
@@ -94,12 +100,17 @@ class KerasTrainer(ABC):
     def run_step(self, x: Any, y: Any) -> tuple[Any, dict[str, Any]]:
         """One training step on (inputs, targets) on the trainer's device (see TrainStep)."""
         with keras.device(self.keras_device):
-            self.last, parts = self.train_step(x, y)
+            self.last, parts = self.compiled_step(x, y)
         return self.last, parts
 
     def step(self) -> Any:
         """One training step on the resident batch; returns the loss without waiting."""
-        return self.run_step(*self.batch)[0]
+        return self.run_step(*self.synthetic())[0]
+
+    def synthetic(self) -> tuple[Any, Any]:
+        """The resident synthetic batch (inputs, targets) the speed protocol and the counters use."""
+        assert self.batch is not None, "the synthetic batch was dropped for a training run"
+        return self.batch
 
     def step_timer(self) -> HostTimer:
         return HostTimer(self.synchronize)
@@ -114,11 +125,55 @@ class KerasTrainer(ABC):
         with keras.device(self.keras_device):
             return next(iter(self.parts.values()))(x, training=False)
 
+    def to_device(self, array: np.ndarray) -> Any:
+        with keras.device(self.keras_device):
+            return ops.convert_to_tensor(array)
+
+    # ------------------------------------------------------------------ real data (base.DataTrainer)
+
+    def drop_synthetic_batch(self) -> None:
+        self.batch = None
+
+    def put_data(self, x: np.ndarray, y: np.ndarray) -> tuple[Any, Any]:
+        return self.to_device(x), self.to_device(y)
+
+    def put_index(self, order: np.ndarray) -> Any:
+        return self.to_device(order)
+
+    def take(self, data: tuple[Any, Any], index: Any, start: int, stop: int) -> tuple[Any, Any]:
+        idx = index[start:stop]
+        return ops.take(data[0], idx, axis=0), ops.take(data[1], idx, axis=0)
+
+    def host_loader(self, x: np.ndarray, y: np.ndarray, options: TrainOptions) -> NumpyLoader:
+        return NumpyLoader(x, y, options, f"keras on {self.BACKEND}")
+
+    def put_batch(self, images: Any, labels: Any) -> tuple[Any, Any]:
+        on_device = self.to_device(images), self.to_device(labels)
+        ops.convert_to_numpy(on_device[1][:1])  # wait for the copy (labels are copied last)
+        return on_device
+
+    def model_batch(self, images: Any, labels: Any) -> tuple[Any, Any]:
+        """(inputs, targets) as the step expects them, from uint8 images and labels on the device."""
+        x = step.scale(self.workload, images)
+        return x, step.REAL_TARGETS[self.workload.targets](self.workload, x, labels, self.rng)
+
+    def train_step(self, batch: tuple[Any, Any]) -> tuple[Any, dict[str, Any]]:
+        return self.run_step(*self.model_batch(*batch))
+
     def set_lr(self, lr: float) -> None:
         """Every optimiser's learning rate set to `lr` (a variable: no recompilation)."""
         for optimizer in self.optimizers.values():
             optimizer.learning_rate.assign(lr)
 
-    def to_device(self, array: np.ndarray) -> Any:
-        with keras.device(self.keras_device):
-            return ops.convert_to_tensor(array)
+    def evaluation(self) -> AbstractContextManager[None]:
+        return nullcontext()  # `predict` runs the model with training=False
+
+    def eval_sums(self, batch: tuple[Any, Any]) -> tuple[Any, Any]:
+        workload = self.workload
+        inputs, targets = self.model_batch(*batch)
+        out = self.predict(inputs)
+        loss = ops.cast(step.output_loss(workload, out, targets), "float32") * inputs.shape[0]
+        if workload.metric != "accuracy":
+            return loss, ops.zeros(())
+        predicted = step.PREDICTIONS[workload.loss](out)
+        return loss, ops.cast(ops.sum(ops.cast(predicted == ops.cast(targets, "int32"), "int32")), "float32")

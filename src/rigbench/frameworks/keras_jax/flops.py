@@ -22,8 +22,8 @@ COUNT_BATCH = 2
 def step_flops(trainer: KerasJaxTrainer) -> float:
     """Training FLOPs per sample of the stateless step on `trainer`'s models and batch."""
     fn = step.make_step(trainer.workload, trainer.parts, trainer.optimizers)
-    jaxpr = jax.make_jaxpr(fn)(step.state_of(trainer.parts, trainer.optimizers), *trainer.batch)
-    return jaxpr_flops(jaxpr.jaxpr) / int(trainer.batch[0].shape[0])
+    jaxpr = jax.make_jaxpr(fn)(step.state_of(trainer.parts, trainer.optimizers), *trainer.synthetic())
+    return jaxpr_flops(jaxpr.jaxpr) / int(trainer.synthetic()[0].shape[0])
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

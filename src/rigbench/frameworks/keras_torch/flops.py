@@ -25,7 +25,7 @@ def step_flops(trainer: KerasTorchTrainer) -> float:
     """Training FLOPs per sample of one step of `trainer` (which has taken a step already)."""
     with FlopCounterMode(display=False) as counter:
         trainer.step()
-    return counter.get_total_flops() / int(trainer.batch[0].shape[0])
+    return counter.get_total_flops() / int(trainer.synthetic()[0].shape[0])
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -2,63 +2,35 @@
 backend, trained with a tf.GradientTape step under tf.function (XLA with --compile) (the
 contract: rigbench.frameworks.base.FrameworkAdapter).
 
-`tensorflow` and `keras` are imported inside the functions, not at module level, so that
-`installed()` and `environment()` answer without them (the environment selects Keras' backend
-and sizes TensorFlow's thread pools, which are fixed when each starts).
+`tensorflow` and `keras` are imported inside the functions, not at module level, so that the
+registry and `environment()` answer without them (the environment selects Keras' backend and
+sizes TensorFlow's thread pools, which are fixed when each starts).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rigbench.frameworks.tensorflow.devices import NAME, environment, list_devices, set_threads, software
+from rigbench.frameworks.tensorflow.devices import NAME, environment, list_devices, software
+from rigbench.frameworks.tensorflow.devices import set_threads as prepare
 from rigbench.frameworks.tensorflow.oom import is_oom
 
 if TYPE_CHECKING:
-    from rigbench.data import LoadedData
     from rigbench.frameworks.base import Calibration
-    from rigbench.frameworks.keras.lr_range import LrFindRun
-    from rigbench.frameworks.keras.training import TrainRun
     from rigbench.frameworks.tensorflow.trainer import TfTrainer
-    from rigbench.spec import EpochRecord, TrialSpec
+    from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "calibrate_device", "count", "environment", "installed", "is_oom", "list_devices",
-           "lr_find", "software", "train"]
-
-
-def installed() -> bool:
-    """True if tensorflow and keras can be imported (checked without importing them)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("tensorflow", "keras"))
+__all__ = ["NAME", "build", "calibrate_device", "count", "environment", "is_oom", "list_devices", "prepare",
+           "software"]
 
 
 def build(spec: TrialSpec, workload: Workload) -> TfTrainer:
-    """Size the thread pools, then build the trainer (see base.FrameworkAdapter)."""
-    set_threads(spec.threads)
+    """Build the trainer (see base.FrameworkAdapter); `prepare` has sized the thread pools."""
     from rigbench.frameworks.tensorflow.trainer import TfTrainer
 
     return TfTrainer(spec, workload)
-
-
-def train(spec: TrialSpec, workload: Workload, data: LoadedData,
-          on_epoch: Callable[[EpochRecord], None] | None = None) -> TrainRun:
-    """Size the thread pools, then train on `data` (see frameworks/keras/training.train)."""
-    set_threads(spec.threads)
-    from rigbench.frameworks.keras import training
-    from rigbench.frameworks.tensorflow.trainer import TfTrainer
-
-    return training.train(TfTrainer, spec, workload, data, on_epoch)
-
-
-def lr_find(spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:
-    """Size the thread pools, then run a learning-rate range test (see frameworks/keras/lr_range)."""
-    set_threads(spec.threads)
-    from rigbench.frameworks.keras import lr_range
-    from rigbench.frameworks.tensorflow.trainer import TfTrainer
-
-    return lr_range.lr_find(TfTrainer, spec, workload, data)
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

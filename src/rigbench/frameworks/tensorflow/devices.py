@@ -16,6 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from rigbench.errors import UsageError
+from rigbench.hw.cpu import cpu_name
 
 if TYPE_CHECKING:
     from rigbench.frameworks.base import DeviceInfo
@@ -90,12 +91,6 @@ def gpu_name(index: int) -> str:
 
     details = tf.config.experimental.get_device_details(_gpus()[index])
     return str(details.get("device_name") or f"GPU {index}")
-
-
-def cpu_name() -> str:
-    from rigbench.hw.cpu import cpu_identity
-
-    return cpu_identity().get("model") or "CPU"
 
 
 def list_devices() -> list[DeviceInfo]:

@@ -97,8 +97,8 @@ def hlo_flops(hlo: str) -> float:
 def step_flops(trainer: TfTrainer) -> float:
     """Training FLOPs per sample of `trainer`'s step on its resident batch (lowered, not run)."""
     traced = tf.function(step.step_fn(trainer.workload, trainer.parts, trainer.optimizers), jit_compile=True)
-    hlo = traced.experimental_get_compiler_ir(*trainer.batch)(stage="hlo")
-    return hlo_flops(hlo) / int(trainer.batch[0].shape[0])
+    hlo = traced.experimental_get_compiler_ir(*trainer.synthetic())(stage="hlo")
+    return hlo_flops(hlo) / int(trainer.synthetic()[0].shape[0])
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rigbench.errors import UsageError
+from rigbench.hw.cpu import cpu_name
 
 if TYPE_CHECKING:
     from rigbench.frameworks.base import DeviceInfo
@@ -38,9 +39,7 @@ def _device(id_: str, kind: str, name: str, memory_bytes: int | None) -> DeviceI
 def _cpu_devices() -> list[DeviceInfo]:
     import psutil
 
-    from rigbench.frameworks.torch.trainer import _cpu_name  # here: trainer imports torch
-
-    return [_device("cpu", "cpu", _cpu_name(), psutil.virtual_memory().total)]
+    return [_device("cpu", "cpu", cpu_name(), psutil.virtual_memory().total)]
 
 
 def _cuda_devices() -> list[DeviceInfo]:

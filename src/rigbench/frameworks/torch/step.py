@@ -65,6 +65,31 @@ def synthetic_batch(workload: Workload, batch_size: int, device: torch.device | 
     return x, _SYNTHETIC_TARGETS[workload.targets](x, batch_size, workload, device)
 
 
+def scale(workload: Workload, images: Tensor) -> Tensor:
+    """uint8 images -> float32 in the workload's input range: "unit" (the autoencoder, whose
+    sigmoid output is in [0, 1]) sees x/255; "symmetric" (classifiers and the GAN, whose
+    generator ends in tanh) sees (x/255 - 0.5) / 0.5 in [-1, 1]."""
+    x = images.float().div_(255.0)
+    if workload.input_range == "unit":
+        return x
+    return x.sub_(0.5).div_(0.5)
+
+
+#: targets kind -> (workload, scaled images, labels) -> targets of a real-data batch. Latent
+#: noise is drawn fresh each step from torch's seeded default generator (TorchTrainer seeds it).
+REAL_TARGETS: dict[str, Callable[[Workload, Tensor, Tensor], Tensor]] = {
+    "class_index": lambda w, images, labels: labels,
+    "binary": lambda w, images, labels: labels.float(),  # binary cross-entropy on one logit
+    "input": lambda w, images, labels: images,
+    "latent_noise": lambda w, images, labels: latent_noise(w, len(images), images.device),
+}
+
+
+def model_batch(workload: Workload, images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """(inputs, targets) as `training_step` expects them, from scaled images and labels."""
+    return images, REAL_TARGETS[workload.targets](workload, images, labels)
+
+
 # --------------------------------------------------------------------------- loss
 
 

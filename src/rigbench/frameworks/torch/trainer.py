@@ -1,25 +1,29 @@
 """TorchTrainer: one workload, built on one device, with a resident synthetic batch.
 
-Implements rigbench.frameworks.base.Trainer. The step itself is `step.training_step`;
-this module adds the device, precision, optimiser, timing and memory plumbing.
+Implements rigbench.frameworks.base.DataTrainer: the speed protocol steps its synthetic batch,
+the shared training and lr-find loops (frameworks/driver/) drive its real-data primitives. The
+step itself is `step.training_step`; this module adds the device, precision, optimiser,
+timing and memory plumbing.
 """
 
 from __future__ import annotations
 
-import platform
 import warnings
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from functools import partial
 from typing import Any, cast
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.frameworks.host_timer import HostTimer
 from rigbench.frameworks.torch import models, step
-from rigbench.spec import TrialSpec
+from rigbench.frameworks.torch.loader import TorchLoader
+from rigbench.hw.cpu import cpu_name
+from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -45,18 +49,6 @@ def resolve_device(device: str) -> torch.device:
         raise UsageError(f"invalid device {device!r}: {exc}") from None
 
 
-def _cpu_name() -> str:
-    """The CPU's brand string (Linux: /proc/cpuinfo), else platform.processor(), else "CPU"."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "CPU"
-
-
 def device_name(device: torch.device) -> str:
     """Human name of the device, e.g. "NVIDIA H100 80GB HBM3"."""
     if device.type == "cuda":
@@ -64,12 +56,12 @@ def device_name(device: torch.device) -> str:
     if device.type == "xpu":
         return torch.xpu.get_device_name(device)
     if device.type == "mps":
-        return f"Apple GPU (MPS), {_cpu_name()}"
+        return f"Apple GPU (MPS), {cpu_name()}"
     if device.type == "privateuseone":
         import torch_directml
 
         return torch_directml.device_name(device.index or 0)
-    return _cpu_name()
+    return cpu_name()
 
 
 def synchronize(device: torch.device) -> None:
@@ -201,6 +193,7 @@ class TorchTrainer:
         self.scalers = {part: torch.amp.GradScaler("cuda") for part in self.optimizers} if use_scaler else {}
         self.params = models.trainable_params(self.model)
         self.device_name = device_name(self.device)
+        self._pin = False  # host batches in pinned memory (loader mode to a CUDA device)
         if spec.precision not in ("fp32", "tf32"):
             self._probe_precision(spec.precision)
         if spec.compile:  # after the probe, so compilation sees only the real batch shape
@@ -251,7 +244,8 @@ class TorchTrainer:
         parts = step.parts(self.workload, self.model)
         return {part: _make_optimizer(self.workload, module.parameters(), lr) for part, module in parts.items()}
 
-    def _update(self, loss: Tensor, part: str) -> None:
+    def update_part(self, loss: Tensor, part: str) -> None:
+        """Backward pass of `loss` and the optimiser step of `part` (through the fp16 loss scaler)."""
         optimizer, scaler = self.optimizers[part], self.scalers.get(part)
         if scaler is None:
             loss.backward()
@@ -261,11 +255,14 @@ class TorchTrainer:
         scaler.step(optimizer)
         scaler.update()
 
-    def step(self) -> Tensor:
-        """One training step; returns the detached loss without a device sync."""
+    def _step(self, batch: tuple[Tensor, ...], update: step.Update) -> Tensor:
         for optimizer in self.optimizers.values():
             optimizer.zero_grad(set_to_none=True)
-        return step.training_step(self.workload, self.model, self.batch, self._update, self._autocast)
+        return step.training_step(self.workload, self.model, batch, update, self._autocast)
+
+    def step(self) -> Tensor:
+        """One training step on the synthetic batch; returns the detached loss without a device sync."""
+        return self._step(self.batch, self.update_part)
 
     def synchronize(self) -> None:
         synchronize(self.device)
@@ -297,3 +294,67 @@ class TorchTrainer:
             torch.cuda.reset_peak_memory_stats(self.device)
         elif self.device.type == "xpu":
             torch.xpu.reset_peak_memory_stats(self.device)
+
+    # ------------------------------------------------------------------ real data (base.DataTrainer)
+
+    def drop_synthetic_batch(self) -> None:
+        self.batch = ()
+
+    def put_data(self, x: np.ndarray, y: np.ndarray) -> tuple[Tensor, Tensor]:
+        """Copy the uint8 arrays (4x smaller than floats), then scale on the device."""
+        return step.scale(self.workload, torch.from_numpy(x).to(self.device)), torch.from_numpy(y).to(self.device)
+
+    def put_index(self, order: np.ndarray) -> Tensor:
+        return torch.from_numpy(order).to(self.device)
+
+    def take(self, data: tuple[Tensor, Tensor], index: Tensor, start: int, stop: int) -> tuple[Tensor, Tensor]:
+        idx = index[start:stop]
+        return data[0][idx], data[1][idx]
+
+    def host_loader(self, x: np.ndarray, y: np.ndarray, options: TrainOptions) -> TorchLoader:
+        # Pinned memory only helps (and only works) for copies to a CUDA device.
+        self._pin = options.pin_memory and self.device.type == "cuda"
+        return TorchLoader(x, y, options, pin=self._pin)
+
+    def put_batch(self, images: Any, labels: Any) -> tuple[Tensor, Tensor]:
+        x = step.scale(self.workload, torch.as_tensor(images).to(self.device, non_blocking=self._pin))
+        y = torch.as_tensor(labels).to(self.device, non_blocking=self._pin)
+        synchronize(self.device)  # the copy (asynchronous when pinned) and the scaling are really done
+        return x, y
+
+    def train_step(self, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        parts: dict[str, Tensor] = {}
+
+        def update(loss: Tensor, part: str) -> None:
+            if len(self.optimizers) > 1:
+                parts[part] = loss.detach()  # a GAN reports D and G losses separately
+            self.update_part(loss, part)
+
+        return self._step(step.model_batch(self.workload, *batch), update), parts
+
+    def set_lr(self, lr: float) -> None:
+        for optimizer in self.optimizers.values():
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+
+    @contextmanager
+    def evaluation(self) -> Iterator[None]:
+        """Batch norm uses its running statistics, dropout is off, no gradients."""
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self.model.train()
+
+    def eval_sums(self, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        workload = self.workload
+        inputs, targets = step.model_batch(workload, *batch)
+        with self._autocast():
+            out = self.model(inputs)
+            loss = step.output_loss(workload, out, targets)
+        total = loss.float() * len(inputs)  # batch mean -> a sum over the batch
+        if workload.metric != "accuracy":
+            return total, torch.zeros((), device=self.device)
+        predicted = step.PREDICTIONS[workload.loss](out)
+        return total, (predicted == targets.to(predicted.dtype)).sum().float()
