@@ -11,6 +11,7 @@ import time
 import pytest
 
 from rigbench.frameworks import installed_frameworks
+from rigbench.workloads import WORKLOADS
 from tests.conftest import framework_rss_mib
 
 pytest.importorskip("torch")
@@ -137,7 +138,7 @@ def test_ctrl_c_keeps_finished_trials(db):
 
 def test_workloads_and_devices_listings():
     rows = json.loads(rigbench("workloads", "--json").stdout)
-    assert len(rows) == 8
+    assert [row["name"] for row in rows] == list(WORKLOADS)  # every registered one, in order
     for row in rows:
         assert row["params"] > 0 and row["train_flops_per_sample"] > 0
         assert row["dataset_train_size"] > 0 and row["origin"]

@@ -283,7 +283,7 @@ SCREENSHOT_ENV = "RIGBENCH_REPORT_SCREENSHOT"
 @pytest.fixture(scope="module")
 def demo_report(filled_db, tmp_path_factory):
     """The real CPU trials and the H100 session's 46 results in one database, reported by the
-    CLI with --screenshot (the docs' command): two machines, eight workloads, GPU:CPU pairs.
+    CLI with --screenshot (the docs' command): two machines, the H100 bundle's workloads, GPU:CPU pairs.
     Returns (database, page, screenshot)."""
     base = tmp_path_factory.mktemp("demo")
     db = base / "demo.db"

@@ -190,9 +190,12 @@ def test_plotly_accepts_every_figure():
     go = pytest.importorskip("plotly.graph_objects")
     from rigbench.reports import html
 
-    for chart in charts_by_id(every_kind_of_result()).values():
+    charts = charts_by_id(every_kind_of_result()).values()
+    for chart in charts:
         figure = html.plotly_figure(chart)
-        go.Figure(data=figure["data"], layout=figure["layout"])  # raises on an unknown property
+        built = go.Figure(data=figure["data"], layout=figure["layout"])  # raises on an unknown property
+        assert len(built.data) == len(figure["data"])
+    assert charts
 
 
 def test_missing_report_dependency_is_a_usage_error(monkeypatch, tmp_path):

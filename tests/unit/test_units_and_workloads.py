@@ -39,7 +39,8 @@ def test_format_bytes():
 
 
 def test_every_issue_workload_is_registered():
-    assert set(WORKLOADS) == {"mlp", "autoencoder", "cnn", "rcnn", "lstm", "dcgan", "resnet", "catsdogs"}
+    # the seeds' networks are all there (more may be added: no test counts the registry)
+    assert {"mlp", "autoencoder", "cnn", "rcnn", "lstm", "dcgan", "resnet", "catsdogs"} <= set(WORKLOADS)
     assert WORKLOADS["cnn"].dataset.train_size == 50_000
     # a language-model sample is a 32-token sequence, so the epoch is counted in sequences
     assert WORKLOADS["lstm"].dataset.train_size == 929_589 // 32 == 29_049
