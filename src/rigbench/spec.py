@@ -249,10 +249,15 @@ def _hashable(value: Any) -> Any:
 
 
 class ChildReport(BaseModel):
-    """What the child process writes back about its trial (JSON file)."""
+    """What the child process writes back about its trial (JSON file): one per rank of a
+    data-parallel trial, merged into the trial's by runner/launchers/merge.merge_reports.
+    `rank` and `world_size` default to a single-process trial, so reports written before
+    they existed still validate."""
 
     status: Status
     error: str | None = None
+    rank: int = Field(0, ge=0, description="which process of the trial wrote this report")
+    world_size: int = Field(1, ge=1, description="how many processes trained the trial together")
     params: int | None = None
     flops_per_sample: float | None = None
     device_name: str | None = None
@@ -277,6 +282,12 @@ class ChildReport(BaseModel):
     lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
     # estimated bytes moved to and from device memory per training sample (roofline)
     bytes_per_sample: float | None = None
+
+    @model_validator(mode="after")
+    def _rank_within_world(self) -> ChildReport:
+        if self.rank >= self.world_size:
+            raise ValueError(f"rank must be in [0, {self.world_size}), not {self.rank}")
+        return self
 
 
 class Result(BaseModel):

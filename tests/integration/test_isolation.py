@@ -24,7 +24,8 @@ def run_isolated(spec, on_start=None):
 def test_ok_trial_reports_timings_and_window():
     spec = quick_spec("mlp", batch_size=16)
     outcome = run_isolated(spec)
-    report = outcome.report
+    [report] = outcome.reports  # one rank: its report is the trial's
+    assert outcome.report == report and (report.rank, report.world_size) == (0, 1)
     assert report.status == "ok", report.error
     assert len(report.step_times_s) >= 3 and all(t > 0 for t in report.step_times_s)
     assert report.measure_start < report.measure_end

@@ -111,7 +111,7 @@ def test_tracker_samples_cumulative_gpu_energy_from_the_counter(tmp_path):
 def _speed_outcome(samples, start=10.0, end=12.0, method="gpu: nvml-counter", note=None):
     report = ChildReport(status="ok", measure_start=start, measure_end=end, step_times_s=[0.1] * 20,
                          losses=[1.0] * 20, params=10, device_name="fake")
-    return Outcome(report=report, samples=samples, returncode=0, energy_method=method, energy_note=note)
+    return Outcome(reports=[report], samples=samples, returncode=0, energy_method=method, energy_note=note)
 
 
 def _energy_samples(t0=9.0, t1=13.0, gpu_w=100.0, cpu_w=None):
@@ -159,7 +159,7 @@ def test_training_energy_per_epoch_and_to_target():
                           eval_seconds=0.1, ended_at=10.0 + (i + 1) * 1.0) for i, acc in enumerate((0.5, 0.92, 0.95))]
     report = ChildReport(status="ok", measure_start=10.0, measure_end=13.0, epochs=epochs, train_samples=80,
                          device_name="fake")
-    outcome = Outcome(report=report, samples=_energy_samples(t1=14.0), returncode=0, energy_method="gpu: nvml-counter")
+    outcome = Outcome(reports=[report], samples=_energy_samples(t1=14.0), returncode=0, energy_method="gpu: nvml-counter")
     m = build_result(spec, outcome, "run").metrics
     assert m.energy_j == pytest.approx(300.0)
     assert m.energy_per_epoch_j == pytest.approx(100.0)

@@ -98,7 +98,7 @@ def _samples(gpu_energy_w=None, cpu_energy_w=None, gpu_util=None, t0=9.0, t1=13.
 def _result(spec, samples, device_name, method=None, note=None):
     report = ChildReport(status="ok", measure_start=10.0, measure_end=12.0, step_times_s=[0.1] * 20,
                          losses=[1.0] * 20, params=10, device_name=device_name)
-    outcome = Outcome(report=report, samples=samples, returncode=0, energy_method=method, energy_note=note)
+    outcome = Outcome(reports=[report], samples=samples, returncode=0, energy_method=method, energy_note=note)
     return build_result(spec, outcome, "run")
 
 

@@ -121,7 +121,7 @@ def test_build_result_stores_every_declared_tracker_field_gpu_power_included():
     report = ChildReport(status="ok", measure_start=1000.0, measure_end=1000.4,
                          step_times_s=[0.1, 0.11, 0.12, 0.1], losses=[2.0, 1.5])
     samples = _gpu_samples(1000.0)
-    result = build_result(spec, Outcome(report=report, samples=samples), run_id="r")
+    result = build_result(spec, Outcome(reports=[report], samples=samples), run_id="r")
     m = result.metrics
     assert m.gpu_power_w_mean == pytest.approx(230.0)
     assert m.gpu_power_w_peak == pytest.approx(260.0)
@@ -139,6 +139,6 @@ def test_build_result_without_gpu_samples_leaves_gpu_metrics_empty():
     spec = TrialSpec(workload="cnn", batch_size=8)
     report = ChildReport(status="ok", measure_start=1000.0, measure_end=1000.4, step_times_s=[0.1, 0.1])
     samples = [{k: v for k, v in s.items() if not k.startswith("gpu_")} for s in _gpu_samples(1000.0)]
-    m = build_result(spec, Outcome(report=report, samples=samples), run_id="r").metrics
+    m = build_result(spec, Outcome(reports=[report], samples=samples), run_id="r").metrics
     assert m.cpu_util_pct_mean == pytest.approx(50.0)
     assert m.gpu_power_w_mean is None and m.gpu_power_w_peak is None and m.gpu_mem_peak_mib is None

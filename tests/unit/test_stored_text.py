@@ -117,7 +117,7 @@ def test_clip_notes_the_length():
 
 def test_a_childs_huge_error_is_stored_clipped():
     spec = TrialSpec(workload="mlp", batch_size=8)
-    built = build_result(spec, Outcome(report=ChildReport(status="crash", error="E" * 1_000_000)), "r")
+    built = build_result(spec, Outcome(reports=[ChildReport(status="crash", error="E" * 1_000_000)]), "r")
     assert len(built.error) < ERROR_CHARS + 50 and "[truncated: 1,000,000 characters]" in built.error
 
 

@@ -1,4 +1,7 @@
-"""Turn a child's report and the parent's tracker samples into a Result."""
+"""Turn a trial's reports (one per rank) and the parent's tracker samples into a Result.
+
+The ranks' reports are merged first (launchers/merge.merge_reports: a step lasts as long as
+its slowest rank); every figure counted in samples uses the global batch (`global_batch`)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from rigbench.analysis.training import train_summary
 from rigbench.hw.cpu import cpu_identity
 from rigbench.metrics import METRIC_NAMES, Metrics
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import LrFindOptions, Result, TrainOptions, TrialSpec
+from rigbench.runner.launchers.merge import merge_reports
+from rigbench.spec import ChildReport, LrFindOptions, Result, TrainOptions, TrialSpec
 from rigbench.textlimits import clip_result
 from rigbench.timestamps import now_iso
 from rigbench.trackers.energy import COUNTER_UPDATE_S
@@ -20,11 +24,23 @@ from rigbench.workloads import get_workload
 
 MIB = 2**20
 
+__all__ = ["build_result", "global_batch", "merge_reports"]
+
+
+def global_batch(spec: TrialSpec) -> int:
+    """The samples one training step of the trial processes: `spec.batch_size` is the
+    per-rank batch (what each process feeds its model), and the `spec.world_size` ranks of a
+    data-parallel trial each take one per synchronous step, so the trial's global batch is
+    batch_size x world_size (the batch itself for one process). Throughput (samples/s and its
+    CI), epoch time and samples processed (energy per sample) all count this global batch."""
+    return spec.batch_size * spec.world_size
+
 
 def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
-    """Summarise a trial: step statistics from the child's timings, trackers over the
-    child's measured window only, and epoch time from the workload's reference data set."""
-    report = outcome.report
+    """Summarise a trial: its ranks' reports merged (the slowest rank's step times), step
+    statistics over the global batch, trackers over the measured window only, and epoch time
+    from the workload's reference data set."""
+    report = merge_reports(outcome.reports)  # once: the helpers below get it passed
     workload = get_workload(spec.workload)
     metrics = Metrics(
         params=report.params,
@@ -40,11 +56,11 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
     # kind "train" and "lr_find" carry their option blocks (TrialSpec validates it)
     if spec.train is not None:
-        _add_train_metrics(metrics, spec.train, spec.batch_size, report)
+        _add_train_metrics(metrics, spec.train, global_batch(spec), report)
     elif spec.lr_find is not None:
         _add_lr_find_metrics(metrics, spec.lr_find, report)
     elif report.status == "ok" and report.step_times_s:
-        summary = throughput_summary(report.step_times_s, spec.batch_size)
+        summary = throughput_summary(report.step_times_s, global_batch(spec))
         for key in summary.keys() & set(METRIC_NAMES):  # the statistics that are metrics
             setattr(metrics, key, summary[key])
         metrics.samples_per_s_ci = (summary["samples_per_s_ci_low"], summary["samples_per_s_ci_high"])
@@ -54,7 +70,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
                            interval_slack=spec.measure.sample_interval_s)
         for field in ALL_FIELDS:  # every tracker's declared fields, none by hand
             setattr(metrics, field.metric, window[field.metric])
-        _add_energy(metrics, spec, outcome, report.measure_start, report.measure_end)
+        _add_energy(metrics, spec, outcome, report, report.measure_start, report.measure_end)
     return clip_result(Result(  # a child's error text can be any length: stored clipped
         run_id=run_id,
         created_at=now_iso(),
@@ -73,10 +89,11 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     ))
 
 
-def _add_train_metrics(metrics: Metrics, opts: TrainOptions, batch_size: int, report) -> None:
+def _add_train_metrics(metrics: Metrics, opts: TrainOptions, batch: int, report: ChildReport) -> None:
     """A training run's figures come from its epochs, not from the speed protocol: its data
-    set is the one it trained on, and epoch time is measured, not extrapolated."""
-    summary = train_summary(report.epochs, batch_size, opts.target_accuracy)
+    set is the one it trained on, and epoch time is measured, not extrapolated. `batch` is
+    the global batch: rank 0's epochs count its steps, and every rank took one per step."""
+    summary = train_summary(report.epochs, batch, opts.target_accuracy)
     for key, value in summary.items():
         setattr(metrics, key, value)
     metrics.dataset = opts.dataset
@@ -84,7 +101,7 @@ def _add_train_metrics(metrics: Metrics, opts: TrainOptions, batch_size: int, re
     metrics.diverged_at_epoch = report.diverged_at_epoch
 
 
-def _add_lr_find_metrics(metrics: Metrics, opts: LrFindOptions, report) -> None:
+def _add_lr_find_metrics(metrics: Metrics, opts: LrFindOptions, report: ChildReport) -> None:
     """A learning-rate range test: its suggestion (rule in analysis/lr_find.py) and the data
     set it ran on. It has no throughput: its steps run at changing rates, one host copy each."""
     metrics.dataset = opts.dataset
@@ -94,7 +111,8 @@ def _add_lr_find_metrics(metrics: Metrics, opts: LrFindOptions, report) -> None:
         metrics.suggested_lr = suggest_lr(report.lr_curve, opts.steps, opts.diverge_factor).lr
 
 
-def _add_energy(metrics: Metrics, spec: TrialSpec, outcome: Outcome, start: float, end: float) -> None:
+def _add_energy(metrics: Metrics, spec: TrialSpec, outcome: Outcome, report: ChildReport,
+                start: float, end: float) -> None:
     """Total measured energy, per sample, and (training) per epoch and to the target, from the
     energy tracker's sources that were read; what was read and why not, from the tracker."""
     metrics.energy_method = outcome.energy_method
@@ -105,17 +123,17 @@ def _add_energy(metrics: Metrics, spec: TrialSpec, outcome: Outcome, start: floa
         if end - start < COUNTER_UPDATE_S:
             notes.append(f"the measured window ({end - start:.2f} s) is shorter than the energy counters' "
                          f"update period (~{COUNTER_UPDATE_S:g} s): approximate; time longer (--seconds)")
-        samples = _samples_processed(spec, metrics, outcome.report)
+        samples = _samples_processed(spec, metrics, report)
         if samples:
             metrics.energy_per_sample_j = metrics.energy_j / samples
         if spec.train is not None:
-            _add_epoch_energy(metrics, outcome, [f.sample_key for f in read], start)
+            _add_epoch_energy(metrics, outcome.samples, report, [f.sample_key for f in read], start)
     metrics.energy_note = "; ".join(notes) or None
     if spec.measure.energy == "estimate":
-        _add_energy_estimate(metrics, spec, outcome.report, end - start)
+        _add_energy_estimate(metrics, spec, report, end - start)
 
 
-def _add_energy_estimate(metrics: Metrics, spec: TrialSpec, report, window_s: float) -> None:
+def _add_energy_estimate(metrics: Metrics, spec: TrialSpec, report: ChildReport, window_s: float) -> None:
     """`--energy estimate`: TDP x utilisation for the sources the counters did not read
     (rule in analysis/energy_estimate.py), in metrics of its own, never added to energy_j."""
     on_cpu = spec.device == "cpu"
@@ -133,24 +151,26 @@ def _add_energy_estimate(metrics: Metrics, spec: TrialSpec, report, window_s: fl
         metrics.energy_estimate_per_sample_j = estimate.joules / samples
 
 
-def _samples_processed(spec: TrialSpec, metrics: Metrics, report) -> int:
-    """Training samples processed in the measured window: the timed steps' batches, or every
-    epoch's training set (a training run's window holds its epochs); 0 when unknown."""
+def _samples_processed(spec: TrialSpec, metrics: Metrics, report: ChildReport) -> int:
+    """Training samples processed in the measured window: the timed steps' global batches,
+    or every epoch's training set (a training run's window holds its epochs; every rank
+    reports the whole set's size, of which each trains its share); 0 when unknown."""
     if spec.train is not None:
         return (metrics.epochs or 0) * (report.train_samples or 0)
     if spec.lr_find is not None:
         return 0  # steps at changing rates, not a throughput: no per-sample figure
-    return metrics.steps_measured * spec.batch_size
+    return metrics.steps_measured * global_batch(spec)
 
 
-def _add_epoch_energy(metrics: Metrics, outcome: Outcome, keys: list[str], start: float) -> None:
+def _add_epoch_energy(metrics: Metrics, samples: list[dict], report: ChildReport, keys: list[str],
+                      start: float) -> None:
     """Energy between consecutive epoch ends (the first from the window's start)."""
-    ends = [e.ended_at for e in outcome.report.epochs]
+    ends = [e.ended_at for e in report.epochs]
     if not ends or any(t is None for t in ends):
         return  # stored by an older rigbench: no epoch timestamps
 
     def energy(t0: float, t1: float) -> float | None:
-        parts = [counter_delta(outcome.samples, key, t0, t1) for key in keys]
+        parts = [counter_delta(samples, key, t0, t1) for key in keys]
         return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
 
     bounds = [start, *(t for t in ends if t is not None)]

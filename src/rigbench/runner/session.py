@@ -29,7 +29,8 @@ def launch_trial(spec: TrialSpec, on_start: Callable[[int], None] | None = None)
     try:
         launcher = launcher_for(spec)
     except UnsupportedError as exc:
-        return Outcome(report=ChildReport(status="unsupported", error=str(exc)))
+        # One report stands for the whole trial: no rank ever started.
+        return Outcome(reports=[ChildReport(status="unsupported", error=str(exc))])
     return launcher.launch(spec, TrackerSettings.for_spec(spec), on_start=on_start)
 
 
@@ -47,11 +48,11 @@ def run_trials(
         if on_trial_start:
             on_trial_start(index, spec)
         try:
-            child = launch_trial(spec, on_start=on_child_start)
+            launched = launch_trial(spec, on_start=on_child_start)
         except KeyboardInterrupt:
             outcome.interrupted = True
             break
-        result = build_result(spec, child, run_id)
+        result = build_result(spec, launched, run_id)  # every rank's report, merged there
         store.add_result(result)
         outcome.results.append(result)
         if on_trial_end:

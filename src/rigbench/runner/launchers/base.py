@@ -1,16 +1,22 @@
 """The launcher contract: how the parent starts one trial's processes and gets its outcome.
 
 A launcher runs one TrialSpec and returns an Outcome, the input of runner/assemble. It owns
-everything about the trial's processes: how many it starts (one today; one per rank for a
-data-parallel trial), their environment, the timeout (`spec.measure.timeout_s`), the memory
-cap (`spec.measure.memory_limit_bytes`, applied by the child), Ctrl-C and the classification
-of exits the child could not report itself. It never raises for a failing trial: a failure
-is an Outcome whose report carries the status.
+everything about the trial's processes: how many it starts (one today; for a data-parallel
+trial one per rank, or one agent whose process tree holds the ranks), their environment, the
+timeout (`spec.measure.timeout_s`), the memory cap (`spec.measure.memory_limit_bytes`,
+applied by the child), Ctrl-C and the classification of exits the child could not report
+itself. It never raises for a failing trial: a failure is an Outcome whose reports carry the
+status. The steps a launcher is made of (the trial's folder, starting and waiting for
+processes, reading a rank's report) are in launchers/steps.py, so a multi-process launcher
+composes them instead of copying them.
 
 Trackers: a launcher samples, with one `Tracker` per process it starts, the whole process
 tree of that pid, using `TrackerSettings` (interval from the spec's measurement options, the
 NVML index of the spec's device). `on_start` gets each started pid, so callers can watch or
-signal the trial's processes.
+signal the trial's processes. `Outcome.samples` is one series, which runner/assemble
+summarises over the measured window: an agent's tracker sees every rank in its tree, which is
+why the torchrun plan (docs/ARCHITECTURE.md) starts one agent. A launcher with one tracker per
+rank would have to combine their series itself (and read machine-wide energy counters once).
 """
 
 from __future__ import annotations
@@ -21,20 +27,36 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from rigbench.hw.nvml import nvml_index_for_cuda_device
+from rigbench.runner.launchers.merge import merge_reports
 from rigbench.spec import ChildReport, TrialSpec
 
 
 @dataclass
 class Outcome:
-    """What the parent knows about a finished trial: the child's report (or one the launcher
-    wrote for it), the trackers' raw samples, the exit code (None if nothing ran) and what
-    energy the tracker read and why any was not (Tracker.energy_description)."""
+    """What the parent knows about a finished trial: one report per rank, in rank order (each
+    the child's own, or one the launcher wrote for a rank that could not: a timeout, a crash),
+    the trackers' raw samples, the exit code of the process the launcher started (for a
+    launcher whose one agent process holds the ranks, the agent's; None if nothing ran) and
+    what energy the tracker read and why any was not (Tracker.energy_description).
 
-    report: ChildReport
+    A single-process trial has one report; `report` is the trial's, merged from every rank
+    (launchers/merge.py), so single-rank callers need not know about ranks."""
+
+    reports: list[ChildReport]
     samples: list[dict] = field(default_factory=list)
     returncode: int | None = None
     energy_method: str | None = None
     energy_note: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.reports:
+            raise ValueError("an Outcome needs a report for each rank, and a trial has at least one")
+
+    @property
+    def report(self) -> ChildReport:
+        """The trial's report: the one rank's as it is, or every rank's merged (recomputed on
+        each access: callers that read it often keep it)."""
+        return merge_reports(self.reports)
 
 
 def gpu_index_for(device: str) -> int | None:

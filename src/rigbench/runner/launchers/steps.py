@@ -1,0 +1,296 @@
+"""The steps every launcher is made of, so that a multi-process launcher (torchrun's agent,
+one process per rank for jax.distributed) composes them instead of copying them:
+
+- `trial_folder()`: the trial's temporary folder (pid-prefixed, so the next run can remove a
+  killed driver's folders; SIGTERM and SIGHUP unwind through it);
+- `write_spec`, `child_command`, `child_env`, `rank_report_path`: what a child is given;
+- `start_process`: one process in a session of its own, stderr to a file, a Tracker on it;
+- `ending_on_error`: every started process group killed and every tracker stopped when the
+  launch is interrupted (Ctrl-C, SIGTERM, a bug);
+- `wait_all`: the processes waited for under one timeout, every group killed when it passes;
+- `read_report`: a rank's report (its file, else `timeout`, else `describe_exit`).
+
+The parent never imports a framework: the adapter module named by the spec is loaded only for
+its environment (frameworks/base.py), which does not import the framework.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from rigbench.frameworks import load_adapter
+from rigbench.runner.launchers.base import TrackerSettings
+from rigbench.spec import ChildReport, TrialSpec
+from rigbench.trackers.sampler import Tracker
+
+#: Characters of a child's stderr kept when it dies without a report.
+STDERR_TAIL_CHARS = 2000
+#: A trial's temporary folder is `<tmp>/rigbench-trial-<driver pid>-<random>`: the pid lets a
+#: later run tell the folders of a driver that was killed (SIGKILL: no handler runs) and
+#: remove them (remove_stale_trial_dirs).
+TRIAL_DIR_PREFIX = "rigbench-trial-"
+
+
+# --- the trial's folder -------------------------------------------------------------------
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists but is not ours, or the OS cannot say: leave its folders alone
+    return True
+
+
+def remove_stale_trial_dirs(tmp: str | Path | None = None) -> list[Path]:
+    """Remove trial folders left in `tmp` (default: the system's temporary folder) by this
+    user's drivers that are no longer running; returns what was removed."""
+    removed = []
+    root = Path(tmp or tempfile.gettempdir())
+    for path in root.glob(f"{TRIAL_DIR_PREFIX}*-*"):
+        pid_text = path.name.removeprefix(TRIAL_DIR_PREFIX).split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _pid_alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            if path.is_dir() and (not hasattr(os, "getuid") or path.stat().st_uid == os.getuid()):
+                shutil.rmtree(path)
+                removed.append(path)
+    return removed
+
+
+class _Terminated(SystemExit):
+    """SIGTERM or SIGHUP reached the driver during a trial: unwind (killing the children and
+    removing the trial's folder on the way), then exit with 128 + the signal number."""
+
+
+@contextlib.contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    """While a trial runs, SIGTERM and SIGHUP raise _Terminated instead of ending the process
+    on the spot, so the children are killed and the temporary folder removed. Only where no
+    one else handles the signal (the default action) and only in the main thread."""
+
+    def unwind(signum: int, _frame: FrameType | None) -> None:
+        raise _Terminated(128 + signum)
+
+    installed = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+                installed[sig] = signal.signal(sig, unwind)
+    try:
+        yield
+    finally:
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
+
+
+@contextlib.contextmanager
+def trial_folder() -> Iterator[Path]:
+    """The trial's temporary folder, removed when the block ends, however it ends. Removes
+    the folders of drivers killed earlier first, and lets SIGTERM/SIGHUP unwind through the
+    block (processes started inside must be ended by `ending_on_error`)."""
+    remove_stale_trial_dirs()
+    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=f"{TRIAL_DIR_PREFIX}{os.getpid()}-") as tmp:
+        yield Path(tmp)
+
+
+# --- what a child is given ----------------------------------------------------------------
+
+def write_spec(folder: Path, spec: TrialSpec) -> Path:
+    """Write the spec every rank reads into the trial's folder; returns its path."""
+    path = folder / "spec.json"
+    path.write_text(spec.model_dump_json(), encoding="utf-8")
+    return path
+
+
+def rank_report_path(folder: Path, rank: int) -> Path:
+    """Where rank `rank` writes its report: a file of its own, so a dead rank cannot take the
+    others' reports with it (DESIGN.md, "Data parallel")."""
+    return folder / f"report-rank{rank}.json"
+
+
+def child_command(spec_path: Path, report_path: Path) -> list[str]:
+    """The command of one trial child (one rank): `python -m rigbench.runner.child SPEC REPORT`."""
+    return [sys.executable, "-m", "rigbench.runner.child", str(spec_path), str(report_path)]
+
+
+def child_env(spec: TrialSpec) -> dict[str, str]:
+    """Environment of a trial's child: thread counts must be set before a framework starts."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    # The child watches this pid (runner/child.exit_with_parent): read from the environment,
+    # a parent that died while the child was still importing is noticed too.
+    env["RIGBENCH_PARENT_PID"] = str(os.getpid())
+    # Make torch's cuda:N the same GPU as NVML's index N (both then order by PCI bus id).
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    # What the framework reads once, at start (thread pools, allocator settings): the adapter
+    # says (frameworks/base.py); loading the adapter module does not import the framework.
+    env.update(load_adapter(spec.framework).environment(spec))
+    return env
+
+
+# --- processes ----------------------------------------------------------------------------
+
+def new_session_args() -> dict:
+    """Popen arguments that keep Ctrl-C away from the child (the parent ends it itself)."""
+    if sys.platform == "win32":  # (not os.name: type checkers understand sys.platform)
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill the child and everything it started (POSIX: its process group) and reap it."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # Windows: no process groups to signal
+            proc.kill()
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+@dataclass
+class Started:
+    """One process a launcher started: the process, the file its stderr goes to, and the
+    Tracker sampling its process tree (one per started process)."""
+
+    proc: subprocess.Popen
+    stderr_path: Path
+    tracker: Tracker
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+def start_process(argv: Sequence[str], env: Mapping[str, str], stderr_path: Path,
+                  tracking: TrackerSettings) -> Started:
+    """Start `argv` in a new session with stdin and stdout on the null device and stderr in
+    `stderr_path`, and a Tracker on its process tree. A new session: Ctrl-C reaches only the
+    parent, which then ends the child itself, and a timeout can kill the child's whole
+    process group."""
+    with open(stderr_path, "wb") as err:  # the child holds its own descriptor once started
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, env=dict(env), **new_session_args())
+    try:
+        tracker = Tracker(proc.pid, interval=tracking.interval_s, gpu_index=tracking.gpu_index)
+        tracker.start()
+    except BaseException:  # no process may outlive a launch that failed to watch it
+        kill_group(proc)
+        raise
+    return Started(proc, stderr_path, tracker)
+
+
+@contextlib.contextmanager
+def ending_on_error(started: list[Started]) -> Iterator[list[Started]]:
+    """Guard a launch: if the block raises (KeyboardInterrupt, SIGTERM's unwinding, a bug),
+    every process in `started` (the list may grow inside the block) has its group killed and
+    its tracker stopped before the exception goes on."""
+    try:
+        yield started
+    except BaseException:
+        for one in started:
+            kill_group(one.proc)
+        for one in started:
+            one.tracker.stop()
+        raise
+
+
+def wait_all(started: Sequence[Started], timeout_s: float) -> list[bool]:
+    """Wait until every process has exited, `timeout_s` for all of them together. Returns,
+    per process, whether it was still running when the time was up. If any was, every
+    process group is killed: the trial is over, and a rank that finished may have left
+    descendants (a data loader's workers) behind."""
+    deadline = time.monotonic() + timeout_s
+    for one in started:
+        try:
+            one.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            break
+    running = [one.proc.poll() is None for one in started]
+    if any(running):
+        for one in started:
+            kill_group(one.proc)
+    return running
+
+
+def stderr_tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
+    """The last `chars` characters of a child's stderr file ("" if there is none). Reads
+    only the file's end: a chatty child can write megabytes of warnings."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4 * chars))  # UTF-8 takes at most 4 bytes a character
+            return f.read().decode("utf-8", errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
+# --- reports ------------------------------------------------------------------------------
+
+#: What a native runtime prints when it cannot start a thread or get memory. Under
+#: --memory-limit (an address-space cap) that means the cap was reached: thread stacks and
+#: malloc arenas reserve address space. Seen on a 16-core GPU machine with CUDA torch:
+#: "libgomp: Thread creation failed: Resource temporarily unavailable", exit code 1.
+_CAP_EXHAUSTED = ("Thread creation failed", "Resource temporarily unavailable", "std::bad_alloc",
+                  "Cannot allocate memory")
+
+
+def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildReport:
+    """The report of a child that ended without writing one: a crash, named by its signal;
+    `oom` when it ran under --memory-limit and the native runtime said it ran out."""
+    if spec.measure.memory_limit_bytes and any(text in stderr_tail for text in _CAP_EXHAUSTED):
+        limit = spec.measure.memory_limit_bytes / 2**20
+        return ChildReport(status="oom", error=(
+            f"the trial's process exited with code {returncode}: the memory limit ({limit:.0f} MiB, an "
+            f"address-space cap that thread stacks also count against) left too little\n{stderr_tail.strip()}"))
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = ""
+        if -returncode == signal.SIGKILL:
+            hint = " (if no one killed it, likely the kernel's out-of-memory killer"
+            hint += "; try --memory-limit" if not spec.measure.memory_limit_bytes else ""
+            hint += ")"
+        message = f"the trial's process was killed by {name}{hint}"
+    else:
+        message = f"the trial's process exited with code {returncode} without a report"
+    if stderr_tail.strip():
+        message += "\n" + stderr_tail.strip()
+    return ChildReport(status="crash", error=message)
+
+
+def read_report(report_path: Path, spec: TrialSpec, *, timed_out: bool, returncode: int | None,
+                stderr: str = "", rank: int = 0) -> ChildReport:
+    """Rank `rank`'s report: `timeout` if its process was still running at the deadline
+    (even one that wrote its report but did not exit: the trial did not end in time), else
+    the report it wrote, else `describe_exit` from its exit code and `stderr` (its tail),
+    else (no exit code: a rank under an agent) a crash saying it wrote no report. Reports
+    the launcher writes carry `rank` and `spec.world_size`."""
+    if not timed_out and report_path.exists():
+        return ChildReport.model_validate_json(report_path.read_text(encoding="utf-8"))
+    if timed_out:
+        report = ChildReport(status="timeout",
+                             error=f"the trial did not finish within {spec.measure.timeout_s:g} s (--timeout)")
+    elif returncode is not None:
+        report = describe_exit(returncode, stderr, spec)
+    else:
+        report = ChildReport(status="crash", error="the trial's process ended without a report"
+                             + (f"\n{stderr.strip()}" if stderr.strip() else ""))
+    return report.model_copy(update={"rank": rank, "world_size": spec.world_size})
