@@ -1,5 +1,6 @@
-"""`rigbench calibrate` on this CPU: the measured matmul peak agrees with a plain torch loop
-timed in this process, and the command stores its figures, with units, through a child."""
+"""`rigbench calibrate` on this CPU: the measured matmul peak (the shared driver on torch's
+kernels) agrees with a plain torch loop timed in this process, and the command stores its
+figures, with units, through a child."""
 
 import json
 import statistics
@@ -10,13 +11,14 @@ import time
 import pytest
 from rich.console import Console
 
-from rigbench.analysis.matmul_peak import QUICK
+from rigbench.analysis.matmul_peak import COPY_BYTES, MAX_SINGLE_S, QUICK, MatmulPlan
+from rigbench.frameworks.driver.calibration import bandwidth_row, matmul_row
 from rigbench.reports.terminal import calibration_table
 from rigbench.store import Store
 from rigbench.store.calibrations import latest_calibration
 
 torch = pytest.importorskip("torch")
-from rigbench.frameworks.torch.calibrate import measure_matmul, measure_memory_bandwidth  # noqa: E402
+from rigbench.frameworks.torch.calibrate import TorchKernels  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -53,7 +55,7 @@ def test_matmul_peak_is_within_20_percent_of_a_plain_torch_loop(one_thread):
     # if none agrees. A wrong FLOP formula or timing fails every attempt.
     ratios = []
     for _ in range(5):
-        row = measure_matmul("cpu", "fp32", sizes=(512, 1024))
+        row = matmul_row(TorchKernels("cpu"), "fp32", MatmulPlan((512, 1024), 5, 0.2, MAX_SINGLE_S))
         assert row["status"] == "ok" and row["unit"] == "FLOP/s"
         ratios.append(row["value"] / plain_matmul_rate(row["detail"]["peak_n"]))
         if 0.8 <= ratios[-1] <= 1.2:
@@ -62,7 +64,7 @@ def test_matmul_peak_is_within_20_percent_of_a_plain_torch_loop(one_thread):
 
 
 def test_memory_bandwidth_counts_read_and_write():
-    row = measure_memory_bandwidth("cpu", 32 * 2**20, repeats=3)
+    row = bandwidth_row(TorchKernels("cpu"), 32 * 2**20, repeats=3)
     assert row["status"] == "ok" and row["unit"] == "B/s"
     assert row["detail"]["bytes_per_copy"] == 2 * 32 * 2**20
     median = statistics.median(row["detail"]["seconds"])
@@ -92,6 +94,7 @@ def test_calibrate_command_stores_its_figures(tmp_path):
     assert rows[("matmul", "tf32")]["status"] == "unsupported"
     assert "NVIDIA" in rows[("matmul", "tf32")]["detail"]["reason"]
     assert rows[("memory_bandwidth", None)]["value"] > 1e8 and rows[("memory_bandwidth", None)]["unit"] == "B/s"
+    assert rows[("memory_bandwidth", None)]["detail"]["buffer_bytes"] == COPY_BYTES["cpu"]  # as the full run's
     assert {rows[(k, None)]["status"] for k in ("h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned")} == {"n/a"}
 
     stored = latest_calibration(Store(db), cal["device_name"])

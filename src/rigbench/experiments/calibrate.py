@@ -1,8 +1,9 @@
 """`rigbench calibrate`, parent side: measure each device in a child process, store it.
 
 The child is `python -m rigbench.runner.calibrate REQUEST_JSON OUT_PATH` (runner/calibrate.py):
-it imports the framework adapter, runs its `calibrate_device` and writes the measurements as
-JSON to OUT_PATH; progress lines go to its stderr. As for trials, the framework (and a GPU
+it imports the framework adapter and runs the shared calibration
+(frameworks/driver/calibration.calibrate) on the adapter's `calibration_kernels`, then writes
+the measurements as JSON to OUT_PATH; progress lines go to its stderr. As for trials, the framework (and a GPU
 context) never enters the CLI's process.
 """
 
@@ -96,7 +97,7 @@ def calibrate_devices(store: Store, add_run: Callable[[], str], created_at: Call
 
 @dataclass
 class CalibrateOutcome:
-    """What `calibrate` measured: one dict per device (frameworks/torch/calibrate.calibrate's,
+    """What `calibrate` measured: one dict per device (frameworks/driver/calibration.calibrate's,
     or {"device", "error"} when its child failed), stored under `run_id` (no run is recorded
     when nothing was measured)."""
 

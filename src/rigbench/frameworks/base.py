@@ -40,7 +40,7 @@ Rules every adapter follows:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypedDict
 
@@ -68,7 +68,7 @@ SOFTWARE_KEYS = ("<NAME>", "num_threads")
 
 
 class CalibrationRow(TypedDict):
-    """One measured ceiling of `calibrate_device()`."""
+    """One measured ceiling of a calibration (frameworks/driver/calibration.py)."""
 
     kind: str  # matmul | memory_bandwidth | h2d_pageable | h2d_pinned | d2h_pageable | d2h_pinned
     precision: str | None  # matmul rows: fp32 | tf32 | bf16 | fp16
@@ -79,7 +79,7 @@ class CalibrationRow(TypedDict):
 
 
 class Calibration(TypedDict):
-    """What `calibrate_device()` returns (see frameworks/torch/calibrate.py)."""
+    """What `rigbench calibrate` measures on one device (frameworks/driver/calibration.calibrate)."""
 
     device: str
     device_name: str
@@ -88,6 +88,64 @@ class Calibration(TypedDict):
     quick: bool
     software: dict[str, Any]  # as `software()`
     measurements: list[CalibrationRow]
+
+
+class CalibrationKernels(Protocol):
+    """What a framework supplies to calibrate one device: allocation, one kernel call, and the
+    device's clock. Every copy buffer is float32 (nbytes // 4 elements; the driver passes a
+    multiple of 4). Nothing here decides a size, a repeat count or a statistic."""
+
+    device_name: str  # human name, e.g. "NVIDIA H100 80GB HBM3" or the CPU's brand string
+    device_type: str  # "cpu", "cuda", "mps", ...: the Calibration's device_type
+    accelerator: bool  # False on the CPU: the accelerator plans and buffers, host copies
+    #: Exceptions that mean a kernel or an allocation failed (out of memory, no kernel for a
+    #: dtype): a size past the first ends the climb; at the first size, or for a copy, the
+    #: row is `failed` when `is_oom` says so, else `unsupported`.
+    errors: tuple[type[Exception], ...]
+
+    def is_oom(self, exc: BaseException) -> bool:
+        """True if `exc` reports exhausted memory (the adapter's `is_oom`)."""
+        ...
+
+    def precision_problem(self, precision: str) -> str | None:
+        """Why the device cannot do `precision` matmuls, known without trying (tf32 off an
+        NVIDIA GPU of compute capability 8.0+), or None: others are tried."""
+        ...
+
+    def dtype_name(self, precision: str) -> str:
+        """The framework's name of the matmul inputs' dtype (stored in the row's detail)."""
+        ...
+
+    def matmul(self, precision: str, n: int) -> Callable[[], object]:
+        """Allocate two n x n inputs at `precision` (switching TF32 on or off as it needs) and
+        return a thunk queueing one n x n matmul, returning its device result unsynchronised."""
+        ...
+
+    def copy(self, nbytes: int) -> Callable[[], object]:
+        """Allocate an on-device buffer of `nbytes` and return a thunk that reads it once and
+        writes `nbytes` once (a copy or a scaling), returning its result unsynchronised."""
+        ...
+
+    def timed(self, fn: Callable[[], object], iterations: int) -> float:
+        """Seconds of `iterations` back-to-back calls of `fn` (from `matmul` or `copy`), by the
+        device's own clock, the device's work included."""
+        ...
+
+    def copy_budget(self, nbytes: int) -> int:
+        """The copy buffer's bytes given the rule's `nbytes`: smaller where device memory is
+        short (torch on CUDA: a quarter of the free memory), else `nbytes`."""
+        ...
+
+    def transfer(self, nbytes: int, direction: str, pinned: bool) -> Callable[[], float] | str:
+        """A callable doing one host->device ("h2d") or device->host ("d2h") copy of `nbytes`
+        from pageable or pinned host memory and returning its own seconds (any preparation,
+        such as making a fresh device array, outside the timed part); or, where the framework
+        cannot (no pinned host buffers), the reason. Only called on an accelerator."""
+        ...
+
+    def software(self) -> dict[str, Any]:
+        """The adapter's `software()` (versions, num_threads)."""
+        ...
 
 
 class StepTimer(Protocol):
@@ -230,15 +288,15 @@ class FrameworkAdapter(Protocol):
         passes read and write in device memory: traffic(batch) = per_step + per_sample * batch.
         Optional: the runner leaves `bytes_per_sample` empty for adapters without it."""
 
-    def calibrate_device(self, device: str, precisions: list[str], quick: bool = False,
-                         threads: int | None = None, on_progress: Any = None) -> Calibration:
-        """Measured ceilings of `device`: peak matmul FLOP/s per precision, memory bandwidth,
-        host<->device copy bandwidth (`rigbench calibrate`)."""
+    def calibration_kernels(self, device: str) -> CalibrationKernels:
+        """The kernels of `device` (a matmul, a copy, a device clock, host copies) that
+        frameworks/driver/calibration.calibrate measures the ceilings with (`rigbench
+        calibrate`); UsageError for a device the framework does not have."""
 
 
 #: Module-level names every adapter must define (count_traffic is optional).
 REQUIRED = ("NAME", "environment", "prepare", "software", "list_devices", "build", "is_oom", "count",
-            "calibrate_device")
+            "calibration_kernels")
 
 
 def missing_members(adapter: object) -> list[str]:

@@ -27,7 +27,7 @@ BANDWIDTH_KEYS: dict[str, str] = {
 
 def add_calibration(store: Store, run_id: str, created_at: str, calibration: dict[str, Any]) -> list[int]:
     """Store every measurement of one device's calibration (the child's dict, see
-    frameworks/torch/calibrate.calibrate) in one transaction; returns the new row ids."""
+    frameworks/driver/calibration.calibrate) in one transaction; returns the new row ids."""
     context = {k: calibration.get(k) for k in ("threads", "quick", "software")}
     ids = []
     with store.transaction() as tx:

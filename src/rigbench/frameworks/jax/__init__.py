@@ -9,7 +9,6 @@ child processes that run trials, probes and counts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rigbench.frameworks.jax.devices import NAME, environment, list_devices, software
@@ -17,12 +16,12 @@ from rigbench.frameworks.jax.devices import pin_threads as prepare
 from rigbench.frameworks.jax.oom import is_oom
 
 if TYPE_CHECKING:
-    from rigbench.frameworks.base import Calibration
+    from rigbench.frameworks.base import CalibrationKernels
     from rigbench.frameworks.jax.trainer import JaxTrainer
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "calibrate_device", "count", "environment", "is_oom", "list_devices", "prepare",
+__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
            "software"]
 
 
@@ -40,9 +39,10 @@ def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     return flops.count(workload, options)
 
 
-def calibrate_device(device: str, precisions: list[str], quick: bool = False, threads: int | None = None,
-                     on_progress: Callable[[str], None] | None = None) -> Calibration:
-    """Measured ceilings of `device` (see calibrate.calibrate)."""
-    from rigbench.frameworks.jax import calibrate
+def calibration_kernels(device: str) -> CalibrationKernels:
+    """The primitives the shared calibration (frameworks/driver/calibration.py) measures
+    `device` with (see calibrate.py); UsageError for a device jax does not have. Not named
+    `calibrate`: importing the submodule of that name would replace it on the package."""
+    from rigbench.frameworks.jax.calibrate import JaxKernels
 
-    return calibrate.calibrate(device, precisions, quick=quick, threads=threads, on_progress=on_progress)
+    return JaxKernels(device)

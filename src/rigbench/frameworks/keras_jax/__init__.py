@@ -11,7 +11,6 @@ fixed when keras is first imported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rigbench.frameworks import jax as native
@@ -20,14 +19,14 @@ from rigbench.frameworks.jax.oom import is_oom
 from rigbench.frameworks.keras import backend_adapter
 
 if TYPE_CHECKING:
-    from rigbench.frameworks.base import Calibration, DeviceInfo
+    from rigbench.frameworks.base import CalibrationKernels, DeviceInfo
     from rigbench.frameworks.keras_jax.trainer import KerasJaxTrainer
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
 NAME = "keras-jax"
 
-__all__ = ["NAME", "build", "calibrate_device", "count", "environment", "is_oom", "list_devices", "prepare",
+__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
            "software"]
 
 
@@ -57,7 +56,6 @@ def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     return flops.count(workload, options)
 
 
-def calibrate_device(device: str, precisions: list[str], quick: bool = False, threads: int | None = None,
-                     on_progress: Callable[[str], None] | None = None) -> Calibration:
-    """The JAX adapter's calibration of `device` (it measures the device, not Keras)."""
-    return native.calibrate_device(device, precisions, quick=quick, threads=threads, on_progress=on_progress)
+def calibration_kernels(device: str) -> CalibrationKernels:
+    """The JAX adapter's calibration kernels for `device` (it measures the device, not Keras)."""
+    return native.calibration_kernels(device)

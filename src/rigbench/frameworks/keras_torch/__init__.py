@@ -12,7 +12,6 @@ torch are imported inside the functions: the environment selects Keras' backend
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rigbench.frameworks import torch as native
@@ -21,14 +20,14 @@ from rigbench.frameworks.torch import prepare
 from rigbench.frameworks.torch.oom import is_oom
 
 if TYPE_CHECKING:
-    from rigbench.frameworks.base import Calibration, DeviceInfo
+    from rigbench.frameworks.base import CalibrationKernels, DeviceInfo
     from rigbench.frameworks.keras_torch.trainer import KerasTorchTrainer
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
 NAME = "keras-torch"
 
-__all__ = ["NAME", "build", "calibrate_device", "count", "environment", "is_oom", "list_devices", "prepare",
+__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
            "software"]
 
 
@@ -58,7 +57,6 @@ def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     return flops.count(workload, options)
 
 
-def calibrate_device(device: str, precisions: list[str], quick: bool = False, threads: int | None = None,
-                     on_progress: Callable[[str], None] | None = None) -> Calibration:
-    """The torch adapter's calibration of `device` (it measures the device, not Keras)."""
-    return native.calibrate_device(device, precisions, quick=quick, threads=threads, on_progress=on_progress)
+def calibration_kernels(device: str) -> CalibrationKernels:
+    """The torch adapter's calibration kernels for `device` (it measures the device, not Keras)."""
+    return native.calibration_kernels(device)

@@ -7,19 +7,18 @@ import it and are loaded on first use, in the child processes that run trials, p
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rigbench.frameworks.torch.devices import NAME, check_device, list_devices, software
 from rigbench.frameworks.torch.oom import is_oom
 
 if TYPE_CHECKING:
-    from rigbench.frameworks.base import Calibration
+    from rigbench.frameworks.base import CalibrationKernels
     from rigbench.frameworks.torch.trainer import TorchTrainer
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "calibrate_device", "count", "count_traffic", "environment", "is_oom",
+__all__ = ["NAME", "build", "calibration_kernels", "count", "count_traffic", "environment", "is_oom",
            "list_devices", "prepare", "software"]
 
 
@@ -63,10 +62,10 @@ def count_traffic(workload: Workload, options: dict[str, Any]) -> tuple[float, f
     return traffic.count_traffic(workload, options)
 
 
-def calibrate_device(device: str, precisions: list[str], quick: bool = False, threads: int | None = None,
-                     on_progress: Callable[[str], None] | None = None) -> Calibration:
-    """Measured ceilings of `device` (see calibrate.calibrate). Not named `calibrate`: importing
-    the submodule of that name would replace this function on the package."""
-    from rigbench.frameworks.torch import calibrate
+def calibration_kernels(device: str) -> CalibrationKernels:
+    """The primitives the shared calibration (frameworks/driver/calibration.py) measures
+    `device` with (see calibrate.py); UsageError for a device torch does not have. Not named
+    `calibrate`: importing the submodule of that name would replace it on the package."""
+    from rigbench.frameworks.torch.calibrate import TorchKernels
 
-    return calibrate.calibrate(device, precisions, quick=quick, threads=threads, on_progress=on_progress)
+    return TorchKernels(device)
