@@ -48,3 +48,36 @@ def framework_rss_mib(workload: str) -> float:
     match = re.search(r"alone takes \((\d+) MiB\)", proc.stdout)
     assert match, proc.stdout + proc.stderr
     return float(match.group(1))
+
+
+#: Tests that take more than a few seconds on 2 cores (measured with `pytest --durations`), as
+#: node-id prefixes: a folder, a module, or one test. Collected as `slow`, so the day-to-day
+#: subset `pytest -m "not slow"` (README) stays within about three minutes; CI runs everything.
+#: Whole modules go in when a module-scoped fixture (a child process per framework) is the cost.
+SLOW = (
+    "tests/e2e/",  # the `rigbench` command in subprocesses, each starting a framework
+    "tests/integration/",  # real child processes for every status, migration and fault
+    "tests/contract/test_keras_family.py",  # one child per Keras framework steps every workload
+    "tests/contract/test_workloads.py::test_parameters_match_the_analytic_count",
+    "tests/contract/test_workloads.py::test_adapter_flop_counter_matches_the_analytic_figure",
+    "tests/unit/test_keras_parity.py",
+    "tests/unit/test_jax_parity.py",
+    "tests/unit/test_torch_training.py",
+    "tests/unit/test_jax_adapter.py::test_mlp_learns_digits",
+    "tests/unit/test_jax_adapter.py::test_loader_mode_same_seed_same_run",
+    "tests/unit/test_jax_adapter.py::test_huge_lr_diverges_in_epoch_one",
+    "tests/unit/test_jax_adapter.py::test_dcgan_reports_both_losses",
+    "tests/unit/test_jax_adapter.py::test_lr_find_ramps_and_stops",
+    "tests/unit/test_torch_variants.py::test_compile_wraps_the_model_and_still_trains",
+    "tests/unit/test_torch_models.py::test_dcgan_each_update_lowers_its_loss",
+    "tests/unit/test_trackers.py::test_counts_descendants_of_the_tracked_process",
+    "tests/unit/test_trackers.py::test_tracks_busy_process_cpu_and_rss",
+    "tests/unit/test_api.py::test_core_imports_and_works_without_torch",
+    "tests/unit/test_stored_text.py::test_a_trial_of_an_unknown_workload_is_kept_and_never_fatal",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
