@@ -234,3 +234,14 @@ def test_the_plans_are_read_from_the_rule_at_each_call(monkeypatch):
     rows = rows_of(calibrate(FakeKernels(), "cpu", ["fp32"], quick=True))
     assert [s["n"] for s in rows[("matmul", "fp32")]["detail"]["sizes"]] == [64, 128]
     assert rows[("memory_bandwidth", None)]["detail"]["buffer_bytes"] == 4096
+
+
+def test_pageable_copy_times_only_the_copy_and_makes_each_d2h_source_fresh():
+    from rigbench.frameworks.driver.calibration import pageable_copy
+
+    put, made, fetched = [], [], []
+    h2d = pageable_copy(64, "h2d", to_device=put.append, fresh=lambda host, v: made.append(v), to_host=fetched.append)
+    assert h2d() >= 0 and len(put) == 1 and put[0].nbytes == 64 and not made
+    d2h = pageable_copy(64, "d2h", to_device=put.append, fresh=lambda host, v: host + v, to_host=fetched.append)
+    d2h(), d2h()
+    assert [float(a[0]) for a in fetched] == [1.0, 2.0]  # a new value each call: nothing cached is reused

@@ -24,11 +24,14 @@ TensorFlow's host copy elsewhere). docs/METHODOLOGY.md describes the method.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
+
+import numpy as np
 
 from rigbench.analysis import matmul_peak
 from rigbench.analysis.matmul_peak import RULE, MatmulPlan, TooSlow, climb, copy_repeats, peak_size
@@ -58,6 +61,31 @@ def host_timed(fn: Callable[[], object], iterations: int, wait: Callable[[object
         out = fn()
     wait(out)
     return time.perf_counter() - t0
+
+
+def pageable_copy(nbytes: int, direction: str, to_device: Callable[[np.ndarray], object],
+                  fresh: Callable[[np.ndarray, int], object],
+                  to_host: Callable[[object], object]) -> Callable[[], float]:
+    """One copy of a pageable float32 host buffer of `nbytes`, timed by the host clock, for a
+    framework without pinned buffers or device timers: "h2d" times `to_device(host)`, which
+    returns once the copy is done; "d2h" first makes a fresh device array from the host
+    buffer plus a new value each call (untimed; no cached host copy can be reused) and times
+    `to_host` of it."""
+    host = np.ones(nbytes // 4, np.float32)
+    values = itertools.count()
+
+    def h2d() -> float:
+        t0 = time.perf_counter()
+        to_device(host)
+        return time.perf_counter() - t0
+
+    def d2h() -> float:
+        on_device = fresh(host, next(values))
+        t0 = time.perf_counter()
+        to_host(on_device)
+        return time.perf_counter() - t0
+
+    return h2d if direction == "h2d" else d2h
 
 
 def _failure(kernels: CalibrationKernels, exc: BaseException) -> str:

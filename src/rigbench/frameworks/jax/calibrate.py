@@ -17,8 +17,6 @@ by the adapter's `prepare(threads)`.
 
 from __future__ import annotations
 
-import itertools
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rigbench.frameworks.driver.calibration import host_timed
+from rigbench.frameworks.driver.calibration import host_timed, pageable_copy
 from rigbench.frameworks.jax.devices import device_name, resolve_device, software
 from rigbench.frameworks.jax.oom import is_oom
 
@@ -82,17 +80,8 @@ class JaxKernels:
     def transfer(self, nbytes: int, direction: str, pinned: bool) -> Callable[[], float] | str:
         if pinned:
             return "JAX offers no pinned host buffers"
-        host = np.ones(nbytes // 4, np.float32)
-        fresh_values = itertools.count()
-
-        def h2d() -> float:
-            t0 = time.perf_counter()
-            jax.block_until_ready(jax.device_put(host, self.device))
-            return time.perf_counter() - t0
-
-        def d2h() -> float:
-            fresh = jax.block_until_ready(jax.device_put(host, self.device) + next(fresh_values))
-            t0 = time.perf_counter()
-            np.asarray(fresh)
-            return time.perf_counter() - t0
-        return h2d if direction == "h2d" else d2h
+        return pageable_copy(
+            nbytes, direction,
+            to_device=lambda host: jax.block_until_ready(jax.device_put(host, self.device)),
+            fresh=lambda host, value: jax.block_until_ready(jax.device_put(host, self.device) + value),
+            to_host=np.asarray)

@@ -19,15 +19,13 @@ work asynchronously). The thread pools are sized before this runs, by the adapte
 
 from __future__ import annotations
 
-import itertools
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from rigbench.frameworks.driver.calibration import host_timed
+from rigbench.frameworks.driver.calibration import host_timed, pageable_copy
 from rigbench.frameworks.tensorflow.devices import resolve_device, software
 from rigbench.frameworks.tensorflow.oom import is_oom
 
@@ -81,20 +79,14 @@ class TfKernels:
     def transfer(self, nbytes: int, direction: str, pinned: bool) -> Callable[[], float] | str:
         if pinned:
             return "TensorFlow offers no pinned host buffers"
-        host = np.ones(nbytes // 4, np.float32)
-        fresh_values = itertools.count()
+        return pageable_copy(nbytes, direction, to_device=self._to_device, fresh=self._fresh, to_host=np.asarray)
 
-        def h2d() -> float:
-            with tf.device(self.tf_device):
-                t0 = time.perf_counter()
-                tf.identity(tf.constant(host))[0].numpy()
-                return time.perf_counter() - t0
+    def _to_device(self, host: np.ndarray) -> object:
+        with tf.device(self.tf_device):
+            return tf.identity(tf.constant(host))[0].numpy()  # one element back: the copy is done
 
-        def d2h() -> float:
-            with tf.device(self.tf_device):
-                fresh = tf.constant(host) + float(next(fresh_values))  # no cached host copy
-                fresh[0].numpy()
-                t0 = time.perf_counter()
-                fresh.numpy()
-                return time.perf_counter() - t0
-        return h2d if direction == "h2d" else d2h
+    def _fresh(self, host: np.ndarray, value: int) -> object:
+        with tf.device(self.tf_device):
+            fresh = tf.constant(host) + float(value)
+            fresh[0].numpy()  # computed before the timed copy starts
+            return fresh
