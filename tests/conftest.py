@@ -81,3 +81,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.nodeid.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
+
+
+def with_ctrl_c() -> None:
+    """Popen `preexec_fn` for a process a test will Ctrl-C: SIGINT back to its default action.
+    A shell starts background jobs with SIGINT ignored, the ignore is inherited, and Python then
+    installs no KeyboardInterrupt handler: a suite run with `&` would see Ctrl-C do nothing."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

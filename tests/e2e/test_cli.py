@@ -12,7 +12,7 @@ import pytest
 
 from rigbench.frameworks import installed_frameworks
 from rigbench.workloads import WORKLOADS
-from tests.conftest import framework_rss_mib
+from tests.conftest import framework_rss_mib, with_ctrl_c
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.timeout(300)
@@ -119,7 +119,7 @@ def test_ctrl_c_keeps_finished_trials(db):
     proc = subprocess.Popen(
         [sys.executable, "-m", "rigbench", "run", "mlp", "-d", "cpu", "-b", "8,4096",
          "--quick", "--db", db],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=with_ctrl_c,
     )
     deadline = time.time() + 120
     while _trial_count(db) < 1 and time.time() < deadline:

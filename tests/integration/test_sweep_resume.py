@@ -14,6 +14,7 @@ import pytest
 
 from rigbench.experiments.sweep import spec_key
 from rigbench.spec import Result
+from tests.conftest import with_ctrl_c
 
 psutil = pytest.importorskip("psutil")
 pytest.importorskip("torch")
@@ -51,7 +52,7 @@ def start_and_wait(args, db, results):
     from the environment (runner/child.exit_with_parent), so even a parent killed before the
     child's watcher thread starts is noticed."""
     proc = subprocess.Popen([sys.executable, "-m", "rigbench", "sweep", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=with_ctrl_c)
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None:
         children = trial_children(proc.pid) if len(stored_specs(db)) >= results else []
