@@ -24,9 +24,6 @@ from rigbench.workloads import get_workload
 
 MIB = 2**20
 
-__all__ = ["build_result", "global_batch", "merge_reports"]
-
-
 def global_batch(spec: TrialSpec) -> int:
     """The samples one training step of the trial processes: `spec.batch_size` is the
     per-rank batch (what each process feeds its model), and the `spec.world_size` ranks of a

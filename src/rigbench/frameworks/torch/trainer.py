@@ -193,7 +193,6 @@ class TorchTrainer:
         self.scalers = {part: torch.amp.GradScaler("cuda") for part in self.optimizers} if use_scaler else {}
         self.params = models.trainable_params(self.model)
         self.device_name = device_name(self.device)
-        self._pin = False  # host batches in pinned memory (loader mode to a CUDA device)
         if spec.precision not in ("fp32", "tf32"):
             self._probe_precision(spec.precision)
         if spec.compile:  # after the probe, so compilation sees only the real batch shape
@@ -313,12 +312,13 @@ class TorchTrainer:
 
     def host_loader(self, x: np.ndarray, y: np.ndarray, options: TrainOptions) -> TorchLoader:
         # Pinned memory only helps (and only works) for copies to a CUDA device.
-        self._pin = options.pin_memory and self.device.type == "cuda"
-        return TorchLoader(x, y, options, pin=self._pin)
+        return TorchLoader(x, y, options, pin=options.pin_memory and self.device.type == "cuda")
 
     def put_batch(self, images: Any, labels: Any) -> tuple[Tensor, Tensor]:
-        x = step.scale(self.workload, torch.as_tensor(images).to(self.device, non_blocking=self._pin))
-        y = torch.as_tensor(labels).to(self.device, non_blocking=self._pin)
+        images, labels = torch.as_tensor(images), torch.as_tensor(labels)
+        pinned = images.is_pinned()  # the loader's pinned batches may copy asynchronously
+        x = step.scale(self.workload, images.to(self.device, non_blocking=pinned))
+        y = labels.to(self.device, non_blocking=pinned)
         synchronize(self.device)  # the copy (asynchronous when pinned) and the scaling are really done
         return x, y
 
