@@ -282,6 +282,16 @@ class ChildReport(BaseModel):
     lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
     # estimated bytes moved to and from device memory per training sample (roofline)
     bytes_per_sample: float | None = None
+    # a data-parallel rank's own figures (runner/rank.py), None for one process
+    host: str | None = Field(None, description="the machine the rank ran on")
+    collateral: bool = Field(False, description="stopped by the launcher because another rank failed")
+    nosync_step_times_s: list[float] = Field(
+        default_factory=list, description="steps timed without gradient synchronisation (DDP no_sync)")
+    rss_peak_bytes: int | None = Field(None, description="the rank process's own peak resident memory")
+    cpu_util_pct: float | None = Field(
+        None, description="the rank process's CPU time over its timed window (100 = every logical core busy)")
+    param_digest: str | None = Field(None, description="sha256 of the parameters after the timed steps")
+    param_sums: list[float] = Field(default_factory=list, description="each parameter tensor's sum, same moment")
 
     @model_validator(mode="after")
     def _rank_within_world(self) -> ChildReport:

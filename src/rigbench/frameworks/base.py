@@ -46,6 +46,7 @@ from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
+from rigbench.ranks import RankInfo
 from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload
 
@@ -302,3 +303,41 @@ REQUIRED = ("NAME", "environment", "prepare", "software", "list_devices", "build
 def missing_members(adapter: object) -> list[str]:
     """The REQUIRED names an adapter module lacks (empty when it conforms)."""
     return [name for name in REQUIRED if not hasattr(adapter, name)]
+
+
+# --- data parallel (runner/rank.py drives these; docs/ARCHITECTURE.md "Data parallel") ------
+
+class Collective(Protocol):
+    """A rank's membership of its trial's process group, made by the framework's own engine."""
+
+    def agree(self, steps: int) -> int:
+        """The largest of every rank's `steps` (an all-reduce MAX): the ranks run the agreed
+        number, so none waits forever in a gradient all-reduce (runner/protocol.py)."""
+
+    def leave(self) -> None:
+        """Leave the group (after the last collective)."""
+
+
+class DataParallelTrainer(DataTrainer, Protocol):
+    """A trainer built inside a joined group: its model is replicated with gradients averaged
+    over the ranks, and its synthetic batch is the rank's share of the global one (rows
+    rank::world_size of batch_size x world_size rows drawn from the seed), so that one process
+    trained on the global batch computes the same update."""
+
+    def without_gradient_sync(self) -> AbstractContextManager[Any]:
+        """Steps inside skip the gradient all-reduce (DDP's no_sync): the communication share
+        is the difference. The replicas drift apart inside it: only for timing, after the
+        parameters were fingerprinted."""
+
+    def parameter_fingerprint(self) -> tuple[str, list[float]]:
+        """(sha256 of every parameter's bytes in order, each parameter tensor's sum): equal
+        digests mean identical replicas; the sums compare runs within a tolerance."""
+
+
+class DataParallelAdapter(FrameworkAdapter, Protocol):
+    """An adapter that trains data-parallel. Optional: a trial with world_size > 1 on an
+    adapter without `join` is `unsupported`."""
+
+    def join(self, spec: TrialSpec, rank: RankInfo) -> Collective:
+        """Join the trial's process group as `rank` (called once, after `prepare`, before
+        `build`); `build` then returns a DataParallelTrainer."""

@@ -11,18 +11,22 @@ the kernel's OOM killer, a hang) are classified by the parent from the exit.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
 from rigbench.frameworks.driver import lr_range, training
 from rigbench.frameworks.run_records import TrainingDiverged
+from rigbench.ranks import RankInfo
+from rigbench.runner import rank_files
 from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, LrFindOptions, TrainOptions, TrialSpec
@@ -78,29 +82,15 @@ def traffic_per_sample(adapter: FrameworkAdapter, workload: Workload, options: d
     return (per_step + per_sample * batch_size) / batch_size
 
 
-def run_trial(spec: TrialSpec) -> ChildReport:
-    """Run one trial in this process and describe the outcome; never raises."""
+def run_trial(spec: TrialSpec, folder: Path | None = None) -> ChildReport:
+    """Run one trial in this process and describe the outcome; never raises. A data-parallel
+    rank (spec.world_size > 1) reads its place from the launch contract (rigbench/ranks.py)
+    and keeps its heartbeat in the trial's `folder` (runner/rank.py)."""
     report = ChildReport(status="crash")
     adapter: FrameworkAdapter | None = None
     try:
-        workload = get_workload(spec.workload)
-        options = resolved_options(workload, spec.workload_options)
-        adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
-        os.environ.update(adapter.environment(spec))  # read once, when the framework starts
-        adapter.prepare(spec.threads)  # thread pools sized once, before counting can start them
-        report.params, _ = cached_count(adapter, workload, options)
-        # The analytic figure, the same for every framework (MFU and the roofline use it);
-        # the adapter's own FLOP count only cross-checks it (tests/contract/).
-        report.flops_per_sample = train_flops_per_sample(workload, options)
-        report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size)
-        if spec.measure.memory_limit_bytes:
-            apply_memory_limit(spec.measure.memory_limit_bytes)
-        if spec.lr_find is not None:
-            _lr_find(adapter, spec, workload, report)
-        elif spec.train is not None:
-            _train(adapter, spec, workload, report)
-        else:
-            _measure(adapter, spec, workload, report)
+        with contextlib.ExitStack() as stack:
+            adapter = _run(spec, folder, report, stack)
         report.status = "ok"
     except TrainingDiverged as exc:  # `step` counts epochs here; finished epochs are kept
         report.status, report.error = "diverged", str(exc)
@@ -114,11 +104,67 @@ def run_trial(spec: TrialSpec) -> ChildReport:
     except (UnsupportedError, UsageError) as exc:
         report.status, report.error = "unsupported", str(exc)
     except BaseException as exc:  # noqa: BLE001 - every failure must become a status
+        adapter = adapter or _loaded_adapter(spec)
         oom = isinstance(exc, MemoryError) or (adapter is not None and adapter.is_oom(exc))
         report.status = "oom" if oom else "crash"
         tail = traceback.format_exception(exc)[-TRACEBACK_LINES:]
         report.error = (str(exc) or type(exc).__name__) if oom else "".join(tail).strip()
     return report
+
+
+def _loaded_adapter(spec: TrialSpec) -> FrameworkAdapter | None:
+    """The trial's adapter to classify an exception with, if its module loads."""
+    try:
+        return load_adapter(spec.framework)
+    except Exception:  # noqa: BLE001 - an unknown framework's failure is a crash
+        return None
+
+
+def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: contextlib.ExitStack) -> FrameworkAdapter:
+    """The trial's work (run_trial's body); returns the adapter it loaded."""
+    workload = get_workload(spec.workload)
+    options = resolved_options(workload, spec.workload_options)
+    adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
+    os.environ.update(adapter.environment(spec))  # read once, when the framework starts
+    adapter.prepare(spec.threads)  # thread pools sized once, before counting can start them
+    report.params, _ = cached_count(adapter, workload, options)
+    # The analytic figure, the same for every framework (MFU and the roofline use it);
+    # the adapter's own FLOP count only cross-checks it (tests/contract/).
+    report.flops_per_sample = train_flops_per_sample(workload, options)
+    report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size)
+    if spec.measure.memory_limit_bytes:
+        apply_memory_limit(spec.measure.memory_limit_bytes)
+    if spec.world_size > 1:
+        _as_rank(adapter, spec, workload, report, folder or Path("."), stack)
+    elif spec.lr_find is not None:
+        _lr_find(adapter, spec, workload, report)
+    elif spec.train is not None:
+        _train(adapter, spec, workload, report)
+    else:
+        _measure(adapter, spec, workload, report)
+    return adapter
+
+
+def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport,
+             folder: Path, stack: contextlib.ExitStack) -> None:
+    """One rank of a data-parallel trial (runner/rank.py): joined to its group and beating
+    until the block's end; its own figures are in the report whatever ends the trial."""
+    from rigbench.runner import rank as rank_side
+
+    me = RankInfo.from_env()
+    report.rank, report.world_size = me.rank, me.world_size
+    stack.callback(rank_side.describe_rank, report, me)
+    beat = stack.enter_context(rank_side.Heartbeat(rank_files.progress_path(folder, me.rank)))
+    collective = stack.enter_context(rank_side.joined(adapter, spec, me))
+    if spec.lr_find is not None:
+        raise UnsupportedError("an lr range test runs in one process: drop --processes")
+    if spec.train is not None:
+        _train(adapter, spec, workload, report, lambda s, w: beat.counting(adapter.build(s, w)), me.rank)
+        return
+    trainer = rank_side.measure_rank(adapter.build, spec, workload, report, collective, beat)
+    report.software = adapter.software()
+    report.device_name = trainer.device_name
+    report.threads = report.software.get("num_threads")
 
 
 def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
@@ -148,11 +194,13 @@ def _describe(adapter: FrameworkAdapter, report: ChildReport, device_name: str, 
     report.device_name, report.train_samples = device_name, train_samples
 
 
-def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
-    """Epochs on a real data set with held-out evaluation (`rigbench train`), by the shared loop."""
+def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport,
+           build: training.Build | None = None, rank: int = 0) -> None:
+    """Epochs on a real data set with held-out evaluation (`rigbench train`), by the shared
+    loop; a data-parallel rank trains on its share of each epoch (its `build` counts steps)."""
     assert spec.train is not None
     data = _load_data(workload, spec.train)
-    run = training.train(adapter.build, spec, workload, data)
+    run = training.train(build or adapter.build, spec, workload, data, rank=rank)
     # A training run's window is its epochs: building the model and placing the data (seconds
     # of CUDA start-up) would otherwise count in its utilisation and energy.
     report.measure_start, report.measure_end = run.started_at, time.time()
@@ -189,16 +237,27 @@ def _lr_find(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
 
 
 def main(argv: list[str]) -> int:
+    """`child SPEC REPORT` (one process), or `child SPEC FOLDER` for a rank of a data-parallel
+    trial: its files are in the trial's folder (runner/rank_files.py), named by its RANK. A
+    rank that failed exits with 1 after writing its report, so that the launch engine stops
+    the others instead of leaving them in an all-reduce."""
     exit_with_parent()
-    spec_path, report_path = argv
+    spec_path, target = argv
     with open(spec_path, encoding="utf-8") as fh:
         spec = TrialSpec.model_validate_json(fh.read())
-    report = run_trial(spec)
-    tmp = report_path + ".part"
+    folder = Path(target) if spec.world_size > 1 else None
+    if folder is not None:
+        from rigbench.runner.rank import redirect_stderr
+
+        rank = int(os.environ.get("RANK", "0"))
+        redirect_stderr(folder, rank)
+        target = str(rank_files.report_path(folder, rank))
+    report = run_trial(spec, folder)
+    tmp = target + ".part"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(report.model_dump_json())
-    os.replace(tmp, report_path)  # the parent never sees a half-written report
-    return 0
+    os.replace(tmp, target)  # the parent never sees a half-written report
+    return 1 if folder is not None and report.status != "ok" else 0
 
 
 if __name__ == "__main__":

@@ -13,13 +13,14 @@ from rigbench.frameworks.torch.devices import NAME, check_device, list_devices, 
 from rigbench.frameworks.torch.oom import is_oom
 
 if TYPE_CHECKING:
-    from rigbench.frameworks.base import CalibrationKernels
+    from rigbench.frameworks.base import CalibrationKernels, Collective
     from rigbench.frameworks.torch.trainer import TorchTrainer
+    from rigbench.ranks import RankInfo
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
 __all__ = ["NAME", "build", "calibration_kernels", "count", "count_traffic", "environment", "is_oom",
-           "list_devices", "prepare", "software"]
+           "join", "list_devices", "prepare", "software"]
 
 
 def environment(spec: TrialSpec) -> dict[str, str]:
@@ -44,6 +45,14 @@ def build(spec: TrialSpec, workload: Workload) -> TorchTrainer:
     from rigbench.frameworks.torch.trainer import TorchTrainer
 
     return TorchTrainer(spec, workload)
+
+
+def join(spec: TrialSpec, rank: RankInfo) -> Collective:
+    """Join the trial's process group (gloo on the CPU, NCCL on CUDA; base.DataParallelAdapter)."""
+    check_device(spec.device)
+    from rigbench.frameworks.torch.parallel import TorchCollective
+
+    return TorchCollective(spec, rank)
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import Tensor
+from torch.nn.parallel import DistributedDataParallel
 
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.frameworks.host_timer import HostTimer
-from rigbench.frameworks.torch import models, step
+from rigbench.frameworks.torch import models, parallel, step
 from rigbench.frameworks.torch.loader import TorchLoader
 from rigbench.hw.cpu import cpu_name
+from rigbench.ranks import RankInfo
 from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
@@ -168,7 +170,10 @@ class TorchTrainer:
     """A workload's model, optimiser(s) and resident batch on one device (base.Trainer)."""
 
     def __init__(self, spec: TrialSpec, workload: Workload):
-        self.device = resolve_device(spec.device)
+        # Inside a process group (frameworks/torch/parallel.py) each rank has its device.
+        rank, world = parallel.world()
+        self.device = resolve_device(parallel.rank_device(spec.device, RankInfo.from_env()) if world > 1
+                                     else spec.device)
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)  # events, autocast and allocator stats use it
         self.workload = workload
@@ -184,7 +189,11 @@ class TorchTrainer:
         # Module.to accepts memory_format at run time (it converts 4-D parameters), but torch's
         # stubs list no such overload.
         self.model.to(self.device, memory_format=self.memory_format).train()  # type: ignore[call-overload]
-        self.batch = tuple(self.to_device(t) for t in step.synthetic_batch(workload, spec.batch_size))
+        # The rank's share of the global batch (rows rank::world, as data/shard.py deals a
+        # data set): one process on the global batch computes the same update.
+        drawn = step.synthetic_batch(workload, spec.batch_size * world)
+        self.batch = tuple(self.to_device(t[rank::world]) for t in drawn)
+        self.replicas = self._replicate() if world > 1 else []
         self.optimizers = self._optimizers(workload.default_lr if spec.lr is None else spec.lr)
         # Loss scaling keeps fp16 gradients from underflowing; only CUDA's scaler is used
         # (CPU fp16 autocast runs without one). Note GradScaler.step() reads its inf check
@@ -204,6 +213,26 @@ class TorchTrainer:
         if tensor.dim() == 4 and self.memory_format is torch.channels_last:
             tensor = tensor.contiguous(memory_format=torch.channels_last)
         return tensor
+
+    def _replicate(self) -> list[DistributedDataParallel]:
+        """Each optimised part as a DDP replica (a GAN's D and G separately), before the
+        optimisers are made: they then hold the replicas' (the same) parameters."""
+        if len(self.workload.parts) == 1:
+            replica = parallel.replicate(self.model, self.device)
+            self.model = replica
+            return [replica]
+        parts = cast(torch.nn.ModuleDict, self.model)
+        for part in self.workload.parts:
+            parts[part.name] = parallel.replicate(parts[part.name], self.device)
+        return [cast(DistributedDataParallel, parts[part.name]) for part in self.workload.parts]
+
+    def without_gradient_sync(self) -> AbstractContextManager[Any]:
+        """Steps without the gradient all-reduce (base.DataParallelTrainer); nothing to skip
+        in one process."""
+        return parallel.no_sync(self.replicas)
+
+    def parameter_fingerprint(self) -> tuple[str, list[float]]:
+        return parallel.fingerprint(self.model)
 
     def _compile(self) -> None:
         """torch.compile each optimised part (D and G separately for a GAN). The compiled

@@ -1,9 +1,10 @@
 """Registry of launchers: how a trial's processes are started (runner/launchers/base.py).
 
 A trial's launcher follows from its spec: `world_size` 1 runs in one child process
-("process"). A data-parallel trial (world_size > 1) needs a multi-process launcher, which
-does not exist yet: `launcher_for` says so with an UnsupportedError, which the session
-stores as an `unsupported` result.
+("process"); a data-parallel torch trial (world_size > 1) runs its ranks under torch's
+elastic agent ("torchrun"). Other frameworks have no multi-process launcher yet:
+`launcher_for` says so with an UnsupportedError, which the session stores as an
+`unsupported` result.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
 from rigbench.runner.launchers.process import ProcessLauncher
+from rigbench.runner.launchers.torchrun import TorchrunLauncher
 from rigbench.spec import TrialSpec
 
 __all__ = ["LAUNCHERS", "Launcher", "Outcome", "TrackerSettings", "get_launcher", "launcher_for"]
@@ -18,6 +20,7 @@ __all__ = ["LAUNCHERS", "Launcher", "Outcome", "TrackerSettings", "get_launcher"
 #: name -> launcher class
 LAUNCHERS: dict[str, type[Launcher]] = {
     ProcessLauncher.name: ProcessLauncher,
+    TorchrunLauncher.name: TorchrunLauncher,
 }
 
 
@@ -33,7 +36,9 @@ def launcher_for(spec: TrialSpec) -> Launcher:
     """The launcher that runs `spec`; UnsupportedError (with the reason) if none can."""
     if spec.world_size == 1:
         return get_launcher("process")
+    if spec.framework == "torch":
+        return get_launcher("torchrun")
     raise UnsupportedError(
-        f"no multi-process launcher yet: world_size {spec.world_size} needs the torchrun "
-        "launcher, see docs/ARCHITECTURE.md"
+        f"no multi-process launcher for {spec.framework} yet: --processes {spec.world_size} runs torch "
+        "(torchrun); see docs/ARCHITECTURE.md"
     )

@@ -8,7 +8,8 @@ cannot take the others' records with it. The trial's report follows these rules:
   over ranks of their step i. The ranks must have timed the same number of steps (they agree
   on it in the protocol); if not, the trial is a `crash` that says which ranks disagree.
 - The trial is `ok` only if every rank is; otherwise it takes the first failing rank's status
-  (in rank order) and its error, prefixed "rank N: ".
+  (in rank order) and its error, prefixed "rank N: ", passing over ranks marked `collateral`
+  (stopped because another rank failed or hung) unless no other rank failed.
 - Losses, the loss curve, the lr curve, epochs and the description (params, device, software,
   threads) are rank 0's: every rank trains the same model on its share of the same data.
 - Allocator peak: the largest rank's. Measured window: the earliest start to the latest end,
@@ -49,7 +50,8 @@ def merge_reports(reports: Sequence[ChildReport]) -> ChildReport:
         "first_step_s": _most(r.first_step_s for r in reports),
         "warmup_s": _most(r.warmup_s for r in reports),
     }
-    failing = next(((rank, r) for rank, r in enumerate(reports) if r.status != "ok"), None)
+    failing = next(((rank, r) for rank, r in enumerate(reports) if r.status != "ok" and not r.collateral),
+                   next(((rank, r) for rank, r in enumerate(reports) if r.status != "ok"), None))
     if failing is not None:
         rank, report = failing
         update.update(status=report.status, error=f"rank {rank}: {report.error or report.status}",

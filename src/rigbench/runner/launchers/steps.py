@@ -30,7 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+import psutil
+
 from rigbench.frameworks import load_adapter
+from rigbench.runner import rank_files
 from rigbench.runner.launchers.base import TrackerSettings
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.trackers.sampler import Tracker
@@ -118,8 +121,8 @@ def write_spec(folder: Path, spec: TrialSpec) -> Path:
 
 def rank_report_path(folder: Path, rank: int) -> Path:
     """Where rank `rank` writes its report: a file of its own, so a dead rank cannot take the
-    others' reports with it (DESIGN.md, "Data parallel")."""
-    return folder / f"report-rank{rank}.json"
+    others' reports with it (runner/rank_files.py names every rank's files)."""
+    return rank_files.report_path(folder, rank)
 
 
 def child_command(spec_path: Path, report_path: Path) -> list[str]:
@@ -152,14 +155,19 @@ def new_session_args() -> dict:
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    """Kill the child and everything it started (POSIX: its process group) and reap it."""
+    """Kill the child and everything it started and reap it: its process group (POSIX), and
+    every descendant that left the group (torch's elastic agent starts each rank in a
+    session of its own), listed before anything is killed so none is missed re-parented."""
     try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # Windows: no process groups to signal
-            proc.kill()
-    except ProcessLookupError:
-        pass
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:  # already gone
+        descendants = []
+    for pid in [proc.pid, *(d.pid for d in descendants)]:
+        with contextlib.suppress(ProcessLookupError, PermissionError, psutil.Error):
+            if hasattr(os, "killpg"):
+                os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+            else:  # Windows: no process groups to signal
+                psutil.Process(pid).kill()
     proc.wait()
 
 

@@ -1,0 +1,89 @@
+"""Data parallelism for torch through its own engine: a process group (gloo on the CPU, NCCL
+on CUDA) joined from the launch contract (rigbench/ranks.py), DistributedDataParallel
+replicas, and the figures only a replicated model has (a no-sync context, a parameter
+fingerprint). The trainer asks `world()` whether it runs inside a group."""
+
+from __future__ import annotations
+
+import hashlib
+from contextlib import AbstractContextManager, ExitStack
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from rigbench.ranks import RankInfo
+from rigbench.spec import TrialSpec
+
+#: Seconds a collective may wait past the trial's timeout: the launcher's deadline, which names
+#: the rank that hung, must come first; the group's own timeout only ends what outlives it.
+COLLECTIVE_GRACE_S = 60.0
+
+
+def rank_device(device: str, rank: RankInfo) -> str:
+    """The device of `rank` for the trial's `device`: one GPU per rank on its node, as a
+    torchrun script takes cuda:LOCAL_RANK (`cuda` and `cuda:0` both mean "the node's GPUs");
+    the CPU is shared."""
+    kind = device.partition(":")[0]
+    return f"{kind}:{rank.local_rank}" if kind in ("cuda", "xpu") else device
+
+
+class TorchCollective:
+    """The rank's process group (base.Collective)."""
+
+    def __init__(self, spec: TrialSpec, rank: RankInfo):
+        device = rank_device(spec.device, rank)
+        self.device = torch.device(device)
+        backend = "nccl" if self.device.type == "cuda" else "gloo"
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        # env:// reads the contract's MASTER_ADDR/PORT, RANK and WORLD_SIZE itself.
+        dist.init_process_group(backend, rank=rank.rank, world_size=rank.world_size,
+                                timeout=timedelta(seconds=spec.measure.timeout_s + COLLECTIVE_GRACE_S),
+                                device_id=self.device if self.device.type == "cuda" else None)
+
+    def agree(self, steps: int) -> int:
+        value = torch.tensor([steps], dtype=torch.int64, device=self.device)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return int(value.item())
+
+    def leave(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def world() -> tuple[int, int]:
+    """(rank, world size) of this process: (0, 1) outside a process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def replicate(module: nn.Module, device: torch.device) -> DistributedDataParallel:
+    """`module` as a DDP replica: rank 0's parameters and buffers broadcast to every rank,
+    gradients averaged over the ranks in the backward pass."""
+    ids = [device.index] if device.type == "cuda" else None
+    return DistributedDataParallel(module, device_ids=ids)
+
+
+def no_sync(replicas: list[DistributedDataParallel]) -> AbstractContextManager[Any]:
+    """Every replica's no_sync() at once (a GAN has one replica per part)."""
+    stack = ExitStack()
+    for replica in replicas:
+        stack.enter_context(replica.no_sync())
+    return stack
+
+
+def fingerprint(module: nn.Module) -> tuple[str, list[float]]:
+    """(sha256 over every parameter's bytes, in order, each parameter's sum) of `module`."""
+    digest = hashlib.sha256()
+    sums = []
+    with torch.no_grad():
+        for param in module.parameters():
+            host = param.detach().float().cpu().contiguous()
+            digest.update(host.numpy().tobytes())
+            sums.append(float(host.double().sum()))
+    return digest.hexdigest(), sums

@@ -1,0 +1,46 @@
+"""A data-parallel rank's place in its trial, read from the one launch contract: torchrun's
+environment variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
+MASTER_PORT). torch's elastic agent sets them for every rank it starts; a launcher for another
+engine sets the same ones, so every framework's `join` (frameworks/base.DataParallelAdapter)
+reads them here and nowhere else."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rigbench.errors import UsageError
+
+#: The variables of the contract, in the order RankInfo's fields follow.
+CONTRACT = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """Which process of a data-parallel trial this is, and where its peers meet."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+    master_addr: str
+    master_port: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RankInfo:
+        """The rank described by `env` (default: this process's environment); UsageError naming
+        the variables that are missing or not numbers (a process not started by a launcher)."""
+        env = os.environ if env is None else env
+        missing = [name for name in CONTRACT if not env.get(name)]
+        if missing:
+            raise UsageError(f"not started as a data-parallel rank: {', '.join(missing)} unset "
+                             "(run it through `rigbench run --processes N`)")
+        try:
+            numbers = [int(env[name]) for name in CONTRACT if name != "MASTER_ADDR"]
+        except ValueError:
+            raise UsageError(f"the rank's variables must be integers: {', '.join(f'{n}={env[n]}' for n in CONTRACT)}") from None
+        rank, local_rank, world_size, local_world_size, port = numbers
+        if not (0 <= rank < world_size and 0 <= local_rank < local_world_size):
+            raise UsageError(f"rank {rank} of {world_size} (local {local_rank} of {local_world_size}) is out of range")
+        return cls(rank, local_rank, world_size, local_world_size, env["MASTER_ADDR"], port)

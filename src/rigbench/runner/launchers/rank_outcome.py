@@ -1,0 +1,125 @@
+"""Every rank's report of a multi-process trial, from the trial's folder after its processes
+ended (runner/rank_files.py names the files).
+
+- A rank that wrote its report has it (a timed-out trial keeps the reports of ranks that
+  finished: the trial is still `timeout`, through the ranks that did not).
+- Past the timeout, the ranks without a report are `timeout`, and the rank that held the
+  others up is named from the heartbeats: one whose heartbeat stopped (stopped, or frozen with
+  its interpreter), else one that had started fewer steps than the others (they wait for it in
+  an all-reduce), else every unfinished rank. The others are marked `collateral`.
+- A rank that the launch engine saw fail (agent.json) has its exit described as the one
+  process of a single-process trial would (steps.describe_exit); a rank the engine stopped
+  because another failed first is a `collateral` crash naming that rank.
+- Anything else: a crash without a report, with the rank's stderr tail.
+
+merge.merge_reports then names the first failing rank that is not collateral.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rigbench.runner import rank_files
+from rigbench.runner.launchers.steps import describe_exit, stderr_tail
+from rigbench.spec import ChildReport, TrialSpec
+
+
+@dataclass(frozen=True)
+class Beat:
+    """A rank's last heartbeat: steps started, and when (wall clock)."""
+
+    steps: int
+    at: float
+
+
+def read_beat(folder: Path, rank: int) -> Beat | None:
+    """The rank's last heartbeat, or None if it never wrote one (or it cannot be read)."""
+    try:
+        data = json.loads(rank_files.progress_path(folder, rank).read_text(encoding="utf-8"))
+        return Beat(int(data["steps"]), float(data["at"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def holding_up(beats: dict[int, Beat | None], stopped_at: float) -> list[int]:
+    """Of the unfinished ranks (`beats`), those that held the others up when the trial was
+    stopped at `stopped_at` (rules in the module docstring)."""
+    stale_after = rank_files.HEARTBEAT_S * rank_files.STALE_BEATS
+    silent = [r for r, b in beats.items() if b is None or stopped_at - b.at > stale_after]
+    if silent:
+        return sorted(silent)
+    most = max(b.steps for b in beats.values() if b is not None)
+    behind = [r for r, b in beats.items() if b is not None and b.steps < most]
+    return sorted(behind or beats)
+
+
+def _hang_text(rank: int, beat: Beat | None, stopped_at: float) -> str:
+    if beat is None:
+        return f"rank {rank} never started (no heartbeat)"
+    quiet = stopped_at - beat.at
+    stale_after = rank_files.HEARTBEAT_S * rank_files.STALE_BEATS
+    state = f"stopped responding {quiet:.1f} s before the deadline" if quiet > stale_after else "was still running"
+    return f"rank {rank} {state}, at step {beat.steps}"
+
+
+def timeout_reports(folder: Path, spec: TrialSpec, unfinished: list[int], stopped_at: float) -> dict[int, ChildReport]:
+    """The reports of the ranks still running at the deadline."""
+    beats = {rank: read_beat(folder, rank) for rank in unfinished}
+    culprits = holding_up(beats, stopped_at)
+    head = f"the trial did not finish within {spec.measure.timeout_s:g} s (--timeout)"
+    why = "; ".join(_hang_text(r, beats[r], stopped_at) for r in culprits)
+    reports = {}
+    for rank in unfinished:
+        if rank in culprits:
+            error = f"{head}: {why}"
+            if len(culprits) < len(unfinished):
+                error += f"; the other ranks waited for {'it' if len(culprits) == 1 else 'them'}"
+        else:
+            error = f"{head}: waiting for rank{'s' if len(culprits) > 1 else ''} {', '.join(map(str, culprits))}"
+        reports[rank] = ChildReport(status="timeout", error=error, rank=rank, world_size=spec.world_size,
+                                    collateral=rank not in culprits)
+    return reports
+
+
+def _failure_report(rank: int, spec: TrialSpec, failure: dict, first: int, stderr: str) -> ChildReport:
+    code = int(failure.get("exitcode") or 0)
+    if rank != first and code < 0:  # stopped by the engine after `first` failed
+        report = ChildReport(status="crash", collateral=True,
+                             error=f"stopped by the launcher after rank {first} failed")
+    else:
+        report = describe_exit(code, stderr, spec)
+    return report.model_copy(update={"rank": rank, "world_size": spec.world_size})
+
+
+def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: float) -> list[ChildReport]:
+    """One report per rank, in rank order (rules in the module docstring)."""
+    written: dict[int, ChildReport] = {}
+    for rank in range(spec.world_size):
+        path = rank_files.report_path(folder, rank)
+        if path.exists():
+            written[rank] = ChildReport.model_validate_json(path.read_text(encoding="utf-8"))
+    missing = [r for r in range(spec.world_size) if r not in written]
+    if timed_out and missing:
+        written.update(timeout_reports(folder, spec, missing, stopped_at))
+        return [written[r] for r in range(spec.world_size)]
+    agent = _agent(folder)
+    for rank in missing:
+        stderr = stderr_tail(rank_files.stderr_path(folder, rank))
+        failure = agent.get("failures", {}).get(str(rank))
+        if failure is not None:
+            written[rank] = _failure_report(rank, spec, failure, int(agent.get("first", rank)), stderr)
+        else:
+            written[rank] = ChildReport(status="crash", rank=rank, world_size=spec.world_size,
+                                        error="the rank ended without a report" + (f"\n{stderr.strip()}" if stderr.strip() else ""))
+    return [written[r] for r in range(spec.world_size)]
+
+
+def _agent(folder: Path) -> dict:
+    """What the launch engine's agent wrote about failed ranks ({} if nothing, or unreadable)."""
+    try:
+        data = json.loads(rank_files.agent_path(folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

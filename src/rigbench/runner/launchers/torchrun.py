@@ -1,0 +1,82 @@
+"""The "torchrun" launcher: a data-parallel torch trial on this machine, started by torch's own
+elastic agent (runner/torchrun_agent.py, what `torchrun --standalone` runs) in one isolated
+child process.
+
+The parent never imports torch: it starts the agent in a session of its own, with the trial's
+environment and one Tracker on the agent's process tree (which holds every rank), waits for it
+under the trial's timeout, and reads one report per rank from the trial's folder
+(rank_outcome.py: a rank's own report, else its exit as the agent saw it, else, past the
+timeout, which rank held the others up). Killing the agent's group on a timeout also kills
+the ranks, which run in sessions of their own (steps.kill_group kills the whole tree).
+
+Threads: torchrun alone would set OMP_NUM_THREADS=1 for every rank. Here a trial that does not
+ask (--threads) gets `threads_per_rank`: the usable cores shared out between the ranks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
+from rigbench.runner.launchers.rank_outcome import rank_reports
+from rigbench.runner.launchers.steps import (
+    Started,
+    child_env,
+    ending_on_error,
+    start_process,
+    trial_folder,
+    wait_all,
+    write_spec,
+)
+from rigbench.spec import TrialSpec
+
+
+def usable_cores() -> int:
+    """Logical CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def threads_per_rank(spec: TrialSpec) -> int:
+    """The CPU threads each rank uses: --threads if given, else the usable cores shared out
+    between the ranks on this machine (at least 1)."""
+    return spec.threads or max(1, usable_cores() // spec.world_size)
+
+
+def agent_command(spec_path: Path, folder: Path) -> list[str]:
+    """`python -m rigbench.runner.torchrun_agent SPEC FOLDER`."""
+    return [sys.executable, "-m", "rigbench.runner.torchrun_agent", str(spec_path), str(folder)]
+
+
+class TorchrunLauncher(Launcher):
+    """world_size ranks on this machine through torch's elastic agent, DDP in each (gloo on
+    the CPU, NCCL and one GPU per rank on CUDA)."""
+
+    name = "torchrun"
+
+    def launch(self, spec: TrialSpec, tracking: TrackerSettings,
+               on_start: Callable[[int], None] | None = None) -> Outcome:
+        """Run `spec` on spec.world_size ranks and return one report per rank; never raises
+        for a failing trial. KeyboardInterrupt kills the agent and every rank and propagates."""
+        ranks_spec = spec.model_copy(update={"threads": threads_per_rank(spec)})
+        with trial_folder() as folder:
+            spec_path = write_spec(folder, ranks_spec)
+            started: list[Started] = []
+            with ending_on_error(started):
+                started.append(start_process(agent_command(spec_path, folder), child_env(ranks_spec),
+                                             folder / "stderr.txt", tracking))
+                if on_start:
+                    on_start(started[0].pid)
+                [timed_out] = wait_all(started, spec.measure.timeout_s)
+            stopped_at = time.time()
+            [agent] = started
+            samples = agent.tracker.stop()
+            reports = rank_reports(folder, spec, timed_out=timed_out, stopped_at=stopped_at)
+            method, note = agent.tracker.energy_description()
+            return Outcome(reports=reports, samples=samples, returncode=agent.proc.returncode,
+                           energy_method=method, energy_note=note)

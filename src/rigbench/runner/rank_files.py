@@ -1,0 +1,33 @@
+"""Where a data-parallel rank and its launcher meet: one file per rank and concern in the
+trial's folder, so a hung or dead rank cannot take the others' records with it (DESIGN.md,
+"Data parallel"). Both sides name the files here: the launcher (runner/launchers/) and the
+rank's child process (runner/rank.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Seconds between two heartbeats of a rank (runner/rank.Heartbeat); a heartbeat older than
+#: STALE_BEATS of them says the rank stopped (runner/launchers/rank_outcome.py).
+HEARTBEAT_S = 0.5
+STALE_BEATS = 4
+
+
+def report_path(folder: Path, rank: int) -> Path:
+    """The rank's ChildReport (JSON), written once, at its end."""
+    return folder / f"report-rank{rank}.json"
+
+
+def progress_path(folder: Path, rank: int) -> Path:
+    """The rank's heartbeat (JSON: pid, steps started, wall-clock time), rewritten while it runs."""
+    return folder / f"progress-rank{rank}.json"
+
+
+def stderr_path(folder: Path, rank: int) -> Path:
+    """The rank's own stderr (the agent's stays in the folder's stderr.txt)."""
+    return folder / f"stderr-rank{rank}.txt"
+
+
+def agent_path(folder: Path) -> Path:
+    """What the launch engine's agent saw of failed ranks (JSON), if any failed."""
+    return folder / "agent.json"

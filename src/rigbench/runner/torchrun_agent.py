@@ -1,0 +1,62 @@
+"""`python -m rigbench.runner.torchrun_agent SPEC FOLDER`: the one process the torchrun launcher
+starts for a data-parallel trial (runner/launchers/torchrun.py). It runs torch's own elastic
+agent (`torch.distributed.launcher.api.elastic_launch`, what `torchrun --standalone` runs):
+c10d rendezvous, one worker process per rank with the launch contract's environment (RANK,
+LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), no restarts. Each worker is
+`python -m rigbench.runner.child SPEC FOLDER`, which writes its own report in FOLDER.
+
+When a rank fails, the elastic agent stops the others (SIGTERM, then SIGKILL) and raises
+ChildFailedError; this module writes what it says into runner/rank_files.agent_path: every
+failed rank's exit code or signal, and which failed first (the cause: the others were
+stopped because of it). The parent never imports torch; this process does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+from rigbench.runner import rank_files
+from rigbench.runner.child import exit_with_parent
+from rigbench.spec import TrialSpec
+
+#: Seconds the elastic agent polls its workers' exits.
+MONITOR_INTERVAL_S = 0.1
+
+
+def launch(spec_path: Path, folder: Path) -> int:
+    """Start spec.world_size ranks on this machine and wait for them; 0 if every rank exited
+    cleanly, 1 after writing agent.json if any did not."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    spec = TrialSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
+    config = LaunchConfig(
+        min_nodes=1, max_nodes=1, nproc_per_node=spec.world_size, run_id=str(uuid.uuid4()),
+        rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0",  # torchrun --standalone: a free port
+        max_restarts=0, monitor_interval=MONITOR_INTERVAL_S)
+    # The ranks' watchdog (runner/child.exit_with_parent) watches this agent, their parent.
+    os.environ["RIGBENCH_PARENT_PID"] = str(os.getpid())
+    try:
+        elastic_launch(config, entrypoint=sys.executable)("-m", "rigbench.runner.child", str(spec_path), str(folder))
+    except ChildFailedError as exc:
+        first_rank, _ = exc.get_first_failure()
+        failures = {str(rank): {"exitcode": f.exitcode, "signal": f.signal_name() if f.exitcode < 0 else None}
+                    for rank, f in exc.failures.items()}
+        rank_files.agent_path(folder).write_text(json.dumps({"first": first_rank, "failures": failures}),
+                                                 encoding="utf-8")
+        return 1
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    exit_with_parent()
+    spec_path, folder = argv
+    return launch(Path(spec_path), Path(folder))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
