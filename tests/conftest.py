@@ -17,6 +17,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_var, _threads)
 
 from rigbench.spec import MeasureOptions, TrialSpec
+from tests.postgres import fresh_database
+
+#: The store's backends: the fixture `db_url` runs a test on each (tests/postgres.py).
+BACKENDS = ("sqlite", "postgresql")
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +29,17 @@ def _isolated_dirs(tmp_path_factory, monkeypatch):
     base = tmp_path_factory.mktemp("rigbench-home")
     monkeypatch.setenv("RIGBENCH_DB", str(base / "default.db"))
     monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(base / "cache"))
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request, tmp_path):
+    """The URL of a new, empty database, once per backend: a SQLite file in the test's folder,
+    then a database of its own on the PostgreSQL test server (skipped when none is set up)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+        return
+    with fresh_database() as url:
+        yield url
 
 
 def quick_spec(workload="mlp", batch_size=8, **measure) -> TrialSpec:

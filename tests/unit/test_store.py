@@ -1,8 +1,8 @@
-"""The database round trip on a real SQLite file."""
-
-import sqlite3
+"""The database round trip on a real SQLite file and a real PostgreSQL database (the `db_url`
+fixture runs a test on each backend)."""
 
 import pytest
+from sqlalchemy import text
 
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION, Metrics, Result, TrialSpec
@@ -18,8 +18,8 @@ def make_result(run_id="r1", status="ok", **metrics):
                   software={"torch": "2.13.0"})
 
 
-def test_round_trip_keeps_everything(tmp_path):
-    store = Store(str(tmp_path / "r.db"))
+def test_round_trip_keeps_everything(db_url):
+    store = Store(db_url)
     store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run cnn", {"cpu_model": "X"})
     original = make_result(samples_per_s=320.5, samples_per_s_ci=(300.0, 340.0), steps_measured=3)
     new_id = store.add_result(original)
@@ -29,12 +29,12 @@ def test_round_trip_keeps_everything(tmp_path):
     assert loaded.step_times_s == [0.1, 0.11, 0.09]
     assert loaded.tracker_samples == [{"t": 1.0, "rss_bytes": 5.0}]
     assert store.machine("r1") == {"cpu_model": "X"}
-    # a new Store on the same file sees the same data (it was committed)
-    assert Store(str(tmp_path / "r.db")).get(new_id) == original
+    # a new Store on the same database sees the same data (it was committed)
+    assert Store(db_url).get(new_id) == original
 
 
-def test_list_filters_and_failed_results(tmp_path):
-    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+def test_list_filters_and_failed_results(db_url):
+    store = Store(db_url)
     store.add_run("r1", "t", "c", {})
     store.add_run("r2", "t", "c", {})
     store.add_result(make_result("r1"))
@@ -47,16 +47,13 @@ def test_list_filters_and_failed_results(tmp_path):
     assert store.get(999) is None
 
 
-def test_schema_version_is_stored_and_checked(tmp_path):
-    path = tmp_path / "r.db"
-    Store(str(path))
-    con = sqlite3.connect(path)
-    assert con.execute("select value from meta where key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
-    con.execute("update meta set value='999' where key='schema_version'")
-    con.commit()
-    con.close()
+def test_schema_version_is_stored_and_checked(db_url):
+    store = Store(db_url)
+    with store.engine.begin() as conn:
+        assert conn.execute(text("select value from meta where key='schema_version'")).scalar() == str(SCHEMA_VERSION)
+        conn.execute(text("update meta set value='999' where key='schema_version'"))
     with pytest.raises(UsageError, match="newer than this rigbench"):
-        Store(str(path))
+        Store(db_url)
 
 
 def test_bad_urls_are_usage_errors(tmp_path):
@@ -74,10 +71,10 @@ def test_export_json_and_csv():
     assert "[9.0, 11.0]" in line.replace('""', '"')
 
 
-def test_list_filters_run_in_sql_on_the_new_columns(tmp_path):
+def test_list_filters_run_in_sql_on_the_new_columns(db_url):
     from rigbench.spec import LrFindOptions, TrainOptions
 
-    store = Store(str(tmp_path / "r.db"))
+    store = Store(db_url)
     store.add_run("r1", "t", "c", {})
     specs = [
         TrialSpec(workload="mlp", batch_size=8),
@@ -93,12 +90,13 @@ def test_list_filters_run_in_sql_on_the_new_columns(tmp_path):
     assert [r.id for r in store.list(precision="bf16", device="cuda:0")] == [ids[1]]
     assert [r.id for r in store.list(framework="jax", world_size=2)] == [ids[4]]
     assert store.list(framework="jax", batch_size=16) == []
-    con = sqlite3.connect(tmp_path / "r.db")
-    assert con.execute("select workload_options from trials where id = ?", (ids[4],)).fetchone() == ('{"a":2,"b":1}',)
+    with store.engine.connect() as conn:
+        options = conn.execute(text("select workload_options from trials where id = :id"), {"id": ids[4]}).scalar()
+    assert options == '{"a":2,"b":1}'
 
 
-def test_a_transaction_commits_together_or_not_at_all(tmp_path):
-    store = Store(str(tmp_path / "r.db"))
+def test_a_transaction_commits_together_or_not_at_all(db_url):
+    store = Store(db_url)
     with pytest.raises(RuntimeError), store.transaction() as tx:
         tx.add_run("r1", "t", "c", {})
         tx.add_result(make_result("r1"))

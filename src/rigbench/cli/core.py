@@ -25,6 +25,7 @@ from rigbench.errors import UsageError
 from rigbench.reports import terminal
 from rigbench.spec import EnergyMode
 from rigbench.store import Store
+from rigbench.store.engine import display_url
 from rigbench.store.export import to_csv, to_json
 from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list
 
@@ -80,7 +81,7 @@ def run(
             out.print(terminal.speedup_table(speedups))
         out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
                   f"See one trial with: rigbench results show ID", highlight=False)
-        db_arg = f" --db {shlex.quote(db)}" if db else ""
+        db_arg = f" --db {shlex.quote(display_url(db))}" if db else ""  # never the password
         out.print(f"Report: rigbench report --run {outcome.run_id}{db_arg} --out report.html",
                   highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:

@@ -33,6 +33,7 @@ from rigbench.reports import terminal
 from rigbench.spec import EnergyMode, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
+from rigbench.store.engine import display_url
 from rigbench.units import format_bytes, parse_positive_floats, parse_positive_ints, parse_size, split_list
 
 _SWITCHES = {"off": False, "on": True, "false": False, "true": True, "no": False, "yes": True,
@@ -272,7 +273,7 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
     if o.interrupted:
         say("interrupted: the figures above rest on the probes that finished")
     say(f"recommended batch: {o.recommended if o.recommended is not None else '-'} ({o.reason})")
-    db_arg = f" --db {shlex.quote(db)}" if db else ""
+    db_arg = f" --db {shlex.quote(display_url(db))}" if db else ""  # never the password
     say(f"Stored in {o.db_url} (run {o.run_id}): rigbench results list --run {o.run_id}{db_arg}")
 
 

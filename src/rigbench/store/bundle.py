@@ -32,7 +32,7 @@ from rigbench import __version__
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.db import Store
-from rigbench.store.rows import result_identity
+from rigbench.store.rows import result_identity, stored_command
 from rigbench.store.schema import runs
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result, clip_value
 from rigbench.timestamps import now_iso
@@ -91,7 +91,7 @@ def stored_runs(store: Store, run_ids: Sequence[str] | None = None) -> list[RunR
         query = query.where(runs.c.id.in_(list(run_ids)))
     with store.engine.connect() as conn:
         rows = conn.execute(query).all()
-    return [RunRecord(id=r.id, created_at=r.created_at, command=r.command,
+    return [RunRecord(id=r.id, created_at=r.created_at, command=stored_command(r.command),
                       machine=json.loads(r.machine_json)) for r in rows]
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import insert, select
 
 from rigbench.spec import Result
 from rigbench.store.db import Store
+from rigbench.store.rows import column_text
 from rigbench.store.schema import calibrations
 
 #: measurement kind -> key of `latest_calibration`'s dict (bandwidths in bytes per second)
@@ -33,8 +34,8 @@ def add_calibration(store: Store, run_id: str, created_at: str, calibration: dic
     with store.transaction() as tx:
         for m in calibration["measurements"]:
             ids.append(tx.conn.execute(insert(calibrations).values(
-                run_id=run_id, created_at=created_at, device=calibration["device"],
-                device_name=calibration["device_name"], kind=m["kind"], precision=m.get("precision"),
+                run_id=run_id, created_at=created_at, device=column_text(calibration["device"]),
+                device_name=column_text(calibration["device_name"]), kind=m["kind"], precision=m.get("precision"),
                 status=m["status"], value=m.get("value"), unit=m["unit"],
                 detail_json=json.dumps({**m.get("detail", {}), **context}),
             )).inserted_primary_key[0])  # type: ignore[index]

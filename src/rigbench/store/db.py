@@ -14,7 +14,7 @@ from sqlalchemy.exc import DatabaseError, NoSuchModuleError, OperationalError
 from rigbench.errors import UsageError
 from rigbench.spec import Result
 from rigbench.store import rows
-from rigbench.store.engine import default_db_url, make_engine, resolve_db_url
+from rigbench.store.engine import default_db_url, display_url, make_engine, mask_urls, resolve_db_url
 from rigbench.store.migrate import ensure_current
 
 __all__ = ["Store", "Transaction", "default_db_url", "resolve_db_url"]
@@ -51,24 +51,32 @@ def _filters(where: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in where.items() if v is not None and v != ""}
 
 
+def _reason(exc: DatabaseError) -> str:
+    """The driver's message on one line (psycopg's span several), any URL in it masked."""
+    return mask_urls(" ".join(str(exc.orig).split()))
+
+
 class Store:
     """A results database. Creates or migrates its tables on first use (store/migrate.py).
+
+    `url` is the database as shown in messages and outputs, its password masked
+    (engine.display_url); only `engine` holds the real one, so no message, stored run or
+    export made from a Store can carry a password.
 
     `create=False` (commands that only read): a missing SQLite file is a UsageError, and no
     file or folder is made."""
 
     def __init__(self, url: str | None = None, *, create: bool = True):
-        self.url = resolve_db_url(url) if url else default_db_url()
+        real = resolve_db_url(url) if url else default_db_url()
+        self.url = display_url(real)
         try:
-            self.engine: Engine = make_engine(self.url, create=create)
+            self.engine: Engine = make_engine(real, create=create)
             ensure_current(self.engine, self.url)
-        except OperationalError as exc:
-            raise UsageError(f"cannot open the database {self.url}: {exc.orig}") from None
+        except OperationalError as exc:  # unreachable server, wrong password, locked file
+            raise UsageError(f"cannot open the database {self.url}: {_reason(exc)}") from None
         except DatabaseError as exc:  # e.g. SQLite's "file is not a database"
-            raise UsageError(f"cannot open the database {self.url}: {exc.orig}; "
-                             "give --db a rigbench database or a new file") from None
-        except ModuleNotFoundError as exc:
-            raise UsageError(f"the database driver for {self.url} is not installed ({exc.name})") from None
+            hint = "; give --db a rigbench database or a new file" if real.startswith("sqlite") else ""
+            raise UsageError(f"cannot open the database {self.url}: {_reason(exc)}{hint}") from None
         except NoSuchModuleError:
             raise UsageError(f"--db {self.url!r}: unknown database kind; use sqlite:/// or postgresql://") from None
 
@@ -89,7 +97,7 @@ class Store:
                 conn.commit()
         except OperationalError as exc:
             # read-only file, full disk, lock held too long: results committed before stay
-            raise UsageError(f"cannot write to the database {self.url}: {exc.orig}") from None
+            raise UsageError(f"cannot write to the database {self.url}: {_reason(exc)}") from None
 
     def add_run(self, run_id: str, created_at: str, command: str, machine: dict[str, Any]) -> None:
         with self.transaction() as tx:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,19 @@ from rigbench.errors import UsageError
 #: Seconds a SQLite connection waits for another process's write lock (a migration, a bundle
 #: import, a sweep storing a result) before giving up with "database is locked".
 SQLITE_BUSY_TIMEOUT_S = 60.0
+#: URL schemes that mean PostgreSQL without naming a driver -> the one rigbench installs
+#: (the `postgres` extra: psycopg 3). SQLAlchemy alone would pick psycopg2 for `postgresql://`
+#: and reject `postgres://` (the form many hosting providers hand out).
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+POSTGRES_DRIVER = "postgresql+psycopg"
+POSTGRES_INSTALL = "pip install 'rigbench[postgres]'"
+#: A URL inside free text (a stored command line), up to whitespace or a quote.
+_URL_IN_TEXT = re.compile(r"[A-Za-z][\w+.-]*://[^\s'\"]+")
+#: The password of `scheme://user:password@`, for text SQLAlchemy cannot parse as a URL.
+_USERINFO_PASSWORD = re.compile(r"\A([^:/]+://[^:/@]*:)[^@]*@")
+#: libpq also takes a password as a query parameter (`?password=...`), which SQLAlchemy's
+#: masking leaves alone.
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\s]*", re.IGNORECASE)
 
 
 def default_db_url() -> str:
@@ -27,14 +41,35 @@ def default_db_url() -> str:
 
 
 def resolve_db_url(text: str) -> str:
-    """Accept an SQLAlchemy URL (`postgresql://...`, `sqlite:///x.db`) or a plain file path."""
+    """Accept an SQLAlchemy URL (`postgresql://...`, `sqlite:///x.db`) or a plain file path.
+    `postgresql://` and `postgres://` get the psycopg 3 driver, so users need not name it."""
     if "://" not in text:
         return f"sqlite:///{Path(text).expanduser().resolve()}"
     try:
         make_url(text)
-    except ArgumentError:
-        raise UsageError(f"--db {text!r} is not a database URL: use e.g. sqlite:///results.db") from None
-    return text
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        raise UsageError(f"--db {display_url(text)!r} is not a database URL: use e.g. sqlite:///results.db "
+                         "or postgresql://user@host/db") from None
+    scheme, rest = text.split("://", 1)
+    # the text itself is kept (re-rendering would re-quote the password and reorder the query)
+    return f"{POSTGRES_DRIVER}://{rest}" if scheme.lower() in _POSTGRES_SCHEMES else text
+
+
+def display_url(url: str) -> str:
+    """`url` as it may be printed, logged or stored: any password replaced by `***`. A URL
+    without one is returned unchanged (SQLAlchemy would re-render a SQLite `file:` URI)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        shown = _USERINFO_PASSWORD.sub(r"\1***@", url)
+    else:
+        shown = parsed.render_as_string(hide_password=True) if parsed.password is not None else url
+    return _QUERY_PASSWORD.sub(r"\1***", shown)
+
+
+def mask_urls(text: str) -> str:
+    """`text` (a command line, an error message) with the password of every URL in it masked."""
+    return _URL_IN_TEXT.sub(lambda found: display_url(found.group()), text)
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -61,10 +96,15 @@ def make_engine(url: str, create: bool = True) -> Engine:
     if path is not None and create:
         path.parent.mkdir(parents=True, exist_ok=True)
     elif path is not None and not path.exists():
-        raise UsageError(f"the database {url} does not exist: check --db "
+        raise UsageError(f"the database {display_url(url)} does not exist: check --db "
                          "(commands that store results create it)")
-    is_sqlite = make_url(url).get_backend_name() == "sqlite"
-    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S} if is_sqlite else {})
+    backend = make_url(url).get_backend_name()
+    is_sqlite = backend == "sqlite"
+    try:
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S} if is_sqlite else {})
+    except ModuleNotFoundError as exc:  # the dialect imports its driver here
+        how = f": {POSTGRES_INSTALL}" if backend == "postgresql" else ""
+        raise UsageError(f"the database driver for {display_url(url)} is not installed ({exc.name}){how}") from None
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine

@@ -12,6 +12,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
 from rigbench.spec import Result
+from rigbench.store.engine import mask_urls
 from rigbench.store.lenient import read_result
 from rigbench.store.schema import runs, trial_samples, trials
 
@@ -30,8 +31,21 @@ def result_identity(result: Result) -> tuple[Any, ...]:
             result.metrics.samples_per_s, result.metrics.steps_measured)
 
 
+def column_text(text: str) -> str:
+    """`text` as a text column can hold it on every database: PostgreSQL refuses the NUL
+    character, which SQLite stores (a crash's output may hold one). Where a column copies a
+    Result's field, result_json keeps the exact text (JSON escapes NUL as \\u0000)."""
+    return text.replace("\x00", "\ufffd")
+
+
+def stored_command(command: str) -> str:
+    """A run's command line as stored and shown: `rigbench run --db postgresql://u:pw@h/db`
+    must not keep the password (masked again on reading, for rows stored before this)."""
+    return column_text(mask_urls(command))
+
+
 def insert_run(conn: Connection, run_id: str, created_at: str, command: str, machine: dict[str, Any]) -> None:
-    conn.execute(insert(runs).values(id=run_id, created_at=created_at, command=command,
+    conn.execute(insert(runs).values(id=run_id, created_at=column_text(created_at), command=stored_command(command),
                                      machine_json=json.dumps(machine)))
 
 
@@ -39,12 +53,13 @@ def insert_result(conn: Connection, result: Result) -> int:
     """Store a result with its raw samples; returns its id (also set on `result`)."""
     spec = result.spec
     inserted = conn.execute(insert(trials).values(
-        run_id=result.run_id, created_at=result.created_at, workload=spec.workload,
+        run_id=result.run_id, created_at=column_text(result.created_at), workload=column_text(spec.workload),
         kind=spec.kind, workload_options=json.dumps(spec.workload_options, sort_keys=True, separators=(",", ":")),
         world_size=spec.world_size,
-        framework=spec.framework, device=spec.device, batch_size=spec.batch_size,
+        framework=column_text(spec.framework), device=column_text(spec.device), batch_size=spec.batch_size,
         precision=spec.precision, threads=result.threads, status=result.status,
-        error=result.error, samples_per_s=result.metrics.samples_per_s,
+        error=None if result.error is None else column_text(result.error),
+        samples_per_s=result.metrics.samples_per_s,
         step_time_ms_median=result.metrics.step_time_ms_median,
         schema_version=result.schema_version,
         result_json=result.model_dump_json(exclude=_RAW_FIELDS | {"id"}),
@@ -124,4 +139,4 @@ def run_machines(conn: Connection, run_ids: Sequence[str]) -> dict[str, dict[str
 def run_commands(conn: Connection, run_ids: Sequence[str]) -> dict[str, str]:
     """run id -> the command line that made it, for the runs of `run_ids` that are stored."""
     rows = conn.execute(select(runs.c.id, runs.c.command).where(runs.c.id.in_(list(run_ids)))).all()
-    return {r.id: r.command for r in rows}
+    return {r.id: stored_command(r.command) for r in rows}

@@ -20,7 +20,7 @@ meta = Table(
 runs = Table(
     "runs", metadata,
     Column("id", String(36), primary_key=True),
-    Column("created_at", String(32), nullable=False),
+    Column("created_at", String(), nullable=False),
     Column("command", Text, nullable=False),
     Column("machine_json", Text, nullable=False),  # rigbench.fingerprint.machine_fingerprint()
 )
@@ -29,15 +29,16 @@ trials = Table(
     "trials", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("run_id", String(36), ForeignKey("runs.id"), nullable=False, index=True),
-    Column("created_at", String(32), nullable=False),
-    Column("workload", String(64), nullable=False, index=True),
+    # names and times have no declared length (migration 0004): rigbench.textlimits bounds them
+    Column("created_at", String(), nullable=False),
+    Column("workload", String(), nullable=False, index=True),
     # kind (speed, probe, train, lr_find), workload options (canonical JSON) and world size are
     # columns so filters run in SQL
     Column("kind", String(16), nullable=False, index=True, server_default="speed"),
     Column("workload_options", Text, nullable=False, server_default="{}"),
     Column("world_size", Integer, nullable=False, server_default="1"),
-    Column("framework", String(32), nullable=False),
-    Column("device", String(64), nullable=False),
+    Column("framework", String(), nullable=False),
+    Column("device", String(), nullable=False),
     Column("batch_size", Integer, nullable=False),
     Column("precision", String(8), nullable=False),
     Column("threads", Integer),
@@ -61,9 +62,9 @@ calibrations = Table(
     "calibrations", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("run_id", String(36), ForeignKey("runs.id"), nullable=False, index=True),
-    Column("created_at", String(32), nullable=False),
-    Column("device", String(64), nullable=False),  # the id it ran on: cpu, cuda:0, ...
-    Column("device_name", String(200), nullable=False, index=True),
+    Column("created_at", String(), nullable=False),
+    Column("device", String(), nullable=False),  # the id it ran on: cpu, cuda:0, ...
+    Column("device_name", String(), nullable=False, index=True),
     Column("kind", String(32), nullable=False),  # matmul, memory_bandwidth, h2d_pinned, ...
     Column("precision", String(8)),  # matmul only
     Column("status", String(16), nullable=False),  # ok, unsupported, n/a, failed
