@@ -15,6 +15,8 @@ Sources:
 - `training`: the epochs of a training run (`rigbench train`; analysis/training.py).
 - `lr_find`: a learning-rate range test (`rigbench lr-find`; analysis/lr_find.py).
 - `counting`: facts counted rather than timed: parameters, FLOPs, bytes, data set sizes.
+- `ranks`: a data-parallel trial's per-rank reports combined (analysis/ranks.py: straggler
+  ratio, communication share, memory per rank as max and sum); empty for one process.
 - `energy`: the energy tracker's sources combined (runner/assemble.py): the total, per sample,
   what was read and why anything was not; with `--energy estimate`, a separate, labelled
   estimate for the sources that were not read (analysis/energy_estimate.py).
@@ -27,7 +29,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-Source = Literal["protocol", "tracker", "training", "lr_find", "counting", "energy"]
+Source = Literal["protocol", "tracker", "training", "lr_find", "counting", "energy", "ranks"]
 SOURCES: tuple[str, ...] = get_args(Source)
 
 
@@ -64,7 +66,7 @@ class Metrics(BaseModel):
     gpu_mem_peak_mib: float | None = metric(
         "MiB", "tracker", "peak GPU memory of the trial's processes (NVML; else device-wide)")
     allocator_peak_mib: float | None = metric(
-        "MiB", "protocol", "peak memory held by the framework's allocator")
+        "MiB", "protocol", "peak memory held by the framework's allocator (data parallel: the largest rank's)")
     params: int | None = metric("parameters", "counting", "trainable parameters of the network")
     flops_per_sample: float | None = metric(
         "FLOP", "counting", "training FLOPs per sample (forward + backward)")
@@ -137,6 +139,22 @@ class Metrics(BaseModel):
     energy_estimate_basis: str | None = metric(
         "", "energy", "how energy_estimate_j was estimated per source (TDP, spec-sheet row, share busy, "
                       "window), or why a source could not be")
+    global_batch: int | None = metric(
+        "samples", "counting", "samples per training step over every rank: batch_size x world_size")
+    straggler_ratio: float | None = metric(
+        "", "ranks", "slowest rank's mean step time / fastest rank's (1.0 = even; data parallel only)")
+    comm_share: float | None = metric(
+        "fraction", "ranks", "share of a synchronous step spent synchronising gradients: "
+                             "1 - no-sync median / median, per-step maxima over the ranks")
+    nosync_step_time_ms_median: float | None = metric(
+        "ms", "ranks", "median step without gradient synchronisation (DDP no_sync), per-step max over the ranks")
+    rank_rss_peak_mib_max: float | None = metric("MiB", "ranks", "largest rank process's own peak resident memory")
+    rank_rss_peak_mib_sum: float | None = metric(
+        "MiB", "ranks", "SUM over the ranks of each process's own peak resident memory (peaks may not coincide)")
+    rank_allocator_peak_mib_sum: float | None = metric(
+        "MiB", "ranks", "SUM over the ranks of each allocator's peak (per-rank maximum: allocator_peak_mib)")
+    replicas_identical: bool | None = metric(
+        "", "ranks", "every rank held the same parameters (sha256) after the timed steps")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rigbench.metrics import METRIC_NAMES, Metrics
+from rigbench.rank_record import RankRecord
 from rigbench.workloads import WORKLOADS
 
 #: Bumped whenever a stored Result changes meaning; stored with every database.
@@ -318,6 +319,7 @@ class Result(BaseModel):
     epoch_records: list[EpochRecord] = Field(default_factory=list)
     loss_curve: list[float] = Field(default_factory=list)
     lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
+    ranks: list[RankRecord] = Field(default_factory=list, description="each rank's record (data parallel)")
     schema_version: int = SCHEMA_VERSION
 
     @field_validator("spec", mode="before")
@@ -341,6 +343,7 @@ class Result(BaseModel):
             "software": self.software,
             # the last epoch's other losses: loss_d/loss_g (GAN), recon_mse (autoencoder)
             "final_extra": self.epoch_records[-1].extra if self.epoch_records else None,
+            "ranks": [rank.model_dump() for rank in self.ranks],
         }
 
 

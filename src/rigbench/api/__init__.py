@@ -39,13 +39,14 @@ from rigbench.experiments.plan import plan_run, plan_train, prepare_data
 from rigbench.experiments.recommend import RecommendOutcome, recommend
 from rigbench.experiments.scaling import default_precisions, default_thread_counts, plan_scaling
 from rigbench.experiments.sweep import SweepOutcome, plan_sweep, sweep
+from rigbench.runner.launchers.torchrun import threads_per_rank
 from rigbench.spec import MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations
 
 __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     # running trials (experiments/plan.py, execute.py)
-    "plan_run", "run", "RunOutcome", "plan_train", "prepare_data",
+    "plan_run", "run", "RunOutcome", "plan_train", "prepare_data", "threads_per_rank",
     # this machine (api/info.py, experiments/devices.py)
     "workloads_info", "devices_info", "framework_devices",
     # stored results and the report (api/results.py)

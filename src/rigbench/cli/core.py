@@ -39,7 +39,8 @@ def run(
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32 (NVIDIA Ampere+ matrix maths), bf16 or fp16 (bf16/fp16: autocast mixed precision)."),
     compile_: bool = typer.Option(False, "--compile", help="torch.compile the model (compilation time shows in first_step_s, not in the timed steps)."),
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory layout (convolutional workloads only)."),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice; with --processes, per rank: the usable cores // the ranks)."),
+    processes: int = typer.Option(1, "--processes", metavar="N", help="Data-parallel ranks per trial (torch: torchrun + DistributedDataParallel, gloo on the CPU, NCCL and one GPU per rank on CUDA). --batch-size is each rank's batch; the global batch is N times it."),
     steps: int | None = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
     seconds: float | None = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
@@ -70,7 +71,11 @@ def run(
         seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
         timeout_s=timeout, lr=lr, compile=compile_, channels_last=channels_last, energy=energy,
+        processes=processes,
     )
+    if processes > 1 and threads is None:
+        err.print(f"threads per rank: {api.threads_per_rank(specs[0])} (the usable cores shared out "
+                  f"between {processes} ranks; --threads to choose)", highlight=False)
     outcome = _run_with_progress(specs, db)
     if as_json:
         print(json.dumps([r.row() for r in outcome.results], indent=2))
@@ -196,6 +201,8 @@ def results_show(
     else:
         roof = api.result_roofline(result, api.device_calibrations(store, [result]).get(result.device_name or ""))
         out.print(terminal.result_detail(result, store.machine(result.run_id), roofline=roof))
+        if result.ranks:
+            out.print(terminal.ranks_table(result))
 
 
 @results_app.command("export")

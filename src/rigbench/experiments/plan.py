@@ -29,11 +29,15 @@ def plan_run(
     compile: bool = False,
     channels_last: bool = False,
     energy: EnergyMode = "measure",
+    processes: int = 1,
 ) -> list[TrialSpec]:
     """The trials of a run: every workload x framework x device x batch size. Empty lists
     mean every workload, every device each framework can use here, and each workload's
     default batch (a small one with `quick`, the same on every device and framework so
-    speed-ups compare). Raises UsageError for bad input."""
+    speed-ups compare). `processes` > 1 makes each trial data-parallel over that many ranks,
+    the batch being each rank's. Raises UsageError for bad input."""
+    if processes < 1:
+        raise UsageError("--processes must be at least 1")
     names = list(dict.fromkeys([frameworks] if isinstance(frameworks, str) else frameworks)) or ["torch"]
     for name in names:
         check_framework(name)
@@ -66,6 +70,7 @@ def plan_run(
                         workload=workload.name, workload_options=options, framework=framework,
                         device=device, batch_size=batch, precision=precision, threads=threads,
                         lr=lr, measure=measure, compile=compile, channels_last=channels_last,
+                        world_size=processes,
                     ))
     return specs
 

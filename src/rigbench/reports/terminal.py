@@ -216,6 +216,8 @@ def result_detail(r: Result, machine: dict[str, Any] | None, roofline: Any = Non
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     for key, value in r.row().items():
+        if key == "ranks":  # a table of its own (ranks_table)
+            continue
         if isinstance(value, float):
             value = f"{value:.6g}"
         if key == "workload":
@@ -235,6 +237,27 @@ def result_detail(r: Result, machine: dict[str, Any] | None, roofline: Any = Non
         for key, value in roofline_lines(roofline):
             table.add_row(*_cells(key, value))
     return table
+
+
+def ranks_table(r: Result) -> Table:
+    """Each rank's record of a data-parallel trial (Result.ranks), for `rigbench results show`."""
+    table = Table(header_style="bold", title=literal(f"trial {r.id}: its {len(r.ranks)} ranks"))
+    for name in ("rank", "host", "status", "steps", "step ms mean", "median", "no-sync ms", "comm share",
+                 "RSS MiB", "alloc MiB", "CPU %", "parameters"):
+        table.add_column(name, justify="left" if name in ("host", "status", "parameters") else "right")
+    for rank in r.ranks:
+        status = rank.status + (" (stopped)" if rank.collateral else "")
+        table.add_row(*_cells(str(rank.rank), rank.host or "-", status, str(rank.steps), _fmt(rank.step_time_ms_mean),
+                              _fmt(rank.step_time_ms_median), _fmt(rank.nosync_step_time_ms_median),
+                              _fmt(rank.comm_share), _fmt(rank.rss_peak_mib, 0), _fmt(rank.allocator_peak_mib, 0),
+                              _fmt(rank.cpu_util_pct, 1), (rank.param_digest or "-")[:12]))
+    return table
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}" if digits < 3 else f"{value:.4g}"
 
 
 # --------------------------------------------------------------------------- calibrate, roofline

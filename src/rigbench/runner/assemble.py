@@ -9,6 +9,7 @@ import psutil
 
 from rigbench.analysis.energy_estimate import estimate_energy
 from rigbench.analysis.lr_find import suggest_lr
+from rigbench.analysis.ranks import rank_metrics, rank_record
 from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
 from rigbench.hw.cpu import cpu_identity
@@ -48,6 +49,8 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         dataset=workload.dataset.name,
         dataset_size=workload.dataset.train_size,
         final_loss=report.losses[-1] if report.losses else None,
+        global_batch=global_batch(spec),
+        **rank_metrics(outcome.reports),
     )
     if report.allocator_peak_bytes is not None:
         metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
@@ -83,6 +86,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         epoch_records=report.epochs,
         loss_curve=report.loss_curve,
         lr_curve=report.lr_curve,
+        ranks=[rank_record(r) for r in outcome.reports] if spec.world_size > 1 else [],
     ))
 
 

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from rigbench.data import LoadedData
     from rigbench.frameworks.base import FrameworkAdapter
 
+#: The argument that makes the child a rank of a data-parallel trial (runner/torchrun_agent.py).
+RANK_FOLDER_FLAG = "--rank-folder"
 #: Lines of traceback kept in a crash's error text.
 TRACEBACK_LINES = 12
 
@@ -84,7 +86,7 @@ def traffic_per_sample(adapter: FrameworkAdapter, workload: Workload, options: d
 
 def run_trial(spec: TrialSpec, folder: Path | None = None) -> ChildReport:
     """Run one trial in this process and describe the outcome; never raises. A data-parallel
-    rank (spec.world_size > 1) reads its place from the launch contract (rigbench/ranks.py)
+    rank (given its trial's `folder`) reads its place from the launch contract (rigbench/ranks.py)
     and keeps its heartbeat in the trial's `folder` (runner/rank.py)."""
     report = ChildReport(status="crash")
     adapter: FrameworkAdapter | None = None
@@ -134,8 +136,8 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
     report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size)
     if spec.measure.memory_limit_bytes:
         apply_memory_limit(spec.measure.memory_limit_bytes)
-    if spec.world_size > 1:
-        _as_rank(adapter, spec, workload, report, folder or Path("."), stack)
+    if folder is not None:
+        _as_rank(adapter, spec, workload, report, folder, stack)
     elif spec.lr_find is not None:
         _lr_find(adapter, spec, workload, report)
     elif spec.train is not None:
@@ -237,15 +239,17 @@ def _lr_find(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
 
 
 def main(argv: list[str]) -> int:
-    """`child SPEC REPORT` (one process), or `child SPEC FOLDER` for a rank of a data-parallel
-    trial: its files are in the trial's folder (runner/rank_files.py), named by its RANK. A
-    rank that failed exits with 1 after writing its report, so that the launch engine stops
-    the others instead of leaving them in an all-reduce."""
+    """`child SPEC REPORT` (one process), or `child SPEC --rank-folder FOLDER` for a rank of a
+    data-parallel trial (of any world size, 1 included): its files are in the trial's folder
+    (runner/rank_files.py), named by its RANK. A rank that failed exits with 1 after writing
+    its report, so that the launch engine stops the others instead of leaving them in an
+    all-reduce."""
     exit_with_parent()
-    spec_path, target = argv
+    spec_path, *rest = argv
     with open(spec_path, encoding="utf-8") as fh:
         spec = TrialSpec.model_validate_json(fh.read())
-    folder = Path(target) if spec.world_size > 1 else None
+    folder = Path(rest[1]) if rest[0] == RANK_FOLDER_FLAG else None
+    target = rest[-1]
     if folder is not None:
         from rigbench.runner.rank import redirect_stderr
 

@@ -3,7 +3,7 @@ starts for a data-parallel trial (runner/launchers/torchrun.py). It runs torch's
 agent (`torch.distributed.launcher.api.elastic_launch`, what `torchrun --standalone` runs):
 c10d rendezvous, one worker process per rank with the launch contract's environment (RANK,
 LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), no restarts. Each worker is
-`python -m rigbench.runner.child SPEC FOLDER`, which writes its own report in FOLDER.
+`python -m rigbench.runner.child SPEC --rank-folder FOLDER`, which writes its own report there.
 
 When a rank fails, the elastic agent stops the others (SIGTERM, then SIGKILL) and raises
 ChildFailedError; this module writes what it says into runner/rank_files.agent_path: every
@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 from rigbench.runner import rank_files
-from rigbench.runner.child import exit_with_parent
+from rigbench.runner.child import RANK_FOLDER_FLAG, exit_with_parent
 from rigbench.spec import TrialSpec
 
 #: Seconds the elastic agent polls its workers' exits.
@@ -41,7 +41,8 @@ def launch(spec_path: Path, folder: Path) -> int:
     # The ranks' watchdog (runner/child.exit_with_parent) watches this agent, their parent.
     os.environ["RIGBENCH_PARENT_PID"] = str(os.getpid())
     try:
-        elastic_launch(config, entrypoint=sys.executable)("-m", "rigbench.runner.child", str(spec_path), str(folder))
+        elastic_launch(config, entrypoint=sys.executable)("-m", "rigbench.runner.child", str(spec_path),
+                                                          RANK_FOLDER_FLAG, str(folder))
     except ChildFailedError as exc:
         first_rank, _ = exc.get_first_failure()
         failures = {str(rank): {"exitcode": f.exitcode, "signal": f.signal_name() if f.exitcode < 0 else None}

@@ -55,9 +55,14 @@ class TorchCollective:
             dist.destroy_process_group()
 
 
+def joined() -> bool:
+    """Whether this process is a rank of a process group (of any size, 1 included)."""
+    return dist.is_available() and dist.is_initialized()
+
+
 def world() -> tuple[int, int]:
     """(rank, world size) of this process: (0, 1) outside a process group."""
-    if dist.is_available() and dist.is_initialized():
+    if joined():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
 

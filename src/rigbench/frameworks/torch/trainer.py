@@ -172,7 +172,7 @@ class TorchTrainer:
     def __init__(self, spec: TrialSpec, workload: Workload):
         # Inside a process group (frameworks/torch/parallel.py) each rank has its device.
         rank, world = parallel.world()
-        self.device = resolve_device(parallel.rank_device(spec.device, RankInfo.from_env()) if world > 1
+        self.device = resolve_device(parallel.rank_device(spec.device, RankInfo.from_env()) if parallel.joined()
                                      else spec.device)
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)  # events, autocast and allocator stats use it
@@ -193,7 +193,7 @@ class TorchTrainer:
         # data set): one process on the global batch computes the same update.
         drawn = step.synthetic_batch(workload, spec.batch_size * world)
         self.batch = tuple(self.to_device(t[rank::world]) for t in drawn)
-        self.replicas = self._replicate() if world > 1 else []
+        self.replicas = self._replicate() if parallel.joined() else []
         self.optimizers = self._optimizers(workload.default_lr if spec.lr is None else spec.lr)
         # Loss scaling keeps fp16 gradients from underflowing; only CUDA's scaler is used
         # (CPU fp16 autocast runs without one). Note GradScaler.step() reads its inf check
