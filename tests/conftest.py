@@ -17,9 +17,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_var, _threads)
 
 from rigbench.spec import MeasureOptions, TrialSpec
-from tests.postgres import fresh_database
+from tests.databases import fresh_database
 
-#: The store's backends: the fixture `db_url` runs a test on each (tests/postgres.py).
+#: The store's backends: the fixture `db_url` runs a test on each (tests/databases.py).
 BACKENDS = ("sqlite", "postgresql")
 
 

@@ -1,4 +1,5 @@
-"""A real PostgreSQL server for the store's tests: a fresh database per test.
+"""The store's test databases: a fresh database per test on a real PostgreSQL server, and
+plain SQL on any test database (SQLite or PostgreSQL) without opening a Store.
 
 The server is named by RIGBENCH_TEST_POSTGRES_URL (`.ci/postgres.sh` starts one and sets it;
 CI sources it). Its user needs CREATEDB: every test gets a database of its own, made from
@@ -12,10 +13,11 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from sqlalchemy import create_engine
-from sqlalchemy.engine import make_url
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection, make_url
 
 from rigbench.store.engine import resolve_db_url
 
@@ -49,3 +51,21 @@ def fresh_database() -> Iterator[str]:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         admin.dispose()
+
+
+@contextmanager
+def connection(url: str) -> Iterator[Connection]:
+    """A plain connection in a transaction committed at the end; not a Store's, since opening
+    a Store would migrate the database."""
+    engine = create_engine(resolve_db_url(url))
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def sql(url: str, query: str, **params: Any) -> list[tuple]:
+    """The rows of one query, as tuples."""
+    with connection(url) as conn:
+        return [tuple(row) for row in conn.execute(text(query), params)]

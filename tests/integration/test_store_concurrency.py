@@ -1,5 +1,5 @@
-"""Real processes against one SQLite file: eight first opens at once, and a bundle import
-killed (SIGKILL) while its transaction is open."""
+"""Real processes against one database: eight first opens at once and two writers at once (on
+SQLite and on PostgreSQL), and a bundle import killed (SIGKILL) while its transaction is open."""
 
 import json
 import os
@@ -9,10 +9,12 @@ import subprocess
 import sys
 
 import pytest
+from sqlalchemy import inspect
 
 from rigbench.spec import SCHEMA_VERSION, Metrics, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.migrate import HEAD_REVISION
+from tests.databases import connection, sql
 
 # Each opener imports rigbench first, says so, and opens the database only when the test says
 # go (one line on stdin), so all eight race on the same fresh file.
@@ -25,28 +27,74 @@ Store(sys.argv[1])
 """
 
 
-def test_eight_processes_open_one_fresh_database_at_once(tmp_path):
-    path = tmp_path / "fresh.db"
-    procs = [subprocess.Popen([sys.executable, "-c", OPENER, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(8)]
+def start_together(code: str, args_each: list[list[str]]) -> list[tuple[int, str, str]]:
+    """Run `code` in one process per argument list, released together once every one has
+    imported rigbench and printed "ready"; (exit code, stdout, stderr) of each."""
+    procs = [subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for args in args_each]
     try:
         for p in procs:
-            assert p.stdout.readline().strip() == "ready"
+            assert p.stdout.readline().strip() == "ready", p.stderr.read()
         for p in procs:
             p.stdin.write("go\n")
             p.stdin.flush()
-        outcomes = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+        outcomes = []
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            outcomes.append((p.returncode, out, err))
+        return outcomes
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    assert [rc for rc, _ in outcomes] == [0] * 8, [err for rc, err in outcomes if rc]
-    con = sqlite3.connect(path)
-    assert con.execute("select version_num from alembic_version").fetchall() == [(HEAD_REVISION,)]
-    assert con.execute("select key, value from meta").fetchall() == [("schema_version", str(SCHEMA_VERSION))]
-    tables = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
+                p.wait()
+
+
+def test_eight_processes_open_one_fresh_database_at_once(db_url):
+    outcomes = start_together(OPENER, [[db_url]] * 8)
+    assert [rc for rc, _, _ in outcomes] == [0] * 8, [err for rc, _, err in outcomes if rc]
+    assert sql(db_url, "select version_num from alembic_version") == [(HEAD_REVISION,)]
+    assert sql(db_url, "select key, value from meta") == [("schema_version", str(SCHEMA_VERSION))]
+    with connection(db_url) as conn:
+        tables = set(inspect(conn).get_table_names())
+        assert "kind" in {c["name"] for c in inspect(conn).get_columns("trials")}
     assert tables == {"alembic_version", "meta", "runs", "trials", "trial_samples", "calibrations"}
-    assert "kind" in {r[1] for r in con.execute("pragma table_info(trials)")}
+
+
+# A writer: its own run, then (after the go) WRITES results one transaction each, as a sweep
+# stores its trials; it prints the ids it was given.
+WRITER = """
+import sys
+from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.store import Store
+url, name = sys.argv[1], sys.argv[2]
+store = Store(url)
+store.add_run(name, "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": name})
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(WRITES):
+    result = Result(run_id=name, created_at=f"2026-01-01T00:00:{i:02d}+00:00", status="ok",
+                    spec=TrialSpec(workload="mlp", batch_size=i + 1), metrics=Metrics(samples_per_s=float(i)),
+                    step_times_s=[0.01 * (i + 1)] * 3)
+    print(store.add_result(result), flush=True)
+"""
+
+
+def test_two_writers_at_once_lose_nothing(db_url):
+    Store(db_url)  # created first: this test is about writing, the one above about opening
+    writes = 20
+    outcomes = start_together(WRITER.replace("WRITES", str(writes)), [[db_url, "a"], [db_url, "b"]])
+    assert [rc for rc, _, _ in outcomes] == [0, 0], [err for rc, _, err in outcomes if rc]
+    given = [[int(line) for line in out.split()] for _, out, _ in outcomes]
+    assert [len(ids) for ids in given] == [writes, writes] and not set(given[0]) & set(given[1])
+    store = Store(db_url)
+    for name, ids in zip(("a", "b"), given):
+        stored = store.list(run_id=name)
+        assert [r.id for r in stored] == ids  # each writer's results, in its order
+        assert [r.spec.batch_size for r in stored] == list(range(1, writes + 1))
+        assert store.get(ids[-1]).step_times_s == [0.01 * writes] * 3
+        assert store.machine(name) == {"hostname": name}
+    assert sql(db_url, "select count(*) from trial_samples") == [(2 * writes,)]
 
 
 # Imports a bundle; after its 50th result (written, not committed) it prints how many trials

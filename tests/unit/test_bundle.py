@@ -1,5 +1,6 @@
-"""Results bundles: export -> import round trip on real SQLite files, and malformed files
-that must be refused without writing anything."""
+"""Results bundles: export -> import round trip on real SQLite files (and into PostgreSQL,
+where a fleet gathers machines' bundles), and malformed files that must be refused without
+writing anything."""
 
 import json
 
@@ -52,14 +53,14 @@ def counts(store):
                      for t in ("runs", "trials", "trial_samples"))
 
 
-def test_round_trip_into_a_fresh_database(source, tmp_path):
+def test_round_trip_into_a_fresh_database(source, tmp_path, db_url):
     path = tmp_path / "bundle.json"
     path.write_text(dump_bundle(export_bundle(source)))
     data = json.loads(path.read_text())
     assert data["format"] == FORMAT and data["schema_version"] == SCHEMA_VERSION
     assert [r["id"] for r in data["runs"]] == ["run1", "run2"]
 
-    fresh = Store(str(tmp_path / "fresh.db"))
+    fresh = Store(db_url)
     done = import_bundle(fresh, load_bundle(path))
     assert (done.added_runs, done.added_results, done.skipped_results) == (["run1", "run2"], 3, 0)
     originals = [source.get(r.id) for r in source.list()]
@@ -133,8 +134,8 @@ def test_a_run_id_clash_with_another_machine_is_refused(source, tmp_path):
     assert counts(target) == before
 
 
-def test_a_failed_write_is_undone(source, tmp_path, monkeypatch):
-    target = Store(str(tmp_path / "target.db"))
+def test_a_failed_write_is_undone(source, monkeypatch, db_url):
+    target = Store(db_url)
     bundle = parse_bundle(dump_bundle(_bundle(source)))
     calls = {"n": 0}
     real = Transaction.add_result  # the import writes through one transaction

@@ -104,10 +104,10 @@ def _bandwidth(kind, value, status="ok"):
             "detail": {} if status == "ok" else {"reason": "host memory"}}
 
 
-def store_with_calibrations(tmp_path):
+def store_with_calibrations(tmp_path, url=None):
     """Two calibrations of "CPU X": an older full one, a newer one of bf16 only (its fp32 and
-    bandwidth must survive), and one of another device."""
-    store = Store(str(tmp_path / "c.db"))
+    bandwidth must survive), and one of another device; in `url` or a SQLite file."""
+    store = Store(url or str(tmp_path / "c.db"))
     for run_id in ("old", "new", "other"):
         store.add_run(run_id, "2026-01-01T00:00:00+00:00", "test", {})
     add_calibration(store, "old", "2026-01-01T00:00:00+00:00", _calibration("CPU X", [
@@ -118,8 +118,8 @@ def store_with_calibrations(tmp_path):
     return store
 
 
-def test_latest_calibration_takes_the_newest_of_each_figure(tmp_path):
-    store = store_with_calibrations(tmp_path)
+def test_latest_calibration_takes_the_newest_of_each_figure(tmp_path, db_url):
+    store = store_with_calibrations(tmp_path, db_url)
     cal = latest_calibration(store, "CPU X")
     assert cal["matmul_flops"] == {"fp32": 1e11, "bf16": 3e9}
     assert cal["memory_bandwidth_bytes_s"] == 1e10

@@ -1,6 +1,6 @@
 """Migrations: a database written by rigbench v0.1 (tests/fixtures/v01.db) is stamped and
 upgraded with nothing lost; a fresh database gets exactly the tables of schema.py. Each test
-runs on SQLite and on PostgreSQL (tests/postgres.py), where the v0.1 database is built by
+runs on SQLite and on PostgreSQL (tests/databases.py), where the v0.1 database is built by
 running revision 0001 and copying every row of the fixture into it."""
 
 import json
@@ -8,8 +8,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,18 +16,16 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import Connection
+from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from rigbench.errors import UsageError
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
-from rigbench.store.engine import resolve_db_url
 from rigbench.store.migrate import BASE_REVISION, HEAD_REVISION, MIGRATIONS
 from rigbench.store.schema import metadata
 from tests.conftest import BACKENDS
-from tests.postgres import fresh_database
+from tests.databases import connection, fresh_database, sql
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "v01.db"
 TABLES = ("runs", "trials", "trial_samples", "calibrations", "meta")
@@ -41,22 +37,6 @@ def v01_columns():
         return {t: [r[1] for r in con.execute(f"pragma table_info({t})")] for t in TABLES}
     finally:
         con.close()
-
-
-@contextmanager
-def connection(url: str) -> Iterator[Connection]:
-    """A plain connection, not a Store's: opening a Store would migrate the database."""
-    engine = create_engine(resolve_db_url(url))
-    try:
-        with engine.begin() as conn:
-            yield conn
-    finally:
-        engine.dispose()
-
-
-def sql(url: str, query: str, **params) -> list[tuple]:
-    with connection(url) as conn:
-        return [tuple(row) for row in conn.execute(text(query), params)]
 
 
 def quoted(columns: list[str]) -> str:

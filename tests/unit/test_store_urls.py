@@ -13,7 +13,7 @@ from rigbench.errors import UsageError
 from rigbench.store import Store, resolve_db_url
 from rigbench.store.bundle import dump_bundle, export_bundle
 from rigbench.store.engine import display_url, mask_urls
-from tests.postgres import server_url
+from tests.databases import server_url
 from tests.unit.test_store import make_result
 
 SECRET = "s3cret-pw"
