@@ -317,6 +317,10 @@ class Collective(Protocol):
     def leave(self) -> None:
         """Leave the group (after the last collective)."""
 
+    def lost_peer(self, exc: BaseException) -> bool:
+        """Whether `exc` says another rank went away (its connection closed inside a
+        collective): this rank's failure is then collateral, and the trial's cause is elsewhere."""
+
 
 class DataParallelTrainer(DataTrainer, Protocol):
     """A trainer built inside a joined group: its model is replicated with gradients averaged

@@ -160,10 +160,14 @@ def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     collective = stack.enter_context(rank_side.joined(adapter, spec, me))
     if spec.lr_find is not None:
         raise UnsupportedError("an lr range test runs in one process: drop --processes")
-    if spec.train is not None:
-        _train(adapter, spec, workload, report, lambda s, w: beat.counting(adapter.build(s, w)), me.rank)
-        return
-    trainer = rank_side.measure_rank(adapter.build, spec, workload, report, collective, beat)
+    try:
+        if spec.train is not None:
+            _train(adapter, spec, workload, report, lambda s, w: beat.counting(adapter.build(s, w)), me.rank)
+            return
+        trainer = rank_side.measure_rank(adapter.build, spec, workload, report, collective, beat)
+    except BaseException as exc:
+        report.collateral = collective.lost_peer(exc)  # another rank's failure ended this one
+        raise
     report.software = adapter.software()
     report.device_name = trainer.device_name
     report.threads = report.software.get("num_threads")

@@ -21,6 +21,8 @@ from rigbench.spec import TrialSpec
 #: Seconds a collective may wait past the trial's timeout: the launcher's deadline, which names
 #: the rank that hung, must come first; the group's own timeout only ends what outlives it.
 COLLECTIVE_GRACE_S = 60.0
+#: What gloo and NCCL errors say when another rank went away in the middle of a collective.
+PEER_GONE = ("closed by peer", "reset by peer", "communicator was aborted", "remote process exited")
 
 
 def rank_device(device: str, rank: RankInfo) -> str:
@@ -53,6 +55,11 @@ class TorchCollective:
     def leave(self) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+    def lost_peer(self, exc: BaseException) -> bool:
+        # gloo raises a plain RuntimeError "... Connection closed by peer [addr]:port ..." (or
+        # "reset by peer"); NCCL says its communicator was aborted or a remote process exited.
+        return isinstance(exc, RuntimeError) and any(text in str(exc) for text in PEER_GONE)
 
 
 def joined() -> bool:

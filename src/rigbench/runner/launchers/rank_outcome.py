@@ -12,6 +12,9 @@ ended (runner/rank_files.py names the files).
   because another failed first is a `collateral` crash naming that rank.
 - Anything else: a crash without a report, with the rank's stderr tail.
 
+A rank that wrote its own failure can be collateral too: one whose collective failed because
+a peer went away (Collective.lost_peer) says so in its report.
+
 merge.merge_reports then names the first failing rank that is not collateral.
 """
 

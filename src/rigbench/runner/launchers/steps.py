@@ -38,6 +38,8 @@ from rigbench.runner.launchers.base import TrackerSettings
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.trackers.sampler import Tracker
 
+#: Seconds a kill waits for a trial's descendant processes to end.
+KILL_WAIT_S = 10.0
 #: Characters of a child's stderr kept when it dies without a report.
 STDERR_TAIL_CHARS = 2000
 #: A trial's temporary folder is `<tmp>/rigbench-trial-<driver pid>-<random>`: the pid lets a
@@ -169,6 +171,9 @@ def kill_group(proc: subprocess.Popen) -> None:
             else:  # Windows: no process groups to signal
                 psutil.Process(pid).kill()
     proc.wait()
+    # Descendants are not ours to reap (their parent is), but a launch that returns must not
+    # leave one running: wait until each has ended (a zombie counts as ended).
+    psutil.wait_procs(descendants, timeout=KILL_WAIT_S)
 
 
 @dataclass

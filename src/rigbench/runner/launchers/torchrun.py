@@ -72,8 +72,10 @@ class TorchrunLauncher(Launcher):
                                              folder / "stderr.txt", tracking))
                 if on_start:
                     on_start(started[0].pid)
+                deadline = time.time() + spec.measure.timeout_s
                 [timed_out] = wait_all(started, spec.measure.timeout_s)
-            stopped_at = time.time()
+            # Heartbeats are judged at the deadline, not after the kill (which takes a while)
+            stopped_at = min(time.time(), deadline)
             [agent] = started
             samples = agent.tracker.stop()
             reports = rank_reports(folder, spec, timed_out=timed_out, stopped_at=stopped_at)
