@@ -1,0 +1,119 @@
+"""The data-parallel rules that need no process: a rank's place from the launch contract, who
+held a timed-out trial up, which rank a failed trial is blamed on, and the per-rank figures
+against hand numbers."""
+
+import json
+
+import pytest
+
+from rigbench.analysis.ranks import comm_share, rank_metrics, rank_record
+from rigbench.errors import UsageError
+from rigbench.ranks import RankInfo
+from rigbench.runner import rank_files
+from rigbench.runner.launchers.merge import merge_reports
+from rigbench.runner.launchers.rank_outcome import Beat, holding_up, rank_reports
+from rigbench.runner.launchers.torchrun import threads_per_rank, usable_cores
+from rigbench.spec import ChildReport, MeasureOptions, TrialSpec
+
+ENV = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
+       "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}
+
+
+def spec(world_size=2, threads=None, timeout_s=30.0):
+    return TrialSpec(workload="mlp", batch_size=8, world_size=world_size, threads=threads,
+                     measure=MeasureOptions(timeout_s=timeout_s))
+
+
+def test_a_rank_reads_its_place_from_torchruns_variables():
+    assert RankInfo.from_env(ENV) == RankInfo(3, 1, 4, 2, "10.0.0.1", 29500)
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"RANK": ""}, "RANK unset"),
+    ({"WORLD_SIZE": "four"}, "must be integers"),
+    ({"RANK": "4"}, "out of range"),
+])
+def test_a_broken_contract_is_a_usage_error_naming_it(change, says):
+    with pytest.raises(UsageError, match=says):
+        RankInfo.from_env(ENV | change)
+
+
+def test_threads_per_rank_share_the_cores_unless_asked():
+    assert threads_per_rank(spec(world_size=2, threads=3)) == 3
+    assert threads_per_rank(spec(world_size=2)) == max(1, usable_cores() // 2)
+    assert threads_per_rank(spec(world_size=10_000)) == 1
+
+
+def test_a_silent_heartbeat_names_the_rank_that_held_the_others_up():
+    now = 1000.0
+    beats = {0: Beat(steps=13, at=now - 0.1), 1: Beat(steps=12, at=now - 30.0)}
+    assert holding_up(beats, now) == [1]
+    # every heartbeat fresh: the rank behind on steps; all even: every rank
+    assert holding_up({0: Beat(13, now), 1: Beat(12, now)}, now) == [1]
+    assert holding_up({0: Beat(13, now), 1: Beat(13, now)}, now) == [0, 1]
+    assert holding_up({0: Beat(13, now), 1: None}, now) == [1]  # never started
+
+
+def test_timed_out_ranks_are_reported_with_the_culprit_first(tmp_path):
+    now = 1000.0
+    for rank, beat in ((0, {"pid": 1, "steps": 5, "at": now}), (1, {"pid": 2, "steps": 5, "at": now - 9})):
+        rank_files.progress_path(tmp_path, rank).write_text(json.dumps(beat))
+    reports = rank_reports(tmp_path, spec(), timed_out=True, stopped_at=now)
+    assert [r.status for r in reports] == ["timeout", "timeout"]
+    assert reports[0].collateral and "waiting for rank 1" in reports[0].error
+    assert "rank 1 stopped responding 9.0 s before the deadline, at step 5" in reports[1].error
+    assert merge_reports(reports).error.startswith("rank 1: ")
+
+
+def test_the_first_failure_the_agent_saw_is_the_cause(tmp_path):
+    (tmp_path / "agent.json").write_text(json.dumps(
+        {"first": 1, "failures": {"0": {"exitcode": -15, "signal": "SIGTERM"}, "1": {"exitcode": -11}}}))
+    rank_files.stderr_path(tmp_path, 1).write_text("Fatal Python error: Segmentation fault\n")
+    r0, r1 = rank_reports(tmp_path, spec(), timed_out=False, stopped_at=0.0)
+    assert r0.collateral and "after rank 1 failed" in r0.error
+    assert r1.status == "crash" and "SIGSEGV" in r1.error and "Segmentation fault" in r1.error
+    assert merge_reports([r0, r1]).error.startswith("rank 1: ")
+
+
+def test_a_rank_that_left_nothing_is_a_crash_with_its_stderr(tmp_path):
+    rank_files.report_path(tmp_path, 0).write_text(ChildReport(status="ok", world_size=2).model_dump_json())
+    rank_files.stderr_path(tmp_path, 1).write_text("boom\n")
+    r0, r1 = rank_reports(tmp_path, spec(), timed_out=False, stopped_at=0.0)
+    assert r0.status == "ok" and r1.status == "crash" and r1.rank == 1 and "boom" in r1.error
+
+
+def test_collateral_failures_are_passed_over_unless_alone():
+    cause = ChildReport(status="oom", error="out of memory", rank=1, world_size=2)
+    peer = ChildReport(status="crash", error="Connection closed by peer", rank=0, world_size=2, collateral=True)
+    assert merge_reports([peer, cause]).status == "oom"
+    alone = merge_reports([peer, ChildReport(status="ok", rank=1, world_size=2)])
+    assert alone.status == "crash" and alone.error.startswith("rank 0: ")
+
+
+def _rank(rank, times, nosync, rss, digest="d"):
+    return ChildReport(status="ok", rank=rank, world_size=2, step_times_s=times, nosync_step_times_s=nosync,
+                       rss_peak_bytes=rss, param_digest=digest)
+
+
+def test_rank_metrics_by_hand():
+    # per-step max: [0.3, 0.2, 0.4] (median 0.3); no-sync per-step max: [0.2, 0.25, 0.15] (median 0.2)
+    a = _rank(0, [0.1, 0.2, 0.4], [0.2, 0.1, 0.15], 100 * 2**20)
+    b = _rank(1, [0.3, 0.1, 0.2], [0.1, 0.25, 0.1], 300 * 2**20)
+    m = rank_metrics([a, b])
+    assert m["straggler_ratio"] == pytest.approx((0.7 / 3) / (0.6 / 3))
+    assert m["comm_share"] == pytest.approx(1 - 0.2 / 0.3)
+    assert m["nosync_step_time_ms_median"] == pytest.approx(200.0)
+    assert (m["rank_rss_peak_mib_max"], m["rank_rss_peak_mib_sum"]) == (300.0, 400.0)
+    assert m["replicas_identical"] is True
+    assert rank_metrics([a, b.model_copy(update={"param_digest": "e"})])["replicas_identical"] is False
+    assert rank_metrics([a]) == {}
+
+
+def test_a_rank_record_keeps_its_own_figures():
+    record = rank_record(_rank(1, [0.1, 0.3], [0.1, 0.1], 2**20).model_copy(
+        update={"error": "first line\nsecond", "status": "crash"}))
+    assert (record.rank, record.steps, record.status, record.error) == (1, 2, "crash", "first line")
+    assert record.step_time_ms_mean == pytest.approx(200.0)
+    assert record.comm_share == pytest.approx(1 - 0.1 / 0.2)
+    assert record.rss_peak_mib == 1.0
+    assert comm_share([], [0.1]) is None
