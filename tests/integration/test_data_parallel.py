@@ -21,7 +21,7 @@ import pytest
 from rigbench.runner import rank_files
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import TrackerSettings, launcher_for
-from rigbench.runner.launchers.torchrun import TorchrunLauncher
+from rigbench.runner.launchers.agent import TorchrunLauncher
 from rigbench.spec import MeasureOptions, TrialSpec
 
 pytest.importorskip("torch")

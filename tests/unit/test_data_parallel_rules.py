@@ -10,9 +10,9 @@ from rigbench.analysis.ranks import comm_share, rank_metrics, rank_record
 from rigbench.errors import UsageError
 from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
+from rigbench.runner.launchers.agent import threads_per_rank, usable_cores
 from rigbench.runner.launchers.merge import merge_reports
 from rigbench.runner.launchers.rank_outcome import Beat, holding_up, rank_reports
-from rigbench.runner.launchers.torchrun import threads_per_rank, usable_cores
 from rigbench.spec import ChildReport, MeasureOptions, TrialSpec
 
 ENV = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",

@@ -39,7 +39,7 @@ from rigbench.experiments.plan import plan_run, plan_train, prepare_data
 from rigbench.experiments.recommend import RecommendOutcome, recommend
 from rigbench.experiments.scaling import default_precisions, default_thread_counts, plan_scaling
 from rigbench.experiments.sweep import SweepOutcome, plan_sweep, sweep
-from rigbench.runner.launchers.torchrun import threads_per_rank
+from rigbench.runner.launchers.agent import threads_per_rank
 from rigbench.spec import MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations

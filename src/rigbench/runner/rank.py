@@ -10,7 +10,7 @@ synchronisation (the communication share is the difference; runner/rank_summary.
 
 While it runs, a heartbeat thread rewrites runner/rank_files.progress_path with the steps it
 has started: when a trial passes its timeout, the launcher names the rank that stopped
-(runner/launchers/torchrun.py). Everything goes to files of the rank's own, never only through
+(runner/launchers/agent.py). Everything goes to files of the rank's own, never only through
 a collective, so a dead rank leaves the others' records.
 """
 

@@ -1,5 +1,5 @@
 """`python -m rigbench.runner.torchrun_agent SPEC FOLDER`: the one process the torchrun launcher
-starts for a data-parallel trial (runner/launchers/torchrun.py). It runs torch's own elastic
+starts for a data-parallel trial (runner/launchers/agent.py). It runs torch's own elastic
 agent (`torch.distributed.launcher.api.elastic_launch`, what `torchrun --standalone` runs):
 c10d rendezvous, one worker process per rank with the launch contract's environment (RANK,
 LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), no restarts. Each worker is

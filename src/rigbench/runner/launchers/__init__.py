@@ -2,17 +2,18 @@
 
 A trial's launcher follows from its spec: `world_size` 1 runs in one child process
 ("process"); a data-parallel torch trial (world_size > 1) runs its ranks under torch's
-elastic agent ("torchrun"). Other frameworks have no multi-process launcher yet:
-`launcher_for` says so with an UnsupportedError, which the session stores as an
-`unsupported` result.
+elastic agent ("torchrun"), another framework's under rigbench's agent ("ranks") if its
+adapter can join a process group. For one that cannot, `launcher_for` says so with an
+UnsupportedError, which the session stores as an `unsupported` result.
 """
 
 from __future__ import annotations
 
 from rigbench.errors import UnsupportedError, UsageError
+from rigbench.frameworks import load_adapter
+from rigbench.runner.launchers.agent import RanksLauncher, TorchrunLauncher
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
 from rigbench.runner.launchers.process import ProcessLauncher
-from rigbench.runner.launchers.torchrun import TorchrunLauncher
 from rigbench.spec import TrialSpec
 
 __all__ = ["LAUNCHERS", "Launcher", "Outcome", "TrackerSettings", "get_launcher", "launcher_for"]
@@ -21,6 +22,7 @@ __all__ = ["LAUNCHERS", "Launcher", "Outcome", "TrackerSettings", "get_launcher"
 LAUNCHERS: dict[str, type[Launcher]] = {
     ProcessLauncher.name: ProcessLauncher,
     TorchrunLauncher.name: TorchrunLauncher,
+    RanksLauncher.name: RanksLauncher,
 }
 
 
@@ -38,7 +40,7 @@ def launcher_for(spec: TrialSpec) -> Launcher:
         return get_launcher("process")
     if spec.framework == "torch":
         return get_launcher("torchrun")
-    raise UnsupportedError(
-        f"no multi-process launcher for {spec.framework} yet: --processes {spec.world_size} runs torch "
-        "(torchrun); see docs/ARCHITECTURE.md"
-    )
+    if hasattr(load_adapter(spec.framework), "join"):  # base.DataParallelAdapter
+        return get_launcher("ranks")
+    raise UnsupportedError(f"{spec.framework} has no data-parallel support yet: --processes "
+                           f"{spec.world_size} needs a framework whose adapter can join a process group")

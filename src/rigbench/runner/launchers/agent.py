@@ -1,10 +1,15 @@
-"""The "torchrun" launcher: a data-parallel torch trial on this machine, started by torch's own
-elastic agent (runner/torchrun_agent.py, what `torchrun --standalone` runs) in one isolated
-child process.
+"""Launchers of data-parallel trials on this machine: one isolated agent process starts the
+ranks, the parent only watches.
 
-The parent never imports torch: it starts the agent in a session of its own, with the trial's
-environment and one Tracker on the agent's process tree (which holds every rank), waits for it
-under the trial's timeout, and reads one report per rank from the trial's folder
+- "torchrun": torch's own elastic agent (runner/torchrun_agent.py, what `torchrun
+  --standalone` runs);
+- "ranks": rigbench's agent (runner/rank_agent.py), for engines that start no processes of
+  their own (jax.distributed, TensorFlow's multi-worker strategy); it sets the same launch
+  contract (rigbench/ranks.py) and reports failed ranks in the same file.
+
+The parent never imports a framework: it starts the agent in a session of its own, with the
+trial's environment and one Tracker on the agent's process tree (which holds every rank), waits
+for it under the trial's timeout, and reads one report per rank from the trial's folder
 (rank_outcome.py: a rank's own report, else its exit as the agent saw it, else, past the
 timeout, which rank held the others up). Killing the agent's group on a timeout also kills
 the ranks, which run in sessions of their own (steps.kill_group kills the whole tree).
@@ -20,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
 from rigbench.runner.launchers.rank_outcome import rank_reports
@@ -48,16 +54,14 @@ def threads_per_rank(spec: TrialSpec) -> int:
     return spec.threads or max(1, usable_cores() // spec.world_size)
 
 
-def agent_command(spec_path: Path, folder: Path) -> list[str]:
-    """`python -m rigbench.runner.torchrun_agent SPEC FOLDER`."""
-    return [sys.executable, "-m", "rigbench.runner.torchrun_agent", str(spec_path), str(folder)]
+class AgentLauncher(Launcher):
+    """spec.world_size ranks on this machine, started by the agent `agent_module`."""
 
+    #: The agent, run as `python -m AGENT_MODULE SPEC FOLDER`.
+    agent_module: ClassVar[str]
 
-class TorchrunLauncher(Launcher):
-    """world_size ranks on this machine through torch's elastic agent, DDP in each (gloo on
-    the CPU, NCCL and one GPU per rank on CUDA)."""
-
-    name = "torchrun"
+    def agent_command(self, spec_path: Path, folder: Path) -> list[str]:
+        return [sys.executable, "-m", self.agent_module, str(spec_path), str(folder)]
 
     def launch(self, spec: TrialSpec, tracking: TrackerSettings,
                on_start: Callable[[int], None] | None = None) -> Outcome:
@@ -68,7 +72,7 @@ class TorchrunLauncher(Launcher):
             spec_path = write_spec(folder, ranks_spec)
             started: list[Started] = []
             with ending_on_error(started):
-                started.append(start_process(agent_command(spec_path, folder), child_env(ranks_spec),
+                started.append(start_process(self.agent_command(spec_path, folder), child_env(ranks_spec),
                                              folder / "stderr.txt", tracking))
                 if on_start:
                     on_start(started[0].pid)
@@ -82,3 +86,17 @@ class TorchrunLauncher(Launcher):
             method, note = agent.tracker.energy_description()
             return Outcome(reports=reports, samples=samples, returncode=agent.proc.returncode,
                            energy_method=method, energy_note=note)
+
+
+class TorchrunLauncher(AgentLauncher):
+    """torch's elastic agent; DDP in each rank (gloo on the CPU, NCCL and one GPU per rank on CUDA)."""
+
+    name = "torchrun"
+    agent_module = "rigbench.runner.torchrun_agent"
+
+
+class RanksLauncher(AgentLauncher):
+    """rigbench's agent, for frameworks whose engine joins processes it did not start."""
+
+    name = "ranks"
+    agent_module = "rigbench.runner.rank_agent"

@@ -1,0 +1,107 @@
+"""`python -m rigbench.runner.rank_agent SPEC FOLDER`: the agent of the "ranks" launcher, for
+engines that start no processes of their own (jax.distributed, TensorFlow's multi-worker
+strategy): it starts spec.world_size ranks on this machine, each
+`python -m rigbench.runner.child SPEC --rank-folder FOLDER` in a session of its own with the
+launch contract's environment (rigbench/ranks.py: RANK, LOCAL_RANK, WORLD_SIZE,
+LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free port), and does what torch's
+elastic agent does for torchrun: when a rank fails, it stops the others (SIGTERM, then
+SIGKILL after STOP_GRACE_S) and writes runner/rank_files.agent_path in the same shape as
+runner/torchrun_agent.py, so the launcher reads both alike (launchers/rank_outcome.py).
+It imports no framework.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rigbench.runner import rank_files
+from rigbench.runner.child import RANK_FOLDER_FLAG, exit_with_parent
+from rigbench.spec import TrialSpec
+
+#: Seconds between two looks at the ranks' exits.
+POLL_S = 0.1
+#: Seconds the other ranks get to end after SIGTERM, once one rank failed.
+STOP_GRACE_S = 5.0
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface now (the coordinator binds it moments later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def contract_env(rank: int, world_size: int, port: int) -> dict[str, str]:
+    """The launch contract's variables for `rank` of `world_size` ranks on this machine."""
+    return {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
+            "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM every rank still running, SIGKILL what is left after STOP_GRACE_S."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def launch(spec_path: Path, folder: Path) -> int:
+    """Run the ranks to their end; 0 if every one exited cleanly, else 1 after agent.json."""
+    spec = TrialSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
+    port = free_port()
+    base = dict(os.environ, RIGBENCH_PARENT_PID=str(os.getpid()))  # the ranks' watchdog watches us
+    command = [sys.executable, "-m", "rigbench.runner.child", str(spec_path), RANK_FOLDER_FLAG, str(folder)]
+    procs = [subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True,
+                              env=base | contract_env(rank, spec.world_size, port))
+             for rank in range(spec.world_size)]
+    try:
+        first = _first_failure(procs)
+    finally:
+        _stop(procs)  # a no-op when every rank has ended; on SIGTERM to us, ends them
+    if first is None:
+        return 0
+    failures = {str(rank): {"exitcode": proc.returncode,
+                            "signal": signal.Signals(-proc.returncode).name if proc.returncode < 0 else None}
+                for rank, proc in enumerate(procs) if proc.returncode}
+    rank_files.agent_path(folder).write_text(json.dumps({"first": first, "failures": failures}), encoding="utf-8")
+    return 1
+
+
+def _first_failure(procs: list[subprocess.Popen]) -> int | None:
+    """Wait until every rank has ended (None) or one has failed (its rank)."""
+    while True:
+        codes = [proc.poll() for proc in procs]
+        failed = [rank for rank, code in enumerate(codes) if code not in (None, 0)]
+        if failed:
+            return failed[0]
+        if all(code == 0 for code in codes):
+            return None
+        time.sleep(POLL_S)
+
+
+def main(argv: list[str]) -> int:
+    exit_with_parent()
+    # SIGTERM from the launcher unwinds through launch(), which stops the ranks first.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    spec_path, folder = argv
+    return launch(Path(spec_path), Path(folder))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
