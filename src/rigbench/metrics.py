@@ -155,6 +155,15 @@ class Metrics(BaseModel):
         "MiB", "ranks", "SUM over the ranks of each allocator's peak (per-rank maximum: allocator_peak_mib)")
     replicas_identical: bool | None = metric(
         "", "ranks", "every rank held the same parameters (sha256) after the timed steps")
+    allreduce_grad_ms: float | None = metric(
+        "ms", "ranks", "pre-run check: one all-reduce of the model's fp32 gradient bytes (slowest rank's median)")
+    allreduce_busbw_gbs: float | None = metric(
+        "GB/s", "ranks", "pre-run check: all-reduce bus bandwidth at the gradient bytes (nccl-tests: "
+                         "bytes/time x 2(n-1)/n)")
+    allreduce_latency_us: float | None = metric(
+        "us", "ranks", "pre-run check: all-reduce time of the smallest message (4 KiB)")
+    allreduce_table: list[list[float]] | None = metric(
+        "", "ranks", "pre-run check: [bytes, seconds, bus bandwidth B/s] per message size")
 
 
 @dataclass(frozen=True)

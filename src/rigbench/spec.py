@@ -291,6 +291,8 @@ class ChildReport(BaseModel):
     rss_peak_bytes: int | None = Field(None, description="the rank process's own peak resident memory")
     cpu_util_pct: float | None = Field(
         None, description="the rank process's CPU time over its timed window (100 = every logical core busy)")
+    allreduce_s: list[tuple[int, float]] = Field(
+        default_factory=list, description="[bytes, median seconds] of the pre-run all-reduce check")
     param_digest: str | None = Field(None, description="sha256 of the parameters after the timed steps")
     param_sums: list[float] = Field(default_factory=list, description="each parameter tensor's sum, same moment")
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rigbench.analysis.ranks import comm_share, rank_metrics, rank_record
+from rigbench.analysis.ranks import all_reduce_table, bus_bandwidth, comm_share, rank_metrics, rank_record
 from rigbench.errors import UsageError
 from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
@@ -117,3 +117,17 @@ def test_a_rank_record_keeps_its_own_figures():
     assert record.comm_share == pytest.approx(1 - 0.1 / 0.2)
     assert record.rss_peak_mib == 1.0
     assert comm_share([], [0.1]) is None
+
+
+def test_all_reduce_bus_bandwidth_is_nccl_tests_formula():
+    # 2 ranks, 1 MB in 1 ms: algbw 1 GB/s, busbw = 1 GB/s x 2(2-1)/2 = 1 GB/s; 4 ranks: x 1.5
+    assert bus_bandwidth(10**6, 1e-3, 2) == pytest.approx(1e9)
+    assert bus_bandwidth(10**6, 1e-3, 4) == pytest.approx(1.5e9)
+    params = 1000  # 4000 gradient bytes
+    a = ChildReport(status="ok", rank=0, world_size=2, params=params, allreduce_s=[(4000, 0.001), (2**20, 0.004)])
+    b = ChildReport(status="ok", rank=1, world_size=2, params=params, allreduce_s=[(4000, 0.002), (2**20, 0.003)])
+    assert all_reduce_table([a, b]) == [(4000, 0.002, pytest.approx(2e6)), (2**20, 0.004, pytest.approx(2**20 / 0.004))]
+    m = rank_metrics([a, b])
+    assert m["allreduce_latency_us"] == pytest.approx(2000.0)
+    assert m["allreduce_grad_ms"] == pytest.approx(2.0)
+    assert m["allreduce_busbw_gbs"] == pytest.approx(2e6 / 1e9)

@@ -29,17 +29,24 @@ def test_world_size_one_runs_in_one_process():
     assert isinstance(launcher_for(quick_spec()), ProcessLauncher)
 
 
-def test_world_size_above_one_has_no_launcher_yet():
+def test_world_size_above_one_takes_an_agent_launcher_where_the_framework_can_join():
     spec = quick_spec().model_copy(update={"world_size": 4})
-    with pytest.raises(UnsupportedError, match="world_size 4 needs the torchrun launcher"):
+    assert launcher_for(spec).name == "torchrun"  # torch: its own elastic agent
+
+
+def test_a_framework_that_cannot_join_a_group_has_no_launcher():
+    spec = quick_spec().model_copy(update={"world_size": 4, "framework": "keras-torch"})
+    with pytest.raises(UnsupportedError, match="keras-torch has no data-parallel support yet"):
         launcher_for(spec)
 
 
-def test_session_stores_a_data_parallel_trial_as_unsupported(tmp_path, monkeypatch):
+def test_session_stores_a_trial_no_launcher_can_run_as_unsupported(tmp_path, monkeypatch):
     def no_launch(*args, **kwargs):
         raise AssertionError("nothing may be started for a trial no launcher can run")
 
     monkeypatch.setattr(ProcessLauncher, "launch", no_launch)
+    monkeypatch.setattr(session, "launcher_for", lambda spec: (_ for _ in ()).throw(
+        UnsupportedError("keras-torch has no data-parallel support yet")))
     store = Store(str(tmp_path / "s.db"))
     store.add_run("run1", "t", "test", {})
     spec = quick_spec().model_copy(update={"world_size": 2})
@@ -47,8 +54,7 @@ def test_session_stores_a_data_parallel_trial_as_unsupported(tmp_path, monkeypat
     assert not outcome.interrupted
     [stored] = store.list(run_id="run1")
     assert stored.status == "unsupported"
-    assert stored.error == ("no multi-process launcher yet: world_size 2 needs the torchrun "
-                            "launcher, see docs/ARCHITECTURE.md")
+    assert stored.error == "keras-torch has no data-parallel support yet"
     assert stored.spec.world_size == 2
 
 

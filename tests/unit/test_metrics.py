@@ -73,9 +73,10 @@ def test_each_tracker_declares_sample_keys_it_really_produces():
     assert {f.sample_key for f in TRACKER_FIELDS["nvml"]} <= set(gpu)
 
 
-def test_row_is_the_head_columns_then_every_metric_then_software_and_final_extra():
+def test_row_is_the_head_columns_then_every_metric_then_software_final_extra_and_ranks():
     row = _result(samples_per_s=10.0, samples_per_s_ci=(9.0, 11.0), gpu_power_w_mean=250.0).row()
-    assert tuple(row) == ROW_HEAD_COLUMNS + METRIC_NAMES + ("software", "final_extra")
+    assert tuple(row) == ROW_HEAD_COLUMNS + METRIC_NAMES + ("software", "final_extra", "ranks")
+    assert row["ranks"] == []  # one process: no rank records
     assert set(DOCUMENTED_ROW_KEYS) <= set(row)
     for name in ("final_loss", "gpu_util_pct_p95", "dataset_size", "step_time_ms_mean",
                  "gpu_power_w_mean", "gpu_power_w_peak", "kind", "world_size"):

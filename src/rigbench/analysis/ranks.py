@@ -7,7 +7,10 @@ DESIGN.md's "Data parallel: one set of rules for every framework"):
   maxima over the ranks: the share of a synchronous step spent in the gradient all-reduce
   (noise can put it slightly below 0 when there is almost nothing to synchronise);
 - memory per rank, max and sum, each labelled as such: never a silent sum;
-- replicas identical: every rank that finished holds the same parameters (sha256).
+- replicas identical: every rank that finished holds the same parameters (sha256);
+- all-reduce check (nccl-tests' method): per message size the slowest rank's median time t;
+  algbw = bytes / t, busbw = algbw x 2(n-1)/n (the bytes each link carries in a ring
+  all-reduce, comparable across rank counts); latency = the smallest message's time.
 """
 
 from __future__ import annotations
@@ -54,6 +57,35 @@ def per_step_max(series: Sequence[Sequence[float]]) -> list[float]:
     return [max(times) for times in zip(*series)]
 
 
+def bus_bandwidth(nbytes: int, seconds: float, world_size: int) -> float:
+    """nccl-tests' all-reduce bus bandwidth (B/s): (bytes / seconds) x 2(n-1)/n."""
+    return nbytes / seconds * 2 * (world_size - 1) / world_size
+
+
+def all_reduce_table(reports: Sequence[ChildReport]) -> list[tuple[int, float, float]]:
+    """[(bytes, the slowest rank's median seconds, bus bandwidth B/s)] of the pre-run check,
+    for the sizes every rank timed."""
+    by_size: dict[int, list[float]] = {}
+    for report in reports:
+        for nbytes, seconds in report.allreduce_s:
+            by_size.setdefault(nbytes, []).append(seconds)
+    n = len(reports)
+    return [(nbytes, max(times), bus_bandwidth(nbytes, max(times), n))
+            for nbytes, times in sorted(by_size.items()) if len(times) == n and max(times) > 0]
+
+
+def _all_reduce_metrics(reports: Sequence[ChildReport]) -> dict[str, Any]:
+    table = all_reduce_table(reports)
+    gradient_bytes = 4 * (reports[0].params or 0)
+    at_gradients = next((row for row in table if row[0] == gradient_bytes), None)
+    return {
+        "allreduce_table": [list(row) for row in table] or None,
+        "allreduce_latency_us": table[0][1] * 1e6 if table else None,
+        "allreduce_grad_ms": at_gradients[1] * 1e3 if at_gradients else None,
+        "allreduce_busbw_gbs": at_gradients[2] / 1e9 if at_gradients else None,
+    }
+
+
 def rank_metrics(reports: Sequence[ChildReport]) -> dict[str, Any]:
     """The trial's data-parallel metrics (metrics.py, source "ranks") from its ranks' reports,
     in rank order; {} for a single-process trial."""
@@ -73,4 +105,5 @@ def rank_metrics(reports: Sequence[ChildReport]) -> dict[str, Any]:
         "rank_rss_peak_mib_sum": sum(rss) / MIB if len(rss) == len(reports) else None,
         "rank_allocator_peak_mib_sum": sum(allocated) / MIB if len(allocated) == len(reports) else None,
         "replicas_identical": (len(digests) == 1 and None not in digests) if digests else None,
+        **_all_reduce_metrics(reports),
     }

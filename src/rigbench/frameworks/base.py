@@ -317,6 +317,11 @@ class Collective(Protocol):
     def leave(self) -> None:
         """Leave the group (after the last collective)."""
 
+    def time_all_reduce(self, nbytes: int, repeats: int) -> list[float]:
+        """Seconds of each of `repeats` all-reduces (sum) of an fp32 buffer of `nbytes` on the
+        rank's device, after one untimed, each ended by a device sync (the nccl-tests method;
+        runner/rank.py turns them into bus bandwidth)."""
+
     def lost_peer(self, exc: BaseException) -> bool:
         """Whether `exc` says another rank went away (its connection closed inside a
         collective): this rank's failure is then collateral, and the trial's cause is elsewhere."""

@@ -5,8 +5,10 @@ The rank joins its process group through the framework's own engine (`adapter.jo
 the speed protocol with agreed step counts (`measure(..., agree=collective.agree)`), and adds
 what only a rank knows: its host, its own peak resident memory and CPU time over its timed
 window, the parameters' fingerprint after the timed steps (identical on every rank if the
-replicas stayed in sync), and the same number of steps timed again without gradient
-synchronisation (the communication share is the difference; runner/rank_summary.py).
+replicas stayed in sync), the same number of steps timed again without gradient
+synchronisation (the communication share is the difference; analysis/ranks.py), and, before
+the model is built, a collective check: all-reduce times at a few message sizes and at the
+model's gradient bytes (analysis/ranks.py makes nccl-tests' bus bandwidth of them).
 
 While it runs, a heartbeat thread rewrites runner/rank_files.progress_path with the steps it
 has started: when a trial passes its timeout, the launcher names the rank that stopped
@@ -20,6 +22,7 @@ import contextlib
 import json
 import os
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -37,6 +40,11 @@ from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.workloads import Workload
 
+#: Message sizes of the pre-run all-reduce check (bytes), besides the model's gradients: a
+#: latency-bound one and two toward bandwidth (nccl-tests sweeps the same way).
+ALLREDUCE_SIZES = (4 * 2**10, 2**20, 16 * 2**20)
+#: Timed all-reduces per size (their median is kept).
+ALLREDUCE_REPEATS = 5
 #: Most steps timed again without gradient synchronisation (as many as were timed, up to this).
 NOSYNC_STEPS_MAX = 50
 
@@ -134,6 +142,7 @@ def measure_rank(build: Callable[[TrialSpec, Workload], Any], spec: TrialSpec, w
                  report: ChildReport, collective: Collective, beat: Heartbeat) -> Any:
     """The speed protocol as one rank of a synchronous data-parallel trial (module docstring);
     fills `report` and returns the trainer."""
+    report.allreduce_s = check_all_reduce(collective, 4 * (report.params or 0))
     trainer = cast(DataParallelTrainer, build(spec, workload))
     me = psutil.Process()
     cpu_before = sum(me.cpu_times()[:2])
@@ -166,3 +175,11 @@ def _nosync_steps(trainer: DataParallelTrainer, count: int) -> list[float]:
             timer.stop()
         trainer.synchronize()
     return timer.elapsed_s()
+
+
+def check_all_reduce(collective: Collective, gradient_bytes: int) -> list[tuple[int, float]]:
+    """[bytes, median seconds] of all-reduces at ALLREDUCE_SIZES and at the model's fp32
+    gradient bytes (what each step synchronises), run by every rank before the model is built
+    (the same sizes on every rank: each call is a collective)."""
+    sizes = sorted({*ALLREDUCE_SIZES, gradient_bytes} - {0})
+    return [(size, statistics.median(collective.time_all_reduce(size, ALLREDUCE_REPEATS))) for size in sizes]

@@ -14,7 +14,7 @@ from sqlalchemy.exc import DatabaseError, NoSuchModuleError, OperationalError
 from rigbench.errors import UsageError
 from rigbench.spec import Result
 from rigbench.store import rows
-from rigbench.store.engine import default_db_url, display_url, make_engine, mask_urls, resolve_db_url
+from rigbench.store.engine import default_db_url, display_url, make_engine, mask_urls, resolve_db_url, write_lock
 from rigbench.store.migrate import ensure_current
 
 __all__ = ["Store", "Transaction", "default_db_url", "resolve_db_url"]
@@ -83,12 +83,12 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """One write transaction: committed when the block ends, rolled back if it raises (or
-        if the process dies inside it). On SQLite it takes the write lock at once (BEGIN
-        IMMEDIATE), so a transaction that reads before it writes cannot deadlock another."""
+        if the process dies inside it). It takes the database's write lock at once
+        (engine.write_lock), so a transaction that reads before it writes cannot deadlock
+        another or miss what another is writing."""
         try:
             with self.engine.connect() as conn:
-                if conn.dialect.name == "sqlite":
-                    conn.exec_driver_sql("BEGIN IMMEDIATE")  # other databases: the first statement begins
+                write_lock(conn)
                 try:
                     yield Transaction(conn, self.url)
                 except BaseException:

@@ -9,7 +9,7 @@ from typing import Any
 
 import platformdirs
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
 from rigbench.errors import UsageError
@@ -17,6 +17,8 @@ from rigbench.errors import UsageError
 #: Seconds a SQLite connection waits for another process's write lock (a migration, a bundle
 #: import, a sweep storing a result) before giving up with "database is locked".
 SQLITE_BUSY_TIMEOUT_S = 60.0
+#: any constant: the key of the PostgreSQL advisory lock that stands for SQLite's write lock
+_PG_WRITE_LOCK_KEY = 7_210_101
 #: URL schemes that mean PostgreSQL without naming a driver -> the one rigbench installs
 #: (the `postgres` extra: psycopg 3). SQLAlchemy alone would pick psycopg2 for `postgresql://`
 #: and reject `postgres://` (the form many hosting providers hand out).
@@ -115,3 +117,15 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def write_lock(conn: Connection) -> None:
+    """Take the database's write lock for the rest of `conn`'s transaction (a migration, a
+    Store.transaction), so write transactions run one at a time as on SQLite and one that
+    reads before it writes (a bundle import skipping what is stored) sees every earlier one.
+    SQLite: BEGIN IMMEDIATE, waiting on the busy timeout. PostgreSQL: a transaction-scoped
+    advisory lock, released at commit, rollback or a lost connection."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_WRITE_LOCK_KEY})")

@@ -26,6 +26,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION
+from rigbench.store.engine import write_lock
 from rigbench.store.schema import meta
 
 #: The newest revision in migrations/versions/ (a test checks Alembic agrees): comparing with
@@ -36,8 +37,6 @@ BASE_REVISION = "0001"
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: Alembic's own table, as far as reading the revision goes
 _ALEMBIC_VERSION = table("alembic_version", column("version_num"))
-#: any constant: the key of PostgreSQL's advisory lock for migrations
-_PG_LOCK_KEY = 7_210_101
 
 
 def peek(conn: Connection) -> tuple[str | None, str | None] | None:
@@ -64,7 +63,7 @@ def ensure_current(engine: Engine, url: str) -> None:
         if state[0] == HEAD_REVISION and state[1] is not None:
             return
     with engine.connect() as conn:
-        _lock(conn)
+        write_lock(conn)
         try:
             _migrate(conn, url)
         except BaseException:
@@ -77,14 +76,6 @@ def _refuse_newer_results(schema_version: str | None, url: str) -> None:
     if schema_version is not None and int(schema_version) > SCHEMA_VERSION:
         raise UsageError(f"the database {url} has schema version {schema_version}, newer than "
                          f"this rigbench understands ({SCHEMA_VERSION}): upgrade rigbench")
-
-
-def _lock(conn: Connection) -> None:
-    """Take the database's write lock for the rest of this connection's transaction."""
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-    elif conn.dialect.name == "postgresql":
-        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_KEY})")
 
 
 def _migrate(conn: Connection, url: str) -> None:

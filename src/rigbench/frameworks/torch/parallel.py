@@ -6,6 +6,7 @@ fingerprint). The trainer asks `world()` whether it runs inside a group."""
 from __future__ import annotations
 
 import hashlib
+import time
 from contextlib import AbstractContextManager, ExitStack
 from datetime import timedelta
 from typing import Any
@@ -51,6 +52,17 @@ class TorchCollective:
         value = torch.tensor([steps], dtype=torch.int64, device=self.device)
         dist.all_reduce(value, op=dist.ReduceOp.MAX)
         return int(value.item())
+
+    def time_all_reduce(self, nbytes: int, repeats: int) -> list[float]:
+        buffer = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=self.device)
+        times = []
+        for _ in range(repeats + 1):  # the first sets up the connections and buffers: untimed
+            start = time.perf_counter()
+            dist.all_reduce(buffer)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            times.append(time.perf_counter() - start)
+        return times[1:]
 
     def leave(self) -> None:
         if dist.is_initialized():
