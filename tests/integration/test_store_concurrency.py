@@ -97,6 +97,39 @@ def test_two_writers_at_once_lose_nothing(db_url):
     assert sql(db_url, "select count(*) from trial_samples") == [(2 * writes,)]
 
 
+# Imports a bundle when the test says go; prints what it added and skipped.
+SAME_BUNDLE = """
+import sys
+from rigbench.store import Store
+from rigbench.store.bundle import import_bundle, load_bundle
+store, bundle = Store(sys.argv[1]), load_bundle(sys.argv[2])
+print("ready", flush=True)
+sys.stdin.readline()
+done = import_bundle(store, bundle)
+print(done.added_results, done.skipped_results)
+"""
+
+
+def test_one_bundle_imported_twice_at_once_is_stored_once(db_url, tmp_path):
+    """Each import reads what is stored, then writes the rest: the write lock (SQLite's, or
+    PostgreSQL's advisory lock) makes the second wait for the first and skip everything."""
+    results = [Result(run_id="theirs", created_at=f"2026-01-02T00:00:{i:02d}+00:00", status="ok",
+                      spec=TrialSpec(workload="mlp", batch_size=8 + i), step_times_s=[0.1] * 3)
+               for i in range(30)]
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps({
+        "format": "rigbench-results", "schema_version": SCHEMA_VERSION,
+        "runs": [{"id": "theirs", "created_at": "2026-01-02T00:00:00+00:00", "command": "rigbench run",
+                  "machine": {"hostname": "there"}}],
+        "results": [r.model_dump(mode="json") for r in results]}))
+    Store(db_url)
+    outcomes = start_together(SAME_BUNDLE, [[db_url, str(path)]] * 2)
+    assert [rc for rc, _, _ in outcomes] == [0, 0], [err for rc, _, err in outcomes if rc]
+    assert sorted(out.split() for _, out, _ in outcomes) == [["0", "30"], ["30", "0"]]
+    assert sql(db_url, "select count(*) from trials") == [(30,)]
+    assert sql(db_url, "select count(*) from runs") == [(1,)]
+
+
 # Imports a bundle; after its 50th result (written, not committed) it prints how many trials
 # its transaction sees and waits, so the test kills it with the transaction open.
 IMPORTER = """
