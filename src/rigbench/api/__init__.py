@@ -37,7 +37,7 @@ from rigbench.experiments.lr_find import plan_lr_find
 from rigbench.experiments.max_batch import MaxBatchOutcome, find_max_batch
 from rigbench.experiments.plan import plan_run, plan_train, prepare_data
 from rigbench.experiments.recommend import RecommendOutcome, recommend
-from rigbench.experiments.scaling import default_precisions, default_thread_counts, plan_scaling
+from rigbench.experiments.scaling import default_precisions, default_thread_counts, plan_process_scaling, plan_scaling
 from rigbench.experiments.sweep import SweepOutcome, plan_sweep, sweep
 from rigbench.runner.launchers.agent import threads_per_rank
 from rigbench.spec import MeasureOptions, Result, TrialSpec
@@ -53,7 +53,7 @@ __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     "WHERE_KEYS", "parse_where", "select_results", "report", "ReportOutcome", "speedups_over_cpu",
     # strategies over many trials (experiments/)
     "sweep", "plan_sweep", "SweepOutcome", "find_max_batch", "MaxBatchOutcome",
-    "plan_lr_find", "plan_scaling", "default_thread_counts", "default_precisions",
+    "plan_lr_find", "plan_scaling", "plan_process_scaling", "default_thread_counts", "default_precisions",
     "recommend", "RecommendOutcome",
     # ceilings (experiments/calibrate.py, api/calibration.py)
     "calibrate", "CalibrateOutcome", "device_calibrations", "spec_sheet", "result_roofline", "roofline",

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from rigbench import api
 from rigbench.analysis.lr_find import compact_curve, suggest_lr
+from rigbench.analysis.process_scaling import ProcessRow, process_scaling_rows, scaling_verdict
 from rigbench.analysis.scaling import ScalingRow, scaling_table
 from rigbench.cli.common import (
     DB_HELP,
@@ -157,13 +158,20 @@ def scaling(
     compile_: bool = typer.Option(True, "--compile/--no-compile", help="Also time torch.compile (its compilation is in first_step_s, not in the timed steps)."),
     channels_last: bool = typer.Option(True, "--channels-last/--no-channels-last", help="Also time the NHWC memory layout (convolutional workloads; others show `unsupported`)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batch, 1 warm-up step, short timing windows."),
+    processes: list[str] | None = typer.Option(None, "--processes", metavar="N", help="Study data-parallel process counts instead, e.g. 1,2,4 (one process is always the baseline): throughput, speed-up and efficiency with CIs, next to the point predicted from one process plus the measured all-reduce of the gradients."),
+    strong: bool = typer.Option(False, "--strong/--weak", help="With --processes: --weak (default) keeps -b per rank, so the global batch grows with N; --strong keeps -b as the global batch, each rank taking -b / N."),
     framework: str = framework_option(),
     energy: EnergyMode = energy_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of table rows on stdout."),
 ) -> None:
-    """Speed-up of thread counts, precisions, torch.compile and channels-last over the fp32 eager default."""
+    """Speed-up of thread counts, precisions, torch.compile and channels-last over the fp32 eager
+    default; with --processes, how the workload scales over data-parallel processes."""
     _check_positive(batch_size=batch_size)
+    if processes:
+        _process_scaling(workload, device, batch_size, parse_positive_ints(processes, "--processes"),
+                         "strong" if strong else "weak", quick, framework, energy, db, as_json)
+        return
     precisions = split_list(precision, "--precision") if precision else None
     specs = api.plan_scaling(workload, device, batch_size,
                              threads=parse_positive_ints(threads, "--threads") if threads else None,
@@ -178,6 +186,50 @@ def scaling(
     out.print(scaling_table_view(rows, title=f"{specs[0].label()}: speed-up over the fp32 eager default"))
     _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). Speed-ups whose 95% CIs overlap the "
            f"baseline's are marked 'within noise'.")
+
+
+def _process_scaling(workload: str, device: str, batch_size: int | None, counts: list[int], mode: str,
+                     quick: bool, framework: str, energy: EnergyMode, db: str | None, as_json: bool) -> None:
+    specs = api.plan_process_scaling(workload, counts, device, batch_size, mode=mode, quick=quick,
+                                     framework=framework, energy=energy)
+    outcome = _run_with_progress(specs, db)
+    _finish(outcome, len(specs))
+    rows = process_scaling_rows(outcome.results)
+    if as_json:
+        print(json.dumps([r.row() for r in rows], indent=2))
+        return
+    out.print(process_scaling_view(rows, title=f"{specs[0].label()}: {mode} scaling over processes"))
+    verdict = scaling_verdict(rows)
+    if verdict:
+        _print(f"{workload} on {device}: {verdict}.")
+    _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). Efficiency = speed-up / processes (95% CI); "
+           "predicted = one process's step (scaled to the rank's batch) + the measured all-reduce of the "
+           "gradients, without overlap (docs/METHODOLOGY.md).")
+
+
+def process_scaling_view(rows: list[ProcessRow], title: str) -> Table:
+    """The process-scaling rows as a rich table."""
+    table = Table(title=title, header_style="bold")
+    for name in ("trial", "processes", "batch/rank", "global batch", "samples/s ±95% CI", "speed-up",
+                 "efficiency (95% CI)", "predicted samples/s", "predicted eff.", "comm share", "straggler", "note"):
+        table.add_column(name, justify="left" if name == "note" else "right", overflow="fold")
+
+    def num(value: float | None, fmt: str) -> str:
+        return "-" if value is None else fmt.format(value)
+
+    for r in rows:
+        speed = num(r.samples_per_s, "{:,.1f}")
+        if r.samples_per_s_ci:
+            speed += f" ±{(r.samples_per_s_ci[1] - r.samples_per_s_ci[0]) / 2:,.1f}"
+        efficiency = num(r.efficiency, "{:.2f}")
+        if r.efficiency_ci and r.processes > 1:
+            efficiency += f" ({r.efficiency_ci[0]:.2f}-{r.efficiency_ci[1]:.2f})"
+        note = "" if r.status == "ok" else f"{r.status}: {terminal.error_line(r.error)}"
+        table.add_row(str(r.trial_id or "-"), str(r.processes), str(r.batch_per_rank), str(r.global_batch), speed,
+                      num(r.speedup, "{:.2f}x"), efficiency, num(r.predicted_samples_per_s, "{:,.1f}"),
+                      num(r.predicted_efficiency, "{:.2f}"), num(r.comm_share, "{:.0%}"),
+                      num(r.straggler_ratio, "{:.2f}"), note)
+    return table
 
 
 def _scaling_note(r: ScalingRow) -> str:

@@ -57,3 +57,34 @@ def plan_scaling(
     if channels_last:
         variants.append(base.model_copy(update={"channels_last": True}))
     return [base, *variants]
+
+
+def plan_process_scaling(
+    workload: str,
+    processes: Sequence[int],
+    device: str = "cpu",
+    batch_size: int | None = None,
+    mode: str = "weak",
+    quick: bool = False,
+    framework: str = "torch",
+    energy: EnergyMode = "measure",
+) -> list[TrialSpec]:
+    """The trials of `rigbench scaling --processes`: one per process count, one process
+    (world size 1, no data parallelism) always first as the baseline. Weak scaling gives every
+    rank `batch_size` (default: the workload's); strong scaling keeps `batch_size` as the
+    global batch, each rank taking batch_size / N (which must divide)."""
+    if mode not in ("weak", "strong"):
+        raise UsageError(f"scaling mode is weak or strong, not {mode!r}")
+    if any(n < 1 for n in processes):
+        raise UsageError("--processes takes counts of at least 1, e.g. 1,2,4")
+    base = plan_run([workload], [device], [batch_size] if batch_size else [], quick=quick,
+                    frameworks=framework, energy=energy)[0]
+    counts = list(dict.fromkeys([1, *sorted(processes)]))
+    if mode == "strong":
+        uneven = [n for n in counts if base.batch_size % n]
+        if uneven:
+            raise UsageError(f"strong scaling splits the global batch {base.batch_size} over the ranks: "
+                             f"it does not divide by {', '.join(map(str, uneven))}; pick -b a multiple of them")
+    return [base.model_copy(update={"world_size": n,
+                                    "batch_size": base.batch_size // n if mode == "strong" else base.batch_size})
+            for n in counts]
