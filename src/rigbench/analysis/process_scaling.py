@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import median
 from typing import Any, Literal
 
 from rigbench.analysis.compare import ratio_ci
@@ -61,7 +60,10 @@ class ProcessRow:
 
 
 def _usable(r: Result | None) -> bool:
-    return r is not None and r.status == "ok" and bool(r.step_times_s)
+    """A finished trial with its throughput and median step (stored metrics: listings load no
+    raw step times; the efficiency's CI needs them and is left out without)."""
+    return (r is not None and r.status == "ok" and bool(r.metrics.samples_per_s)
+            and r.metrics.step_time_ms_median is not None)
 
 
 def process_scaling_rows(results: Sequence[Result]) -> list[ProcessRow]:
@@ -80,7 +82,7 @@ def process_scaling_rows(results: Sequence[Result]) -> list[ProcessRow]:
             samples_per_s_ci=m.samples_per_s_ci, speedup=None, efficiency=None, efficiency_ci=None,
             predicted_samples_per_s=None, predicted_efficiency=None, comm_share=m.comm_share,
             straggler_ratio=m.straggler_ratio, allreduce_grad_ms=m.allreduce_grad_ms)
-        if base is not None and _usable(base) and _usable(r) and base.metrics.samples_per_s:
+        if base is not None and _usable(base) and _usable(r):
             _against(row, r, base)
         rows.append(row)
     return rows
@@ -93,9 +95,10 @@ def _against(row: ProcessRow, r: Result, base: Result) -> None:
     if row.samples_per_s is not None:
         row.speedup = row.samples_per_s / base_speed
         row.efficiency = row.speedup / n
-        low, high = ratio_ci(base.step_times_s, r.step_times_s)
-        row.efficiency_ci = (low * scale, high * scale)
-    base_step = median(base.step_times_s)
+        if base.step_times_s and r.step_times_s:
+            low, high = ratio_ci(base.step_times_s, r.step_times_s)
+            row.efficiency_ci = (low * scale, high * scale)
+    base_step = (base.metrics.step_time_ms_median or 0.0) / 1e3
     compute = base_step * row.batch_per_rank / base.spec.batch_size
     communicate = (r.metrics.allreduce_grad_ms or 0.0) / 1e3 if n > 1 else 0.0
     if n == 1 or r.metrics.allreduce_grad_ms is not None:

@@ -20,6 +20,7 @@ from rigbench.reports.batch_charts import METRICS, metric_chart
 from rigbench.reports.chart_model import Chart, Section, assign_colours
 from rigbench.reports.energy_charts import energy_charts
 from rigbench.reports.framework_charts import framework_charts
+from rigbench.reports.process_charts import process_charts
 from rigbench.reports.roofline_charts import predicted_charts, roofline_charts
 from rigbench.reports.scaling_charts import (
     compile_layout_charts,
@@ -74,6 +75,12 @@ SECTIONS: tuple[Section, ...] = (
             "Reduced precision (tf32, bf16, fp16) over fp32, more threads over one, torch.compile "
             "over eager and channels-last over the default layout, each for otherwise identical "
             "trials (`rigbench scaling`).", (precision_charts, thread_charts, compile_layout_charts)),
+    Section("processes", "Data-parallel scaling",
+            "Efficiency (speed-up over one process / processes; 1.0 = linear) of data-parallel "
+            "trials against their process count, weak scaling (the per-rank batch kept) or strong "
+            "(the global batch kept), beside the efficiency predicted from the one-process step "
+            "plus the all-reduce time each trial measured for its gradients (`rigbench scaling "
+            "--processes`; docs/METHODOLOGY.md).", (process_charts,)),
     Section("training", "Training on real data",
             "Runs of `rigbench train`: held-out accuracy after the last epoch and training time "
             "to the target accuracy (evaluation excluded) against learning rate and batch size, "

@@ -179,6 +179,30 @@ def _trial_row(r: Result) -> dict[str, Any]:
             "created": r.created_at[:19].replace("T", " ")}
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _num(value: float | None, fmt: str = "{:,.1f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _parallel_row(r: Result) -> dict[str, Any]:
+    """A data-parallel trial's aggregation (analysis/ranks.py) and each rank's record."""
+    m = r.metrics
+    return {
+        "id": r.id, "label": r.spec.label(), "processes": r.spec.world_size, "global_batch": m.global_batch,
+        "speed": _trial_row(r)["speed"], "straggler": _num(m.straggler_ratio, "{:.2f}"), "comm": _pct(m.comm_share),
+        "busbw": _num(m.allreduce_busbw_gbs, "{:.2f} GB/s"), "allreduce": _num(m.allreduce_grad_ms, "{:.1f} ms"),
+        "rss": f"{_num(m.rank_rss_peak_mib_max, '{:,.0f}')} / {_num(m.rank_rss_peak_mib_sum, '{:,.0f}')}",
+        "identical": {True: "yes", False: "NO", None: "-"}[m.replicas_identical],
+        "ranks": [{"rank": k.rank, "host": k.host or "-", "status": k.status + (" (stopped)" if k.collateral else ""),
+                   "step": _num(k.step_time_ms_mean, "{:.2f}"), "nosync": _num(k.nosync_step_time_ms_median, "{:.2f}"),
+                   "comm": _pct(k.comm_share), "rss": _num(k.rss_peak_mib, "{:,.0f}"), "cpu": _num(k.cpu_util_pct)}
+                  for k in r.ranks],
+    }
+
+
 def render(results: Sequence[Result], machines: dict[str, dict | None],
            filters: Sequence[str] = (), calibrations: dict[str, dict] | None = None,
            commands: dict[str, str] | None = None,
@@ -207,6 +231,7 @@ def render(results: Sequence[Result], machines: dict[str, dict | None],
         n_runs=len(machines), protocols=protocols,
         trials=[_trial_row(r) for r in results],
         failed=[_trial_row(r) for r in results if r.status != "ok"],
+        parallel=[_parallel_row(r) for r in results if r.ranks],
         plotly_js=Markup(_plotly_js()),
         chart_json=Markup(safe_json([plotly_figure(c) for c in charts])),
     )

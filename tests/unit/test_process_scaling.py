@@ -1,0 +1,63 @@
+"""The process-scaling study's arithmetic against hand numbers (analysis/process_scaling.py)
+and its plan (experiments/scaling.plan_process_scaling)."""
+
+import pytest
+
+from rigbench.analysis.process_scaling import process_scaling_rows, scaling_verdict
+from rigbench.errors import UsageError
+from rigbench.experiments.scaling import plan_process_scaling
+from rigbench.spec import Metrics, Result, TrialSpec
+
+
+def result(rid, n, batch, step_s, allreduce_ms=None, comm=None):
+    times = [step_s * f for f in (0.98, 1.0, 1.02, 0.99, 1.01)]
+    spec = TrialSpec(workload="mlp", batch_size=batch, world_size=n)
+    return Result(id=rid, run_id="r", created_at="t", spec=spec, status="ok", step_times_s=times,
+                  metrics=Metrics(samples_per_s=batch * n / step_s, step_time_ms_median=step_s * 1e3,
+                                  allreduce_grad_ms=allreduce_ms, comm_share=comm))
+
+
+def test_weak_scaling_by_hand():
+    # one process: 64 samples in 0.1 s = 640/s; two: 128 in 0.125 s = 1024/s
+    rows = process_scaling_rows([result(1, 1, 64, 0.1), result(2, 2, 64, 0.125, allreduce_ms=20.0, comm=0.3)])
+    one, two = rows
+    assert (one.speedup, one.efficiency) == (1.0, 1.0)
+    assert two.global_batch == 128
+    assert two.speedup == pytest.approx(1024 / 640)
+    assert two.efficiency == pytest.approx(0.8)
+    low, high = two.efficiency_ci
+    assert low <= two.efficiency <= high
+    # predicted step: 0.1 s (same per-rank batch) + 0.020 s all-reduce -> 128 / 0.12
+    assert two.predicted_samples_per_s == pytest.approx(128 / 0.12)
+    assert two.predicted_efficiency == pytest.approx(128 / 0.12 / (2 * 640))
+    assert scaling_verdict(rows) == "scales to 2 processes with efficiency 0.80"
+    # stored listings carry no raw step times: the same figures, without the CI
+    bare = process_scaling_rows([r.model_copy(update={"step_times_s": []}) for r in
+                                 (result(1, 1, 64, 0.1), result(2, 2, 64, 0.125, allreduce_ms=20.0))])
+    assert bare[1].efficiency == pytest.approx(0.8) and bare[1].efficiency_ci is None
+
+
+def test_strong_scaling_scales_the_compute_with_the_rank_batch():
+    rows = process_scaling_rows([result(1, 1, 64, 0.1), result(2, 2, 32, 0.08, allreduce_ms=10.0, comm=0.6)])
+    two = rows[1]
+    assert two.global_batch == 64
+    assert two.efficiency == pytest.approx((64 / 0.08) / (2 * 640))  # 0.625
+    assert two.predicted_samples_per_s == pytest.approx(64 / (0.1 * 32 / 64 + 0.010))
+    assert scaling_verdict(rows).startswith("communication-bound beyond 1: at 2 processes 60%")
+
+
+def test_without_the_one_process_trial_there_is_no_ratio():
+    [row] = process_scaling_rows([result(2, 2, 64, 0.125, allreduce_ms=20.0)])
+    assert row.speedup is None and row.efficiency is None and row.predicted_samples_per_s is None
+    assert scaling_verdict([row]) is None
+
+
+def test_the_plan_puts_one_process_first_and_splits_a_strong_batch(monkeypatch):
+    # planning only: the CPU without asking a framework child which devices it sees
+    monkeypatch.setattr("rigbench.experiments.plan.chosen_devices", lambda framework, devices, default: ["cpu"])
+    weak = plan_process_scaling("mlp", [2, 4], batch_size=64)
+    assert [(s.world_size, s.batch_size) for s in weak] == [(1, 64), (2, 64), (4, 64)]
+    strong = plan_process_scaling("mlp", [4, 2], batch_size=64, mode="strong")
+    assert [(s.world_size, s.batch_size) for s in strong] == [(1, 64), (2, 32), (4, 16)]
+    with pytest.raises(UsageError, match="does not divide by 3"):
+        plan_process_scaling("mlp", [3], batch_size=64, mode="strong")
