@@ -3,7 +3,7 @@ and its plan (experiments/scaling.plan_process_scaling)."""
 
 import pytest
 
-from rigbench.analysis.process_scaling import process_scaling_rows, scaling_verdict
+from rigbench.analysis.process_scaling import decide_processes, process_scaling_rows, scaling_verdict, studies
 from rigbench.errors import UsageError
 from rigbench.experiments.scaling import plan_process_scaling
 from rigbench.spec import Metrics, Result, TrialSpec
@@ -14,7 +14,7 @@ def result(rid, n, batch, step_s, allreduce_ms=None, comm=None):
     spec = TrialSpec(workload="mlp", batch_size=batch, world_size=n)
     return Result(id=rid, run_id="r", created_at="t", spec=spec, status="ok", step_times_s=times,
                   metrics=Metrics(samples_per_s=batch * n / step_s, step_time_ms_median=step_s * 1e3,
-                                  allreduce_grad_ms=allreduce_ms, comm_share=comm))
+                                  steps_measured=len(times), allreduce_grad_ms=allreduce_ms, comm_share=comm))
 
 
 def test_weak_scaling_by_hand():
@@ -61,3 +61,22 @@ def test_the_plan_puts_one_process_first_and_splits_a_strong_batch(monkeypatch):
     assert [(s.world_size, s.batch_size) for s in strong] == [(1, 64), (2, 32), (4, 16)]
     with pytest.raises(UsageError, match="does not divide by 3"):
         plan_process_scaling("mlp", [3], batch_size=64, mode="strong")
+
+
+def test_studies_pair_each_multi_process_trial_with_its_one_process_base():
+    base64, base32 = result(1, 1, 64, 0.1), result(2, 1, 32, 0.06)
+    weak, strong = result(3, 2, 64, 0.125, allreduce_ms=20.0), result(4, 2, 16, 0.05, allreduce_ms=20.0)
+    found = studies([base64, base32, weak, strong])
+    assert [r.id for r in found[("mlp", "torch", "cpu", "fp32", "weak", 64)]] == [1, 3]
+    assert [r.id for r in found[("mlp", "torch", "cpu", "fp32", "strong", 32)]] == [2, 4]
+
+
+def test_the_recommendation_learns_the_process_count_and_ignores_ranks_elsewhere():
+    from rigbench.analysis.recommend import recommend
+
+    results = [result(1, 1, 64, 0.1), result(2, 2, 64, 0.125, allreduce_ms=20.0, comm=0.3)]
+    assert decide_processes(results, "cpu")[:2] == (2, "processes: scales to 2 processes with efficiency 0.80")
+    lines = {line.decision: line for line in recommend(results, ["cpu"], {}, "sgd", 60000)}
+    assert lines["processes"].value == 2
+    # the data-parallel trial's 1024 samples/s (two ranks' batches) is no one-process speed
+    assert lines["device"].numbers["cpu"]["samples_per_s"] == pytest.approx(640.0)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rigbench.analysis.compare import ratio_ci
+from rigbench.analysis.trials import workload_label
 from rigbench.spec import Result
 
 Mode = Literal["weak", "strong"]
@@ -104,6 +105,42 @@ def _against(row: ProcessRow, r: Result, base: Result) -> None:
     if n == 1 or r.metrics.allreduce_grad_ms is not None:
         row.predicted_samples_per_s = row.global_batch / (compute + communicate)
         row.predicted_efficiency = row.predicted_samples_per_s / (n * base_speed)
+
+
+def studies(results: Sequence[Result]) -> dict[tuple, list[Result]]:
+    """Each multi-process trial with the one-process trial it scales from: weak scaling when a
+    one-process trial has its per-rank batch, else strong scaling when one has its global batch.
+    Key: (workload, framework, device, precision, mode, the one-process batch)."""
+    trials = [r for r in results if r.status == "ok" and r.spec.kind == "speed" and r.metrics.samples_per_s]
+    singles = {(workload_label(r), r.spec.framework, r.spec.device, r.spec.precision, r.spec.batch_size): r
+               for r in sorted(trials, key=lambda r: r.id or 0) if r.spec.world_size == 1}
+    studies: dict[tuple, list[Result]] = {}
+    for r in trials:
+        if r.spec.world_size == 1:
+            continue
+        head = (workload_label(r), r.spec.framework, r.spec.device, r.spec.precision)
+        for mode, batch in (("weak", r.spec.batch_size), ("strong", r.spec.batch_size * r.spec.world_size)):
+            base = singles.get((*head, batch))
+            if base is not None:
+                studies.setdefault((*head, mode, batch), [base]).append(r)
+                break
+    return studies
+
+
+def decide_processes(results: Sequence[Result], device: str) -> tuple[int, str, dict[Any, Any]] | None:
+    """The recommendation's process line for `device` (value, text, figures): the process count
+    of the widest study's best efficiency verdict (scaling_verdict); None without a study."""
+    found = [trials for key, trials in studies(results).items() if key[2] == device]
+    if not found:
+        return None
+    rows = process_scaling_rows(max(found, key=lambda trials: max(r.spec.world_size for r in trials)))
+    verdict = scaling_verdict(rows)
+    if verdict is None:
+        return None
+    good = [r for r in rows if r.processes > 1 and (r.efficiency or 0) >= GOOD_EFFICIENCY]
+    numbers: dict[Any, Any] = {r.processes: {"efficiency": r.efficiency, "comm_share": r.comm_share, "trial": r.trial_id}
+               for r in rows}
+    return (good[-1].processes if good else 1), f"processes: {verdict}", numbers
 
 
 def scaling_verdict(rows: Sequence[ProcessRow]) -> str | None:

@@ -31,6 +31,7 @@ from typing import Any
 from rigbench.analysis.energy import energy_notes, format_joules, has_energy
 from rigbench.analysis.lr_find import RULE as LR_RULE
 from rigbench.analysis.lr_find import scale_lr
+from rigbench.analysis.process_scaling import decide_processes
 from rigbench.analysis.scaling import changed_knobs, speed
 from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import Result
@@ -407,7 +408,10 @@ def decide_epoch_time(results: Sequence[Result], device: str, batch: int, datase
 def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping[str, MemoryLimit],
               optimizer: str, dataset_size: int) -> list[Line]:
     """Every decision, in order: device, batch size, learning rate, precision, energy, threads (CPU),
-    loader workers, what bounds the step, epoch time. `results` are one workload's."""
+    data-parallel processes (where studied), loader workers, what bounds the step, epoch time.
+    `results` are one workload's; every decision but the processes one reads one-process trials
+    only (a data-parallel trial's samples/s counts every rank's batch)."""
+    everything, results = results, [r for r in results if r.spec.world_size == 1]
     device_line = decide_device(results, devices, limits)
     lines = [device_line]
     device = device_line.value
@@ -422,6 +426,9 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     threads = decide_threads(results, device, batch)
     if threads is not None:
         lines.append(threads)
+    processes = decide_processes(everything, device)  # only where a process study was stored
+    if processes is not None:
+        lines.append(Line("processes", *processes))
     pipeline = decide_pipeline(results, device)
     lines += pipeline
     bound = pipeline[1].numbers

@@ -6,36 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigbench.analysis.process_scaling import process_scaling_rows
-from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name
-from rigbench.reports.trial_lines import speed_trials
+from rigbench.analysis.process_scaling import process_scaling_rows, studies
+from rigbench.reports.chart_model import Chart, Series, hover_lines
 from rigbench.spec import Result
-
-
-def _studies(results: Sequence[Result]) -> dict[tuple, list[Result]]:
-    """Each multi-process trial with the one-process trial it scales from: weak scaling when a
-    one-process trial has its per-rank batch, else strong scaling when one has its global batch.
-    Key: (workload, framework, device, precision, mode, the one-process batch)."""
-    trials = speed_trials(results)
-    singles = {(workload_name(r), r.spec.framework, r.spec.device, r.spec.precision, r.spec.batch_size): r
-               for r in sorted(trials, key=lambda r: r.id or 0) if r.spec.world_size == 1}
-    studies: dict[tuple, list[Result]] = {}
-    for r in trials:
-        if r.spec.world_size == 1:
-            continue
-        head = (workload_name(r), r.spec.framework, r.spec.device, r.spec.precision)
-        for mode, batch in (("weak", r.spec.batch_size), ("strong", r.spec.batch_size * r.spec.world_size)):
-            base = singles.get((*head, batch))
-            if base is not None:
-                studies.setdefault((*head, mode, batch), [base]).append(r)
-                break
-    return studies
 
 
 def process_charts(results: Sequence[Result]) -> list[Chart]:
     """One line of measured efficiency and a dashed one of predicted efficiency per study."""
     series: list[Series] = []
-    for (workload, framework, device, precision, mode, batch), trials in sorted(_studies(results).items()):
+    for (workload, framework, device, precision, mode, batch), trials in sorted(studies(results).items()):
         rows = [row for row in process_scaling_rows(trials) if row.efficiency is not None]
         name = f"{workload} · {framework} · {device} · {precision} · {mode} from b{batch}"
         series.append(Series(name=name, x=[row.processes for row in rows], y=[row.efficiency or 0.0 for row in rows],

@@ -3,7 +3,9 @@ engines that start no processes of their own (jax.distributed, TensorFlow's mult
 strategy): it starts spec.world_size ranks on this machine, each
 `python -m rigbench.runner.child SPEC --rank-folder FOLDER` in a session of its own with the
 launch contract's environment (rigbench/ranks.py: RANK, LOCAL_RANK, WORLD_SIZE,
-LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free port), and does what torch's
+LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free port) and ranks.PEER_PORTS_VAR (one
+more free port per rank, for an engine whose every worker listens, as TensorFlow's TF_CONFIG
+names one host:port per worker), and does what torch's
 elastic agent does for torchrun: when a rank fails, it stops the others (SIGTERM, then
 SIGKILL after STOP_GRACE_S) and writes runner/rank_files.agent_path in the same shape as
 runner/torchrun_agent.py, so the launcher reads both alike (launchers/rank_outcome.py).
@@ -22,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from rigbench.ranks import PEER_PORTS_VAR
 from rigbench.runner import rank_files
 from rigbench.runner.child import RANK_FOLDER_FLAG, exit_with_parent
 from rigbench.spec import TrialSpec
@@ -34,9 +37,17 @@ STOP_GRACE_S = 5.0
 
 def free_port() -> int:
     """A TCP port free on the loopback interface now (the coordinator binds it moments later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct TCP ports free on the loopback interface now: every socket is held
+    until all are chosen, so the kernel cannot hand out one port twice."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 def contract_env(rank: int, world_size: int, port: int) -> dict[str, str]:
@@ -64,8 +75,9 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 def launch(spec_path: Path, folder: Path) -> int:
     """Run the ranks to their end; 0 if every one exited cleanly, else 1 after agent.json."""
     spec = TrialSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
-    port = free_port()
+    port, *peers = free_ports(spec.world_size + 1)
     base = dict(os.environ, RIGBENCH_PARENT_PID=str(os.getpid()))  # the ranks' watchdog watches us
+    base[PEER_PORTS_VAR] = ",".join(map(str, peers))
     command = [sys.executable, "-m", "rigbench.runner.child", str(spec_path), RANK_FOLDER_FLAG, str(folder)]
     procs = [subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True,
                               env=base | contract_env(rank, spec.world_size, port))

@@ -53,14 +53,18 @@ class KerasTrainer(ABC):
         step.set_policy(spec.precision, accelerator, spec.device)
         self.spec, self.workload = spec, workload
         lr = workload.default_lr if spec.lr is None else spec.lr
-        with keras.device(self.keras_device):
+        rank, world = self.world()
+        with self.distribution_scope(), keras.device(self.keras_device):
             keras.utils.set_random_seed(spec.seed)
             self.parts = models.build_parts(workload, resolved_options(workload, spec.workload_options))
             self.optimizers = {name: step.make_optimizer(workload, lr, spec.precision) for name in self.parts}
             for name, model in self.parts.items():
                 self.optimizers[name].build(model.trainable_variables)
-            x, y = step.synthetic_batch(workload, spec.batch_size, spec.seed)
-            self.batch: tuple[Any, Any] | None = (ops.convert_to_tensor(x), ops.convert_to_tensor(y))
+            # A data-parallel rank's share of the global batch: rows rank::world of one drawn
+            # from the seed, as torch's trainer takes it (base.DataParallelTrainer).
+            x, y = step.synthetic_batch(workload, spec.batch_size * world, spec.seed)
+            self.batch: tuple[Any, Any] | None = (ops.convert_to_tensor(x[rank::world]),
+                                                  ops.convert_to_tensor(y[rank::world]))
             self.compiled_step: TrainStep = self.make_step(spec)
         self.params = models.trainable_params(self.parts)
         self.last: Any = None  # the last step's loss, for synchronize()
@@ -80,6 +84,15 @@ class KerasTrainer(ABC):
     @abstractmethod
     def set_tf32(self, enabled: bool) -> None:
         """TF32 matmuls on (tf32) or off (true fp32); UnsupportedError where the device lacks it."""
+
+    def world(self) -> tuple[int, int]:
+        """(rank, world size) of a data-parallel rank; (0, 1) by default (one process)."""
+        return 0, 1
+
+    def distribution_scope(self) -> AbstractContextManager[Any]:
+        """Where the parts and optimisers are created (a distribution strategy's scope for
+        TensorFlow's data-parallel ranks); nothing by default."""
+        return nullcontext()
 
     @abstractmethod
     def make_step(self, spec: TrialSpec) -> TrainStep:

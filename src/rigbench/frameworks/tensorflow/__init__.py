@@ -11,18 +11,47 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rigbench.frameworks.tensorflow.devices import NAME, environment, list_devices, software
-from rigbench.frameworks.tensorflow.devices import set_threads as prepare
+from rigbench.frameworks.tensorflow import cluster, devices
+from rigbench.frameworks.tensorflow.devices import NAME, list_devices, software
 from rigbench.frameworks.tensorflow.oom import is_oom
 
 if TYPE_CHECKING:
-    from rigbench.frameworks.base import CalibrationKernels
+    from rigbench.frameworks.base import CalibrationKernels, Collective
     from rigbench.frameworks.tensorflow.trainer import TfTrainer
+    from rigbench.ranks import RankInfo
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
-           "software"]
+__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
+           "prepare", "software"]
+
+
+def environment(spec: TrialSpec) -> dict[str, str]:
+    """devices.environment, and in a data-parallel rank TF_CONFIG and its one visible device
+    (cluster.rank_environment), all read when TensorFlow starts."""
+    return {**devices.environment(spec), **cluster.rank_environment(spec.device)}
+
+
+def prepare(threads: int | None) -> None:
+    """Thread pools sized (devices.set_threads); in a data-parallel rank, then the strategy
+    created: it must exist before the runtime starts, and counting the model (after `prepare`,
+    before `join`) starts it (parallel.py)."""
+    devices.set_threads(threads)
+    if cluster.is_agent_rank():
+        from rigbench.frameworks.tensorflow import parallel
+
+        parallel.start()
+
+
+def join(spec: TrialSpec, rank: RankInfo) -> Collective:
+    """This rank's worker in the trial's MultiWorkerMirroredStrategy (base.DataParallelAdapter);
+    `build` then trains under it (parallel.py)."""
+    from rigbench.frameworks.tensorflow import parallel
+
+    strategy = parallel.start()
+    if parallel.world() != (rank.rank, rank.world_size):
+        raise RuntimeError(f"the strategy's worker {parallel.world()} is not rank {rank.rank} of {rank.world_size}")
+    return parallel.TfCollective(strategy)
 
 
 def build(spec: TrialSpec, workload: Workload) -> TfTrainer:

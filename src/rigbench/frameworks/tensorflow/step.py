@@ -21,8 +21,12 @@ Optimizers = dict[str, keras.optimizers.Optimizer]
 
 def _update(optimizer: keras.optimizers.Optimizer, tape: tf.GradientTape, loss: Any,
             variables: list[Any]) -> None:
-    """Gradients of `loss` (scaled under fp16 loss scaling) and one optimiser update."""
-    grads = tape.gradient(optimizer.scale_loss(loss), variables)
+    """Gradients of `loss` (scaled under fp16 loss scaling) and one optimiser update. Under a
+    distribution strategy (data-parallel ranks, parallel.py) the optimiser sums the replicas'
+    gradients, so each replica's mean loss is divided by the replicas: the sum is then the
+    gradient of the global batch's mean loss (Keras' own fit does the same). 1 otherwise."""
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    grads = tape.gradient(optimizer.scale_loss(loss) / replicas, variables)
     optimizer.apply_gradients(zip(grads, variables, strict=True))
 
 

@@ -1,16 +1,20 @@
 """TfTrainer: the shared KerasTrainer (frameworks/keras/trainer.py) on TensorFlow: its device,
 TF32 switch, tf.function step (step.py), host-copy synchronisation and GPU allocator peak.
+In a data-parallel rank (parallel.py) it is a base.DataParallelTrainer: built in the
+strategy's scope, its step run by the strategy, with a no-sync step and a fingerprint.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import tensorflow as tf
 
 from rigbench.errors import UnsupportedError
 from rigbench.frameworks.keras.trainer import KerasTrainer, TrainStep
-from rigbench.frameworks.tensorflow import step
+from rigbench.frameworks.tensorflow import cluster, parallel, step
 from rigbench.frameworks.tensorflow.devices import resolve_device
 from rigbench.spec import TrialSpec
 
@@ -19,9 +23,17 @@ class TfTrainer(KerasTrainer):
     """A workload on TensorFlow (base.Trainer); `spec.compile` is XLA (jit_compile=True)."""
 
     BACKEND = "tensorflow"
+    #: The step without the gradient all-reduce, in a data-parallel rank (make_step).
+    unsynced_step: TrainStep
 
     def resolve_device(self, device: str) -> tuple[str, str, bool]:
-        return resolve_device(device)
+        return resolve_device(cluster.rank_device(device))
+
+    def world(self) -> tuple[int, int]:
+        return parallel.world()
+
+    def distribution_scope(self) -> contextlib.AbstractContextManager[Any]:
+        return parallel.scope()
 
     def set_tf32(self, enabled: bool) -> None:
         """TensorFlow multiplies fp32 in TF32 on Ampere+ GPUs by default: off unless asked."""
@@ -30,7 +42,24 @@ class TfTrainer(KerasTrainer):
         tf.config.experimental.enable_tensor_float_32_execution(enabled)
 
     def make_step(self, spec: TrialSpec) -> TrainStep:
-        return step.make_step(self.workload, self.parts, self.optimizers, jit_compile=spec.compile)
+        if not parallel.joined():
+            return step.make_step(self.workload, self.parts, self.optimizers, jit_compile=spec.compile)
+        fn = step.step_fn(self.workload, self.parts, self.optimizers)
+        self.unsynced_step = parallel.unsynced(fn, self.optimizers.values(), spec.compile)
+        return parallel.replicated(fn, spec.compile)
+
+    @contextlib.contextmanager
+    def without_gradient_sync(self) -> Iterator[None]:
+        """Steps without the gradient all-reduce (base.DataParallelTrainer; parallel.unsynced)."""
+        synced, self.compiled_step = self.compiled_step, self.unsynced_step
+        try:
+            yield
+        finally:
+            self.compiled_step = synced
+
+    def parameter_fingerprint(self) -> tuple[str, list[float]]:
+        """Every part's trainable variables, in order (base.DataParallelTrainer)."""
+        return parallel.fingerprint(v for model in self.parts.values() for v in model.trainable_variables)
 
     def synchronize(self) -> None:
         """A host copy of the last loss: TensorFlow has no device-wide wait in its public API
