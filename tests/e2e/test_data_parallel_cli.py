@@ -1,0 +1,58 @@
+"""`rigbench scaling --processes` and `rigbench run --processes` as a user runs them: one stored
+trial per point with every rank's record, shown by `results show`, exported as JSON and drawn
+in the report."""
+
+import json
+import sqlite3
+
+import pytest
+
+from tests.e2e.test_cli import rigbench
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("dp") / "dp.db")
+    proc = rigbench("scaling", "cnn", "--processes", "1,2", "-d", "cpu", "--quick", "--db", db, "--json",
+                    timeout=500)
+    return db, json.loads(proc.stdout), proc.stderr
+
+
+def test_the_study_stores_one_trial_per_point_with_every_rank(study):
+    db, rows, _ = study
+    assert [(r["processes"], r["status"]) for r in rows] == [(1, "ok"), (2, "ok")]
+    one, two = rows
+    assert two["global_batch"] == 2 * two["batch_per_rank"] == 2 * one["batch_per_rank"]
+    assert two["efficiency"] == pytest.approx(two["speedup"] / 2)
+    # cnn has few parameters: its share can read slightly below 0 from noise (analysis/ranks.py)
+    assert two["predicted_samples_per_s"] > 0 and -0.5 < two["comm_share"] < 1
+    with sqlite3.connect(db) as conn:
+        stored = conn.execute("select world_size, status from trials order by id").fetchall()
+    assert stored == [(1, "ok"), (2, "ok")]
+
+
+def test_results_show_and_export_carry_the_ranks(study, tmp_path):
+    db, rows, _ = study
+    shown = rigbench("results", "show", str(rows[1]["trial_id"]), "--db", db).stdout
+    for text in ("straggler_ratio", "comm_share", "allreduce_busbw_gbs", "rank_rss_peak_mib_sum",
+                 "its 2 ranks", "replicas_identical"):
+        assert text in shown
+    exported = json.loads(rigbench("results", "export", "--format", "json", "--db", db).stdout)
+    [parallel] = [row for row in exported if row["world_size"] == 2]
+    assert [rank["rank"] for rank in parallel["ranks"]] == [0, 1]
+    assert parallel["replicas_identical"] is True
+    assert parallel["global_batch"] == 2 * parallel["batch_size"]
+    report = tmp_path / "report.html"
+    rigbench("report", "--db", db, "--out", str(report))
+    page = report.read_text()
+    assert "Data-parallel scaling" in page and "Data-parallel trials: every rank" in page
+
+
+def test_run_with_processes_says_how_many_threads_each_rank_gets(tmp_path):
+    proc = rigbench("run", "mlp", "--processes", "2", "-d", "cpu", "--quick", "--db", str(tmp_path / "r.db"), "--json")
+    [row] = json.loads(proc.stdout)
+    assert row["status"] == "ok" and row["world_size"] == 2 and len(row["ranks"]) == 2
+    assert "threads per rank:" in proc.stderr
