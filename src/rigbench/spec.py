@@ -368,7 +368,7 @@ class SweepSpec(BaseModel):
     """A grid of trials (`rigbench sweep`): the product of every list. The keys are those of a
     sweep TOML file (examples/sweep.toml); an empty list means what `rigbench run` does
     without the flag (every workload, every device, each workload's batch, fp32, the
-    framework's threads, the workload's lr, compile off, channels-last off)."""
+    framework's threads, the workload's lr, compile off, channels-last off, one process)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -382,6 +382,8 @@ class SweepSpec(BaseModel):
     lrs: list[Annotated[float, Field(gt=0, strict=True)]] = Field(default_factory=list)
     compile: list[bool] = Field(default_factory=list)
     channels_last: list[bool] = Field(default_factory=list)
+    processes: list[Annotated[int, Field(ge=1, strict=True)]] = Field(
+        default_factory=list, description="data-parallel ranks per trial (world size); default 1")
     framework: list[str] = Field(default_factory=lambda: ["torch"], description="one or more frameworks")
     steps: int | None = Field(None, ge=2, strict=True, description="time at least this many steps")
     seconds: float | None = Field(None, ge=0, strict=True, description="...and at least this many seconds")
@@ -392,7 +394,7 @@ class SweepSpec(BaseModel):
     energy: EnergyMode = "measure"
 
     @field_validator("workloads", "devices", "batch_sizes", "precisions", "threads", "lrs",
-                     "compile", "channels_last", "framework", mode="before")
+                     "compile", "channels_last", "processes", "framework", mode="before")
     @classmethod
     def _one_is_a_list(cls, value: Any) -> Any:
         """`batch_sizes = 64` in a file means `[64]`."""

@@ -163,3 +163,10 @@ def test_cli_dry_run_and_input_errors(tmp_path):
                          (["--config", str(tmp_path / "none.toml")], "cannot read --config")]:
         res = runner.invoke(app, args + bad + ["--dry-run"])
         assert res.exit_code == 2 and message in res.output, (bad, res.output)
+
+
+def test_a_sweep_can_vary_the_process_count(monkeypatch):
+    monkeypatch.setattr("rigbench.experiments.plan.chosen_devices", lambda framework, devices, default: ["cpu"])
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[32], processes=[1, 2], quick=True))
+    assert sorted((s.world_size, s.batch_size) for s in grid) == [(1, 32), (2, 32)]
+    assert SweepSpec(processes=2).processes == [2]  # one value in a file is a list of one

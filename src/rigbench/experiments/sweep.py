@@ -70,7 +70,7 @@ def spec_key(spec: TrialSpec) -> str:
 
 def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
     """Every grid point, each once: workloads x frameworks x devices x batch sizes (as `plan_run`
-    makes them) x precisions x threads x learning rates x compile x channels-last."""
+    makes them) x precisions x threads x learning rates x compile x channels-last x processes."""
     base = plan_run(
         workloads=sweep.workloads, devices=sweep.devices, batch_sizes=sweep.batch_sizes,
         frameworks=sweep.framework, steps=sweep.steps, seconds=sweep.seconds, quick=sweep.quick,
@@ -79,14 +79,14 @@ def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
     thread_counts: Sequence[int | None] = sweep.threads or [None]  # None: the default
     lr_values: Sequence[float | None] = sweep.lrs or [None]
     axes = itertools.product(sweep.precisions or ["fp32"], thread_counts, lr_values,
-                             sweep.compile or [False], sweep.channels_last or [False])
+                             sweep.compile or [False], sweep.channels_last or [False], sweep.processes or [1])
     combos = list(axes)
     grid: dict[str, TrialSpec] = {}
     for spec in base:
-        for precision, threads, lr, compile_, channels_last in combos:
+        for precision, threads, lr, compile_, channels_last, processes in combos:
             point = TrialSpec.model_validate({
                 **spec.model_dump(), "precision": precision, "threads": threads, "lr": lr,
-                "compile": compile_, "channels_last": channels_last,
+                "compile": compile_, "channels_last": channels_last, "world_size": processes,
             })
             grid.setdefault(spec_key(point), point)  # a value listed twice is one point
     return list(grid.values())
