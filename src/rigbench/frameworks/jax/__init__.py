@@ -16,13 +16,14 @@ from rigbench.frameworks.jax.devices import pin_threads as prepare
 from rigbench.frameworks.jax.oom import is_oom
 
 if TYPE_CHECKING:
-    from rigbench.frameworks.base import CalibrationKernels
+    from rigbench.frameworks.base import CalibrationKernels, Collective
     from rigbench.frameworks.jax.trainer import JaxTrainer
+    from rigbench.ranks import RankInfo
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
-           "software"]
+__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
+           "prepare", "software"]
 
 
 def build(spec: TrialSpec, workload: Workload) -> JaxTrainer:
@@ -30,6 +31,15 @@ def build(spec: TrialSpec, workload: Workload) -> JaxTrainer:
     from rigbench.frameworks.jax.trainer import JaxTrainer
 
     return JaxTrainer(spec, workload)
+
+
+def join(spec: TrialSpec, rank: RankInfo) -> Collective:
+    """Join the trial's jax.distributed group as `rank` (base.DataParallelAdapter): gloo
+    collectives between CPU processes, one GPU per rank; `build` then trains data-parallel
+    (see parallel.py)."""
+    from rigbench.frameworks.jax.parallel import JaxCollective
+
+    return JaxCollective(spec, rank)
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -45,12 +45,25 @@ def environment(spec: TrialSpec) -> dict[str, str]:
 
 
 def pin_threads(threads: int | None) -> None:
-    """Restrict the process to `threads` of its CPUs (the lowest numbered), before the XLA CPU
-    client starts and sizes its pool from them; no-op without a count or on a non-Linux host."""
+    """Restrict the process to `threads` of its CPUs, before the XLA CPU client starts and
+    sizes its pool from them; no-op without a count or on a non-Linux host. The lowest
+    numbered, or for a data-parallel rank the next `threads` after the lower local ranks'
+    (wrapping round), so that ranks on one machine do not share CPUs while there are enough."""
     if threads is None or not hasattr(os, "sched_setaffinity"):
         return
     allowed = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, allowed[:threads])
+    start = _local_rank() * threads
+    os.sched_setaffinity(0, {allowed[(start + i) % len(allowed)] for i in range(min(threads, len(allowed)))})
+
+
+def _local_rank() -> int:
+    """This process's local rank under a data-parallel launcher (rigbench/ranks.py), else 0."""
+    from rigbench.ranks import RankInfo
+
+    try:
+        return RankInfo.from_env().local_rank
+    except UsageError:  # not started as a rank
+        return 0
 
 
 def num_threads() -> int | None:

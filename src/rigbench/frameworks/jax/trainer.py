@@ -6,12 +6,15 @@ device, precision, timing and memory plumbing. On real data the same step is jit
 batch's scaling and targets inside it, and a GAN draws fresh latent noise every step from a key
 split off the seed; the learning rate is the optimiser state's injected hyperparameter
 (step.set_lr), so one compiled step serves every rate.
+
+Joined to a data-parallel trial (parallel.py), the same step runs on global arrays: the state
+replicated over every process's device, the batch (the rank's rows of the global one) sharded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import jax
@@ -21,7 +24,7 @@ import numpy as np
 from rigbench.errors import UnsupportedError
 from rigbench.frameworks.driver.batches import NumpyLoader
 from rigbench.frameworks.host_timer import HostTimer
-from rigbench.frameworks.jax import models, step
+from rigbench.frameworks.jax import models, parallel, step
 from rigbench.frameworks.jax.devices import device_name, resolve_device
 from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
@@ -56,18 +59,28 @@ class JaxTrainer:
 
     def __init__(self, spec: TrialSpec, workload: Workload):
         check_spec(spec)
-        self.device = resolve_device(spec.device)
+        self.device = parallel.local_device(spec.device) if parallel.joined() else resolve_device(spec.device)
         set_precision(self.device, spec.precision)
         self.workload = workload
+        self.dp = parallel.DataParallel(self.device) if parallel.joined() else None
+        world = self.dp.world if self.dp else 1
         with jax.default_device(self.device):
             model = models.build_model(workload.name, resolved_options(workload, spec.workload_options), spec.seed)
             self.tx = step.make_optimizer(workload, workload.default_lr if spec.lr is None else spec.lr)
             self.graphdefs, state = step.split(workload, model, self.tx)
-            batch = step.synthetic_batch(workload, spec.batch_size, spec.seed)
-        self.state, self.batch = jax.device_put((state, batch), self.device)
+            batch = step.synthetic_batch(workload, spec.batch_size * world, spec.seed)
         self.params = models.trainable_params(model)
         self.device_name = device_name(self.device)
-        self._step = jax.jit(step.make_step(workload, self.tx, self.graphdefs), donate_argnums=0)
+        tx_step = step.make_step(workload, self.tx, self.graphdefs)
+        # The step on this device alone: the trial's step in one process, the no-sync step in a joined one.
+        self._local_step = jax.jit(tx_step, donate_argnums=0)
+        if self.dp is None:
+            self.state, self.batch = jax.device_put((state, batch), self.device)
+            self._step = self._local_step
+        else:
+            self.state = self.dp.replicate(state)
+            self.batch, self._local_batch = self.dp.share(batch)
+            self._step = self.dp.jit(tx_step)
         self._key = jax.random.key(spec.seed)  # latent noise of real-data steps
         self._data_step: Callable[..., Any] | None = None
         self._eval_sums: Callable[..., Any] | None = None
@@ -76,6 +89,24 @@ class JaxTrainer:
         """One training step; returns the loss without waiting for the device."""
         self.state, loss, _ = self._step(self.state, self.batch)
         return loss
+
+    @contextmanager
+    def without_gradient_sync(self) -> Iterator[None]:
+        """Steps on this rank's rows alone, by the step jitted for its own device (no
+        cross-process communication at all; base.DataParallelTrainer). The replicas drift."""
+        if self.dp is None:  # one process: nothing to skip
+            yield
+            return
+        synced, self.state = (self.batch, self._step), parallel.local(self.state)
+        self.batch, self._step = self._local_batch, self._local_step
+        try:
+            yield
+        finally:
+            self.state, (self.batch, self._step) = self.dp.adopt(self.state), synced
+
+    def parameter_fingerprint(self) -> tuple[str, list[float]]:
+        return parallel.fingerprint([leaf for part in self.workload.parts
+                                     for leaf in jax.tree.leaves(self.state[part.name].params)])
 
     def synchronize(self) -> None:
         jax.block_until_ready(self.state)
@@ -86,7 +117,8 @@ class JaxTrainer:
     def loss_values(self, handles: list[Any]) -> list[float]:
         if not handles:
             return []
-        return [float(x) for x in jax.device_get(jnp.stack(handles))]  # one device-to-host copy
+        # one device-to-host copy, of this process's copy of each (replicated) loss
+        return [float(x) for x in jax.device_get(jnp.stack(parallel.local(handles)))]
 
     def allocator_peak_bytes(self) -> int | None:
         """The device allocator's peak bytes in use (GPUs); None on the CPU, which keeps none."""
