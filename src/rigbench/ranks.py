@@ -64,3 +64,26 @@ class RankInfo:
         if not (0 <= rank < world_size and 0 <= local_rank < local_world_size):
             raise UsageError(f"rank {rank} of {world_size} (local {local_rank} of {local_world_size}) is out of range")
         return cls(rank, local_rank, world_size, local_world_size, env["MASTER_ADDR"], port)
+
+
+#: A node's part of a multi-node launch, set by `rigbench run --nnodes N --node-rank R
+#: --rdzv-endpoint HOST:PORT` for the processes it starts (every node runs the same command).
+NODE_RANK_VAR, RDZV_ENDPOINT_VAR = "RIGBENCH_NODE_RANK", "RIGBENCH_RDZV_ENDPOINT"
+
+
+@dataclass(frozen=True)
+class NodeLaunch:
+    """This machine's place in a multi-node trial: its node rank (0 hosts the rendezvous and
+    stores the trial) and the rendezvous endpoint every node names."""
+
+    node_rank: int = 0
+    endpoint: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> NodeLaunch:
+        env = os.environ if env is None else env
+        return cls(int(env.get(NODE_RANK_VAR) or 0), env.get(RDZV_ENDPOINT_VAR) or None)
+
+    def env(self) -> dict[str, str]:
+        """The variables that carry it to the agent (and the ranks)."""
+        return {NODE_RANK_VAR: str(self.node_rank), **({RDZV_ENDPOINT_VAR: self.endpoint} if self.endpoint else {})}

@@ -40,7 +40,7 @@ PROBE_STEPS = 2
 #: configuration is measured, not what it is. `TrialSpec.config_key` is built from this tuple,
 #: so a new configuration field is added here once and every comparison picks it up.
 CONFIG_FIELDS: tuple[str, ...] = (
-    "kind", "workload", "workload_revision", "workload_options", "framework", "device", "world_size", "batch_size",
+    "kind", "workload", "workload_revision", "workload_options", "framework", "device", "world_size", "nodes", "batch_size",
     "precision", "threads", "lr", "compile", "channels_last", "train", "lr_find",
 )
 
@@ -145,6 +145,7 @@ class TrialSpec(BaseModel):
     lr: float | None = Field(None, gt=0, description="learning rate; None = the workload's default")
     seed: int = 0
     world_size: int = Field(1, ge=1, description="processes that train this trial together (data parallel)")
+    nodes: int = Field(1, ge=1, description="machines the world_size ranks are spread over, as many on each")
     measure: MeasureOptions = Field(default_factory=MeasureOptions)
     compile: bool = Field(False, description="torch.compile the model (the framework's graph compiler)")
     channels_last: bool = Field(False, description="NHWC memory layout for convolutional workloads")
@@ -184,6 +185,8 @@ class TrialSpec(BaseModel):
             raise ValueError("kind 'train' and the train options go together")
         if (self.kind == "lr_find") != (self.lr_find is not None):
             raise ValueError("kind 'lr_find' and the lr_find options go together")
+        if self.world_size % self.nodes:
+            raise ValueError(f"world_size {self.world_size} does not share out over {self.nodes} nodes")
         return self
 
     def config_key(self, ignore: Collection[str] = ()) -> tuple[tuple[str, Any], ...]:
@@ -195,6 +198,12 @@ class TrialSpec(BaseModel):
         fields = [f for f in CONFIG_FIELDS if f not in ignore]
         data = self.model_dump(mode="json", include=set(fields))
         return tuple((f, _hashable(data[f])) for f in fields)
+
+    def canonical_json_digest(self) -> str:
+        """A short digest of canonical_json(): the same on every machine given the same spec."""
+        import hashlib
+
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
 
     def canonical_json(self) -> str:
         """The whole spec, measurement options included, as canonical JSON: a sweep's grid point

@@ -56,3 +56,44 @@ def test_run_with_processes_says_how_many_threads_each_rank_gets(tmp_path):
     [row] = json.loads(proc.stdout)
     assert row["status"] == "ok" and row["world_size"] == 2 and len(row["ranks"]) == 2
     assert "threads per rank:" in proc.stderr
+
+
+def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_one(tmp_path):
+    # Two torchrun agents meet at one c10d endpoint (node 0 hosts it), one rank each: the same
+    # job as --processes 2 on one node, so after the same 2 + 5 steps the replicas match it bit
+    # for bit; only node 0 stores the trial, with both ranks' records.
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    fixed = ["mlp", "-d", "cpu", "--quick", "--steps", "5", "--seconds", "0", "--threads", "1", "--json"]
+    node = ["--processes", "1", "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}"]
+    other = subprocess.Popen([sys.executable, "-m", "rigbench", "run", *fixed, *node, "--node-rank", "1",
+                              "--db", str(tmp_path / "node1.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        [two_nodes] = json.loads(rigbench("run", *fixed, *node, "--node-rank", "0", "--db", str(tmp_path / "node0.db"),
+                                          timeout=400).stdout)
+        out, err = other.communicate(timeout=120)
+    finally:
+        other.kill()
+    assert other.returncode == 0, err
+    assert json.loads(out) == [] and "node 0 stores" in err
+    with sqlite3.connect(tmp_path / "node1.db") as conn:
+        assert conn.execute("select count(*) from trials").fetchone() == (0,)
+    assert two_nodes["status"] == "ok", two_nodes["error"]
+    assert (two_nodes["world_size"], len(two_nodes["ranks"])) == (2, 2)
+    assert all(rank["status"] == "ok" and rank["host"] for rank in two_nodes["ranks"])
+    [one_node] = json.loads(rigbench("run", *fixed, "--processes", "2", "--db", str(tmp_path / "one.db"), timeout=400).stdout)
+    assert one_node["ranks"][0]["steps"] == two_nodes["ranks"][0]["steps"] == 5
+    assert one_node["ranks"][0]["param_digest"] == two_nodes["ranks"][0]["param_digest"] == two_nodes["ranks"][1]["param_digest"]
+
+
+def test_bad_node_flags_name_the_flag(tmp_path):
+    for args, says in ((["--nnodes", "2"], "needs --rdzv-endpoint"),
+                       (["--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1"], "--node-rank must be 0 to 1"),
+                       (["--nnodes", "2", "--rdzv-endpoint", "nohost"], "is not HOST:PORT")):
+        proc = rigbench("run", "mlp", "-d", "cpu", "--quick", *args, "--db", str(tmp_path / "x.db"), check=False)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 
@@ -41,6 +42,9 @@ def run(
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory layout (convolutional workloads only)."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice; with --processes, per rank: the usable cores // the ranks)."),
     processes: int = typer.Option(1, "--processes", metavar="N", help="Data-parallel ranks per trial (torch: torchrun + DistributedDataParallel, gloo on the CPU, NCCL and one GPU per rank on CUDA). --batch-size is each rank's batch; the global batch is N times it."),
+    nnodes: int = typer.Option(1, "--nnodes", metavar="N", help="Machines the trial spans (torch): run the same command on each with its --node-rank; --processes ranks on each."),
+    node_rank: int = typer.Option(0, "--node-rank", metavar="R", help="This machine's place, 0 to N-1; node 0 hosts the rendezvous and stores the trial with every rank's record."),
+    rdzv_endpoint: str | None = typer.Option(None, "--rdzv-endpoint", metavar="HOST:PORT", help="Where the nodes meet (torchrun's c10d rendezvous): node 0's address and a free port, the same on every node."),
     steps: int | None = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
     seconds: float | None = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
@@ -71,12 +75,17 @@ def run(
         seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
         timeout_s=timeout, lr=lr, compile=compile_, channels_last=channels_last, energy=energy,
-        processes=processes,
+        processes=processes, nodes=nnodes,
     )
+    if nnodes > 1:
+        os.environ.update(api.node_launch(nnodes, node_rank, rdzv_endpoint).env())  # the agent's part
     if processes > 1 and threads is None:
         err.print(f"threads per rank: {api.threads_per_rank(specs[0])} (the usable cores shared out "
                   f"between {processes} ranks; --threads to choose)", highlight=False)
     outcome = _run_with_progress(specs, db)
+    if nnodes > 1 and node_rank != 0:
+        err.print(f"node {node_rank}: this node's ranks ran {len(specs)} trial(s); node 0 stores them "
+                  "with every rank's record", highlight=False)
     if as_json:
         print(json.dumps([r.row() for r in outcome.results], indent=2))
     else:

@@ -9,6 +9,7 @@ from typing import Any
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.frameworks import check_framework
+from rigbench.ranks import NodeLaunch
 from rigbench.spec import EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec
 from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref
 
@@ -30,14 +31,18 @@ def plan_run(
     channels_last: bool = False,
     energy: EnergyMode = "measure",
     processes: int = 1,
+    nodes: int = 1,
 ) -> list[TrialSpec]:
     """The trials of a run: every workload x framework x device x batch size. Empty lists
     mean every workload, every device each framework can use here, and each workload's
     default batch (a small one with `quick`, the same on every device and framework so
     speed-ups compare). `processes` > 1 makes each trial data-parallel over that many ranks,
-    the batch being each rank's. Raises UsageError for bad input."""
+    the batch being each rank's; `nodes` > 1 spreads them over that many machines, `processes`
+    on each (world size processes x nodes). Raises UsageError for bad input."""
     if processes < 1:
         raise UsageError("--processes must be at least 1")
+    if nodes < 1:
+        raise UsageError("--nnodes must be at least 1")
     names = list(dict.fromkeys([frameworks] if isinstance(frameworks, str) else frameworks)) or ["torch"]
     for name in names:
         check_framework(name)
@@ -70,7 +75,7 @@ def plan_run(
                         workload=workload.name, workload_options=options, framework=framework,
                         device=device, batch_size=batch, precision=precision, threads=threads,
                         lr=lr, measure=measure, compile=compile, channels_last=channels_last,
-                        world_size=processes,
+                        world_size=processes * nodes, nodes=nodes,
                     ))
     return specs
 
@@ -149,3 +154,17 @@ def plan_train(
         for batch in (batch_sizes or [ref.default_batch])
         for lr in lr_values
     ]
+
+
+def node_launch(nnodes: int, node_rank: int, endpoint: str | None) -> NodeLaunch:
+    """This machine's part of a multi-node run (`--nnodes --node-rank --rdzv-endpoint`), checked;
+    UsageError naming the flag to change."""
+    if nnodes > 1 and not endpoint:
+        raise UsageError("--nnodes above 1 needs --rdzv-endpoint HOST:PORT (node 0's address and a free port)")
+    if not 0 <= node_rank < nnodes:
+        raise UsageError(f"--node-rank must be 0 to {nnodes - 1} for --nnodes {nnodes}, not {node_rank}")
+    if endpoint is not None:
+        host, _, port = endpoint.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"--rdzv-endpoint {endpoint!r} is not HOST:PORT, e.g. 10.0.0.1:29500")
+    return NodeLaunch(node_rank, endpoint)

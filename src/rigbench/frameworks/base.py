@@ -327,6 +327,18 @@ class Collective(Protocol):
         collective): this rank's failure is then collateral, and the trial's cause is elsewhere."""
 
 
+class ReportChannel(Protocol):
+    """Optional on a Collective: a key-value channel between the nodes of a multi-node trial
+    (torch: the rendezvous store), by which each rank's report reaches node 0, which stores
+    the trial. Not a collective: a rank that died simply never sends."""
+
+    def send(self, key: str, text: str) -> None:
+        """Publish `text` under `key` for the other nodes."""
+
+    def receive(self, keys: list[str], timeout_s: float) -> dict[str, str]:
+        """The texts published under `keys` within `timeout_s` in all (those that came)."""
+
+
 class DataParallelTrainer(DataTrainer, Protocol):
     """A trainer built inside a joined group: its model is replicated with gradients averaged
     over the ranks, and its synthetic batch is the rank's share of the global one (rows

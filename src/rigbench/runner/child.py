@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,28 +91,40 @@ def run_trial(spec: TrialSpec, folder: Path | None = None) -> ChildReport:
     and keeps its heartbeat in the trial's `folder` (runner/rank.py)."""
     report = ChildReport(status="crash")
     adapter: FrameworkAdapter | None = None
+    finish: list[Callable[[ChildReport], None]] = []  # run with the final report, before leaving
     try:
         with contextlib.ExitStack() as stack:
-            adapter = _run(spec, folder, report, stack)
-        report.status = "ok"
-    except TrainingDiverged as exc:  # `step` counts epochs here; finished epochs are kept
+            try:
+                adapter = _run(spec, folder, report, stack, finish)
+                report.status = "ok"
+            except BaseException as exc:  # noqa: BLE001 - classified here, inside the stack
+                _classify(exc, report, adapter or _loaded_adapter(spec))
+            for step in finish:
+                step(report)
+    except BaseException as exc:  # noqa: BLE001 - leaving the group or the heartbeat failed
+        if report.status == "ok":
+            _classify(exc, report, adapter)
+    return report
+
+
+def _classify(exc: BaseException, report: ChildReport, adapter: FrameworkAdapter | None) -> None:
+    """`exc`'s status and error in `report` (every failure becomes a status)."""
+    if isinstance(exc, TrainingDiverged):  # `step` counts epochs here; finished epochs are kept
         report.status, report.error = "diverged", str(exc)
         report.diverged_at_epoch = exc.step
         report.epochs = list(exc.epochs)
         # JSON has no NaN: the curve keeps the finite losses up to the divergence
         report.loss_curve = [x for x in exc.loss_curve if math.isfinite(x)]
-    except DivergedError as exc:
+    elif isinstance(exc, DivergedError):
         report.status, report.error = "diverged", str(exc)
         report.diverged_at_step = exc.step
-    except (UnsupportedError, UsageError) as exc:
+    elif isinstance(exc, (UnsupportedError, UsageError)):
         report.status, report.error = "unsupported", str(exc)
-    except BaseException as exc:  # noqa: BLE001 - every failure must become a status
-        adapter = adapter or _loaded_adapter(spec)
+    else:
         oom = isinstance(exc, MemoryError) or (adapter is not None and adapter.is_oom(exc))
         report.status = "oom" if oom else "crash"
         tail = traceback.format_exception(exc)[-TRACEBACK_LINES:]
         report.error = (str(exc) or type(exc).__name__) if oom else "".join(tail).strip()
-    return report
 
 
 def _loaded_adapter(spec: TrialSpec) -> FrameworkAdapter | None:
@@ -122,8 +135,10 @@ def _loaded_adapter(spec: TrialSpec) -> FrameworkAdapter | None:
         return None
 
 
-def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: contextlib.ExitStack) -> FrameworkAdapter:
-    """The trial's work (run_trial's body); returns the adapter it loaded."""
+def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: contextlib.ExitStack,
+         finish: list[Callable[[ChildReport], None]]) -> FrameworkAdapter:
+    """The trial's work (run_trial's body); returns the adapter it loaded. `finish` takes what
+    must run once the report is final, with the stack still open (a rank's group still joined)."""
     workload = get_workload(spec.workload)
     options = resolved_options(workload, spec.workload_options)
     adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
@@ -137,7 +152,7 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
     if spec.measure.memory_limit_bytes:
         apply_memory_limit(spec.measure.memory_limit_bytes)
     if folder is not None:
-        _as_rank(adapter, spec, workload, report, folder, stack)
+        _as_rank(adapter, spec, workload, report, folder, stack, finish)
     elif spec.lr_find is not None:
         _lr_find(adapter, spec, workload, report)
     elif spec.train is not None:
@@ -148,16 +163,18 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
 
 
 def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport,
-             folder: Path, stack: contextlib.ExitStack) -> None:
+             folder: Path, stack: contextlib.ExitStack, finish: list[Callable[[ChildReport], None]]) -> None:
     """One rank of a data-parallel trial (runner/rank.py): joined to its group and beating
     until the block's end; its own figures are in the report whatever ends the trial."""
     from rigbench.runner import rank as rank_side
 
     me = RankInfo.from_env()
-    report.rank, report.world_size = me.rank, me.world_size
-    stack.callback(rank_side.describe_rank, report, me)
+    rank_side.describe_rank(report, me)
+    finish.append(lambda final: rank_side.describe_rank(final, me))  # again at the end: the memory peak
     beat = stack.enter_context(rank_side.Heartbeat(rank_files.progress_path(folder, me.rank)))
     collective = stack.enter_context(rank_side.joined(adapter, spec, me))
+    if spec.nodes > 1:  # the report reaches node 0, which stores the trial
+        finish.append(lambda final: rank_side.send_to_node_zero(collective, spec, me, folder, final))
     if spec.lr_find is not None:
         raise UnsupportedError("an lr range test runs in one process: drop --processes")
     try:

@@ -33,8 +33,14 @@ from typing import Any, cast
 import psutil
 
 from rigbench.errors import UnsupportedError
-from rigbench.frameworks.base import Collective, DataParallelAdapter, DataParallelTrainer, FrameworkAdapter
-from rigbench.ranks import RankInfo
+from rigbench.frameworks.base import (
+    Collective,
+    DataParallelAdapter,
+    DataParallelTrainer,
+    FrameworkAdapter,
+    ReportChannel,
+)
+from rigbench.ranks import NodeLaunch, RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, TrialSpec
@@ -183,3 +189,28 @@ def check_all_reduce(collective: Collective, gradient_bytes: int) -> list[tuple[
     (the same sizes on every rank: each call is a collective)."""
     sizes = sorted({*ALLREDUCE_SIZES, gradient_bytes} - {0})
     return [(size, statistics.median(collective.time_all_reduce(size, ALLREDUCE_REPEATS))) for size in sizes]
+
+
+#: Seconds node 0's gathering rank waits for the other ranks' reports.
+GATHER_TIMEOUT_S = 60.0
+
+
+def send_to_node_zero(collective: Collective, spec: TrialSpec, me: RankInfo, folder: Path,
+                      report: ChildReport) -> None:
+    """A multi-node trial's reports meet on node 0, which stores the trial: every rank sends its
+    final report over the collective's channel (base.ReportChannel), and node 0's local rank 0
+    writes each report that came into its own trial folder, as if that rank had run there. A
+    rank that died sends nothing: node 0's launcher then says its report never came."""
+    if not hasattr(collective, "send"):
+        return
+    channel = cast(ReportChannel, collective)
+    channel.send(f"report/{me.rank}", report.model_dump_json())
+    if me.local_rank != 0 or NodeLaunch.from_env().node_rank != 0:
+        return
+    others = [f"report/{rank}" for rank in range(spec.world_size) if rank != me.rank]
+    for key, text in channel.receive(others, GATHER_TIMEOUT_S).items():
+        path = rank_files.report_path(folder, int(key.rpartition("/")[2]))
+        if not path.exists():  # a local rank writes its own
+            part = path.with_suffix(".part")
+            part.write_text(text, encoding="utf-8")
+            os.replace(part, path)

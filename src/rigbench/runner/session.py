@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rigbench.errors import UnsupportedError
+from rigbench.ranks import NodeLaunch
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.spec import ChildReport, Result, TrialSpec
@@ -52,6 +53,8 @@ def run_trials(
         except KeyboardInterrupt:
             outcome.interrupted = True
             break
+        if spec.nodes > 1 and NodeLaunch.from_env().node_rank != 0:
+            continue  # node 0 stores the trial with every rank's record (runner/rank.send_to_node_zero)
         result = build_result(spec, launched, run_id)  # every rank's report, merged there
         store.add_result(result)
         outcome.results.append(result)

@@ -1,7 +1,8 @@
 """`python -m rigbench.runner.torchrun_agent SPEC FOLDER`: the one process the torchrun launcher
 starts for a data-parallel trial (runner/launchers/agent.py). It runs torch's own elastic
 agent (`torch.distributed.launcher.api.elastic_launch`, what `torchrun --standalone` runs):
-c10d rendezvous, one worker process per rank with the launch contract's environment (RANK,
+c10d rendezvous (on this machine, or, for a multi-node trial, at the endpoint every node names:
+rigbench/ranks.NodeLaunch, node 0 hosting it), one worker process per rank with the launch contract's environment (RANK,
 LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), no restarts. Each worker is
 `python -m rigbench.runner.child SPEC --rank-folder FOLDER`, which writes its own report there.
 
@@ -19,12 +20,18 @@ import sys
 import uuid
 from pathlib import Path
 
+from rigbench.ranks import NodeLaunch
 from rigbench.runner import rank_files
 from rigbench.runner.child import RANK_FOLDER_FLAG, exit_with_parent
 from rigbench.spec import TrialSpec
 
 #: Seconds the elastic agent polls its workers' exits.
 MONITOR_INTERVAL_S = 0.1
+#: Seconds a node waits in the rendezvous for the others to arrive (torchrun's default: 900).
+RENDEZVOUS_TIMEOUT_S = 300
+#: Every node of one trial must name the same rendezvous run id: made from the spec they share
+#: (threads left out: each node shares out its own cores).
+RUN_ID_PREFIX = "rigbench-"
 
 
 def launch(spec_path: Path, folder: Path) -> int:
@@ -34,10 +41,15 @@ def launch(spec_path: Path, folder: Path) -> int:
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     spec = TrialSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
+    node = NodeLaunch.from_env()
+    if spec.nodes == 1:  # torchrun --standalone: a free port on this machine
+        rdzv: dict = {"rdzv_endpoint": "127.0.0.1:0", "run_id": str(uuid.uuid4())}
+    else:  # torchrun --nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT on every node
+        rdzv = {"rdzv_endpoint": node.endpoint, "run_id": RUN_ID_PREFIX + spec.model_copy(update={"threads": None}).canonical_json_digest(),
+                "rdzv_configs": {"is_host": node.node_rank == 0, "timeout": RENDEZVOUS_TIMEOUT_S}}
     config = LaunchConfig(
-        min_nodes=1, max_nodes=1, nproc_per_node=spec.world_size, run_id=str(uuid.uuid4()),
-        rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0",  # torchrun --standalone: a free port
-        max_restarts=0, monitor_interval=MONITOR_INTERVAL_S)
+        min_nodes=spec.nodes, max_nodes=spec.nodes, nproc_per_node=spec.world_size // spec.nodes,
+        rdzv_backend="c10d", max_restarts=0, monitor_interval=MONITOR_INTERVAL_S, **rdzv)
     # The ranks' watchdog (runner/child.exit_with_parent) watches this agent, their parent.
     os.environ["RIGBENCH_PARENT_PID"] = str(os.getpid())
     try:

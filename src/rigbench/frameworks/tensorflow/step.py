@@ -19,14 +19,20 @@ Parts = dict[str, keras.Model]
 Optimizers = dict[str, keras.optimizers.Optimizer]
 
 
-def _update(optimizer: keras.optimizers.Optimizer, tape: tf.GradientTape, loss: Any,
+def _objective(optimizer: keras.optimizers.Optimizer, loss: Any) -> Any:
+    """What the tape differentiates for `loss`, computed inside the tape (an operation after it
+    ends is not recorded, and its gradient would be None): the loss scaled under fp16 loss
+    scaling, and divided by the replicas under a distribution strategy (data-parallel ranks,
+    parallel.py), whose optimiser sums the replicas' gradients: the sum of the replicas' mean
+    losses so divided is the global batch's mean loss (Keras' own fit divides the same way).
+    One replica outside a strategy."""
+    return optimizer.scale_loss(loss) / tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def _update(optimizer: keras.optimizers.Optimizer, tape: tf.GradientTape, objective: Any,
             variables: list[Any]) -> None:
-    """Gradients of `loss` (scaled under fp16 loss scaling) and one optimiser update. Under a
-    distribution strategy (data-parallel ranks, parallel.py) the optimiser sums the replicas'
-    gradients, so each replica's mean loss is divided by the replicas: the sum is then the
-    gradient of the global batch's mean loss (Keras' own fit does the same). 1 otherwise."""
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    grads = tape.gradient(optimizer.scale_loss(loss) / replicas, variables)
+    """Gradients of `objective` (_objective) and one optimiser update."""
+    grads = tape.gradient(objective, variables)
     optimizer.apply_gradients(zip(grads, variables, strict=True))
 
 
@@ -34,7 +40,8 @@ def _single_step(workload: Workload, parts: Parts, optimizers: Optimizers, x: An
     (name, model), = parts.items()
     with tf.GradientTape() as tape:
         loss = step.output_loss(workload, model(x, training=True), y)
-    _update(optimizers[name], tape, loss, model.trainable_variables)
+        objective = _objective(optimizers[name], loss)
+    _update(optimizers[name], tape, objective, model.trainable_variables)
     return loss, {}
 
 
@@ -50,11 +57,13 @@ def _adversarial_step(workload: Workload, parts: Parts, optimizers: Optimizers, 
         fake = g(noise, training=True)
         d_real, d_fake = d(real, training=True), d(tf.stop_gradient(fake), training=True)
         loss_d = step.bce_logits(d_real, tf.ones_like(d_real)) + step.bce_logits(d_fake, tf.zeros_like(d_fake))
+        objective_d = _objective(optimizers[d_name], loss_d)
         with tape.stop_recording():
-            _update(optimizers[d_name], tape, loss_d, d.trainable_variables)
+            _update(optimizers[d_name], tape, objective_d, d.trainable_variables)
         d_fake = d(fake, training=True)
         loss_g = step.bce_logits(d_fake, tf.ones_like(d_fake))
-    _update(optimizers[g_name], tape, loss_g, g.trainable_variables)
+        objective_g = _objective(optimizers[g_name], loss_g)
+    _update(optimizers[g_name], tape, objective_g, g.trainable_variables)
     return loss_d + loss_g, {d_name: loss_d, g_name: loss_g}
 
 

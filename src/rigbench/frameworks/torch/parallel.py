@@ -22,6 +22,8 @@ from rigbench.spec import TrialSpec
 #: Seconds a collective may wait past the trial's timeout: the launcher's deadline, which names
 #: the rank that hung, must come first; the group's own timeout only ends what outlives it.
 COLLECTIVE_GRACE_S = 60.0
+#: Keys of rigbench's messages in the rendezvous store.
+CHANNEL_PREFIX = "rigbench/"
 #: What gloo and NCCL errors say when another rank went away in the middle of a collective.
 PEER_GONE = ("closed by peer", "reset by peer", "communicator was aborted", "remote process exited")
 
@@ -64,6 +66,25 @@ class TorchCollective:
             times.append(time.perf_counter() - start)
         return times[1:]
 
+    def send(self, key: str, text: str) -> None:
+        """base.ReportChannel through the rendezvous store (torch's elastic agent keeps it up
+        on the host node while its ranks run)."""
+        _store().set(f"{CHANNEL_PREFIX}{key}", text)
+
+    def receive(self, keys: list[str], timeout_s: float) -> dict[str, str]:
+        store, found = _store(), {}
+        deadline = time.monotonic() + timeout_s
+        for key in keys:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                store.wait([f"{CHANNEL_PREFIX}{key}"], timedelta(seconds=left))
+            except (RuntimeError, dist.DistError):  # not sent in time: that rank is missing
+                continue
+            found[key] = store.get(f"{CHANNEL_PREFIX}{key}").decode("utf-8")
+        return found
+
     def leave(self) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -77,6 +98,11 @@ class TorchCollective:
 def joined() -> bool:
     """Whether this process is a rank of a process group (of any size, 1 included)."""
     return dist.is_available() and dist.is_initialized()
+
+
+def _store() -> dist.Store:
+    """The process group's store (the rendezvous store under torch's elastic agent)."""
+    return dist.distributed_c10d._get_default_store()
 
 
 def world() -> tuple[int, int]:

@@ -40,6 +40,8 @@ def launcher_for(spec: TrialSpec) -> Launcher:
         return get_launcher("process")
     if spec.framework == "torch":
         return get_launcher("torchrun")
+    if spec.nodes > 1:
+        raise UnsupportedError(f"{spec.framework} has no multi-node launcher: --nnodes runs torch (torchrun's c10d rendezvous)")
     if hasattr(load_adapter(spec.framework), "join"):  # base.DataParallelAdapter
         return get_launcher("ranks")
     raise UnsupportedError(f"{spec.framework} has no data-parallel support yet: --processes "

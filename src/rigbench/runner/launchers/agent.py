@@ -50,8 +50,8 @@ def usable_cores() -> int:
 
 def threads_per_rank(spec: TrialSpec) -> int:
     """The CPU threads each rank uses: --threads if given, else the usable cores shared out
-    between the ranks on this machine (at least 1)."""
-    return spec.threads or max(1, usable_cores() // spec.world_size)
+    between the ranks on this machine (world_size / nodes of them; at least 1)."""
+    return spec.threads or max(1, usable_cores() // (spec.world_size // spec.nodes))
 
 
 class AgentLauncher(Launcher):

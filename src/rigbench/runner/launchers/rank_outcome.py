@@ -60,7 +60,7 @@ def holding_up(beats: dict[int, Beat | None], stopped_at: float) -> list[int]:
 
 def _hang_text(rank: int, beat: Beat | None, stopped_at: float) -> str:
     if beat is None:
-        return f"rank {rank} never started (no heartbeat)"
+        return f"rank {rank} sent no heartbeat here (it never started, or ran on another node)"
     quiet = stopped_at - beat.at
     stale_after = rank_files.HEARTBEAT_S * rank_files.STALE_BEATS
     state = f"stopped responding {quiet:.1f} s before the deadline" if quiet > stale_after else "was still running"
@@ -113,6 +113,9 @@ def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: 
         failure = agent.get("failures", {}).get(str(rank))
         if failure is not None:
             written[rank] = _failure_report(rank, spec, failure, int(agent.get("first", rank)), stderr)
+        elif spec.nodes > 1 and not rank_files.stderr_path(folder, rank).exists():
+            written[rank] = ChildReport(status="crash", rank=rank, world_size=spec.world_size, error=(
+                "no report from this rank reached node 0 (it ran on another node: that node's output says why)"))
         else:
             written[rank] = ChildReport(status="crash", rank=rank, world_size=spec.world_size,
                                         error="the rank ended without a report" + (f"\n{stderr.strip()}" if stderr.strip() else ""))
