@@ -130,10 +130,11 @@ def _fault(spec: TrialSpec, signum: int, rank: int):
     pids: dict = {}
 
     def on_start(agent_pid: int) -> None:
-        trial_folder = Path(psutil.Process(agent_pid).cmdline()[-1])  # torchrun_agent SPEC FOLDER
-
         def inject() -> None:
-            folder.append(trial_folder)
+            agent = psutil.Process(agent_pid)
+            while len(agent.cmdline()) < 2:  # right after the fork, before the exec
+                time.sleep(0.05)
+            folder.append(Path(agent.cmdline()[-1]))  # torchrun_agent SPEC FOLDER
             pids.update(_rank_pids(folder, spec.world_size))
             pids["agent"] = agent_pid
             os.kill(pids[rank], signum)
