@@ -68,6 +68,7 @@ def run(
         raise UsageError("--timeout must be more than 0 seconds")
     if lr is not None and lr <= 0:
         raise UsageError("--lr must be more than 0")
+    node = api.node_launch(nnodes, node_rank, rdzv_endpoint)  # checked before any device is asked
     specs = api.plan_run(
         workloads=split_list(workloads, "WORKLOAD"), devices=split_list(device, "--device"),
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
@@ -78,7 +79,7 @@ def run(
         processes=processes, nodes=nnodes,
     )
     if nnodes > 1:
-        os.environ.update(api.node_launch(nnodes, node_rank, rdzv_endpoint).env())  # the agent's part
+        os.environ.update(node.env())  # the agent's part of the launch (rigbench/ranks.NodeLaunch)
     if processes > 1 and threads is None:
         err.print(f"threads per rank: {api.threads_per_rank(specs[0])} (the usable cores shared out "
                   f"between {processes} ranks; --threads to choose)", highlight=False)
