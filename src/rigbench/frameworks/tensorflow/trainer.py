@@ -26,6 +26,13 @@ class TfTrainer(KerasTrainer):
     #: The step without the gradient all-reduce, in a data-parallel rank (make_step).
     unsynced_step: TrainStep
 
+    def check_spec(self, spec: TrialSpec) -> None:
+        super().check_spec(spec)
+        if spec.compile and parallel.joined() and spec.device.partition(":")[0] == "cpu":
+            # XLA: "Collectives are not yet implemented for CPU devices when compiling with XLA".
+            raise UnsupportedError("--compile with --processes on the CPU: XLA cannot compile TensorFlow's "
+                                   "collectives for CPU devices (b/194942685); drop --compile or use GPUs")
+
     def resolve_device(self, device: str) -> tuple[str, str, bool]:
         return resolve_device(cluster.rank_device(device))
 
