@@ -22,7 +22,7 @@ import pytest
 from rigbench.runner import rank_files
 from rigbench.runner.launchers import TrackerSettings, launcher_for
 from rigbench.runner.launchers.agent import RanksLauncher
-from rigbench.spec import MeasureOptions, TrialSpec
+from rigbench.spec import MeasureOptions, TrainOptions, TrialSpec
 from rigbench.store import Store
 
 pytest.importorskip("jax")
@@ -107,6 +107,23 @@ def test_two_ranks_train_what_one_process_trains_on_the_global_batch(two_ranks):
     [other] = launch(dp_spec(1, batch_size=BATCH)).reports
     assert other.status == "ok", other.error
     assert not np.allclose(np.array(other.param_sums), single, rtol=RTOL, atol=ATOL)
+
+
+def test_two_ranks_train_on_real_data_as_one_process_on_the_global_batch():
+    # Each rank takes every other sample of the epoch's permutation (data/shard.py), so the two
+    # ranks' step k covers the same 2B samples as one process's step k at 2B.
+    def train(world_size: int, batch_size: int):
+        spec = TrialSpec(workload="mlp", framework="jax", device="cpu", batch_size=batch_size, threads=1,
+                         world_size=world_size, train=TrainOptions(dataset="digits", epochs=1, max_train_samples=512))
+        return launch(spec).reports
+
+    r0, r1 = train(2, BATCH)
+    [alone] = train(1, 2 * BATCH)
+    assert [r0.status, r1.status, alone.status] == ["ok"] * 3, [r0.error, r1.error, alone.error]
+    assert r0.epochs[0].steps == r1.epochs[0].steps == alone.epochs[0].steps == 512 // (2 * BATCH)
+    assert r0.loss_curve == r1.loss_curve  # the global batch's loss, replicated
+    assert r0.epochs[0].accuracy == r1.epochs[0].accuracy  # identical replicas evaluate alike
+    np.testing.assert_allclose(r0.loss_curve, alone.loss_curve, rtol=1e-3)
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

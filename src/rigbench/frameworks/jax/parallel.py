@@ -138,8 +138,16 @@ class DataParallel:
         return jax.tree.map(lambda t: jax.make_array_from_process_local_data(self.sharded, t), local)
 
     def replicate(self, state: Any) -> Any:
-        """`state` (the same on every process: built from the seed) replicated on the mesh."""
-        return jax.device_put(state, self.replicated)
+        """`state` (the same on every process: built from the seed) replicated on the mesh.
+        jax checks that each array is equal on every process (multihost_utils.assert_equal)."""
+        return jax.tree.map(self._replicate_leaf, state)
+
+    def _replicate_leaf(self, leaf: Any) -> Any:
+        if isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            # device_put takes only plain arrays to a multi-process sharding: a typed key goes as its data
+            impl = jax.random.key_impl(leaf)
+            return jax.random.wrap_key_data(self._replicate_leaf(jax.random.key_data(leaf)), impl=impl)
+        return jax.device_put(leaf, self.replicated)
 
     def adopt(self, local_state: Any) -> Any:
         """A replicated global state made of this process's own copy (after no-sync steps the
@@ -147,10 +155,11 @@ class DataParallel:
         return jax.tree.map(lambda a: jax.make_array_from_single_device_arrays(a.shape, self.replicated, [a]),
                             local_state)
 
-    def jit(self, fn: Any, batch_args: int = 1) -> Any:
-        """`fn(state, *batch)` jitted on global arrays: the state (donated) and every output
-        replicated, the `batch_args` arguments after it sharded along 'data'."""
-        return jax.jit(fn, in_shardings=(self.replicated, *[self.sharded] * batch_args),
+    def jit(self, fn: Any, replicated_after: int = 0) -> Any:
+        """`fn(state, batch, *rest)` jitted on global arrays: the state (donated), the
+        `replicated_after` arguments after the batch (a random key) and every output
+        replicated, the batch sharded along 'data'."""
+        return jax.jit(fn, in_shardings=(self.replicated, self.sharded, *[self.replicated] * replicated_after),
                        out_shardings=self.replicated, donate_argnums=0)
 
 

@@ -69,6 +69,7 @@ class JaxTrainer:
             self.tx = step.make_optimizer(workload, workload.default_lr if spec.lr is None else spec.lr)
             self.graphdefs, state = step.split(workload, model, self.tx)
             batch = step.synthetic_batch(workload, spec.batch_size * world, spec.seed)
+            key = jax.random.key(spec.seed)  # made here, uncommitted, as the state: dp.replicate takes it
         self.params = models.trainable_params(model)
         self.device_name = device_name(self.device)
         tx_step = step.make_step(workload, self.tx, self.graphdefs)
@@ -81,7 +82,8 @@ class JaxTrainer:
             self.state = self.dp.replicate(state)
             self.batch, self._local_batch = self.dp.share(batch)
             self._step = self.dp.jit(tx_step)
-        self._key = jax.random.key(spec.seed)  # latent noise of real-data steps
+        # latent noise of real-data steps; joined, replicated: every rank splits the same keys
+        self._key = key if self.dp is None else self.dp.replicate(key)
         self._data_step: Callable[..., Any] | None = None
         self._eval_sums: Callable[..., Any] | None = None
 
@@ -155,11 +157,16 @@ class JaxTrainer:
     def train_step(self, batch: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, dict[str, jax.Array]]:
         if self._data_step is None:  # the timed step, with the batch's scaling and targets inside
             tx_step, workload = step.make_step(self.workload, self.tx, self.graphdefs), self.workload
-            self._data_step = jax.jit(
-                lambda state, images, labels, key: tx_step(state, step.model_batch(workload, images, labels, key)),
-                donate_argnums=0)
+
+            def data_step(state: step.State, batch: tuple[jax.Array, jax.Array], key: jax.Array) -> Any:
+                return tx_step(state, step.model_batch(workload, *batch, key))
+
+            self._data_step = (jax.jit(data_step, donate_argnums=0) if self.dp is None
+                               else self.dp.jit(data_step, replicated_after=1))
         self._key, key = jax.random.split(self._key)
-        self.state, loss, parts = self._data_step(self.state, *batch, key)
+        if self.dp is not None:  # the rank's rows (its shard of the epoch) into the global batch
+            batch = self.dp.globalize(batch)
+        self.state, loss, parts = self._data_step(self.state, batch, key)
         return loss, parts
 
     def set_lr(self, lr: float) -> None:
@@ -184,4 +191,5 @@ class JaxTrainer:
                 return loss, jnp.sum(predicted == targets.astype(predicted.dtype)).astype(jnp.float32)
 
             self._eval_sums = jax.jit(sums)
-        return self._eval_sums(self.state[name], *batch)
+        # this process's copy of a replicated state: each rank evaluates on its own device
+        return self._eval_sums(parallel.local(self.state[name]), *batch)
