@@ -192,7 +192,7 @@ class TorchTrainer:
         # The rank's share of the global batch (rows rank::world, as data/shard.py deals a
         # data set): one process on the global batch computes the same update.
         drawn = step.synthetic_batch(workload, spec.batch_size * world)
-        self.batch = tuple(self.to_device(t[rank::world]) for t in drawn)
+        self.batch = tuple(self.to_device(t[rank::world].contiguous()) for t in drawn)  # a copy, not a strided view
         self.replicas = self._replicate() if parallel.joined() else []
         self.optimizers = self._optimizers(workload.default_lr if spec.lr is None else spec.lr)
         # Loss scaling keeps fp16 gradients from underflowing; only CUDA's scaler is used
