@@ -120,7 +120,7 @@ def joined(adapter: FrameworkAdapter, spec: TrialSpec, rank: RankInfo) -> Iterat
     """The rank inside its process group for the block; UnsupportedError for a framework
     without data parallelism (base.DataParallelAdapter)."""
     if not hasattr(adapter, "join"):
-        raise UnsupportedError(f"{adapter.NAME} has no data-parallel launcher yet: --processes needs torch")
+        raise UnsupportedError(f"{adapter.NAME} cannot train data-parallel yet: --processes runs torch, jax or tensorflow")
     collective = cast(DataParallelAdapter, adapter).join(spec, rank)
     try:
         yield collective
