@@ -1,0 +1,109 @@
+"""What the data-parallel tests of every framework share (tests/integration/test_data_parallel*.py):
+a trial with fixed step counts, its launch through the framework's agent launcher (world size 1
+included), the checks every framework must pass, and a rank killed or stopped mid-trial."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from rigbench.runner import rank_files
+from rigbench.runner.launchers import Outcome, TrackerSettings
+from rigbench.runner.launchers.agent import AgentLauncher, RanksLauncher, TorchrunLauncher
+from rigbench.spec import MeasureOptions, TrialSpec
+
+BATCH = 16
+#: 2 warm-up and 5 timed steps, whatever the clock says: runs of different world sizes compare.
+FIXED_STEPS = dict(warmup_steps=2, warmup_seconds=0.0, min_steps=5, max_steps=5, min_seconds=0.0)
+
+
+def dp_spec(world_size: int, framework: str = "torch", batch_size: int = BATCH, **measure) -> TrialSpec:
+    """An mlp trial on the CPU, one thread per rank, FIXED_STEPS unless `measure` says otherwise."""
+    return TrialSpec(workload="mlp", framework=framework, device="cpu", batch_size=batch_size, threads=1,
+                     world_size=world_size, measure=MeasureOptions(**(FIXED_STEPS | measure)))
+
+
+def agent_launcher(framework: str) -> AgentLauncher:
+    """The agent launcher of `framework`'s data-parallel trials, which also runs world size 1 as
+    a rank (launcher_for gives one process the plain "process" launcher)."""
+    return TorchrunLauncher() if framework == "torch" else RanksLauncher()
+
+
+def launch(spec: TrialSpec, on_start=None) -> Outcome:
+    return agent_launcher(spec.framework).launch(spec, TrackerSettings.for_spec(spec), on_start=on_start)
+
+
+def check_two_ranks_agree(outcome: Outcome, steps: int = 5) -> None:
+    """Both ranks ok, as ranks 0 and 1, with the same timed and no-sync step counts, the
+    trial's steps the per-step maximum, and identical replicas (sha256 and per-tensor sums)."""
+    assert [r.status for r in outcome.reports] == ["ok", "ok"], [r.error for r in outcome.reports]
+    r0, r1 = outcome.reports
+    assert [(r.rank, r.world_size) for r in (r0, r1)] == [(0, 2), (1, 2)]
+    assert len(r0.step_times_s) == len(r1.step_times_s) == steps
+    assert len(r0.nosync_step_times_s) == len(r1.nosync_step_times_s) == steps
+    assert outcome.report.step_times_s == [max(a, b) for a, b in zip(r0.step_times_s, r1.step_times_s)]
+    assert r0.param_digest and r0.param_digest == r1.param_digest
+    assert r0.param_sums == r1.param_sums
+
+
+def check_equals_one_process_on_the_global_batch(two_ranks: Outcome, framework: str, rtol: float, atol: float) -> None:
+    """Two ranks on BATCH rows each end where one process on the 2 x BATCH rows ends (up to
+    float32 summation order: `rtol`, `atol` on the per-tensor sums), and one process on other
+    rows does not (so the check can fail)."""
+    [alone] = launch(dp_spec(1, framework, batch_size=2 * BATCH)).reports
+    assert alone.status == "ok", alone.error
+    ranks, single = np.array(two_ranks.reports[0].param_sums), np.array(alone.param_sums)
+    assert ranks.shape == single.shape
+    np.testing.assert_allclose(ranks, single, rtol=rtol, atol=atol)
+    [other] = launch(dp_spec(1, framework, batch_size=BATCH)).reports
+    assert other.status == "ok", other.error
+    assert not np.allclose(np.array(other.param_sums), single, rtol=rtol, atol=atol)
+
+
+def _rank_pids(folder: Path, world_size: int, timeout_s: float = 120.0) -> dict[int, int]:
+    """The ranks' pids from their heartbeats, once every rank has started stepping."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        beats = {}
+        for rank in range(world_size):
+            try:
+                beats[rank] = json.loads(rank_files.progress_path(folder, rank).read_text())
+            except (OSError, ValueError):
+                break
+        if len(beats) == world_size and all(b["steps"] > 0 for b in beats.values()):
+            return {rank: b["pid"] for rank, b in beats.items()}
+        time.sleep(0.2)
+    raise AssertionError("the ranks never started stepping")
+
+
+def signal_rank_when_stepping(spec: TrialSpec, signum: int, rank: int) -> tuple[Outcome, dict]:
+    """Launch `spec` and send `signum` to `rank` once every rank steps: (the outcome, every pid
+    the trial had: "agent" and each rank's)."""
+    pids: dict = {}
+
+    def on_start(agent_pid: int) -> None:
+        def inject() -> None:
+            agent = psutil.Process(agent_pid)
+            while len(agent.cmdline()) < 2:  # right after the fork, before the exec
+                time.sleep(0.05)
+            folder = Path(agent.cmdline()[-1])  # the agent's command: ... SPEC FOLDER
+            pids.update(_rank_pids(folder, spec.world_size), agent=agent_pid)
+            os.kill(pids[rank], signum)
+
+        threading.Thread(target=inject, daemon=True).start()
+
+    return launch(spec, on_start=on_start), pids
+
+
+def gone(pid: int) -> bool:
+    """The process has ended (a zombie waiting for its parent counts)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
