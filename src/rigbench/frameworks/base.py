@@ -314,8 +314,9 @@ class Collective(Protocol):
         """The largest of every rank's `steps` (an all-reduce MAX): the ranks run the agreed
         number, so none waits forever in a gradient all-reduce (runner/protocol.py)."""
 
-    def leave(self) -> None:
-        """Leave the group (after the last collective)."""
+    def leave(self, failed: bool) -> None:
+        """Leave the group (after the last collective). `failed`: this rank's trial failed, so
+        its peers may be blocked waiting for it; leave without waiting for them."""
 
     def time_all_reduce(self, nbytes: int, repeats: int) -> list[float]:
         """Seconds of each of `repeats` all-reduces (sum) of an fp32 buffer of `nbytes` on the

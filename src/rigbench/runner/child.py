@@ -172,7 +172,7 @@ def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     rank_side.describe_rank(report, me)
     finish.append(lambda final: rank_side.describe_rank(final, me))  # again at the end: the memory peak
     beat = stack.enter_context(rank_side.Heartbeat(rank_files.progress_path(folder, me.rank)))
-    collective = stack.enter_context(rank_side.joined(adapter, spec, me))
+    collective = stack.enter_context(rank_side.joined(adapter, spec, me, report))
     if spec.nodes > 1:  # the report reaches node 0, which stores the trial
         finish.append(lambda final: rank_side.send_to_node_zero(collective, spec, me, folder, final))
     if spec.lr_find is not None:

@@ -116,16 +116,17 @@ def redirect_stderr(folder: Path, rank: int) -> None:
 
 
 @contextlib.contextmanager
-def joined(adapter: FrameworkAdapter, spec: TrialSpec, rank: RankInfo) -> Iterator[Collective]:
-    """The rank inside its process group for the block; UnsupportedError for a framework
-    without data parallelism (base.DataParallelAdapter)."""
+def joined(adapter: FrameworkAdapter, spec: TrialSpec, rank: RankInfo, report: ChildReport) -> Iterator[Collective]:
+    """The rank inside its process group for the block, leaving it as failed unless `report`
+    is ok by then (runner/child classifies the trial inside the block); UnsupportedError for a
+    framework without data parallelism (base.DataParallelAdapter)."""
     if not hasattr(adapter, "join"):
         raise UnsupportedError(f"{adapter.NAME} cannot train data-parallel yet: --processes runs torch, jax or tensorflow")
     collective = cast(DataParallelAdapter, adapter).join(spec, rank)
     try:
         yield collective
     finally:
-        collective.leave()
+        collective.leave(failed=report.status != "ok")
 
 
 def describe_rank(report: ChildReport, rank: RankInfo) -> None:

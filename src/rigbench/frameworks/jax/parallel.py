@@ -45,9 +45,8 @@ class JaxCollective:
 
     A rank that failed must not wait in jax's shutdown barrier (jax's own atexit handler calls
     it too): its peers may be blocked in a collective waiting for it, and the barrier then
-    holds it until its timeout. runner/child asks `lost_peer` about every exception that ends a
-    rank, so that call also marks this rank as failed; `leave` then ends the process straight
-    after its report is written instead (the peers' collectives fail at once, collaterally).
+    holds it until its timeout. `leave(failed=True)` ends the process straight after its
+    report is written instead (the peers' collectives fail at once, collaterally).
     """
 
     def __init__(self, spec: TrialSpec, rank: RankInfo):
@@ -63,7 +62,6 @@ class JaxCollective:
                                    local_device_ids=[rank.local_rank] if gpu else None,
                                    initialization_timeout=wait_s, heartbeat_timeout_seconds=wait_s)
         _joined = True
-        self._failed = False
         self._device = spec.device
 
     def agree(self, steps: int) -> int:
@@ -84,14 +82,13 @@ class JaxCollective:
             times.append(time.perf_counter() - start)
         return times[1:]
 
-    def leave(self) -> None:
-        if self._failed:
+    def leave(self, failed: bool) -> None:
+        if failed:
             atexit.register(_exit_now)  # runs before jax's handler (atexit is last in, first out)
             return
         jax.distributed.shutdown()
 
     def lost_peer(self, exc: BaseException) -> bool:
-        self._failed = True  # see the class docstring
         text = str(exc)
         return "Gloo" in text and any(gone in text for gone in PEER_GONE)
 

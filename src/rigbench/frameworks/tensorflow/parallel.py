@@ -111,7 +111,7 @@ class TfCollective:
             times.append(time.perf_counter() - start)
         return times[1:]
 
-    def leave(self) -> None:
+    def leave(self, failed: bool) -> None:
         """Nothing to do: TensorFlow has no public call that takes a worker out of its cluster;
         its server ends with the process (the rank's next step)."""
 

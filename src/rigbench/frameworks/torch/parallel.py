@@ -85,8 +85,8 @@ class TorchCollective:
             found[key] = store.get(f"{CHANNEL_PREFIX}{key}").decode("utf-8")
         return found
 
-    def leave(self) -> None:
-        if dist.is_initialized():
+    def leave(self, failed: bool) -> None:
+        if dist.is_initialized():  # destroying the group waits for no peer
             dist.destroy_process_group()
 
     def lost_peer(self, exc: BaseException) -> bool:
