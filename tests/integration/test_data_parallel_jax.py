@@ -16,7 +16,6 @@ import sys
 import numpy as np
 import pytest
 
-from rigbench.errors import UnsupportedError
 from rigbench.runner.launchers import launcher_for
 from rigbench.spec import TrainOptions, TrialSpec
 from tests.data_parallel import (
@@ -93,14 +92,6 @@ def test_two_ranks_train_on_real_data_as_one_process_on_the_global_batch():
     assert r0.loss_curve == r1.loss_curve  # the global batch's loss, replicated
     assert r0.epochs[0].accuracy == r1.epochs[0].accuracy  # identical replicas evaluate alike
     np.testing.assert_allclose(r0.loss_curve, alone.loss_curve, rtol=1e-3)
-
-
-@pytest.mark.parametrize("framework", ["keras-jax", "keras-torch"])
-def test_a_keras_trial_of_two_processes_is_unsupported_not_a_crash(framework):
-    # No `join` in their adapters: the launcher says so, and the session stores `unsupported`.
-    pytest.importorskip("keras")
-    with pytest.raises(UnsupportedError, match=f"{framework} has no data-parallel support"):
-        launcher_for(dp_spec(2, framework))
 
 
 @pytest.mark.parametrize("victim", [1, 0])  # rank 0 also runs jax.distributed's coordination service

@@ -36,7 +36,8 @@ def test_world_size_above_one_takes_an_agent_launcher_where_the_framework_can_jo
 
 def test_a_framework_that_cannot_join_a_group_has_no_launcher():
     spec = quick_spec().model_copy(update={"world_size": 4, "framework": "keras-torch"})
-    with pytest.raises(UnsupportedError, match="keras-torch has no data-parallel support yet"):
+    with pytest.raises(UnsupportedError, match=r"keras-torch has no data-parallel support: --processes 4 .*"
+                                                r"runs on the JAX backend only"):
         launcher_for(spec)
 
 
@@ -46,7 +47,7 @@ def test_session_stores_a_trial_no_launcher_can_run_as_unsupported(tmp_path, mon
 
     monkeypatch.setattr(ProcessLauncher, "launch", no_launch)
     monkeypatch.setattr(session, "launcher_for", lambda spec: (_ for _ in ()).throw(
-        UnsupportedError("keras-torch has no data-parallel support yet")))
+        UnsupportedError("keras-torch has no data-parallel support")))
     store = Store(str(tmp_path / "s.db"))
     store.add_run("run1", "t", "test", {})
     spec = quick_spec().model_copy(update={"world_size": 2})
@@ -54,7 +55,7 @@ def test_session_stores_a_trial_no_launcher_can_run_as_unsupported(tmp_path, mon
     assert not outcome.interrupted
     [stored] = store.list(run_id="run1")
     assert stored.status == "unsupported"
-    assert stored.error == "keras-torch has no data-parallel support yet"
+    assert stored.error == "keras-torch has no data-parallel support"
     assert stored.spec.world_size == 2
 
 

@@ -2,6 +2,7 @@
 
 Reads a TrialSpec (JSON file), loads the framework adapter and applies the environment it
 asks for before the framework itself is imported, lets it size its thread pools (`prepare`),
+(a data-parallel rank then joins its group: before anything may start the framework's runtime),
 counts the model, applies the memory limit, then runs the speed protocol on the adapter's
 trainer, or the shared training loop or lr range test (frameworks/driver/), and writes a
 ChildReport (JSON file).
@@ -140,10 +141,25 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
     """The trial's work (run_trial's body); returns the adapter it loaded. `finish` takes what
     must run once the report is final, with the stack still open (a rank's group still joined)."""
     workload = get_workload(spec.workload)
-    options = resolved_options(workload, spec.workload_options)
     adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
     os.environ.update(adapter.environment(spec))  # read once, when the framework starts
     adapter.prepare(spec.threads)  # thread pools sized once, before counting can start them
+    if folder is not None:  # a rank counts once joined: joining must come before the runtime starts
+        _as_rank(adapter, spec, workload, report, folder, stack, finish)
+        return adapter
+    _count(adapter, spec, workload, report)
+    if spec.lr_find is not None:
+        _lr_find(adapter, spec, workload, report)
+    elif spec.train is not None:
+        _train(adapter, spec, workload, report)
+    else:
+        _measure(adapter, spec, workload, report)
+    return adapter
+
+
+def _count(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
+    """The model counted (which may start the framework's runtime), then the memory cap set."""
+    options = resolved_options(workload, spec.workload_options)
     report.params, _ = cached_count(adapter, workload, options)
     # The analytic figure, the same for every framework (MFU and the roofline use it);
     # the adapter's own FLOP count only cross-checks it (tests/contract/).
@@ -151,15 +167,6 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
     report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size)
     if spec.measure.memory_limit_bytes:
         apply_memory_limit(spec.measure.memory_limit_bytes)
-    if folder is not None:
-        _as_rank(adapter, spec, workload, report, folder, stack, finish)
-    elif spec.lr_find is not None:
-        _lr_find(adapter, spec, workload, report)
-    elif spec.train is not None:
-        _train(adapter, spec, workload, report)
-    else:
-        _measure(adapter, spec, workload, report)
-    return adapter
 
 
 def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport,
@@ -173,6 +180,7 @@ def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     finish.append(lambda final: rank_side.describe_rank(final, me))  # again at the end: the memory peak
     beat = stack.enter_context(rank_side.Heartbeat(rank_files.progress_path(folder, me.rank)))
     collective = stack.enter_context(rank_side.joined(adapter, spec, me, report))
+    _count(adapter, spec, workload, report)
     if spec.nodes > 1:  # the report reaches node 0, which stores the trial
         finish.append(lambda final: rank_side.send_to_node_zero(collective, spec, me, folder, final))
     if spec.lr_find is not None:

@@ -121,7 +121,8 @@ def joined(adapter: FrameworkAdapter, spec: TrialSpec, rank: RankInfo, report: C
     is ok by then (runner/child classifies the trial inside the block); UnsupportedError for a
     framework without data parallelism (base.DataParallelAdapter)."""
     if not hasattr(adapter, "join"):
-        raise UnsupportedError(f"{adapter.NAME} cannot train data-parallel yet: --processes runs torch, jax or tensorflow")
+        raise UnsupportedError(f"{adapter.NAME} cannot train data-parallel: --processes runs torch, jax, tensorflow "
+                               "or keras-jax")
     collective = cast(DataParallelAdapter, adapter).join(spec, rank)
     try:
         yield collective

@@ -6,7 +6,8 @@ what Keras costs on the same backend.
 Devices, threads and out-of-memory errors are the JAX adapter's (frameworks/jax/devices.py,
 oom.py); calibration is the JAX adapter's, since it measures the device, not Keras. keras and
 jax are imported inside the functions: the environment selects Keras' backend (KERAS_BACKEND),
-fixed when keras is first imported.
+fixed when keras is first imported. Data parallel: Keras' own DataParallel over the processes
+of jax.distributed (parallel.py).
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ from rigbench.frameworks.jax.oom import is_oom
 from rigbench.frameworks.keras import backend_adapter
 
 if TYPE_CHECKING:
-    from rigbench.frameworks.base import CalibrationKernels, DeviceInfo
+    from rigbench.frameworks.base import CalibrationKernels, Collective, DeviceInfo
     from rigbench.frameworks.keras_jax.trainer import KerasJaxTrainer
+    from rigbench.ranks import RankInfo
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
 NAME = "keras-jax"
 
-__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
-           "software"]
+__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
+           "prepare", "software"]
 
 
 def environment(spec: TrialSpec) -> dict[str, str]:
@@ -47,6 +49,12 @@ def build(spec: TrialSpec, workload: Workload) -> KerasJaxTrainer:
     from rigbench.frameworks.keras_jax.trainer import KerasJaxTrainer
 
     return KerasJaxTrainer(spec, workload)
+
+
+def join(spec: TrialSpec, rank: RankInfo) -> Collective:
+    """Join the trial's jax.distributed group as the native JAX adapter does (base.
+    DataParallelAdapter); `build` then trains under Keras' DataParallel (parallel.py)."""
+    return native.join(spec, rank)
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from rigbench.workloads import Workload
 
 NAME = "keras-torch"
+#: Why this adapter has no `join` (runner/launchers stores it as the `unsupported` reason):
+#: keras 3.15 ships a distribution backend for JAX alone (keras/src/backend/jax/distribution_lib.py).
+NO_DATA_PARALLEL = ("Keras' distribution API (keras.distribution.DataParallel) runs on the JAX backend only: "
+                    "use keras-jax, or torch")
 
 __all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
            "software"]

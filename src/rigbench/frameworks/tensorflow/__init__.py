@@ -33,19 +33,14 @@ def environment(spec: TrialSpec) -> dict[str, str]:
 
 
 def prepare(threads: int | None) -> None:
-    """Thread pools sized (devices.set_threads); in a data-parallel rank, then the strategy
-    created: it must exist before the runtime starts, and counting the model (after `prepare`,
-    before `join`) starts it (parallel.py)."""
+    """Thread pools sized (devices.set_threads)."""
     devices.set_threads(threads)
-    if cluster.is_agent_rank():
-        from rigbench.frameworks.tensorflow import parallel
-
-        parallel.start()
 
 
 def join(spec: TrialSpec, rank: RankInfo) -> Collective:
-    """This rank's worker in the trial's MultiWorkerMirroredStrategy (base.DataParallelAdapter);
-    `build` then trains under it (parallel.py)."""
+    """This rank's worker in the trial's MultiWorkerMirroredStrategy, created here: the runner
+    joins a rank before anything can start TensorFlow's runtime, and the strategy must exist
+    before it starts (base.DataParallelAdapter); `build` then trains under it (parallel.py)."""
     from rigbench.frameworks.tensorflow import parallel
 
     strategy = parallel.start()

@@ -8,8 +8,8 @@ divides each replica's mean loss by the replicas (tensorflow/step.py), so the up
 global batch's mean gradient. The trainer asks `world()` whether it runs inside the strategy.
 
 The strategy must exist before TensorFlow's runtime starts ("Collective ops must be configured
-at program startup"): the runner counts the model, which starts it, between the adapter's
-`prepare` and `join`, so `prepare` creates the strategy in a rank (`start`) and `join` wraps it.
+at program startup"): the adapter's `join` creates it (`start`), which the runner calls before
+anything can start the runtime (runner/child.py counts the model only after a rank joined).
 """
 
 from __future__ import annotations

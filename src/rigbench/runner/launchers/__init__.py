@@ -42,7 +42,9 @@ def launcher_for(spec: TrialSpec) -> Launcher:
         return get_launcher("torchrun")
     if spec.nodes > 1:
         raise UnsupportedError(f"{spec.framework} has no multi-node launcher: --nnodes runs torch (torchrun's c10d rendezvous)")
-    if hasattr(load_adapter(spec.framework), "join"):  # base.DataParallelAdapter
+    adapter = load_adapter(spec.framework)
+    if hasattr(adapter, "join"):  # base.DataParallelAdapter
         return get_launcher("ranks")
-    raise UnsupportedError(f"{spec.framework} has no data-parallel support yet: --processes "
-                           f"{spec.world_size} needs a framework whose adapter can join a process group")
+    reason = getattr(adapter, "NO_DATA_PARALLEL", "its adapter cannot join a process group")
+    raise UnsupportedError(f"{spec.framework} has no data-parallel support: --processes {spec.world_size} "
+                           f"needs a framework that trains data-parallel ({reason})")
