@@ -67,12 +67,14 @@ def bare(workload: str, batch: int, steps: int, threads: int, processes: int) ->
         script.write(BARE_DDP)
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     try:
-        out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                              f"--nproc_per_node={processes}", script.name, workload, str(batch), str(steps),
-                              str(threads)], check=True, capture_output=True, text=True, env=env).stdout
+        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                               f"--nproc_per_node={processes}", script.name, workload, str(batch), str(steps),
+                               str(threads)], capture_output=True, text=True, env=env)
     finally:
         os.unlink(script.name)
-    return json.loads(out.strip().splitlines()[-1])["samples_per_s"]
+    if proc.returncode != 0:  # say why, not only that it failed
+        raise SystemExit(f"the bare torchrun loop failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["samples_per_s"]
 
 
 def harness(workload: str, batch: int, steps: int, threads: int, processes: int, db: str) -> float:

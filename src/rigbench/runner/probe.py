@@ -1,8 +1,6 @@
-"""Ask a framework, in a child process, what it can see: `python -m rigbench.runner.probe NAME [--count]`.
+"""Ask a framework, in a child process, what it can see: `python -m rigbench.runner.probe NAME`.
 
-Prints JSON: {"framework", "software", "devices": [...], "counts": {workload: [params, flops]}},
-with the parameters counted by the adapter and the workload's analytic training FLOPs per sample.
-Running this in a child keeps the CLI's process free of framework imports and GPU contexts
+Prints JSON: {"framework", "software", "devices": [...]}. Running this in a child keeps the CLI's process free of framework imports and GPU contexts
 (a CUDA context alone takes hundreds of MiB of GPU memory).
 """
 
@@ -17,33 +15,23 @@ from typing import Any
 
 from rigbench.errors import UsageError
 from rigbench.frameworks import check_framework, load_adapter
-from rigbench.runner.count_cache import cached_count
 from rigbench.spec import TrialSpec
-from rigbench.workloads import WORKLOADS, resolved_options
-from rigbench.workloads.flops import train_flops_per_sample
 
 PROBE_TIMEOUT_S = 300
 
 
-def probe_here(name: str, count: bool) -> dict[str, Any]:
+def probe_here(name: str) -> dict[str, Any]:
     adapter = load_adapter(name)
     # the framework starts as in a trial (e.g. Keras picks its backend from the environment)
     os.environ.update(adapter.environment(TrialSpec(workload="mlp", batch_size=1, framework=name)))
-    out: dict[str, Any] = {"framework": name, "software": adapter.software(),
-                           "devices": adapter.list_devices()}
-    if count:
-        out["counts"] = {
-            w.name: [cached_count(adapter, w, resolved_options(w, {}))[0], train_flops_per_sample(w)]
-            for w in WORKLOADS.values()
-        }
-    return out
+    return {"framework": name, "software": adapter.software(), "devices": adapter.list_devices()}
 
 
 @cache
-def probe(name: str, count: bool = False) -> dict[str, Any]:
+def probe(name: str) -> dict[str, Any]:
     """Probe framework `name` in a child process (cached for this process)."""
     check_framework(name)
-    cmd = [sys.executable, "-m", "rigbench.runner.probe", name] + (["--count"] if count else [])
+    cmd = [sys.executable, "-m", "rigbench.runner.probe", name]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -55,5 +43,4 @@ def probe(name: str, count: bool = False) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    print(json.dumps(probe_here(args[0], count="--count" in args)))
+    print(json.dumps(probe_here(sys.argv[1])))
