@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 from rigbench.experiments.sweep import spec_key
+from rigbench.runner.forkserver import TRIAL_PROCESS_NAME
 from rigbench.spec import Result
 from tests.conftest import with_ctrl_c
 
@@ -39,7 +40,9 @@ def trial_children(pid):
     found = []
     for p in psutil.Process(pid).children(recursive=True):
         try:
-            if "rigbench.runner.child" in " ".join(p.cmdline()):
+            # a cold trial runs rigbench.runner.child; a warm one is forked from the warm-start
+            # server and renames its process
+            if "rigbench.runner.child" in " ".join(p.cmdline()) or p.name() == TRIAL_PROCESS_NAME:
                 found.append(p)
         except psutil.Error:  # it ended meanwhile
             pass

@@ -295,7 +295,10 @@ class FrameworkAdapter(Protocol):
         calibrate`); UsageError for a device the framework does not have."""
 
 
-#: Module-level names every adapter must define (count_traffic is optional).
+#: Module-level names every adapter must define. Optional: `count_traffic`; `PRELOAD`, the
+#: modules a warm-start server imports once so each trial's process is forked with them loaded
+#: (runner/launchers/warm_start.py; only modules whose import starts no thread: the server
+#: checks); `NO_DATA_PARALLEL`, why an adapter without `join` cannot train data-parallel.
 REQUIRED = ("NAME", "environment", "prepare", "software", "list_devices", "build", "is_oom", "count",
             "calibration_kernels")
 

@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
+#: Imported once by a warm-start server, which forks each trial's process from there
+#: (runner/launchers/warm_start.py); importing it starts no thread (the server checks).
+PRELOAD = ("rigbench.frameworks.jax.trainer",)
+
+__all__ = ["NAME", "PRELOAD", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
            "prepare", "software"]
 
 

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "calibration_kernels", "count", "count_traffic", "environment", "is_oom",
+#: Imported once by a warm-start server, which forks each trial's process from there
+#: (runner/launchers/warm_start.py); importing it starts no thread (the server checks).
+PRELOAD = ("rigbench.frameworks.torch.trainer",)
+
+__all__ = ["NAME", "PRELOAD", "build", "calibration_kernels", "count", "count_traffic", "environment", "is_oom",
            "join", "list_devices", "prepare", "software"]
 
 

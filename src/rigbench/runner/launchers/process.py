@@ -1,5 +1,6 @@
 """The "process" launcher: one trial in one fresh child process, with trackers, a timeout
-and a memory cap.
+and a memory cap; the child is forked from a server that imported the framework once where
+that is safe (launchers/warm_start.py), else started as a new interpreter.
 
 The parent never imports a framework: it starts `python -m rigbench.runner.child`, samples
 the child's CPU, memory and GPU from outside while it runs, and classifies exits the child
@@ -52,7 +53,7 @@ class ProcessLauncher(Launcher):
             started: list[Started] = []
             with ending_on_error(started):
                 started.append(start_process(child_command(spec_path, report_path), child_env(spec),
-                                             folder / "stderr.txt", tracking))
+                                             folder / "stderr.txt", tracking, warm_framework=spec.framework))
                 if on_start:
                     on_start(started[0].pid)
                 [timed_out] = wait_all(started, spec.measure.timeout_s)

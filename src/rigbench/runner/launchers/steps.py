@@ -4,7 +4,9 @@ one process per rank for jax.distributed) composes them instead of copying them:
 - `trial_folder()`: the trial's temporary folder (pid-prefixed, so the next run can remove a
   killed driver's folders; SIGTERM and SIGHUP unwind through it);
 - `write_spec`, `child_command`, `child_env`, `rank_report_path`: what a child is given;
-- `start_process`: one process in a session of its own, stderr to a file, a Tracker on it;
+- `start_process`: one process in a session of its own, stderr to a file, a Tracker on it
+  (a trial's child forked warm from a server that imported its framework, where it can be:
+  launchers/warm_start.py);
 - `ending_on_error`: every started process group killed and every tracker stopped when the
   launch is interrupted (Ctrl-C, SIGTERM, a bug);
 - `wait_all`: the processes waited for under one timeout, every group killed when it passes;
@@ -29,11 +31,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 import psutil
 
 from rigbench.frameworks import load_adapter
 from rigbench.runner import rank_files
+from rigbench.runner.launchers import warm_start
 from rigbench.runner.launchers.base import TrackerSettings
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.trackers.sampler import Tracker
@@ -129,7 +133,11 @@ def rank_report_path(folder: Path, rank: int) -> Path:
 
 def child_command(spec_path: Path, report_path: Path) -> list[str]:
     """The command of one trial child (one rank): `python -m rigbench.runner.child SPEC REPORT`."""
-    return [sys.executable, "-m", "rigbench.runner.child", str(spec_path), str(report_path)]
+    return [*CHILD_MODULE, str(spec_path), str(report_path)]
+
+
+#: How a trial child is started cold: its arguments follow.
+CHILD_MODULE = (sys.executable, "-m", "rigbench.runner.child")
 
 
 def child_env(spec: TrialSpec) -> dict[str, str]:
@@ -156,7 +164,19 @@ def new_session_args() -> dict:
     return {"start_new_session": True}
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+class ChildProcess(Protocol):
+    """What the launchers use of a started process: a subprocess.Popen, or a trial forked by
+    the warm-start server (warm_start.ForkedTrial)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def kill_group(proc: ChildProcess) -> None:
     """Kill the child and everything it started and reap it: its process group (POSIX), and
     every descendant that left the group (torch's elastic agent starts each rank in a
     session of its own), listed before anything is killed so none is missed re-parented."""
@@ -181,7 +201,7 @@ class Started:
     """One process a launcher started: the process, the file its stderr goes to, and the
     Tracker sampling its process tree (one per started process)."""
 
-    proc: subprocess.Popen
+    proc: ChildProcess
     stderr_path: Path
     tracker: Tracker
 
@@ -191,14 +211,20 @@ class Started:
 
 
 def start_process(argv: Sequence[str], env: Mapping[str, str], stderr_path: Path,
-                  tracking: TrackerSettings) -> Started:
+                  tracking: TrackerSettings, warm_framework: str | None = None) -> Started:
     """Start `argv` in a new session with stdin and stdout on the null device and stderr in
     `stderr_path`, and a Tracker on its process tree. A new session: Ctrl-C reaches only the
     parent, which then ends the child itself, and a timeout can kill the child's whole
-    process group."""
-    with open(stderr_path, "wb") as err:  # the child holds its own descriptor once started
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err, env=dict(env), **new_session_args())
+    process group. A trial child (`argv` = child_command) of `warm_framework` is forked by
+    the warm-start server where it can be (launchers/warm_start.py), else started cold."""
+    proc: ChildProcess | None = None
+    if warm_framework is not None and tuple(argv[:len(CHILD_MODULE)]) == CHILD_MODULE:
+        stderr_path.touch()
+        proc = warm_start.start_trial(argv[len(CHILD_MODULE):], env, str(stderr_path), warm_framework)
+    if proc is None:
+        with open(stderr_path, "wb") as err:  # the child holds its own descriptor once started
+            proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=err, env=dict(env), **new_session_args())
     try:
         tracker = Tracker(proc.pid, interval=tracking.interval_s, gpu_index=tracking.gpu_index)
         tracker.start()

@@ -1,0 +1,182 @@
+"""Warm start: a trial's process forked from a server that imported its framework once
+(runner/forkserver.py), instead of a fresh interpreter that imports it again (about 1.3 s for
+torch on the 2-core dev VM, for every trial).
+
+One server per launching process at a time, for one environment: a framework reads some
+variables once, when it is imported (OMP_NUM_THREADS sizes torch's pools), so a server serves
+only trials whose environment equals the one it was started with, rigbench's own variables
+aside (RIGBENCH_*, read at run time, never at import). A trial that needs another environment
+gets a new server. Cold start instead, always, where:
+- the adapter names no modules to preload (`PRELOAD`: TensorFlow and the Keras family start
+  threads when imported, so a process that imported them must not fork);
+- the platform is not Linux (no fork on Windows; on macOS a forked process may not use the
+  system frameworks its parent loaded);
+- RIGBENCH_COLD_START=1 asks for it (benchmarks/quick_suite.py compares the two);
+- the server refused (a preload started threads) or failed: said once on stderr.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rigbench.frameworks import load_adapter
+
+#: Set to 1 to start every trial cold.
+COLD_START_VAR = "RIGBENCH_COLD_START"
+#: Seconds a new server may take to import its modules.
+START_TIMEOUT_S = 120.0
+#: Variables that differ between trials of one launching process and that no framework reads
+#: at import: rigbench's own, and pytest's per-test name (the test suite launches trials too).
+RUNTIME_ONLY = ("RIGBENCH_", "PYTEST_CURRENT_TEST")
+
+
+def preload_modules(framework: str) -> tuple[str, ...]:
+    """The modules a warm server imports for `framework`'s trials (none: start cold)."""
+    if sys.platform != "linux" or os.environ.get(COLD_START_VAR) == "1":
+        return ()
+    return tuple(getattr(load_adapter(framework), "PRELOAD", ()))
+
+
+def _key(env: Mapping[str, str], modules: Sequence[str]) -> tuple:
+    kept = {k: v for k, v in env.items() if not k.startswith(RUNTIME_ONLY)}
+    return tuple(modules), tuple(sorted(kept.items()))
+
+
+class ForkedTrial:
+    """A trial process forked by the server, with the part of subprocess.Popen's interface
+    the launchers use (pid, poll, wait, returncode): its exit comes from the server."""
+
+    def __init__(self, server: ForkServer, pid: int):
+        self.server, self.pid = server, pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.server.exit_code(self.pid, timeout_s=0.0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self.server.exit_code(self.pid, timeout_s=timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired("forked trial", timeout or 0.0)
+        return self.returncode
+
+
+class ForkServer:
+    """One runner/forkserver.py process: started with `env`, it has imported `modules`."""
+
+    def __init__(self, env: Mapping[str, str], modules: Sequence[str]):
+        self.key = _key(env, modules)
+        self.proc = subprocess.Popen([sys.executable, "-m", "rigbench.runner.forkserver", *modules],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=dict(env), start_new_session=True)
+        self._pending = b""  # read from the server, not yet a whole line
+        self.refused: str | None = None
+        first = self._read(START_TIMEOUT_S)
+        if first is None or "ready" not in first:
+            self.refused = (first or {}).get("refused") or "the warm-start server did not start"
+            self.stop()
+
+    def _read(self, timeout_s: float | None) -> dict[str, Any] | None:
+        """The server's next message, or None if none came within `timeout_s` or it ended.
+        Unbuffered: two messages may arrive at once, and select sees only the pipe."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while b"\n" not in self._pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        return json.loads(line)
+
+    def start(self, argv: Sequence[str], env: Mapping[str, str], stderr_path: str) -> ForkedTrial:
+        """Fork one trial process (runner/child's `argv`) with `env`, its stderr to `stderr_path`."""
+        assert self.proc.stdin is not None
+        # The trial watches its parent, which is this server (runner/child.exit_with_parent).
+        env = {**env, "RIGBENCH_PARENT_PID": str(self.proc.pid)}
+        self.proc.stdin.write((json.dumps({"argv": list(argv), "env": env, "stderr": stderr_path}) + "\n").encode())
+        self.proc.stdin.flush()
+        message = self._read(START_TIMEOUT_S)
+        if message is None or "pid" not in message:
+            self.stop()
+            raise RuntimeError("the warm-start server ended before starting the trial")
+        return ForkedTrial(self, int(message["pid"]))
+
+    def exit_code(self, pid: int, timeout_s: float | None) -> int | None:
+        """The exit code of trial `pid`, waiting up to `timeout_s` (None: until it ends)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            message = self._read(left)
+            if message is None:
+                if self.proc.poll() is not None:  # the server died: its trial ended with it
+                    return -9
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+                continue
+            if message.get("pid") == pid and "returncode" in message:
+                return int(message["returncode"])
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()  # the server exits when its stdin closes
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_server: ForkServer | None = None
+_said: set[str] = set()
+
+
+def start_trial(argv: Sequence[str], env: Mapping[str, str], stderr_path: str,
+                framework: str) -> ForkedTrial | None:
+    """A warm-started trial process, or None: start it cold (module docstring)."""
+    global _server
+    modules = preload_modules(framework)
+    if not modules:
+        return None
+    if _server is None or _server.key != _key(env, modules):
+        if _server is not None:
+            _server.stop()
+        _server = ForkServer(env, modules)
+        if _server.refused:
+            _say_once(f"rigbench: cold start for {framework} trials: {_server.refused}")
+    if _server.refused:
+        return None
+    try:
+        return _server.start(argv, env, stderr_path)
+    except (OSError, RuntimeError) as exc:  # the server died: this and later trials start cold
+        _server.refused = str(exc)
+        _say_once(f"rigbench: cold start for {framework} trials: {exc}")
+        return None
+
+
+def _say_once(text: str) -> None:
+    if text not in _said:
+        _said.add(text)
+        print(text, file=sys.stderr)
+
+
+@atexit.register
+def _stop_server() -> None:
+    if _server is not None:
+        _server.stop()
