@@ -68,10 +68,14 @@ def test_a_crash_and_an_oom_do_not_reach_the_next_trial():
 
 
 def test_each_trial_has_its_own_threads_and_environment(tmp_path, monkeypatch):
-    one, _ = launch(quick_spec("mlp", batch_size=16))  # quick_spec: threads=1
-    default, _ = launch(quick_spec("mlp", batch_size=16).model_copy(update={"threads": None}))
-    assert one.report.threads == 1
-    assert default.report.threads == len(os.sched_getaffinity(0))  # torch's own default
+    spec = quick_spec("mlp", batch_size=16)
+    for threads in (1, 2):
+        assert launch(spec.model_copy(update={"threads": threads}))[0].report.threads == threads
+    default = spec.model_copy(update={"threads": None})  # torch's own choice, as a cold trial makes it
+    warm = launch(default)[0].report.threads
+    monkeypatch.setenv(warm_start.COLD_START_VAR, "1")
+    assert warm == launch(default)[0].report.threads
+    monkeypatch.delenv(warm_start.COLD_START_VAR)
     # Two trials of one server, each told a cache folder of its own (a variable read at run time)
     folders = []
     for name in ("first", "second"):
