@@ -56,6 +56,9 @@ class Metrics(BaseModel):
     first_step_s: float | None = metric(
         "s", "protocol", "the first step alone (compilation, allocation, autotuning)")
     warmup_s: float | None = metric("s", "protocol", "all untimed warm-up steps, the first included")
+    cpu_ms_per_step: float | None = metric(
+        "ms", "protocol", "CPU time (user + system, all threads) of the trial's process per timed step "
+                          "(data parallel: every rank's, summed)")
     cpu_util_pct_mean: float | None = metric(
         "%", "tracker", "trial's process tree CPU use, mean (100 = every logical core busy)")
     cpu_util_pct_p95: float | None = metric("%", "tracker", "trial's process tree CPU use, 95th percentile")

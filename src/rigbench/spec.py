@@ -280,6 +280,7 @@ class ChildReport(BaseModel):
     measure_end: float | None = None
     step_times_s: list[float] = Field(default_factory=list)
     losses: list[float] = Field(default_factory=list)
+    measure_cpu_s: float | None = None  # the process's CPU seconds over the timed steps
     allocator_peak_bytes: int | None = None
     diverged_at_step: int | None = None
     # training runs (`rigbench train`)

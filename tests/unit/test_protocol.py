@@ -159,3 +159,21 @@ def test_divergence_in_agreed_mode_counts_steps_from_one():
     with pytest.raises(DivergedError) as info:
         measure(t, opts(warmup_steps=2, min_steps=5), agree=Agreement())
     assert info.value.step == 4
+
+
+class BusyTrainer(ScriptedTrainer):
+    """Steps that compute (spin the CPU) for `step_s` instead of sleeping."""
+
+    def step(self):
+        end = time.perf_counter() + self.step_s
+        while time.perf_counter() < end:
+            pass
+        return super().step()
+
+
+def test_cpu_time_of_the_timed_steps_tells_computing_from_waiting():
+    # A sleeping step takes wall time and almost no CPU; a spinning one takes both.
+    sleeping = measure(ScriptedTrainer(step_s=0.01), opts(min_steps=10))
+    computing = measure(BusyTrainer(step_s=0.01), opts(min_steps=10))
+    assert 0 <= sleeping.cpu_s < 0.5 * sum(sleeping.step_times_s)
+    assert computing.cpu_s > 0.5 * sum(computing.step_times_s)

@@ -146,3 +146,14 @@ def test_an_outcome_has_a_report_per_rank():
         Outcome(reports=[])
     outcome = Outcome(reports=[rank(0, [0.1, 0.1]), rank(1, [0.2, 0.05])])
     assert outcome.report.step_times_s == [0.2, 0.1]
+
+
+def test_cpu_time_adds_up_over_the_ranks_and_stays_unknown_if_one_lacks_it():
+    assert merge_reports([rank(0, [0.1], measure_cpu_s=1.5), rank(1, [0.1], measure_cpu_s=2.0)]).measure_cpu_s == 3.5
+    assert merge_reports([rank(0, [0.1], measure_cpu_s=1.5), rank(1, [0.1])]).measure_cpu_s is None
+
+
+def test_cpu_time_per_step_is_the_trials_cpu_seconds_over_its_timed_steps():
+    spec = TrialSpec(workload="mlp", device="cpu", batch_size=8)
+    report = ChildReport(status="ok", step_times_s=[0.1] * 4, measure_cpu_s=0.6, measure_start=1.0, measure_end=2.0)
+    assert build_result(spec, Outcome(reports=[report]), "run").metrics.cpu_ms_per_step == pytest.approx(150.0)

@@ -64,6 +64,8 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         for key in summary.keys() & set(METRIC_NAMES):  # the statistics that are metrics
             setattr(metrics, key, summary[key])
         metrics.samples_per_s_ci = (summary["samples_per_s_ci_low"], summary["samples_per_s_ci_high"])
+        if report.measure_cpu_s is not None:  # one process's (data parallel: the merged report's)
+            metrics.cpu_ms_per_step = 1e3 * report.measure_cpu_s / len(report.step_times_s)
         metrics.epoch_seconds = workload.dataset.train_size / summary["samples_per_s"]
     if report.measure_start is not None and report.measure_end is not None:
         window = summarize(outcome.samples, report.measure_start, report.measure_end,

@@ -42,6 +42,9 @@ class Measurement:
     measure_end: float
     step_times_s: list[float] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
+    #: CPU seconds (user + system, every thread of the process) over the timed steps: beside
+    #: wall time, a figure that other processes on a shared machine barely move.
+    cpu_s: float | None = None
 
 
 def _check_finite(losses: list[float], first_step: int) -> None:
@@ -120,6 +123,7 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     timer = trainer.step_timer()
     handles = []
     measure_start = time.time()
+    cpu0 = time.process_time()
     t0 = clock()
     if agreed is None:
         # The loop condition reads a host clock only; on asynchronous devices the host runs
@@ -137,7 +141,8 @@ def measure(trainer: Trainer, opts: MeasureOptions,
             timer.stop()
     trainer.synchronize()
     measure_end = time.time()
+    cpu_s = time.process_time() - cpu0
     losses = trainer.loss_values(handles)
     _check_finite(losses, first_step=warmup_steps + 1)
     return Measurement(first_step_s, warmup_s, warmup_steps, measure_start, measure_end,
-                       timer.elapsed_s(), losses)
+                       timer.elapsed_s(), losses, cpu_s)

@@ -14,7 +14,8 @@ cannot take the others' records with it. The trial's report follows these rules:
   threads) are rank 0's: every rank trains the same model on its share of the same data.
 - Allocator peak: the largest rank's. Measured window: the earliest start to the latest end,
   so the trackers summarise the time every rank was timing. First-step and warm-up times: the
-  slowest rank's, as for every synchronous step.
+  slowest rank's, as for every synchronous step. CPU seconds over the timed steps: the sum of
+  every rank's (each rank's process works through every step).
 
 It lives here rather than in runner/assemble because `Outcome.report` (launchers/base.py)
 needs it, and assemble imports the launchers: the other way round would be an import cycle.
@@ -49,6 +50,9 @@ def merge_reports(reports: Sequence[ChildReport]) -> ChildReport:
         "allocator_peak_bytes": _most(r.allocator_peak_bytes for r in reports),
         "first_step_s": _most(r.first_step_s for r in reports),
         "warmup_s": _most(r.warmup_s for r in reports),
+        # every rank's process works through the trial's steps: their CPU time adds up
+        "measure_cpu_s": (None if any(r.measure_cpu_s is None for r in reports)
+                          else sum(r.measure_cpu_s for r in reports if r.measure_cpu_s is not None)),
     }
     failing = next(((rank, r) for rank, r in enumerate(reports) if r.status != "ok" and not r.collateral),
                    next(((rank, r) for rank, r in enumerate(reports) if r.status != "ok"), None))
