@@ -1,116 +1,106 @@
-"""rigbench measuring itself: is `rigbench run` as fast as a bare hand-written loop?
+"""rigbench measuring itself: is `rigbench run` as fast as a bare hand-written loop, in every
+framework?
 
-For each case, the same model, batch and thread count is trained (a) by a bare loop in a
-fresh Python process -- build, warm up, then time N steps with one perf_counter pair -- and
-(b) through `rigbench.api.run` (its own fresh child process, trackers on). Runs alternate
-bare/rigbench for several rounds so drift in machine speed hits both alike.
+For each framework and case, the same network, batch, optimiser and thread set-up is trained
+(a) by a bare loop in a fresh Python process, written the way that framework's documentation
+writes one (benchmarks/bare_loops.py), and (b) through `rigbench.api.run` (its own child
+process, trackers on). Each round runs both back to back, in alternating order (ABBA...), so
+drift in the machine's speed hits both alike. Three figures per side, each a time per step:
+  cpu      the process's CPU time (user + system, every thread) over the timed steps: barely
+           moved by other processes on a shared machine. The verdict rests on it.
+  wall     mean wall time per timed step (the bare loop: N steps, one wait at the end).
+  min      the fastest single step (each step waited for).
+Per figure: ours / theirs of each round, their geometric mean and a 95% bootstrap interval
+(analysis/paired.py), and for cpu the verdict: "within 1%", "slower by x% [ci]", "unresolved
+(noise ±y%)", or "faster than the bare loop" (never a pass: something the bare loop does is
+left out of ours).
 
-Printed per case: median throughput of each over the rounds, and the ratio rigbench/bare
-of each round (paired: the two ran back to back) as median [min-max] over rounds:
-  mean-based   rigbench's batch / mean step time over the bare loop's total-time throughput.
-               Like for like: both average over all timed steps. Target: 0.98 <= ratio <= ~1.00
-               (faster than the bare loop would mean rigbench leaves work untimed).
-  best/best    the fastest rigbench round over the fastest bare round (mean-based): on a
-               shared, noisy machine the best of N is the steadiest estimate of overhead.
-  median-based rigbench's headline number (batch / median step time) over the bare loop.
-               Can sit slightly above 1 when step times are skewed by rare slow steps.
+It first measures the harness's own costs directly: the protocol's time per timed step around
+a step that does nothing, and the CPU the tracker thread takes while sampling at 10 Hz.
 
-It first measures the harness's own costs directly, which noise on a shared machine hides in
-the end-to-end ratios: the protocol's time per timed step around a step that does nothing,
-and the CPU the tracker thread takes while sampling a process at 10 Hz.
-
-Usage: python benchmarks/self_check.py [--rounds 3] [--steps 30] [--cases mlp:64,cnn:64]
+Usage: python benchmarks/self_check.py [--rounds 4] [--steps 30] [--threads 2]
+                                       [--frameworks torch,jax,tensorflow,keras-jax,keras-torch] [--cases mlp:64]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from bare_loops import LOOPS, run_bare
+
 from rigbench import api
+from rigbench.analysis.paired import paired_ratio
+from rigbench.frameworks import installed_frameworks, load_adapter
 from rigbench.spec import MeasureOptions, TrialSpec
 
-BARE_LOOP = r"""
-import json, sys, time
-import torch
-from rigbench.frameworks.torch import models, step
-from rigbench.workloads import get_workload, resolved_options
-name, batch, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-torch.set_num_threads(threads)
-torch.manual_seed(0)
-w = get_workload(name)
-model = models.build_model(name, resolved_options(w, {})).train()
-x, y = step.synthetic_batch(w, batch)
-opt = torch.optim.SGD(model.parameters(), lr=w.default_lr, momentum=0.9)
-loss_fn = torch.nn.CrossEntropyLoss()
-def step():
-    opt.zero_grad(set_to_none=True)
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    opt.step()
-    return loss.detach()
-for _ in range(3):
-    step()
-t0 = time.perf_counter()
-for _ in range(steps):
-    step()
-elapsed = time.perf_counter() - t0
-print(json.dumps({"samples_per_s": steps * batch / elapsed}))
-"""
+FIGURES = ("cpu", "wall", "min")
 
 
-def bare(workload: str, batch: int, steps: int, threads: int) -> float:
-    # Same thread environment as a rigbench trial, so only the harness differs.
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    out = subprocess.run([sys.executable, "-c", BARE_LOOP, workload, str(batch), str(steps), str(threads)],
-                         check=True, capture_output=True, text=True, env=env).stdout
-    return json.loads(out)["samples_per_s"]
-
-
-def harness(workload: str, batch: int, steps: int, threads: int, db: str) -> tuple[float, float]:
-    spec = TrialSpec(workload=workload, device="cpu", batch_size=batch, threads=threads,
-                     measure=MeasureOptions(warmup_steps=3, warmup_seconds=0, min_steps=steps,
-                                            min_seconds=0, max_steps=steps))
+def ours(spec: TrialSpec, db: str) -> dict[str, float]:
+    """rigbench's figures for `spec`, in seconds per step."""
     result = api.run([spec], db=db, command="benchmarks/self_check.py").results[0]
     if result.status != "ok":
         raise SystemExit(f"rigbench trial failed: {result.status}: {result.error}")
     m = result.metrics
-    return batch / (m.step_time_ms_mean / 1e3), m.samples_per_s
+    if m.step_time_ms_mean is None or m.cpu_ms_per_step is None:
+        raise SystemExit("the trial stored no mean step time or CPU time")
+    return {"cpu": m.cpu_ms_per_step / 1e3, "wall": m.step_time_ms_mean / 1e3, "min": min(result.step_times_s)}
+
+
+def theirs(spec: TrialSpec, steps: int) -> dict[str, float]:
+    """The bare loop's figures for the same work, in seconds per step."""
+    threads = spec.threads or 1
+    figures = run_bare(spec.framework, spec.workload, spec.batch_size, steps, threads,
+                       load_adapter(spec.framework).environment(spec))
+    return {"cpu": figures["cpu_per_step"], "wall": figures["wall_per_step"], "min": figures["min_step"]}
+
+
+def check(spec: TrialSpec, rounds: int, steps: int, db: str) -> None:
+    """Pair `spec` against its bare loop over `rounds` and print one line per figure."""
+    pairs: dict[str, tuple[list[float], list[float]]] = {f: ([], []) for f in FIGURES}
+    for i in range(rounds):
+        got = {}
+        for side in ("bare", "ours") if i % 2 == 0 else ("ours", "bare"):  # A B, B A, ...
+            got[side] = ours(spec, db) if side == "ours" else theirs(spec, steps)
+        for f in FIGURES:
+            pairs[f][0].append(got["ours"][f])
+            pairs[f][1].append(got["bare"][f])
+    for f in FIGURES:
+        r = paired_ratio(*pairs[f])
+        verdict = r.verdict() if f == "cpu" else ""
+        mine_ms, bare_ms = 1e3 * min(pairs[f][0]), 1e3 * min(pairs[f][1])
+        print(f"  {spec.framework:<12} {spec.workload}:{spec.batch_size:<5} {f:<5} ours/bare "
+              f"{r.ratio:.3f} [{r.low:.3f}-{r.high:.3f}]  (best {mine_ms:.2f} vs {bare_ms:.2f} ms)  {verdict}",
+              flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--cases", default="mlp:64,cnn:64", help="workload:batch,... (classifiers)")
+    parser.add_argument("--frameworks", default=",".join(LOOPS))
+    parser.add_argument("--cases", default="mlp:64", help="workload:batch,... (classifiers)")
     args = parser.parse_args()
     db = tempfile.mktemp(suffix=".db")
     per_step_us, tracker_pct = harness_costs()
     print(f"harness costs: protocol {per_step_us:.2f} us per timed step (no-op step); "
           f"tracker thread {tracker_pct:.2f}% of one core at 10 samples/s")
-    print(f"threads={args.threads} rounds={args.rounds} steps={args.steps}")
-    print(f"{'case':<10} {'bare s/s':>9} {'rigbench s/s':>12} {'best/best':>10} {'paired ratio (mean-based)':>26} "
-          f"{'paired ratio (median-based)':>28}")
+    print(f"threads={args.threads} rounds={args.rounds} steps={args.steps}; ratios are ours/bare of a time per "
+          "step (above 1: rigbench slower); the verdict rests on CPU time")
+    frameworks = [f for f in args.frameworks.split(",") if f in installed_frameworks()]
     for case in args.cases.split(","):
         workload, batch = case.split(":")
-        bare_runs, mean_ratios, median_ratios, harness_runs = [], [], [], []
-        for _ in range(args.rounds):
-            b = bare(workload, int(batch), args.steps, args.threads)
-            mean_s, median_s = harness(workload, int(batch), args.steps, args.threads, db)
-            bare_runs.append(b)
-            harness_runs.append(mean_s)
-            mean_ratios.append(mean_s / b)
-            median_ratios.append(median_s / b)
-        best = max(harness_runs) / max(bare_runs)
-        print(f"{case:<10} {statistics.median(bare_runs):>9.1f} {statistics.median(harness_runs):>12.1f} "
-              f"{best:>10.3f} {_spread(mean_ratios):>26} {_spread(median_ratios):>28}")
+        for framework in frameworks:
+            spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=int(batch),
+                             threads=args.threads,
+                             measure=MeasureOptions(warmup_steps=3, warmup_seconds=0, min_steps=args.steps,
+                                                    min_seconds=0, max_steps=args.steps))
+            check(spec, args.rounds, args.steps, db)
 
 
 class _NoOpTrainer:
@@ -158,10 +148,6 @@ def harness_costs(sample_interval: float = 0.1, seconds: float = 3.0) -> tuple[f
     sleeper.kill()
     return per_step_us, cpu_pct
 
-
-def _spread(ratios: list[float]) -> str:
-    """median [min-max] of the per-round ratios."""
-    return f"{statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]"
 
 if __name__ == "__main__":
     main()

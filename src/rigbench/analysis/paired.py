@@ -1,0 +1,57 @@
+"""Paired comparison of two measurements of the same work (rigbench against a bare loop,
+benchmarks/self_check.py): a ratio per round, an interval on it, and a verdict that says what
+the noise allows, never a pass that the figures do not support.
+
+Each round times both sides back to back (in alternating order), so drift in the machine's
+speed hits both alike; the ratio of a round is ours / theirs of a time per step (above 1:
+ours is slower). Over the rounds: the geometric mean of the ratios and a 95% percentile
+bootstrap interval of it (the mean of the log ratios, resampled; analysis/stats.bootstrap_ci).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rigbench.analysis.stats import bootstrap_ci
+
+#: The cost the harness may add: within 1% of the bare loop.
+TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    """ours / theirs of a time per step over paired rounds."""
+
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+
+    def verdict(self, tolerance: float = TOLERANCE) -> str:
+        """"within 1%" only when the whole interval is; "slower by x% [ci]" when all of it is
+        above the tolerance; "faster than the bare loop" (not a pass: something the bare loop
+        does is missing from ours) when all of it is below 1; else unresolved, with the noise."""
+        pct = f"{100 * (self.ratio - 1):+.1f}% [{100 * (self.low - 1):+.1f}%, {100 * (self.high - 1):+.1f}%]"
+        if self.high < 1.0:
+            return f"faster than the bare loop by {pct}: not a pass (find what is left out)"
+        if self.low > 1.0 + tolerance:
+            return f"slower by {pct}"
+        if self.low >= 1.0 - tolerance and self.high <= 1.0 + tolerance:
+            return f"within {100 * tolerance:g}% ({pct})"
+        return f"unresolved (noise ±{100 * (self.high - self.low) / 2:.1f}%; {pct})"
+
+
+def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> PairedRatio:
+    """The ratio of paired rounds' times (module docstring); ValueError without a round or
+    with a time that is not positive."""
+    if len(ours) != len(theirs) or not ours:
+        raise ValueError(f"paired rounds need equal, non-zero counts: {len(ours)} and {len(theirs)}")
+    if any(t <= 0 for t in (*ours, *theirs)):
+        raise ValueError("paired times must be positive")
+    logs = [math.log(a / b) for a, b in zip(ours, theirs)]
+    low, high = bootstrap_ci(logs, stat=np.mean)
+    return PairedRatio(math.exp(sum(logs) / len(logs)), math.exp(low), math.exp(high), len(logs))
