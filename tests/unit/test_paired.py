@@ -31,6 +31,10 @@ def test_the_verdict_says_what_the_interval_allows(ratio, low, high, starts):
     assert PairedRatio(ratio, low, high, 4).verdict().startswith(starts)
 
 
+def test_too_few_rounds_give_no_verdict():
+    assert PairedRatio(0.97, 0.967, 0.971, 2).verdict().startswith("unresolved (2 rounds: a verdict takes at least 4")
+
+
 def test_unpaired_or_empty_rounds_are_refused():
     with pytest.raises(ValueError, match="equal, non-zero"):
         paired_ratio([1.0], [1.0, 2.0])

@@ -20,6 +20,10 @@ from rigbench.analysis.stats import bootstrap_ci
 
 #: The cost the harness may add: within 1% of the bare loop.
 TOLERANCE = 0.01
+#: Fewer rounds give no verdict: a bootstrap over two or three ratios understates their spread
+#: (on the dev VM, 2 rounds "resolved" torch at -3.1% [-3.3%, -2.9%]; 4 rounds then read
+#: +1.3% [-1.1%, +4.7%]).
+MIN_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,8 @@ class PairedRatio:
         above the tolerance; "faster than the bare loop" (not a pass: something the bare loop
         does is missing from ours) when all of it is below 1; else unresolved, with the noise."""
         pct = f"{100 * (self.ratio - 1):+.1f}% [{100 * (self.low - 1):+.1f}%, {100 * (self.high - 1):+.1f}%]"
+        if self.rounds < MIN_ROUNDS:
+            return f"unresolved ({self.rounds} rounds: a verdict takes at least {MIN_ROUNDS}; {pct})"
         if self.high < 1.0:
             return f"faster than the bare loop by {pct}: not a pass (find what is left out)"
         if self.low > 1.0 + tolerance:
