@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rigbench.devices import host_devices
@@ -17,8 +18,13 @@ def devices_info() -> list[dict[str, Any]]:
     merged: dict[str, dict[str, Any]] = {}
     for dev in host_devices():
         merged[dev["id"]] = {**dev, "frameworks": []}
-    for name in installed_frameworks():
-        for dev in probe(name)["devices"]:
+    names = installed_frameworks()
+    # Each probe is a child process that starts its framework (seconds each, TensorFlow's most):
+    # started together, the listing takes about as long as the slowest.
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        probed = list(pool.map(probe, names))
+    for name, answer in zip(names, probed):
+        for dev in answer["devices"]:
             entry = merged.setdefault(dev["id"], {**dev, "frameworks": []})
             for key in ("kind", "name", "memory_bytes"):
                 if entry.get(key) in (None, "") and dev.get(key) is not None:
