@@ -72,7 +72,9 @@ def test_run_json_then_results_commands(db, tmp_path):
 def test_table_output(db):
     proc = rigbench("run", "autoencoder", "-d", "cpu", "--quick", "--db", db)
     assert "samples/s" in proc.stdout and "autoencoder" in proc.stdout and "ok" in proc.stdout
-    assert "rigbench results show" in proc.stdout
+    # the next steps name the database the run used (issue 23: they omitted --db)
+    assert f"See one trial with: rigbench results show ID --db {db}" in proc.stdout
+    assert f"--db {db} --out report.html" in proc.stdout
 
 
 @pytest.mark.parametrize("args,message", [

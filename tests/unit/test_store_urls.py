@@ -92,3 +92,14 @@ def test_stored_commands_and_bundles_never_hold_the_password(db_url):
     bundle = dump_bundle(export_bundle(store))
     assert SECRET not in bundle
     assert json.loads(bundle)["runs"][0]["command"] == "rigbench run --db postgresql://rb:***@h/db"
+
+
+def test_next_step_hints_name_the_database_without_its_password():
+    from rigbench.cli.common import db_flag
+
+    assert db_flag(None) == ""
+    assert db_flag("/tmp/my runs/r.db") == " --db '/tmp/my runs/r.db'"  # quoted for the shell
+    # without the password, so that libpq takes it from PGPASSWORD or ~/.pgpass again
+    assert db_flag("postgresql://bench:s3cret@db.example/rigbench") == " --db postgresql://bench@db.example/rigbench"
+    assert db_flag("postgresql://bench@db.example/rigbench?password=s3cret&sslmode=require") == (
+        " --db 'postgresql://bench@db.example/rigbench?sslmode=require'")

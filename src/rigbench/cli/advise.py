@@ -18,6 +18,7 @@ from rigbench.cli.common import (
     _check_precision,
     _run_with_progress,
     app,
+    db_flag,
     energy_option,
     err,
     framework_option,
@@ -106,12 +107,12 @@ def lr_find(
     if as_json:
         print(json.dumps(summary, indent=2))
     else:
-        _print_lr_find(summary, outcome)
+        _print_lr_find(summary, outcome, db)
     if summary["status"] != "ok":
         raise typer.Exit(1)
 
 
-def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome) -> None:
+def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome, db: str | None) -> None:
     _print(f"lr-find {s['workload']} on {s['dataset']} ({s['train_samples'] or '?'} training samples), "
            f"{s['device']} b{s['batch_size']} {s['precision']}, {s['optimizer']}: lr {s['start_lr']:g} -> "
            f"{s['end_lr']:g} over up to {s['planned_steps']} steps")
@@ -138,10 +139,10 @@ def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome) -> None:
         table.add_row(f"{lr:.3g}", f"{loss:.4f}", "<- minimum" if lr in keep else "")
     out.print(table)
     _print(f"Stored in {outcome.db_url} (trial {s['trial_id']}); every step: rigbench results show "
-           f"{s['trial_id']} --json (lr_curve: lr, loss, smoothed loss)")
+           f"{s['trial_id']} --json{db_flag(db)} (lr_curve: lr, loss, smoothed loss)")
     if s["suggested_lr"] is not None:
         _print(f"Try it: rigbench train {s['workload']} --dataset {s['dataset']} --batch-size "
-               f"{s['batch_size']} --lr {s['suggested_lr']:.3g}")
+               f"{s['batch_size']} --lr {s['suggested_lr']:.3g}{db_flag(db)}")
 
 
 # --------------------------------------------------------------------------- scaling

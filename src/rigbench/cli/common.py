@@ -5,6 +5,7 @@ Each command group lives in its own module of this package and registers on `app
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -20,6 +21,7 @@ from rigbench.frameworks import framework_names
 from rigbench.reports import terminal
 from rigbench.spec import ENERGY_MODES, PRECISIONS
 from rigbench.store import Store
+from rigbench.store.engine import url_without_password
 
 app = typer.Typer(
     help="Measure how well this machine trains neural networks, on every device it has.",
@@ -33,6 +35,12 @@ app.add_typer(results_app, name="results")
 # workload option), shown verbatim; styles are given as rich.text.Text, never as markup.
 out = Console(markup=False) if sys.stdout.isatty() else Console(width=200, markup=False)
 err = Console(stderr=True, markup=False)
+
+def db_flag(db: str | None) -> str:
+    """` --db URL` for a next-step hint when the command was given one, without its password
+    (PGPASSWORD or ~/.pgpass supplies it again: docs/fleet.md); "" without --db."""
+    return f" --db {shlex.quote(url_without_password(db))}" if db else ""
+
 
 ENERGY_HELP = ("measure: read energy counters only (default). estimate: also store a TDP x utilisation "
                "estimate, labelled as such, for sources without a counter; never mixed with measured figures.")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 
 import typer
@@ -15,6 +14,7 @@ from rigbench.cli.common import (
     _check_precision,
     _run_with_progress,
     app,
+    db_flag,
     energy_option,
     err,
     framework_option,
@@ -26,7 +26,6 @@ from rigbench.errors import UsageError
 from rigbench.reports import terminal
 from rigbench.spec import EnergyMode
 from rigbench.store import Store
-from rigbench.store.engine import display_url
 from rigbench.store.export import to_csv, to_json
 from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list
 
@@ -95,9 +94,8 @@ def run(
         if speedups:
             out.print(terminal.speedup_table(speedups))
         out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
-                  f"See one trial with: rigbench results show ID", highlight=False)
-        db_arg = f" --db {shlex.quote(display_url(db))}" if db else ""  # never the password
-        out.print(f"Report: rigbench report --run {outcome.run_id}{db_arg} --out report.html",
+                  f"See one trial with: rigbench results show ID{db_flag(db)}", highlight=False, soft_wrap=True)
+        out.print(f"Report: rigbench report --run {outcome.run_id}{db_flag(db)} --out report.html",
                   highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
         err.print(f"interrupted: {len(outcome.results)} of {len(specs)} trials finished and were stored")
@@ -152,7 +150,7 @@ def train(
     else:
         out.print(terminal.train_table(outcome.results, title=f"run {outcome.run_id}"))
         out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
-                  f"Per-epoch figures: rigbench results show ID", highlight=False)
+                  f"Per-epoch figures: rigbench results show ID{db_flag(db)}", highlight=False, soft_wrap=True)
     if outcome.interrupted:
         err.print(f"interrupted: {len(outcome.results)} of {len(specs)} runs finished and were stored")
         raise typer.Exit(130)

@@ -19,6 +19,7 @@ from rigbench.cli.common import (
     DB_HELP,
     _check_precision,
     app,
+    db_flag,
     energy_option,
     err,
     framework_option,
@@ -33,7 +34,6 @@ from rigbench.reports import terminal
 from rigbench.spec import EnergyMode, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
-from rigbench.store.engine import display_url
 from rigbench.units import format_bytes, parse_positive_floats, parse_positive_ints, parse_size, split_list
 
 _SWITCHES = {"off": False, "on": True, "false": False, "true": True, "no": False, "yes": True,
@@ -271,12 +271,11 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
     if o.stopped is not None:
         say(f"search stopped at batch {o.stopped.spec.batch_size}: status {o.stopped.status}, which "
             f"says nothing about memory, so it is not counted as out of memory (see "
-            f"`rigbench results show {o.stopped.id}`)")
+            f"`rigbench results show {o.stopped.id}{db_flag(db)}`)")
     if o.interrupted:
         say("interrupted: the figures above rest on the probes that finished")
     say(f"recommended batch: {o.recommended if o.recommended is not None else '-'} ({o.reason})")
-    db_arg = f" --db {shlex.quote(display_url(db))}" if db else ""  # never the password
-    say(f"Stored in {o.db_url} (run {o.run_id}): rigbench results list --run {o.run_id}{db_arg}")
+    say(f"Stored in {o.db_url} (run {o.run_id}): rigbench results list --run {o.run_id}{db_flag(db)}")
 
 
 @app.command("max-batch")

@@ -9,7 +9,7 @@ from typing import Any
 
 import platformdirs
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
 from rigbench.errors import UsageError
@@ -67,6 +67,22 @@ def display_url(url: str) -> str:
     else:
         shown = parsed.render_as_string(hide_password=True) if parsed.password is not None else url
     return _QUERY_PASSWORD.sub(r"\1***", shown)
+
+
+def url_without_password(url: str) -> str:
+    """`url` with its password left out (user info and `?password=`), for a command a user
+    copies from a hint: libpq then takes the password from PGPASSWORD, ~/.pgpass or a service
+    file, where a masked `***` would be sent as the password. Unparsable text: masked instead."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return display_url(url)
+    secret_keys = [key for key in parsed.query if key.lower() == "password"]
+    if parsed.password is None and not secret_keys:
+        return url
+    bare = URL.create(parsed.drivername, username=parsed.username, host=parsed.host, port=parsed.port,
+                      database=parsed.database, query=parsed.difference_update_query(secret_keys).query)
+    return bare.render_as_string(hide_password=False)
 
 
 def mask_urls(text: str) -> str:
