@@ -9,8 +9,10 @@ import sys
 import time
 
 import pytest
+from rich.console import Console
 
 from rigbench.frameworks import installed_frameworks
+from rigbench.reports import terminal
 from rigbench.workloads import WORKLOADS
 from tests.conftest import framework_rss_mib, with_ctrl_c
 
@@ -147,4 +149,9 @@ def test_workloads_and_devices_listings():
     devices = json.loads(rigbench("devices", "--json").stdout)
     cpu = next(d for d in devices if d["id"] == "cpu")
     assert cpu["frameworks"] == installed_frameworks() and cpu["memory_bytes"] > 0  # every one sees the CPU
-    assert "cpu" in rigbench("devices").stdout
+    # the table `rigbench devices` prints, from the same rows (a second command would probe
+    # every framework again: seconds each)
+    console = Console(width=200, record=True)
+    console.print(terminal.devices_table(devices))
+    table = console.export_text()
+    assert "cpu" in table and all(name in table for name in installed_frameworks())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rigbench.errors import UnsupportedError
 from rigbench.frameworks import jax as native
 from rigbench.frameworks.jax.devices import pin_threads as prepare
 from rigbench.frameworks.jax.oom import is_oom
@@ -53,7 +54,11 @@ def build(spec: TrialSpec, workload: Workload) -> KerasJaxTrainer:
 
 def join(spec: TrialSpec, rank: RankInfo) -> Collective:
     """Join the trial's jax.distributed group as the native JAX adapter does (base.
-    DataParallelAdapter); `build` then trains under Keras' DataParallel (parallel.py)."""
+    DataParallelAdapter); `build` then trains under Keras' DataParallel (parallel.py).
+    UnsupportedError first, before anything starts, for a real-data training run."""
+    if spec.train is not None:
+        raise UnsupportedError("keras-jax trains data-parallel on the speed protocol's batches (rigbench run, "
+                               "scaling, sweep); a real-data training run takes one process")
     return native.join(spec, rank)
 
 

@@ -36,9 +36,6 @@ class KerasJaxTrainer(KerasTrainer):
         super().check_spec(spec)
         if spec.compile:
             raise UnsupportedError("--compile: every keras-jax step is already compiled by XLA (jit_compile=True)")
-        if spec.train is not None and parallel.joined():
-            raise UnsupportedError("keras-jax trains data-parallel on the speed protocol's batches (rigbench run, "
-                                   "scaling, sweep); a real-data training run takes one process")
 
     def resolve_device(self, device: str) -> tuple[str, str, bool]:
         self.device = jax_parallel.local_device(device) if parallel.joined() else resolve_device(device)
