@@ -3,6 +3,7 @@ trial per point with every rank's record, shown by `results show`, exported as J
 in the report."""
 
 import json
+import math
 import sqlite3
 
 import pytest
@@ -27,8 +28,11 @@ def test_the_study_stores_one_trial_per_point_with_every_rank(study):
     one, two = rows
     assert two["global_batch"] == 2 * two["batch_per_rank"] == 2 * one["batch_per_rank"]
     assert two["efficiency"] == pytest.approx(two["speedup"] / 2)
-    # cnn has few parameters: its share can read slightly below 0 from noise (analysis/ranks.py)
-    assert two["predicted_samples_per_s"] > 0 and -0.5 < two["comm_share"] < 1
+    # The share is 1 - a ratio of two medians over --quick's few steps (analysis/ranks.py, checked
+    # by hand in tests/unit/test_data_parallel_rules.py): cnn's all-reduce is tiny, so noise alone
+    # can put it below 0 (-0.67 seen when the other test worker shared the core); it cannot
+    # reach 1 (a no-sync step takes time).
+    assert two["predicted_samples_per_s"] > 0 and math.isfinite(two["comm_share"]) and two["comm_share"] < 1
     with sqlite3.connect(db) as conn:
         stored = conn.execute("select world_size, status from trials order by id").fetchall()
     assert stored == [(1, "ok"), (2, "ok")]
