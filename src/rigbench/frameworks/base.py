@@ -303,6 +303,11 @@ REQUIRED = ("NAME", "environment", "prepare", "software", "list_devices", "build
             "calibration_kernels")
 
 
+def no_data_parallel_reason(adapter: object) -> str:
+    """Why `adapter` (one without `join`) cannot train data-parallel: its NO_DATA_PARALLEL."""
+    return str(getattr(adapter, "NO_DATA_PARALLEL", "its adapter cannot join a process group"))
+
+
 def missing_members(adapter: object) -> list[str]:
     """The REQUIRED names an adapter module lacks (empty when it conforms)."""
     return [name for name in REQUIRED if not hasattr(adapter, name)]

@@ -43,7 +43,8 @@ class Measurement:
     step_times_s: list[float] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     #: CPU seconds (user + system, every thread of the process) over the timed steps: beside
-    #: wall time, a figure that other processes on a shared machine barely move.
+    #: wall time, a figure meant to be less moved by other processes (on the 2-core dev VM it
+    #: was not: docs/results/self_check.md).
     cpu_s: float | None = None
 
 

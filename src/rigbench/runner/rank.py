@@ -39,6 +39,7 @@ from rigbench.frameworks.base import (
     DataParallelTrainer,
     FrameworkAdapter,
     ReportChannel,
+    no_data_parallel_reason,
 )
 from rigbench.ranks import NodeLaunch, RankInfo
 from rigbench.runner import rank_files
@@ -121,8 +122,7 @@ def joined(adapter: FrameworkAdapter, spec: TrialSpec, rank: RankInfo, report: C
     is ok by then (runner/child classifies the trial inside the block); UnsupportedError for a
     framework without data parallelism (base.DataParallelAdapter)."""
     if not hasattr(adapter, "join"):
-        raise UnsupportedError(f"{adapter.NAME} cannot train data-parallel: --processes runs torch, jax, tensorflow "
-                               "or keras-jax")
+        raise UnsupportedError(f"{adapter.NAME} cannot train data-parallel: {no_data_parallel_reason(adapter)}")
     collective = cast(DataParallelAdapter, adapter).join(spec, rank)
     try:
         yield collective

@@ -33,14 +33,10 @@ from rigbench.frameworks.keras import step as keras_step
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
-joined = jax_parallel.joined
-local = jax_parallel.local
-fingerprint = jax_parallel.fingerprint
-
 
 def world() -> tuple[int, int]:
     """(rank, world size) of this process: (0, 1) unless it joined a data-parallel trial."""
-    return (jax.process_index(), jax.process_count()) if joined() else (0, 1)
+    return (jax.process_index(), jax.process_count()) if jax_parallel.joined() else (0, 1)
 
 
 def device_id(device: jax.Device) -> str:

@@ -38,7 +38,7 @@ class KerasJaxTrainer(KerasTrainer):
             raise UnsupportedError("--compile: every keras-jax step is already compiled by XLA (jit_compile=True)")
 
     def resolve_device(self, device: str) -> tuple[str, str, bool]:
-        self.device = jax_parallel.local_device(device) if parallel.joined() else resolve_device(device)
+        self.device = jax_parallel.local_device(device) if jax_parallel.joined() else resolve_device(device)
         return parallel.device_id(self.device), device_name(self.device), self.device.platform != "cpu"
 
     def world(self) -> tuple[int, int]:
@@ -47,7 +47,7 @@ class KerasJaxTrainer(KerasTrainer):
     def distribution_scope(self) -> contextlib.AbstractContextManager[Any]:
         """In a data-parallel rank, Keras' DataParallel set for the process (parallel.distribute):
         train_on_batch reads it at every step, not only while the model is built."""
-        if parallel.joined():
+        if jax_parallel.joined():
             parallel.distribute(self.device)
         return contextlib.nullcontext()
 
@@ -66,7 +66,7 @@ class KerasJaxTrainer(KerasTrainer):
             raise UnsupportedError("fp16 loss scaling is not wired into the keras-jax GAN step (bf16 is)")
         self.state = step.state_of(self.parts, self.optimizers)
         fn = step.make_step(self.workload, self.parts, self.optimizers)
-        if not parallel.joined():
+        if not jax_parallel.joined():
             return self._stateless(jax.jit(fn, donate_argnums=0))
         # On the mesh: the state replicated (as Keras created it), each rank's rows its shard
         # of the global batch; the no-sync step is the same step jitted for the rank's device.
@@ -88,7 +88,7 @@ class KerasJaxTrainer(KerasTrainer):
         """Steps on the rank's rows with no collective at all (base.DataParallelTrainer;
         parallel.py): a one-part model's undistributed copy on the rank's device, the GAN's
         step jitted for that device on this process's copy of the state. They drift apart."""
-        if not parallel.joined():  # one process: nothing to skip
+        if not jax_parallel.joined():  # one process: nothing to skip
             yield
             return
         synced = self.compiled_step
@@ -101,7 +101,7 @@ class KerasJaxTrainer(KerasTrainer):
             self.local_copy.refresh()
             self.compiled_step = lambda x, y: (self.local_copy.train_on_batch(x, y), {})
         else:
-            self.state, self.compiled_step = parallel.local(self.state), self.unsynced_step
+            self.state, self.compiled_step = jax_parallel.local(self.state), self.unsynced_step
         try:
             yield
         finally:
@@ -115,7 +115,7 @@ class KerasJaxTrainer(KerasTrainer):
             values = [v.value for model in self.parts.values() for v in model.trainable_variables]
         else:
             values = [leaf for part in self.workload.parts for leaf in self.state[part.name][0]]
-        return parallel.fingerprint(values)
+        return jax_parallel.fingerprint(values)
 
     def synchronize(self) -> None:
         jax.block_until_ready(self.last)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
+from rigbench.frameworks.base import no_data_parallel_reason
 from rigbench.runner.launchers.agent import RanksLauncher, TorchrunLauncher
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
 from rigbench.runner.launchers.process import ProcessLauncher
@@ -45,6 +46,5 @@ def launcher_for(spec: TrialSpec) -> Launcher:
     adapter = load_adapter(spec.framework)
     if hasattr(adapter, "join"):  # base.DataParallelAdapter
         return get_launcher("ranks")
-    reason = getattr(adapter, "NO_DATA_PARALLEL", "its adapter cannot join a process group")
     raise UnsupportedError(f"{spec.framework} has no data-parallel support: --processes {spec.world_size} "
-                           f"needs a framework that trains data-parallel ({reason})")
+                           f"needs a framework that trains data-parallel ({no_data_parallel_reason(adapter)})")

@@ -219,7 +219,6 @@ def start_process(argv: Sequence[str], env: Mapping[str, str], stderr_path: Path
     the warm-start server where it can be (launchers/warm_start.py), else started cold."""
     proc: ChildProcess | None = None
     if warm_framework is not None and tuple(argv[:len(CHILD_MODULE)]) == CHILD_MODULE:
-        stderr_path.touch()
         proc = warm_start.start_trial(argv[len(CHILD_MODULE):], env, str(stderr_path), warm_framework)
     if proc is None:
         with open(stderr_path, "wb") as err:  # the child holds its own descriptor once started
