@@ -64,7 +64,11 @@ def test_compare_export_import_score(tmp_path):
     (cpu,) = scored["scores"]
     assert cpu["device_class"] == "cpu" and [w["workload"] for w in cpu["workloads"]] == ["mlp"]
     assert cpu["ci"][0] <= cpu["score"] <= cpu["ci"][1]
-    assert "cnn" in cpu["missing_here"]
+    assert "cnn" in cpu["missing_here"] and cpu["workloads"][0]["quick"] is True
+    # no --reference: the shipped machine of the class; the --quick timing is said
+    shown = rigbench("score", run_ids[1], "--db", db).stdout
+    assert "over reference machine dev-vm-epyc-2core (cpu)" in shown
+    assert "mlp *" in shown and "* timed with the short --quick protocol" in shown
 
     data = json.loads(bundle.read_text())
     data["results"][1]["status"] = "exploded"

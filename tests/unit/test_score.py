@@ -171,3 +171,29 @@ def test_the_shipped_h100_reference_is_a_full_gpu_suite():
     assert sorted(gpu) == sorted(name for name, _ in default_suite())
     assert all(r.device_name == "NVIDIA H100 80GB HBM3" and r.metrics.gpu_util_pct_mean for r in gpu.values())
     assert compute_score(gpu, gpu, "gpu").value == pytest.approx(1.0)
+
+
+def test_score_without_reference_uses_the_shipped_machine_of_each_class(tmp_path):
+    # README gives `rigbench score [RUN] [--reference ...]`: with two shipped references (a
+    # CPU and a GPU machine) it exited 2; each device class now meets the one that measured it.
+    db = str(tmp_path / "mine.db")
+    store = Store(db)
+    store.add_run("minerun", "2026-01-01T00:00:00+00:00", "rigbench run", MINE)
+    store.add_result(make("mlp", TIMES, run_id="minerun"))
+    store.add_result(make("cnn", TIMES, run_id="minerun", device="cuda:0"))
+    outcome = api.score("minerun", db=db)
+    assert [s.device_class for s in outcome.scores] == ["cpu", "gpu"]
+    assert outcome.reference_label == ("reference machine dev-vm-epyc-2core (cpu), "
+                                       "reference machine h100-sxm-80gb (gpu)")
+    assert [i.workload for s in outcome.scores for i in s.items] == ["mlp", "cnn"]
+
+
+def test_a_quick_result_is_said_and_loses_to_a_full_one():
+    from rigbench.spec import MeasureOptions
+
+    full, quick = make("mlp", TIMES, rid=1), make("mlp", [t / 2 for t in TIMES], rid=2)
+    quick.spec = quick.spec.model_copy(update={"measure": MeasureOptions.quick()})
+    assert suite_results([full, quick], "cpu")["mlp"].id == 1  # the newer quick one does not win
+    (item,) = compute_score({"mlp": quick}, {"mlp": full}, "cpu").items
+    assert item.quick and item.as_dict()["quick"] is True
+    assert not compute_score({"mlp": full}, {"mlp": full}, "cpu").items[0].quick

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.stats import median
-from rigbench.analysis.trials import is_full_protocol
+from rigbench.analysis.trials import is_full_protocol, is_quick_protocol
 from rigbench.spec import Result, TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 
@@ -86,10 +86,11 @@ def _in_suite(r: Result, batch: int, revision: int) -> bool:
 
 
 def suite_results(results: Iterable[Result], cls: str, version: str = SUITE_VERSION) -> dict[str, Result]:
-    """The newest result of suite `version` per workload on devices of class `cls` ("cpu" or "gpu")."""
+    """The newest result of suite `version` per workload on devices of class `cls` ("cpu" or
+    "gpu"); one timed with the default protocol wins over a newer `--quick` one."""
     batches, revisions = dict(default_suite(version)), suite_revisions(version)
     chosen: dict[str, Result] = {}
-    for r in sorted(results, key=lambda r: r.id or 0):
+    for r in sorted(results, key=lambda r: (not is_quick_protocol(r), r.id or 0)):
         name = r.spec.workload
         if device_class(r) == cls and name in batches and _in_suite(r, batches[name], revisions[name]):
             chosen[name] = r
@@ -104,8 +105,14 @@ class ScoreItem:
     reference: Result
     speedup: float              # our samples/s / the reference's
 
+    @property
+    def quick(self) -> bool:
+        """Either side was timed with the shorter `--quick` protocol (a wider CI says so too)."""
+        return is_quick_protocol(self.ours) or is_quick_protocol(self.reference)
+
     def as_dict(self) -> dict[str, Any]:
         return {"workload": self.workload, "batch_size": self.batch_size, "speedup": self.speedup,
+                "quick": self.quick,
                 "ours": {"id": self.ours.id, "device_name": self.ours.device_name,
                          "samples_per_s": self.ours.spec.batch_size / median(self.ours.step_times_s)},
                 "reference": {"id": self.reference.id, "device_name": self.reference.device_name,

@@ -11,13 +11,21 @@ training runs and learning-rate range tests.
 
 from __future__ import annotations
 
-from rigbench.spec import Result
+from rigbench.spec import MeasureOptions, Result
 
 
 def is_full_protocol(r: Result) -> bool:
     """A speed trial of the timing protocol, --quick included; not a probe, training run or
     range test (module docstring)."""
     return r.spec.kind == "speed"
+
+
+def is_quick_protocol(r: Result) -> bool:
+    """A speed trial timed with a shorter window than the default protocol (`--quick`, or
+    fewer steps or seconds asked for): its figure is real but knows less."""
+    default, measure = MeasureOptions(), r.spec.measure
+    return r.spec.kind == "speed" and (measure.min_steps < default.min_steps
+                                       or measure.min_seconds < default.min_seconds)
 
 
 def workload_label(r: Result) -> str:

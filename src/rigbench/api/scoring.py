@@ -18,50 +18,64 @@ class ScoreOutcome:
 
     scores: list[Any]            # analysis.score.Score
     ours_label: str
-    reference_label: str
+    reference_label: str         # every reference used, with its device class when chosen per class
     reference_machine: str
     missing_everywhere: list[str]  # device classes we have results for but the reference lacks
 
 
-def reference_results(store: Store, reference: str | None) -> tuple[list[Result], str, str]:
-    """The reference side of `score`: (results, label, machine text) of a shipped reference
-    machine, a bundle file or a stored run; none named: the one shipped reference."""
+@dataclass
+class Reference:
+    results: list[Result]
+    label: str
+    machine: str
+
+
+def reference_results(store: Store, reference: str) -> Reference:
+    """The reference side of `score`: a shipped reference machine, a bundle file or a stored run."""
     from pathlib import Path
 
     from rigbench.analysis.score import read_shipped_reference, shipped_references
     from rigbench.store.bundle import load_bundle, parse_bundle
 
     shipped = shipped_references()
-    if reference is None:
-        if len(shipped) != 1:
-            choices = f"shipped: {', '.join(shipped)}" if shipped else "none ships with this rigbench yet"
-            raise UsageError(f"name a reference machine with --reference NAME|FILE|RUN ({choices}); "
-                             f"a bundle comes from `rigbench results export --format bundle`")
-        reference = shipped[0]
     if reference in shipped:
         bundle = parse_bundle(read_shipped_reference(reference), f"reference {reference}")
-        return bundle.results, f"reference machine {reference}", machine_text({r.id: r.machine for r in bundle.runs})
+        return Reference(bundle.results, f"reference machine {reference}",
+                         machine_text({r.id: r.machine for r in bundle.runs}))
     if Path(reference).is_file():
         bundle = load_bundle(reference)
-        return bundle.results, f"bundle {reference}", machine_text({r.id: r.machine for r in bundle.runs})
+        return Reference(bundle.results, f"bundle {reference}", machine_text({r.id: r.machine for r in bundle.runs}))
     listed = store.list(run_id=reference)
     if not listed:
         raise UsageError(f"--reference {reference!r} is not a shipped reference "
                          f"({', '.join(shipped) or 'none ship yet'}), a bundle file or a stored run")
     results = [full for r in listed if r.id is not None and (full := store.get(r.id)) is not None]
-    return results, f"run {reference}", machine_text({reference: store.machine(reference)})
+    return Reference(results, f"run {reference}", machine_text({reference: store.machine(reference)}))
+
+
+def shipped_reference_for(store: Store, cls: str) -> Reference | None:
+    """The default reference of device class `cls`: the shipped reference machine that measured
+    it (the first by name if several did); None if none did."""
+    from rigbench.analysis.score import shipped_references, suite_results
+
+    for name in shipped_references():
+        found = reference_results(store, name)
+        if suite_results(found.results, cls):
+            return found
+    return None
 
 
 def score(run_id: str | None = None, reference: str | None = None, db: str | None = None,
           device_class: str | None = None) -> ScoreOutcome:
     """The geometric mean of this machine's speed-ups over a reference machine across the
-    default suite (analysis/score.py), per device class ("cpu", "gpu")."""
+    default suite (analysis/score.py), per device class ("cpu", "gpu"). Without `reference`,
+    each class is scored against the shipped reference machine that measured that class."""
     from rigbench.analysis.score import compute_score, default_suite, suite_results
 
     if device_class not in (None, "cpu", "gpu"):
         raise UsageError(f"--device must be cpu or gpu, got {device_class!r}")
     store = Store(db, create=False)
-    ref_results, ref_label, ref_machine = reference_results(store, reference)
+    named = reference_results(store, reference) if reference is not None else None
     if run_id is not None:
         listed = store.list(run_id=run_id)
         if not listed:
@@ -70,20 +84,26 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
     else:
         listed = this_machine_results(store)
         ours_label = "this machine's newest results"
-    scores, lacking = [], []
+    scores, lacking, used = [], [], {}
     for cls in [device_class] if device_class else ["cpu", "gpu"]:
         mine = suite_results(listed, cls)
         if not mine:
             continue
-        mine = {w: full for w, r in mine.items() if r.id is not None and (full := store.get(r.id)) is not None}
-        result = compute_score(mine, suite_results(ref_results, cls), cls)
+        ref = named or shipped_reference_for(store, cls)
+        result = None
+        if ref is not None:
+            used[ref.label + ("" if named else f" ({cls})")] = ref.machine
+            mine = {w: full for w, r in mine.items() if r.id is not None and (full := store.get(r.id)) is not None}
+            result = compute_score(mine, suite_results(ref.results, cls), cls)
         if result is None:
             lacking.append(cls)
         else:
             scores.append(result)
+    ref_label = ", ".join(used) or (named.label if named else "the shipped reference machines")
     if not scores:
         suite = " ".join(f"{w}" for w, _ in default_suite())
         raise UsageError(f"no suite workload measured both here ({ours_label}) and in {ref_label}"
                          f"{' on ' + device_class if device_class else ''}: run `rigbench run` "
                          f"(the default suite: {suite}, each at its reference batch)")
-    return ScoreOutcome(scores, ours_label, ref_label, ref_machine, lacking)
+    machines = ", ".join(dict.fromkeys(used.values())) or (named.machine if named else "")
+    return ScoreOutcome(scores, ours_label, ref_label, machines, lacking)

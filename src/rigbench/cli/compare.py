@@ -238,7 +238,7 @@ def _print_matches(matches: list[Any]) -> None:
 @handles_usage_errors
 def score(
     run_id: str | None = typer.Argument(None, metavar="[RUN]", help="Score this run's results (default: the newest suite results of this machine)."),
-    reference: str | None = typer.Option(None, "--reference", "-r", metavar="NAME|FILE|RUN", help="The reference machine: a shipped name (see --list-references), a results bundle file (`rigbench results export --format bundle`), or a stored run id."),
+    reference: str | None = typer.Option(None, "--reference", "-r", metavar="NAME|FILE|RUN", help="The reference machine: a shipped name (see --list-references), a results bundle file (`rigbench results export --format bundle`), or a stored run id. Default: for each device class, the shipped reference machine that measured it."),
     device_class: str | None = typer.Option(None, "--device", help="Score only cpu or gpu (default: each class both machines have)."),
     list_references: bool = typer.Option(False, "--list-references", help="List the reference machines shipped with rigbench and exit."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
@@ -272,12 +272,16 @@ def score(
             table.add_column(name, justify=justify)
         for item in s.items:
             d = item.as_dict()
-            table.add_row(item.workload, str(item.batch_size), f"{d['ours']['samples_per_s']:,.1f}",
+            table.add_row(item.workload + (" *" if item.quick else ""), str(item.batch_size), f"{d['ours']['samples_per_s']:,.1f}",
                           f"{d['reference']['samples_per_s']:,.1f}", f"x{item.speedup:.3f}")
         out.print(table)
         total = len(s.items) + len(s.missing_ours) + len(s.missing_reference)
         out.print(f"Score ({s.device_class}): {s.value:.3f} (95% CI {s.ci[0]:.3f} to {s.ci[1]:.3f}), the geometric "
                   f"mean over {len(s.items)} of the {total} workloads of suite {s.suite}", highlight=False, markup=False)
+        quick = [item.workload for item in s.items if item.quick]
+        if quick:
+            out.print(f"  * timed with the short --quick protocol (fewer steps, a wider CI): {', '.join(quick)}; "
+                      "a score to keep needs a plain `rigbench run`", highlight=False, markup=False)
         if s.missing_ours:
             out.print(f"  not measured here at the reference batch: {', '.join(s.missing_ours)} "
                       f"(run `rigbench run {' '.join(s.missing_ours)}`)", highlight=False, markup=False)
