@@ -89,3 +89,18 @@ def test_core_imports_and_works_without_torch(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "ERROR: framework 'torch' is not installed: pip install" in proc.stdout
+
+
+def test_devices_info_reports_each_framework_as_it_answers(monkeypatch):
+    # `rigbench devices` was silent for the 13-28 s its framework probes take: the CLI's
+    # progress bar is fed by these callbacks, one per answer.
+    from rigbench.experiments import devices
+
+    answers = {"torch": [{"id": "cpu", "kind": "cpu", "name": "x"}], "jax": [{"id": "cpu", "kind": "cpu"}]}
+    monkeypatch.setattr(devices, "installed_frameworks", lambda: list(answers))
+    monkeypatch.setattr(devices, "probe", lambda name: {"devices": answers[name]})
+    asked: list[list[str]] = []
+    answered: list[str] = []
+    rows = devices.devices_info(on_probing=asked.append, on_probed=answered.append)
+    assert asked == [["torch", "jax"]] and sorted(answered) == ["jax", "torch"]
+    assert [r for r in rows if r["id"] == "cpu"][0]["frameworks"] == ["torch", "jax"]

@@ -103,3 +103,15 @@ def test_next_step_hints_name_the_database_without_its_password():
     assert db_flag("postgresql://bench:s3cret@db.example/rigbench") == " --db postgresql://bench@db.example/rigbench"
     assert db_flag("postgresql://bench@db.example/rigbench?password=s3cret&sslmode=require") == (
         " --db 'postgresql://bench@db.example/rigbench?sslmode=require'")
+
+
+def test_a_database_in_a_missing_folder_says_it_made_the_folder(tmp_path, caplog):
+    # RIGBENCH_DB=/mistyped/path/x.db used to create the folders without a word.
+    from rigbench.store import Store
+
+    path = tmp_path / "not" / "yet" / "results.db"
+    with caplog.at_level("WARNING", logger="rigbench.store"):
+        Store(str(path))
+        Store(str(path))  # the second time the folder is there: nothing to say
+    assert [r.getMessage() for r in caplog.records] == [f"created the folder {path.parent} for the database results.db"]
+    assert path.exists()

@@ -203,3 +203,15 @@ def test_a_trial_of_an_unknown_workload_is_kept_and_never_fatal(tmp_path, monkey
     assert "Traceback" not in score.output and "unknown workload" not in score.output
     if score.exit_code == 2:
         assert score.output.count("\n") == 1 and score.output.startswith("rigbench: error:")
+
+
+def test_filters_that_match_nothing_say_so(hostile, tmp_path):
+    # `results list --workload nosuch` printed an empty table and exit 0, as if nothing were wrong.
+    db = hostile.url
+    listed = invoke("results", "list", "--workload", "nosuch", "--status", "oom", "--db", db)
+    assert listed.stdout == "" and f"no results match --workload nosuch --status oom in {db}" in listed.stderr
+    exported = invoke("results", "export", "--run", "nosuch", "--db", db)
+    assert exported.stdout == "[]\n" and "no results match --run nosuch" in exported.stderr
+    empty = str(tmp_path / "empty.db")
+    Store(empty)
+    assert "no results stored yet in" in invoke("results", "list", "--db", empty).stderr

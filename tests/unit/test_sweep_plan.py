@@ -170,3 +170,34 @@ def test_a_sweep_can_vary_the_process_count(monkeypatch):
     grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[32], processes=[1, 2], quick=True))
     assert sorted((s.world_size, s.batch_size) for s in grid) == [(1, 32), (2, 32)]
     assert SweepSpec(processes=2).processes == [2]  # one value in a file is a list of one
+
+
+def test_a_long_sweep_says_its_estimate_and_asks_first(tmp_path, monkeypatch):
+    # A 10,000-point sweep used to start at once, without a word about how long it would take.
+    from rigbench.cli import sweep as sweep_cli
+    from rigbench.experiments.sweep import TRIAL_OVERHEAD_S, estimate
+
+    started: list[int] = []
+    monkeypatch.setattr(sweep_cli, "_sweep_with_progress", lambda grid, db, resume: started.append(len(grid)) or 1 / 0)
+    db = str(tmp_path / "d.db")
+    lrs = ",".join(f"0.{i:03d}" for i in range(1, 101))  # 100 x 100 = 10,000 points
+    args = ["sweep", "mlp", "-d", "cpu", "-b", ",".join(str(b) for b in range(1, 101)), "--lr", lrs, "--db", db]
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], devices=["cpu"], batch_sizes=list(range(1, 101)),
+                                lrs=[i / 1000 for i in range(1, 101)]))
+    guess = estimate(grid)
+    # the default protocol: 0.5 s warm-up + 2 s timing + the start overhead, each; 600 s timeout each
+    assert guess.trials == 10_000 and guess.least_s == pytest.approx(10_000 * (2.5 + TRIAL_OVERHEAD_S))
+    assert guess.most_s == pytest.approx(10_000 * 600.0)
+
+    monkeypatch.setattr(sweep_cli, "_interactive", lambda: True)
+    res = CliRunner().invoke(app, args, input="n\n")
+    assert res.exit_code == 1 and started == []
+    assert "sweep: 10000 trials to run, at least about 15:16:40" in res.output
+    assert "Start it?" in res.output and "not started; nothing was run or stored" in res.output
+    assert Store(db).list() == []
+
+    res = CliRunner().invoke(app, [*args, "--yes"])  # --yes: no question, the sweep starts
+    assert "Start it?" not in res.output and started == [10_000]
+    monkeypatch.setattr(sweep_cli, "_interactive", lambda: False)  # a script is never asked
+    res = CliRunner().invoke(app, args)
+    assert "Start it?" not in res.output and started == [10_000, 10_000]

@@ -46,6 +46,14 @@ ENERGY_HELP = ("measure: read energy counters only (default). estimate: also sto
                "estimate, labelled as such, for sources without a counter; never mixed with measured figures.")
 
 
+def say_none_match(store: Store, filters: dict[str, Any]) -> None:
+    """One line on stderr for a listing that found nothing: which filters matched nothing, or
+    that the database holds no result yet (an empty table alone looks like a fault)."""
+    given = " ".join(f"{flag} {value}" for flag, value in filters.items() if value is not None)
+    what = f"no results match {given}" if given else "no results stored yet"
+    err.print(f"{what} in {store.url}", highlight=False, markup=False, soft_wrap=True)
+
+
 def energy_option(default: str | None = "measure") -> Any:
     """The `--energy measure|estimate` option (MeasureOptions.energy), defined once for every
     command that runs trials. Annotate the parameter `EnergyMode`: typer makes the Literal a
@@ -103,11 +111,16 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """rigbench: trustworthy training benchmarks for this machine."""
 
 
+def progress_bar() -> Progress:
+    """The bar of long work on stderr: what is going on, done/total, time so far; gone when done."""
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), console=err, transient=True)
+
+
 def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
     """Run trials with a progress bar and one line per finished trial, all on stderr."""
     Store(db)  # open (and validate) the database before spending time on trials
-    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                        TimeElapsedColumn(), console=err, transient=True)
+    progress = progress_bar()
     with progress:
         task = progress.add_task("starting", total=len(specs))
 

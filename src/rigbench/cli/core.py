@@ -20,7 +20,9 @@ from rigbench.cli.common import (
     framework_option,
     handles_usage_errors,
     out,
+    progress_bar,
     results_app,
+    say_none_match,
 )
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
@@ -170,8 +172,22 @@ def workloads(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
 @app.command()
 @handles_usage_errors
 def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List this machine's devices and which frameworks can use each."""
-    rows = api.devices_info()
+    """List this machine's devices and which frameworks can use each (each installed framework
+    is asked in a child process: seconds each, side by side)."""
+    progress = progress_bar()
+    waiting: list[str] = []
+    task = progress.add_task("", total=None)
+
+    def probing(names: list[str]) -> None:
+        waiting.extend(names)
+        progress.update(task, total=len(names), description=f"asking {', '.join(names)} for devices")
+
+    def probed(name: str) -> None:
+        waiting.remove(name)
+        progress.update(task, advance=1, description=f"waiting for {', '.join(waiting)}" if waiting else "done")
+
+    with progress:
+        rows = api.devices_info(on_probing=probing, on_probed=probed)
     if as_json:
         print(json.dumps(rows, indent=2))
     else:
@@ -188,7 +204,11 @@ def results_list(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """List stored results, newest last."""
-    rows = Store(db, create=False).list(run_id=run_id, workload=workload, status=status, limit=limit)
+    store = Store(db, create=False)
+    rows = store.list(run_id=run_id, workload=workload, status=status, limit=limit)
+    if not rows:
+        say_none_match(store, {"--run": run_id, "--workload": workload, "--status": status})
+        return
     out.print(terminal.results_table(rows))
 
 
@@ -232,6 +252,8 @@ def results_export(
     else:
         rows = Store(db, create=False).list(run_id=run_id)
         text = to_json(rows) if fmt == "json" else to_csv(rows)
+    if not rows:
+        say_none_match(Store(db, create=False), {"--run": run_id})
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:

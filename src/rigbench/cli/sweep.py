@@ -28,7 +28,15 @@ from rigbench.cli.common import (
 )
 from rigbench.errors import UsageError
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
-from rigbench.experiments.sweep import SweepOutcome, load_sweep_file, plan_sweep, spec_key, stored_results, sweep_spec
+from rigbench.experiments.sweep import (
+    SweepOutcome,
+    estimate,
+    load_sweep_file,
+    plan_sweep,
+    spec_key,
+    stored_results,
+    sweep_spec,
+)
 from rigbench.experiments.sweep import sweep as run_sweep
 from rigbench.reports import terminal
 from rigbench.spec import EnergyMode, Result, TrialSpec
@@ -51,6 +59,32 @@ def _switches(values: list[str] | None, flag: str) -> list[bool]:
 
 def _eta(seconds: float) -> str:
     return str(timedelta(seconds=round(seconds)))
+
+
+#: A sweep expected to take longer than this asks before it starts (on a terminal; --yes skips).
+CONFIRM_ABOVE_S = 30 * 60
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def _announce(grid: list[TrialSpec], db: str | None, resume: bool, yes: bool) -> None:
+    """Say how many trials will run and how long that takes at least (and at most, every trial
+    to its timeout); above CONFIRM_ABOVE_S ask first on a terminal, unless --yes."""
+    pending = grid
+    if resume:
+        _, stored = _stored_if_any(grid, db)
+        pending = [s for s in grid if spec_key(s) not in stored]
+    guess = estimate(pending)
+    err.print(f"sweep: {guess.trials} trials to run, at least about {_eta(guess.least_s)} (each trial's warm-up "
+              f"and timing windows plus a few seconds to start; slow steps take longer), at most "
+              f"{_eta(guess.most_s)} (every trial to its timeout)", highlight=False, markup=False, soft_wrap=True)
+    if guess.least_s > CONFIRM_ABOVE_S and not yes and _interactive():
+        if not typer.confirm("Start it?", default=False, err=True):
+            err.print("not started; nothing was run or stored (--yes skips this question, --dry-run "
+                      "lists the grid)", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(1)
 
 
 def _resume_command() -> str:
@@ -173,9 +207,12 @@ def sweep(
     resume: bool = typer.Option(False, "--resume", help="Skip every grid point that already has a stored result with the identical spec (any status) in --db; run the rest."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and which points are already stored, and run nothing."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    yes: bool = typer.Option(False, "--yes", "-y", help=f"Start without asking, however long the estimate (a terminal is asked above {CONFIRM_ABOVE_S // 60} minutes)."),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: {run_id, grid_points, skipped, ran, interrupted, results: one row per finished grid point}."),
 ) -> None:
-    """Run the product of lists of settings (from flags or a TOML file); resumable with --resume."""
+    """Run the product of lists of settings (from flags or a TOML file); resumable with --resume.
+    Says first how many trials will run and how long that takes; asks on a terminal when that
+    is over 30 minutes."""
     if steps is not None and steps < 2:
         raise UsageError("--steps must be at least 2")
     if timeout is not None and timeout <= 0:
@@ -202,6 +239,7 @@ def sweep(
         _dry_run(grid, db, resume, as_json)
         return
     Store(db)  # open (and validate) the database before spending time on trials
+    _announce(grid, db, resume, yes)
     try:
         outcome = _sweep_with_progress(grid, db, resume)
     except KeyboardInterrupt:  # between trials: finished ones are already stored

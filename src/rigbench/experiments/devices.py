@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from rigbench.devices import host_devices
@@ -12,18 +12,28 @@ from rigbench.frameworks import check_framework, installed_frameworks
 from rigbench.runner.probe import probe
 
 
-def devices_info() -> list[dict[str, Any]]:
+def devices_info(on_probing: Callable[[list[str]], None] | None = None,
+                 on_probed: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Devices of this machine: what the hardware shows (CPU, NVML/amdsmi GPUs) merged with
-    what each installed framework can use, by device id."""
+    what each installed framework can use, by device id. `on_probing` gets the frameworks
+    about to be asked, `on_probed` each one's name as its answer arrives (progress)."""
     merged: dict[str, dict[str, Any]] = {}
     for dev in host_devices():
         merged[dev["id"]] = {**dev, "frameworks": []}
     names = installed_frameworks()
+    if on_probing:
+        on_probing(names)
     # Each probe is a child process that starts its framework (seconds each, TensorFlow's most):
     # started together, the listing takes about as long as the slowest.
+    answers: dict[str, dict[str, Any]] = {}
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
-        probed = list(pool.map(probe, names))
-    for name, answer in zip(names, probed):
+        futures = {pool.submit(probe, name): name for name in names}
+        for done in as_completed(futures):
+            answers[futures[done]] = done.result()
+            if on_probed:
+                on_probed(futures[done])
+    for name in names:
+        answer = answers[name]
         for dev in answer["devices"]:
             entry = merged.setdefault(dev["id"], {**dev, "frameworks": []})
             for key in ("kind", "name", "memory_bytes"):

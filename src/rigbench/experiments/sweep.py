@@ -63,6 +63,28 @@ def _first_error(exc: ValidationError) -> str:
     return f"key {key!r}{where}: {first['msg']} (got {first.get('input')!r})"
 
 
+#: Seconds a trial takes beyond its warm-up and timing windows (start, build, count, store):
+#: 2.6 s a trial warm and 4.5 s cold on the 2-core dev VM (`rigbench run --quick -d cpu`, 8
+#: trials of 0.5 s timing: 20.7 s warm, 35.9 s cold, benchmarks/quick_suite.py).
+TRIAL_OVERHEAD_S = 3.0
+
+
+@dataclass
+class SweepEstimate:
+    """How long `grid` takes: at least every trial's warm-up and timing windows plus the start
+    overhead (a slow step stretches it: the step count is a minimum too); at most every trial
+    running to its timeout."""
+
+    trials: int
+    least_s: float
+    most_s: float
+
+
+def estimate(grid: Sequence[TrialSpec]) -> SweepEstimate:
+    least = sum(s.measure.warmup_seconds + s.measure.min_seconds + TRIAL_OVERHEAD_S for s in grid)
+    return SweepEstimate(len(grid), least, sum(s.measure.timeout_s for s in grid))
+
+
 def spec_key(spec: TrialSpec) -> str:
     """The identity of a grid point: the full spec as canonical JSON."""
     return spec.canonical_json()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -13,6 +14,8 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
 from rigbench.errors import UsageError
+
+log = logging.getLogger("rigbench.store")
 
 #: Seconds a SQLite connection waits for another process's write lock (a migration, a bundle
 #: import, a sweep storing a result) before giving up with "database is locked".
@@ -112,9 +115,11 @@ def make_engine(url: str, create: bool = True) -> Engine:
     pass False, so a mistyped --db is an error instead of a new empty database."""
     path = sqlite_file(url)
     if path is not None and create:
+        if not path.parent.is_dir():  # a mistyped --db or RIGBENCH_DB would otherwise go unnoticed
+            log.warning("created the folder %s for the database %s", path.parent, path.name)
         path.parent.mkdir(parents=True, exist_ok=True)
     elif path is not None and not path.exists():
-        raise UsageError(f"the database {display_url(url)} does not exist: check --db "
+        raise UsageError(f"the database {display_url(url)} does not exist: check --db or RIGBENCH_DB "
                          "(commands that store results create it)")
     backend = make_url(url).get_backend_name()
     is_sqlite = backend == "sqlite"
