@@ -23,8 +23,10 @@ SCHEMA_VERSION = 1
 #: later). bf16/fp16: autocast mixed precision (fp16 with loss scaling on CUDA).
 Precision = Literal["fp32", "tf32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
-Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported"]
-STATUSES: tuple[str, ...] = ("ok", "oom", "crash", "timeout", "diverged", "unsupported")
+#: interrupted: a training run stopped by Ctrl-C or SIGTERM after at least one finished epoch,
+#: stored with those epochs (a speed trial stopped half-way is not stored at all).
+Status = Literal["ok", "oom", "crash", "timeout", "diverged", "unsupported", "interrupted"]
+STATUSES: tuple[str, ...] = get_args(Status)
 #: speed: the timing protocol on a resident synthetic batch (`rigbench run`); probe: a max-batch
 #: memory probe, the same step timed only PROBE_STEPS times with no minimum time (its speed is
 #: no measurement); train: epochs on a real data set (`rigbench train`); lr_find: a

@@ -1,4 +1,4 @@
-"""A sweep interrupted by SIGINT, resumed, killed by SIGKILL, resumed again: exactly one
+"""A sweep interrupted by SIGTERM, resumed, killed by SIGKILL, resumed again: exactly one
 result per grid point in the database, and the killed sweep's trial process is gone."""
 
 import json
@@ -70,12 +70,16 @@ def test_interrupted_sweeps_resume_to_one_result_per_point(tmp_path):
     db = str(tmp_path / "sweep.db")
     args = GRID + ["--db", db]
 
-    # 1. Ctrl-C during the second trial: exit 130, the first result kept, resume command shown
+    # 1. SIGTERM during the second trial (it used to exit 143 without a word): stopped as by
+    # Ctrl-C, exit 143, the first result kept and said so, the resume command shown
     proc, _ = start_and_wait(args, db, results=1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 143, stderr
     assert len(stored_specs(db)) == 1
+    assert "interrupted (SIGTERM); 1 of 3 trials finished and were stored in sqlite:///" in stderr
+    assert ("mlp torch cpu b16 fp32 t1 was stopped and not stored; 1 not started; 2 grid points left"
+            in " ".join(stderr.split()))
     resume_cmd = stderr.split("Resume with: ", 1)[1].strip()
     assert resume_cmd == shlex.join(["rigbench", "sweep", *args, "--resume"])
 

@@ -48,3 +48,20 @@ def test_setup_label_names_what_sets_trials_apart():
     assert setup_label(result()) == "-"
     assert setup_label(result(threads=4, compile=True, channels_last=True, lr=0.1)) == "t4 compile NHWC lr=0.1"
     assert setup_label(result(lr_find=LrFindOptions(dataset="digits"))) == "lr-find"
+
+
+def test_an_interrupt_says_exactly_what_was_kept():
+    from rigbench.cli.interrupts import kept_text
+    from rigbench.spec import Result, TrainOptions, TrialSpec
+
+    train = TrialSpec(workload="mlp", device="cpu", batch_size=64, kind="train",
+                      train=TrainOptions(dataset="digits", epochs=10))
+    # Ctrl-C before the first epoch ended: nothing stored, and no "Stored in" pretending otherwise
+    assert kept_text([], 2, "training run", train, "db (run r)") == (
+        "interrupted (Ctrl-C); no training run had finished: nothing was stored; "
+        "mlp torch cpu b64 fp32 was stopped and not stored (no epoch had finished); 1 not started")
+    speed = TrialSpec(workload="mlp", device="cpu", batch_size=64)
+    done = Result(id=7, run_id="r", created_at="t", spec=speed, status="ok")
+    assert kept_text([done], 3, "trial", speed.model_copy(update={"batch_size": 8}), "db (run r)") == (
+        "interrupted (Ctrl-C); 1 of 3 trials finished and were stored in db (run r); "
+        "mlp torch cpu b8 fp32 was stopped and not stored; 1 not started")

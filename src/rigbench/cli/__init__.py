@@ -9,6 +9,7 @@ from rigbench.cli import (
     calibrate,  # noqa: F401  (registers calibrate, roofline)
     compare,  # noqa: F401  (registers compare, score, results import)
     core,  # noqa: F401  (registers run, train, workloads, devices, results, report)
+    interrupts,
     specs,  # noqa: F401  (registers specs)
     sweep,  # noqa: F401  (registers sweep, max-batch)
 )
@@ -16,7 +17,15 @@ from rigbench.cli.common import app
 
 
 def main() -> None:
-    app()
+    interrupts.install()  # SIGTERM and SIGHUP stop a command as Ctrl-C does
+    try:
+        app()
+    except SystemExit as done:
+        # click ends a KeyboardInterrupt it caught itself (outside a command's own handling)
+        # with "Aborted!" and 1; the shell's convention is 128 + the signal
+        if done.code == 1 and interrupts.exit_code() != 130:
+            raise SystemExit(interrupts.exit_code()) from None
+        raise
 
 
 __all__ = ["app", "main"]

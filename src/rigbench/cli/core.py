@@ -9,6 +9,7 @@ import sys
 import typer
 
 from rigbench import api
+from rigbench.cli import interrupts
 from rigbench.cli.common import (
     DB_HELP,
     _check_precision,
@@ -90,7 +91,7 @@ def run(
                   "with every rank's record", highlight=False)
     if as_json:
         print(json.dumps([r.row() for r in outcome.results], indent=2))
-    else:
+    elif outcome.results:
         out.print(terminal.results_table(outcome.results, title=f"run {outcome.run_id}"))
         speedups = api.speedups_over_cpu(outcome.results)
         if speedups:
@@ -100,8 +101,10 @@ def run(
         out.print(f"Report: rigbench report --run {outcome.run_id}{db_flag(db)} --out report.html",
                   highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
-        err.print(f"interrupted: {len(outcome.results)} of {len(specs)} trials finished and were stored")
-        raise typer.Exit(130)
+        err.print(interrupts.kept_text(outcome.results, len(specs), "trial", outcome.stopped,
+                                       f"{outcome.db_url} (run {outcome.run_id})"),
+                  highlight=False, markup=False, soft_wrap=True)
+        raise interrupts.interrupted_exit()
 
 
 @app.command()
@@ -149,13 +152,15 @@ def train(
     outcome = _run_with_progress(specs, db)
     if as_json:
         print(json.dumps([r.row() for r in outcome.results], indent=2))
-    else:
+    elif outcome.results:
         out.print(terminal.train_table(outcome.results, title=f"run {outcome.run_id}"))
         out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
                   f"Per-epoch figures: rigbench results show ID{db_flag(db)}", highlight=False, soft_wrap=True)
     if outcome.interrupted:
-        err.print(f"interrupted: {len(outcome.results)} of {len(specs)} runs finished and were stored")
-        raise typer.Exit(130)
+        err.print(interrupts.kept_text(outcome.results, len(specs), "training run", outcome.stopped,
+                                       f"{outcome.db_url} (run {outcome.run_id})"),
+                  highlight=False, markup=False, soft_wrap=True)
+        raise interrupts.interrupted_exit()
 
 
 @app.command()

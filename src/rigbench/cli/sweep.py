@@ -15,6 +15,7 @@ from rich.console import JustifyMethod
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from rigbench.cli import interrupts
 from rigbench.cli.common import (
     DB_HELP,
     _check_precision,
@@ -243,8 +244,9 @@ def sweep(
     try:
         outcome = _sweep_with_progress(grid, db, resume)
     except KeyboardInterrupt:  # between trials: finished ones are already stored
-        err.print(f"interrupted. Resume with: {_resume_command()}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(130) from None
+        err.print(f"interrupted ({interrupts.signal_name()}) before a trial "
+                  f"started. Resume with: {_resume_command()}", highlight=False, markup=False, soft_wrap=True)
+        raise interrupts.interrupted_exit() from None
     finished = outcome.grid_results()
     if as_json:
         print(json.dumps({"run_id": outcome.run_id, "db": outcome.db_url, "grid_points": len(grid),
@@ -259,10 +261,11 @@ def sweep(
                   highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
         ran = len(grid) - len(outcome.skipped)
-        err.print(f"interrupted: {len(outcome.results)} of this run's {ran} trials finished and were "
-                  f"stored; {len(grid) - len(finished)} grid points left. Resume with: {_resume_command()}",
+        kept = interrupts.kept_text(outcome.results, ran, "trial", outcome.stopped,
+                                    f"{outcome.db_url} (run {outcome.run_id})")
+        err.print(f"{kept}; {len(grid) - len(finished)} grid points left. Resume with: {_resume_command()}",
                   highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(130)
+        raise interrupts.interrupted_exit()
 
 
 # ---- max-batch ----------------------------------------------------------------------------

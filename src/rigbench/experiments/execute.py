@@ -34,6 +34,7 @@ class RunOutcome:
     db_url: str
     results: list[Result]
     interrupted: bool
+    stopped: TrialSpec | None = None  # the trial in flight when interrupted: not stored
 
 
 def run(
@@ -49,4 +50,4 @@ def run(
     run_id = start_run(store, command)
     session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,
                                          on_trial_end=on_trial_end, on_child_start=on_child_start)
-    return RunOutcome(run_id, store.url, session.results, session.interrupted)
+    return RunOutcome(run_id, store.url, session.results, session.interrupted, session.stopped)

@@ -136,6 +136,7 @@ class SweepOutcome:
     skipped: list[Result] = field(default_factory=list)
     results: list[Result] = field(default_factory=list)
     interrupted: bool = False
+    stopped: TrialSpec | None = None  # the trial in flight when interrupted: not stored
 
     def grid_results(self) -> list[Result]:
         """One result per finished grid point, in grid order (stored ones and new ones)."""
@@ -167,4 +168,5 @@ def sweep(
         done = run(pending, db=db, command=command, on_trial_start=on_trial_start,
                        on_trial_end=on_trial_end)
         outcome.run_id, outcome.results, outcome.interrupted = done.run_id, done.results, done.interrupted
+        outcome.stopped = done.stopped
     return outcome

@@ -45,6 +45,16 @@ class TrainingDiverged(DivergedError):
         self.loss_curve = loss_curve
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT from the launcher, which turns its own Ctrl-C or SIGTERM into one) stopped
+    a training run; carries the run as far as its finished epochs go, so they are stored."""
+
+    def __init__(self, run: TrainRun, epochs_planned: int):
+        super().__init__(f"stopped after {len(run.epochs)} of {epochs_planned} epochs")
+        self.run = run
+        self.epochs_planned = epochs_planned
+
+
 def diverged(epoch: int, losses: list[float], records: list[EpochRecord], curve: list[float]) -> TrainingDiverged:
     """TrainingDiverged for `epoch`, carrying the finished epochs and the finite part of the curve."""
     bad = next(i for i, v in enumerate(losses) if not math.isfinite(v))

@@ -15,8 +15,8 @@ from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result, clip
 from rigbench.units import format_bytes
 from rigbench.workloads import WORKLOADS
 
-_STATUS_STYLE = {"ok": "green", "oom": "yellow", "diverged": "yellow", "unsupported": "dim",
-                 "timeout": "red", "crash": "red"}
+_STATUS_STYLE = {"ok": "green", "oom": "yellow", "diverged": "yellow", "interrupted": "yellow",
+                 "unsupported": "dim", "timeout": "red", "crash": "red"}
 
 
 #: Shown after a stored workload this rigbench does not define (a bundle from a newer one).

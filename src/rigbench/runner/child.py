@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
 from rigbench.frameworks.driver import lr_range, training
-from rigbench.frameworks.run_records import TrainingDiverged
+from rigbench.frameworks.run_records import TrainingDiverged, TrainingInterrupted, TrainRun
 from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.protocol import measure
-from rigbench.spec import ChildReport, LrFindOptions, TrainOptions, TrialSpec
+from rigbench.spec import ChildReport, EpochRecord, LrFindOptions, TrainOptions, TrialSpec
 from rigbench.workloads import Workload, get_workload, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample
 
@@ -110,7 +110,11 @@ def run_trial(spec: TrialSpec, folder: Path | None = None) -> ChildReport:
 
 def _classify(exc: BaseException, report: ChildReport, adapter: FrameworkAdapter | None) -> None:
     """`exc`'s status and error in `report` (every failure becomes a status)."""
-    if isinstance(exc, TrainingDiverged):  # `step` counts epochs here; finished epochs are kept
+    if isinstance(exc, TrainingInterrupted):  # the run's finished epochs are in the report already
+        report.status = "interrupted"
+        report.error = (f"stopped by the user after {len(exc.run.epochs)} of {exc.epochs_planned} epochs; "
+                        "the finished epochs are kept, the one in progress is not")
+    elif isinstance(exc, TrainingDiverged):  # `step` counts epochs here; finished epochs are kept
         report.status, report.error = "diverged", str(exc)
         report.diverged_at_epoch = exc.step
         report.epochs = list(exc.epochs)
@@ -231,10 +235,24 @@ def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, repor
     loop; a data-parallel rank trains on its share of each epoch (its `build` counts steps)."""
     assert spec.train is not None
     data = _load_data(workload, spec.train)
-    run = training.train(build or adapter.build, spec, workload, data, rank=rank)
+    try:
+        run = training.train(build or adapter.build, spec, workload, data, on_epoch=_epoch_line, rank=rank)
+    except TrainingInterrupted as stop:  # the finished epochs go in the report, then it is classified
+        _describe_training(adapter, report, stop.run, (stop.run.epochs[-1].ended_at if stop.run.epochs else None) or time.time())
+        raise
+    _describe_training(adapter, report, run, time.time())
+
+
+def _epoch_line(record: EpochRecord) -> None:
+    """One line per finished epoch on the trial's stderr file (read when a run is stuck or
+    interrupted: how far it got)."""
+    print(f"rigbench: epoch {record.epoch} finished: train loss {record.train_loss:.4g}", file=sys.stderr, flush=True)
+
+
+def _describe_training(adapter: FrameworkAdapter, report: ChildReport, run: TrainRun, ended_at: float) -> None:
     # A training run's window is its epochs: building the model and placing the data (seconds
     # of CUDA start-up) would otherwise count in its utilisation and energy.
-    report.measure_start, report.measure_end = run.started_at, time.time()
+    report.measure_start, report.measure_end = run.started_at, ended_at
     _describe(adapter, report, run.device_name, run.train_samples)
     report.epochs, report.loss_curve, report.test_samples = run.epochs, run.loss_curve, run.test_samples
 

@@ -1,8 +1,9 @@
 """Run a list of trials one after another, storing each result the moment it finishes.
 
-A failing trial is a result like any other and the session goes on. Ctrl-C ends the
-trial in progress (its child is killed, nothing half-finished is stored) and returns the
-finished ones.
+A failing trial is a result like any other and the session goes on. Ctrl-C (or SIGTERM, which
+the CLI turns into one) ends the trial in progress and returns the finished ones: its child is
+killed and nothing half-finished is stored, except a training run's finished epochs (status
+`interrupted`, launchers.TrialInterrupted).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from rigbench.errors import UnsupportedError
 from rigbench.ranks import NodeLaunch
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
+from rigbench.runner.launchers.base import TrialInterrupted
 from rigbench.spec import ChildReport, Result, TrialSpec
 from rigbench.store import Store
 
@@ -22,6 +24,7 @@ from rigbench.store import Store
 class SessionOutcome:
     results: list[Result] = field(default_factory=list)
     interrupted: bool = False
+    stopped: TrialSpec | None = None  # the trial in flight at the interrupt, not stored
 
 
 def launch_trial(spec: TrialSpec, on_start: Callable[[int], None] | None = None) -> Outcome:
@@ -50,8 +53,10 @@ def run_trials(
             on_trial_start(index, spec)
         try:
             launched = launch_trial(spec, on_start=on_child_start)
+        except TrialInterrupted as kept:  # stored below, then the session stops
+            launched, outcome.interrupted = kept.outcome, True
         except KeyboardInterrupt:
-            outcome.interrupted = True
+            outcome.interrupted, outcome.stopped = True, spec
             break
         if spec.nodes > 1 and NodeLaunch.from_env().node_rank != 0:
             continue  # node 0 stores the trial with every rank's record (runner/rank.send_to_node_zero)
@@ -60,4 +65,6 @@ def run_trials(
         outcome.results.append(result)
         if on_trial_end:
             on_trial_end(index, result)
+        if outcome.interrupted:
+            break
     return outcome

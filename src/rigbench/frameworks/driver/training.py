@@ -23,7 +23,7 @@ from rigbench.data.shard import shard_order
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.frameworks.base import DataTrainer
 from rigbench.frameworks.driver.batches import EVAL_BATCH, EpochSource, InputTiming, training_subset
-from rigbench.frameworks.run_records import TrainRun, diverged
+from rigbench.frameworks.run_records import TrainingInterrupted, TrainRun, diverged
 from rigbench.spec import EpochRecord, TrialSpec
 from rigbench.workloads import Workload
 
@@ -37,7 +37,8 @@ def train(build: Build, spec: TrialSpec, workload: Workload, data: LoadedData,
     every epoch (data/shard.py).
 
     Raises TrainingDiverged (`step` = the epoch, with the epochs and the loss curve that finished
-    before it) when a training loss is NaN or infinite, UnsupportedError for workloads without a
+    before it) when a training loss is NaN or infinite, TrainingInterrupted (with the finished
+    epochs) on KeyboardInterrupt, UnsupportedError for workloads without a
     data set, UsageError when the training set does not fill one batch per rank.
     """
     options = spec.train
@@ -64,6 +65,10 @@ def train(build: Build, spec: TrialSpec, workload: Workload, data: LoadedData,
             records.append(record)
             if on_epoch is not None:
                 on_epoch(record)
+    except KeyboardInterrupt:  # the epoch in progress is dropped; the finished ones are kept
+        partial = TrainRun(records, curve, trainer.params, trainer.device_name, len(x_train),
+                           len(data.x_test), started_at)
+        raise TrainingInterrupted(partial, options.epochs) from None
     finally:
         source.close()
     return TrainRun(records, curve, trainer.params, trainer.device_name, len(x_train), len(data.x_test), started_at)

@@ -59,6 +59,16 @@ class Outcome:
         return merge_reports(self.reports)
 
 
+class TrialInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a trial that kept what it had finished (a training run's
+    epochs, status `interrupted`): the session stores `outcome`, then stops as for any
+    interrupt. A trial with nothing to keep raises plain KeyboardInterrupt."""
+
+    def __init__(self, outcome: Outcome):
+        super().__init__("the trial was interrupted; what it finished is kept")
+        self.outcome = outcome
+
+
 def gpu_index_for(device: str) -> int | None:
     """NVML index to sample for a device string, or None for non-NVIDIA devices."""
     kind, _, index = device.partition(":")

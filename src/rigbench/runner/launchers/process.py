@@ -11,8 +11,9 @@ those is a step in launchers/steps.py; this launcher is their composition for wo
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
-from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
+from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings, TrialInterrupted
 from rigbench.runner.launchers.steps import (
     STDERR_TAIL_CHARS,
     TRIAL_DIR_PREFIX,
@@ -21,6 +22,7 @@ from rigbench.runner.launchers.steps import (
     child_env,
     describe_exit,
     ending_on_error,
+    interrupt_for_report,
     kill_group,
     new_session_args,
     rank_report_path,
@@ -47,7 +49,8 @@ class ProcessLauncher(Launcher):
     def launch(self, spec: TrialSpec, tracking: TrackerSettings,
                on_start: Callable[[int], None] | None = None) -> Outcome:
         """Run `spec` in a fresh child process and return its outcome; never raises for a
-        failing trial. KeyboardInterrupt kills the child and propagates."""
+        failing trial. KeyboardInterrupt kills the child and propagates; a training run first
+        gets the chance to report its finished epochs, raised as TrialInterrupted."""
         with trial_folder() as folder:
             spec_path, report_path = write_spec(folder, spec), rank_report_path(folder, 0)
             started: list[Started] = []
@@ -56,11 +59,28 @@ class ProcessLauncher(Launcher):
                                              folder / "stderr.txt", tracking, warm_framework=spec.framework))
                 if on_start:
                     on_start(started[0].pid)
-                [timed_out] = wait_all(started, spec.measure.timeout_s)
-            [child] = started
-            samples = child.tracker.stop()
-            report = read_report(report_path, spec, timed_out=timed_out, returncode=child.proc.returncode,
-                                 stderr=stderr_tail(child.stderr_path))
-            method, note = child.tracker.energy_description()
-            return Outcome(reports=[report], samples=samples, returncode=child.proc.returncode,
-                           energy_method=method, energy_note=note)
+                try:
+                    [timed_out] = wait_all(started, spec.measure.timeout_s)
+                except KeyboardInterrupt:
+                    kept = self._finished_epochs(spec, started[0], report_path) if spec.train else None
+                    if kept is None:
+                        raise
+                    raise TrialInterrupted(kept) from None
+            return self._outcome(spec, started[0], report_path, timed_out)
+
+    @staticmethod
+    def _outcome(spec: TrialSpec, child: Started, report_path: Path, timed_out: bool) -> Outcome:
+        samples = child.tracker.stop()
+        report = read_report(report_path, spec, timed_out=timed_out, returncode=child.proc.returncode,
+                             stderr=stderr_tail(child.stderr_path))
+        method, note = child.tracker.energy_description()
+        return Outcome(reports=[report], samples=samples, returncode=child.proc.returncode,
+                       energy_method=method, energy_note=note)
+
+    def _finished_epochs(self, spec: TrialSpec, child: Started, report_path: Path) -> Outcome | None:
+        """A training child stopped with SIGINT reports the epochs it finished (status
+        `interrupted`): that outcome, or None when it kept none (or did not answer in time)."""
+        if not interrupt_for_report(child):
+            return None
+        outcome = self._outcome(spec, child, report_path, timed_out=False)
+        return outcome if outcome.report.status == "interrupted" and outcome.report.epochs else None

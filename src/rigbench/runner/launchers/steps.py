@@ -248,6 +248,26 @@ def ending_on_error(started: list[Started]) -> Iterator[list[Started]]:
         raise
 
 
+#: Seconds a training child gets, after the SIGINT that stops it, to write its finished epochs.
+INTERRUPT_GRACE_S = 10.0
+
+
+def interrupt_for_report(one: Started, grace_s: float = INTERRUPT_GRACE_S) -> bool:
+    """Stop a child with SIGINT to its process group (as Ctrl-C would, had it not its own
+    session), so that a training run reports the epochs it finished; True if it exited within
+    `grace_s`. POSIX only (elsewhere the caller kills it as before)."""
+    if os.name != "posix":
+        return False
+    try:
+        os.killpg(one.proc.pid, signal.SIGINT)
+        one.proc.wait(timeout=grace_s)
+    except (ProcessLookupError, PermissionError):
+        return one.proc.poll() is not None
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def wait_all(started: Sequence[Started], timeout_s: float) -> list[bool]:
     """Wait until every process has exited, `timeout_s` for all of them together. Returns,
     per process, whether it was still running when the time was up. If any was, every

@@ -1,0 +1,75 @@
+"""Ctrl-C, SIGTERM and SIGHUP: one way to stop a command, one way to say what was kept.
+
+The `rigbench` command turns SIGTERM and SIGHUP into the KeyboardInterrupt that Ctrl-C raises,
+so every command stops the same way: the trial in flight is ended (a training run first
+reports its finished epochs: status `interrupted`), the finished ones are already stored, and
+one line says exactly what was kept. The exit code is 128 + the signal (130 for Ctrl-C, 143
+for SIGTERM), as a shell reports a process the signal ended.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+import typer
+
+from rigbench.spec import Result, TrialSpec
+
+_received = {"signum": int(signal.SIGINT)}
+
+
+def _as_interrupt(signum: int, _frame: FrameType | None) -> None:
+    _received["signum"] = signum
+    raise KeyboardInterrupt
+
+
+def install() -> None:
+    """SIGTERM and SIGHUP interrupt the command as Ctrl-C does (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, _as_interrupt)
+
+
+def exit_code() -> int:
+    """128 + the signal that interrupted the command."""
+    return 128 + _received["signum"]
+
+
+def signal_name() -> str:
+    signum = _received["signum"]
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
+def kept_text(results: Sequence[Result], total: int, noun: str, stopped: TrialSpec | None,
+              where: str) -> str:
+    """One line: what finished and was stored (`where`: the database and run), which training
+    run kept its finished epochs, what was stopped and not stored, and what never started."""
+    finished = [r for r in results if r.status != "interrupted"]
+    parts = [f"interrupted ({signal_name()})"]
+    if finished:
+        parts.append(f"{len(finished)} of {total} {noun}s finished and were stored in {where}")
+    elif len(results) == 0:
+        parts.append(f"no {noun} had finished: nothing was stored")
+    for r in results:
+        if r.status == "interrupted":
+            planned = r.spec.train.epochs if r.spec.train else "?"
+            parts.append(f"{r.spec.label()} stopped after {r.metrics.epochs or 0} of {planned} epochs: "
+                         f"the finished epochs are stored as trial {r.id} (status interrupted) in {where}")
+    if stopped is not None:
+        why = " (no epoch had finished)" if stopped.train is not None else ""
+        parts.append(f"{stopped.label()} was stopped and not stored{why}")
+    left = total - len(results) - (stopped is not None)
+    if left > 0:
+        parts.append(f"{left} not started")
+    return "; ".join(parts)
+
+
+def interrupted_exit() -> typer.Exit:
+    """The exit that ends an interrupted command (raise it)."""
+    return typer.Exit(exit_code())

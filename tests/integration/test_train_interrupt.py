@@ -1,0 +1,54 @@
+"""A training run stopped by SIGTERM or Ctrl-C keeps its finished epochs: stored with status
+`interrupted`, said in one line, exit 128 + the signal (issue 23 item 19: Ctrl-C used to print
+"Stored in ..." although nothing was stored, and the finished epochs were lost)."""
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rigbench.store import Store
+from tests.conftest import with_ctrl_c
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.timeout(300)
+
+
+def train_until(tmp_path, epochs_done: int, sig: signal.Signals):
+    """Start `rigbench train mlp` on digits for far more epochs than it will run, wait until the
+    trial's stderr file says `epochs_done` epochs finished, then send `sig` to rigbench."""
+    db = str(tmp_path / "train.db")
+    trials = tmp_path / "tmp"
+    trials.mkdir()
+    env = {**__import__("os").environ, "TMPDIR": str(trials)}
+    proc = subprocess.Popen([sys.executable, "-m", "rigbench", "train", "mlp", "--dataset", "digits", "-d", "cpu",
+                             "--epochs", "1000", "--threads", "1", "--db", db], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=with_ctrl_c)
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None:
+        said = "".join(p.read_text(errors="replace") for p in trials.glob("rigbench-trial-*/stderr.txt"))
+        if f"epoch {epochs_done} finished" in said:
+            break
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        raise AssertionError(f"no epoch {epochs_done} in time: {proc.communicate()}")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, " ".join(err.split()), db
+
+
+@pytest.mark.parametrize("sig, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "Ctrl-C")])
+def test_a_stopped_training_run_keeps_its_finished_epochs(tmp_path, sig, code, name):
+    returncode, out, err, db = train_until(tmp_path, 2, sig)
+    assert returncode == code, err
+    (stored,) = Store(db).list()
+    kept = Store(db).get(stored.id)
+    assert kept.status == "interrupted" and kept.metrics.epochs == len(kept.epoch_records) >= 2
+    assert [e.epoch for e in kept.epoch_records] == list(range(1, len(kept.epoch_records) + 1))
+    assert kept.epoch_records[-1].accuracy is not None and kept.loss_curve
+    assert f"interrupted ({name}); mlp torch cpu b64 fp32 t1 stopped after {kept.metrics.epochs} of 1000 epochs: " \
+           f"the finished epochs are stored as trial {kept.id} (status interrupted)" in err
+    assert "Stored in" in out and "interrupted" in out
