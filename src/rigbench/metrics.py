@@ -70,6 +70,9 @@ class Metrics(BaseModel):
         "MiB", "tracker", "peak GPU memory of the trial's processes (NVML; else device-wide)")
     allocator_peak_mib: float | None = metric(
         "MiB", "protocol", "peak memory held by the framework's allocator (data parallel: the largest rank's)")
+    capped_peak_mib: float | None = metric(
+        "MiB", "protocol", "under --memory-limit (CPU): the peak of what the cap counts, resident memory when it "
+                           "was set plus address space mapped since (RLIMIT_AS); max-batch budgets this")
     params: int | None = metric("parameters", "counting", "trainable parameters of the network")
     flops_per_sample: float | None = metric(
         "FLOP", "counting", "training FLOPs per sample (forward + backward)")

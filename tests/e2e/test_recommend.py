@@ -32,6 +32,7 @@ def test_recommendation_is_consistent_with_the_stored_measurements(tmp_path):
     assert all(line["value"] is not None for name, line in lines.items() if name != "energy"), outcome
     assert outcome["ran"] and not outcome["missing"]
     assert "running max-batch on cpu" in proc.stderr  # it says what it runs and why
+    assert "recommend: up to " in proc.stderr and " min" in proc.stderr  # and, first, how long at least
 
     stored = Store(db).list(workload="mlp")
     speed = [r for r in stored if timed(r) and r.spec.device == "cpu"]

@@ -229,3 +229,29 @@ def test_energy_decision_on_the_real_h100_results():
     assert line.value == {"batch_size": 512, "precision": "bf16"}
     assert line.text == ("energy: bf16 b512: 1.3 mJ/sample, 22% slower than the fastest (fp32 b512, "
                          "1.53 mJ/sample); energy measured on 6 of the 7 trials compared")
+
+
+@pytest.mark.parametrize("flags, native", [
+    (["avx2", "fma", "sse4_2"], False),                      # the dev VM's AMD EPYC: emulated bf16
+    (["avx2", "avx512f", "avx512_bf16"], True),             # Cooper Lake, Zen 4
+    (["avx512f", "amx_tile", "amx_bf16"], True),            # Sapphire Rapids
+    (["fp", "asimd", "bf16"], True),                        # Neoverse V1 (/proc/cpuinfo on aarch64)
+    ([], None),                                             # flags unknown: no claim either way
+])
+def test_native_bf16_from_the_cpu_flags(flags, native):
+    from rigbench.hw.cpu import native_bf16
+
+    assert native_bf16(flags) is native
+
+
+def test_recommend_skips_emulated_bf16_on_a_cpu_and_says_why(monkeypatch):
+    # `recommend mlp -d cpu` took 8.4 min on an AVX2-only EPYC, most of it one bf16 trial at
+    # 30 s a step: a CPU without native bf16 is not asked to run it.
+    from rigbench.experiments import recommend as experiment
+
+    monkeypatch.setattr(experiment, "cpu_identity", lambda: {"model": "AMD EPYC", "flags": ["avx2", "fma"]})
+    checks, why = experiment.precision_checks("cpu")
+    assert checks == [] and why.startswith("bf16 on cpu: this CPU has no native bfloat16")
+    monkeypatch.setattr(experiment, "cpu_identity", lambda: {"model": "Xeon", "flags": ["avx512_bf16"]})
+    assert experiment.precision_checks("cpu") == (["bf16"], None)
+    assert experiment.precision_checks("cuda:0") == (["tf32", "bf16", "fp16"], None)

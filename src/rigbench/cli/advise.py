@@ -13,6 +13,7 @@ from rigbench import api
 from rigbench.analysis.lr_find import compact_curve, suggest_lr
 from rigbench.analysis.process_scaling import ProcessRow, process_scaling_rows, scaling_verdict
 from rigbench.analysis.scaling import ScalingRow, scaling_table
+from rigbench.cli import interrupts
 from rigbench.cli.common import (
     DB_HELP,
     _check_precision,
@@ -38,8 +39,8 @@ def _print(text: str) -> None:
 
 def _finish(outcome: api.RunOutcome, planned: int) -> None:
     if outcome.interrupted:
-        err.print(f"interrupted: {len(outcome.results)} of {planned} trials finished and were stored")
-        raise typer.Exit(130)
+        err.print(f"interrupted ({interrupts.signal_name()}): {len(outcome.results)} of {planned} trials finished and were stored")
+        raise interrupts.interrupted_exit()
 
 
 def _check_positive(**values: int | None) -> None:
@@ -307,6 +308,8 @@ def recommend(
             _print(f"Left out: {outcome.other_machines} stored results of {workload} from other machines.")
         for text in outcome.missing:
             _print(f"Missing: {text}")
+        for text in outcome.not_tried:
+            _print(f"Not tried: {text}")
     if outcome.interrupted:
-        err.print("interrupted: the recommendation uses what finished (stored)")
-        raise typer.Exit(130)
+        err.print(f"interrupted ({interrupts.signal_name()}): the recommendation uses what finished (stored)")
+        raise interrupts.interrupted_exit()

@@ -364,6 +364,6 @@ def max_batch(
     else:
         _print_max_batch(o, db)
     if o.interrupted:
-        err.print(f"interrupted: the {len(o.probes)} finished probes are stored (run {o.run_id})",
+        err.print(f"interrupted ({interrupts.signal_name()}): the {len(o.probes)} finished probes are stored (run {o.run_id})",
                   highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(130)
+        raise interrupts.interrupted_exit()

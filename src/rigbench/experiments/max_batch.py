@@ -17,7 +17,10 @@ The limit: on the CPU `memory_limit_bytes` (default: DEFAULT_RAM_FRACTION of the
 available when the search starts); on a GPU the device's memory.
 
 The memory model: peak = fixed + per_sample * batch, a least-squares line through the `ok`
-probes (CPU: the resident memory peak `rss_peak_mib`, which is what the cap budgets; GPU:
+probes (CPU: `capped_peak_mib`, the peak of what the RLIMIT_AS cap counts: resident memory
+when the cap was set plus the address space mapped since. The resident peak alone fitted
+cnn under a 1 GiB cap to batch 1536, which then failed one run in six: address space that is
+reserved but never touched fails a trial just the same; GPU:
 NVML's per-process `gpu_mem_peak_mib`, CUDA context included, else the allocator's peak).
 The recommended batch is the largest the line says leaves `margin` of the limit free,
 never above the largest batch that ran, rounded down to a multiple of 8 when it is 8 or
@@ -175,10 +178,12 @@ def nothing_ran(tried: Sequence[tuple[int, str]]) -> str:
 # ---- the search ---------------------------------------------------------------------------
 
 def memory_metric(device: str, probes: Sequence[Result]) -> str:
-    """The Metrics field that the model is fitted to: on the CPU the resident peak; on a GPU
+    """The Metrics field that the model is fitted to: on the CPU the capped peak (the resident
+    peak for probes stored before it was measured); on a GPU
     NVML's peak when the probes have it (NVIDIA), else the framework allocator's peak."""
-    if device == "cpu":
-        return "rss_peak_mib"
+    if device == "cpu":  # what the cap counts, where the probes measured it (module docstring)
+        capped = any(r.metrics.capped_peak_mib is not None for r in probes if r.status == "ok")
+        return "capped_peak_mib" if capped else "rss_peak_mib"
     if any(r.metrics.gpu_mem_peak_mib is not None for r in probes if r.status == "ok"):
         return "gpu_mem_peak_mib"
     return "allocator_peak_mib"

@@ -37,8 +37,10 @@ from rigbench.experiments.devices import chosen_devices, normalise_device
 from rigbench.experiments.execute import start_run
 from rigbench.experiments.plan import prepare_data
 from rigbench.experiments.scaling import default_thread_counts
+from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
 from rigbench.fingerprint import machine_fingerprint
 from rigbench.frameworks import check_framework
+from rigbench.hw.cpu import cpu_identity, native_bf16
 from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.store import Store
@@ -62,6 +64,7 @@ class RecommendOutcome:
     lines: list[Line]
     ran: list[str] = field(default_factory=list)  # what was measured now, and why
     missing: list[str] = field(default_factory=list)  # what is still not measured
+    not_tried: list[str] = field(default_factory=list)  # left out on purpose, and why
     results_used: int = 0
     other_machines: int = 0  # stored results of this workload left out: another machine's
     db_url: str = ""
@@ -71,7 +74,7 @@ class RecommendOutcome:
     def to_dict(self) -> dict:
         """The JSON of `rigbench recommend --json`: the same lines as printed, with numbers."""
         return {"workload": self.workload, "devices": self.devices, "lines": [line.row() for line in self.lines],
-                "ran": self.ran, "missing": self.missing, "results_used": self.results_used,
+                "ran": self.ran, "missing": self.missing, "not_tried": self.not_tried, "results_used": self.results_used,
                 "other_machines": self.other_machines, "db": self.db_url, "run_id": self.run_id,
                 "interrupted": self.interrupted}
 
@@ -84,12 +87,18 @@ def batch_grid(workload: Workload, quick: bool) -> list[int]:
     return sorted({max(1, int(b * f)) for f in factors})
 
 
-def precision_checks(device: str) -> list[str]:
-    """The precisions tried in a recommendation: one on a CPU (bf16; CPU fp16 autocast has no
-    fast kernels on most CPUs), all reduced ones on accelerators."""
-    if device == "cpu":
-        return ["bf16"]
-    return (["tf32"] if device.startswith("cuda") else []) + ["bf16", "fp16"]
+def precision_checks(device: str) -> tuple[list[str], str | None]:
+    """The precisions tried in a recommendation, and why one is not: on a CPU bf16 only where it
+    is native (emulated bf16 took 30 s a step for mlp on an AVX2-only EPYC, most of an
+    8-minute recommendation; CPU fp16 autocast has no fast kernels on most CPUs); all reduced
+    ones on accelerators."""
+    if device != "cpu":
+        return (["tf32"] if device.startswith("cuda") else []) + ["bf16", "fp16"], None
+    if native_bf16(cpu_identity()["flags"]) is False:
+        return [], ("bf16 on cpu: this CPU has no native bfloat16 (no avx512_bf16, amx or Arm bf16 flag), "
+                    "so bf16 is emulated and far slower than fp32; measure it anyway with "
+                    "`rigbench run WORKLOAD -d cpu --precision bf16`")
+    return ["bf16"], None
 
 
 def offline_dataset(workload: str) -> str | None:
@@ -214,6 +223,9 @@ def recommend(
         return TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
                          batch_size=batch, measure=measure, **changes)
 
+    if run_missing:
+        on_note(_expected(chosen, grid, stored, measure))
+
     # Phase 1: per device, the memory limit and the batch grid within it.
     limits: dict[str, MemoryLimit] = {}
     for device in chosen:
@@ -251,7 +263,10 @@ def recommend(
                         "thread counts not measured at the chosen batch",
                         [spec(device, batch, threads=t) for t in todo_threads])
         have_p = {r.spec.precision for r in rules._at(results, device, batch, "precision")}
-        todo_p = [p for p in precision_checks(device) if p not in have_p]
+        checks, not_tried = precision_checks(device)
+        if not_tried:
+            outcome.not_tried.append(not_tried)
+        todo_p = [p for p in checks if p not in have_p]
         run.measure(f"precision {', '.join(todo_p)} on {device} at b{batch}", "not measured at the chosen batch",
                     [spec(device, batch, precision=p) for p in todo_p])
         _data_trials(run, results, ref, options, framework, device, batch, quick)
@@ -264,6 +279,27 @@ def recommend(
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or ref.dataset.train_size)
     return outcome
+
+
+#: Seconds an lr-find or a one-epoch loader run takes at most on digits (the only data set a
+#: recommendation finds offline without a download): 14 s and 3 s for mlp on the 2-core dev VM.
+DATA_TRIAL_S = 20.0
+
+
+def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Result], measure: MeasureOptions) -> str:
+    """What a recommendation may still run, said before it starts: at most so many trials (the
+    stored ones are skipped as it goes) and at least about so long. On the 2-core dev VM
+    `recommend mlp -d cpu` ran 11 trials in 119 s from an empty database."""
+    if any(rules.timed(r) for r in stored):
+        return "recommend: measuring only what the stored results lack (at most the plan below)"
+    trials = 0
+    for device in devices:
+        probes = 2 if device == "cpu" else 5  # from the grid's largest batch up to 2x / 16x
+        threads = len(default_thread_counts()) if device == "cpu" else 0
+        trials += probes + len(grid) + threads + len(precision_checks(device)[0])
+    speed_s = trials * (measure.warmup_seconds + measure.min_seconds + TRIAL_OVERHEAD_S)
+    return (f"recommend: up to {trials} speed trials and probes plus an lr-find and a loader epoch where a "
+            f"data set is here; at least about {round((speed_s + 2 * DATA_TRIAL_S) / 60, 1)} min")
 
 
 def _data_trials(run: _Session, results: list[Result], ref: Workload, options: dict, framework: str,

@@ -25,6 +25,7 @@ KEY_FLAGS: dict[str, tuple[str, ...]] = {
     "avx512_bf16": ("avx512_bf16", "avx512bf16"),
     "amx": ("amx_tile", "amx_bf16", "amx_int8", "amx-tile", "amxtile"),
     "asimd": ("asimd", "neon"),
+    "arm_bf16": ("bf16",),  # Arm's BFloat16 extension (/proc/cpuinfo on aarch64)
     "sve": ("sve",),
 }
 
@@ -89,6 +90,20 @@ def key_flags(flags: list[str]) -> dict[str, bool | None]:
     present = {f.lower() for f in flags}
     return {name: (any(s in present for s in spellings) if present else None)
             for name, spellings in KEY_FLAGS.items()}
+
+
+#: The flags that mean native bfloat16 arithmetic (x86: AVX512-BF16 or AMX; Arm: BF16).
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx", "arm_bf16")
+
+
+def native_bf16(flags: list[str]) -> bool | None:
+    """Whether the CPU does bfloat16 arithmetic natively (None: its flags are unknown). Without
+    it, bf16 autocast is emulated: mlp on the AVX2-only dev VM ran at 8.5 samples/s in bf16
+    against 940 in fp32."""
+    found = key_flags(flags)
+    if all(found[name] is None for name in NATIVE_BF16_FLAGS):
+        return None
+    return any(found[name] for name in NATIVE_BF16_FLAGS)
 
 
 def flags_hash(flags: list[str]) -> str | None:

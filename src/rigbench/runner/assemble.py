@@ -54,6 +54,8 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     )
     if report.allocator_peak_bytes is not None:
         metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
+    if report.capped_peak_bytes is not None:
+        metrics.capped_peak_mib = report.capped_peak_bytes / MIB
     # kind "train" and "lr_find" carry their option blocks (TrialSpec validates it)
     if spec.train is not None:
         _add_train_metrics(metrics, spec.train, global_batch(spec), report)

@@ -68,6 +68,29 @@ def apply_memory_limit(limit_bytes: int) -> None:
         )
     cap = info.vms + headroom
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    _capped.update(rss=info.rss, vms=info.vms)
+
+
+#: The resident and address-space sizes when this process's memory cap was set (bytes).
+_capped: dict[str, int] = {}
+
+
+def capped_peak_bytes() -> int | None:
+    """The peak of what the cap counts against --memory-limit: the resident memory when it was
+    set plus the address space mapped since (VmPeak: RLIMIT_AS stops any mapping past the cap, so
+    this never exceeds the limit). Max-batch budgets this, not the resident peak: address space
+    reserved but never touched (allocator arenas, thread stacks) fails a trial just the same.
+    None without a cap or without /proc (Linux only)."""
+    if not _capped:
+        return None
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmPeak:"):
+            return _capped["rss"] + max(0, int(line.split()[1]) * 1024 - _capped["vms"])
+    return None
 
 
 def traffic_per_sample(adapter: FrameworkAdapter, workload: Workload, options: dict[str, Any],
@@ -213,6 +236,7 @@ def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     report.measure_start, report.measure_end = m.measure_start, m.measure_end
     report.step_times_s, report.losses, report.measure_cpu_s = m.step_times_s, m.losses, m.cpu_s
     report.allocator_peak_bytes = trainer.allocator_peak_bytes()
+    report.capped_peak_bytes = capped_peak_bytes()
 
 
 def _load_data(workload: Workload, opts: TrainOptions | LrFindOptions) -> LoadedData:

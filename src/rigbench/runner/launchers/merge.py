@@ -48,6 +48,7 @@ def merge_reports(reports: Sequence[ChildReport]) -> ChildReport:
         "measure_start": _least(r.measure_start for r in reports),
         "measure_end": _most(r.measure_end for r in reports),
         "allocator_peak_bytes": _most(r.allocator_peak_bytes for r in reports),
+        "capped_peak_bytes": _most(r.capped_peak_bytes for r in reports),
         "first_step_s": _most(r.first_step_s for r in reports),
         "warmup_s": _most(r.warmup_s for r in reports),
         # every rank's process works through the trial's steps: their CPU time adds up
