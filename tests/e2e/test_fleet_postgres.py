@@ -70,3 +70,26 @@ def test_two_machines_share_one_postgresql_store(fleet_db, tmp_path):
     assert password not in reported.stdout + reported.stderr
     html = page.read_text()
     assert "machine-b" in html and store.machine(run_a)["hostname"] in html
+    assert password not in html
+
+    # Every other way a result leaves the store: listings, one trial, every export format.
+    # (CSV holds the rows of the JSON export; the listing is checked with PGPASSWORD below)
+    shown = [rigbench("results", "show", str(results[0].id), "--db", plain),
+             rigbench("results", "export", "--db", plain),
+             rigbench("results", "export", "--format", "bundle", "--db", plain)]
+    for proc in shown:
+        assert password not in proc.stdout + proc.stderr
+    # ... and every text the database itself holds, in every table
+    from sqlalchemy import inspect
+
+    from tests.databases import connection, sql
+
+    with connection(fleet_db) as conn:
+        tables = inspect(conn).get_table_names()
+    for table in tables:
+        assert password not in repr(sql(fleet_db, f'select * from "{table}"')), table
+
+    # libpq's own ways to keep the password out of the URL: PGPASSWORD (as ~/.pgpass and PGSERVICE)
+    bare = make_url(plain).set(password=None).render_as_string(hide_password=False)
+    listed = rigbench("results", "list", "--db", bare, env={"PGPASSWORD": password})
+    assert "mlp" in listed.stdout and password not in listed.stdout + listed.stderr
