@@ -189,7 +189,7 @@ def results_list(
 ) -> None:
     """List stored results, newest last."""
     rows = Store(db, create=False).list(run_id=run_id, workload=workload, status=status, limit=limit)
-    out.print(terminal.results_table(rows))
+    out.print(terminal.results_table(rows, more="`rigbench results export`"))
 
 
 @results_app.command("show")
