@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{found['smallest_oom']}; recommended {batch} by {found['memory_metric']} "
               f"(the resident peak alone would give {by_rss})")
         for r in probes:
-            print(f"  probe b{r.spec.batch_size}: rss peak {r.metrics.rss_peak_mib:.0f} MiB, "
-                  f"capped peak {r.metrics.capped_peak_mib or float('nan'):.0f} MiB")
+            rss, capped = (float("nan") if v is None else v for v in (r.metrics.rss_peak_mib, r.metrics.capped_peak_mib))
+            print(f"  probe b{r.spec.batch_size}: rss peak {rss:.0f} MiB, capped peak {capped:.0f} MiB")
         if batch is None:
             print("no recommendation: nothing to run")
             return 1

@@ -12,7 +12,7 @@ drift in the machine's speed hits both alike. Three figures per side, each a tim
   min      the fastest single step (each step waited for).
 Per figure: ours / theirs of each round, their geometric mean and a 95% bootstrap interval
 (analysis/paired.py), and for cpu the verdict: "within 1%", "slower by x% [ci]", "unresolved
-(noise ±y%)", or "faster than the bare loop" (never a pass: something the bare loop does is
+(interval y% wide)", or "faster than the bare loop" (never a pass: something the bare loop does is
 left out of ours).
 
 It first measures the harness's own costs directly: the protocol's time per timed step around

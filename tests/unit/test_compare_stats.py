@@ -1,5 +1,6 @@
 """Mann-Whitney U against hand-computed cases and scipy; the significance rule and the
-pairing of `rigbench compare` on synthetic samples with known answers."""
+pairing of `rigbench compare` (equal configurations only; the rest listed unpaired, issue 23
+item 13) on synthetic samples with known answers."""
 
 import math
 
@@ -100,7 +101,7 @@ def test_compare_results_pairs_and_judges():
     rng = np.random.default_rng(3)
     a = [make(_times(rng, 0.12), rid=1), make(_times(rng, 0.05), batch=8, rid=2)]
     b = [make(_times(rng, 0.10), rid=3, run_id="b"), make(_times(rng, 0.05), batch=8, rid=4, run_id="b")]
-    pairs = {p.key: p for p in compare_results(a, b, same_machine=True)}
+    pairs = {p.key: p for p in compare_results(a, b, same_machine=True).pairs}
     assert pairs["mlp torch cpu b32 fp32"].verdict == "faster"
     assert pairs["mlp torch cpu b8 fp32"].verdict == "no change"
 
@@ -109,11 +110,11 @@ def test_different_versions_are_incomparable_unless_asked():
     rng = np.random.default_rng(4)
     a = [make(_times(rng, 0.12))]
     b = [make(_times(rng, 0.10), software={**SOFTWARE, "torch": "2.4.0"}, run_id="b")]
-    (pair,) = compare_results(a, b, same_machine=True)
+    (pair,) = compare_results(a, b, same_machine=True).pairs
     assert pair.verdict == "incomparable"
     assert "software differs: torch 2.13.0 -> 2.4.0" in pair.reason
     assert pair.ratio is None
-    (pair,) = compare_results(a, b, same_machine=True, across_versions=True)
+    (pair,) = compare_results(a, b, same_machine=True, across_versions=True).pairs
     assert pair.verdict == "faster"
     assert pair.notes == ["versions differ: torch 2.13.0 -> 2.4.0"]
 
@@ -122,45 +123,78 @@ def test_gpu_library_versions_do_not_matter_on_the_cpu():
     rng = np.random.default_rng(5)
     a = [make(_times(rng, 0.1))]
     b = [make(_times(rng, 0.1), software={**SOFTWARE, "cuda": "12.4", "num_threads": 16}, run_id="b")]
-    (pair,) = compare_results(a, b, same_machine=True)
+    (pair,) = compare_results(a, b, same_machine=True).pairs
     assert pair.verdict == "no change"
     gpu_a = [make(_times(rng, 0.1), device="cuda:0")]
     gpu_b = [make(_times(rng, 0.1), device="cuda:0", software={**SOFTWARE, "cuda": "12.4"}, run_id="b")]
-    (pair,) = compare_results(gpu_a, gpu_b, same_machine=True)
+    (pair,) = compare_results(gpu_a, gpu_b, same_machine=True).pairs
     assert pair.verdict == "incomparable" and "cuda None -> 12.4" in pair.reason
 
 
-def test_batch_precision_status_and_leftovers():
+def test_only_equal_configurations_pair_and_the_rest_is_listed_with_its_differences():
+    """Issue 23 item 13: a bf16 b16 trial was lined up with an fp32 b16 one (a row of
+    "unrelated settings"); now only equal configuration keys pair, and each leftover names the
+    closest trial of its workload on the other side and how it differs."""
     t = [0.1, 0.11, 0.12, 0.1]
     a = [make(t, batch=32, rid=1), make(t, batch=16, precision="bf16", rid=2),
          make(t, batch=64, rid=3), make(t, batch=128, rid=4, device="cuda:0")]
     b = [make(t, batch=64, rid=5, run_id="b"), make(t, batch=16, rid=6, run_id="b"),
          make(t, batch=128, status="oom", rid=7, run_id="b", device="cuda:0")]
-    found = sorted((p.verdict, p.key, p.reason) for p in compare_results(a, b, same_machine=True))
-    assert found == [
-        ("incomparable", "mlp torch cpu b16 bf16", "precision bf16 vs fp32"),  # nearest batch first
-        ("incomparable", "mlp torch cuda:0 b128 fp32", "status ok in A, oom in B"),
+    found = compare_results(a, b, same_machine=True)
+    assert sorted((p.verdict, p.key, p.reason) for p in found.pairs) == [
+        ("incomparable", "mlp torch cuda:0 b128 fp32", "status ok in A, oom in B"),  # equal keys, one failed
         ("no change", "mlp torch cpu b64 fp32", ""),
-        ("only in A", "mlp torch cpu b32 fp32", ""),
     ]
+    for p in found.pairs:
+        assert p.a.result.spec.config_key() == p.b.result.spec.config_key()
+    assert [(u.result.id, u.closest.id, u.differences) for u in found.only_a] == [
+        (1, 6, ["batch 32 vs 16"]),  # b16 and b64 are as near: the newest
+        (2, 6, ["precision bf16 vs fp32"]),
+    ]
+    assert [(u.result.id, u.closest.id, u.differences) for u in found.only_b] == [(6, 2, ["precision fp32 vs bf16"])]
+    assert found.only_b[0].as_dict() == {"id": 6, "run_id": "b", "trial": "mlp torch cpu b16 fp32",
+                                         "closest_id": 2, "differences": ["precision fp32 vs bf16"]}
 
 
-def test_unmatched_precision_pair_names_the_difference():
+def test_a_trial_without_its_workload_on_the_other_side_has_no_closest():
     t = [0.1, 0.11, 0.12, 0.1]
-    (pair,) = compare_results([make(t, batch=16, precision="bf16")], [make(t, batch=16, run_id="b")],
-                              same_machine=True)
-    assert pair.verdict == "incomparable" and pair.reason == "precision bf16 vs fp32"
-    pairs = compare_results([make(t, batch=8)], [make(t, batch=8, device="cuda:0", run_id="b")],
+    other = make(t, run_id="b")
+    other.spec = other.spec.model_copy(update={"workload": "cnn"})
+    found = compare_results([make(t)], [other], same_machine=True)
+    assert found.pairs == []
+    assert [(u.closest, u.differences) for u in found.only_a + found.only_b] == [(None, []), (None, [])]
+
+
+def test_unpaired_lines_are_bounded_and_name_the_difference():
+    from rigbench.reports.compare_tables import unpaired_lines
+
+    t = [0.1, 0.11, 0.12, 0.1]
+    a = [make(t, batch=b, rid=b) for b in range(1, 14)]
+    found = compare_results(a, [make(t, batch=64, rid=100, run_id="b")], same_machine=True)
+    lines = unpaired_lines(found.only_a, found.only_b, limit=10)
+    assert lines[0] == "Only in A, no trial of the same configuration in B (13):"
+    assert lines[1] == "  #1 mlp torch cpu b1 fp32: closest in B: #100, batch 1 vs 64"
+    assert len(lines) == 1 + 10 + 1 + 1 + 1  # 10 of A, the count of the rest, B's heading and its one trial
+    assert lines[11] == "  ... and 3 more (--json lists every one)"
+    assert lines[-1] == "  #100 mlp torch cpu b64 fp32: closest in A: #13, batch 64 vs 13"
+
+
+def test_unmatched_precision_is_unpaired_with_the_difference():
+    t = [0.1, 0.11, 0.12, 0.1]
+    found = compare_results([make(t, batch=16, precision="bf16")], [make(t, batch=16, run_id="b")],
                             same_machine=True)
-    assert [p.verdict for p in pairs] == ["only in A", "only in B"]
+    assert found.pairs == [] and found.only_a[0].differences == ["precision bf16 vs fp32"]
+    found = compare_results([make(t, batch=8)], [make(t, batch=8, device="cuda:0", run_id="b")], same_machine=True)
+    assert found.pairs == [] and found.only_b[0].differences == ["device cuda:0 vs cpu"]
 
 
 def test_across_machines_devices_match_by_kind():
     rng = np.random.default_rng(6)
     a = [make(_times(rng, 0.1), device="cuda:0", device_name="NVIDIA GeForce RTX 3060")]
     b = [make(_times(rng, 0.05), device="mps", device_name="Apple GPU (MPS)", run_id="b")]
-    assert [p.verdict for p in compare_results(a, b, same_machine=True)] == ["only in A", "only in B"]
-    (pair,) = compare_results(a, b, same_machine=False)
+    found = compare_results(a, b, same_machine=True)
+    assert found.pairs == [] and len(found.only_a) == len(found.only_b) == 1
+    (pair,) = compare_results(a, b, same_machine=False).pairs
     assert pair.verdict == "faster" and pair.ratio == pytest.approx(2.0, rel=0.05)
     assert pair.key == "mlp torch gpu b32 fp32"
     assert "devices: NVIDIA GeForce RTX 3060 -> Apple GPU (MPS)" in pair.notes
@@ -168,35 +202,32 @@ def test_across_machines_devices_match_by_kind():
 
 def test_three_steps_each_can_never_be_significant_and_says_so():
     (pair,) = compare_results([make([0.3, 0.31, 0.32])], [make([0.1, 0.11, 0.12], run_id="b")],
-                              same_machine=True)
+                              same_machine=True).pairs
     assert pair.p_value == pytest.approx(0.1)
     assert pair.verdict == "no change"
     assert "smallest possible p is 0.1" in pair.reason
 
 
 def test_every_configuration_field_takes_part_in_pairing():
-    """Pairing follows TrialSpec.config_key: a different lr is a near difference (named), a
-    different world size or compile setting is another configuration (not lined up)."""
+    """Pairing follows TrialSpec.config_key: a trial differing in any configuration field
+    (lr, world size, compile, framework) is never paired; the difference is named."""
     t = [0.1, 0.11, 0.12, 0.1]
     a = make(t)
-    lr = make(t, run_id="b")
-    lr.spec = lr.spec.model_copy(update={"lr": 0.1})
-    (pair,) = compare_results([a], [lr], same_machine=True)
-    assert pair.verdict == "incomparable" and pair.reason == "lr default vs 0.1"
-    for update in ({"world_size": 2}, {"compile": True}, {"framework": "jax"}):
+    for update, words in (({"lr": 0.1}, "lr default vs 0.1"), ({"world_size": 2}, "processes 1 vs 2"),
+                          ({"compile": True}, "compile False vs True"), ({"framework": "jax"}, "framework torch vs jax")):
         other = make(t, run_id="b")
         other.spec = other.spec.model_copy(update=update)
-        pairs = compare_results([a], [other], same_machine=True)
-        assert [p.verdict for p in pairs] == ["only in A", "only in B"], update
+        found = compare_results([a], [other], same_machine=True)
+        assert found.pairs == [] and found.only_a[0].differences == [words], update
 
 
 def test_two_revisions_of_a_network_are_never_compared():
-    """A rebuilt network keeps its name but not its revision: old and new trials are lined up
-    as incomparable, with the reason, however alike their step times."""
+    """A rebuilt network keeps its name but not its revision: old and new trials are never
+    paired, however alike their step times; the difference is named."""
     rng = np.random.default_rng(7)
     old, new = make(_times(rng, 0.2)), make(_times(rng, 0.1), run_id="b")
     old.spec = old.spec.model_copy(update={"workload_revision": 1})
     new.spec = new.spec.model_copy(update={"workload_revision": 2})
-    (pair,) = compare_results([old], [new], same_machine=True)
-    assert pair.verdict == "incomparable" and pair.reason == "network revision 1 vs 2"
-    assert pair.ratio is None
+    found = compare_results([old], [new], same_machine=True)
+    assert found.pairs == []
+    assert found.only_a[0].differences == ["network revision 1 vs 2"]

@@ -39,8 +39,7 @@ def test_the_row_and_train_table_say_the_lr_used():
     assert result(lr=0.5).row()["lr"] == 0.5
     assert result(lr_find=LrFindOptions(dataset="digits")).row()["lr"] is None  # a range test sweeps the lr
     assert result(workload="future_net").row()["lr"] is None  # unknown here: not guessed
-    header = [c.header for c in train_table([trained]).columns]
-    lr_cells = list(train_table([trained]).columns[header.index("lr")].cells)
+    lr_cells = train_table([trained]).cells("lr")
     assert [str(c) for c in lr_cells] == [f"{default:g}"]  # cells are rich Text (printed literally)
 
 

@@ -85,9 +85,10 @@ def test_score_never_picks_a_probe(old):
 
 def test_compare_never_pairs_probes():
     a, b = [result(1, batch=32), fast_probe(2, batch=64)], [result(3, batch=32), fast_probe(4, batch=64)]
-    pairs = compare_results(a, b, same_machine=True)
-    assert [p.key for p in pairs] == ["mlp torch cpu b32 fp32"]
-    assert compare_results([stored_old(fast_probe(5), True)], [stored_old(fast_probe(6), False)], True) == []
+    found = compare_results(a, b, same_machine=True)
+    assert [p.key for p in found.pairs] == ["mlp torch cpu b32 fp32"] and not found.only_a and not found.only_b
+    found = compare_results([stored_old(fast_probe(5), True)], [stored_old(fast_probe(6), False)], True)
+    assert found.pairs == found.only_a == found.only_b == []
 
 
 def test_recommend_uses_no_probe_as_a_throughput():

@@ -15,7 +15,7 @@ from tests.unit.test_report_data import make_result
 
 # A trial: 1 GFLOP per sample at 100 samples/s, batch 10, 20 MB of forward+backward traffic
 # per sample at that batch, 1M parameters trained with SGD (momentum).
-TRIAL = dict(precision="fp32", batch_size=10, samples_per_s=100.0, flops_per_sample=1e9,
+TRIAL = dict(framework="torch", precision="fp32", batch_size=10, samples_per_s=100.0, flops_per_sample=1e9,
              bytes_per_sample=2e7, params=1_000_000, optimizer="sgd")
 # achieved = 1e9 * 100 = 1e11 FLOP/s; step FLOPs = 1e10
 # step bytes = 2e7 * 10 + 1e6 params * 4 B * 5 (SGD) = 2e8 + 2e7 = 2.2e8
@@ -156,7 +156,8 @@ def test_roofline_command_and_results_show(tmp_path, monkeypatch):
     assert row["spec"] is None
     table = runner.invoke(cli.app, ["roofline", "--db", store.url, "--where", "workload=mlp"])
     assert table.exit_code == 0, table.output
-    assert "0.1 TFLOP/s" in table.stdout and "100.0%" in table.stdout and "45.5" in table.stdout
+    assert "TFLOP/s" in table.stdout and "100.0%" in table.stdout and "45.5" in table.stdout
+    assert "compute-bound 0.1 (100%)" in table.stdout
     assert "compute-bound" in table.stdout and "device not in the spec sheets" in table.stdout
     assert "WARNING" not in table.output  # MFU exactly 100%: no warning
     detail = runner.invoke(cli.app, ["results", "show", str(ok.id), "--db", store.url])
@@ -225,3 +226,38 @@ def test_a_calibration_below_the_measured_flops_warns_everywhere(tmp_path, monke
                for c in cs if c.id == "roofline"]
     assert chart.title.endswith(f" · WARNING: CPU X: {WARNING}")
     assert "WARNING: MFU 200% &gt; 100%" in chart.series[0].hover[0]
+
+
+def test_a_fresh_jax_trial_right_after_calibrate_says_what_is_missing(tmp_path, monkeypatch):
+    """Issue 23 item 15: a JAX or TensorFlow trial has no traffic estimate (only torch's adapter
+    counts traffic), so it has no FLOP/byte and no bound. The roofline said "a result from
+    before rigbench estimated it" of a fresh trial, and "no bandwidth" right after a calibration
+    that measured the bandwidth."""
+    monkeypatch.setattr(rl, "spec_sheet", lambda result: None)
+    store, ok = stored_trials(tmp_path)  # CPU X: calibrated, bandwidth 10 GB/s
+    for framework in ("jax", "tensorflow"):
+        other = ok.model_copy(update={"spec": ok.spec.model_copy(update={"framework": framework}),
+                                      "metrics": ok.metrics.model_copy(update={"bytes_per_sample": None})})
+        store.add_result(other)
+    shown = CliRunner().invoke(cli.app, ["roofline", "--db", store.url])
+    assert shown.exit_code == 0, shown.output
+    text = shown.stdout
+    assert "no bandwidth" not in text and "before rigbench" not in text
+    assert text.count("no FLOP/byte; peak 0.1") == 2  # the calibrated peak is known; the intensity is not
+    assert "compute-bound 0.1 (100%)" in text  # the torch trial, which has an estimate, gets its bound
+    assert "note: CPU X: no memory-traffic estimate for jax (rigbench estimates it for torch only)" in text
+    assert "no memory-traffic estimate for tensorflow" in text
+    rows = json.loads(CliRunner().invoke(cli.app, ["roofline", "--db", store.url, "--json"]).stdout)
+    assert [tuple(r["calibrated"]["missing"]) for r in rows] == [(), ("FLOP/byte",), ("FLOP/byte",)]
+    old_torch = rl.trial_roofline(**{**TRIAL, "bytes_per_sample": None}, calibration=CALIBRATION)
+    assert "no memory-traffic estimate (a result from before rigbench estimated it)" in old_torch.notes
+
+
+def test_the_frameworks_said_to_estimate_traffic_are_those_whose_adapter_does():
+    import importlib
+
+    from rigbench.frameworks import FRAMEWORKS
+
+    estimating = {name for name, (module, _, _) in FRAMEWORKS.items()
+                  if hasattr(importlib.import_module(module), "count_traffic")}  # adapters import no framework
+    assert estimating == set(rl.TRAFFIC_ESTIMATED)

@@ -1,17 +1,18 @@
 """Compare two sets of results (two runs, two filters, two machines) trial by trial.
 
-Pairing: results are lined up on their configuration (TrialSpec.config_key: workload +
-options, framework, device, batch size, precision, threads, lr, compile, channels_last, ...).
-On one machine the device is matched by id (`cuda:1` with `cuda:1`); across machines by kind
-(cpu with cpu, any GPU with any GPU) when each side has at most one device of that kind, else
-by id.
+Pairing: two results pair only when their configurations are equal (TrialSpec.config_key:
+workload + options + revision, framework, device, batch size, precision, threads, lr, compile,
+channels_last, world size, ...). On one machine the device is matched by id (`cuda:1` with
+`cuda:1`); across machines by kind (cpu with cpu, any GPU with any GPU) when each side has at
+most one device of that kind, else by id. A trial with no equal configuration on the other
+side is never lined up with a different one: it is listed as unpaired, with the closest trial
+of the same workload on the other side and the fields in which they differ (e.g. `batch 32 vs
+64`), so that what could not be compared is said.
 
 Comparability: a pair whose software differs (Result.software: torch, CUDA, cuDNN... versions;
 GPU libraries are ignored for CPU trials) is marked incomparable with the reason, unless
 `across_versions` is set, in which case it is compared and flagged "versions differ".
-Results left over on both sides with the same configuration but for batch, precision, threads,
-lr or the workload's network revision (NEAR_FIELDS) are paired as incomparable with the
-differences as the reason. A side whose trial did not end ok is incomparable too.
+A side whose trial did not end ok is incomparable too.
 
 Significance (docs/COMPARING.md): a change is reported only when both hold:
 1. Mann-Whitney U on the raw step times, two-sided, p < alpha (0.05);
@@ -59,7 +60,7 @@ class Pair:
     key: str                                   # human label of what was compared
     a: Side | None
     b: Side | None
-    verdict: str                               # faster | slower | no change | incomparable | only in A | only in B
+    verdict: str                               # faster | slower | no change | incomparable
     reason: str = ""                           # why incomparable, or what to keep in mind
     ratio: float | None = None                 # B samples/s / A samples/s
     ratio_ci: tuple[float, float] | None = None
@@ -94,26 +95,59 @@ def _by_kind(results: Sequence[Result]) -> bool:
     return all(len(v) == 1 for v in ids.values())
 
 
-#: Configuration fields in which two trials may differ and still be lined up as a near pair
-#: (reported as incomparable, with the differences), with the words that name them.
-#: A different workload revision is a different network under the same name: never compared,
-#: but lined up so that the reason is said.
-NEAR_FIELDS: dict[str, str] = {"batch_size": "batch", "precision": "precision", "threads": "threads",
-                               "lr": "lr", "workload_revision": "network revision"}
+#: Configuration fields under the words a difference names them by (others by their field name).
+FIELD_WORDS: dict[str, str] = {"batch_size": "batch", "workload_revision": "network revision",
+                               "world_size": "processes", "workload_options": "options"}
 
 
-def _device_key(r: Result, by_kind: bool) -> tuple:
-    return (_device_class(r.spec.device) if by_kind else r.spec.device,)
+def _key(r: Result, by_kind: bool) -> tuple:
+    """The configuration key (TrialSpec.config_key), the device by kind when `by_kind`."""
+    device = _device_class(r.spec.device) if by_kind else r.spec.device
+    return (("device", device), *r.spec.config_key(ignore=("device",)))
 
 
-def _base_key(r: Result, by_kind: bool) -> tuple:
-    """Same configuration but for the near fields (TrialSpec.config_key; device by kind)."""
-    return _device_key(r, by_kind) + r.spec.config_key(ignore=("device", *NEAR_FIELDS))
+@dataclass
+class Unpaired:
+    """A trial with no equal configuration on the other side, and the closest one there (same
+    workload, fewest differing fields), with how they differ."""
+
+    result: Result
+    closest: Result | None = None
+    differences: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.result.id, "run_id": self.result.run_id, "trial": self.result.spec.label(),
+                "closest_id": None if self.closest is None else self.closest.id,
+                "differences": self.differences}
 
 
-def _full_key(r: Result, by_kind: bool) -> tuple:
-    """Same configuration (TrialSpec.config_key; the device matched by kind when `by_kind`)."""
-    return _device_key(r, by_kind) + r.spec.config_key(ignore=("device",))
+@dataclass
+class Comparison:
+    """The pairs of equal configurations, and the trials of each side left unpaired."""
+
+    pairs: list[Pair]
+    only_a: list[Unpaired]
+    only_b: list[Unpaired]
+
+
+def differences(a: Result, b: Result, by_kind: bool = False) -> list[str]:
+    """`batch 32 vs 64`-style words for every configuration field in which `a` and `b` differ."""
+    def shown(value: Any) -> str:
+        return "default" if value is None else str(value)
+
+    return [f"{FIELD_WORDS.get(name, name)} {shown(va)} vs {shown(vb)}"
+            for (name, va), (_, vb) in zip(_key(a, by_kind), _key(b, by_kind), strict=True) if va != vb]
+
+
+def _unpaired(r: Result, others: Sequence[Result], by_kind: bool) -> Unpaired:
+    """`r` with the closest trial of its workload among `others` (fewest differences, then the
+    nearest batch, then the newest), or none."""
+    same = [o for o in others if o.spec.workload == r.spec.workload]
+    if not same:
+        return Unpaired(r)
+    closest = min(same, key=lambda o: (len(differences(r, o, by_kind)),
+                                       abs(math.log(o.spec.batch_size / r.spec.batch_size)), -(o.id or 0)))
+    return Unpaired(r, closest, differences(r, closest, by_kind))
 
 
 def _label(r: Result, device: str | None = None) -> str:
@@ -128,16 +162,6 @@ def version_differences(a: Result, b: Result) -> list[str]:
         keys = [k for k in keys if k not in _GPU_LIBRARIES]
     return [f"{k} {a.software.get(k)} -> {b.software.get(k)}" for k in keys
             if a.software.get(k) != b.software.get(k)]
-
-
-def _config_differences(a: Result, b: Result) -> list[str]:
-    """`batch 64 vs 128`-style lines for the near fields in which `a` and `b` differ."""
-    out = []
-    for name, words in NEAR_FIELDS.items():
-        va, vb = getattr(a.spec, name), getattr(b.spec, name)
-        if va != vb:
-            out.append(f"{words} {'default' if va is None else va} vs {'default' if vb is None else vb}")
-    return out
 
 
 def _side(r: Result) -> Side:
@@ -179,8 +203,9 @@ def significance(a_times: Sequence[float], b_times: Sequence[float], alpha: floa
 
 
 def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool,
-                    across_versions: bool = False, alpha: float = ALPHA) -> list[Pair]:
-    """Line up `a` and `b` (with raw step times: Store.get) and judge each pair.
+                    across_versions: bool = False, alpha: float = ALPHA) -> Comparison:
+    """Pair the results of `a` and `b` (with raw step times: Store.get) of equal configuration
+    and judge each pair; the rest of each side is listed unpaired.
 
     Only full-protocol speed trials take part (analysis/trials.py): max-batch probes time too
     few steps, training and lr-find runs have no comparable step times.
@@ -189,34 +214,14 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
     a = [r for r in a if is_full_protocol(r)]
     b = [r for r in b if is_full_protocol(r)]
     by_kind = not same_machine and _by_kind(a) and _by_kind(b)
-    newest_a = {_full_key(r, by_kind): r for r in sorted(a, key=lambda r: r.id or 0)}
-    newest_b = {_full_key(r, by_kind): r for r in sorted(b, key=lambda r: r.id or 0)}
-    pairs: list[Pair] = []
-    for key, ra in newest_a.items():
-        rb = newest_b.get(key)
-        if rb is not None:
-            pairs.append(_judge(ra, rb, by_kind, across_versions, alpha))
+    newest_a = {_key(r, by_kind): r for r in sorted(a, key=lambda r: r.id or 0)}
+    newest_b = {_key(r, by_kind): r for r in sorted(b, key=lambda r: r.id or 0)}
+    pairs = [_judge(ra, newest_b[key], by_kind, across_versions, alpha)
+             for key, ra in newest_a.items() if key in newest_b]
     left_a = [r for k, r in newest_a.items() if k not in newest_b]
     left_b = [r for k, r in newest_b.items() if k not in newest_a]
-    # The same configuration but for the near fields (batch, precision, threads, lr): pair
-    # them as incomparable, the closest first (fewest differences, then nearest batch).
-    candidates = sorted(
-        (len(_config_differences(ra, rb)), abs(math.log(ra.spec.batch_size / rb.spec.batch_size)), i, j)
-        for i, ra in enumerate(left_a) for j, rb in enumerate(left_b)
-        if _base_key(ra, by_kind) == _base_key(rb, by_kind))
-    used_a: set[int] = set()
-    used_b: set[int] = set()
-    for _, _, i, j in candidates:
-        if i not in used_a and j not in used_b:
-            used_a.add(i)
-            used_b.add(j)
-            pairs.append(Pair(_label(left_a[i]), _side(left_a[i]), _side(left_b[j]), "incomparable",
-                              "; ".join(_config_differences(left_a[i], left_b[j]))))
-    left_a = [r for i, r in enumerate(left_a) if i not in used_a]
-    left_b = [r for j, r in enumerate(left_b) if j not in used_b]
-    pairs += [Pair(_label(r), _side(r), None, "only in A") for r in left_a]
-    pairs += [Pair(_label(r), None, _side(r), "only in B") for r in left_b]
-    return pairs
+    return Comparison(pairs, [_unpaired(r, list(newest_b.values()), by_kind) for r in left_a],
+                      [_unpaired(r, list(newest_a.values()), by_kind) for r in left_b])
 
 
 def _judge(ra: Result, rb: Result, by_kind: bool, across_versions: bool, alpha: float) -> Pair:

@@ -38,7 +38,8 @@ class PairedRatio:
     def verdict(self, tolerance: float = TOLERANCE) -> str:
         """"within 1%" only when the whole interval is; "slower by x% [ci]" when all of it is
         above the tolerance; "faster than the bare loop" (not a pass: something the bare loop
-        does is missing from ours) when all of it is below 1; else unresolved, with the noise."""
+        does is missing from ours) when all of it is below 1; else unresolved, with the interval's
+        width (never a ± half-width: the interval need not be symmetric)."""
         pct = f"{100 * (self.ratio - 1):+.1f}% [{100 * (self.low - 1):+.1f}%, {100 * (self.high - 1):+.1f}%]"
         if self.rounds < MIN_ROUNDS:
             return f"unresolved ({self.rounds} rounds: a verdict takes at least {MIN_ROUNDS}; {pct})"
@@ -48,7 +49,7 @@ class PairedRatio:
             return f"slower by {pct}"
         if self.low >= 1.0 - tolerance and self.high <= 1.0 + tolerance:
             return f"within {100 * tolerance:g}% ({pct})"
-        return f"unresolved (noise ±{100 * (self.high - self.low) / 2:.1f}%; {pct})"
+        return f"unresolved (interval {100 * (self.high - self.low):.1f}% wide; {pct})"
 
 
 def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> PairedRatio:

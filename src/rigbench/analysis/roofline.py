@@ -33,6 +33,14 @@ PARAM_BYTES = 4
 #: the gradient and both moments and writes both moments and the weight: 7.
 OPTIMIZER_TRAFFIC: dict[str, int] = {"sgd": 5, "adam": 7}
 
+#: The frameworks whose adapters estimate memory traffic (the optional `count_traffic` of
+#: frameworks/base.py; tests/unit/test_roofline.py checks the adapters against this). A trial
+#: of another framework has no FLOP/byte, and its note says so rather than calling it old.
+#: JAX and TensorFlow have none yet: XLA's cost_analysis() "bytes accessed" counts the compiled
+#: (fused) program with the optimiser update in it, not torch's per-operation, unfused count
+#: without the update (frameworks/torch/traffic.py); it would need its own cross-check first.
+TRAFFIC_ESTIMATED: tuple[str, ...] = ("torch",)
+
 COMPUTE_BOUND = "compute-bound"
 MEMORY_BOUND = "memory-bound"
 
@@ -98,6 +106,8 @@ class Roof:
     bound: str | None = None
     mfu: float | None = None  # achieved / peak
     of_ceiling: float | None = None  # achieved / ceiling
+    #: what the bound lacks when it is None: "peak", "bandwidth", "FLOP/byte" (the trial's intensity)
+    missing: tuple[str, ...] = ()
 
 
 @dataclass
@@ -121,7 +131,19 @@ class TrialRoofline:
 def _roof(source: str, name: str, peak: float | None, bandwidth: float | None,
           achieved: float | None, intensity_: float | None) -> Roof:
     ceiling, which = bound(intensity_, peak, bandwidth)
-    return Roof(source, name, peak, bandwidth, ceiling, which, ratio(achieved, peak), ratio(achieved, ceiling))
+    missing = tuple(what for what, value in (("peak", peak), ("bandwidth", bandwidth), ("FLOP/byte", intensity_))
+                    if value is None)
+    return Roof(source, name, peak, bandwidth, ceiling, which, ratio(achieved, peak), ratio(achieved, ceiling),
+                missing)
+
+
+def traffic_note(framework: str) -> str:
+    """Why a trial has no memory-traffic estimate: its framework has none, or (torch) it was
+    stored before rigbench estimated traffic."""
+    if framework in TRAFFIC_ESTIMATED:
+        return "no memory-traffic estimate (a result from before rigbench estimated it)"
+    return (f"no memory-traffic estimate for {framework} (rigbench estimates it for "
+            f"{', '.join(TRAFFIC_ESTIMATED)} only), so no FLOP/byte and no roofline bound")
 
 
 def mfu_warning(roof: Roof | None, precision: str) -> str | None:
@@ -138,7 +160,7 @@ def mfu_warning(roof: Roof | None, precision: str) -> str | None:
     return f"MFU {roof.mfu:.0%} > 100% of the {roof.source} {precision} peak: {why}"
 
 
-def trial_roofline(*, precision: str, batch_size: int, samples_per_s: float | None,
+def trial_roofline(*, framework: str, precision: str, batch_size: int, samples_per_s: float | None,
                    flops_per_sample: float | None, bytes_per_sample: float | None,
                    params: int | None, optimizer: str,
                    spec_name: str | None = None, spec_peak: float | None = None,
@@ -157,7 +179,7 @@ def trial_roofline(*, precision: str, batch_size: int, samples_per_s: float | No
     if flops_per_sample is None:
         notes.append("no FLOP count for this trial")
     if bytes_per_sample is None:
-        notes.append("no memory-traffic estimate (a result from before rigbench estimated it)")
+        notes.append(traffic_note(framework))
     ai = intensity(flops, moved)
     spec = None
     if spec_name is None:
@@ -190,7 +212,7 @@ def result_roofline(result: Result, calibration: dict[str, Any] | None) -> Trial
     # counted FLOPs (stored with the trial) still give achieved FLOP/s and MFU.
     workload = WORKLOADS.get(result.spec.workload)
     roof = trial_roofline(
-        precision=precision, batch_size=result.spec.batch_size, samples_per_s=m.samples_per_s,
+        framework=result.spec.framework, precision=precision, batch_size=result.spec.batch_size, samples_per_s=m.samples_per_s,
         flops_per_sample=m.flops_per_sample, bytes_per_sample=m.bytes_per_sample, params=m.params,
         optimizer=workload.optimizer if workload else "",
         spec_name=sheet.name if sheet else None,

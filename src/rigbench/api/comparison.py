@@ -72,9 +72,12 @@ def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run
 
 @dataclass
 class CompareOutcome:
-    """`rigbench compare A B`: the pairs and what each side was."""
+    """`rigbench compare A B`: the pairs of equal configurations, the trials of each side that
+    had none, and what each side was."""
 
     pairs: list[Any]             # analysis.compare.Pair
+    only_a: list[Any]            # analysis.compare.Unpaired
+    only_b: list[Any]
     label_a: str
     label_b: str
     same_machine: bool
@@ -144,8 +147,9 @@ def compare(a: str | None = None, b: str | None = None, db: str | None = None,
         return {(m.get("hostname"), m.get("cpu_model")) for m in machines.values() if m}
 
     same = ident(machines_a) == ident(machines_b) and len(ident(machines_a)) == 1
-    pairs = compare_results(results_a, results_b, same_machine=same, across_versions=across_versions)
-    return CompareOutcome(pairs, label_a, label_b, same, machine_text(machines_a), machine_text(machines_b))
+    found = compare_results(results_a, results_b, same_machine=same, across_versions=across_versions)
+    return CompareOutcome(found.pairs, found.only_a, found.only_b, label_a, label_b, same,
+                          machine_text(machines_a), machine_text(machines_b))
 
 
 def export_bundle(db: str | None = None, run_ids: Sequence[str] | None = None) -> dict[str, Any]:

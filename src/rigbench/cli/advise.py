@@ -6,8 +6,6 @@ import json
 from typing import Any
 
 import typer
-from rich.console import JustifyMethod
-from rich.table import Table
 
 from rigbench import api
 from rigbench.analysis.lr_find import compact_curve, suggest_lr
@@ -28,6 +26,7 @@ from rigbench.cli.common import (
 )
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
+from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import EnergyMode, Result
 from rigbench.units import parse_positive_ints, split_list
 from rigbench.workloads import get_workload
@@ -131,19 +130,22 @@ def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome, db: str | None) -
             _print(f"  steepest descent (shown, not suggested): lr {s['lr_steepest']:.3g}")
         for note in s["notes"]:
             _print(f"  note: {note}")
-    table = Table(title="curve (every few steps)", header_style="bold")
-    table.add_column("lr", justify="right")
-    table.add_column("smoothed loss", justify="right")
-    table.add_column("", justify="left")
-    keep = [s["lr_at_min"]] if s["lr_at_min"] is not None else []
-    for lr, loss in compact_curve(s["curve"], rows=8, keep_lrs=keep):
-        table.add_row(f"{lr:.3g}", f"{loss:.4f}", "<- minimum" if lr in keep else "")
-    out.print(table)
+    out.print(lr_curve_table(s))
     _print(f"Stored in {outcome.db_url} (trial {s['trial_id']}); every step: rigbench results show "
            f"{s['trial_id']} --json{db_flag(db)} (lr_curve: lr, loss, smoothed loss)")
     if s["suggested_lr"] is not None:
         _print(f"Try it: rigbench train {s['workload']} --dataset {s['dataset']} --batch-size "
                f"{s['batch_size']} --lr {s['suggested_lr']:.3g}{db_flag(db)}")
+
+
+def lr_curve_table(s: dict[str, Any]) -> FitTable:
+    """A few points of the range test's curve (lr_find_summary), its minimum marked."""
+    table = FitTable([Column("lr", "right"), Column("smoothed loss", "right"), Column("")],
+                     title="curve (every few steps)")
+    keep = [s["lr_at_min"]] if s["lr_at_min"] is not None else []
+    for lr, loss in compact_curve(s["curve"], rows=8, keep_lrs=keep):
+        table.add_row(f"{lr:.3g}", f"{loss:.4f}", "<- minimum" if lr in keep else "")
+    return table
 
 
 # --------------------------------------------------------------------------- scaling
@@ -209,28 +211,29 @@ def _process_scaling(workload: str, device: str, batch_size: int | None, counts:
            "gradients, without overlap (docs/METHODOLOGY.md).")
 
 
-def process_scaling_view(rows: list[ProcessRow], title: str) -> Table:
-    """The process-scaling rows as a rich table."""
-    table = Table(title=title, header_style="bold")
-    for name in ("trial", "processes", "batch/rank", "global batch", "samples/s ±95% CI", "speed-up",
-                 "efficiency (95% CI)", "predicted samples/s", "predicted eff.", "comm share", "straggler", "note"):
-        table.add_column(name, justify="left" if name == "note" else "right", overflow="fold")
+def process_scaling_view(rows: list[ProcessRow], title: str) -> FitTable:
+    """The process-scaling rows as a table."""
+    table = FitTable([
+        Column("trial", "right"), Column("processes", "right", short="N"),
+        Column("batch/rank", "right", priority=40, short="b/rank"), Column("global batch", "right", priority=45, short="batch"),
+        Column("samples/s [95% CI]", "right", short="samples/s"), Column("speed-up", "right", priority=70),
+        Column("efficiency [95% CI]", "right", priority=80, short="efficiency"),
+        Column("predicted samples/s", "right", priority=50, short="predicted"),
+        Column("predicted eff.", "right", priority=55, short="pred. eff."), Column("comm share", "right", priority=35, short="comm"),
+        Column("straggler", "right", priority=30), Column("note", priority=20, cut=True),
+    ], title=title, more="--json")
 
     def num(value: float | None, fmt: str) -> str:
         return "-" if value is None else fmt.format(value)
 
     for r in rows:
-        speed = num(r.samples_per_s, "{:,.1f}")
-        if r.samples_per_s_ci:
-            speed += f" ±{(r.samples_per_s_ci[1] - r.samples_per_s_ci[0]) / 2:,.1f}"
-        efficiency = num(r.efficiency, "{:.2f}")
-        if r.efficiency_ci and r.processes > 1:
-            efficiency += f" ({r.efficiency_ci[0]:.2f}-{r.efficiency_ci[1]:.2f})"
+        efficiency = terminal.interval(r.efficiency, r.efficiency_ci if r.processes > 1 else None, "{:.2f}".format)
         note = "" if r.status == "ok" else f"{r.status}: {terminal.error_line(r.error)}"
-        table.add_row(str(r.trial_id or "-"), str(r.processes), str(r.batch_per_rank), str(r.global_batch), speed,
-                      num(r.speedup, "{:.2f}x"), efficiency, num(r.predicted_samples_per_s, "{:,.1f}"),
-                      num(r.predicted_efficiency, "{:.2f}"), num(r.comm_share, "{:.0%}"),
-                      num(r.straggler_ratio, "{:.2f}"), note)
+        table.add_row(*terminal.cells(
+            str(r.trial_id or "-"), str(r.processes), str(r.batch_per_rank), str(r.global_batch),
+            terminal.interval(r.samples_per_s, r.samples_per_s_ci), num(r.speedup, "{:.2f}x"), efficiency,
+            num(r.predicted_samples_per_s, "{:,.1f}"), num(r.predicted_efficiency, "{:.2f}"),
+            num(r.comm_share, "{:.0%}"), num(r.straggler_ratio, "{:.2f}"), note))
     return table
 
 
@@ -245,28 +248,22 @@ def _scaling_note(r: ScalingRow) -> str:
     return "; ".join(notes)
 
 
-def scaling_table_view(rows: list[ScalingRow], title: str) -> Table:
-    """The scaling rows as a rich table: variant, threads, samples/s, speed-up, samples/J (only
+def scaling_table_view(rows: list[ScalingRow], title: str) -> FitTable:
+    """The scaling rows as a table: variant, threads, samples/s, speed-up, samples/J (only
     when some row has a measured energy), note."""
     energy = any(r.samples_per_j is not None for r in rows)
-    per_joule_column: list[tuple[str, JustifyMethod]] = [("samples/J", "right")] if energy else []
-    table = Table(title=title, header_style="bold")
-    columns: list[tuple[str, JustifyMethod]] = [
-        ("trial", "right"), ("variant", "left"), ("threads", "right"),
-        ("samples/s ±95% CI", "right"), ("speed-up", "right"),
-        *per_joule_column, ("note", "left")]
-    for name, justify in columns:
-        table.add_column(name, justify=justify, overflow="fold")
+    table = FitTable([
+        Column("trial", "right"), Column("variant", cut=True), Column("threads", "right", priority=50),
+        Column("samples/s [95% CI]", "right", short="samples/s"), Column("speed-up", "right"),
+        *([Column("samples/J", "right", priority=60)] if energy else []), Column("note", priority=30, cut=True),
+    ], title=title, more="--json")
     for r in rows:
-        speed = "-"
-        if r.samples_per_s is not None:
-            speed = f"{r.samples_per_s:,.1f}"
-            if r.samples_per_s_ci:
-                speed += f" ±{(r.samples_per_s_ci[1] - r.samples_per_s_ci[0]) / 2:,.1f}"
         per_joule = [terminal.samples_per_joule_cell(r.energy_per_sample_j)] if energy else []
-        table.add_row(str(r.trial_id or "-"), r.label, "-" if r.threads is None else str(r.threads), speed,
-                      "1.00x (baseline)" if r.knob == "baseline" else ("-" if r.speedup is None else f"{r.speedup:.2f}x"),
-                      *per_joule, _scaling_note(r))
+        table.add_row(*terminal.cells(
+            str(r.trial_id or "-"), r.label, "-" if r.threads is None else str(r.threads),
+            terminal.interval(r.samples_per_s, r.samples_per_s_ci),
+            "1.00x (baseline)" if r.knob == "baseline" else ("-" if r.speedup is None else f"{r.speedup:.2f}x"),
+            *per_joule, _scaling_note(r)))
     return table
 
 

@@ -30,7 +30,8 @@ app = typer.Typer(
 results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CSV, bundle), import a bundle.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 
-# When stdout is a file or a pipe, rich would wrap tables at 80 columns; keep rows whole.
+# A terminal's tables fit its width (reports/table_fit.py). Into a file or a pipe rich would
+# assume 80 columns; there tables are laid out for 200, so rows keep their columns.
 # markup=False: what is printed is often stored text (an error's "[enforce fail at ...]", a
 # workload option), shown verbatim; styles are given as rich.text.Text, never as markup.
 out = Console(markup=False) if sys.stdout.isatty() else Console(width=200, markup=False)

@@ -7,22 +7,12 @@ import json
 from typing import Any
 
 import typer
-from rich.console import JustifyMethod
-from rich.table import Table
 from rich.text import Text
 
 from rigbench import api
 from rigbench.cli.common import DB_HELP, app, handles_usage_errors, out, results_app
 from rigbench.errors import UsageError
-from rigbench.reports import terminal
-
-
-def _x(value: float | None) -> str:
-    return "-" if value is None else f"x{value:.3g}"
-
-
-def _ci(pair: tuple[float, float] | None, fmt: str = "{:,.1f}") -> str:
-    return "" if pair is None else f" [{fmt.format(pair[0])}, {fmt.format(pair[1])}]"
+from rigbench.reports import compare_tables
 
 
 @app.command()
@@ -66,49 +56,36 @@ def compare(
                           across_versions=across_versions)
     if as_json:
         print(json.dumps({"a": outcome.label_a, "b": outcome.label_b, "same_machine": outcome.same_machine,
-                          "pairs": [p.as_dict() for p in outcome.pairs]}, indent=2))
+                          "pairs": [p.as_dict() for p in outcome.pairs],
+                          "only_in_a": [u.as_dict() for u in outcome.only_a],
+                          "only_in_b": [u.as_dict() for u in outcome.only_b]}, indent=2))
         return
     _print_pairs(outcome)
 
 
+def _say(text: str) -> None:
+    out.print(text, highlight=False, markup=False)
+
+
 def _print_pairs(outcome: Any) -> None:
-    out.print(f"A: {outcome.label_a} on {outcome.machine_a}", highlight=False, markup=False)
-    out.print(f"B: {outcome.label_b} on {outcome.machine_b}", highlight=False, markup=False)
+    _say(f"A: {outcome.label_a} on {outcome.machine_a}")
+    _say(f"B: {outcome.label_b} on {outcome.machine_b}")
     if not outcome.same_machine:
-        out.print("Different machines: devices matched by kind (cpu with cpu, GPU with GPU).",
-                  highlight=False)
-    table = Table(header_style="bold")
-    columns: list[tuple[str, JustifyMethod]] = [
-        ("trial", "left"), ("A samples/s [95% CI]", "right"), ("B samples/s [95% CI]", "right"),
-        ("B/A [95% CI]", "right"), ("p", "right"), ("verdict", "left")]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)
-    styles = {"faster": "green", "slower": "red", "incomparable": "yellow"}
-    for p in outcome.pairs:
-        def speed(side: Any) -> str:
-            if side is None:
-                return "-"
-            if side.samples_per_s is None:
-                return side.result.status
-            return f"{side.samples_per_s:,.1f}{_ci(side.ci)}"
-        verdict = p.verdict
-        if p.ratio is not None and p.verdict in ("faster", "slower"):
-            verdict += f" {100 * (p.ratio - 1):+.1f}%"
-        if p.verdict == "no change":
-            verdict = "no significant change"
-        detail = "; ".join(filter(None, [p.reason, *p.notes]))
-        text = Text(verdict, style=styles.get(p.verdict, "")) + (f" ({detail})" if detail else "")
-        key = p.key + terminal.unknown_mark((p.a or p.b).result.spec.workload)
-        table.add_row(key, speed(p.a), speed(p.b),
-                      "-" if p.ratio is None else f"{p.ratio:.3f}{_ci(p.ratio_ci, '{:.3f}')}",
-                      "-" if p.p_value is None else f"{p.p_value:.2g}", text)
-    out.print(table)
+        _say("Different machines: devices matched by kind (cpu with cpu, GPU with GPU).")
+    if outcome.pairs:
+        out.print(compare_tables.pairs_table(outcome.pairs))
+        for line in compare_tables.pair_notes(outcome.pairs):
+            _say(line)
+    else:
+        _say("No trial of A has the same configuration as a trial of B: nothing to compare.")
+    for line in compare_tables.unpaired_lines(outcome.only_a, outcome.only_b):
+        _say(line)
     counts: dict[str, int] = {}
     for p in outcome.pairs:
         counts[p.verdict] = counts.get(p.verdict, 0) + 1
-    out.print("Changes count only when Mann-Whitney U gives p < 0.05 AND the 95% CIs of the two "
-              "median step times do not overlap. " + ", ".join(f"{v}: {n}" for v, n in counts.items()),
-              highlight=False, markup=False)
+    _say("Trials pair only when their configurations are equal. Changes count only when Mann-Whitney U "
+         "gives p < 0.05 AND the 95% CIs of the two median step times do not overlap. "
+         + ", ".join(f"{v}: {n}" for v, n in counts.items()))
 
 
 def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db: str | None, as_json: bool) -> None:
@@ -142,14 +119,6 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
               "divided by the fraction of the CPU it kept busy (seed 000).", highlight=False, markup=False)
 
 
-def _mib(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
 def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None, db: str | None,
                 as_json: bool) -> None:
     from rigbench.analysis.frameworks import TABLE5, slowest_to_fastest
@@ -165,21 +134,7 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
                   f"`rigbench run cnn -b 128 --framework torch,jax -d cpu`.", highlight=False, markup=False)
         return
     for t in tables:
-        table = Table(title=f"{t.workload}, batch {t.batch_size}", header_style="bold", title_justify="left")
-        columns: list[tuple[str, JustifyMethod]] = [
-            ("framework", "left"), ("device", "left"), ("steps/s", "right"), ("CPU %", "right"),
-            ("GPU %", "right"), ("host MiB", "right"), ("GPU MiB", "right"), ("result", "right")]
-        for name, justify in columns:
-            table.add_column(name, justify=justify)
-        for row in t.ours:
-            table.add_row(Text(row.framework), Text(f"{row.device} ({row.device_name})"), f"{row.steps_per_s:,.3g}",
-                          _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
-                          f"#{row.result_id}", end_section=row is t.ours[-1] and bool(t.published))
-        for row in t.published:
-            table.add_row(Text(f"{row.framework} ({row.source})", style="dim"), Text(row.device, style="dim"),
-                          f"{row.steps_per_s:,.3g}", _pct(row.cpu_pct), _pct(row.gpu_pct),
-                          _mib(row.host_mem_mib), _mib(row.gpu_mem_mib), "-")
-        out.print(table)
+        out.print(compare_tables.framework_table(t))
         spread = slowest_to_fastest(t)
         if spread:
             out.print("  fastest / slowest framework: " + ", ".join(f"{d} x{v:.2f}" for d, v in spread.items()),
@@ -199,25 +154,9 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
 
 
 def _print_matches(matches: list[Any]) -> None:
-    from rigbench.analysis.peaks import clock_assumption, prediction_text
+    from rigbench.analysis.peaks import clock_assumption
 
-    table = Table(header_style="bold")
-    columns: list[tuple[str, JustifyMethod]] = [
-        ("#", "right"), ("published", "left"), ("figure", "right"), ("ours", "left"),
-        ("ours steps/s", "right"), ("our CPU %", "right"), ("measured", "right"),
-        ("source's own", "right"), ("predicted", "right"), ("normalised", "right")]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)
-    for i, m in enumerate(matches, 1):
-        r = m.ours
-        opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
-        name = f"{r.spec.workload}:{opts}" if opts else r.spec.workload
-        util = r.metrics.cpu_util_pct_mean
-        table.add_row(str(i), m.row.label(), m.row.figure,
-                      f"#{r.id} {name} {r.spec.device} b{r.spec.batch_size}", f"{m.ours_steps_per_s:,.3g}",
-                      "-" if util is None else f"{util:.0f}", _x(m.measured), _x(m.paper_ratio),
-                      prediction_text(m.predicted, m.predicted_by_clock, assumption=False), _x(m.normalised))
-    out.print(table)
+    out.print(compare_tables.published_table(matches))
     ranged = sorted({said for m in matches if (said := clock_assumption(m.predicted_by_clock))})
     if ranged:
         out.print(f"  predicted ranges: {'; '.join(ranged)} (a CPU's spec-sheet peak at each published "
@@ -264,17 +203,7 @@ def score(
     out.print(f"{outcome.ours_label} over {outcome.reference_label} ({outcome.reference_machine})",
               highlight=False, markup=False)
     for s in outcome.scores:
-        table = Table(title=f"{s.device_class}", header_style="bold")
-        columns: list[tuple[str, JustifyMethod]] = [
-            ("workload", "left"), ("batch", "right"), ("ours samples/s", "right"),
-            ("reference samples/s", "right"), ("speed-up", "right")]
-        for name, justify in columns:
-            table.add_column(name, justify=justify)
-        for item in s.items:
-            d = item.as_dict()
-            table.add_row(item.workload + (" *" if item.quick else ""), str(item.batch_size), f"{d['ours']['samples_per_s']:,.1f}",
-                          f"{d['reference']['samples_per_s']:,.1f}", f"x{item.speedup:.3f}")
-        out.print(table)
+        out.print(compare_tables.score_table(s))
         total = len(s.items) + len(s.missing_ours) + len(s.missing_reference)
         out.print(f"Score ({s.device_class}): {s.value:.3f} (95% CI {s.ci[0]:.3f} to {s.ci[1]:.3f}), the geometric "
                   f"mean over {len(s.items)} of the {total} workloads of suite {s.suite}", highlight=False, markup=False)

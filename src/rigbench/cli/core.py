@@ -214,7 +214,7 @@ def results_list(
     if not rows:
         say_none_match(store, {"--run": run_id, "--workload": workload, "--status": status})
         return
-    out.print(terminal.results_table(rows))
+    out.print(terminal.results_table(rows, more="`rigbench results export`"))
 
 
 @results_app.command("show")

@@ -9,8 +9,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 import typer
-from rich.console import JustifyMethod
-from rich.table import Table
 
 from rigbench.analysis.specs import (
     CLOCKS,
@@ -24,6 +22,8 @@ from rigbench.analysis.specs import (
 )
 from rigbench.cli.common import app, handles_usage_errors, out
 from rigbench.errors import UsageError
+from rigbench.reports.cells import cells
+from rigbench.reports.table_fit import Column, FitTable
 
 
 def _tflops(value: float | None) -> str:
@@ -42,20 +42,20 @@ def source_domains(source: str) -> str:
     return ", ".join(dict.fromkeys(hosts)) or "document"
 
 
-def specs_table(rows: list[HardwareSpec]) -> Table:
+def specs_table(rows: list[HardwareSpec]) -> FitTable:
     """One line per device: dense peaks (TFLOP/s), memory, bandwidth, power, year, where from."""
-    table = Table(header_style="bold", title="Hardware spec sheets (dense peaks, TFLOP/s; * = derived, see `rigbench specs NAME`)")
-    columns: list[tuple[str, JustifyMethod]] = [
-        ("name", "left"), ("kind", "left"), ("fp32", "right"), ("tf32", "right"),
-        ("fp16", "right"), ("bf16", "right"), ("memory GB", "right"), ("GB/s", "right"),
-        ("TDP W", "right"), ("year", "right"), ("source", "left")]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)
+    table = FitTable([
+        Column("name", cut=True), Column("kind", priority=40), Column("fp32", "right"),
+        Column("tf32", "right", priority=55), Column("fp16", "right", priority=60), Column("bf16", "right", priority=58),
+        Column("memory GB", "right", priority=50, short="GB"), Column("GB/s", "right", priority=65),
+        Column("TDP W", "right", priority=45, short="W"), Column("year", "right", priority=35),
+        Column("source", priority=30, cut=True),
+    ], title="Hardware spec sheets (dense peaks, TFLOP/s; * = derived, see `rigbench specs NAME`)", more="--json")
     for spec in rows:
         peaks = [_tflops(spec.peak_tflops.get(k)) + ("*" if k in spec.derived else "") for k in PRECISION_KEYS]
-        table.add_row(spec.name, spec.kind, *peaks, _num(spec.memory_gib, "{:g}"),
-                      _num(spec.memory_bandwidth_gbs, "{:,.4g}"), _num(spec.tdp_w), _num(spec.launch_year, "{}"),
-                      source_domains(spec.source))
+        table.add_row(*cells(spec.name, spec.kind, *peaks, _num(spec.memory_gib, "{:g}"),
+                             _num(spec.memory_bandwidth_gbs, "{:,.4g}"), _num(spec.tdp_w), _num(spec.launch_year, "{}"),
+                             source_domains(spec.source)))
     return table
 
 

@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import JustifyMethod
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from rigbench.cli import interrupts
 from rigbench.cli.common import (
@@ -40,6 +38,8 @@ from rigbench.experiments.sweep import (
 )
 from rigbench.experiments.sweep import sweep as run_sweep
 from rigbench.reports import terminal
+from rigbench.reports.cells import cells
+from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import EnergyMode, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
@@ -93,26 +93,23 @@ def _resume_command() -> str:
     return "rigbench " + shlex.join(args + ([] if "--resume" in args else ["--resume"]))
 
 
-def _sweep_table(results: list[Result], new_run: str | None) -> Table:
-    """One row per grid point; `ran` says whether it ran now or came from the database. A
+def _sweep_table(results: list[Result], new_run: str | None) -> FitTable:
+    """One row per grid point; `ran` says whether it ran now or in which earlier run. A
     samples/J column only when some point has a measured energy (none on a machine that
     cannot read one)."""
     energy = terminal.any_energy(results)
-    per_joule_column: list[tuple[str, JustifyMethod]] = [("samples/J", "right")] if energy else []
-    table = Table(header_style="bold")
-    columns: list[tuple[str, JustifyMethod]] = [
-        ("id", "right"), ("trial", "left"), ("samples/s ±95% CI", "right"),
-        *per_joule_column,
-        ("step ms", "right"), ("RSS MiB", "right"), ("status", "left"),
-        ("ran", "left")]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)
+    table = FitTable([
+        Column("id", "right"), *terminal.trial_columns(), Column("samples/s [95% CI]", "right", short="samples/s"),
+        *([Column("samples/J", "right", priority=70)] if energy else []),
+        Column("step ms", "right", priority=40), Column("RSS MiB", "right", priority=30), Column("status"),
+        Column("ran", priority=45),
+    ], more="--json")
     for r in results:
         m = r.metrics
         per_joule = [terminal.samples_per_joule_cell(m.energy_per_sample_j)] if energy else []
-        table.add_row(str(r.id or "-"), r.spec.label(), terminal._speed(r), *per_joule,
-                      terminal._num(m.step_time_ms_median, "{:.2f}"), terminal._num(m.rss_peak_mib, "{:.0f}"),
-                      r.status, "now" if r.run_id == new_run else f"earlier ({r.run_id})")
+        table.add_row(*cells(str(r.id or "-"), *terminal.trial_cells(r), terminal.speed(r), *per_joule,
+                             terminal.num(m.step_time_ms_median, "{:.2f}"), terminal.num(m.rss_peak_mib, "{:.0f}"),
+                             terminal.status(r.status), "now" if r.run_id == new_run else f"in {r.run_id}"))
     return table
 
 
@@ -171,13 +168,13 @@ def _dry_run(grid: list[TrialSpec], db: str | None, resume: bool, as_json: bool)
                      for s, k in zip(grid, keys)],
         }, indent=2))
         return
-    table = Table(title=f"sweep grid: {len(grid)} points (dry run)", header_style="bold")
-    for name in ("#", "trial", "stored result", "with --resume"):
-        table.add_column(name)
+    table = FitTable([Column("#", "right"), Column("trial", cut=True), Column("stored result", priority=50, short="stored"),
+                      Column("with --resume", priority=60, short="--resume")],
+                     title=f"sweep grid: {len(grid)} points (dry run)", more="--json")
     for i, (s, k) in enumerate(zip(grid, keys), 1):
         found = stored.get(k)
-        table.add_row(str(i), s.label(), f"id {found.id}: {found.status}" if found else "-",
-                      "skip" if found else "run")
+        table.add_row(*cells(str(i), s.label(), f"id {found.id}: {found.status}" if found else "-",
+                             "skip" if found else "run"))
     out.print(table)
     action = (f"--resume would skip them and run {len(grid) - n_stored}" if resume else
               f"without --resume all {len(grid)} run again")
@@ -282,19 +279,21 @@ def _probe_line(r: Result) -> str:
     return text
 
 
-def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
-    table = Table(title=f"max-batch {o.workload} on {o.device} ({o.precision}): probes in order",
-                  header_style="bold")
-    columns: list[tuple[str, JustifyMethod]] = [
-        ("id", "right"), ("batch", "right"), ("status", "left"),
-        (f"peak MiB ({o.memory_metric})", "right"), ("samples/s", "right")]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)
+def max_batch_table(o: MaxBatchOutcome) -> FitTable:
+    """max-batch's probes in order: batch, status, memory peak, samples/s."""
+    table = FitTable([
+        Column("id", "right"), Column("batch", "right"), Column("status"),
+        Column(f"peak MiB ({o.memory_metric})", "right", short="peak MiB"), Column("samples/s", "right", priority=50),
+    ], title=f"max-batch {o.workload} on {o.device} ({o.precision}): probes in order", more="--json")
     for r in o.probes:
         peak = getattr(r.metrics, o.memory_metric)
-        table.add_row(str(r.id), str(r.spec.batch_size), r.status, terminal._num(peak, "{:,.0f}"),
-                      terminal._num(r.metrics.samples_per_s, "{:,.1f}"))
-    out.print(table)
+        table.add_row(*cells(str(r.id), str(r.spec.batch_size), terminal.status(r.status), terminal.num(peak, "{:,.0f}"),
+                             terminal.num(r.metrics.samples_per_s, "{:,.1f}")))
+    return table
+
+
+def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
+    out.print(max_batch_table(o))
 
     def say(text: str) -> None:
         out.print(text, highlight=False, markup=False, soft_wrap=True)

@@ -19,10 +19,10 @@ from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
 from rigbench.analysis.summary import machines_once, summary_rows
+from rigbench.reports.cells import interval, unknown_mark
 from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series
 from rigbench.reports.charts import gather
 from rigbench.reports.summary_table import machine_cards, summary_cells
-from rigbench.reports.terminal import unknown_mark
 from rigbench.spec import Result
 from rigbench.textlimits import NAME_CHARS, clip_result, clip_value
 
@@ -169,11 +169,7 @@ def _plotly_js() -> str:
 
 def _trial_row(r: Result) -> dict[str, Any]:
     m = r.metrics
-    speed = "-"
-    if m.samples_per_s:
-        speed = f"{m.samples_per_s:,.1f}"
-        if m.samples_per_s_ci:
-            speed += f" ±{(m.samples_per_s_ci[1] - m.samples_per_s_ci[0]) / 2:,.1f}"
+    speed = interval(m.samples_per_s, m.samples_per_s_ci) if m.samples_per_s else "-"
     return {"id": r.id, "run_id": r.run_id, "label": r.spec.label() + unknown_mark(r.spec.workload), "status": r.status,
             "speed": speed, "noisy": bool(m.noisy), "error": r.error or "",
             "created": r.created_at[:19].replace("T", " ")}

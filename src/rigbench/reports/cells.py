@@ -1,0 +1,145 @@
+"""Table cells, formatted once for every table (terminal, CLI views, the HTML report's lists):
+literal text, numbers, measured intervals, framework and workload names."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from rich.text import Text
+
+from rigbench.analysis.energy import has_energy, samples_per_joule
+from rigbench.reports.table_fit import Column
+from rigbench.spec import Result
+from rigbench.textlimits import NAME_CHARS, clip
+from rigbench.workloads import WORKLOADS
+
+_STATUS_STYLE = {"ok": "green", "oom": "yellow", "diverged": "yellow", "interrupted": "yellow",
+                 "unsupported": "dim", "timeout": "red", "crash": "red"}
+
+#: Shown after a stored workload this rigbench does not define (a bundle from a newer one).
+UNKNOWN_WORKLOAD = "(unknown to this rigbench)"
+
+#: A framework's name where a table is short of room (the registry's names elsewhere).
+FRAMEWORK_SHORT = {"tensorflow": "tf", "keras-jax": "k-jax", "keras-torch": "k-torch"}
+
+
+def framework_short(name: str) -> str:
+    """`tf`, `k-jax`, `k-torch`; torch and jax (and any name not listed) as they are."""
+    return FRAMEWORK_SHORT.get(name, name)
+
+
+def framework_column(priority: int = 80) -> Column:
+    """The framework of a listed trial: `fw` and `tf`, `k-jax`, `k-torch` when room is short."""
+    return Column("framework", priority=priority, short="fw", abbreviate=framework_short)
+
+
+def trial_columns() -> list[Column]:
+    """What tells one listed trial from another, in every table that lists trials: workload,
+    framework, device, batch, precision and the rest of the setup (`setup_label`)."""
+    return [Column("workload"), framework_column(), Column("device", priority=85),
+            Column("batch", "right", priority=75), Column("prec", priority=60), Column("setup", priority=50)]
+
+
+def trial_cells(r: Result, device: str | None = None) -> list[str]:
+    """The `trial_columns` cells of `r` (`device` in place of its own, e.g. `cpu/cuda:0`)."""
+    return [workload_label(r), r.spec.framework, device or r.spec.device, str(r.spec.batch_size),
+            r.spec.precision, setup_label(r)]
+
+
+def unknown_mark(workload: str) -> str:
+    """" (unknown to this rigbench)" for a workload this rigbench does not define, else ""."""
+    return "" if workload in WORKLOADS else f" {UNKNOWN_WORKLOAD}"
+
+
+def literal(text: str, style: str = "") -> Text:
+    """Stored or user-supplied text as rich shows it verbatim: never read as markup, so an
+    error's "[enforce fail at ...]" stays and a "[/]" cannot crash the table."""
+    return Text(text, style=style)
+
+
+def cells(*values: str | Text) -> list[Text]:
+    """A table row's cells, each literal (already-made Text kept with its style)."""
+    return [v if isinstance(v, Text) else literal(v) for v in values]
+
+
+def status(value: str) -> Text:
+    return literal(value, _STATUS_STYLE.get(value, ""))
+
+
+def num(value: float | None, fmt: str = "{:.1f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def rate(value: float) -> str:
+    """A measured rate (samples/s, steps/s): whole numbers from 100 up, 3 significant digits below."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _same_decimals(value: float) -> Callable[[float], str]:
+    """A formatter giving every number the decimals `rate` gives `value` (3 significant digits,
+    none from 100 up), so that an interval's bounds line up with it: 26.4 [12.9–31.0]."""
+    digits = 0 if value == 0 or not math.isfinite(value) else max(0, 2 - math.floor(math.log10(abs(value))))
+    return lambda v: f"{v:,.{digits}f}"
+
+
+def interval(value: float | None, ci: Sequence[float] | None, fmt: Callable[[float], str] | None = None) -> str:
+    """`549 [470–1,424]`: a value and its 95% interval as measured. Never a ± half-width:
+    bootstrap intervals are asymmetric (a ±476.7 once stood for [470, 1424] around 548.6).
+    `fmt` formats all three numbers (default: a rate's decimals, the same for the bounds)."""
+    if value is None:
+        return "-"
+    fmt = fmt or _same_decimals(value)
+    return fmt(value) + (f" [{fmt(ci[0])}–{fmt(ci[1])}]" if ci else "")
+
+
+def speed(r: Result) -> str:
+    """samples/s with its 95% interval, and `noisy` when the protocol flagged the trial."""
+    m = r.metrics
+    if m.samples_per_s is None:
+        return "-"
+    return interval(m.samples_per_s, m.samples_per_s_ci) + (" noisy" if m.noisy else "")
+
+
+def any_energy(results: Sequence[Result]) -> bool:
+    """Whether a table of these results gets a samples/J column: some have a measured energy."""
+    return any(has_energy(r) for r in results)
+
+
+def samples_per_joule_cell(energy_per_sample_j: float | None) -> str:
+    """Samples per joule for a table cell ("-" without a measured energy): whole numbers from
+    100 up, 3 significant digits below."""
+    value = samples_per_joule(energy_per_sample_j)
+    return "-" if value is None else rate(value)
+
+
+def workload_label(r: Result) -> str:
+    """NAME:key=value,...; a workload this rigbench does not define is labelled so."""
+    opts = ",".join(f"{k}={v}" for k, v in sorted(r.spec.workload_options.items()))
+    return clip(f"{r.spec.workload}:{opts}" if opts else r.spec.workload, NAME_CHARS) + unknown_mark(r.spec.workload)
+
+
+def setup_label(r: Result) -> str:
+    """What else sets a trial apart beyond workload, framework, device, batch and precision,
+    compactly: kind (when not a speed trial), threads asked for, compile, channels-last, lr,
+    world size."""
+    spec = r.spec
+    parts = [] if spec.kind == "speed" else [spec.kind.replace("_", "-")]
+    if spec.threads:
+        parts.append(f"t{spec.threads}")
+    if spec.compile:
+        parts.append("compile")
+    if spec.channels_last:
+        parts.append("NHWC")
+    if spec.lr is not None:
+        parts.append(f"lr={spec.lr:g}")
+    if spec.world_size > 1:
+        parts.append(f"x{spec.world_size}")
+    return " ".join(parts) or "-"
+
+
+def error_line(error: str | None, limit: int = 240) -> str:
+    """A stored error's last line (a traceback's ends with the exception), cut to `limit`."""
+    lines = (error or "").strip().splitlines()
+    last = lines[-1] if lines else ""
+    return last if len(last) <= limit else last[:limit - 3] + "..."
