@@ -10,9 +10,10 @@ import json
 from collections.abc import Collection
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from rigbench.metrics import METRIC_NAMES, Metrics
+from rigbench.numlimits import INPUT, Int64, Seconds
 from rigbench.rank_record import RankRecord
 from rigbench.workloads import WORKLOADS
 
@@ -54,18 +55,19 @@ ENERGY_MODES: tuple[str, ...] = get_args(EnergyMode)
 
 
 class MeasureOptions(BaseModel):
-    """The measurement protocol's knobs (docs/METHODOLOGY.md explains each)."""
+    """The measurement protocol's knobs (docs/METHODOLOGY.md explains each). Input models
+    (this, the option blocks, TrialSpec, SweepSpec) follow numlimits' bounds."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = INPUT
 
-    warmup_steps: int = Field(3, ge=1, description="at least this many untimed steps first")
-    warmup_seconds: float = Field(0.5, ge=0, description="...and warm up for at least this long")
-    min_steps: int = Field(10, ge=2, description="time at least this many steps")
-    min_seconds: float = Field(2.0, ge=0, description="...and keep timing for at least this long")
-    max_steps: int = Field(100_000, ge=2, description="stop timing after this many steps")
-    timeout_s: float = Field(600.0, gt=0, description="kill the trial's process after this long")
-    memory_limit_bytes: int | None = Field(None, gt=0, description="cap on the trial's memory (CPU)")
-    sample_interval_s: float = Field(0.1, gt=0, description="trackers sample this often")
+    warmup_steps: Int64 = Field(3, ge=1, description="at least this many untimed steps first")
+    warmup_seconds: Seconds = Field(0.5, ge=0, description="...and warm up for at least this long")
+    min_steps: Int64 = Field(10, ge=2, description="time at least this many steps")
+    min_seconds: Seconds = Field(2.0, ge=0, description="...and keep timing for at least this long")
+    max_steps: Int64 = Field(100_000, ge=2, description="stop timing after this many steps")
+    timeout_s: Seconds = Field(600.0, gt=0, description="kill the trial's process after this long")
+    memory_limit_bytes: Int64 | None = Field(None, gt=0, description="cap on the trial's memory (CPU)")
+    sample_interval_s: Seconds = Field(0.1, gt=0, description="trackers sample this often")
     # How a result is measured, not what is trained: stays out of CONFIG_FIELDS, so a trial with
     # an estimate compares with one without (its measured figures are the same kind).
     energy: EnergyMode = Field(
@@ -84,17 +86,17 @@ class MeasureOptions(BaseModel):
 class TrainOptions(BaseModel):
     """What makes a trial a training run on real data (`rigbench train`), not a speed test."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = INPUT
 
     dataset: str
     data_dir: str | None = None
     download: bool = True
-    epochs: int = Field(..., ge=1)
+    epochs: Int64 = Field(..., ge=1)
     target_accuracy: float | None = Field(None, gt=0, le=1, description="fraction, e.g. 0.9")
     input_mode: Literal["resident", "loader"] = "resident"
-    workers: int = Field(0, ge=0, description="loader worker processes (input_mode=loader)")
+    workers: Int64 = Field(0, ge=0, description="loader worker processes (input_mode=loader)")
     pin_memory: bool = False
-    max_train_samples: int | None = Field(None, ge=1, description="use only this many training samples")
+    max_train_samples: Int64 | None = Field(None, ge=1, description="use only this many training samples")
 
 
 class EpochRecord(BaseModel):
@@ -118,13 +120,13 @@ class LrFindOptions(BaseModel):
     `start_lr` to `end_lr` over at most `steps` steps on real data, and the test stops when the
     smoothed loss exceeds `diverge_factor` times its minimum."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = INPUT
 
     dataset: str
     data_dir: str | None = None
     start_lr: float = Field(1e-6, gt=0)
     end_lr: float = Field(10.0, gt=0)
-    steps: int = Field(100, ge=5)
+    steps: Int64 = Field(100, ge=5)
     smoothing: float = Field(0.05, gt=0, lt=1, description="weight of the newest loss in the moving average")
     diverge_factor: float = Field(4.0, gt=1)
 
@@ -132,22 +134,22 @@ class LrFindOptions(BaseModel):
 class TrialSpec(BaseModel):
     """One trial: a workload trained on one device with one configuration."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = INPUT
 
     kind: Kind = Field("speed", description="speed, probe, train or lr_find; inferred for old stored specs")
     workload: str
-    workload_revision: int = Field(1, ge=1, description="the revision of the workload's network "
+    workload_revision: Int64 = Field(1, ge=1, description="the revision of the workload's network "
                                    "(Workload.revision); filled in with the current one when absent")
-    workload_options: dict[str, int | float | str] = Field(default_factory=dict)
+    workload_options: dict[str, Int64 | float | str] = Field(default_factory=dict)
     framework: str = "torch"
     device: str = "cpu"
-    batch_size: int = Field(..., ge=1)
+    batch_size: Int64 = Field(..., ge=1)
     precision: Precision = "fp32"
-    threads: int | None = Field(None, ge=1, description="CPU threads for the framework; None = its default")
+    threads: Int64 | None = Field(None, ge=1, description="CPU threads for the framework; None = its default")
     lr: float | None = Field(None, gt=0, description="learning rate; None = the workload's default")
-    seed: int = 0
-    world_size: int = Field(1, ge=1, description="processes that train this trial together (data parallel)")
-    nodes: int = Field(1, ge=1, description="machines the world_size ranks are spread over, as many on each")
+    seed: Int64 = 0
+    world_size: Int64 = Field(1, ge=1, description="processes that train this trial together (data parallel)")
+    nodes: Int64 = Field(1, ge=1, description="machines the world_size ranks are spread over, as many on each")
     measure: MeasureOptions = Field(default_factory=MeasureOptions)
     compile: bool = Field(False, description="torch.compile the model (the framework's graph compiler)")
     channels_last: bool = Field(False, description="NHWC memory layout for convolutional workloads")
@@ -218,8 +220,6 @@ class TrialSpec(BaseModel):
         an lr range test, which sweeps the lr, and for a workload this rigbench does not know."""
         if self.lr is not None or self.kind == "lr_find":
             return self.lr
-        from rigbench.workloads import WORKLOADS
-
         workload = WORKLOADS.get(self.workload)
         return workload.default_lr if workload is not None else None
 
@@ -383,26 +383,26 @@ class SweepSpec(BaseModel):
     without the flag (every workload, every device, each workload's batch, fp32, the
     framework's threads, the workload's lr, compile off, channels-last off, one process)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = INPUT
 
     workloads: list[str] = Field(default_factory=list, description="NAME or NAME:key=value")
     devices: list[str] = Field(default_factory=list)
     # Numbers are strict: a TOML `true` is not batch 1, nor "16" a batch (pydantic's lax mode
     # would take both); an int is still a valid float.
-    batch_sizes: list[Annotated[int, Field(ge=1, strict=True)]] = Field(default_factory=list)
+    batch_sizes: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(default_factory=list)
     precisions: list[Precision] = Field(default_factory=list)
-    threads: list[Annotated[int, Field(ge=1, strict=True)]] = Field(default_factory=list)
+    threads: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(default_factory=list)
     lrs: list[Annotated[float, Field(gt=0, strict=True)]] = Field(default_factory=list)
     compile: list[bool] = Field(default_factory=list)
     channels_last: list[bool] = Field(default_factory=list)
-    processes: list[Annotated[int, Field(ge=1, strict=True)]] = Field(
+    processes: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(
         default_factory=list, description="data-parallel ranks per trial (world size); default 1")
     framework: list[str] = Field(default_factory=lambda: ["torch"], description="one or more frameworks")
-    steps: int | None = Field(None, ge=2, strict=True, description="time at least this many steps")
-    seconds: float | None = Field(None, ge=0, strict=True, description="...and at least this many seconds")
+    steps: Int64 | None = Field(None, ge=2, strict=True, description="time at least this many steps")
+    seconds: Seconds | None = Field(None, ge=0, strict=True, description="...and at least this many seconds")
     quick: bool = False
-    timeout: float | None = Field(None, gt=0, strict=True, description="seconds per trial")
-    memory_limit: int | None = Field(None, gt=0, strict=True,
+    timeout: Seconds | None = Field(None, gt=0, strict=True, description="seconds per trial")
+    memory_limit: Int64 | None = Field(None, gt=0, strict=True,
                                      description="bytes per trial; a file may write '2GiB'")
     energy: EnergyMode = "measure"
 

@@ -25,6 +25,8 @@ ERROR_CHARS = 64 * 1024
 NAME_CHARS = 256
 #: Each value of a result's `software` (package versions, build strings).
 SOFTWARE_CHARS = 256
+#: A Result's fields with a limit of their own (clip_result); every other string: NAME_CHARS.
+TEXT_LIMITS = {"error": ERROR_CHARS, "software": SOFTWARE_CHARS}
 
 
 #: The note a clipped text ends with; a text clipped once (on import) keeps its first note

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 
 from rigbench.errors import UsageError
+from rigbench.numlimits import MAX_INT, number_problem
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
@@ -23,10 +24,12 @@ def parse_size(text: str, what: str = "size") -> int:
     unit = match.group(2).lower() if match else None
     if not match or unit not in _SIZE_UNITS:
         raise UsageError(f"{what} {text!r} is not a size: write e.g. 2GiB, 512MiB or 1.5GB")
-    value = int(float(match.group(1)) * _SIZE_UNITS[unit])
-    if value <= 0:
+    value = float(match.group(1)) * _SIZE_UNITS[unit]  # inf for a few hundred digits
+    if not value < MAX_INT + 1:  # a float: compared with 2**63 exactly
+        raise UsageError(f"{what} must be at most {MAX_INT} bytes (the database's integer range), got {text!r}")
+    if int(value) <= 0:
         raise UsageError(f"{what} must be larger than 0, got {text!r}")
-    return value
+    return int(value)
 
 
 def split_list(values: Iterable[str] | None, what: str = "a list") -> list[str]:
@@ -54,6 +57,7 @@ def parse_positive_ints(values: Iterable[str] | None, what: str) -> list[int]:
             raise UsageError(f"{what} must be whole numbers, got {part!r}") from None
         if number < 1:
             raise UsageError(f"{what} must be at least 1, got {number}")
+        _check(number, what)
         out.append(number)
     return out
 
@@ -66,10 +70,18 @@ def parse_positive_floats(values: Iterable[str] | None, what: str) -> list[float
             number = float(part)
         except ValueError:
             raise UsageError(f"{what} must be numbers, got {part!r}") from None
+        _check(number, what)
         if not number > 0:
             raise UsageError(f"{what} must be more than 0, got {part}")
         out.append(number)
     return out
+
+
+def _check(number: float, what: str) -> None:
+    """numlimits' bounds (finite, within the database's integers), named by the flag."""
+    problem = number_problem(number)
+    if problem:
+        raise UsageError(f"{what} {problem}")
 
 
 def format_bytes(n: float | None) -> str:

@@ -150,3 +150,71 @@ def test_a_failed_write_is_undone(source, monkeypatch, db_url):
     with pytest.raises(OSError, match="disk full"):
         import_bundle(target, bundle)
     assert counts(target) == (0, 0, 0)
+
+
+# --- issue 23 item 9: a bundle's results follow the rules measured ones do -----------------
+
+def _import_text(tmp_path, data, target=None):
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    return import_bundle(target or Store(str(tmp_path / "target.db")), load_bundle(path))
+
+
+@pytest.mark.parametrize("mutate,reason", [
+    (lambda d: _set(d, 2, "id", d["results"][0]["id"]), r"results\[2\]\.id: 1 is also the id of results\[0\]"),
+    (lambda d: _set(d, 0, "metrics", {**d["results"][0]["metrics"], "samples_per_s": None}),
+     r"results\[0\]\.metrics\.samples_per_s: missing, which an ok speed trial always measures"),
+    (lambda d: _set(d, 2, "metrics", {**d["results"][2]["metrics"], "samples_per_s": -5.0}),
+     r"results\[2\]\.metrics\.samples_per_s: must be more than 0, got -5"),
+    (lambda d: _set(d, 0, "metrics", {**d["results"][0]["metrics"], "cpu_util_pct_mean": float("nan")}),
+     r"results\[0\]\.metrics\.cpu_util_pct_mean: must be a finite number"),
+    (lambda d: _set(d, 0, "step_times_s", [0.1, 0.0, float("inf")]), r"results\[0\]\.step_times_s\[2\]: must be a finite"),
+    (lambda d: _set(d, 0, "spec", {**d["results"][0]["spec"], "lr": float("inf")}),
+     r"results\[0\]\.spec\.lr: Input should be a finite number"),
+    (lambda d: _set(d, 0, "spec", {**d["results"][0]["spec"], "batch_size": 2**64}),
+     r"results\[0\]\.spec\.batch_size: Input should be less than or equal to 9223372036854775807"),
+])
+def test_a_result_breaking_the_rules_is_refused_with_its_reason(source, tmp_path, mutate, reason):
+    with pytest.raises(UsageError, match=r"1 of 3 results refused, nothing imported: " + reason):
+        _import_text(tmp_path, mutate(_bundle(source)))
+    assert counts(Store(str(tmp_path / "target.db"))) == (0, 0, 0)
+
+
+def test_every_refused_result_is_named_up_to_a_bound(source, tmp_path):
+    data = _bundle(source)
+    data["results"] = [{**data["results"][0], "id": i, "status": "exploded"} for i in range(8)]
+    with pytest.raises(UsageError) as refused:
+        _import_text(tmp_path, data)
+    line = str(refused.value)
+    assert "\n" not in line and line.count(".status: Input should be") == 5
+    assert "8 of 8 results refused" in line and line.endswith("; and 3 more")
+
+
+def test_an_edited_reimport_is_refused_not_added_as_a_copy(source, tmp_path):
+    target = Store(str(tmp_path / "target.db"))
+    data = _bundle(source)
+    assert _import_text(tmp_path, data, target).added_results == 3
+    edited = json.loads(json.dumps(data))
+    edited["results"][2]["metrics"]["samples_per_s"] = 999.0
+    edited["results"].append({**data["results"][0], "id": 99, "created_at": "2026-01-01T00:05:00+00:00"})
+    with pytest.raises(UsageError, match=r"1 of 4 results refused, nothing imported: results\[2\]: trial 3 of run "
+                                         r"run2 \(same time and spec\) is stored with other content \(metrics\."
+                                         r"samples_per_s: 320\.5 stored, 999\.0 in the bundle\)"):
+        _import_text(tmp_path, edited, target)
+    assert counts(target) == (2, 3, 3)  # not even the new trial: nothing of a refused bundle lands
+    del edited["results"][2]  # without the edit, the new trial is added and the rest skipped
+    done = _import_text(tmp_path, edited, target)
+    assert (done.added_results, done.skipped_results) == (1, 2)
+    assert counts(target) == (2, 4, 4)
+
+
+def test_over_long_text_is_stored_clipped_and_said(source, tmp_path):
+    data = _bundle(source)
+    data["results"][1]["error"] = "E" * 200_000
+    data["results"][2]["device_name"] = "D" * 1000
+    done = _import_text(tmp_path, data)
+    assert done.added_results == 3
+    assert done.notes == ["results[1].error: 200,000 characters over the 65,536 stored, clipped",
+                          "results[2].device_name: 1,000 characters over the 256 stored, clipped"]
+    stored = Store(str(tmp_path / "target.db")).list()
+    assert stored[1].error.endswith("[truncated: 200,000 characters]")

@@ -5,6 +5,7 @@ Each command group lives in its own module of this package and registers on `app
 
 from __future__ import annotations
 
+import inspect
 import shlex
 import sys
 from collections.abc import Callable
@@ -12,12 +13,14 @@ from functools import wraps
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rigbench import __version__, api
-from rigbench.errors import UsageError
+from rigbench.errors import UsageError, validation_line
 from rigbench.frameworks import framework_names
+from rigbench.numlimits import number_problem, seconds_problem
 from rigbench.reports import terminal
 from rigbench.spec import ENERGY_MODES, PRECISIONS
 from rigbench.store import Store
@@ -83,14 +86,47 @@ def framework_option(default: str | None = "torch", measure: bool = False, many:
 DB_HELP = "Database: an SQLAlchemy URL (sqlite:///x.db, postgresql://...) or a file path. Default: $RIGBENCH_DB or rigbench.db in the user data directory."
 
 
+#: The flags that are durations in seconds, bounded by numlimits.MAX_SECONDS.
+DURATION_FLAGS = ("--timeout", "--seconds")
+
+
+def _flag_names(fn: Callable) -> dict[str, str]:
+    """Parameter name -> how the user wrote it: an option's long flag, an argument's metavar."""
+    names = {}
+    for name, param in inspect.signature(fn).parameters.items():
+        decls = [d for d in getattr(param.default, "param_decls", None) or () if d.startswith("--")]
+        names[name] = decls[0] if decls else getattr(param.default, "metavar", None) or name.upper()
+    return names
+
+
+def _check_numbers(flags: dict[str, str], values: dict[str, Any]) -> None:
+    """Every typed number given to a command within numlimits' bounds (the one rule set the
+    TrialSpec and the sweep files follow), named by its flag: before any work starts."""
+    for name, value in values.items():
+        flag = flags.get(name, name)
+        problem = number_problem(value)
+        if problem is None and flag in DURATION_FLAGS and isinstance(value, (int, float)):
+            problem = seconds_problem(value)
+        if problem:
+            raise UsageError(f"{flag} {problem}")
+
+
 def handles_usage_errors(fn: Callable) -> Callable:
-    """Bad input: one line naming what to change, exit code 2."""
+    """Bad input: one line naming what to change, exit code 2. Numbers out of numlimits' bounds
+    are refused before the command runs; a pydantic ValidationError that gets past a command's
+    own checks (a TrialSpec it builds) is bad input too, never a traceback."""
+    flags = _flag_names(fn)
+
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _check_numbers(flags, kwargs)
             return fn(*args, **kwargs)
         except UsageError as exc:
             print(f"rigbench: error: {exc}", file=sys.stderr)  # one line, never wrapped
+            raise typer.Exit(2) from None
+        except ValidationError as exc:
+            print(f"rigbench: error: invalid setting: {validation_line(exc)}", file=sys.stderr)
             raise typer.Exit(2) from None
     return wrapper
 

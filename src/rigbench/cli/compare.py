@@ -10,9 +10,10 @@ import typer
 from rich.text import Text
 
 from rigbench import api
-from rigbench.cli.common import DB_HELP, app, handles_usage_errors, out, results_app
+from rigbench.cli.common import DB_HELP, app, err, handles_usage_errors, out, results_app
 from rigbench.errors import UsageError
 from rigbench.reports import compare_tables
+from rigbench.store.bundle import SHOWN
 
 
 @app.command()
@@ -234,3 +235,8 @@ def results_import(
         text += (f"; {len(done.present_runs)} runs were already stored, {done.skipped_results} results "
                  f"already present were skipped")
     out.print(text + ".", highlight=False, markup=False)
+    for note in done.notes[:SHOWN]:
+        err.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+    if len(done.notes) > SHOWN:
+        err.print(f"note: and {len(done.notes) - SHOWN} more results with text stored clipped",
+                  highlight=False, markup=False)

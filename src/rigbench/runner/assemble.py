@@ -14,6 +14,7 @@ from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
 from rigbench.hw.cpu import cpu_identity
 from rigbench.metrics import METRIC_NAMES, Metrics
+from rigbench.result_rules import result_problems
 from rigbench.runner.launchers import Outcome
 from rigbench.runner.launchers.merge import merge_reports
 from rigbench.spec import ChildReport, LrFindOptions, Result, TrainOptions, TrialSpec
@@ -75,7 +76,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         for field in ALL_FIELDS:  # every tracker's declared fields, none by hand
             setattr(metrics, field.metric, window[field.metric])
         _add_energy(metrics, spec, outcome, report, report.measure_start, report.measure_end)
-    return clip_result(Result(  # a child's error text can be any length: stored clipped
+    return _within_rules(clip_result(Result(  # a child's error text can be any length: stored clipped
         run_id=run_id,
         created_at=now_iso(),
         spec=spec,
@@ -91,7 +92,17 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         loss_curve=report.loss_curve,
         lr_curve=report.lr_curve,
         ranks=[rank_record(r) for r in outcome.reports] if spec.world_size > 1 else [],
-    ))
+    )))
+
+
+def _within_rules(result: Result) -> Result:
+    """An ok result that breaks result_rules (a broken clock, a bug) is stored as a crash with
+    the reasons, never as a figure: the rules a bundle's results are held to (store/bundle.py)."""
+    problems = result_problems(result)
+    if result.status != "ok" or not problems:
+        return result
+    return result.model_copy(update={"status": "crash", "error": "the measurement is not a valid result: "
+                                     + "; ".join(problems)})
 
 
 def _add_train_metrics(metrics: Metrics, opts: TrainOptions, batch: int, report: ChildReport) -> None:

@@ -8,16 +8,20 @@ killed and nothing half-finished is stored, except a training run's finished epo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rigbench.errors import UnsupportedError
+from rigbench.hw.cpu import usable_cores
 from rigbench.ranks import NodeLaunch
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.runner.launchers.base import TrialInterrupted
 from rigbench.spec import ChildReport, Result, TrialSpec
 from rigbench.store import Store
+
+log = logging.getLogger("rigbench.runner")
 
 
 @dataclass
@@ -47,6 +51,9 @@ def run_trials(
     on_child_start: Callable[[int], None] | None = None,
 ) -> SessionOutcome:
     """Run `specs` in order, one launch each (one trial per device at a time)."""
+    warning = oversubscription(specs, usable_cores())
+    if warning:
+        log.warning("rigbench: warning: %s", warning)
     outcome = SessionOutcome()
     for index, spec in enumerate(specs):
         if on_trial_start:
@@ -68,3 +75,17 @@ def run_trials(
         if outcome.interrupted:
             break
     return outcome
+
+
+def oversubscription(specs: Sequence[TrialSpec], cores: int | None) -> str | None:
+    """A warning when some trial asks for more threads (per rank, times its ranks on this
+    machine) than the `cores` this process may use, else None. Not an error: every framework
+    runs the threads asked for (runner/child._describe_threads), and a thread-count study may
+    mean to measure oversubscription; the trials then share the cores."""
+    over = sorted({(s.threads, s.world_size // s.nodes) for s in specs
+                   if cores and s.threads and s.threads * (s.world_size // s.nodes) > cores})
+    if not over:
+        return None
+    asked = ", ".join(str(t) if ranks == 1 else f"{t} x {ranks} processes" for t, ranks in over)
+    return (f"--threads {asked} is more than the {cores} CPUs this process may use: the threads share "
+            "them (oversubscribed), and the results measure that")

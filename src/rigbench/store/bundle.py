@@ -6,22 +6,30 @@ between machines (`rigbench results export --format bundle`, `rigbench results i
      "results": [Result as JSON, raw step times and tracker samples included]}
 
 JSON only, never pickle: a bundle comes from another machine, so reading one must not run code.
-An import checks everything (envelope, every field of every result, types, statuses, schema
-versions, that each result's run is in the bundle) before it writes anything; a malformed
-file leaves the database as it was. Text longer than rigbench.textlimits allows (a 200 MB
-error string) is stored clipped, with its length noted. Errors name the field and its position, e.g.
-`results[3].status: Input should be 'ok', 'oom', ...`.
+An import checks everything before it writes anything, and refuses the whole bundle when any
+part is wrong, so a bad file leaves the database as it was: first the envelope (format, schema
+version, runs), then every result, which must validate as a Result (its spec bound by
+rigbench.numlimits: finite numbers, integers the database holds) and follow
+rigbench.result_rules (finite figures; an `ok` speed, probe or training trial has a throughput
+above 0), with an `id` no other result of the bundle has. The refusal names each refused result
+and why, e.g. `results[3].status: Input should be 'ok', 'oom', ...` (the first SHOWN,
+then how many more). Text longer than rigbench.textlimits allows (a 50 MB error string) is stored
+clipped, with its length noted in the text, and the import says which results were clipped.
 
-Re-importing is safe: runs already stored (same id and machine) are not added again, and a
-result already stored in its run (the same `rows.result_identity`: time, spec, status and
-speed) is skipped and counted. An import is one transaction: all of it lands, or nothing.
+Re-importing is safe: runs already stored (same id and machine) are not added again. A result
+is the same trial as a stored one when its run, creation time and whole spec are
+(`rows.trial_key`); with the same content too it is skipped and counted, with other content
+(an edited or re-measured bundle) the import is refused: two versions of one trial would both
+count in every comparison, and neither silently replacing the stored one nor adding a copy is
+what a re-import means. A result with another spec is another trial and is added. An import is
+one transaction: all of it lands, or nothing.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,12 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
 from rigbench import __version__
-from rigbench.errors import UsageError
+from rigbench.errors import UsageError, validation_line
+from rigbench.result_rules import result_problems
 from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.db import Store
-from rigbench.store.rows import result_identity, stored_command
+from rigbench.store.rows import stored_command, trial_key
 from rigbench.store.schema import runs
-from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result, clip_value
+from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, TEXT_LIMITS, clip, clip_result, clip_value
 from rigbench.timestamps import now_iso
 
 FORMAT = "rigbench-results"
@@ -66,11 +75,13 @@ class BundleEnvelope(BaseModel):
 
 @dataclass
 class Bundle:
-    """A validated bundle: its runs and full results (ids as in the source database)."""
+    """A validated bundle: its runs and full results (ids as in the source database), and
+    notes on what was clipped."""
 
     runs: list[RunRecord]
     results: list[Result]
     origin: str = "bundle"
+    notes: list[str] = field(default_factory=list)
 
     def machine(self, run_id: str) -> dict[str, Any] | None:
         return next((r.machine for r in self.runs if r.id == run_id), None)
@@ -82,6 +93,7 @@ class ImportOutcome:
     present_runs: list[str]      # already stored: not added again
     added_results: int
     skipped_results: int         # already stored in their run
+    notes: list[str] = field(default_factory=list)  # text stored clipped, per result
 
 
 def stored_runs(store: Store, run_ids: Sequence[str] | None = None) -> list[RunRecord]:
@@ -116,21 +128,6 @@ def dump_bundle(bundle: dict[str, Any]) -> str:
     return json.dumps(bundle, indent=1) + "\n"
 
 
-def _where(loc: Sequence[Any]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
-
-
-def _first_error(exc: ValidationError, prefix: str = "") -> str:
-    first = exc.errors()[0]
-    loc = _where(first["loc"])
-    where = f"{prefix}.{loc}" if prefix and not loc.startswith("[") else f"{prefix}{loc}"
-    extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return f"{where}: {first['msg']}{extra}"
-
-
 def _unknown_key(given: Any, known: Any, path: str) -> str | None:
     """The first key of `given` that validation dropped (absent from the re-dumped `known`)."""
     if isinstance(given, dict) and isinstance(known, dict):
@@ -149,7 +146,8 @@ def _unknown_key(given: Any, known: Any, path: str) -> str | None:
 
 
 def parse_bundle(text: str, origin: str = "bundle") -> Bundle:
-    """Validate a bundle's text completely; UsageError naming the first bad field otherwise."""
+    """Validate a bundle's text completely; UsageError naming the first bad part of the
+    envelope, or every refused result (bounded: `refusal`) otherwise."""
     def fail(message: str) -> UsageError:
         return UsageError(f"{origin}: {message}")
 
@@ -170,29 +168,68 @@ def parse_bundle(text: str, origin: str = "bundle") -> Bundle:
     try:
         envelope = BundleEnvelope.model_validate_json(text, strict=True)
     except ValidationError as exc:
-        raise fail(_first_error(exc)) from None
+        raise fail(validation_line(exc)) from None
     run_ids: set[str] = set()
     for i, run in enumerate(envelope.runs):
         if run.id in run_ids:
             raise fail(f"runs[{i}].id: run {run.id!r} appears twice")
         run_ids.add(run.id)
-    results = []
+    results, refused, notes = [], [], []
+    row_of_id: dict[int, int] = {}
     for i, raw in enumerate(envelope.results):
         where = f"results[{i}]"
-        try:
-            result = Result.model_validate_json(json.dumps(raw), strict=True)
-        except ValidationError as exc:
-            raise fail(_first_error(exc, where)) from None
-        unknown = _unknown_key(raw, result.model_dump(mode="json"), where)
-        if unknown:
-            raise fail(f"{unknown}: unknown field")
-        if result.schema_version > SCHEMA_VERSION:
-            raise fail(f"{where}.schema_version: {result.schema_version} is newer than this "
-                       f"rigbench understands ({SCHEMA_VERSION}): upgrade rigbench")
-        if result.run_id not in run_ids:
-            raise fail(f"{where}.run_id: run {result.run_id!r} is not in the bundle's runs")
-        results.append(clip_result(result))  # text over textlimits' maxima is stored clipped
-    return Bundle([_clip_run(r) for r in envelope.runs], results, origin)
+        checked = _check_result(raw, where, run_ids)
+        if isinstance(checked, str):
+            refused.append(checked)
+            continue
+        if checked.id is not None and checked.id in row_of_id:
+            refused.append(f"{where}.id: {checked.id} is also the id of results[{row_of_id[checked.id]}]")
+            continue
+        if checked.id is not None:
+            row_of_id[checked.id] = i
+        clipped = clip_result(checked)  # text over textlimits' maxima is stored clipped, and said
+        notes += [_clipped_note(f"{where}.{name}", getattr(checked, name), TEXT_LIMITS.get(name, NAME_CHARS))
+                  for name in Result.model_fields if getattr(clipped, name) != getattr(checked, name)]
+        results.append(clipped)
+    if refused:
+        raise fail(refusal(refused, len(envelope.results)))
+    runs_ = [_clip_run(r) for r in envelope.runs]
+    notes += [f"runs[{i}]: text over its limit stored clipped" for i, (a, b) in enumerate(zip(envelope.runs, runs_)) if a != b]
+    return Bundle(runs_, results, origin, notes)
+
+
+def _clipped_note(where: str, value: Any, limit: int) -> str:
+    size = f"{len(value):,} characters" if isinstance(value, str) else "text"
+    return f"{where}: {size} over the {limit:,} stored, clipped"
+
+
+def _check_result(raw: dict[str, Any], where: str, run_ids: set[str]) -> Result | str:
+    """One result of a bundle as a Result, or why it is refused (its first broken rule)."""
+    try:
+        result = Result.model_validate_json(json.dumps(raw), strict=True)
+    except ValidationError as exc:
+        return validation_line(exc, where)
+    unknown = _unknown_key(raw, result.model_dump(mode="json"), where)
+    if unknown:
+        return f"{unknown}: unknown field"
+    if result.schema_version > SCHEMA_VERSION:
+        return (f"{where}.schema_version: {result.schema_version} is newer than this rigbench "
+                f"understands ({SCHEMA_VERSION}): upgrade rigbench")
+    if result.run_id not in run_ids:
+        return f"{where}.run_id: run {result.run_id!r} is not in the bundle's runs"
+    problems = result_problems(result)
+    return f"{where}.{problems[0]}" if problems else result
+
+
+#: How many refused results (or results stored clipped) are named before the rest are counted.
+SHOWN = 5
+
+
+def refusal(reasons: Sequence[str], total: int) -> str:
+    """Refused results on one line: the first SHOWN reasons and how many more."""
+    more = len(reasons) - SHOWN
+    shown = "; ".join(reasons[:SHOWN]) + (f"; and {more} more" if more > 0 else "")
+    return f"{len(reasons)} of {total} results refused, nothing imported: {shown}"
 
 
 def _clip_run(run: RunRecord) -> RunRecord:
@@ -213,8 +250,8 @@ def load_bundle(path: str | Path) -> Bundle:
 
 def import_bundle(store: Store, bundle: Bundle) -> ImportOutcome:
     """Add a validated bundle's runs and results to `store`; see the module docstring for what
-    is skipped. Every check runs before the first write, and everything is written in one
-    transaction: a failure or a kill midway leaves the database exactly as it was."""
+    is skipped and what is refused. Every check runs before the first write, and everything is
+    written in one transaction: a failure or a kill midway leaves the database exactly as it was."""
     with store.transaction() as tx:
         present = tx.machines([r.id for r in bundle.runs])
         for i, run in enumerate(bundle.runs):
@@ -222,13 +259,50 @@ def import_bundle(store: Store, bundle: Bundle) -> ImportOutcome:
             if run.id in present and clip_value(present[run.id], NAME_CHARS) != run.machine:
                 raise UsageError(f"{bundle.origin}: runs[{i}].id: run {run.id!r} is already stored in "
                                  f"{store.url} with a different machine; refusing to mix them")
-        stored = {result_identity(r) for run_id in present for r in tx.list(run_id=run_id)}
+        stored: dict[tuple[str, str, str], list[Result]] = {}
+        for run_id in present:
+            for r in tx.list(run_id=run_id):
+                stored.setdefault(trial_key(r), []).append(r)
+        new_results, refused = [], []
+        for i, result in enumerate(bundle.results):
+            same = stored.get(trial_key(result), [])
+            if not same:
+                new_results.append(result)
+                continue
+            copies = [tx.get(r.id) for r in same if r.id is not None]
+            differences = [_difference(_content(c), _content(result)) for c in copies if c is not None]
+            if differences and all(differences):
+                refused.append(f"results[{i}]: trial {same[0].id} of run {result.run_id} (same time and spec) is "
+                               f"stored with other content ({differences[0]}): an edited or re-measured copy")
+        if refused:
+            raise UsageError(f"{bundle.origin}: {refusal(refused, len(bundle.results))}")
         new_runs = [r for r in bundle.runs if r.id not in present]
-        new_results = [r for r in bundle.results if result_identity(r) not in stored]
         for run in new_runs:
             tx.add_run(run.id, run.created_at, run.command, run.machine)
         for result in new_results:
             tx.add_result(result.model_copy(update={"id": None}))
     present_ids = [r.id for r in bundle.runs if r.id in present]
     return ImportOutcome([r.id for r in new_runs], present_ids, len(new_results),
-                         len(bundle.results) - len(new_results))
+                         len(bundle.results) - len(new_results), bundle.notes)
+
+
+def _content(result: Result) -> dict[str, Any]:
+    """Everything a result holds but its id (which each database gives), as JSON values."""
+    return result.model_dump(mode="json", exclude={"id"})
+
+
+def _difference(stored: Any, given: Any, path: str = "") -> str | None:
+    """The first place where `given` differs from `stored`, with both values, or None. Values
+    compare as JSON text, so a NaN in a raw tracker sample equals itself."""
+    if json.dumps(stored, sort_keys=True) == json.dumps(given, sort_keys=True):
+        return None
+    if isinstance(stored, dict) and isinstance(given, dict):
+        for key in sorted(stored.keys() | given.keys()):
+            found = _difference(stored.get(key), given.get(key), f"{path}.{key}" if path else key)
+            if found:
+                return found
+    return f"{path or 'the result'}: {_short(stored)} stored, {_short(given)} in the bundle"
+
+
+def _short(value: Any) -> str:
+    return clip(json.dumps(value), 40)

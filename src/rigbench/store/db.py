@@ -35,6 +35,10 @@ class Transaction:
         """Store a result with its raw samples; returns its id (also set on `result`)."""
         return rows.insert_result(self.conn, result)
 
+    def get(self, trial_id: int) -> Result | None:
+        """As Store.get (raw samples included), seeing this transaction's own writes."""
+        return rows.get_result(self.conn, trial_id)
+
     def list(self, **where: Any) -> list[Result]:
         """As Store.list, seeing this transaction's own writes."""
         return rows.list_results(self.conn, _filters(where), None, self.url)

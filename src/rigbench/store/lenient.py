@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from rigbench.result_rules import non_finite_figure
 from rigbench.spec import Result
 
 
@@ -50,5 +51,11 @@ def drop_unknown(model: type[BaseModel], data: Any) -> Any:
 
 def read_result(data: dict[str, Any]) -> Result:
     """A stored Result, unknown fields dropped at every level; ValidationError if it still
-    cannot be read (a missing required field, a value of the wrong type)."""
-    return Result.model_validate(drop_unknown(Result, data))
+    cannot be read (a missing required field, a value of the wrong type, a spec outside
+    rigbench.numlimits such as an infinite or null timeout), ValueError if a figure is inf or
+    NaN (result_rules; rigbench writes neither, JSON has neither: such a row was edited)."""
+    result = Result.model_validate(drop_unknown(Result, data))
+    where = non_finite_figure(result)
+    if where is not None:
+        raise ValueError(f"{where}: not a finite number")
+    return result

@@ -2,12 +2,13 @@
 and the CPU thread budget (the contract's `software`, `list_devices`, `environment`). jax is
 imported inside the functions, so the package can load this module without jax.
 
-Threads: XLA's CPU client has no thread-count setting that jax 0.10 honours (XLA_FLAGS offers
-only --xla_cpu_multi_thread_eigen, on or off; `intra_op_parallelism_threads` is a TensorFlow
-session option, not an XLA flag). Its thread pool is sized from the CPUs the process may run
-on, so `pin_threads` restricts the process's CPU affinity to `threads` CPUs before the backend
-starts; the environment also turns Eigen's multi-threading off for one thread and sizes the
-host BLAS pools (numpy in the same process) to the same budget.
+Threads: XLA's CPU client sizes its thread pool (named tf_XLAEigen) when it starts, from
+PJRT_NPROC when set, else from the CPUs the process may run on. `environment` sets PJRT_NPROC to
+`threads`, so JAX runs exactly the threads asked for, as torch and TensorFlow do, above the
+core count too (measured by `num_threads` once the backend runs); `pin_threads` also restricts
+the process's CPU affinity to `threads` CPUs (data-parallel ranks on CPUs of their own). The
+environment turns Eigen's multi-threading off for one thread and sizes the host BLAS pools
+(numpy in the same process) to the same budget.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def environment(spec: TrialSpec) -> dict[str, str]:
     env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     if spec.threads is None:
         return env
-    env.update({var: str(spec.threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
+    env.update({var: str(spec.threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                   "PJRT_NPROC")})
     if spec.threads == 1:
         flags = os.environ.get("XLA_FLAGS", "")
         env["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
@@ -67,11 +69,34 @@ def _local_rank() -> int:
 
 
 def num_threads() -> int | None:
-    """CPUs this process may use (the size of XLA's CPU pool), None where unknown."""
+    """The size of XLA's CPU thread pool: its threads counted once the backend runs (Linux),
+    else what XLA sizes it from: PJRT_NPROC, NPROC, or the CPUs this process may use."""
+    counted = _pool_threads()
+    if counted:
+        return counted
+    for var in ("PJRT_NPROC", "NPROC"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count()
+
+
+def _pool_threads() -> int:
+    """This process's threads of XLA's CPU pool (0 before the backend starts, or off Linux)."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 0
+    count = 0
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm", encoding="utf-8") as fh:
+                count += fh.read().strip().endswith("XLAEigen")
+        except OSError:  # the thread ended meanwhile
+            continue
+    return count
 
 
 #: Distributions of the GPU plugins that carry XLA's CUDA/ROCm backends (their versions decide

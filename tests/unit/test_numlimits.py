@@ -1,0 +1,68 @@
+"""numlimits is the one rule set for numbers: every integer field of every input model is
+bounded by the database's range and every float field refuses inf and NaN (a field added
+later without Int64 fails here), and result_rules holds a Result's figures to what the
+runner measures."""
+
+import typing
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from rigbench.metrics import Metrics
+from rigbench.numlimits import MAX_INT, MAX_SECONDS, number_problem
+from rigbench.result_rules import result_problems
+from rigbench.spec import LrFindOptions, MeasureOptions, Result, SweepSpec, TrainOptions, TrialSpec
+
+BASES: dict[type[BaseModel], dict] = {
+    TrialSpec: {"workload": "mlp", "batch_size": 8}, MeasureOptions: {}, SweepSpec: {},
+    TrainOptions: {"dataset": "digits", "epochs": 1}, LrFindOptions: {"dataset": "digits"},
+}
+
+
+def _number_fields(model: type[BaseModel]):
+    for name, field in model.model_fields.items():
+        kinds = set(typing.get_args(field.annotation)) | {field.annotation}
+        inner = {a for k in kinds for a in typing.get_args(k)}  # list[X] -> X
+        for kind in (int, float):
+            if kind in kinds or kind in inner or any(kind in typing.get_args(a) for a in inner):
+                yield name, kind, typing.get_origin(field.annotation)
+
+
+@pytest.mark.parametrize("model", list(BASES))
+def test_every_number_field_of_an_input_model_is_bounded(model):
+    fields = list(_number_fields(model))
+    assert fields
+    for name, kind, container in fields:
+        if kind is int and container is dict:
+            continue  # workload options: int | float | str, so a huge int is read as a float
+        for bad in ([MAX_INT + 1] if kind is int else [float("inf"), float("nan")]):
+            value = [bad] if container is list else {"key": bad} if container is dict else bad
+            with pytest.raises(ValidationError, match="less than or equal to|finite number"):
+                model.model_validate({**BASES[model], name: value}, strict=kind is int)
+
+
+def test_number_problem_is_the_flags_rule():
+    assert number_problem(MAX_INT) is None and number_problem(-MAX_INT) is None and number_problem(True) is None
+    assert number_problem(MAX_INT + 1) == f"must be at most {MAX_INT} (the database's integer range), got {MAX_INT + 1}"
+    assert number_problem(-MAX_INT - 1).startswith(f"must be at least {-MAX_INT}")
+    assert number_problem(float("-inf")) == "must be a finite number, got -inf"
+    assert MeasureOptions(timeout_s=MAX_SECONDS).timeout_s == MAX_SECONDS
+
+
+def _result(status="ok", kind="speed", **metrics):
+    spec = TrialSpec(workload="mlp", batch_size=8, kind=kind,
+                     lr_find={"dataset": "digits"} if kind == "lr_find" else None)
+    return Result(run_id="r", created_at="t", spec=spec, status=status, metrics=Metrics(**metrics))
+
+
+def test_result_rules():
+    assert result_problems(_result(samples_per_s=10.0)) == []
+    assert result_problems(_result(kind="lr_find")) == []  # a range test has no throughput
+    assert result_problems(_result(status="oom")) == []
+    assert result_problems(_result()) == ["metrics.samples_per_s: missing, which an ok speed trial always measures"]
+    assert result_problems(_result(status="crash", samples_per_s=0.0)) == [
+        "metrics.samples_per_s: must be more than 0, got 0"]
+    nan = _result(samples_per_s=10.0, energy_j=float("nan"))
+    assert result_problems(nan) == ["metrics.energy_j: must be a finite number"]
+    steps = _result(samples_per_s=10.0).model_copy(update={"step_times_s": [0.1, -0.1], "tracker_samples": [{"x": float("nan")}]})
+    assert result_problems(steps) == ["step_times_s[1]: a step time must be more than 0, got -0.1"]
