@@ -8,6 +8,7 @@ import hashlib
 import io
 import struct
 import tarfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -94,3 +95,23 @@ def flip_byte(path: Path, at: int) -> None:
 def truncate(path: Path, keep: float = 0.5) -> None:
     data = path.read_bytes()
     path.write_bytes(data[: int(len(data) * keep)])
+
+
+def wikitext_zip_bytes(train: bytes, valid: bytes, test: bytes) -> bytes:
+    """A wikitext-2-raw-v1.zip laid out as upstream: wikitext-2-raw/wiki.{train,valid,test}.raw."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for split, data in (("train", train), ("valid", valid), ("test", test)):
+            z.writestr(zipfile.ZipInfo(f"wikitext-2-raw/wiki.{split}.raw", (1980, 1, 1, 0, 0, 0)), data)
+    return buffer.getvalue()
+
+
+def text_dataset(name: str, blobs: dict[str, bytes], url_prefix: str = "http://127.0.0.1:9/") -> DatasetInfo:
+    """The registry entry of text data set `name` with its files served from `url_prefix` and the
+    digests of `blobs` ({filename: bytes}) in place of the published ones (sha256, and md5 where
+    the registry has one too)."""
+    template = DATASETS[name]
+    files = tuple(dataclasses.replace(
+        f, urls=(url_prefix + f.filename,), sha256=hashlib.sha256(blobs[f.filename]).hexdigest(),
+        md5=md5_of(blobs[f.filename]) if f.md5 else None, size=len(blobs[f.filename])) for f in template.files)
+    return dataclasses.replace(template, files=files)

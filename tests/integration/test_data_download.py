@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from rigbench.data import ChecksumError, DownloadError, ensure_files, fetch, load
+from rigbench.data import ChecksumError, DownloadError, ensure_files, fetch, load, load_corpus
 from rigbench.data.download import part_path
 from rigbench.errors import UsageError
-from tests.data_files import md5_of, mnist_arrays, write_mnist
+from tests.data_files import md5_of, mnist_arrays, text_dataset, wikitext_zip_bytes, write_mnist
 
 BODY = bytes(range(256)) * 40  # 10,240 bytes
 
@@ -189,3 +189,72 @@ def test_offline_dataset_lists_every_missing_file(closed_port, tmp_path):
     for f in info.files[1:]:
         assert f.filename in message and f.urls[0] in message
     assert "train-images" not in message  # already there
+
+
+# ---------------------------------------------------------------- text corpora (registry entries
+# with their real URL layout, digests patched to the small files served here)
+
+SHAKESPEARE = b"First Citizen:\nBefore we proceed any further, hear me speak.\n\n" * 40  # 2,480 bytes: 2,232 training, 248 validation
+
+
+def test_tinyshakespeare_download_end_to_end(server, tmp_path):
+    info = text_dataset("tinyshakespeare", {"input.txt": SHAKESPEARE}, url_prefix=f"{server.url}/ts/")
+    server.files["/ts/input.txt"] = SHAKESPEARE
+    target = tmp_path / "cache"
+    data = load(info, target, shape=(32,))
+    assert bytes(data.corpus.train) == SHAKESPEARE[:2232] and bytes(data.corpus.valid) == SHAKESPEARE[2232:]
+    assert data.x_train.shape == ((2232 - 1) // 32, 32) and data.x_test.shape == ((248 - 1) // 32, 32)
+    assert sorted(p.name for p in target.iterdir()) == ["input.txt", "input.txt.verified"]
+    requests = len(server.requests)
+    load(info, target, shape=(32,))  # present and stamped: no network
+    assert len(server.requests) == requests
+
+
+def test_ptb_and_wikitext_download(server, tmp_path):
+    ptb = {"ptb.train.txt": b" no it was n't black monday \n" * 30, "ptb.valid.txt": b" consumers may want \n" * 5,
+           "ptb.test.txt": b" no it was n't \n" * 5}
+    wiki = {"wikitext-2-raw-v1.zip": wikitext_zip_bytes(b" = Valkyria Chronicles III = \n" * 30,
+                                                         b" = Homarus gammarus = \n" * 5, b" = Robert Boulter = \n")}
+    for name, blob in {**ptb, **wiki}.items():
+        server.files[f"/t/{name}"] = blob
+    corpus = load_corpus(text_dataset("ptb", ptb, url_prefix=f"{server.url}/t/"), tmp_path / "ptb")
+    assert bytes(corpus.train) == ptb["ptb.train.txt"] and bytes(corpus.valid) == ptb["ptb.valid.txt"]
+    assert (tmp_path / "ptb" / "ptb.test.txt").read_bytes() == ptb["ptb.test.txt"]  # fetched and checked
+    corpus = load_corpus(text_dataset("wikitext2", wiki, url_prefix=f"{server.url}/t/"), tmp_path / "wiki")
+    assert bytes(corpus.valid) == b" = Homarus gammarus = \n" * 5
+
+
+def test_a_corrupt_text_download_is_refused_and_nothing_kept(server, tmp_path):
+    info = text_dataset("tinyshakespeare", {"input.txt": SHAKESPEARE}, url_prefix=f"{server.url}/ts/")
+    server.files["/ts/input.txt"] = SHAKESPEARE.replace(b"speak", b"SPEAK")  # same size, other bytes
+    target = tmp_path / "cache"
+    with pytest.raises(ChecksumError, match="sha256 .* nothing was saved"):
+        load(info, target, shape=(32,))
+    assert not (target / "input.txt").exists() and not part_path(target / "input.txt").exists()
+
+
+def test_a_corrupt_text_file_in_place_is_named_and_left_alone(server, tmp_path):
+    info = text_dataset("tinyshakespeare", {"input.txt": SHAKESPEARE}, url_prefix=f"{server.url}/ts/")
+    target = tmp_path / "cache"
+    target.mkdir()
+    (target / "input.txt").write_bytes(SHAKESPEARE[:-1])
+    with pytest.raises(ChecksumError) as caught:
+        load(info, target, shape=(32,))
+    assert str(target / "input.txt") in str(caught.value) and f"{server.url}/ts/input.txt" in str(caught.value)
+    assert (target / "input.txt").read_bytes() == SHAKESPEARE[:-1] and server.requests == []
+
+
+def test_a_text_download_resumes(server, tmp_path):
+    ptb = {"ptb.train.txt": b" the market fell \n" * 200, "ptb.valid.txt": b" it rose \n" * 20,
+           "ptb.test.txt": b" flat \n" * 20}
+    for name, blob in ptb.items():
+        server.files[f"/t/{name}"] = blob
+    info = text_dataset("ptb", ptb, url_prefix=f"{server.url}/t/")  # md5 (torchtext's) and sha256 both checked
+    target = tmp_path / "ptb"
+    server.cut_at = 1000  # the first file's connection drops after 1,000 bytes
+    with pytest.raises(UsageError, match="cannot get the ptb data set"):
+        ensure_files(info, target)
+    assert part_path(target / "ptb.train.txt").stat().st_size == 1000
+    corpus = load_corpus(info, target)
+    assert ("/t/ptb.train.txt", "bytes=1000-") in server.requests
+    assert bytes(corpus.train) == ptb["ptb.train.txt"]

@@ -14,7 +14,8 @@ from rigbench.workloads import WORKLOADS
 
 
 def test_every_dataset_is_registered_with_its_facts():
-    assert [d.name for d in list_datasets()] == ["mnist", "fashion_mnist", "cifar10", "digits", "image_folder"]
+    assert [d.name for d in list_datasets()] == ["mnist", "fashion_mnist", "cifar10", "digits", "image_folder",
+                                              "pysrc", "tinyshakespeare", "wikitext2", "ptb"]
     for info in DATASETS.values():
         assert info.title and info.source
         for f in info.files:

@@ -13,6 +13,8 @@ from rigbench.analysis.process_scaling import ProcessRow, process_scaling_rows, 
 from rigbench.analysis.scaling import ScalingRow, scaling_table
 from rigbench.cli import interrupts
 from rigbench.cli.common import (
+    DATA_DIR_HELP,
+    DATASET_HELP,
     DB_HELP,
     _check_precision,
     _run_with_progress,
@@ -76,7 +78,7 @@ def lr_find_summary(result: Result) -> dict[str, Any]:
 @handles_usage_errors
 def lr_find(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to test, e.g. mlp or cnn."),
-    dataset: str | None = typer.Option(None, "--dataset", help="Real data set to train on: digits, mnist, fashion_mnist, cifar10 or image_folder (default: the workload's reference data set)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     device: str = typer.Option("cpu", "--device", "-d", help="Device to run on: cpu, cuda:0, mps, xpu:0, dml:0."),
     batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Batch size (default: the workload's). The suggestion holds for this batch size."),
     start_lr: float = typer.Option(1e-6, "--start-lr", help="Learning rate of the first step."),
@@ -85,7 +87,7 @@ def lr_find(
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: its own choice)."),
     framework: str = framework_option(),
-    data_dir: str | None = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
+    data_dir: str | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the suggestion, its rule and figures, and the whole curve."),

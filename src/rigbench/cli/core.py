@@ -11,6 +11,8 @@ import typer
 from rigbench import api
 from rigbench.cli import interrupts
 from rigbench.cli.common import (
+    DATA_DIR_HELP,
+    DATASET_HELP,
     DB_HELP,
     _check_precision,
     _run_with_progress,
@@ -111,7 +113,7 @@ def run(
 @handles_usage_errors
 def train(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to train, e.g. mlp, cnn, resnet:depth=56."),
-    dataset: str | None = typer.Option(None, "--dataset", help="digits, mnist, fashion_mnist, cifar10 or image_folder (default: the workload's reference data set)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     epochs: int = typer.Option(10, "--epochs", help="Epochs to train, each followed by a held-out evaluation."),
     target_accuracy: float | None = typer.Option(None, "--target-accuracy", help="Report time and epochs to reach this held-out accuracy (0.9 or 90 both mean 90%)."),
     lr: list[str] | None = typer.Option(None, "--lr", metavar="LR", help="Learning rate(s), e.g. --lr 0.001,0.01,0.1 (default: the workload's)."),
@@ -122,7 +124,7 @@ def train(
     input_mode: str = typer.Option("resident", "--input", help="resident: the data set lives on the device; loader: a DataLoader feeds it from host memory (input and copy times are reported)."),
     workers: int = typer.Option(0, "--workers", help="DataLoader worker processes (--input loader)."),
     pin_memory: bool = typer.Option(False, "--pin-memory", help="Pinned host memory for faster copies to a GPU (--input loader)."),
-    data_dir: str | None = typer.Option(None, "--data-dir", help="Where the data set's files are (default: rigbench's cache directory)."),
+    data_dir: str | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
     timeout: float = typer.Option(3600, "--timeout", help="Kill a training run after this many seconds."),
     energy: EnergyMode = energy_option(),

@@ -42,9 +42,16 @@ def ensure_files(dataset: DatasetInfo | str, data_dir: str | os.PathLike[str] | 
 
     A present file with the wrong digest raises ChecksumError and is left alone. Missing
     files are downloaded when `download` is true; otherwise, or when the network fails, a
-    UsageError lists each missing file, the directory it belongs in and its URLs.
+    UsageError lists each missing file, the directory it belongs in and its URLs. `pysrc` has
+    no files to fetch: its stdlib sources are checked against the manifest (CorpusMismatchError),
+    whatever `verify` says, and {} comes back.
     """
     info = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    if info.format == "pysrc":  # nothing to fetch: check the stdlib (or data_dir) against the manifest
+        from rigbench.data.pysrc import load_manifest, read_checked, stdlib_root
+
+        read_checked(stdlib_root(data_dir), load_manifest())  # always: its digests are what pysrc is
+        return {}
     directory = dataset_dir(info, data_dir)
     paths = {f.role: directory / f.filename for f in info.files}
     missing = [f for f in info.files if not paths[f.role].is_file()]

@@ -29,3 +29,21 @@ class DownloadError(UsageError):
     def __init__(self, url: str, dest: str, reason: str):
         self.url, self.dest, self.reason = url, dest, reason
         super().__init__(f"cannot download {url} ({reason}); fetch it by hand and save it as {dest}")
+
+
+class CorpusMismatchError(UsageError):
+    """Files of a pinned corpus (pysrc) are missing or not the bytes its manifest names.
+
+    `differ` holds every (relative path, "missing" | "changed"); the message names the first few.
+    Training on the files anyway would silently be another corpus, so nothing is loaded.
+    """
+
+    SHOWN = 5
+
+    def __init__(self, corpus: str, root: str, differ: list[tuple[str, str]], total: int, made_from: str,
+                 advice: str):
+        self.corpus, self.root, self.differ, self.total = corpus, root, differ, total
+        shown = ", ".join(f"{path} ({why})" for path, why in differ[: self.SHOWN])
+        more = f" and {len(differ) - self.SHOWN} more" if len(differ) > self.SHOWN else ""
+        super().__init__(f"{corpus}: {len(differ)} of {total} files under {root} are not the ones its manifest "
+                         f"pins (made from {made_from}): {shown}{more}; {advice}")
