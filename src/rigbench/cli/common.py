@@ -27,7 +27,7 @@ app = typer.Typer(
     help="Measure how well this machine trains neural networks, on every device it has.",
     no_args_is_help=True, add_completion=False, rich_markup_mode=None,
 )
-results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CSV, bundle), import a bundle.", no_args_is_help=True)
+results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CSV, bundle), import a bundle, flush the spool.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 
 # When stdout is a file or a pipe, rich would wrap tables at 80 columns; keep rows whole.
