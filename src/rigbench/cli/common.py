@@ -22,6 +22,7 @@ from rigbench.reports import terminal
 from rigbench.spec import ENERGY_MODES, PRECISIONS
 from rigbench.store import Store
 from rigbench.store.engine import url_without_password
+from rigbench.store.limits import check_storable
 
 app = typer.Typer(
     help="Measure how well this machine trains neural networks, on every device it has.",
@@ -103,9 +104,16 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """rigbench: trustworthy training benchmarks for this machine."""
 
 
+def open_store_for(specs: list[Any], db: str | None) -> None:
+    """Before any trial: refuse a value the database cannot store (store/limits.py), then open
+    (and validate) the database, so neither costs a measured result."""
+    check_storable(specs)
+    Store(db)
+
+
 def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
     """Run trials with a progress bar and one line per finished trial, all on stderr."""
-    Store(db)  # open (and validate) the database before spending time on trials
+    open_store_for(specs, db)
     progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                         TimeElapsedColumn(), console=err, transient=True)
     with progress:

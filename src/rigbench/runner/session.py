@@ -16,6 +16,7 @@ from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.spec import ChildReport, Result, TrialSpec
 from rigbench.store import Store
+from rigbench.store.limits import check_storable
 
 
 @dataclass
@@ -43,7 +44,9 @@ def run_trials(
     on_trial_end: Callable[[int, Result], None] | None = None,
     on_child_start: Callable[[int], None] | None = None,
 ) -> SessionOutcome:
-    """Run `specs` in order, one launch each (one trial per device at a time)."""
+    """Run `specs` in order, one launch each (one trial per device at a time). A spec the
+    database could not store is refused before any of them runs (store/limits.py)."""
+    check_storable(specs)
     outcome = SessionOutcome()
     for index, spec in enumerate(specs):
         if on_trial_start:
