@@ -121,8 +121,9 @@ class Store:
         try:
             self.engine: Engine = make_engine(real, create=create)
             ensure_current(self.engine, self.url)
-        except OperationalError as exc:  # unreachable server, wrong password, locked file
-            raise UsageError(f"cannot open the database {self.url}: {error_text(exc)}") from None
+        except OperationalError as exc:  # unreachable server, wrong password, a file it cannot make
+            hint = "; give --db or set RIGBENCH_DB to a database you can write" if real.startswith("sqlite") else ""
+            raise UsageError(f"cannot open the database {self.url}: {error_text(exc)}{hint}") from None
         except DatabaseError as exc:  # e.g. SQLite's "file is not a database"
             hint = "; give --db a rigbench database or a new file" if real.startswith("sqlite") else ""
             raise UsageError(f"cannot open the database {self.url}: {error_text(exc)}{hint}") from None
