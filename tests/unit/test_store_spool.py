@@ -7,11 +7,13 @@ import logging
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
 from rigbench.cli import app
@@ -276,3 +278,24 @@ def test_postgres_restart_reconnects_and_a_server_still_down_spools(monkeypatch,
             Store(url)
         assert store_lines(caplog) == [f"stored 1 result(s) in {shown} that were spooled while it could not take them"]
         assert sorted(b for (b,) in sql(url, "select batch_size from trials")) == [8, 16]
+
+
+def test_a_retry_after_a_lost_commit_answer_stores_the_result_once(monkeypatch):
+    server_url()  # skips without a test server
+    with fresh_database() as url:
+        store = new_store(url)
+        real_transaction = Store._transaction
+        answers = []
+
+        @contextmanager
+        def answer_lost_once(self, wait_s):
+            with real_transaction(self, wait_s) as tx:
+                yield tx
+            answers.append("lost" if not answers else "ok")  # committed; then the connection drops
+            if answers[-1] == "lost":
+                raise OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
+
+        monkeypatch.setattr(Store, "_transaction", answer_lost_once)
+        new_id = store.add_result(make_result())
+        assert answers == ["lost", "ok"]
+        assert sql(url, "select id from trials") == [(new_id,)]

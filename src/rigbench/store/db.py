@@ -90,13 +90,19 @@ class SpoolOutcome:
     unreadable: list[str] = field(default_factory=list)  # files set aside, with why
 
 
+def _stored_id(tx: Transaction, result: Result) -> int | None:
+    """The id under which `result` (its rows.result_identity) is already stored, if it is."""
+    identity = rows.result_identity(result)
+    return next((r.id for r in tx.list(run_id=result.run_id) if rows.result_identity(r) == identity), None)
+
+
 def _store_spooled(tx: Transaction, run: dict[str, Any], result: Result) -> bool:
     """Store one spooled result with its run (unless stored already); False if it was."""
     if not tx.machines([result.run_id]):
         machine = run.get("machine")
         tx.add_run(result.run_id, str(run.get("created_at") or result.created_at), str(run.get("command") or ""),
                    machine if isinstance(machine, dict) else {})
-    if rows.result_identity(result) in {rows.result_identity(r) for r in tx.list(run_id=result.run_id)}:
+    if _stored_id(tx, result) is not None:
         return False
     tx.add_result(result.model_copy(update={"id": None}))
     return True
@@ -114,6 +120,7 @@ class Store:
     line saying how many) unless `import_spool` is False (`rigbench results flush`)."""
 
     def __init__(self, url: str | None = None, *, create: bool = True, import_spool: bool = True):
+        wait_bound()  # a bad RIGBENCH_DB_WAIT_S is refused now, not when a finished result is stored
         real = resolve_db_url(url) if url else default_db_url()
         self.url = display_url(real)
         self._runs: dict[str, dict[str, Any]] = {}  # runs added here: a spooled result keeps its run
@@ -196,8 +203,17 @@ class Store:
         spooled, later ones try once (no new wait) until a write succeeds. A successful write
         also stores what was spooled before. A broken invariant (IntegrityError: the result's
         run is not stored) is a bug, raised as it is."""
+        tries = 0
+
+        def insert_once(tx: Transaction) -> int:
+            nonlocal tries
+            tries += 1
+            # a retry after a lost connection: the lost commit may have landed
+            stored = _stored_id(tx, result) if tries > 1 else None
+            return stored if stored is not None else tx.add_result(result)
+
         try:
-            new_id = self._write(lambda tx: tx.add_result(result), 0.0 if self._spooling else None)
+            new_id = self._write(insert_once, 0.0 if self._spooling else None)
         except (Unavailable, OperationalError, InterfaceError, DataError) as exc:
             result.id = None  # set by an insert that was never committed
             run = self._runs.get(result.run_id, {"id": result.run_id, "created_at": result.created_at})
@@ -207,6 +223,7 @@ class Store:
                         "next opens this database, or by `rigbench results flush` with its --db",
                         result.spec.label(), self.url, _why(exc), path)
             return None
+        result.id = new_id
         if self._spooling:
             self._spooling = False
             self._import_spool_quietly()
