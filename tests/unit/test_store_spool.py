@@ -173,7 +173,8 @@ def test_a_read_only_database_spools_and_an_unwritable_spool_is_one_line(tmp_pat
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     monkeypatch.setenv("RIGBENCH_SPOOL_DIR", str(blocked / "spool"))
-    with pytest.raises(Exception, match=r"^cannot keep the result in the spool folder .*a-file/spool/\w+ "
+    with pytest.raises(Exception, match=r"^could not store the result of .* \(attempt to write a readonly database\), "
+                                        r"and cannot keep the result in the spool folder .*a-file/spool/\w+ "
                                         r"\(Not a directory\): set RIGBENCH_SPOOL_DIR to a folder you can write$"):
         Store(read_only).add_result(make_result())
 

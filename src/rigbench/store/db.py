@@ -217,7 +217,11 @@ class Store:
         except (Unavailable, OperationalError, InterfaceError, DataError) as exc:
             result.id = None  # set by an insert that was never committed
             run = self._runs.get(result.run_id, {"id": result.run_id, "created_at": result.created_at})
-            path = spool.write(self.url, result, run, str(exc) if isinstance(exc, Unavailable) else error_text(exc))
+            try:
+                path = spool.write(self.url, result, run, str(exc) if isinstance(exc, Unavailable) else error_text(exc))
+            except UsageError as no_spool:  # nowhere left to keep it: say both, stop the run
+                raise UsageError(f"could not store the result of {result.spec.label()} in {self.url} ({_why(exc)}), "
+                                 f"and {no_spool}") from None
             self._spooling = True
             log.warning("could not store the result of %s in %s (%s): kept it in %s; it is stored when a command "
                         "next opens this database, or by `rigbench results flush` with its --db",
@@ -247,7 +251,7 @@ class Store:
                 out.left += files[i:]
                 out.reason = out.reason or str(exc)
                 break
-            except DBAPIError as exc:  # this result refused (or the server gone): the next may go
+            except DBAPIError as exc:  # this row refused, or a file that cannot be written: keep trying
                 out.left.append(path)
                 out.reason = out.reason or error_text(exc)
                 continue
@@ -261,10 +265,7 @@ class Store:
         database without waiting (one try), and say in one line what happened."""
         if not spool.pending(self.url):
             return
-        try:
-            done = self.flush_spool(wait_s=0.0)
-        except UsageError:  # e.g. a bad RIGBENCH_DB_WAIT_S: the command says so itself
-            return
+        done = self.flush_spool(wait_s=0.0)
         if done.imported or done.present:
             also = f" ({done.present} were already stored)" if done.present else ""
             log.warning("stored %d result(s) in %s that were spooled while it could not take them%s",
