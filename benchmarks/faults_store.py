@@ -100,7 +100,7 @@ def home_read_only(seed: Seed, work: Path) -> Outcome:
     wanted = {("run", "mlp", *QUICK, "-b", "8"): "RIGBENCH_DB", ("results", "list"): "RIGBENCH_DB",
               ("train", "mlp", "--dataset", "mnist", "--epochs", "1", "--db", str(work / "faults.db")):
               "RIGBENCH_CACHE_DIR"}
-    cmds = [rig(*args, env=env, cwd=str(work)) for args in wanted]
+    cmds = [finish(p) for p in [start(*args, env=env, cwd=str(work)) for args in wanted]]  # at once
     out = Outcome("HOME under a regular file, RIGBENCH_DB/RIGBENCH_CACHE_DIR/XDG_* unset: run, results list, "
                   "train --dataset mnist", cmds, statuses(work / "faults.db"), rc=max(c.rc or 0 for c in cmds))
     for cmd, variable in zip(cmds, wanted.values()):
