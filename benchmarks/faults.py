@@ -1,5 +1,7 @@
 """Fault suite: inject each fault into REAL runs of the `rigbench` command against a real
-SQLite database, and check that every fault ends as a stored result or a one-line error.
+SQLite database (PostgreSQL for the pg-* faults), and check that every fault ends as a stored
+result or a one-line error. The faults of where results are kept (a database locked,
+restarted or down mid-run, a read-only home) are in faults_store.py.
 
     python benchmarks/faults.py                 # every fault (a few minutes)
     python benchmarks/faults.py --only nan,oom  # some of them
@@ -46,6 +48,7 @@ from faults_lib import (  # noqa: E402
     trial_children,
     wait_for_child,
 )
+from faults_store import STORE_FAULTS  # noqa: E402
 
 Fault = Callable[[Seed, Path], Outcome]
 FAULTS: dict[str, Fault] = {}
@@ -358,6 +361,9 @@ def report_missing_dir(seed: Seed, work: Path) -> Outcome:
                    baseline=before, rc=cmd.rc, notes=[cmd.last_line()])
 
 
+FAULTS.update(STORE_FAULTS)  # sqlite-locked, home-read-only, pg-restart, pg-down
+
+
 # --- the driver ---
 
 def line(name: str, out: Outcome) -> str:
@@ -384,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown fault(s) {', '.join(unknown)}; --list shows them")
     root = Path(tempfile.mkdtemp(prefix="rigbench-faults-"))
+    os.environ["RIGBENCH_SPOOL_DIR"] = str(root / "spool")  # never the user's own spool
     seed = Seed(root)
     totals = {"injected": 0, "skipped": 0, "recorded": 0, "lost": 0, "tracebacks": 0}
     started = time.time()

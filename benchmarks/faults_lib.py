@@ -96,7 +96,9 @@ def newest_id(db: Path) -> int | None:
 
 
 def trial_children(pid: int) -> list[psutil.Process]:
-    """The trial processes (rigbench.runner.child) under `pid` that are running now."""
+    """The trial processes under `pid` that are running now: a `rigbench.runner.child`
+    interpreter, or a process forked from a warm-start server (runner/forkserver.py), which
+    keeps the server's command line."""
     found = []
     try:
         kids = psutil.Process(pid).children(recursive=True)
@@ -104,11 +106,17 @@ def trial_children(pid: int) -> list[psutil.Process]:
         return []
     for p in kids:
         try:
-            if "rigbench.runner.child" in " ".join(p.cmdline()):
+            if "rigbench.runner.child" in " ".join(p.cmdline()) or _forked_trial(p):
                 found.append(p)
         except psutil.Error:  # it ended meanwhile
             pass
     return found
+
+
+def _forked_trial(p: psutil.Process) -> bool:
+    server = "rigbench.runner.forkserver"
+    parent = p.parent()
+    return parent is not None and server in " ".join(p.cmdline()) and server in " ".join(parent.cmdline())
 
 
 def wait_for_child(proc: subprocess.Popen[str], db: Path, results: int = 0,
@@ -170,14 +178,14 @@ class Outcome:
         return sum(c.traceback for c in self.cmds)
 
 
-def serves(db: Path, work: Path, out: Outcome) -> None:
-    """`results list`, `report` and `results show` of the newest trial on the same database,
-    at once: each must still work (exit 0, no traceback) after the fault; what they did goes
-    into `out`."""
+def serves(db: Path | str, work: Path, out: Outcome) -> None:
+    """`results list`, `report` and `results show` of the newest trial on the same database
+    (a SQLite file, or a URL: then without `show`), at once: each must still work (exit 0, no
+    traceback) after the fault; what they did goes into `out`."""
     names = ["list", "report"]
     procs = [start("results", "list", "--db", str(db)),
              start("report", "--db", str(db), "-o", str(work / "serve-report.html"))]
-    newest = newest_id(db)
+    newest = newest_id(db) if isinstance(db, Path) else None
     if newest is not None:
         names.append(f"show {newest}")
         procs.append(start("results", "show", str(newest), "--db", str(db)))

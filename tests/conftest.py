@@ -25,10 +25,11 @@ BACKENDS = ("sqlite", "postgresql")
 
 @pytest.fixture(autouse=True)
 def _isolated_dirs(tmp_path_factory, monkeypatch):
-    """Never write into the user's real database or cache during tests."""
+    """Never write into the user's real database, cache or spool during tests."""
     base = tmp_path_factory.mktemp("rigbench-home")
     monkeypatch.setenv("RIGBENCH_DB", str(base / "default.db"))
     monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(base / "cache"))
+    monkeypatch.setenv("RIGBENCH_SPOOL_DIR", str(base / "spool"))
 
 
 @pytest.fixture(params=BACKENDS)

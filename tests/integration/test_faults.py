@@ -1,7 +1,9 @@
 """The fault suite's cheapest faults (benchmarks/faults.py), through the same functions: each
 ends as a one-line error (exit 2, no traceback) or a stored result, and the database still
 serves `results list`, `report` and `results show` afterwards. No trial runs here: the seed
-database is the v0.1 fixture, migrated on first open."""
+database is the v0.1 fixture, migrated on first open. (The database locked, restarted or down
+mid-run needs a trial: benchmarks/faults.py runs those; tests/unit/test_store_spool.py has them
+without one.)"""
 
 from pathlib import Path
 
@@ -31,6 +33,13 @@ def test_fault_is_a_one_line_error(name, seed, tmp_path):
     assert out.rc == 2, out.cmds[0].err
     assert out.lost == 0 and not out.recorded
     assert out.serve_failures == []
+
+
+def test_read_only_home_is_one_line_naming_the_path_and_the_variable(seed, tmp_path):
+    out = inject("home-read-only", seed, tmp_path)
+    assert out.tracebacks == 0, [c.err for c in out.cmds]
+    assert out.rc == 2 and out.lost == 0 and not out.recorded
+    assert [n for n in out.notes if "not naming" in n] == [], out.notes
 
 
 def test_non_database_file_is_a_one_line_error(tmp_path):

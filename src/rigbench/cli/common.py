@@ -25,12 +25,13 @@ from rigbench.reports import terminal
 from rigbench.spec import ENERGY_MODES, PRECISIONS
 from rigbench.store import Store
 from rigbench.store.engine import url_without_password
+from rigbench.store.limits import check_storable
 
 app = typer.Typer(
     help="Measure how well this machine trains neural networks, on every device it has.",
     no_args_is_help=True, add_completion=False, rich_markup_mode=None,
 )
-results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CSV, bundle), import a bundle.", no_args_is_help=True)
+results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CSV, bundle), import a bundle, flush the spool.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 
 # A terminal's tables fit its width (reports/table_fit.py). Into a file or a pipe rich would
@@ -160,9 +161,16 @@ def progress_bar() -> Progress:
                     TimeElapsedColumn(), console=err, transient=True)
 
 
+def open_store_for(specs: list[Any], db: str | None) -> None:
+    """Before any trial: refuse a value the database cannot store (store/limits.py), then open
+    (and validate) the database, so neither costs a measured result."""
+    check_storable(specs)
+    Store(db)
+
+
 def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
     """Run trials with a progress bar and one line per finished trial, all on stderr."""
-    Store(db)  # open (and validate) the database before spending time on trials
+    open_store_for(specs, db)
     progress = progress_bar()
     with progress:
         task = progress.add_task("starting", total=len(specs))

@@ -1,4 +1,4 @@
-"""The core commands: run, train, workloads, devices, results list|show|export, report."""
+"""The core commands: run, train, workloads, devices, results list|show|export|flush, report."""
 
 from __future__ import annotations
 
@@ -270,6 +270,28 @@ def results_export(
         err.print(f"wrote {len(rows)} results to {output}")
     else:
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+
+
+@results_app.command("flush")
+@handles_usage_errors
+def results_flush(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
+    """Store the results kept in the spool while this database was unreachable or busy (any command that opens it does so too)."""
+    from rigbench.store import spool
+
+    store = Store(db, create=False, import_spool=False)
+    done = store.flush_spool()
+    for line in done.unreadable:
+        err.print(f"set aside an unreadable spool file: {line}", highlight=False, markup=False, soft_wrap=True)
+    if done.left:
+        raise UsageError(f"{len(done.left)} spooled result(s) could not be stored in {store.url} ({done.reason}): "
+                         f"they stay in {done.left[0].parent}")
+    elsewhere = spool.spooled_elsewhere(store.url)
+    others = f"; {elsewhere} more are spooled for other databases in {spool.spool_root()}: give their --db" if elsewhere else ""
+    if done.imported or done.present:
+        also = f" ({done.present} were already stored)" if done.present else ""
+        out.print(f"Stored {done.imported} spooled result(s) in {store.url}{also}{others}", highlight=False, soft_wrap=True)
+    else:
+        out.print(f"No results are spooled for {store.url}{others}", highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -23,6 +23,7 @@ from rigbench.cli.common import (
     err,
     framework_option,
     handles_usage_errors,
+    open_store_for,
     out,
 )
 from rigbench.errors import UsageError
@@ -236,7 +237,7 @@ def sweep(
     if dry_run:
         _dry_run(grid, db, resume, as_json)
         return
-    Store(db)  # open (and validate) the database before spending time on trials
+    open_store_for(grid, db)
     _announce(grid, db, resume, yes)
     try:
         outcome = _sweep_with_progress(grid, db, resume)

@@ -60,14 +60,29 @@ def ensure_files(dataset: DatasetInfo | str, data_dir: str | os.PathLike[str] | 
             verify_file(paths[f.role], f)
     if missing and not download:
         raise UsageError(_missing_message(info, directory, missing, "not there, and downloading is off"))
+    move = ("give --data-dir a folder you can write" if data_dir is not None
+            else "set RIGBENCH_CACHE_DIR to a folder you can write (or give --data-dir)")
+    if missing:
+        _make_folder(directory, move)
     for i, f in enumerate(missing):
         try:
             _download(f, paths[f.role], progress)
         except DownloadError as error:
             raise UsageError(_missing_message(info, directory, missing[i:], error.reason)) from None
+        except OSError as exc:  # not the network: a read-only folder, a full disk
+            raise UsageError(f"cannot write {paths[f.role]} ({exc.strerror}): {move}") from None
         if verify:
             verify_file(paths[f.role], f)  # already checked by fetch: this writes the stamp
     return paths
+
+
+def _make_folder(directory: Path, how_to_move: str) -> None:
+    """Create the folder downloads go to; UsageError naming it and how to move it (a
+    read-only home, a path through a file) instead of a traceback from deep in the download."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the data folder {directory} ({exc.strerror}): {how_to_move}") from None
 
 
 def verify_file(path: Path, remote: RemoteFile) -> None:

@@ -12,6 +12,7 @@ from rigbench.fingerprint import machine_fingerprint
 from rigbench.runner.session import SessionOutcome, run_trials
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
+from rigbench.store.limits import check_storable
 from rigbench.timestamps import now_iso
 
 
@@ -46,6 +47,7 @@ def run(
     on_child_start: Callable[[int], None] | None = None,
 ) -> RunOutcome:
     """Run trials one by one in child processes; every result is stored as it finishes."""
+    check_storable(specs)  # before the run is recorded: a refused spec leaves no empty run
     store = Store(db)
     run_id = start_run(store, command)
     session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,

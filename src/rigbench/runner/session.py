@@ -20,6 +20,7 @@ from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.runner.launchers.base import TrialInterrupted
 from rigbench.spec import ChildReport, Result, TrialSpec
 from rigbench.store import Store
+from rigbench.store.limits import check_storable
 
 log = logging.getLogger("rigbench.runner")
 
@@ -50,7 +51,9 @@ def run_trials(
     on_trial_end: Callable[[int, Result], None] | None = None,
     on_child_start: Callable[[int], None] | None = None,
 ) -> SessionOutcome:
-    """Run `specs` in order, one launch each (one trial per device at a time)."""
+    """Run `specs` in order, one launch each (one trial per device at a time). A spec the
+    database could not store is refused before any of them runs (store/limits.py)."""
+    check_storable(specs)
     warning = oversubscription(specs, usable_cores())
     if warning:
         log.warning("rigbench: warning: %s", warning)

@@ -11,15 +11,12 @@ from typing import Any
 import platformdirs
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from rigbench.errors import UsageError
+from rigbench.store.waiting import SQLITE_BUSY_TIMEOUT_S, begin_immediate, wait_bound
 
 log = logging.getLogger("rigbench.store")
-
-#: Seconds a SQLite connection waits for another process's write lock (a migration, a bundle
-#: import, a sweep storing a result) before giving up with "database is locked".
-SQLITE_BUSY_TIMEOUT_S = 60.0
 #: any constant: the key of the PostgreSQL advisory lock that stands for SQLite's write lock
 _PG_WRITE_LOCK_KEY = 7_210_101
 #: URL schemes that mean PostgreSQL without naming a driver -> the one rigbench installs
@@ -35,6 +32,9 @@ _USERINFO_PASSWORD = re.compile(r"\A([^:/]+://[^:/@]*:)[^@]*@")
 #: libpq also takes a password as a query parameter (`?password=...`), which SQLAlchemy's
 #: masking leaves alone.
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\s]*", re.IGNORECASE)
+#: Seconds one connection attempt to a PostgreSQL server may take (libpq waits forever by
+#: default): a server that went away must fail the attempt, so the retries stay bounded.
+PG_CONNECT_TIMEOUT_S = 10
 
 
 def default_db_url() -> str:
@@ -117,14 +117,25 @@ def make_engine(url: str, create: bool = True) -> Engine:
     if path is not None and create:
         if not path.parent.is_dir():  # a mistyped --db or RIGBENCH_DB would otherwise go unnoticed
             log.warning("created the folder %s for the database %s", path.parent, path.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only home, a path through a file
+            raise UsageError(f"cannot create the folder {path.parent} for the database {display_url(url)} "
+                             f"({exc.strerror}): give --db or set RIGBENCH_DB to a database you can write") from None
     elif path is not None and not path.exists():
         raise UsageError(f"the database {display_url(url)} does not exist: check --db or RIGBENCH_DB "
                          "(commands that store results create it)")
-    backend = make_url(url).get_backend_name()
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
     is_sqlite = backend == "sqlite"
+    options: dict[str, Any] = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    if not is_sqlite:
+        # a pooled connection that died with its server (a restart) is replaced on checkout
+        options = {"pool_pre_ping": True, "connect_args": {}}
+        if backend == "postgresql" and "connect_timeout" not in parsed.query:
+            options["connect_args"]["connect_timeout"] = PG_CONNECT_TIMEOUT_S
     try:
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S} if is_sqlite else {})
+        engine = create_engine(url, **options)
     except ModuleNotFoundError as exc:  # the dialect imports its driver here
         how = f": {POSTGRES_INSTALL}" if backend == "postgresql" else ""
         raise UsageError(f"the database driver for {display_url(url)} is not installed ({exc.name}){how}") from None
@@ -140,13 +151,21 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def write_lock(conn: Connection) -> None:
+def error_text(exc: DBAPIError) -> str:
+    """The driver's message on one line (psycopg's span several), any URL in it masked."""
+    return mask_urls(" ".join(str(exc.orig).split()))
+
+
+def write_lock(conn: Connection, url: str = "", wait_s: float | None = None) -> None:
     """Take the database's write lock for the rest of `conn`'s transaction (a migration, a
     Store.transaction), so write transactions run one at a time as on SQLite and one that
     reads before it writes (a bundle import skipping what is stored) sees every earlier one.
-    SQLite: BEGIN IMMEDIATE, waiting on the busy timeout. PostgreSQL: a transaction-scoped
-    advisory lock, released at commit, rollback or a lost connection."""
+    SQLite: BEGIN IMMEDIATE, waiting up to `wait_s` (default: waiting.wait_bound()) and saying
+    so (store/waiting.py), then waiting.Unavailable. PostgreSQL: a transaction-scoped advisory
+    lock, released at commit, rollback or a lost connection. `url`: as shown in messages."""
     if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        path = sqlite_file(conn.engine.url.render_as_string(hide_password=False))
+        begin_immediate(conn, url or display_url(str(conn.engine.url)), path,
+                        wait_bound() if wait_s is None else wait_s)
     elif conn.dialect.name == "postgresql":
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_WRITE_LOCK_KEY})")

@@ -63,7 +63,7 @@ def ensure_current(engine: Engine, url: str) -> None:
         if state[0] == HEAD_REVISION and state[1] is not None:
             return
     with engine.connect() as conn:
-        write_lock(conn)
+        write_lock(conn, url)
         try:
             _migrate(conn, url)
         except BaseException:
