@@ -27,8 +27,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import psutil
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from faults_lib import (  # noqa: E402
     QUICK,
@@ -38,6 +36,7 @@ from faults_lib import (  # noqa: E402
     finish,
     forge_stamps,
     import_fault,
+    left_over,
     limit_file_size,
     mnist_files,
     rig,
@@ -48,6 +47,7 @@ from faults_lib import (  # noqa: E402
     trial_children,
     wait_for_child,
 )
+from faults_signals import SIGNAL_FAULTS  # noqa: E402
 from faults_store import STORE_FAULTS  # noqa: E402
 
 Fault = Callable[[Seed, Path], Outcome]
@@ -104,36 +104,6 @@ def nan(seed: Seed, work: Path) -> Outcome:
 
 
 SWEEP = ["mlp", *QUICK, "--batch-size", "8,16"]
-
-
-@fault("ctrl-c")
-def ctrl_c(seed: Seed, work: Path) -> Outcome:
-    db = work / "faults.db"
-    proc = start("sweep", *SWEEP, "--db", str(db))
-    kids = wait_for_child(proc, db, results=1, settle_s=1)
-    alive = [k.pid for k in kids if k.is_running()]
-    stored_then = len(statuses(db))
-    proc.send_signal(signal.SIGINT)
-    cmd = finish(proc, 120)
-    did = (f"SIGINT to the sweep driver during its 2nd trial ({stored_then} stored, trial pid "
-           f"{alive[0] if alive else 'gone'} at the signal)" if kids else "SIGINT (no 2nd trial seen)")
-    out = Outcome(did, [cmd], statuses(db), must_keep=stored_then, rc=cmd.rc)
-    if cmd.rc != 130:
-        out.notes.append(f"exit {cmd.rc}, not 130: the interrupt was not acted on")
-    if "Resume with:" not in cmd.err:
-        out.notes.append("no 'Resume with:' line")
-    left_over(kids, out)
-    serves(db, work, out)
-    return out
-
-
-def left_over(kids: list[psutil.Process], out: Outcome) -> None:
-    """Note any trial process that outlived its driver."""
-    _, alive = psutil.wait_procs(kids, timeout=15)
-    if alive:
-        out.notes.append(f"trial process {alive[0].pid} outlived its driver (killed now)")
-        for p in alive:
-            p.kill()
 
 
 @fault("kill9-resume")
@@ -361,6 +331,7 @@ def report_missing_dir(seed: Seed, work: Path) -> Outcome:
                    baseline=before, rc=cmd.rc, notes=[cmd.last_line()])
 
 
+FAULTS.update(SIGNAL_FAULTS)  # ctrl-c, sigterm, ctrl-c-train
 FAULTS.update(STORE_FAULTS)  # sqlite-locked, home-read-only, pg-restart, pg-down
 
 

@@ -146,6 +146,15 @@ def signal_child(proc: subprocess.Popen[str], db: Path, sig: int, settle_s: floa
     return f"{signal.Signals(sig).name} to the trial process (pid {kids[0].pid})"
 
 
+def left_over(kids: list[psutil.Process], out: Outcome) -> None:
+    """Note any trial process that outlived its driver (and kill it)."""
+    _, alive = psutil.wait_procs(kids, timeout=15)
+    if alive:
+        out.notes.append(f"trial process {alive[0].pid} outlived its driver (killed now)")
+        for p in alive:
+            p.kill()
+
+
 @dataclass
 class Outcome:
     """What one fault did and what it left behind."""
