@@ -74,7 +74,7 @@ print("ready", flush=True)
 sys.stdin.readline()
 for i in range(WRITES):
     result = Result(run_id=name, created_at=f"2026-01-01T00:00:{i:02d}+00:00", status="ok",
-                    spec=TrialSpec(workload="mlp", batch_size=i + 1), metrics=Metrics(samples_per_s=float(i)),
+                    spec=TrialSpec(workload="mlp", batch_size=i + 1), metrics=Metrics(samples_per_s=float(i + 1)),
                     step_times_s=[0.01 * (i + 1)] * 3)
     print(store.add_result(result), flush=True)
 """
@@ -114,7 +114,8 @@ def test_one_bundle_imported_twice_at_once_is_stored_once(db_url, tmp_path):
     """Each import reads what is stored, then writes the rest: the write lock (SQLite's, or
     PostgreSQL's advisory lock) makes the second wait for the first and skip everything."""
     results = [Result(run_id="theirs", created_at=f"2026-01-02T00:00:{i:02d}+00:00", status="ok",
-                      spec=TrialSpec(workload="mlp", batch_size=8 + i), step_times_s=[0.1] * 3)
+                      spec=TrialSpec(workload="mlp", batch_size=8 + i), step_times_s=[0.1] * 3,
+                      metrics=Metrics(samples_per_s=(8 + i) / 0.1, steps_measured=3))
                for i in range(30)]
     path = tmp_path / "bundle.json"
     path.write_text(json.dumps({

@@ -115,13 +115,14 @@ def make_engine(url: str, create: bool = True) -> Engine:
     pass False, so a mistyped --db is an error instead of a new empty database."""
     path = sqlite_file(url)
     if path is not None and create:
-        if not path.parent.is_dir():  # a mistyped --db or RIGBENCH_DB would otherwise go unnoticed
-            log.warning("created the folder %s for the database %s", path.parent, path.name)
+        made = not path.parent.is_dir()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a read-only home, a path through a file
             raise UsageError(f"cannot create the folder {path.parent} for the database {display_url(url)} "
                              f"({exc.strerror}): give --db or set RIGBENCH_DB to a database you can write") from None
+        if made:  # a mistyped --db or RIGBENCH_DB would otherwise go unnoticed
+            log.warning("created the folder %s for the database %s", path.parent, path.name)
     elif path is not None and not path.exists():
         raise UsageError(f"the database {display_url(url)} does not exist: check --db or RIGBENCH_DB "
                          "(commands that store results create it)")
