@@ -73,7 +73,9 @@ def framework_rss_mib(workload: str) -> float:
 SLOW = (
     "tests/e2e/",  # the `rigbench` command in subprocesses, each starting a framework
     "tests/integration/",  # real child processes for every status, migration and fault
-    "tests/contract/test_keras_family.py",  # one child per Keras framework steps every workload
+    "tests/contract/test_keras_tensorflow.py",  # one child per Keras framework steps every workload
+    "tests/contract/test_keras_jax.py",
+    "tests/contract/test_keras_torch.py",
     "tests/contract/test_workloads.py::test_parameters_match_the_analytic_count",
     "tests/contract/test_workloads.py::test_adapter_flop_counter_matches_the_analytic_figure",
     "tests/unit/test_keras_parity.py",

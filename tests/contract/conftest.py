@@ -14,7 +14,7 @@ from rigbench.workloads.flops import dcgan_discarded_d_weight_grad_flops
 
 FRAMEWORKS = installed_frameworks()
 #: Frameworks on Keras 3, whose backend is fixed at keras' first import: their trials run in one
-#: child process per framework (test_keras_family.py, keras_child.py), never in a pytest worker.
+#: child process per framework (keras_family.py, keras_child.py), never in a pytest worker.
 KERAS_FAMILY = [f for f in FRAMEWORKS if f in ("tensorflow", "keras-jax", "keras-torch")]
 #: Frameworks whose adapters the suite imports and runs in its own processes.
 IN_PROCESS = [f for f in FRAMEWORKS if f not in KERAS_FAMILY]

@@ -2,7 +2,7 @@
 
 Keras fixes its backend when it is first imported, so `tensorflow`, `keras-jax` and
 `keras-torch` cannot share a pytest process (nor import TensorFlow into one that forks).
-tests/contract/test_keras_family.py runs `python -m tests.contract.keras_child FRAMEWORK`
+tests/contract/keras_family.py (through test_keras_<framework>.py) runs `python -m tests.contract.keras_child FRAMEWORK`
 with the adapter's environment, once per framework; this module does what
 test_adapter.py and test_workloads.py do in-process for the other frameworks (software,
 devices, OOM mapping; every workload built at the suite's small batch and options, stepped,

@@ -32,7 +32,7 @@ STEPS: dict[str, tuple[int, float | None, int]] = {
     "mlp": (4, None, 5), "autoencoder": (4, 3e-4, 5), "cnn": (4, None, 5), "rcnn": (4, None, 5),
     "lstm": (4, None, 5), "dcgan": (4, None, 3), "resnet": (4, None, 5), "catsdogs": (2, None, 3),
 }
-CASES = [(f, w) for f in IN_PROCESS for w in WORKLOADS]  # the Keras family: test_keras_family.py
+CASES = [(f, w) for f in IN_PROCESS for w in WORKLOADS]  # the Keras family: keras_family.py
 
 
 @dataclass

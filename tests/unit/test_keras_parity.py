@@ -3,7 +3,7 @@ for every workload, and the same outputs when torch's weights are copied in (flo
 tolerance). Keras fixes its backend at import, so the comparison runs in a child process per
 backend (`python -m tests.unit.test_keras_parity BACKEND`), on TensorFlow and torch; the models
 are written in keras.layers/keras.ops only, so keras-jax runs the same code (its parameter
-counts are checked by tests/contract/test_keras_family.py). Skipped without keras or torch."""
+counts are checked by tests/contract/keras_family.py). Skipped without keras or torch."""
 
 from __future__ import annotations
 
