@@ -41,7 +41,7 @@ def number_problem(value: Any) -> str | None:
         return f"must be a finite number, got {value}"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
         bound = f"at most {MAX_INT}" if value > 0 else f"at least {-MAX_INT}"
-        return f"must be {bound} (the database's integer range), got {value}"
+        return f"must be {bound} (the largest whole number rigbench stores), got {value}"
     return None
 
 

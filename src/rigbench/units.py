@@ -26,7 +26,7 @@ def parse_size(text: str, what: str = "size") -> int:
         raise UsageError(f"{what} {text!r} is not a size: write e.g. 2GiB, 512MiB or 1.5GB")
     value = float(match.group(1)) * _SIZE_UNITS[unit]  # inf for a few hundred digits
     if not value < MAX_INT + 1:  # a float: compared with 2**63 exactly
-        raise UsageError(f"{what} must be at most {MAX_INT} bytes (the database's integer range), got {text!r}")
+        raise UsageError(f"{what} must be at most {MAX_INT} bytes (the largest whole number rigbench stores), got {text!r}")
     if int(value) <= 0:
         raise UsageError(f"{what} must be larger than 0, got {text!r}")
     return int(value)

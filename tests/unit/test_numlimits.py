@@ -43,7 +43,7 @@ def test_every_number_field_of_an_input_model_is_bounded(model):
 
 def test_number_problem_is_the_flags_rule():
     assert number_problem(MAX_INT) is None and number_problem(-MAX_INT) is None and number_problem(True) is None
-    assert number_problem(MAX_INT + 1) == f"must be at most {MAX_INT} (the database's integer range), got {MAX_INT + 1}"
+    assert number_problem(MAX_INT + 1) == f"must be at most {MAX_INT} (the largest whole number rigbench stores), got {MAX_INT + 1}"
     assert number_problem(-MAX_INT - 1).startswith(f"must be at least {-MAX_INT}")
     assert number_problem(float("-inf")) == "must be a finite number, got -inf"
     assert MeasureOptions(timeout_s=MAX_SECONDS).timeout_s == MAX_SECONDS
