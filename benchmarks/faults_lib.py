@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import os
 import resource
 import shutil
 import signal
@@ -49,8 +50,16 @@ class Cmd:
         return (lines[-1][:160] + ("..." if len(lines[-1]) > 160 else "")) if lines else ""
 
 
+def _ctrl_c_default() -> None:
+    """SIGINT back to its default action in the started command: a shell starts background jobs
+    with SIGINT ignored, the ignore is inherited, and Python then installs no KeyboardInterrupt
+    handler, so the Ctrl-C faults would test nothing when the suite runs with `&` or nohup."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(*args: str, **popen: Any) -> subprocess.Popen[str]:
     """Start `rigbench ARGS` in the background, its output captured."""
+    popen.setdefault("preexec_fn", _ctrl_c_default if os.name == "posix" else None)
     return subprocess.Popen([sys.executable, "-m", "rigbench", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace", **popen)
 
