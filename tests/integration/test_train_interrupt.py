@@ -1,4 +1,4 @@
-"""A training run stopped by SIGTERM or Ctrl-C keeps its finished epochs: stored with status
+"""A training run stopped by Ctrl-C (or SIGTERM) keeps its finished epochs: stored with status
 `interrupted`, said in one line, exit 128 + the signal (issue 23 item 19: Ctrl-C used to print
 "Stored in ..." although nothing was stored, and the finished epochs were lost)."""
 
@@ -40,15 +40,16 @@ def train_until(tmp_path, epochs_done: int, sig: signal.Signals):
     return proc.returncode, out, " ".join(err.split()), db
 
 
-@pytest.mark.parametrize("sig, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "Ctrl-C")])
-def test_a_stopped_training_run_keeps_its_finished_epochs(tmp_path, sig, code, name):
-    returncode, out, err, db = train_until(tmp_path, 2, sig)
-    assert returncode == code, err
+def test_a_stopped_training_run_keeps_its_finished_epochs(tmp_path):
+    # Ctrl-C only: SIGTERM reaches the same path as the interrupt it is turned into
+    # (cli/interrupts.py), which tests/integration/test_sweep_resume.py sends to a sweep.
+    returncode, out, err, db = train_until(tmp_path, 2, signal.SIGINT)
+    assert returncode == 130, err
     (stored,) = Store(db).list()
     kept = Store(db).get(stored.id)
     assert kept.status == "interrupted" and kept.metrics.epochs == len(kept.epoch_records) >= 2
     assert [e.epoch for e in kept.epoch_records] == list(range(1, len(kept.epoch_records) + 1))
     assert kept.epoch_records[-1].accuracy is not None and kept.loss_curve
-    assert f"interrupted ({name}); mlp torch cpu b64 fp32 t1 stopped after {kept.metrics.epochs} of 1000 epochs: " \
+    assert f"interrupted (Ctrl-C); mlp torch cpu b64 fp32 t1 stopped after {kept.metrics.epochs} of 1000 epochs: " \
            f"the finished epochs are stored as trial {kept.id} (status interrupted)" in err
     assert "Stored in" in out and "interrupted" in out
