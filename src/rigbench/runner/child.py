@@ -32,7 +32,7 @@ from rigbench.runner import rank_files
 from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, EpochRecord, LrFindOptions, TrainOptions, TrialSpec
-from rigbench.workloads import Workload, get_workload, resolved_options
+from rigbench.workloads import Workload, get_workload, resolved_options, shaped
 from rigbench.workloads.flops import train_flops_per_sample
 
 if TYPE_CHECKING:
@@ -167,7 +167,8 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
          finish: list[Callable[[ChildReport], None]]) -> FrameworkAdapter:
     """The trial's work (run_trial's body); returns the adapter it loaded. `finish` takes what
     must run once the report is final, with the stack still open (a rank's group still joined)."""
-    workload = get_workload(spec.workload)
+    # shaped: the batch shape a GPT's context or a ViT's image size option chooses
+    workload = shaped(get_workload(spec.workload), spec.workload_options)
     adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
     os.environ.update(adapter.environment(spec))  # read once, when the framework starts
     adapter.prepare(spec.threads)  # thread pools sized once, before counting can start them

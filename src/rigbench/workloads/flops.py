@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from rigbench.errors import UsageError
 from rigbench.workloads import Workload, resolved_options
 
 #: Hidden widths of the fully connected net (Shi et al. 2016's FCN-S).
@@ -248,10 +249,100 @@ def _dcgan(workload: Workload, options: dict[str, Any]) -> float:
     return float(dcgan_train_flops(workload.latent_size))
 
 
+@dataclass(frozen=True)
+class Transformer:
+    """The shape of a stack of pre-norm transformer blocks (GPT, ViT): `layers` blocks of
+    width `width` with `heads` heads and an MLP of `mlp` units, on sequences of `tokens`."""
+
+    layers: int
+    heads: int
+    width: int
+    mlp: int
+    tokens: int
+
+    def __post_init__(self) -> None:
+        if self.layers < 1 or self.heads < 1 or self.width % self.heads:
+            raise UsageError(f"a transformer needs layers >= 1 and a width ({self.width}) that its "
+                             f"heads ({self.heads}) divide")
+
+    def block_params(self) -> int:
+        """One block: LayerNorm (2d), qkv (3d^2 + 3d), projection (d^2 + d), LayerNorm (2d), MLP
+        (d m + m, m d + d): 12 d^2 + 13 d for m = 4d."""
+        d, m = self.width, self.mlp
+        return 2 * d + 3 * d * d + 3 * d + d * d + d + 2 * d + d * m + m + m * d + d
+
+    def matmul_weights(self) -> int:
+        """The weights that multiply every token (qkv, projection, MLP): PaLM's N for the blocks."""
+        return self.layers * (4 * self.width * self.width + 2 * self.width * self.mlp)
+
+    def attention_train_flops(self) -> int:
+        """Per sequence, fwd + bwd: q k^T and a v are 2 T^2 d multiply-adds a layer, over the
+        whole T x T score matrix (a causal mask saves none of it in the count, as in PaLM's
+        12 L H d_head T per token), each backward twice the forward: 12 L T^2 d."""
+        return 12 * self.layers * self.tokens * self.tokens * self.width
+
+
+def gpt_shape(options: dict[str, Any]) -> Transformer:
+    width = int(options["width"])
+    return Transformer(int(options["layers"]), int(options["heads"]), width, 4 * width, int(options["context"]))
+
+
+def gpt_train_flops(options: dict[str, Any]) -> int:
+    """PaLM's training FLOPs of one sequence (Chowdhery et al. 2022, appendix B): 6 N T + 12 L H
+    d_head T^2, with N the matmul weights a token passes: the blocks' 12 L d^2 and the head's
+    d V. The head is tied to the token embedding, so the embedding is counted once, as the head
+    (its lookup is indexing); position embeddings, biases and LayerNorms are not counted
+    (nanoGPT's estimate_mfu puts biases and LayerNorms in N: 6 (13 L + 2) d per token more,
+    0.1% of GPT-2 small). 6 = forward 2 + weight gradients 2 + input gradients 2, all taken:
+    the first block's input gradient feeds the embeddings, which train."""
+    shape = gpt_shape(options)
+    n = shape.matmul_weights() + shape.width * int(options["vocab"])
+    return 6 * n * shape.tokens + shape.attention_train_flops()
+
+
+def gpt_params(options: dict[str, Any]) -> int:
+    """Token and position embeddings, the blocks, the final LayerNorm; the head is the token
+    embedding (tied): 124,475,904 for GPT-2 small at vocabulary 50,304 (nanoGPT's 124M)."""
+    shape = gpt_shape(options)
+    d = shape.width
+    return int(options["vocab"]) * d + shape.tokens * d + shape.layers * shape.block_params() + 2 * d
+
+
+def vit_shape(options: dict[str, Any]) -> Transformer:
+    patches = (int(options["image"]) // int(options["patch"])) ** 2
+    return Transformer(int(options["layers"]), int(options["heads"]), int(options["width"]),
+                       int(options["mlp"]), patches + 1)  # + the class token
+
+
+#: Classes of the ViT's head (CIFAR-10's; the 224-pixel presets keep them: synthetic images).
+VIT_CLASSES = 10
+
+
+def vit_train_flops(options: dict[str, Any]) -> int:
+    """One image: the patch embedding (a p x p convolution of stride p, no input gradient: its
+    input is the data), the blocks on patches + 1 tokens (6 N T + 12 L T^2 d as for the GPT)
+    and the head on the class token only."""
+    shape, p = vit_shape(options), int(options["patch"])
+    patch_embed = 3 * p * p * shape.width * (shape.tokens - 1)
+    return 4 * patch_embed + 6 * shape.matmul_weights() * shape.tokens + shape.attention_train_flops() \
+        + 6 * shape.width * VIT_CLASSES
+
+
+def vit_params(options: dict[str, Any]) -> int:
+    """Patch embedding (3 p^2 d + d), class token (d), position embedding ((patches + 1) d), the
+    blocks, the final LayerNorm (2d), the head (d x 10 + 10)."""
+    shape, p = vit_shape(options), int(options["patch"])
+    d = shape.width
+    return (3 * p * p * d + d + d + shape.tokens * d + shape.layers * shape.block_params() + 2 * d
+            + d * VIT_CLASSES + VIT_CLASSES)
+
+
 _FLOPS: dict[str, Callable[[Workload, dict[str, Any]], float]] = {
     "mlp": _plain(mlp_layers), "autoencoder": _plain(autoencoder_layers), "cnn": _plain(cnn_layers),
     "rcnn": _plain(rcnn_layers), "resnet": _plain(resnet_layers), "catsdogs": _plain(catsdogs_layers),
     "lstm": _lstm, "dcgan": _dcgan,
+    "gpt": lambda workload, options: float(gpt_train_flops(options)),
+    "vit": lambda workload, options: float(vit_train_flops(options)),
 }
 
 
@@ -283,6 +374,8 @@ def trainable_params(workload: Workload, options: dict[str, Any]) -> int:
     (cuDNN's layout; Keras has one), so a framework with one may differ by 2 x 4H."""
     if workload.name == "lstm":
         return _lstm_params(workload, options)
+    if workload.name in ("gpt", "vit"):
+        return gpt_params(options) if workload.name == "gpt" else vit_params(options)
     if workload.name == "dcgan":
         assert workload.latent_size is not None
         return param_count(dcgan_generator(workload.latent_size) + dcgan_discriminator())
@@ -292,7 +385,7 @@ def trainable_params(workload: Workload, options: dict[str, Any]) -> int:
 def nontrainable_params(workload: Workload, options: dict[str, Any]) -> int:
     """Non-trainable state from the layer plan (resolved options): the running mean and
     variance of every batch norm, which Keras' summary counts as "Non-trainable params"."""
-    if workload.name == "lstm":
+    if workload.name in ("lstm", "gpt", "vit"):
         return 0
     if workload.name == "dcgan":
         assert workload.latent_size is not None
