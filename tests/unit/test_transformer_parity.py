@@ -1,0 +1,93 @@
+"""The transformer workloads (gpt, vit) are one network in every framework: on torch's weights,
+copied in by attribute name, the same logits at float32 within TOLERANCE (max absolute
+difference; the logits are O(1)), and the same parameter count, which also equals the analytic
+one. Equal FLOPs per framework are the contract suite's check (each adapter's counter equals
+workloads/flops.py's figure, tests/contract/). Skipped without torch or the other framework."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rigbench.frameworks.torch import models as torch_models  # noqa: E402
+from rigbench.workloads import WORKLOADS, resolved_options, shaped  # noqa: E402
+from rigbench.workloads.flops import trainable_params  # noqa: E402
+
+#: Max absolute difference of the logits on shared weights at float32: the attention and
+#: LayerNorm reductions run in another order in each framework (about 1e-6 seen).
+TOLERANCE = 1e-4
+#: Two blocks on a short sequence (small images) keep each case well under a second.
+CASES = [("gpt", {"context": 16, "vocab": 64}), ("gpt", {"heads": 2}), ("vit", {"image": 16}),
+         ("vit", {"heads": 6, "patch": 8})]
+IDS = [f"{name}{options}" for name, options in CASES]
+
+
+def _torch(name: str, options: dict[str, Any]) -> tuple[torch.nn.Module, np.ndarray, dict[str, Any]]:
+    """torch's model at seed 0, its inputs (3 samples) and the resolved options."""
+    resolved = resolved_options(WORKLOADS[name], options)
+    torch.manual_seed(0)
+    model = torch_models.build_model(name, resolved).eval()
+    workload = shaped(WORKLOADS[name], options)
+    generator = torch.Generator().manual_seed(1)
+    if workload.layout == "tokens":
+        x = torch.randint(0, workload.vocab or 2, (3, workload.input_shape[0]), generator=generator)
+    else:
+        x = torch.randn((3, *workload.input_shape), generator=generator)
+    return model, x.numpy(), resolved
+
+
+def _path(root: Any, name: str) -> Any:
+    """`blocks.0.qkv` -> root.blocks[0].qkv."""
+    for part in name.split("."):
+        root = root[int(part)] if part.isdigit() else getattr(root, part)
+    return root
+
+
+def _layout(array: np.ndarray) -> np.ndarray:
+    """A torch weight in the other frameworks' layout: Linear (out, in) -> (in, out), Conv2d
+    OIHW -> HWIO; a bias as it is."""
+    if array.ndim == 2:
+        return array.T
+    if array.ndim == 4:
+        return np.transpose(array, (2, 3, 1, 0))
+    return array
+
+
+@pytest.mark.parametrize("name,options", CASES, ids=IDS)
+def test_jax_matches_torch_on_torch_weights(name, options):
+    pytest.importorskip("flax")
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from rigbench.frameworks.jax import models as jax_models
+
+    model, x, resolved = _torch(name, options)
+    jax_model = jax_models.build_model(name, resolved)
+    # torch name -> Flax name: Linear/Conv weight is the kernel, LayerNorm's weight its scale
+    for key, value in model.state_dict().items():
+        owner, _, leaf = key.rpartition(".")
+        module = _path(model, owner) if owner else model
+        target = _path(jax_model, owner) if owner else jax_model
+        array = value.numpy()
+        if isinstance(module, torch.nn.Embedding):
+            variable = target.embedding
+        elif isinstance(module, torch.nn.LayerNorm):
+            variable = getattr(target, "scale" if leaf == "weight" else "bias")
+        elif isinstance(module, torch.nn.Linear | torch.nn.Conv2d):
+            variable = getattr(target, "kernel" if leaf == "weight" else "bias")
+            array = _layout(array)
+        else:  # a bare parameter (the ViT's class token and position embedding)
+            variable = getattr(target, leaf)
+        assert variable[...].shape == array.shape, key
+        variable[...] = jnp.asarray(array)
+    assert jax_models.trainable_params(jax_model) == torch_models.trainable_params(model) \
+        == trainable_params(WORKLOADS[name], resolved)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    got = np.asarray(nnx.jit(lambda m, x: m(x))(jax_model, jnp.asarray(x)))
+    assert got.shape == expected.shape
+    assert np.abs(got - expected).max() < TOLERANCE, np.abs(got - expected).max()
