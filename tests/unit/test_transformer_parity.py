@@ -6,7 +6,13 @@ workloads/flops.py's figure, tests/contract/). Skipped without torch or the othe
 
 from __future__ import annotations
 
-from typing import Any
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -91,3 +97,72 @@ def test_jax_matches_torch_on_torch_weights(name, options):
     got = np.asarray(nnx.jit(lambda m, x: m(x))(jax_model, jnp.asarray(x)))
     assert got.shape == expected.shape
     assert np.abs(got - expected).max() < TOLERANCE, np.abs(got - expected).max()
+
+
+# --------------------------------------------------------------------------- Keras
+
+#: Keras' backends besides jax's own adapter; Keras fixes its backend at import, so each runs in
+#: a child process (`python -m tests.unit.test_transformer_parity`, as test_keras_parity does).
+KERAS_BACKENDS = [b for b in ("tensorflow", "torch", "jax") if importlib.util.find_spec(b) is not None]
+
+
+def keras_case(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """In a child with KERAS_BACKEND set: the Keras model on torch's weights, its parameters
+    (Keras', torch's, analytic) and the max absolute difference of its logits from torch's."""
+    import keras
+
+    from rigbench.frameworks.keras import models as keras_models
+
+    model, x, resolved = _torch(name, options)
+    keras_model = keras_models.BUILDERS[name](resolved)
+    assert isinstance(keras_model, keras.Model)
+    root = keras_model.layers[0]  # the GPT or ViT layer after the Input
+    # torch name -> Keras name: Linear/Conv weight is the kernel, LayerNorm's are gamma and beta
+    for key, value in model.state_dict().items():
+        owner, _, leaf = key.rpartition(".")
+        module = _path(model, owner) if owner else model
+        target = _path(root, owner) if owner else root
+        array = value.numpy()
+        if isinstance(module, torch.nn.Embedding):
+            variable = target.embeddings
+        elif isinstance(module, torch.nn.LayerNorm):
+            variable = getattr(target, "gamma" if leaf == "weight" else "beta")
+        elif isinstance(module, torch.nn.Linear | torch.nn.Conv2d):
+            variable = getattr(target, "kernel" if leaf == "weight" else "bias")
+            array = _layout(array)
+        else:
+            variable = getattr(target, leaf)
+        assert tuple(variable.shape) == array.shape, key
+        variable.assign(array)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    got = keras.ops.convert_to_numpy(keras_model(x.astype("int32") if name == "gpt" else x, training=False))
+    return {"params": [keras_models.trainable_params({"model": keras_model}), torch_models.trainable_params(model),
+                       trainable_params(WORKLOADS[name], resolved)],
+            "shapes": [list(got.shape), list(expected.shape)], "max_diff": float(np.abs(got - expected).max())}
+
+
+@pytest.fixture(scope="module", params=KERAS_BACKENDS)
+def keras_found(request) -> dict[str, Any]:
+    pytest.importorskip("keras")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "KERAS_BACKEND": request.param, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "tests.unit.test_transformer_parity"], capture_output=True,
+                          text=True, env=env, cwd=root, timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    return cast(dict[str, Any], json.loads(lines[-1].removeprefix("RESULT ")))
+
+
+@pytest.mark.parametrize("case", IDS)
+def test_keras_matches_torch_on_torch_weights(keras_found, case):
+    found = keras_found[case]
+    keras_params, torch_params, analytic = found["params"]
+    assert keras_params == torch_params == analytic
+    assert found["shapes"][0] == found["shapes"][1]
+    assert found["max_diff"] < TOLERANCE, found["max_diff"]
+
+
+if __name__ == "__main__":
+    print("RESULT " + json.dumps({case: keras_case(name, options) for case, (name, options) in zip(IDS, CASES, strict=True)}))
