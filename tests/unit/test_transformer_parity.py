@@ -99,6 +99,17 @@ def test_jax_matches_torch_on_torch_weights(name, options):
     assert np.abs(got - expected).max() < TOLERANCE, np.abs(got - expected).max()
 
 
+def test_the_attention_kernel_is_named_for_transformers_only():
+    """What the child stores as software["attention"]: the op SDPA dispatched to on the CPU."""
+    from rigbench.frameworks import load_adapter
+    from rigbench.spec import TrialSpec
+
+    adapter = load_adapter("torch")
+    for name, kernel in (("gpt", "torch sdpa: flash (cpu)"), ("vit", "torch sdpa: flash (cpu)"), ("mlp", None)):
+        spec = TrialSpec(workload=name, framework="torch", device="cpu", batch_size=2)
+        assert adapter.attention(spec, WORKLOADS[name]) == kernel
+
+
 # --------------------------------------------------------------------------- Keras
 
 #: Keras' backends besides jax's own adapter; Keras fixes its backend at import, so each runs in
@@ -137,7 +148,12 @@ def keras_case(name: str, options: dict[str, Any]) -> dict[str, Any]:
     with torch.no_grad():
         expected = model(torch.from_numpy(x)).numpy()
     got = keras.ops.convert_to_numpy(keras_model(x.astype("int32") if name == "gpt" else x, training=False))
-    return {"params": [keras_models.trainable_params({"model": keras_model}), torch_models.trainable_params(model),
+    from rigbench.frameworks.keras import backend_adapter
+    from rigbench.spec import TrialSpec
+
+    kernel = backend_adapter.attention(keras.backend.backend(), TrialSpec(
+        workload=name, framework="keras-torch", device="cpu", batch_size=2, workload_options=options), WORKLOADS[name])
+    return {"attention": kernel, "params": [keras_models.trainable_params({"model": keras_model}), torch_models.trainable_params(model),
                        trainable_params(WORKLOADS[name], resolved)],
             "shapes": [list(got.shape), list(expected.shape)], "max_diff": float(np.abs(got - expected).max())}
 
@@ -162,6 +178,7 @@ def test_keras_matches_torch_on_torch_weights(keras_found, case):
     assert keras_params == torch_params == analytic
     assert found["shapes"][0] == found["shapes"][1]
     assert found["max_diff"] < TOLERANCE, found["max_diff"]
+    assert found["attention"].endswith(("flash (cpu)", "xla", "no fused kernel")), found["attention"]
 
 
 if __name__ == "__main__":

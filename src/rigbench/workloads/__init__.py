@@ -319,7 +319,7 @@ def parse_workload_ref(text: str) -> tuple[Workload, dict[str, Any]]:
 def resolved_options(workload: Workload, options: dict[str, Any]) -> dict[str, Any]:
     """The workload's defaults, overlaid with the named preset's options, overlaid with the
     given options (so `gpt:preset=small,layers=6` is GPT-2 small with 6 layers)."""
-    preset = workload.presets.get(options.get("preset", workload.options.get("preset")), {})
+    preset = workload.presets.get(str(options.get("preset", workload.options.get("preset"))), {})
     return {**workload.options, **preset, **options}
 
 

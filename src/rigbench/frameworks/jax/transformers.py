@@ -105,3 +105,10 @@ def gpt(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
 
 def vit(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
     return ViT(options, rngs)
+
+
+def attention(workload_name: str) -> str | None:
+    """The attention kernel of a transformer workload: jax.nn.dot_product_attention with no
+    implementation named runs XLA's softmax(q k^T) v (jax 0.10); its fused cuDNN kernel takes
+    fp16/bf16 only, which this adapter does not train (fp32, tf32). None for other workloads."""
+    return "jax.nn.dot_product_attention: xla" if workload_name in ("gpt", "vit") else None

@@ -109,3 +109,36 @@ def gpt(options: dict[str, Any]) -> keras.Model:
 def vit(options: dict[str, Any]) -> keras.Model:
     image = int(options["image"])
     return keras.Sequential([keras.Input((3, image, image)), ViT(options)])
+
+
+def attention(backend: str, device: str, precision: str, workload_name: str, options: dict[str, Any]) -> str | None:
+    """The kernel keras.ops.dot_product_attention runs for the workload's attention (heads,
+    tokens, head width, mask, dtype; not the batch) on `device` at `precision`, by backend:
+    torch's SDPA op seen by a dispatch mode; on jax, cuDNN's fused kernel when the lowered
+    step calls it, else XLA's; tensorflow has no fused kernel. None for other workloads."""
+    if workload_name not in ("gpt", "vit"):
+        return None
+    shape = gpt_shape(options) if workload_name == "gpt" else vit_shape(options)
+    causal = workload_name == "gpt"
+    dims, dtype = (1, shape.tokens, shape.heads, shape.width // shape.heads), _DTYPES.get(precision, "float32")
+    if backend == "torch":
+        import torch
+
+        from rigbench.frameworks.torch.transformers import DTYPES, sdpa_kernel
+
+        q = torch.zeros(dims, dtype=DTYPES.get(precision, torch.float32), device=device)
+        return f"torch sdpa (keras.ops): {sdpa_kernel(lambda: ops.dot_product_attention(q, q, q, is_causal=causal))}"
+    if backend == "jax":
+        import jax
+
+        index = int(device.partition(":")[2] or 0)
+        chosen = jax.devices("cpu")[0] if device == "cpu" else jax.devices()[index]
+        with jax.default_device(chosen):
+            lowered = jax.jit(lambda q: ops.dot_product_attention(q, q, q, is_causal=causal)).lower(
+                jax.ShapeDtypeStruct(dims, dtype)).as_text()
+        return "jax (keras.ops): " + ("cudnn flash" if "cudnn" in lowered.lower() else "xla")
+    return "tensorflow (keras.ops): softmax(q k^T) v, no fused kernel"
+
+
+#: TrialSpec.precision -> the dtype Keras' mixed policy computes attention in.
+_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}

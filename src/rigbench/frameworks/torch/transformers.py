@@ -10,6 +10,7 @@ GELU, biases everywhere, the GPT head tied to the token embedding, N(0, 0.02) in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -53,7 +54,7 @@ def _init(module: nn.Module) -> None:
     """GPT-2's initialisation: N(0, 0.02) weights, zero biases (LayerNorm keeps 1 and 0)."""
     if isinstance(module, nn.Linear | nn.Embedding | nn.Conv2d):
         nn.init.normal_(module.weight, std=0.02)
-        if getattr(module, "bias", None) is not None:
+        if not isinstance(module, nn.Embedding) and module.bias is not None:
             nn.init.zeros_(module.bias)
 
 
@@ -107,3 +108,54 @@ def gpt(options: dict[str, Any]) -> nn.Module:
 
 def vit(options: dict[str, Any]) -> nn.Module:
     return ViT(options)
+
+
+#: SDPA's backend ops (what scaled_dot_product_attention dispatches to) -> the kernel's name.
+_SDPA_KERNELS = {
+    "_scaled_dot_product_flash_attention": "flash",
+    "_scaled_dot_product_flash_attention_for_cpu": "flash (cpu)",
+    "_scaled_dot_product_efficient_attention": "memory-efficient",
+    "_scaled_dot_product_cudnn_attention": "cudnn",
+    "_scaled_dot_product_fused_attention_overrideable": "fused (device's own)",
+}
+#: TrialSpec.precision -> the dtype attention runs at (autocast casts q, k, v to it).
+DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def sdpa_kernel(call: Callable[[], Any]) -> str:
+    """The kernel SDPA runs in `call`: the backend op it dispatches to, seen by a dispatch
+    mode; "math" when it falls back to the unfused softmax(q k^T) v."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: list[str] = []
+
+    class Spy(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            seen.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Spy():
+        call()
+    return next((_SDPA_KERNELS[op] for op in seen if op in _SDPA_KERNELS), "math")
+
+
+def attention_shape(workload_name: str, options: dict[str, Any]) -> tuple[Transformer, bool] | None:
+    """(shape, causal) of a transformer workload's attention; None for any other workload."""
+    if workload_name == "gpt":
+        return gpt_shape(options), True
+    if workload_name == "vit":
+        return vit_shape(options), False
+    return None
+
+
+def attention(device: str, precision: str, workload_name: str, options: dict[str, Any]) -> str | None:
+    """The attention kernel the workload's step runs on `device` at `precision`: SDPA probed on
+    one sequence of its shape (heads, tokens, head width, mask, dtype decide the kernel, not the
+    batch); None for a workload without attention."""
+    found = attention_shape(workload_name, options)
+    if found is None:
+        return None
+    shape, causal = found
+    q = torch.zeros(1, shape.heads, shape.tokens, shape.width // shape.heads, device=device,
+                    dtype=DTYPES.get(precision, torch.float32), requires_grad=True)
+    return f"torch sdpa: {sdpa_kernel(lambda: F.scaled_dot_product_attention(q, q, q, is_causal=causal))}"
