@@ -38,7 +38,7 @@ from rigbench.units import parse_positive_floats, parse_positive_ints, parse_siz
 @app.command()
 @handles_usage_errors
 def run(
-    workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all). Options as NAME:key=value, e.g. resnet:depth=56. See `rigbench workloads`."),
+    workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all but the transformers gpt and vit). Options as NAME:key=value, e.g. resnet:depth=56 or gpt:preset=small. See `rigbench workloads`."),
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
     batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32 (NVIDIA Ampere+ matrix maths), bf16 or fp16 (bf16/fp16: autocast mixed precision)."),
