@@ -261,8 +261,8 @@ class Transformer:
     tokens: int
 
     def __post_init__(self) -> None:
-        if self.layers < 1 or self.heads < 1 or self.width % self.heads:
-            raise UsageError(f"a transformer needs layers >= 1 and a width ({self.width}) that its "
+        if min(self.layers, self.heads, self.width, self.mlp, self.tokens) < 1 or self.width % self.heads:
+            raise UsageError(f"a transformer needs positive sizes and a width ({self.width}) that its "
                              f"heads ({self.heads}) divide")
 
     def block_params(self) -> int:
@@ -309,7 +309,10 @@ def gpt_params(options: dict[str, Any]) -> int:
 
 
 def vit_shape(options: dict[str, Any]) -> Transformer:
-    patches = (int(options["image"]) // int(options["patch"])) ** 2
+    image, patch = int(options["image"]), int(options["patch"])
+    if patch < 1 or image % patch:
+        raise UsageError(f"vit: patch={patch} must divide image={image}")
+    patches = (image // patch) ** 2
     return Transformer(int(options["layers"]), int(options["heads"]), int(options["width"]),
                        int(options["mlp"]), patches + 1)  # + the class token
 
