@@ -61,3 +61,11 @@ def test_the_transformers_run_only_when_named():
     assert {s.workload for s in plan_run(devices=["cpu"])}.isdisjoint({"gpt", "vit"})
     assert [(s.workload, s.workload_options) for s in plan_run(["gpt:preset=small"], devices=["cpu"])] == [
         ("gpt", {"preset": "small"})]
+
+
+def test_a_workloads_options_survive_the_comma_separated_list():
+    from rigbench.units import split_workload_refs
+
+    assert split_workload_refs(["gpt:preset=small,layers=6,vit", "rcnn:width=32,steps=1"]) == [
+        "gpt:preset=small,layers=6", "vit", "rcnn:width=32,steps=1"]
+    assert split_workload_refs(["mlp,cnn"]) == ["mlp", "cnn"]

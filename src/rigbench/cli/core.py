@@ -32,7 +32,7 @@ from rigbench.reports import terminal
 from rigbench.spec import EnergyMode
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
-from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list
+from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list, split_workload_refs
 
 
 @app.command()
@@ -74,7 +74,7 @@ def run(
         raise UsageError("--lr must be more than 0")
     node = api.node_launch(nnodes, node_rank, rdzv_endpoint)  # checked before any device is asked
     specs = api.plan_run(
-        workloads=split_list(workloads, "WORKLOAD"), devices=split_list(device, "--device"),
+        workloads=split_workload_refs(workloads), devices=split_list(device, "--device"),
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], steps=steps,
         seconds=seconds, quick=quick,
