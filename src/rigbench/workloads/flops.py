@@ -252,13 +252,15 @@ def _dcgan(workload: Workload, options: dict[str, Any]) -> float:
 @dataclass(frozen=True)
 class Transformer:
     """The shape of a stack of pre-norm transformer blocks (GPT, ViT): `layers` blocks of
-    width `width` with `heads` heads and an MLP of `mlp` units, on sequences of `tokens`."""
+    width `width` with `heads` heads and an MLP of `mlp` units, on sequences of `tokens`,
+    attending to earlier tokens only if `causal`."""
 
     layers: int
     heads: int
     width: int
     mlp: int
     tokens: int
+    causal: bool = False
 
     def __post_init__(self) -> None:
         if min(self.layers, self.heads, self.width, self.mlp, self.tokens) < 1 or self.width % self.heads:
@@ -284,7 +286,8 @@ class Transformer:
 
 def gpt_shape(options: dict[str, Any]) -> Transformer:
     width = int(options["width"])
-    return Transformer(int(options["layers"]), int(options["heads"]), width, 4 * width, int(options["context"]))
+    return Transformer(int(options["layers"]), int(options["heads"]), width, 4 * width, int(options["context"]),
+                       causal=True)
 
 
 def gpt_train_flops(options: dict[str, Any]) -> int:
@@ -338,6 +341,16 @@ def vit_params(options: dict[str, Any]) -> int:
     d = shape.width
     return (3 * p * p * d + d + d + shape.tokens * d + shape.layers * shape.block_params() + 2 * d
             + d * VIT_CLASSES + VIT_CLASSES)
+
+
+_SHAPES: dict[str, Callable[[dict[str, Any]], Transformer]] = {"gpt": gpt_shape, "vit": vit_shape}
+
+
+def transformer_shape(workload: Workload, options: dict[str, Any]) -> Transformer | None:
+    """The attention stack of a transformer workload (options resolved here), None for any
+    other: what an adapter needs to name its attention kernel without naming the workload."""
+    plan = _SHAPES.get(workload.name)
+    return plan(resolved_options(workload, options)) if plan else None
 
 
 _FLOPS: dict[str, Callable[[Workload, dict[str, Any]], float]] = {

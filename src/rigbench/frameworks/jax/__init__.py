@@ -48,9 +48,13 @@ def join(spec: TrialSpec, rank: RankInfo) -> Collective:
 
 def attention(spec: TrialSpec, workload: Workload) -> str | None:
     """The attention kernel of a transformer workload (see transformers.py)."""
+    from rigbench.workloads.flops import transformer_shape
+
+    if transformer_shape(workload, spec.workload_options) is None:
+        return None
     from rigbench.frameworks.jax import transformers
 
-    return transformers.attention(workload.name)
+    return transformers.ATTENTION
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -6,7 +6,7 @@ torch weights copy in by name (tests/unit/test_transformer_parity.py).
 Attention is `jax.nn.dot_product_attention`, which takes [B, T, heads, d_head] as the qkv
 projection lays it out; with no implementation named, XLA's fused attention is used where the
 backend has one (cuDNN's on NVIDIA GPUs for fp16/bf16) and the plain XLA softmax(q k^T) v
-otherwise. `ATTENTION` names it for the result.
+otherwise. `ATTENTION` names it for the result (software key "attention").
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from flax import nnx
 
 from rigbench.workloads.flops import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
-#: What the result records as the attention kernel (software key "attention").
-ATTENTION = "jax.nn.dot_product_attention"
+#: What the result records as the attention kernel (software key "attention"): with no
+#: implementation named, jax.nn.dot_product_attention runs XLA's softmax(q k^T) v (jax 0.10); its
+#: fused cuDNN kernel takes fp16/bf16 only, which this adapter does not train (fp32, tf32).
+ATTENTION = "jax.nn.dot_product_attention: xla"
 LN_EPS = 1e-5
 _NORMAL = jax.nn.initializers.normal(0.02)
 _ZEROS = jax.nn.initializers.zeros
@@ -37,9 +39,9 @@ def _norm(width: int, rngs: nnx.Rngs) -> nnx.LayerNorm:
 class Block(nnx.Module):
     """A pre-norm block: x + attn(ln(x)), then x + mlp(ln(x))."""
 
-    def __init__(self, shape: Transformer, causal: bool, rngs: nnx.Rngs):
+    def __init__(self, shape: Transformer, rngs: nnx.Rngs):
         d = shape.width
-        self.heads, self.causal = shape.heads, causal
+        self.heads, self.causal = shape.heads, shape.causal
         self.ln_1 = _norm(d, rngs)
         self.qkv = _linear(d, 3 * d, rngs)
         self.proj = _linear(d, d, rngs)
@@ -65,7 +67,7 @@ class GPT(nnx.Module):
         shape = gpt_shape(options)
         self.wte = nnx.Embed(int(options["vocab"]), shape.width, embedding_init=_NORMAL, rngs=rngs)
         self.wpe = nnx.Embed(shape.tokens, shape.width, embedding_init=_NORMAL, rngs=rngs)
-        self.blocks = nnx.List([Block(shape, True, rngs) for _ in range(shape.layers)])
+        self.blocks = nnx.List([Block(shape, rngs) for _ in range(shape.layers)])
         self.ln_f = _norm(shape.width, rngs)
 
     def __call__(self, tokens: jax.Array) -> jax.Array:
@@ -85,7 +87,7 @@ class ViT(nnx.Module):
                               kernel_init=_NORMAL, bias_init=_ZEROS, rngs=rngs)
         self.cls = nnx.Param(jnp.zeros((1, 1, shape.width)))
         self.pos = nnx.Param(_NORMAL(rngs.params(), (1, shape.tokens, shape.width)))
-        self.blocks = nnx.List([Block(shape, False, rngs) for _ in range(shape.layers)])
+        self.blocks = nnx.List([Block(shape, rngs) for _ in range(shape.layers)])
         self.ln_f = _norm(shape.width, rngs)
         self.head = _linear(shape.width, VIT_CLASSES, rngs)
 
@@ -106,9 +108,3 @@ def gpt(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
 def vit(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
     return ViT(options, rngs)
 
-
-def attention(workload_name: str) -> str | None:
-    """The attention kernel of a transformer workload: jax.nn.dot_product_attention with no
-    implementation named runs XLA's softmax(q k^T) v (jax 0.10); its fused cuDNN kernel takes
-    fp16/bf16 only, which this adapter does not train (fp32, tf32). None for other workloads."""
-    return "jax.nn.dot_product_attention: xla" if workload_name in ("gpt", "vit") else None

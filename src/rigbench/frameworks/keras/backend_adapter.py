@@ -37,8 +37,11 @@ def list_devices(native: Callable[[], list[DeviceInfo]], name: str) -> list[Devi
 def attention(backend: str, spec: TrialSpec, workload: Workload) -> str | None:
     """The attention kernel Keras runs for a transformer workload on `backend` (see
     keras/transformers.py); None for other workloads."""
-    from rigbench.frameworks.keras import transformers
-    from rigbench.workloads import resolved_options
+    from rigbench.workloads.flops import transformer_shape
 
-    return transformers.attention(backend, spec.device, spec.precision, workload.name,
-                                  resolved_options(workload, spec.workload_options))
+    shape = transformer_shape(workload, spec.workload_options)
+    if shape is None:
+        return None
+    from rigbench.frameworks.keras import transformers
+
+    return transformers.attention(backend, spec.device, spec.precision, shape)

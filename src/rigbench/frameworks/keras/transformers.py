@@ -7,7 +7,7 @@ weights). Attribute names are torch's, so torch weights copy in by name
 Attention is `keras.ops.dot_product_attention` on [B, T, heads, d_head], which hands it to the
 backend's own: torch's SDPA (keras-torch), `jax.nn.dot_product_attention` (keras-jax, flash
 attention where cuDNN offers it), and on tensorflow, which has none, a plain softmax(q k^T) v.
-`ATTENTION` names what the result records, by backend.
+`attention` names the kernel for the result (software key "attention"), by backend.
 """
 
 from __future__ import annotations
@@ -19,10 +19,6 @@ from keras import layers, ops
 
 from rigbench.workloads.flops import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
-#: Keras backend -> the attention kernel keras.ops.dot_product_attention runs (software key
-#: "attention").
-ATTENTION = {"torch": "torch sdpa (keras.ops)", "jax": "jax.nn.dot_product_attention (keras.ops)",
-             "tensorflow": "keras.ops softmax(qk)v (no fused kernel in tensorflow)"}
 LN_EPS = 1e-5
 _NORMAL = {"class_name": "RandomNormal", "config": {"mean": 0.0, "stddev": 0.02}}
 
@@ -38,9 +34,9 @@ def _norm() -> layers.LayerNormalization:
 class Block(layers.Layer):
     """A pre-norm block: x + attn(ln(x)), then x + mlp(ln(x))."""
 
-    def __init__(self, shape: Transformer, causal: bool, **kwargs: Any):
+    def __init__(self, shape: Transformer, **kwargs: Any):
         super().__init__(**kwargs)
-        self.heads, self.causal, self.width = shape.heads, causal, shape.width
+        self.heads, self.causal, self.width = shape.heads, shape.causal, shape.width
         self.ln_1, self.qkv, self.proj = _norm(), _dense(3 * shape.width), _dense(shape.width)
         self.ln_2, self.fc, self.out = _norm(), _dense(shape.mlp), _dense(shape.width)
 
@@ -64,7 +60,7 @@ class GPT(layers.Layer):
         init = keras.initializers.get(_NORMAL)
         self.wte = layers.Embedding(int(options["vocab"]), shape.width, embeddings_initializer=init)
         self.wpe = layers.Embedding(shape.tokens, shape.width, embeddings_initializer=init)
-        self.blocks = [Block(shape, True) for _ in range(shape.layers)]
+        self.blocks = [Block(shape) for _ in range(shape.layers)]
         self.ln_f = _norm()
 
     def call(self, tokens: Any) -> Any:
@@ -82,7 +78,7 @@ class ViT(layers.Layer):
         super().__init__(**kwargs)
         self.shape_, p = vit_shape(options), int(options["patch"])
         self.patch = layers.Conv2D(self.shape_.width, p, p, kernel_initializer=keras.initializers.get(_NORMAL))
-        self.blocks = [Block(self.shape_, False) for _ in range(self.shape_.layers)]
+        self.blocks = [Block(self.shape_) for _ in range(self.shape_.layers)]
         self.ln_f = _norm()
         self.head = _dense(VIT_CLASSES)
 
@@ -111,15 +107,11 @@ def vit(options: dict[str, Any]) -> keras.Model:
     return keras.Sequential([keras.Input((3, image, image)), ViT(options)])
 
 
-def attention(backend: str, device: str, precision: str, workload_name: str, options: dict[str, Any]) -> str | None:
-    """The kernel keras.ops.dot_product_attention runs for the workload's attention (heads,
+def attention(backend: str, device: str, precision: str, shape: Transformer) -> str:
+    """The kernel keras.ops.dot_product_attention runs for a transformer of `shape` (heads,
     tokens, head width, mask, dtype; not the batch) on `device` at `precision`, by backend:
     torch's SDPA op seen by a dispatch mode; on jax, cuDNN's fused kernel when the lowered
-    step calls it, else XLA's; tensorflow has no fused kernel. None for other workloads."""
-    if workload_name not in ("gpt", "vit"):
-        return None
-    shape = gpt_shape(options) if workload_name == "gpt" else vit_shape(options)
-    causal = workload_name == "gpt"
+    attention calls it, else XLA's; tensorflow has no fused kernel."""
     dims, dtype = (1, shape.tokens, shape.heads, shape.width // shape.heads), _DTYPES.get(precision, "float32")
     if backend == "torch":
         import torch
@@ -127,14 +119,14 @@ def attention(backend: str, device: str, precision: str, workload_name: str, opt
         from rigbench.frameworks.torch.transformers import DTYPES, sdpa_kernel
 
         q = torch.zeros(dims, dtype=DTYPES.get(precision, torch.float32), device=device)
-        return f"torch sdpa (keras.ops): {sdpa_kernel(lambda: ops.dot_product_attention(q, q, q, is_causal=causal))}"
+        return f"torch sdpa (keras.ops): {sdpa_kernel(lambda: ops.dot_product_attention(q, q, q, is_causal=shape.causal))}"
     if backend == "jax":
         import jax
 
         index = int(device.partition(":")[2] or 0)
         chosen = jax.devices("cpu")[0] if device == "cpu" else jax.devices()[index]
         with jax.default_device(chosen):
-            lowered = jax.jit(lambda q: ops.dot_product_attention(q, q, q, is_causal=causal)).lower(
+            lowered = jax.jit(lambda q: ops.dot_product_attention(q, q, q, is_causal=shape.causal)).lower(
                 jax.ShapeDtypeStruct(dims, dtype)).as_text()
         return "jax (keras.ops): " + ("cudnn flash" if "cudnn" in lowered.lower() else "xla")
     return "tensorflow (keras.ops): softmax(q k^T) v, no fused kernel"

@@ -69,11 +69,14 @@ def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
 
 def attention(spec: TrialSpec, workload: Workload) -> str | None:
     """The SDPA kernel a transformer workload runs on the trial's device (see transformers.py)."""
-    from rigbench.frameworks.torch import transformers
-    from rigbench.workloads import resolved_options
+    from rigbench.workloads.flops import transformer_shape
 
-    return transformers.attention(spec.device, spec.precision, workload.name,
-                                  resolved_options(workload, spec.workload_options))
+    shape = transformer_shape(workload, spec.workload_options)
+    if shape is None:
+        return None
+    from rigbench.frameworks.torch import transformers
+
+    return transformers.attention(spec.device, spec.precision, shape)
 
 
 def count_traffic(workload: Workload, options: dict[str, Any]) -> tuple[float, float]:

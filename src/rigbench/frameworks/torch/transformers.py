@@ -2,8 +2,9 @@
 
 Attention runs through `F.scaled_dot_product_attention` (SDPA), which picks torch's fused
 kernel (flash, memory-efficient, cuDNN, or the CPU's flash kernel) for the device and dtype;
-`ATTENTION` names it for the result. Shapes come from rigbench.workloads.flops (gpt_shape,
-vit_shape), so the analytic counts and these builders read one plan. Conventions every
+`attention` names the one a trial runs, for its result (software key "attention"). Shapes
+come from rigbench.workloads.flops (gpt_shape, vit_shape), so the analytic counts and these
+builders read one plan. Conventions every
 framework's builder shares (the parity tests rely on them): LayerNorm eps 1e-5, exact (erf)
 GELU, biases everywhere, the GPT head tied to the token embedding, N(0, 0.02) initial weights.
 """
@@ -19,18 +20,16 @@ from torch import Tensor, nn
 
 from rigbench.workloads.flops import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
-#: What the result records as the attention kernel (software key "attention").
-ATTENTION = "torch sdpa"
 LN_EPS = 1e-5
 
 
 class Block(nn.Module):
     """A pre-norm block: x + attn(ln(x)), then x + mlp(ln(x))."""
 
-    def __init__(self, shape: Transformer, causal: bool):
+    def __init__(self, shape: Transformer):
         super().__init__()
         d = shape.width
-        self.heads, self.causal = shape.heads, causal
+        self.heads, self.causal = shape.heads, shape.causal
         self.ln_1 = nn.LayerNorm(d, eps=LN_EPS)
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -66,7 +65,7 @@ class GPT(nn.Module):
         shape = gpt_shape(options)
         self.wte = nn.Embedding(int(options["vocab"]), shape.width)
         self.wpe = nn.Embedding(shape.tokens, shape.width)
-        self.blocks = nn.ModuleList(Block(shape, causal=True) for _ in range(shape.layers))
+        self.blocks = nn.ModuleList(Block(shape) for _ in range(shape.layers))
         self.ln_f = nn.LayerNorm(shape.width, eps=LN_EPS)
         self.apply(_init)
 
@@ -88,7 +87,7 @@ class ViT(nn.Module):
         self.patch = nn.Conv2d(3, shape.width, p, stride=p)
         self.cls = nn.Parameter(torch.zeros(1, 1, shape.width))
         self.pos = nn.Parameter(torch.zeros(1, shape.tokens, shape.width))
-        self.blocks = nn.ModuleList(Block(shape, causal=False) for _ in range(shape.layers))
+        self.blocks = nn.ModuleList(Block(shape) for _ in range(shape.layers))
         self.ln_f = nn.LayerNorm(shape.width, eps=LN_EPS)
         self.head = nn.Linear(shape.width, VIT_CLASSES)
         self.apply(_init)
@@ -139,23 +138,10 @@ def sdpa_kernel(call: Callable[[], Any]) -> str:
     return next((_SDPA_KERNELS[op] for op in seen if op in _SDPA_KERNELS), "math")
 
 
-def attention_shape(workload_name: str, options: dict[str, Any]) -> tuple[Transformer, bool] | None:
-    """(shape, causal) of a transformer workload's attention; None for any other workload."""
-    if workload_name == "gpt":
-        return gpt_shape(options), True
-    if workload_name == "vit":
-        return vit_shape(options), False
-    return None
-
-
-def attention(device: str, precision: str, workload_name: str, options: dict[str, Any]) -> str | None:
-    """The attention kernel the workload's step runs on `device` at `precision`: SDPA probed on
-    one sequence of its shape (heads, tokens, head width, mask, dtype decide the kernel, not the
-    batch); None for a workload without attention."""
-    found = attention_shape(workload_name, options)
-    if found is None:
-        return None
-    shape, causal = found
+def attention(device: str, precision: str, shape: Transformer) -> str:
+    """The attention kernel a transformer of `shape` runs on `device` at `precision`: SDPA
+    probed on one sequence (heads, tokens, head width, mask and dtype decide the kernel, not
+    the batch)."""
     q = torch.zeros(1, shape.heads, shape.tokens, shape.width // shape.heads, device=device,
                     dtype=DTYPES.get(precision, torch.float32), requires_grad=True)
-    return f"torch sdpa: {sdpa_kernel(lambda: F.scaled_dot_product_attention(q, q, q, is_causal=causal))}"
+    return f"torch sdpa: {sdpa_kernel(lambda: F.scaled_dot_product_attention(q, q, q, is_causal=shape.causal))}"
