@@ -6,7 +6,8 @@ import pytest
 
 from rigbench.errors import UsageError
 from rigbench.workloads import WORKLOADS, parse_workload_ref, resolved_options, shaped
-from rigbench.workloads.flops import gpt_params, gpt_train_flops, train_flops_per_sample, trainable_params
+from rigbench.workloads.flops import train_flops_per_sample, trainable_params
+from rigbench.workloads.transformers import gpt_params, gpt_train_flops
 
 
 def test_a_preset_sets_its_options_and_an_option_beside_it_wins():

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rigbench.workloads.flops import VIT_CLASSES, Transformer, gpt_shape, vit_shape
+from rigbench.workloads.transformers import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
 #: What the result records as the attention kernel (software key "attention"): with no
 #: implementation named, jax.nn.dot_product_attention runs XLA's softmax(q k^T) v (jax 0.10); its

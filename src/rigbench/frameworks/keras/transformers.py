@@ -17,7 +17,7 @@ from typing import Any
 import keras
 from keras import layers, ops
 
-from rigbench.workloads.flops import VIT_CLASSES, Transformer, gpt_shape, vit_shape
+from rigbench.workloads.transformers import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
 LN_EPS = 1e-5
 _NORMAL = {"class_name": "RandomNormal", "config": {"mean": 0.0, "stddev": 0.02}}

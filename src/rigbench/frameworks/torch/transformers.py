@@ -3,7 +3,7 @@
 Attention runs through `F.scaled_dot_product_attention` (SDPA), which picks torch's fused
 kernel (flash, memory-efficient, cuDNN, or the CPU's flash kernel) for the device and dtype;
 `attention` names the one a trial runs, for its result (software key "attention"). Shapes
-come from rigbench.workloads.flops (gpt_shape, vit_shape), so the analytic counts and these
+come from rigbench.workloads.transformers (gpt_shape, vit_shape), so the analytic counts and these
 builders read one plan. Conventions every
 framework's builder shares (the parity tests rely on them): LayerNorm eps 1e-5, exact (erf)
 GELU, biases everywhere, the GPT head tied to the token embedding, N(0, 0.02) initial weights.
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rigbench.workloads.flops import VIT_CLASSES, Transformer, gpt_shape, vit_shape
+from rigbench.workloads.transformers import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
 LN_EPS = 1e-5
 
