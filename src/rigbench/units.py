@@ -47,6 +47,19 @@ def split_list(values: Iterable[str] | None, what: str = "a list") -> list[str]:
     return out
 
 
+def split_workload_refs(values: Iterable[str] | None, what: str = "WORKLOAD") -> list[str]:
+    """split_list for workload references, whose options are comma-separated too: an item
+    `key=value` without a `NAME:` continues the reference before it, so
+    ['gpt:preset=small,layers=6,vit'] -> ['gpt:preset=small,layers=6', 'vit']."""
+    out: list[str] = []
+    for part in split_list(values, what):
+        if "=" in part and ":" not in part and out and ":" in out[-1]:
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out
+
+
 def parse_positive_ints(values: Iterable[str] | None, what: str) -> list[int]:
     """Parse a list flag of whole numbers >= 1, with an error that names the flag."""
     out = []

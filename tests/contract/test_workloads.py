@@ -16,7 +16,7 @@ import pytest
 
 from rigbench.frameworks import load_adapter
 from rigbench.spec import TrialSpec
-from rigbench.workloads import WORKLOADS, resolved_options
+from rigbench.workloads import WORKLOADS, resolved_options, shaped
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
 from tests.contract.conftest import FLOP_DIFFERENCES, IN_PROCESS
 
@@ -31,6 +31,7 @@ SMALL_OPTIONS: dict[str, dict[str, Any]] = {
 STEPS: dict[str, tuple[int, float | None, int]] = {
     "mlp": (4, None, 5), "autoencoder": (4, 3e-4, 5), "cnn": (4, None, 5), "rcnn": (4, None, 5),
     "lstm": (4, None, 5), "dcgan": (4, None, 3), "resnet": (4, None, 5), "catsdogs": (2, None, 3),
+    "gpt": (4, None, 5), "vit": (4, None, 5),
 }
 CASES = [(f, w) for f in IN_PROCESS for w in WORKLOADS]  # the Keras family: keras_family.py
 
@@ -92,13 +93,14 @@ COUNT_CASES = [(w, {}) for w in WORKLOADS] + [
     ("resnet", {"depth": 56}), ("resnet", {"depth": 110}),
     ("rcnn", {"width": 32, "steps": 1}), ("rcnn", {"width": 160, "steps": 4}),
     ("lstm", {"hidden": 128}), ("lstm", {"hidden": 1024}),
+    ("gpt", {"preset": "small"}), ("vit", {"preset": "ti224"}),
 ]
 
 
 @pytest.mark.parametrize("framework", IN_PROCESS)
 @pytest.mark.parametrize("name,options", COUNT_CASES, ids=[f"{w}{o or ''}" for w, o in COUNT_CASES])
 def test_adapter_flop_counter_matches_the_analytic_figure(framework, name, options):
-    workload = WORKLOADS[name]
+    workload = shaped(WORKLOADS[name], options)  # as the child passes it: a preset's context or image
     params, flops = load_adapter(framework).count(workload, options)
     difference = FLOP_DIFFERENCES.get((framework, name), lambda options: 0.0)(options)
     assert flops == pytest.approx(train_flops_per_sample(workload, options) + difference, rel=0.05)

@@ -67,7 +67,7 @@ def test_check_compatible():
         check_compatible("catsdogs", "mnist")
     with pytest.raises(UsageError, match="'lstm' takes no real data set yet"):
         check_compatible("lstm", "mnist")
-    with pytest.raises(UsageError, match="unknown workload 'gpt'"):
-        check_compatible("gpt", "mnist")
+    with pytest.raises(UsageError, match="unknown workload 'bert'"):
+        check_compatible("bert", "mnist")
     with pytest.raises(UsageError, match="unknown data set 'svhn'"):
         check_compatible("cnn", "svhn")

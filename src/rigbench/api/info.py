@@ -23,6 +23,7 @@ def workloads_info() -> list[dict[str, Any]]:
             "default_batch": w.default_batch, "optimizer": w.optimizer, "default_lr": w.default_lr,
             "options": options,
             "option_choices": {k: list(v) for k, v in w.option_choices.items()},
+            "presets": w.presets, "default_run": w.default_run,
             "params": trainable_params(w, options), "train_flops_per_sample": train_flops_per_sample(w, options),
             "origin": w.origin,
             "seed_documents": list(w.seed_docs),

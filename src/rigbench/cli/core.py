@@ -32,13 +32,13 @@ from rigbench.reports import terminal
 from rigbench.spec import EnergyMode
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
-from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list
+from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list, split_workload_refs
 
 
 @app.command()
 @handles_usage_errors
 def run(
-    workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all). Options as NAME:key=value, e.g. resnet:depth=56. See `rigbench workloads`."),
+    workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all but the transformers gpt and vit). Options as NAME:key=value, e.g. resnet:depth=56 or gpt:preset=small. See `rigbench workloads`."),
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
     batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32 (NVIDIA Ampere+ matrix maths), bf16 or fp16 (bf16/fp16: autocast mixed precision)."),
@@ -74,7 +74,7 @@ def run(
         raise UsageError("--lr must be more than 0")
     node = api.node_launch(nnodes, node_rank, rdzv_endpoint)  # checked before any device is asked
     specs = api.plan_run(
-        workloads=split_list(workloads, "WORKLOAD"), devices=split_list(device, "--device"),
+        workloads=split_workload_refs(workloads), devices=split_list(device, "--device"),
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], steps=steps,
         seconds=seconds, quick=quick,

@@ -44,7 +44,14 @@ from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import EnergyMode, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
-from rigbench.units import format_bytes, parse_positive_floats, parse_positive_ints, parse_size, split_list
+from rigbench.units import (
+    format_bytes,
+    parse_positive_floats,
+    parse_positive_ints,
+    parse_size,
+    split_list,
+    split_workload_refs,
+)
 
 _SWITCHES = {"off": False, "on": True, "false": False, "true": True, "no": False, "yes": True,
              "0": False, "1": True}
@@ -221,7 +228,7 @@ def sweep(
     for p in split_list(precision, "--precision"):
         _check_precision(p)
     flags: dict[str, Any] = {
-        "workloads": split_list(workloads, "WORKLOAD"), "devices": split_list(device, "--device"),
+        "workloads": split_workload_refs(workloads), "devices": split_list(device, "--device"),
         "batch_sizes": parse_positive_ints(batch_size, "--batch-size"),
         "precisions": split_list(precision, "--precision"), "threads": parse_positive_ints(threads, "--threads"),
         "lrs": parse_positive_floats(lr, "--lr"), "compile": _switches(compile_, "--compile"),

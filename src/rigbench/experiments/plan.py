@@ -47,7 +47,7 @@ def plan_run(
     for name in names:
         check_framework(name)
     refs: list[tuple[Workload, dict[str, Any]]] = [parse_workload_ref(w) for w in workloads] or [
-        (w, {}) for w in WORKLOADS.values()
+        (w, {}) for w in WORKLOADS.values() if w.default_run
     ]
     chosen = {name: chosen_devices(name, devices, default=None) for name in names}
     if any(b < 1 for b in batch_sizes):

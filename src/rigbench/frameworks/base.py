@@ -284,6 +284,11 @@ class FrameworkAdapter(Protocol):
         counted without real memory. The parameters are the figure of record; the FLOPs
         cross-check the workload's analytic figure (workloads.flops.train_flops_per_sample)."""
 
+    def attention(self, spec: TrialSpec, workload: Workload) -> str | None:
+        """The attention kernel a transformer workload's step runs on the trial's device and
+        precision (e.g. "torch sdpa: flash"), None for a workload without attention; stored as
+        software key "attention". Optional: no key for adapters without it."""
+
     def count_traffic(self, workload: Workload, options: dict[str, Any]) -> tuple[float, float]:
         """Estimated (bytes per step, bytes per sample) that a step's forward and backward
         passes read and write in device memory: traffic(batch) = per_step + per_sample * batch.
@@ -295,7 +300,7 @@ class FrameworkAdapter(Protocol):
         calibrate`); UsageError for a device the framework does not have."""
 
 
-#: Module-level names every adapter must define. Optional: `count_traffic`; `PRELOAD`, the
+#: Module-level names every adapter must define. Optional: `count_traffic`, `attention`; `PRELOAD`, the
 #: modules a warm-start server imports once so each trial's process is forked with them loaded
 #: (runner/launchers/warm_start.py; only modules whose import starts no thread: the server
 #: checks); `NO_DATA_PARALLEL`, why an adapter without `join` cannot train data-parallel.

@@ -32,7 +32,7 @@ from rigbench.runner import rank_files
 from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, EpochRecord, LrFindOptions, TrainOptions, TrialSpec
-from rigbench.workloads import Workload, get_workload, resolved_options
+from rigbench.workloads import Workload, get_workload, resolved_options, shaped
 from rigbench.workloads.flops import train_flops_per_sample
 
 if TYPE_CHECKING:
@@ -167,7 +167,8 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
          finish: list[Callable[[ChildReport], None]]) -> FrameworkAdapter:
     """The trial's work (run_trial's body); returns the adapter it loaded. `finish` takes what
     must run once the report is final, with the stack still open (a rank's group still joined)."""
-    workload = get_workload(spec.workload)
+    # shaped: the batch shape a GPT's context or a ViT's image size option chooses
+    workload = shaped(get_workload(spec.workload), spec.workload_options)
     adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
     os.environ.update(adapter.environment(spec))  # read once, when the framework starts
     adapter.prepare(spec.threads)  # thread pools sized once, before counting can start them
@@ -220,11 +221,11 @@ def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     except BaseException as exc:
         report.collateral = collective.lost_peer(exc)  # another rank's failure ended this one
         raise
-    _describe_threads(adapter, spec, report)
+    _describe_threads(adapter, spec, workload, report)
     report.device_name = trainer.device_name
 
 
-def _describe_threads(adapter: FrameworkAdapter, spec: TrialSpec, report: ChildReport) -> None:
+def _describe_threads(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
     """The framework's versions and the threads it runs, as it reports them once started
     (base.SOFTWARE_KEYS). Every adapter honours --threads exactly, also above the cores; one
     that ran another count would be `unsupported` with both counts, never a trial labelled
@@ -234,12 +235,17 @@ def _describe_threads(adapter: FrameworkAdapter, spec: TrialSpec, report: ChildR
     if spec.threads is not None and report.threads is not None and report.threads != spec.threads:
         raise UnsupportedError(f"--threads {spec.threads}: {spec.framework} runs {report.threads} threads "
                                "here, not the count asked for")
+    # a transformer's attention kernel (base.FrameworkAdapter.attention), beside the versions:
+    # results that ran another kernel differ in software, as compare says
+    kernel = adapter.attention(spec, workload) if hasattr(adapter, "attention") else None
+    if kernel is not None:
+        report.software["attention"] = kernel
 
 
 def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
     """The speed protocol on a resident synthetic batch (`rigbench run`)."""
     trainer = adapter.build(spec, workload)
-    _describe_threads(adapter, spec, report)
+    _describe_threads(adapter, spec, workload, report)
     report.device_name = trainer.device_name
     m = measure(trainer, spec.measure)
     report.first_step_s, report.warmup_s, report.warmup_steps = m.first_step_s, m.warmup_s, m.warmup_steps
@@ -257,9 +263,9 @@ def _load_data(workload: Workload, opts: TrainOptions | LrFindOptions) -> Loaded
     return load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
 
 
-def _describe(adapter: FrameworkAdapter, spec: TrialSpec, report: ChildReport, device_name: str,
+def _describe(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport, device_name: str,
               train_samples: int) -> None:
-    _describe_threads(adapter, spec, report)
+    _describe_threads(adapter, spec, workload, report)
     report.device_name, report.train_samples = device_name, train_samples
 
 
@@ -273,9 +279,9 @@ def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, repor
         run = training.train(build or adapter.build, spec, workload, data, on_epoch=_epoch_line, rank=rank)
     except TrainingInterrupted as stop:  # the finished epochs go in the report, then it is classified
         ended = (stop.run.epochs[-1].ended_at if stop.run.epochs else None) or time.time()
-        _describe_training(adapter, spec, report, stop.run, ended)
+        _describe_training(adapter, spec, workload, report, stop.run, ended)
         raise
-    _describe_training(adapter, spec, report, run, time.time())
+    _describe_training(adapter, spec, workload, report, run, time.time())
 
 
 def _epoch_line(record: EpochRecord) -> None:
@@ -284,12 +290,12 @@ def _epoch_line(record: EpochRecord) -> None:
     print(f"rigbench: epoch {record.epoch} finished: train loss {record.train_loss:.4g}", file=sys.stderr, flush=True)
 
 
-def _describe_training(adapter: FrameworkAdapter, spec: TrialSpec, report: ChildReport, run: TrainRun,
-                       ended_at: float) -> None:
+def _describe_training(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport,
+                       run: TrainRun, ended_at: float) -> None:
     # A training run's window is its epochs: building the model and placing the data (seconds
     # of CUDA start-up) would otherwise count in its utilisation and energy.
     report.measure_start, report.measure_end = run.started_at, ended_at
-    _describe(adapter, spec, report, run.device_name, run.train_samples)
+    _describe(adapter, spec, workload, report, run.device_name, run.train_samples)
     report.epochs, report.loss_curve, report.test_samples = run.epochs, run.loss_curve, run.test_samples
 
 
@@ -317,7 +323,7 @@ def _lr_find(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     report.measure_start = time.time()
     found = lr_range.lr_find(adapter.build, spec, workload, data)
     report.measure_end = time.time()
-    _describe(adapter, spec, report, found.device_name, found.train_samples)
+    _describe(adapter, spec, workload, report, found.device_name, found.train_samples)
     report.lr_curve = found.lr_curve
 
 

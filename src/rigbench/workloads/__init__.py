@@ -18,7 +18,7 @@ score suite (analysis/score.py) names the revision of each of its workloads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rigbench.errors import UsageError
@@ -101,6 +101,13 @@ class Workload:
     lr_find: bool = True  # False where one loss on a real data set does not exist
     options: dict[str, Any] = field(default_factory=dict)  # option -> default
     option_choices: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: Named option sets (option "preset"): preset -> the options it sets; an option given
+    #: beside the preset wins over it (see resolved_options).
+    presets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: In the run of `rigbench run` with no workload named. The transformers are not: they would
+    #: add two trials to every default run (and `--quick` on a CPU), and the score suite's
+    #: workloads are pinned apart from this (analysis/score.py); name them to run them.
+    default_run: bool = True
     #: The network's revision: 1 for the network as first released, bumped on every change to
     #: what is trained (see the module docstring). A trial stored before revisions existed
     #: measured revision 1.
@@ -117,6 +124,11 @@ CIFAR10 = Dataset("cifar10", 50_000, "Krizhevsky 2009, 50,000 training images 32
 # A language-model sample is one sequence of 32 tokens: 929,589 training tokens // 32.
 PTB = Dataset("ptb", 929_589 // 32, "Penn Treebank (Mikolov's split): 929,589 training tokens "
               "= 29,049 sequences of 32 tokens")
+# A GPT sample is one sequence of `context` tokens; no text corpus is wired to it yet (speed
+# path only), so the size is nominal: OpenWebText's ~9e9 GPT-2 tokens in sequences of 1024.
+OPENWEBTEXT = Dataset("openwebtext", 9_035_582_198 // 1024, "OpenWebText as nanoGPT prepares it: "
+                      "9,035,582,198 GPT-2 training tokens = 8,823,810 sequences of 1024 tokens "
+                      "(nominal: rigbench trains the gpt workload on synthetic tokens only)")
 CATSDOGS = Dataset("catsdogs", 20_000, "Kaggle Dogs vs. Cats as split in seed 001: 20,000 training images")
 
 _WORKLOADS: tuple[Workload, ...] = (
@@ -218,6 +230,61 @@ _WORKLOADS: tuple[Workload, ...] = (
     ),
 )
 
+#: GPT presets (layers, heads, width, context, vocab): tiny runs in seconds on 2 CPU cores on
+#: a byte vocabulary; small and medium are GPT-2's 124M and 350M shapes with nanoGPT's vocabulary
+#: padded from 50,257 to 50,304 (a multiple of 64).
+GPT_PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {"layers": 2, "heads": 4, "width": 128, "context": 64, "vocab": 256},
+    "small": {"layers": 12, "heads": 12, "width": 768, "context": 1024, "vocab": 50_304},
+    "medium": {"layers": 24, "heads": 16, "width": 1024, "context": 1024, "vocab": 50_304},
+}
+#: ViT presets (Dosovitskiy et al. 2021; Touvron et al. 2021's DeiT-Ti/-S widths), on CIFAR-10
+#: sized images with 4x4 patches (64 patches) or on 224-pixel images with 16x16 patches (196).
+#: "tiny" is ViT-Ti cut to 2 blocks so a CPU step takes well under a second; the full
+#: 12-block ViT-Ti is "ti32" (CIFAR) or "ti224".
+VIT_PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {"layers": 2, "heads": 3, "width": 192, "mlp": 768, "image": 32, "patch": 4},
+    "ti32": {"layers": 12, "heads": 3, "width": 192, "mlp": 768, "image": 32, "patch": 4},
+    "s32": {"layers": 12, "heads": 6, "width": 384, "mlp": 1536, "image": 32, "patch": 4},
+    "ti224": {"layers": 12, "heads": 3, "width": 192, "mlp": 768, "image": 224, "patch": 16},
+    "s224": {"layers": 12, "heads": 6, "width": 384, "mlp": 1536, "image": 224, "patch": 16},
+}
+
+_WORKLOADS += (
+    Workload(
+        name="gpt", title="GPT decoder-only transformer", task="language_model",
+        input_shape=(GPT_PRESETS["tiny"]["context"],), num_classes=GPT_PRESETS["tiny"]["vocab"],
+        dataset=OPENWEBTEXT, default_batch=32, quick_batch=8,
+        optimizer="adam", default_lr=3e-4,
+        loss="next_token_ce", targets="next_tokens", layout="tokens", metric="none",
+        optimizer_args=ADAM, vocab=GPT_PRESETS["tiny"]["vocab"], lr_find=False,
+        origin="Radford et al. 2019 (GPT-2) as nanoGPT builds it: token + position embedding, "
+               "pre-norm blocks (LayerNorm eps 1e-5, causal self-attention with the framework's "
+               "fused kernel, MLP 4x with exact GELU), final LayerNorm, head tied to the token "
+               "embedding, biases throughout; presets tiny (default), small (124M), medium (350M)",
+        seed_docs=(),
+        options={"preset": "tiny", **GPT_PRESETS["tiny"]},
+        option_choices={"preset": tuple(GPT_PRESETS)},
+        presets=GPT_PRESETS, default_run=False,
+    ),
+    Workload(
+        name="vit", title="Vision Transformer", task="classification",
+        input_shape=(3, 32, 32), num_classes=10, dataset=CIFAR10, default_batch=128, quick_batch=8,
+        optimizer="adam", default_lr=1e-3,
+        loss="cross_entropy", targets="class_index", layout="image", metric="accuracy",
+        optimizer_args=ADAM,
+        origin="Dosovitskiy et al. 2021 (ViT) at DeiT's Ti/S widths (Touvron et al. 2021): patch "
+               "embedding, class token, learned position embedding, pre-norm blocks (LayerNorm "
+               "eps 1e-5, fused attention, MLP with exact GELU), head on the class token; presets "
+               "tiny (default: ViT-Ti with 2 blocks on 32x32), ti32, s32 (4x4 patches on "
+               "CIFAR-10), ti224, s224 (16x16 patches on 224x224)",
+        seed_docs=(),
+        options={"preset": "tiny", **VIT_PRESETS["tiny"]},
+        option_choices={"preset": tuple(VIT_PRESETS)},
+        presets=VIT_PRESETS, default_run=False,
+    ),
+)
+
 WORKLOADS: dict[str, Workload] = {w.name: w for w in _WORKLOADS}
 
 
@@ -250,9 +317,27 @@ def parse_workload_ref(text: str) -> tuple[Workload, dict[str, Any]]:
         if choices and value not in choices:
             raise UsageError(f"option {key}={raw} of {name!r} must be one of {', '.join(map(str, choices))}")
         options[key] = value
+    from rigbench.workloads.flops import trainable_params  # flops imports this module
+
+    trainable_params(workload, resolved_options(workload, options))  # UsageError for a shape it cannot build
     return workload, options
 
 
 def resolved_options(workload: Workload, options: dict[str, Any]) -> dict[str, Any]:
-    """The workload's defaults overlaid with the given options."""
-    return {**workload.options, **options}
+    """The workload's defaults, overlaid with the named preset's options, overlaid with the
+    given options (so `gpt:preset=small,layers=6` is GPT-2 small with 6 layers)."""
+    preset = workload.presets.get(str(options.get("preset", workload.options.get("preset"))), {})
+    return {**workload.options, **preset, **options}
+
+
+def shaped(workload: Workload, options: dict[str, Any]) -> Workload:
+    """The workload with the input shape and vocabulary its options choose (a GPT's context
+    and vocabulary, a ViT's image size), which the adapters' batches read from the workload;
+    the workload itself where no option changes them."""
+    resolved = resolved_options(workload, options)
+    if "context" in resolved:
+        vocab = int(resolved["vocab"])
+        return replace(workload, input_shape=(int(resolved["context"]),), vocab=vocab, num_classes=vocab)
+    if "image" in resolved:
+        return replace(workload, input_shape=(3, int(resolved["image"]), int(resolved["image"])))
+    return workload

@@ -29,6 +29,7 @@ from itertools import pairwise
 from typing import Any
 
 from rigbench.workloads import Workload, resolved_options
+from rigbench.workloads.transformers import gpt_params, gpt_train_flops, vit_params, vit_train_flops
 
 #: Hidden widths of the fully connected net (Shi et al. 2016's FCN-S).
 MLP_HIDDEN = (2048, 2048, 2048)
@@ -252,6 +253,8 @@ _FLOPS: dict[str, Callable[[Workload, dict[str, Any]], float]] = {
     "mlp": _plain(mlp_layers), "autoencoder": _plain(autoencoder_layers), "cnn": _plain(cnn_layers),
     "rcnn": _plain(rcnn_layers), "resnet": _plain(resnet_layers), "catsdogs": _plain(catsdogs_layers),
     "lstm": _lstm, "dcgan": _dcgan,
+    "gpt": lambda workload, options: float(gpt_train_flops(options)),
+    "vit": lambda workload, options: float(vit_train_flops(options)),
 }
 
 
@@ -283,6 +286,8 @@ def trainable_params(workload: Workload, options: dict[str, Any]) -> int:
     (cuDNN's layout; Keras has one), so a framework with one may differ by 2 x 4H."""
     if workload.name == "lstm":
         return _lstm_params(workload, options)
+    if workload.name in ("gpt", "vit"):
+        return gpt_params(options) if workload.name == "gpt" else vit_params(options)
     if workload.name == "dcgan":
         assert workload.latent_size is not None
         return param_count(dcgan_generator(workload.latent_size) + dcgan_discriminator())
@@ -292,7 +297,7 @@ def trainable_params(workload: Workload, options: dict[str, Any]) -> int:
 def nontrainable_params(workload: Workload, options: dict[str, Any]) -> int:
     """Non-trainable state from the layer plan (resolved options): the running mean and
     variance of every batch norm, which Keras' summary counts as "Non-trainable params"."""
-    if workload.name == "lstm":
+    if workload.name in ("lstm", "gpt", "vit"):
         return 0
     if workload.name == "dcgan":
         assert workload.latent_size is not None

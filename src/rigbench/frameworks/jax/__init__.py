@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: (runner/launchers/warm_start.py); importing it starts no thread (the server checks).
 PRELOAD = ("rigbench.frameworks.jax.trainer",)
 
-__all__ = ["NAME", "PRELOAD", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
+__all__ = ["NAME", "PRELOAD", "attention", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
            "prepare", "software"]
 
 
@@ -44,6 +44,17 @@ def join(spec: TrialSpec, rank: RankInfo) -> Collective:
     from rigbench.frameworks.jax.parallel import JaxCollective
 
     return JaxCollective(spec, rank)
+
+
+def attention(spec: TrialSpec, workload: Workload) -> str | None:
+    """The attention kernel of a transformer workload (see transformers.py)."""
+    from rigbench.workloads.transformers import transformer_shape
+
+    if transformer_shape(workload, spec.workload_options) is None:
+        return None
+    from rigbench.frameworks.jax import transformers
+
+    return transformers.ATTENTION
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

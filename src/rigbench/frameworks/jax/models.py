@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rigbench.frameworks.jax import transformers
 from rigbench.workloads import WORKLOADS
 from rigbench.workloads.flops import (
     AUTOENCODER_SIZES,
@@ -342,6 +343,7 @@ def catsdogs(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
 BUILDERS: dict[str, Callable[[dict[str, Any], nnx.Rngs], nnx.Module]] = {
     "mlp": mlp, "autoencoder": autoencoder, "cnn": cnn, "rcnn": rcnn,
     "lstm": lstm, "dcgan": dcgan, "resnet": resnet, "catsdogs": catsdogs,
+    "gpt": transformers.gpt, "vit": transformers.vit,
 }
 
 

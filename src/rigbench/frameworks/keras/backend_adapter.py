@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rigbench.frameworks.base import DeviceInfo
     from rigbench.spec import TrialSpec
+    from rigbench.workloads import Workload
 
 
 def environment(native: Callable[[TrialSpec], dict[str, str]], backend: str, spec: TrialSpec) -> dict[str, str]:
@@ -31,3 +32,16 @@ def software(native: Callable[[], dict[str, Any]], name: str, backend: str) -> d
 def list_devices(native: Callable[[], list[DeviceInfo]], name: str) -> list[DeviceInfo]:
     """The devices the backend sees (the CPU first), as the Keras adapter's."""
     return [{**row, "framework": name} for row in native()]
+
+
+def attention(backend: str, spec: TrialSpec, workload: Workload) -> str | None:
+    """The attention kernel Keras runs for a transformer workload on `backend` (see
+    keras/transformers.py); None for other workloads."""
+    from rigbench.workloads.transformers import transformer_shape
+
+    shape = transformer_shape(workload, spec.workload_options)
+    if shape is None:
+        return None
+    from rigbench.frameworks.keras import transformers
+
+    return transformers.attention(backend, spec.device, spec.precision, shape)

@@ -25,6 +25,7 @@ from typing import Any
 import keras
 from keras import layers, ops
 
+from rigbench.frameworks.keras import transformers
 from rigbench.workloads import WORKLOADS, Workload
 from rigbench.workloads.flops import (
     AUTOENCODER_SIZES,
@@ -296,6 +297,7 @@ def catsdogs(options: dict[str, Any]) -> keras.Model:
 BUILDERS: dict[str, Callable[[dict[str, Any]], keras.Model | dict[str, keras.Model]]] = {
     "mlp": mlp, "autoencoder": autoencoder, "cnn": cnn, "rcnn": rcnn,
     "lstm": lstm, "dcgan": dcgan, "resnet": resnet, "catsdogs": catsdogs,
+    "gpt": transformers.gpt, "vit": transformers.vit,
 }
 
 

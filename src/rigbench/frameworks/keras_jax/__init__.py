@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 NAME = "keras-jax"
 
-__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
+__all__ = ["NAME", "attention", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
            "prepare", "software"]
 
 
@@ -60,6 +60,10 @@ def join(spec: TrialSpec, rank: RankInfo) -> Collective:
         raise UnsupportedError("keras-jax trains data-parallel on the speed protocol's batches (rigbench run, "
                                "scaling, sweep); a real-data training run takes one process")
     return native.join(spec, rank)
+
+
+def attention(spec: TrialSpec, workload: Workload) -> str | None:
+    return backend_adapter.attention("jax", spec, workload)
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

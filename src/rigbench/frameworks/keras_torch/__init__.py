@@ -31,7 +31,7 @@ NAME = "keras-torch"
 NO_DATA_PARALLEL = ("Keras' distribution API (keras.distribution.DataParallel) runs on the JAX backend only: "
                     "use keras-jax, or torch")
 
-__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
+__all__ = ["NAME", "attention", "build", "calibration_kernels", "count", "environment", "is_oom", "list_devices", "prepare",
            "software"]
 
 
@@ -52,6 +52,10 @@ def build(spec: TrialSpec, workload: Workload) -> KerasTorchTrainer:
     from rigbench.frameworks.keras_torch.trainer import KerasTorchTrainer
 
     return KerasTorchTrainer(spec, workload)
+
+
+def attention(spec: TrialSpec, workload: Workload) -> str | None:
+    return backend_adapter.attention("torch", spec, workload)
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

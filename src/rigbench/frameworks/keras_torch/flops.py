@@ -14,6 +14,7 @@ from typing import Any
 from torch.utils.flop_counter import FlopCounterMode
 
 from rigbench.frameworks.keras_torch.trainer import KerasTorchTrainer
+from rigbench.frameworks.torch.flops import CPU_ATTENTION_FLOPS
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
 
@@ -23,7 +24,7 @@ COUNT_BATCH = 2
 
 def step_flops(trainer: KerasTorchTrainer) -> float:
     """Training FLOPs per sample of one step of `trainer` (which has taken a step already)."""
-    with FlopCounterMode(display=False) as counter:
+    with FlopCounterMode(display=False, custom_mapping=CPU_ATTENTION_FLOPS) as counter:
         trainer.step()
     return counter.get_total_flops() / int(trainer.synthetic()[0].shape[0])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rigbench.frameworks.keras import backend_adapter
 from rigbench.frameworks.tensorflow import cluster, devices
 from rigbench.frameworks.tensorflow.devices import NAME, list_devices, software
 from rigbench.frameworks.tensorflow.oom import is_oom
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-__all__ = ["NAME", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
+__all__ = ["NAME", "attention", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
            "prepare", "software"]
 
 
@@ -54,6 +55,10 @@ def build(spec: TrialSpec, workload: Workload) -> TfTrainer:
     from rigbench.frameworks.tensorflow.trainer import TfTrainer
 
     return TfTrainer(spec, workload)
+
+
+def attention(spec: TrialSpec, workload: Workload) -> str | None:
+    return backend_adapter.attention("tensorflow", spec, workload)
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 #: (runner/launchers/warm_start.py); importing it starts no thread (the server checks).
 PRELOAD = ("rigbench.frameworks.torch.trainer",)
 
-__all__ = ["NAME", "PRELOAD", "build", "calibration_kernels", "count", "count_traffic", "environment", "is_oom",
+__all__ = ["NAME", "PRELOAD", "attention", "build", "calibration_kernels", "count", "count_traffic", "environment", "is_oom",
            "join", "list_devices", "prepare", "software"]
 
 
@@ -65,6 +65,18 @@ def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
     from rigbench.frameworks.torch import flops
 
     return flops.count(workload, options)
+
+
+def attention(spec: TrialSpec, workload: Workload) -> str | None:
+    """The SDPA kernel a transformer workload runs on the trial's device (see transformers.py)."""
+    from rigbench.workloads.transformers import transformer_shape
+
+    shape = transformer_shape(workload, spec.workload_options)
+    if shape is None:
+        return None
+    from rigbench.frameworks.torch import transformers
+
+    return transformers.attention(spec.device, spec.precision, shape)
 
 
 def count_traffic(workload: Workload, options: dict[str, Any]) -> tuple[float, float]:

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rigbench.frameworks.torch import transformers
 from rigbench.workloads import WORKLOADS
 from rigbench.workloads.flops import (
     AUTOENCODER_SIZES,
@@ -328,6 +329,7 @@ def catsdogs(options: dict[str, Any]) -> nn.Module:
 BUILDERS: dict[str, Callable[[dict[str, Any]], nn.Module]] = {
     "mlp": mlp, "autoencoder": autoencoder, "cnn": cnn, "rcnn": rcnn,
     "lstm": lstm, "dcgan": dcgan, "resnet": resnet, "catsdogs": catsdogs,
+    "gpt": transformers.gpt, "vit": transformers.vit,
 }
 
 

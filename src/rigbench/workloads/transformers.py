@@ -1,0 +1,119 @@
+"""The transformer workloads' shape (gpt, vit), analytic training FLOPs and parameters.
+
+Stated once here for workloads/flops.py (the figures of record) and the builders of every
+framework (frameworks/*/transformers.py), under flops.py's convention: matmuls only, 2 FLOPs
+per multiply-add, forward + weight gradients + input gradients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rigbench.errors import UsageError
+from rigbench.workloads import Workload, resolved_options
+
+
+@dataclass(frozen=True)
+class Transformer:
+    """The shape of a stack of pre-norm transformer blocks (GPT, ViT): `layers` blocks of
+    width `width` with `heads` heads and an MLP of `mlp` units, on sequences of `tokens`,
+    attending to earlier tokens only if `causal`."""
+
+    layers: int
+    heads: int
+    width: int
+    mlp: int
+    tokens: int
+    causal: bool = False
+
+    def __post_init__(self) -> None:
+        if min(self.layers, self.heads, self.width, self.mlp, self.tokens) < 1 or self.width % self.heads:
+            raise UsageError(f"a transformer needs positive sizes and a width ({self.width}) that its "
+                             f"heads ({self.heads}) divide")
+
+    def block_params(self) -> int:
+        """One block: LayerNorm (2d), qkv (3d^2 + 3d), projection (d^2 + d), LayerNorm (2d), MLP
+        (d m + m, m d + d): 12 d^2 + 13 d for m = 4d."""
+        d, m = self.width, self.mlp
+        return 2 * d + 3 * d * d + 3 * d + d * d + d + 2 * d + d * m + m + m * d + d
+
+    def matmul_weights(self) -> int:
+        """The weights that multiply every token (qkv, projection, MLP): PaLM's N for the blocks."""
+        return self.layers * (4 * self.width * self.width + 2 * self.width * self.mlp)
+
+    def attention_train_flops(self) -> int:
+        """Per sequence, fwd + bwd: q k^T and a v are 2 T^2 d multiply-adds a layer, over the
+        whole T x T score matrix (a causal mask saves none of it in the count, as in PaLM's
+        12 L H d_head T per token), each backward twice the forward: 12 L T^2 d."""
+        return 12 * self.layers * self.tokens * self.tokens * self.width
+
+
+def gpt_shape(options: dict[str, Any]) -> Transformer:
+    width = int(options["width"])
+    return Transformer(int(options["layers"]), int(options["heads"]), width, 4 * width, int(options["context"]),
+                       causal=True)
+
+
+def gpt_train_flops(options: dict[str, Any]) -> int:
+    """PaLM's training FLOPs of one sequence (Chowdhery et al. 2022, appendix B): 6 N T + 12 L H
+    d_head T^2, with N the matmul weights a token passes: the blocks' 12 L d^2 and the head's
+    d V. The head is tied to the token embedding, so the embedding is counted once, as the head
+    (its lookup is indexing); position embeddings, biases and LayerNorms are not counted
+    (nanoGPT's estimate_mfu puts biases and LayerNorms in N: 6 (13 L + 2) d per token more,
+    0.1% of GPT-2 small). 6 = forward 2 + weight gradients 2 + input gradients 2, all taken:
+    the first block's input gradient feeds the embeddings, which train."""
+    shape = gpt_shape(options)
+    n = shape.matmul_weights() + shape.width * int(options["vocab"])
+    return 6 * n * shape.tokens + shape.attention_train_flops()
+
+
+def gpt_params(options: dict[str, Any]) -> int:
+    """Token and position embeddings, the blocks, the final LayerNorm; the head is the token
+    embedding (tied): 124,475,904 for GPT-2 small at vocabulary 50,304 (nanoGPT's 124M)."""
+    shape = gpt_shape(options)
+    d = shape.width
+    return int(options["vocab"]) * d + shape.tokens * d + shape.layers * shape.block_params() + 2 * d
+
+
+def vit_shape(options: dict[str, Any]) -> Transformer:
+    image, patch = int(options["image"]), int(options["patch"])
+    if patch < 1 or image % patch:
+        raise UsageError(f"vit: patch={patch} must divide image={image}")
+    patches = (image // patch) ** 2
+    return Transformer(int(options["layers"]), int(options["heads"]), int(options["width"]),
+                       int(options["mlp"]), patches + 1)  # + the class token
+
+
+#: Classes of the ViT's head (CIFAR-10's; the 224-pixel presets keep them: synthetic images).
+VIT_CLASSES = 10
+
+
+def vit_train_flops(options: dict[str, Any]) -> int:
+    """One image: the patch embedding (a p x p convolution of stride p, no input gradient: its
+    input is the data), the blocks on patches + 1 tokens (6 N T + 12 L T^2 d as for the GPT)
+    and the head on the class token only."""
+    shape, p = vit_shape(options), int(options["patch"])
+    patch_embed = 3 * p * p * shape.width * (shape.tokens - 1)
+    return 4 * patch_embed + 6 * shape.matmul_weights() * shape.tokens + shape.attention_train_flops() \
+        + 6 * shape.width * VIT_CLASSES
+
+
+def vit_params(options: dict[str, Any]) -> int:
+    """Patch embedding (3 p^2 d + d), class token (d), position embedding ((patches + 1) d), the
+    blocks, the final LayerNorm (2d), the head (d x 10 + 10)."""
+    shape, p = vit_shape(options), int(options["patch"])
+    d = shape.width
+    return (3 * p * p * d + d + d + shape.tokens * d + shape.layers * shape.block_params() + 2 * d
+            + d * VIT_CLASSES + VIT_CLASSES)
+
+
+_SHAPES: dict[str, Callable[[dict[str, Any]], Transformer]] = {"gpt": gpt_shape, "vit": vit_shape}
+
+
+def transformer_shape(workload: Workload, options: dict[str, Any]) -> Transformer | None:
+    """The attention stack of a transformer workload (options resolved here), None for any
+    other: what an adapter needs to name its attention kernel without naming the workload."""
+    plan = _SHAPES.get(workload.name)
+    return plan(resolved_options(workload, options)) if plan else None

@@ -1,0 +1,185 @@
+"""The transformer workloads (gpt, vit) are one network in every framework: on torch's weights,
+copied in by attribute name, the same logits at float32 within TOLERANCE (max absolute
+difference; the logits are O(1)), and the same parameter count, which also equals the analytic
+one. Equal FLOPs per framework are the contract suite's check (each adapter's counter equals
+workloads/flops.py's figure, tests/contract/). Skipped without torch or the other framework."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rigbench.frameworks.torch import models as torch_models  # noqa: E402
+from rigbench.workloads import WORKLOADS, resolved_options, shaped  # noqa: E402
+from rigbench.workloads.flops import trainable_params  # noqa: E402
+
+#: Max absolute difference of the logits on shared weights at float32: the attention and
+#: LayerNorm reductions run in another order in each framework (about 1e-6 seen).
+TOLERANCE = 1e-4
+#: Two blocks on a short sequence (small images) keep each case well under a second.
+CASES = [("gpt", {"context": 16, "vocab": 64}), ("gpt", {"heads": 2}), ("vit", {"image": 16}),
+         ("vit", {"heads": 6, "patch": 8})]
+IDS = [f"{name}{options}" for name, options in CASES]
+
+
+def _torch(name: str, options: dict[str, Any]) -> tuple[torch.nn.Module, np.ndarray, dict[str, Any]]:
+    """torch's model at seed 0, its inputs (3 samples) and the resolved options."""
+    resolved = resolved_options(WORKLOADS[name], options)
+    torch.manual_seed(0)
+    model = torch_models.build_model(name, resolved).eval()
+    workload = shaped(WORKLOADS[name], options)
+    generator = torch.Generator().manual_seed(1)
+    if workload.layout == "tokens":
+        x = torch.randint(0, workload.vocab or 2, (3, workload.input_shape[0]), generator=generator)
+    else:
+        x = torch.randn((3, *workload.input_shape), generator=generator)
+    return model, x.numpy(), resolved
+
+
+def _path(root: Any, name: str) -> Any:
+    """`blocks.0.qkv` -> root.blocks[0].qkv."""
+    for part in name.split("."):
+        root = root[int(part)] if part.isdigit() else getattr(root, part)
+    return root
+
+
+def _layout(array: np.ndarray) -> np.ndarray:
+    """A torch weight in the other frameworks' layout: Linear (out, in) -> (in, out), Conv2d
+    OIHW -> HWIO; a bias as it is."""
+    if array.ndim == 2:
+        return array.T
+    if array.ndim == 4:
+        return np.transpose(array, (2, 3, 1, 0))
+    return array
+
+
+@pytest.mark.parametrize("name,options", CASES, ids=IDS)
+def test_jax_matches_torch_on_torch_weights(name, options):
+    pytest.importorskip("flax")
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from rigbench.frameworks.jax import models as jax_models
+
+    model, x, resolved = _torch(name, options)
+    jax_model = jax_models.build_model(name, resolved)
+    # torch name -> Flax name: Linear/Conv weight is the kernel, LayerNorm's weight its scale
+    for key, value in model.state_dict().items():
+        owner, _, leaf = key.rpartition(".")
+        module = _path(model, owner) if owner else model
+        target = _path(jax_model, owner) if owner else jax_model
+        array = value.numpy()
+        if isinstance(module, torch.nn.Embedding):
+            variable = target.embedding
+        elif isinstance(module, torch.nn.LayerNorm):
+            variable = getattr(target, "scale" if leaf == "weight" else "bias")
+        elif isinstance(module, torch.nn.Linear | torch.nn.Conv2d):
+            variable = getattr(target, "kernel" if leaf == "weight" else "bias")
+            array = _layout(array)
+        else:  # a bare parameter (the ViT's class token and position embedding)
+            variable = getattr(target, leaf)
+        assert variable[...].shape == array.shape, key
+        variable[...] = jnp.asarray(array)
+    assert jax_models.trainable_params(jax_model) == torch_models.trainable_params(model) \
+        == trainable_params(WORKLOADS[name], resolved)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    got = np.asarray(nnx.jit(lambda m, x: m(x))(jax_model, jnp.asarray(x)))
+    assert got.shape == expected.shape
+    assert np.abs(got - expected).max() < TOLERANCE, np.abs(got - expected).max()
+
+
+def test_the_attention_kernel_is_named_for_transformers_only():
+    """What the child stores as software["attention"]: the op SDPA dispatched to on the CPU."""
+    from rigbench.frameworks import load_adapter
+    from rigbench.spec import TrialSpec
+
+    adapter = load_adapter("torch")
+    for name, kernel in (("gpt", "torch sdpa: flash (cpu)"), ("vit", "torch sdpa: flash (cpu)"), ("mlp", None)):
+        spec = TrialSpec(workload=name, framework="torch", device="cpu", batch_size=2)
+        assert adapter.attention(spec, WORKLOADS[name]) == kernel
+
+
+# --------------------------------------------------------------------------- Keras
+
+#: Keras' backends besides jax's own adapter; Keras fixes its backend at import, so each runs in
+#: a child process (`python -m tests.unit.test_transformer_parity`, as test_keras_parity does).
+KERAS_BACKENDS = [b for b in ("tensorflow", "torch", "jax") if importlib.util.find_spec(b) is not None]
+
+
+def keras_case(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """In a child with KERAS_BACKEND set: the Keras model on torch's weights, its parameters
+    (Keras', torch's, analytic) and the max absolute difference of its logits from torch's."""
+    import keras
+
+    from rigbench.frameworks.keras import models as keras_models
+
+    model, x, resolved = _torch(name, options)
+    keras_model = keras_models.BUILDERS[name](resolved)
+    assert isinstance(keras_model, keras.Model)
+    root = keras_model.layers[0]  # the GPT or ViT layer after the Input
+    # torch name -> Keras name: Linear/Conv weight is the kernel, LayerNorm's are gamma and beta
+    for key, value in model.state_dict().items():
+        owner, _, leaf = key.rpartition(".")
+        module = _path(model, owner) if owner else model
+        target = _path(root, owner) if owner else root
+        array = value.numpy()
+        if isinstance(module, torch.nn.Embedding):
+            variable = target.embeddings
+        elif isinstance(module, torch.nn.LayerNorm):
+            variable = getattr(target, "gamma" if leaf == "weight" else "beta")
+        elif isinstance(module, torch.nn.Linear | torch.nn.Conv2d):
+            variable = getattr(target, "kernel" if leaf == "weight" else "bias")
+            array = _layout(array)
+        else:
+            variable = getattr(target, leaf)
+        assert tuple(variable.shape) == array.shape, key
+        variable.assign(array)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    got = keras.ops.convert_to_numpy(keras_model(x.astype("int32") if name == "gpt" else x, training=False))
+    from rigbench.frameworks.keras import backend_adapter
+    from rigbench.spec import TrialSpec
+
+    kernel = backend_adapter.attention(keras.backend.backend(), TrialSpec(
+        workload=name, framework="keras-torch", device="cpu", batch_size=2, workload_options=options), WORKLOADS[name])
+    return {"attention": kernel, "params": [keras_models.trainable_params({"model": keras_model}), torch_models.trainable_params(model),
+                       trainable_params(WORKLOADS[name], resolved)],
+            "shapes": [list(got.shape), list(expected.shape)], "max_diff": float(np.abs(got - expected).max())}
+
+
+@pytest.fixture(scope="module", params=KERAS_BACKENDS)
+def keras_found(request) -> dict[str, Any]:
+    pytest.importorskip("keras")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "KERAS_BACKEND": request.param, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "tests.unit.test_transformer_parity"], capture_output=True,
+                          text=True, env=env, cwd=root, timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    return cast(dict[str, Any], json.loads(lines[-1].removeprefix("RESULT ")))
+
+
+@pytest.mark.parametrize("case", IDS)
+def test_keras_matches_torch_on_torch_weights(keras_found, case):
+    found = keras_found[case]
+    keras_params, torch_params, analytic = found["params"]
+    assert keras_params == torch_params == analytic
+    assert found["shapes"][0] == found["shapes"][1]
+    assert found["max_diff"] < TOLERANCE, found["max_diff"]
+    assert found["attention"].endswith(("flash (cpu)", "xla", "no fused kernel")), found["attention"]
+
+
+if __name__ == "__main__":
+    print("RESULT " + json.dumps({case: keras_case(name, options) for case, (name, options) in zip(IDS, CASES, strict=True)}))
