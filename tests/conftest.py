@@ -80,6 +80,7 @@ SLOW = (
     "tests/contract/test_workloads.py::test_adapter_flop_counter_matches_the_analytic_figure",
     "tests/unit/test_keras_parity.py",
     "tests/unit/test_jax_parity.py",
+    "tests/unit/test_transformer_parity.py",  # a child process per Keras backend, and JAX
     "tests/unit/test_torch_training.py",
     "tests/unit/test_jax_adapter.py::test_mlp_learns_digits",
     "tests/unit/test_jax_adapter.py::test_loader_mode_same_seed_same_run",
