@@ -317,9 +317,9 @@ def parse_workload_ref(text: str) -> tuple[Workload, dict[str, Any]]:
         if choices and value not in choices:
             raise UsageError(f"option {key}={raw} of {name!r} must be one of {', '.join(map(str, choices))}")
         options[key] = value
-    from rigbench.workloads.flops import trainable_params  # flops imports this module
+    from rigbench.workloads.transformers import shape_of
 
-    trainable_params(workload, resolved_options(workload, options))  # UsageError for a shape it cannot build
+    shape_of(workload.name, resolved_options(workload, options))  # UsageError for a shape it cannot build
     return workload, options
 
 

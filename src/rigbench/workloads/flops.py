@@ -29,7 +29,14 @@ from itertools import pairwise
 from typing import Any
 
 from rigbench.workloads import Workload, resolved_options
-from rigbench.workloads.transformers import gpt_params, gpt_train_flops, vit_params, vit_train_flops
+from rigbench.workloads.transformers import (
+    Transformer,
+    gpt_params,
+    gpt_train_flops,
+    shape_of,
+    vit_params,
+    vit_train_flops,
+)
 
 #: Hidden widths of the fully connected net (Shi et al. 2016's FCN-S).
 MLP_HIDDEN = (2048, 2048, 2048)
@@ -305,3 +312,9 @@ def nontrainable_params(workload: Workload, options: dict[str, Any]) -> int:
     else:
         layers = _PLANS[workload.name](options)
     return sum(layer.stats for layer in layers)
+
+
+def transformer_shape(workload: Workload, options: dict[str, Any]) -> Transformer | None:
+    """The attention stack of a transformer workload (options resolved here), None for any
+    other: what an adapter needs to name its attention kernel without naming the workload."""
+    return shape_of(workload.name, resolved_options(workload, options))

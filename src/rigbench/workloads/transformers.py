@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigbench.errors import UsageError
-from rigbench.workloads import Workload, resolved_options
 
 
 @dataclass(frozen=True)
@@ -112,8 +111,9 @@ def vit_params(options: dict[str, Any]) -> int:
 _SHAPES: dict[str, Callable[[dict[str, Any]], Transformer]] = {"gpt": gpt_shape, "vit": vit_shape}
 
 
-def transformer_shape(workload: Workload, options: dict[str, Any]) -> Transformer | None:
-    """The attention stack of a transformer workload (options resolved here), None for any
-    other: what an adapter needs to name its attention kernel without naming the workload."""
-    plan = _SHAPES.get(workload.name)
-    return plan(resolved_options(workload, options)) if plan else None
+def shape_of(name: str, resolved: dict[str, Any]) -> Transformer | None:
+    """The attention stack of workload `name` with its resolved options (UsageError for a shape
+    they cannot build), None for a workload that is no transformer. Imports nothing of
+    rigbench.workloads, which calls it when it parses a workload's options."""
+    plan = _SHAPES.get(name)
+    return plan(resolved) if plan else None

@@ -48,7 +48,7 @@ def join(spec: TrialSpec, rank: RankInfo) -> Collective:
 
 def attention(spec: TrialSpec, workload: Workload) -> str | None:
     """The attention kernel of a transformer workload (see transformers.py)."""
-    from rigbench.workloads.transformers import transformer_shape
+    from rigbench.workloads.flops import transformer_shape
 
     if transformer_shape(workload, spec.workload_options) is None:
         return None

@@ -37,7 +37,7 @@ def list_devices(native: Callable[[], list[DeviceInfo]], name: str) -> list[Devi
 def attention(backend: str, spec: TrialSpec, workload: Workload) -> str | None:
     """The attention kernel Keras runs for a transformer workload on `backend` (see
     keras/transformers.py); None for other workloads."""
-    from rigbench.workloads.transformers import transformer_shape
+    from rigbench.workloads.flops import transformer_shape
 
     shape = transformer_shape(workload, spec.workload_options)
     if shape is None:

@@ -69,7 +69,7 @@ def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
 
 def attention(spec: TrialSpec, workload: Workload) -> str | None:
     """The SDPA kernel a transformer workload runs on the trial's device (see transformers.py)."""
-    from rigbench.workloads.transformers import transformer_shape
+    from rigbench.workloads.flops import transformer_shape
 
     shape = transformer_shape(workload, spec.workload_options)
     if shape is None:
