@@ -64,3 +64,23 @@ def test_an_interrupt_says_exactly_what_was_kept():
     assert kept_text([done], 3, "trial", speed.model_copy(update={"batch_size": 8}), "db (run r)") == (
         "interrupted (Ctrl-C); 1 of 3 trials finished and were stored in db (run r); "
         "mlp torch cpu b8 fp32 was stopped and not stored; 1 not started")
+
+
+def test_an_interrupt_swallowed_by_a_finaliser_is_sent_again(monkeypatch):
+    # Seen in CI: SIGTERM's KeyboardInterrupt landed in a weakref callback during garbage
+    # collection, where Python ignores exceptions, and the sweep ran on to exit 0.
+    import signal
+    import types
+
+    from rigbench.cli import interrupts
+
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(interrupts.os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    monkeypatch.setitem(interrupts._received, "signum", int(signal.SIGTERM))
+    interrupts._redeliver(types.SimpleNamespace(exc_type=KeyboardInterrupt))
+    assert sent == [(interrupts.os.getpid(), signal.SIGTERM)]
+    passed: list[object] = []
+    monkeypatch.setattr(interrupts.sys, "__unraisablehook__", passed.append)
+    other = types.SimpleNamespace(exc_type=ValueError)
+    interrupts._redeliver(other)  # any other ignored exception: the usual hook, nothing sent
+    assert passed == [other] and len(sent) == 1

@@ -9,10 +9,13 @@ for SIGTERM), as a shell reports a process the signal ended.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 import typer
 
@@ -26,10 +29,23 @@ def _as_interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _redeliver(unraisable: Any) -> None:
+    """sys.unraisablehook: an interrupt that landed in a finaliser (a weakref callback run by
+    the garbage collector, seen in SQLAlchemy's) is printed and ignored by Python, and the
+    command would go on as if no signal had come (a SIGTERM'd sweep ran to its end, exit 0).
+    Send the signal again, to land after the finaliser; anything else goes to the usual hook."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        os.kill(os.getpid(), _received["signum"])
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def install() -> None:
-    """SIGTERM and SIGHUP interrupt the command as Ctrl-C does (main thread only)."""
+    """SIGTERM and SIGHUP interrupt the command as Ctrl-C does (main thread only), and an
+    interrupt that a finaliser swallowed is delivered again."""
     if threading.current_thread() is not threading.main_thread():
         return
+    sys.unraisablehook = _redeliver
     for name in ("SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:
