@@ -77,7 +77,10 @@ def test_an_interrupt_swallowed_by_a_finaliser_is_sent_again(monkeypatch):
     sent: list[tuple[int, int]] = []
     monkeypatch.setattr(interrupts.os, "kill", lambda pid, sig: sent.append((pid, sig)))
     monkeypatch.setitem(interrupts._received, "signum", int(signal.SIGTERM))
+    monkeypatch.setattr(interrupts, "REDELIVER_S", 0.0)
     interrupts._redeliver(types.SimpleNamespace(exc_type=KeyboardInterrupt))
+    for thread in [t for t in interrupts.threading.enumerate() if isinstance(t, interrupts.threading.Timer)]:
+        thread.join(5)  # sent from another thread, after the finaliser has returned
     assert sent == [(interrupts.os.getpid(), signal.SIGTERM)]
     passed: list[object] = []
     monkeypatch.setattr(interrupts.sys, "__unraisablehook__", passed.append)

@@ -22,6 +22,8 @@ import typer
 from rigbench.spec import Result, TrialSpec
 
 _received = {"signum": int(signal.SIGINT)}
+#: Seconds before an interrupt swallowed by a finaliser is sent again (_redeliver).
+REDELIVER_S = 0.05
 
 
 def _as_interrupt(signum: int, _frame: FrameType | None) -> None:
@@ -33,9 +35,13 @@ def _redeliver(unraisable: Any) -> None:
     """sys.unraisablehook: an interrupt that landed in a finaliser (a weakref callback run by
     the garbage collector, seen in SQLAlchemy's) is printed and ignored by Python, and the
     command would go on as if no signal had come (a SIGTERM'd sweep ran to its end, exit 0).
-    Send the signal again, to land after the finaliser; anything else goes to the usual hook."""
+    Send the signal again a moment later, from another thread, so that it lands after the
+    finaliser (sent at once, it landed in this hook, which swallows it the same way); anything
+    else goes to the usual hook."""
     if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-        os.kill(os.getpid(), _received["signum"])
+        later = threading.Timer(REDELIVER_S, os.kill, (os.getpid(), _received["signum"]))
+        later.daemon = True
+        later.start()
         return
     sys.__unraisablehook__(unraisable)
 
