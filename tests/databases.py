@@ -10,6 +10,7 @@ under pytest-xdist. Without the variable, PostgreSQL cases are skipped with SKIP
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,10 +48,27 @@ def fresh_database() -> Iterator[str]:
         try:
             yield server.set(database=name).render_as_string(hide_password=False)
         finally:
-            with admin.connect() as conn:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            _drop(admin, name)
     finally:
         admin.dispose()
+
+
+def _drop(admin: Any, name: str, tries: int = 20) -> None:
+    """DROP DATABASE, ending the connections a test left open (FORCE). FORCE refuses to end a
+    backend of another role, such as the superuser's autovacuum worker on a database just
+    written to ("must be a member of the role whose process is being terminated", seen once
+    in CI): that worker ends within moments, so try again a little later."""
+    from sqlalchemy.exc import ProgrammingError
+
+    for attempt in range(tries):
+        try:
+            with admin.connect() as conn:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except ProgrammingError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.25)
 
 
 @contextmanager
