@@ -101,6 +101,12 @@ def precision_checks(device: str) -> tuple[list[str], str | None]:
     return ["bf16"], None
 
 
+def max_batch_reach(device: str) -> int:
+    """How far past the grid's largest batch the recommendation's max-batch search goes: the
+    question is whether the grid fits, not the absolute maximum."""
+    return 2 if device == "cpu" else 16
+
+
 def offline_dataset(workload: str) -> str | None:
     """The first real data set the workload accepts whose files are here (never downloads)."""
     from rigbench.data import accepted_datasets
@@ -231,7 +237,7 @@ def recommend(
     for device in chosen:
         limit = stored_limit(stored, device)
         if limit is None and run_missing and not outcome.interrupted:
-            top = max(grid) * (2 if device == "cpu" else 16)
+            top = max(grid) * max_batch_reach(device)
             outcome.ran.append(f"max-batch on {device} from b{max(grid)} up to b{top}: no stored max-batch search")
             on_note(f"running max-batch on {device} from b{max(grid)} up to b{top}: no stored max-batch search")
             found = max_batch.find_max_batch(workload, device, framework=framework, start=max(grid),
@@ -294,7 +300,7 @@ def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Resu
         return "recommend: measuring only what the stored results lack (at most the plan below)"
     trials = 0
     for device in devices:
-        probes = 2 if device == "cpu" else 5  # from the grid's largest batch up to 2x / 16x
+        probes = max_batch_reach(device).bit_length()  # doubling from the grid's largest batch: 2x in 2, 16x in 5
         threads = len(default_thread_counts()) if device == "cpu" else 0
         trials += probes + len(grid) + threads + len(precision_checks(device)[0])
     speed_s = trials * (measure.warmup_seconds + measure.min_seconds + TRIAL_OVERHEAD_S)

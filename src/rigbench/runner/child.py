@@ -221,13 +221,13 @@ def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     except BaseException as exc:
         report.collateral = collective.lost_peer(exc)  # another rank's failure ended this one
         raise
-    _describe_threads(adapter, spec, workload, report)
+    _describe_software(adapter, spec, workload, report)
     report.device_name = trainer.device_name
 
 
-def _describe_threads(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
-    """The framework's versions and the threads it runs, as it reports them once started
-    (base.SOFTWARE_KEYS). Every adapter honours --threads exactly, also above the cores; one
+def _describe_software(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
+    """The framework's versions, the threads it runs (as it reports them once started,
+    base.SOFTWARE_KEYS) and a transformer's attention kernel. Every adapter honours --threads exactly, also above the cores; one
     that ran another count would be `unsupported` with both counts, never a trial labelled
     with one count that ran another."""
     report.software = adapter.software()
@@ -245,7 +245,7 @@ def _describe_threads(adapter: FrameworkAdapter, spec: TrialSpec, workload: Work
 def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
     """The speed protocol on a resident synthetic batch (`rigbench run`)."""
     trainer = adapter.build(spec, workload)
-    _describe_threads(adapter, spec, workload, report)
+    _describe_software(adapter, spec, workload, report)
     report.device_name = trainer.device_name
     m = measure(trainer, spec.measure)
     report.first_step_s, report.warmup_s, report.warmup_steps = m.first_step_s, m.warmup_s, m.warmup_steps
@@ -265,7 +265,7 @@ def _load_data(workload: Workload, opts: TrainOptions | LrFindOptions) -> Loaded
 
 def _describe(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport, device_name: str,
               train_samples: int) -> None:
-    _describe_threads(adapter, spec, workload, report)
+    _describe_software(adapter, spec, workload, report)
     report.device_name, report.train_samples = device_name, train_samples
 
 

@@ -83,7 +83,7 @@ def run_trials(
 def oversubscription(specs: Sequence[TrialSpec], cores: int | None) -> str | None:
     """A warning when some trial asks for more threads (per rank, times its ranks on this
     machine) than the `cores` this process may use, else None. Not an error: every framework
-    runs the threads asked for (runner/child._describe_threads), and a thread-count study may
+    runs the threads asked for (runner/child._describe_software), and a thread-count study may
     mean to measure oversubscription; the trials then share the cores."""
     over = sorted({(s.threads, s.world_size // s.nodes) for s in specs
                    if cores and s.threads and s.threads * (s.world_size // s.nodes) > cores})
