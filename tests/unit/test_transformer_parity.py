@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -63,6 +64,27 @@ def _layout(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def _torch_weights(model: Any, root: Any, embedding: str, norm: tuple[str, str]) -> Iterator[tuple[str, Any, np.ndarray]]:
+    """(torch key, the other framework's variable, torch's array in its layout) for every weight
+    of `model`, the variable found under the same attribute path in `root`: a Linear/Conv
+    weight is its `kernel`, an Embedding's table is `embedding`, a LayerNorm's weight and bias
+    are `norm`, a bare parameter (the ViT's class token and position embedding) is itself."""
+    for key, value in model.state_dict().items():
+        owner, _, leaf = key.rpartition(".")
+        module = _path(model, owner) if owner else model
+        target = _path(root, owner) if owner else root
+        array = value.numpy()
+        if isinstance(module, torch.nn.Embedding):
+            variable = getattr(target, embedding)
+        elif isinstance(module, torch.nn.LayerNorm):
+            variable = getattr(target, norm[0] if leaf == "weight" else norm[1])
+        elif isinstance(module, torch.nn.Linear | torch.nn.Conv2d):
+            variable, array = getattr(target, "kernel" if leaf == "weight" else "bias"), _layout(array)
+        else:
+            variable = getattr(target, leaf)
+        yield key, variable, array
+
+
 @pytest.mark.parametrize("name,options", CASES, ids=IDS)
 def test_jax_matches_torch_on_torch_weights(name, options):
     pytest.importorskip("flax")
@@ -73,21 +95,8 @@ def test_jax_matches_torch_on_torch_weights(name, options):
 
     model, x, resolved = _torch(name, options)
     jax_model = jax_models.build_model(name, resolved)
-    # torch name -> Flax name: Linear/Conv weight is the kernel, LayerNorm's weight its scale
-    for key, value in model.state_dict().items():
-        owner, _, leaf = key.rpartition(".")
-        module = _path(model, owner) if owner else model
-        target = _path(jax_model, owner) if owner else jax_model
-        array = value.numpy()
-        if isinstance(module, torch.nn.Embedding):
-            variable = target.embedding
-        elif isinstance(module, torch.nn.LayerNorm):
-            variable = getattr(target, "scale" if leaf == "weight" else "bias")
-        elif isinstance(module, torch.nn.Linear | torch.nn.Conv2d):
-            variable = getattr(target, "kernel" if leaf == "weight" else "bias")
-            array = _layout(array)
-        else:  # a bare parameter (the ViT's class token and position embedding)
-            variable = getattr(target, leaf)
+    # Flax names: an Embedding's table is `embedding`, a LayerNorm's weight its `scale`
+    for key, variable, array in _torch_weights(model, jax_model, "embedding", ("scale", "bias")):
         assert variable[...].shape == array.shape, key
         variable[...] = jnp.asarray(array)
     assert jax_models.trainable_params(jax_model) == torch_models.trainable_params(model) \
@@ -128,21 +137,8 @@ def keras_case(name: str, options: dict[str, Any]) -> dict[str, Any]:
     keras_model = keras_models.BUILDERS[name](resolved)
     assert isinstance(keras_model, keras.Model)
     root = keras_model.layers[0]  # the GPT or ViT layer after the Input
-    # torch name -> Keras name: Linear/Conv weight is the kernel, LayerNorm's are gamma and beta
-    for key, value in model.state_dict().items():
-        owner, _, leaf = key.rpartition(".")
-        module = _path(model, owner) if owner else model
-        target = _path(root, owner) if owner else root
-        array = value.numpy()
-        if isinstance(module, torch.nn.Embedding):
-            variable = target.embeddings
-        elif isinstance(module, torch.nn.LayerNorm):
-            variable = getattr(target, "gamma" if leaf == "weight" else "beta")
-        elif isinstance(module, torch.nn.Linear | torch.nn.Conv2d):
-            variable = getattr(target, "kernel" if leaf == "weight" else "bias")
-            array = _layout(array)
-        else:
-            variable = getattr(target, leaf)
+    # Keras names: an Embedding's table is `embeddings`, a LayerNorm's are gamma and beta
+    for key, variable, array in _torch_weights(model, root, "embeddings", ("gamma", "beta")):
         assert tuple(variable.shape) == array.shape, key
         variable.assign(array)
     with torch.no_grad():
