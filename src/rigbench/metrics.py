@@ -91,10 +91,25 @@ class Metrics(BaseModel):
     best_accuracy: float | None = metric("fraction", "training", "best held-out accuracy over the epochs")
     target_accuracy: float | None = metric(
         "fraction", "training", "the accuracy asked for (--target-accuracy)")
+    target_loss: float | None = metric(
+        "nats", "training", "the held-out loss asked for (--target-loss; language models: nats per token)")
     seconds_to_target: float | None = metric(
-        "s", "training", "training time until held-out accuracy first reached the target")
+        "s", "training", "training time until held-out accuracy first reached the target (or the held-out "
+                         "loss first fell to the target loss)")
     epochs_to_target: int | None = metric(
-        "epochs", "training", "epochs until held-out accuracy first reached the target")
+        "epochs", "training", "epochs until held-out accuracy first reached the target (or the held-out "
+                              "loss first fell to the target loss)")
+    eval_loss_per_epoch: list[float | None] | None = metric(
+        "", "training", "held-out loss after each epoch (language models: next-token cross-entropy, nats per token)")
+    final_eval_loss: float | None = metric("", "training", "held-out loss after the last epoch")
+    best_eval_loss: float | None = metric("", "training", "lowest held-out loss over the epochs")
+    perplexity: float | None = metric(
+        "", "training", "language models: exp(final_eval_loss), the held-out perplexity per token")
+    bits_per_byte: float | None = metric(
+        "bits", "training", "byte-level text: final_eval_loss / ln 2, held-out bits per byte")
+    baseline_loss: float | None = metric(
+        "nats", "training", "text: the unigram entropy of the training bytes, the held-out loss of a model that "
+                            "ignores context (a model must get below it)")
     train_seconds: float | None = metric(
         "s", "training", "training time over all epochs, evaluation excluded")
     eval_seconds: float | None = metric("s", "training", "evaluation time over all epochs")

@@ -93,6 +93,7 @@ class TrainOptions(BaseModel):
     download: bool = True
     epochs: Int64 = Field(..., ge=1)
     target_accuracy: float | None = Field(None, gt=0, le=1, description="fraction, e.g. 0.9")
+    target_loss: float | None = Field(None, gt=0, description="held-out loss, e.g. 1.5 (nats per token)")
     input_mode: Literal["resident", "loader"] = "resident"
     workers: Int64 = Field(0, ge=0, description="loader worker processes (input_mode=loader)")
     pin_memory: bool = False
@@ -292,6 +293,7 @@ class ChildReport(BaseModel):
     train_samples: int | None = None
     test_samples: int | None = None
     diverged_at_epoch: int | None = None
+    baseline_loss: float | None = None  # text: the unigram entropy of the training bytes (nats)
     # learning-rate range tests (`rigbench lr-find`): [lr, loss, smoothed loss] per step
     lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
     # estimated bytes moved to and from device memory per training sample (roofline)

@@ -60,6 +60,22 @@ def split_workload_refs(values: Iterable[str] | None, what: str = "WORKLOAD") ->
     return out
 
 
+def with_preset(refs: list[str], preset: str | None) -> list[str]:
+    """`--preset P`: each workload reference with `preset=P` added (['gpt', 'vit:layers=4'] ->
+    ['gpt:preset=P', 'vit:layers=4,preset=P']); the workload checks that it has that preset."""
+    if preset is None:
+        return refs
+    if not refs:
+        raise UsageError("--preset needs the workloads named, e.g. `gpt --preset small` (presets: rigbench workloads)")
+    out = []
+    for ref in refs:
+        name, colon, options = ref.partition(":")
+        if any(item.strip().startswith("preset=") for item in options.split(",")):
+            raise UsageError(f"{ref!r} names a preset and --preset gives another: give it once")
+        out.append(f"{ref},preset={preset}" if colon and options else f"{name}:preset={preset}")
+    return out
+
+
 def parse_positive_ints(values: Iterable[str] | None, what: str) -> list[int]:
     """Parse a list flag of whole numbers >= 1, with an error that names the flag."""
     out = []

@@ -65,8 +65,10 @@ def test_check_compatible():
         check_compatible("mlp", "cifar10")
     with pytest.raises(UsageError, match="'catsdogs' cannot train on 'mnist': use image_folder"):
         check_compatible("catsdogs", "mnist")
-    with pytest.raises(UsageError, match="'lstm' takes no real data set yet"):
+    with pytest.raises(UsageError, match="'lstm' cannot train on 'mnist': use pysrc, tinyshakespeare, wikitext2, ptb"):
         check_compatible("lstm", "mnist")
+    with pytest.raises(UsageError, match="'vit' takes no real data set yet"):
+        check_compatible("vit", "mnist")
     with pytest.raises(UsageError, match="unknown workload 'bert'"):
         check_compatible("bert", "mnist")
     with pytest.raises(UsageError, match="unknown data set 'svhn'"):

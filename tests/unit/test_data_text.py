@@ -20,13 +20,15 @@ from rigbench.data import (
     load_for_workload,
     next_byte_windows,
     reference_dataset,
+    training_options,
     unigram_entropy,
 )
 from rigbench.data.accepts import BYTE_TEXT, byte_language_model
 from rigbench.data.registry import TEXT_FORMATS
 from rigbench.data.text import as_bytes, split_tail
 from rigbench.errors import UsageError
-from rigbench.workloads import WORKLOADS, Dataset, Workload
+from rigbench.workloads import WORKLOADS, Dataset, Workload, resolved_options, shaped
+from rigbench.workloads.flops import trainable_params
 from tests.data_files import flip_byte, text_dataset, wikitext_zip_bytes
 
 TEXT = b"To be, or not to be, that is the question:\n" * 5  # 215 bytes
@@ -94,14 +96,39 @@ def test_a_file_without_a_published_digest_cannot_be_registered():
 def test_no_workload_takes_byte_text_unless_it_is_a_byte_language_model():
     assert BYTE_VOCAB == 256
     for name, accepted in ACCEPTS.items():
-        if set(accepted) & set(BYTE_TEXT):
-            assert byte_language_model(WORKLOADS[name]), name
-    assert not byte_language_model(WORKLOADS["lstm"])  # a 10,000-word vocabulary
-    with pytest.raises(UsageError, match=r"'pysrc' is byte-level text.*\('lstm': tokens input, vocabulary 10000\): "
-                                         r"no workload takes it yet"):
-        check_compatible("lstm", "pysrc")
+        if set(accepted) & set(BYTE_TEXT):  # each taker, with the options a training on text gives it
+            assert byte_language_model(shaped(WORKLOADS[name], training_options(name, {}, "pysrc"))), name
+    assert set(ACCEPTS["lstm"]) == set(ACCEPTS["gpt"]) == set(BYTE_TEXT)
+    assert not byte_language_model(WORKLOADS["lstm"])  # as declared: a 10,000-word vocabulary
     with pytest.raises(UsageError, match="'ptb' is byte-level text"):
         check_compatible("mlp", "ptb")
+
+
+def test_a_language_model_trains_on_bytes_with_vocab_256_unless_told_otherwise():
+    # lstm's default and gpt's presets have other vocabularies: trained on text they get 256 ...
+    assert training_options("lstm", {}, "pysrc") == {"vocab": 256}
+    assert training_options("lstm", {"hidden": 128}, "ptb") == {"hidden": 128, "vocab": 256}
+    assert training_options("gpt", {"preset": "small"}, "pysrc") == {"preset": "small", "vocab": 256}
+    # ... gpt's default (tiny) is byte-level already, and an image set changes nothing
+    assert training_options("gpt", {}, "pysrc") == {}
+    assert training_options("mlp", {}, "digits") == {}
+    check_compatible("lstm", "pysrc", {"vocab": 256})
+    # a vocabulary the user named is never overridden: another size is refused, naming the fix
+    assert training_options("lstm", {"vocab": 10000}, "pysrc") == {"vocab": 10000}
+    with pytest.raises(UsageError, match="train lstm with vocab=256, not 10000"):
+        check_compatible("lstm", "pysrc", {"vocab": 10000})
+    with pytest.raises(UsageError, match="train gpt with vocab=256, not 50304"):
+        check_compatible("gpt", "pysrc", {"preset": "small", "vocab": 50304})
+
+
+def test_the_lstm_on_bytes_is_the_same_network_with_a_byte_vocabulary():
+    words, byte_level = shaped(WORKLOADS["lstm"], {}), shaped(WORKLOADS["lstm"], {"vocab": 256})
+    assert (words.vocab, byte_level.vocab, byte_level.num_classes) == (10000, 256, 256)
+    hidden = 256  # embedding + gates + decoder: only the vocabulary's rows and columns change
+    gates = 2 * (4 * hidden * 2 * hidden + 2 * 4 * hidden)
+    lstm = WORKLOADS["lstm"]
+    assert trainable_params(lstm, resolved_options(lstm, {"vocab": 256})) == 256 * hidden + gates + hidden * 256 + 256
+    assert trainable_params(lstm, resolved_options(lstm, {})) == 10000 * hidden + gates + hidden * 10000 + 10000
 
 
 @pytest.fixture
@@ -110,7 +137,7 @@ def byte_lm(monkeypatch):
     workload = Workload(
         name="bytelm", title="test byte LM", task="language_model", input_shape=(16,), num_classes=None,
         dataset=Dataset("pysrc", 1, "test"), default_batch=4, quick_batch=4, optimizer="adam", default_lr=1e-3,
-        origin="test", seed_docs=(), loss="next_token_ce", targets="next_tokens", layout="tokens", metric="none",
+        origin="test", seed_docs=(), loss="next_token_ce", targets="next_tokens", layout="tokens", metric="perplexity",
         optimizer_args={}, vocab=BYTE_VOCAB)
     monkeypatch.setitem(WORKLOADS, "bytelm", workload)
     monkeypatch.setitem(ACCEPTS, "bytelm", BYTE_TEXT)
@@ -127,7 +154,7 @@ def test_load_for_workload_gives_windows_of_its_sequence_length(byte_lm, monkeyp
     assert bytes(data.corpus.train) + bytes(data.corpus.valid) == TEXT
     assert bytes(x_train[0]) == TEXT[:16] and bytes(y_train[0]) == TEXT[1:17]
     assert reference_dataset("bytelm") == "pysrc"  # the one that needs no download
-    with pytest.raises(UsageError, match="'tinyshakespeare' is byte-level text.*: train bytelm on it"):
+    with pytest.raises(UsageError, match="'tinyshakespeare' is byte-level text.*: train lstm, gpt, bytelm on it"):
         check_compatible("mlp", "tinyshakespeare")
 
 

@@ -252,3 +252,27 @@ def test_training_section_only_with_train_results_and_right_points():
     assert charts["accuracy_curves"].series[2].y == pytest.approx([40.0])
     # the speed charts leave training runs out
     assert "batch" not in sections
+
+
+def lm_result(lr, losses, rid, baseline=3.2163):
+    from rigbench.analysis.training import train_summary
+    from rigbench.spec import EpochRecord, TrainOptions
+
+    epochs = [EpochRecord(epoch=i + 1, steps=300, train_loss=v + 0.1, eval_loss=v, train_seconds=20.0,
+                          eval_seconds=1.0) for i, v in enumerate(losses)]
+    spec = TrialSpec(workload="gpt", batch_size=32, lr=lr, train=TrainOptions(dataset="pysrc", epochs=len(epochs)))
+    summary = train_summary(epochs, 32, None, language_model=True, byte_level=True)
+    return Result(id=rid, run_id="r", created_at="t", spec=spec, status="ok", epoch_records=epochs,
+                  metrics=Metrics(dataset="pysrc", baseline_loss=baseline, **summary))
+
+
+def test_language_models_chart_their_held_out_loss_against_the_unigram_baseline():
+    results = [lm_result(1e-3, [2.9, 2.4], rid=1), lm_result(3e-4, [3.1, 2.8, 2.6], rid=2), train_result(0.05, rid=3)]
+    charts = {c.id: c for s, cs in gather(results) if s.id == "training" for c in cs}
+    assert "accuracy_curves" in charts  # the classifier's accuracy, beside
+    held_out = charts["held_out_loss_curves"].series
+    assert [s.y for s in held_out[:2]] == [pytest.approx([2.9, 2.4]), pytest.approx([3.1, 2.8, 2.6])]
+    baseline = held_out[2]  # one per data set, flat over the longest run's epochs, drawn dashed
+    assert len(held_out) == 3 and baseline.dash and baseline.x == [1, 3] and baseline.y == [3.2163, 3.2163]
+    final = charts["lm_loss_lr"].series[0]  # the last epoch's loss against the learning rate
+    assert final.x == ["0.0003", "0.001"] and final.y == pytest.approx([2.6, 2.4])

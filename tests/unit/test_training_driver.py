@@ -152,8 +152,8 @@ def test_bad_input_is_refused_before_building():
     with pytest.raises(UsageError, match="do not fill one batch"):
         training.train(lambda s, w: pytest.fail("built"), _spec(batch_size=200), WORKLOADS["mlp"], _data())
     with pytest.raises(UnsupportedError, match="no training data set"):
-        training.train(lambda s, w: pytest.fail("built"), _spec().model_copy(update={"workload": "lstm"}),
-                       WORKLOADS["lstm"], _data())
+        training.train(lambda s, w: pytest.fail("built"), _spec().model_copy(update={"workload": "vit"}),
+                       WORKLOADS["vit"], _data())
     with pytest.raises(UnsupportedError, match="--workers"):
         _run(_spec(input_mode="loader", workers=2))
 

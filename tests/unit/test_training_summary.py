@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from rigbench.analysis.training import train_summary
@@ -51,3 +53,34 @@ def test_gan_and_autoencoder_losses_reach_the_json_row_and_progress_line():
     assert r.row()["final_extra"] == {"loss_d": 1.2, "loss_g": 1.9}
     assert r.row()["final_accuracy"] is None
     assert one_line_outcome(r) == "ok: 1 epochs in 5.0 s, loss_d 1.2, loss_g 1.9"
+
+
+def lm(n, eval_loss, train_s=10.0):
+    return EpochRecord(epoch=n, steps=50, train_loss=eval_loss + 0.1, eval_loss=eval_loss, train_seconds=train_s,
+                       eval_seconds=1.0)
+
+
+def test_a_language_model_reaches_a_target_loss_and_reads_as_perplexity_and_bits():
+    epochs = [lm(1, 3.0, 12.0), lm(2, 2.2, 10.0), lm(3, 2.4, 11.0)]
+    s = train_summary(epochs, 32, None, target_loss=2.3, language_model=True, byte_level=True)
+    assert (s["epochs_to_target"], s["seconds_to_target"]) == (2, pytest.approx(22.0))  # 12 + 10
+    assert s["eval_loss_per_epoch"] == [3.0, 2.2, 2.4]
+    assert (s["final_eval_loss"], s["best_eval_loss"], s["target_loss"]) == (2.4, 2.2, 2.3)
+    assert s["perplexity"] == pytest.approx(math.exp(2.4))  # of the last epoch, as the loss is
+    assert s["bits_per_byte"] == pytest.approx(2.4 / math.log(2))
+    assert s["final_accuracy"] is None
+    # word-level tokens: no bits per byte; a classifier: a held-out loss but no perplexity
+    assert "bits_per_byte" not in train_summary(epochs, 32, None, language_model=True)
+    plain = train_summary(epochs, 32, None)
+    assert plain["final_eval_loss"] == 2.4 and "perplexity" not in plain
+
+
+def test_both_targets_must_be_reached_and_a_missed_loss_target_is_none():
+    epochs = [EpochRecord(epoch=1, steps=1, train_loss=1.0, eval_loss=0.5, accuracy=0.8, train_seconds=5.0,
+                          eval_seconds=1.0),
+              EpochRecord(epoch=2, steps=1, train_loss=1.0, eval_loss=0.4, accuracy=0.9, train_seconds=5.0,
+                          eval_seconds=1.0)]
+    assert train_summary(epochs, 8, 0.85, target_loss=0.6)["epochs_to_target"] == 2
+    assert train_summary(epochs, 8, None, target_loss=0.3)["epochs_to_target"] is None
+    # a loss past exp's range (a run that learnt nothing, diverging) still gives a finite figure
+    assert train_summary([lm(1, 1000.0)], 8, None, language_model=True)["perplexity"] == pytest.approx(math.exp(700))

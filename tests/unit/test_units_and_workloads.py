@@ -4,7 +4,7 @@ import itertools
 import pytest
 
 from rigbench.errors import UsageError
-from rigbench.units import format_bytes, parse_positive_ints, parse_size, split_list
+from rigbench.units import format_bytes, parse_positive_ints, parse_size, split_list, with_preset
 from rigbench.workloads import WORKLOADS, parse_workload_ref, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
 
@@ -117,3 +117,14 @@ def test_analytic_flops_grow_with_the_options():
     # sizes); a step runs G once and D three times, and backpropagates through all of them.
     assert 1.5e9 < train_flops_per_sample(WORKLOADS["dcgan"]) < 4e9
     assert 30e9 < train_flops_per_sample(WORKLOADS["catsdogs"]) < 32e9  # ~3 x 10.4 GFLOP forward per image
+
+
+def test_preset_flag_adds_the_preset_to_each_named_workload():
+    assert with_preset(["gpt", "vit:layers=4"], "tiny") == ["gpt:preset=tiny", "vit:layers=4,preset=tiny"]
+    assert with_preset(["gpt"], None) == ["gpt"]
+    with pytest.raises(UsageError, match="--preset needs the workloads named"):
+        with_preset([], "small")
+    with pytest.raises(UsageError, match="names a preset and --preset gives another"):
+        with_preset(["gpt:preset=small"], "tiny")
+    with pytest.raises(UsageError, match="option preset=tiny of 'mlp'|has no option 'preset=tiny'"):
+        parse_workload_ref(with_preset(["mlp"], "tiny")[0])

@@ -99,7 +99,7 @@ def lr_find(
     if steps < 5:
         raise UsageError("--steps must be at least 5")
     _check_positive(batch_size=batch_size, threads=threads)
-    name = api.prepare_data(workload.partition(":")[0], dataset, data_dir, download=not offline)
+    name = api.prepare_data(workload, dataset, data_dir, download=not offline)
     spec = api.plan_lr_find(workload, name, device=device, batch_size=batch_size, start_lr=start_lr,
                             end_lr=end_lr, steps=steps, data_dir=data_dir, precision=precision,  # type: ignore[arg-type]
                             threads=threads, framework=framework)

@@ -32,13 +32,24 @@ from rigbench.reports import terminal
 from rigbench.spec import EnergyMode
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
-from rigbench.units import parse_positive_floats, parse_positive_ints, parse_size, split_list, split_workload_refs
+from rigbench.units import (
+    parse_positive_floats,
+    parse_positive_ints,
+    parse_size,
+    split_list,
+    split_workload_refs,
+    with_preset,
+)
+
+PRESET_HELP = ("The named workloads' preset, e.g. `gpt --preset small` (the same as gpt:preset=small); "
+               "presets: rigbench workloads.")
 
 
 @app.command()
 @handles_usage_errors
 def run(
     workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all but the transformers gpt and vit). Options as NAME:key=value, e.g. resnet:depth=56 or gpt:preset=small. See `rigbench workloads`."),
+    preset: str | None = typer.Option(None, "--preset", metavar="NAME", help=PRESET_HELP),
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
     batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32 (NVIDIA Ampere+ matrix maths), bf16 or fp16 (bf16/fp16: autocast mixed precision)."),
@@ -74,7 +85,7 @@ def run(
         raise UsageError("--lr must be more than 0")
     node = api.node_launch(nnodes, node_rank, rdzv_endpoint)  # checked before any device is asked
     specs = api.plan_run(
-        workloads=split_workload_refs(workloads), devices=split_list(device, "--device"),
+        workloads=with_preset(split_workload_refs(workloads), preset), devices=split_list(device, "--device"),
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], steps=steps,
         seconds=seconds, quick=quick,
@@ -112,10 +123,13 @@ def run(
 @app.command()
 @handles_usage_errors
 def train(
-    workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to train, e.g. mlp, cnn, resnet:depth=56."),
+    workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to train, e.g. mlp, cnn, resnet:depth=56, gpt (on text: --dataset pysrc)."),
+    preset: str | None = typer.Option(None, "--preset", metavar="NAME", help=PRESET_HELP),
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     epochs: int = typer.Option(10, "--epochs", help="Epochs to train, each followed by a held-out evaluation."),
     target_accuracy: float | None = typer.Option(None, "--target-accuracy", help="Report time and epochs to reach this held-out accuracy (0.9 or 90 both mean 90%)."),
+    target_loss: float | None = typer.Option(None, "--target-loss", help="Report time and epochs until the held-out loss falls to this (language models: nats per token; the unigram baseline of pysrc is 3.216)."),
+    max_train_samples: int | None = typer.Option(None, "--max-train-samples", metavar="N", help="Train on a random N of the training samples (text: windows of the sequence length); the held-out set stays whole."),
     lr: list[str] | None = typer.Option(None, "--lr", metavar="LR", help="Learning rate(s), e.g. --lr 0.001,0.01,0.1 (default: the workload's)."),
     batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 32,128 (default: the workload's)."),
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) (default: cpu)."),
@@ -132,7 +146,8 @@ def train(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout."),
 ) -> None:
-    """Train on a real data set: held-out accuracy per epoch, time and epochs to a target."""
+    """Train on a real data set: held-out accuracy (language models: loss, perplexity, bits per
+    byte) per epoch, time and epochs to a target."""
     _check_precision(precision)
     if input_mode not in ("resident", "loader"):
         raise UsageError(f"--input must be resident or loader, got {input_mode!r}")
@@ -142,13 +157,19 @@ def train(
         target_accuracy = target_accuracy / 100 if target_accuracy > 1 else target_accuracy
         if not 0 < target_accuracy <= 1:
             raise UsageError("--target-accuracy must be between 0 and 1 (or 0 and 100 as a percentage)")
+    if target_loss is not None and target_loss <= 0:
+        raise UsageError("--target-loss must be more than 0 (a held-out loss, e.g. 1.5)")
+    if max_train_samples is not None and max_train_samples < 1:
+        raise UsageError("--max-train-samples must be at least 1")
     lrs = parse_positive_floats(lr, "--lr")
-    name = api.prepare_data(workload.partition(":")[0], dataset, data_dir, download=not offline)
+    (workload,) = with_preset([workload], preset)
+    name = api.prepare_data(workload, dataset, data_dir, download=not offline)
     specs = api.plan_train(
         workload, name, epochs, lrs=lrs, batch_sizes=parse_positive_ints(batch_size, "--batch-size"),
-        devices=split_list(device, "--device"), target_accuracy=target_accuracy, precision=precision,  # type: ignore[arg-type]
+        devices=split_list(device, "--device"), target_accuracy=target_accuracy, target_loss=target_loss,
+        precision=precision,  # type: ignore[arg-type]
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], data_dir=data_dir,
-        input_mode=input_mode, workers=workers,
+        input_mode=input_mode, workers=workers, max_train_samples=max_train_samples,
         pin_memory=pin_memory, timeout_s=timeout, energy=energy,
     )
     outcome = _run_with_progress(specs, db)
@@ -156,6 +177,8 @@ def train(
         print(json.dumps([r.row() for r in outcome.results], indent=2))
     elif outcome.results:
         out.print(terminal.train_table(outcome.results, title=f"run {outcome.run_id}"))
+        for line in terminal.baseline_lines(outcome.results):
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
         out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
                   f"Per-epoch figures: rigbench results show ID{db_flag(db)}", highlight=False, soft_wrap=True)
     if outcome.interrupted:

@@ -21,10 +21,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from rigbench.data.accepts import ACCEPTS, accepted_datasets, check_compatible, reference_dataset
+from rigbench.data.accepts import ACCEPTS, accepted_datasets, check_compatible, reference_dataset, training_options
 from rigbench.data.cache import FileProgress, dataset_dir, ensure_files, verify_file
 from rigbench.data.download import fetch
 from rigbench.data.errors import ChecksumError, CorpusMismatchError, CorruptFileError, DownloadError
@@ -32,14 +33,14 @@ from rigbench.data.registry import DATASETS, TEXT_FORMATS, DatasetInfo, RemoteFi
 from rigbench.data.text import BYTE_VOCAB, ByteCorpus, UnigramBaseline, next_byte_windows, unigram_entropy
 from rigbench.data.transforms import resize_images, to_channels, to_workload_shape
 from rigbench.errors import UsageError
-from rigbench.workloads import get_workload
+from rigbench.workloads import get_workload, shaped
 
 __all__ = [
     "ACCEPTS", "BYTE_VOCAB", "DATASETS", "ByteCorpus", "ChecksumError", "CorpusMismatchError",
     "CorruptFileError", "DatasetInfo", "DownloadError", "LoadedData", "RemoteFile", "UnigramBaseline",
     "accepted_datasets", "check_compatible", "dataset_dir", "ensure_files", "fetch", "get_dataset",
     "list_datasets", "load", "load_corpus", "load_for_workload", "next_byte_windows", "reference_dataset",
-    "resize_images", "to_channels", "to_workload_shape", "unigram_entropy", "verify_file",
+    "resize_images", "to_channels", "to_workload_shape", "training_options", "unigram_entropy", "verify_file",
 ]
 
 
@@ -100,16 +101,19 @@ def load(dataset: str | DatasetInfo, data_dir: str | os.PathLike[str] | None = N
 
 def load_for_workload(workload_name: str, dataset_name: str | None = None,
                       data_dir: str | os.PathLike[str] | None = None, *, download: bool = True,
-                      verify: bool = True, progress: FileProgress | None = None) -> LoadedData:
-    """The data for training `workload_name`, already in its input shape.
+                      verify: bool = True, progress: FileProgress | None = None,
+                      options: dict[str, Any] | None = None) -> LoadedData:
+    """The data for training `workload_name` with `options` (a GPT's context, say), already in
+    its input shape; text in windows of its sequence length.
 
     `dataset_name` defaults to the workload's reference data set (the first it accepts).
     Raises UsageError when the workload cannot use the data set, or when the data has more
     classes than the network has outputs.
     """
-    workload = get_workload(workload_name)
     dataset_name = dataset_name or reference_dataset(workload_name)
-    check_compatible(workload_name, dataset_name)
+    options = training_options(workload_name, options or {}, dataset_name)
+    workload = shaped(get_workload(workload_name), options)
+    check_compatible(workload_name, dataset_name, options)
     data = load(dataset_name, data_dir, shape=workload.input_shape, download=download, verify=verify,
                 progress=progress)
     if workload.num_classes is not None and len(data.classes) > workload.num_classes:

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Token ids of a byte-level model: one per byte value.
-BYTE_VOCAB = 256
+from rigbench.workloads import BYTE_VOCAB  # token ids of a byte-level model: one per byte value
 
 
 @dataclass(frozen=True)

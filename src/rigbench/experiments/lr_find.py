@@ -26,7 +26,10 @@ def plan_lr_find(
 ) -> TrialSpec:
     """A learning-rate range test (`rigbench lr-find`) on `dataset`, already checked by
     `prepare_data`: one trial, at the workload's reference batch unless `batch_size`."""
+    from rigbench.data import training_options
+
     ref, options = parse_workload_ref(workload)
+    options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
     chosen = chosen_devices(framework, [device] if device else [], default=["cpu"])[0]
     if end_lr <= start_lr:
         raise UsageError(f"--end-lr ({end_lr:g}) must be larger than --start-lr ({start_lr:g})")

@@ -91,20 +91,17 @@ def validation_message(exc: ValueError) -> str:
 
 def prepare_data(workload: str, dataset: str | None, data_dir: str | None = None,
                  download: bool = True) -> str:
-    """Check that `workload` can train on `dataset` (default: its reference data set) and that
+    """Check that `workload` (a name, with options as NAME:key=value) can train on `dataset`
+    (default: its reference data set) and that
     the files are here and verified, fetching them when allowed. Done in the parent, before
     any trial, so that a missing or corrupt file is one clear error (exit 2), not a failed
     trial. Returns the data set's name."""
-    from rigbench.data import (
-        check_compatible,
-        ensure_files,
-        get_dataset,
-        reference_dataset,
-    )
+    from rigbench.data import check_compatible, ensure_files, get_dataset, reference_dataset, training_options
 
-    dataset = dataset or reference_dataset(workload)
+    ref, options = parse_workload_ref(workload)
+    dataset = dataset or reference_dataset(ref.name)
     get_dataset(dataset)  # unknown name: lists the known ones
-    check_compatible(workload, dataset)
+    check_compatible(ref.name, dataset, training_options(ref.name, options, dataset))
     if dataset == "image_folder" and not data_dir:
         raise UsageError("--dataset image_folder needs --data-dir DIR with one sub-folder per class")
     ensure_files(dataset, data_dir, download=download)
@@ -119,6 +116,7 @@ def plan_train(
     batch_sizes: Sequence[int] = (),
     devices: Sequence[str] = (),
     target_accuracy: float | None = None,
+    target_loss: float | None = None,
     precision: Precision = "fp32",
     threads: int | None = None,
     frameworks: str | Sequence[str] = "torch",
@@ -132,13 +130,17 @@ def plan_train(
 ) -> list[TrialSpec]:
     """Training trials: one per framework x device x batch size x learning rate (the thesis's
     Tables 9-10 come from a list of learning rates or batch sizes). Defaults: torch, the CPU,
-    the workload's reference batch size and learning rate."""
+    the workload's reference batch size and learning rate. `target_loss` is a held-out loss to
+    reach (a language model's, in nats per token)."""
+    from rigbench.data import training_options
+
     ref, options = parse_workload_ref(workload)
+    options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
     names = list(dict.fromkeys([frameworks] if isinstance(frameworks, str) else frameworks)) or ["torch"]
     chosen = {name: chosen_devices(name, devices, default=["cpu"]) for name in names}
     try:
         train = TrainOptions(dataset=dataset, data_dir=data_dir, download=False, epochs=epochs,
-                             target_accuracy=target_accuracy, input_mode=input_mode,
+                             target_accuracy=target_accuracy, target_loss=target_loss, input_mode=input_mode,
                              workers=workers, pin_memory=pin_memory,
                              max_train_samples=max_train_samples)
         measure = MeasureOptions(timeout_s=timeout_s, energy=energy)

@@ -4,6 +4,7 @@ line); cells are formatted in reports/cells.py."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +38,7 @@ __all__ = [
     "UNKNOWN_WORKLOAD", "any_energy", "calibration_table", "cells", "devices_table", "error_line",
     "framework_column", "framework_short", "interval", "literal", "num", "one_line_outcome",
     "ranks_table", "result_detail", "results_table", "roofline_table", "samples_per_joule_cell",
-    "setup_label", "speed", "speedup_table", "status", "train_table", "trial_cells",
+    "setup_label", "speed", "speedup_table", "status", "train_table", "baseline_lines", "trial_cells",
     "trial_columns", "unknown_mark", "workload_label", "workloads_table",
 ]
 
@@ -52,6 +53,9 @@ def one_line_outcome(r: Result) -> str:
     if r.spec.kind == "train" and m.epochs:
         if m.final_accuracy is not None:
             tail = f", held-out accuracy {m.final_accuracy:.1%}"
+        elif m.perplexity is not None and m.final_eval_loss is not None:  # a language model
+            tail = f", held-out loss {m.final_eval_loss:.4f}" + (
+                f" ({m.bits_per_byte:.3f} bits/byte)" if m.bits_per_byte is not None else f" (perplexity {m.perplexity:.4g})")
         else:  # GAN and autoencoder: their own losses instead of an accuracy
             tail = "".join(f", {k} {v:.4g}" for k, v in r.epoch_records[-1].extra.items())
         text = f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{tail}"
@@ -88,6 +92,24 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def _target(accuracy: float | None, loss: float | None) -> str:
+    """The target a training run was given: an accuracy, a held-out loss, or both."""
+    parts = ([_pct(accuracy)] if accuracy is not None else []) + ([f"loss {loss:g}"] if loss is not None else [])
+    return " & ".join(parts) or "-"
+
+
+def baseline_lines(results: Sequence[Result]) -> list[str]:
+    """One line per text data set trained on, with the loss a model that ignores context gets
+    (the unigram entropy of its training bytes): the figure a language model must beat."""
+    seen: dict[str, float] = {}
+    for r in results:
+        if r.metrics.baseline_loss is not None and r.metrics.dataset:
+            seen.setdefault(r.metrics.dataset, r.metrics.baseline_loss)
+    return [f"{clip(name, NAME_CHARS)}: a model that ignores context (the byte frequencies alone) has a held-out "
+            f"loss of {loss:.4f} nats per byte ({loss / math.log(2):.3f} bits/byte); a language model must get "
+            "below it." for name, loss in seen.items()]
+
+
 def train_table(results: Sequence[Result], title: str | None = None) -> FitTable:
     """Training runs: the columns of the thesis's Table 9 (accuracy after N epochs, time and
     epochs to the target), with train and evaluation time apart."""
@@ -95,7 +117,9 @@ def train_table(results: Sequence[Result], title: str | None = None) -> FitTable
         Column("id", "right"), Column("workload"), Column("data set", priority=50), framework_column(),
         Column("device", priority=85), Column("batch", "right", priority=70), Column("lr", "right", priority=60),
         Column("epochs", "right", priority=55), Column("final acc", "right", short="acc"),
-        Column("best acc", "right", priority=45, short="best"), Column("target", "right", priority=35),
+        Column("best acc", "right", priority=45, short="best"),
+        Column("val loss", "right", priority=48, short="loss"), Column("bits/byte", "right", priority=42, short="bpb"),
+        Column("target", "right", priority=35),
         Column("s to target", "right", priority=40, short="s to tgt"),
         Column("epochs to target", "right", priority=30, short="ep to tgt"),
         Column("train s", "right", priority=65), Column("eval s", "right", priority=20),
@@ -106,7 +130,8 @@ def train_table(results: Sequence[Result], title: str | None = None) -> FitTable
         table.add_row(*cells(
             str(r.id or "-"), workload_label(r), m.dataset or "-", r.spec.framework, r.spec.device,
             str(r.spec.batch_size), num(r.spec.effective_lr(), "{:g}"), str(m.epochs or 0),
-            _pct(m.final_accuracy), _pct(m.best_accuracy), _pct(m.target_accuracy),
+            _pct(m.final_accuracy), _pct(m.best_accuracy), num(m.final_eval_loss, "{:.4f}"),
+            num(m.bits_per_byte, "{:.3f}"), _target(m.target_accuracy, m.target_loss),
             num(m.seconds_to_target), "-" if m.epochs_to_target is None else str(m.epochs_to_target),
             num(m.train_seconds), num(m.eval_seconds), _pct(m.input_fraction), status(r.status),
         ))

@@ -42,7 +42,10 @@ TRAIN_METRICS: tuple[TrainMetric, ...] = (
     TrainMetric("accuracy", "Held-out accuracy after the last epoch", "accuracy (%)",
                 lambda r: None if r.metrics.final_accuracy is None else 100 * r.metrics.final_accuracy,
                 lambda v: f"{v:.1f}% accuracy"),
-    TrainMetric("to_target", "Training time to the target accuracy", "seconds to target",
+    TrainMetric("lm_loss", "Held-out loss after the last epoch (language models)", "nats per token",
+                lambda r: r.metrics.final_eval_loss if r.metrics.perplexity is not None else None,
+                lambda v: f"held-out loss {v:.4f}"),
+    TrainMetric("to_target", "Training time to the target (accuracy or held-out loss)", "seconds to target",
                 lambda r: r.metrics.seconds_to_target, lambda v: f"{v:.1f} s to target"),
 )
 
@@ -104,4 +107,30 @@ def epoch_curve_charts(results: Sequence[Result]) -> list[Chart]:
     if accuracy:
         charts.append(Chart(id="accuracy_curves", title="Held-out accuracy per epoch", x_title="epoch",
                             y_title="accuracy (%)", series=accuracy, x_dtick=1))
+    held_out = _held_out_loss_series(runs)
+    if held_out:
+        charts.append(Chart(id="held_out_loss_curves", title="Held-out loss per epoch (language models)",
+                            x_title="epoch", y_title="nats per token", series=held_out, x_dtick=1))
     return charts
+
+
+def _held_out_loss_series(runs: Sequence[Result]) -> list[Series]:
+    """Each language model's validation loss per epoch, and per text data set the unigram
+    baseline it must get below (a flat line over the epochs shown)."""
+    series: list[Series] = []
+    baselines: dict[str, tuple[float, int]] = {}
+    for r in runs:
+        if r.metrics.perplexity is None:
+            continue
+        points = [(e.epoch, e.eval_loss) for e in r.epoch_records if e.eval_loss is not None]
+        series.append(Series(name=f"{workload_name(r)} · {r.metrics.dataset} · {r.spec.framework} · #{r.id}",
+                             x=[epoch for epoch, _ in points], y=[loss for _, loss in points],
+                             hover=[_train_hover(r, f"epoch {epoch}: held-out loss {loss:.4f}") for epoch, loss in points]))
+        if r.metrics.baseline_loss is not None and r.metrics.dataset:
+            _, last = baselines.get(r.metrics.dataset, (0.0, 1))
+            baselines[r.metrics.dataset] = (r.metrics.baseline_loss, max(last, len(r.epoch_records)))
+    for name, (loss, last) in baselines.items():
+        text = hover_lines(f"{name}: unigram baseline {loss:.4f} nats (the byte frequencies alone)")
+        series.append(Series(name=f"unigram baseline · {name}", x=[1, last], y=[loss, loss], hover=[text, text],
+                             dash=True))
+    return series

@@ -59,7 +59,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         metrics.capped_peak_mib = report.capped_peak_bytes / MIB
     # kind "train" and "lr_find" carry their option blocks (TrialSpec validates it)
     if spec.train is not None:
-        _add_train_metrics(metrics, spec.train, global_batch(spec), report)
+        _add_train_metrics(metrics, spec, spec.train, global_batch(spec), report)
     elif spec.lr_find is not None:
         _add_lr_find_metrics(metrics, spec.lr_find, report)
     elif report.status == "ok" and report.step_times_s:
@@ -105,13 +105,17 @@ def _within_rules(result: Result) -> Result:
                                      + "; ".join(problems)})
 
 
-def _add_train_metrics(metrics: Metrics, opts: TrainOptions, batch: int, report: ChildReport) -> None:
+def _add_train_metrics(metrics: Metrics, spec: TrialSpec, opts: TrainOptions, batch: int,
+                       report: ChildReport) -> None:
     """A training run's figures come from its epochs, not from the speed protocol: its data
     set is the one it trained on, and epoch time is measured, not extrapolated. `batch` is
     the global batch: rank 0's epochs count its steps, and every rank took one per step."""
-    summary = train_summary(report.epochs, batch, opts.target_accuracy)
+    language_model = get_workload(spec.workload).metric == "perplexity"
+    summary = train_summary(report.epochs, batch, opts.target_accuracy, opts.target_loss,
+                            language_model=language_model, byte_level=report.baseline_loss is not None)
     for key, value in summary.items():
         setattr(metrics, key, value)
+    metrics.baseline_loss = report.baseline_loss
     metrics.dataset = opts.dataset
     metrics.dataset_size = report.train_samples
     metrics.diverged_at_epoch = report.diverged_at_epoch

@@ -255,12 +255,13 @@ def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     report.capped_peak_bytes = capped_peak_bytes()
 
 
-def _load_data(workload: Workload, opts: TrainOptions | LrFindOptions) -> LoadedData:
-    """The data set `opts` names; the parent has already fetched and verified its files, here
-    they are only read."""
+def _load_data(spec: TrialSpec, opts: TrainOptions | LrFindOptions) -> LoadedData:
+    """The data set `opts` names, in the shape of the spec's workload options; the parent has
+    already fetched and verified its files, here they are only read."""
     from rigbench.data import load_for_workload
 
-    return load_for_workload(workload.name, opts.dataset, data_dir=opts.data_dir, download=False)
+    return load_for_workload(spec.workload, opts.dataset, data_dir=opts.data_dir, download=False,
+                             options=spec.workload_options)
 
 
 def _describe(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport, device_name: str,
@@ -274,7 +275,11 @@ def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, repor
     """Epochs on a real data set with held-out evaluation (`rigbench train`), by the shared
     loop; a data-parallel rank trains on its share of each epoch (its `build` counts steps)."""
     assert spec.train is not None
-    data = _load_data(workload, spec.train)
+    data = _load_data(spec, spec.train)
+    if data.corpus is not None:  # text: the loss of a model that ignores context, to beat
+        from rigbench.data import unigram_entropy
+
+        report.baseline_loss = unigram_entropy(data.corpus.train).nats
     try:
         run = training.train(build or adapter.build, spec, workload, data, on_epoch=_epoch_line, rank=rank)
     except TrainingInterrupted as stop:  # the finished epochs go in the report, then it is classified
@@ -319,7 +324,7 @@ def exit_with_parent(poll_s: float = 0.5) -> None:
 def _lr_find(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
     """A learning-rate range test on a real data set (`rigbench lr-find`), by the shared driver."""
     assert spec.lr_find is not None
-    data = _load_data(workload, spec.lr_find)
+    data = _load_data(spec, spec.lr_find)
     report.measure_start = time.time()
     found = lr_range.lr_find(adapter.build, spec, workload, data)
     report.measure_end = time.time()

@@ -62,8 +62,10 @@ LAYOUTS = ("image", "flat", "tokens")
 #: unit (x/255 in [0, 1], the range of a sigmoid output; synthetic U(0, 1)).
 INPUT_RANGES = ("symmetric", "unit")
 #: Held-out metrics: accuracy (of the prediction the loss implies), reconstruction_mse
-#: (held-out MSE, stored as `recon_mse`), none (a GAN: each part's mean training loss instead).
-METRICS = ("accuracy", "reconstruction_mse", "none")
+#: (held-out MSE, stored as `recon_mse`), perplexity (a language model: the held-out next-token
+#: loss in nats per token, with exp(loss) and, on byte-level text, bits per byte derived from
+#: it), none (a GAN: each part's mean training loss instead).
+METRICS = ("accuracy", "reconstruction_mse", "perplexity", "none")
 
 #: Optimiser arguments besides the learning rate.
 SGD_MOMENTUM: dict[str, Any] = {"momentum": 0.9}
@@ -73,6 +75,9 @@ ADAM_DCGAN: dict[str, Any] = {"betas": (0.5, 0.999)}
 
 #: Vocabulary of the LSTM language model (Penn Treebank as in Mikolov's split).
 PTB_VOCAB = 10_000
+#: The vocabulary of a byte-level language model: one token per byte value (data/text.py
+#: reads every text corpus as bytes). `lstm:vocab=256` is the LSTM that trains on them.
+BYTE_VOCAB = 256
 
 
 @dataclass(frozen=True)
@@ -124,8 +129,9 @@ CIFAR10 = Dataset("cifar10", 50_000, "Krizhevsky 2009, 50,000 training images 32
 # A language-model sample is one sequence of 32 tokens: 929,589 training tokens // 32.
 PTB = Dataset("ptb", 929_589 // 32, "Penn Treebank (Mikolov's split): 929,589 training tokens "
               "= 29,049 sequences of 32 tokens")
-# A GPT sample is one sequence of `context` tokens; no text corpus is wired to it yet (speed
-# path only), so the size is nominal: OpenWebText's ~9e9 GPT-2 tokens in sequences of 1024.
+# A GPT sample is one sequence of `context` tokens. Its speed figures are for GPT-2's corpus, so
+# the size is nominal: OpenWebText's ~9e9 GPT-2 tokens in sequences of 1024 (rigbench trains it
+# on byte-level text, `rigbench train gpt --dataset pysrc`, never on OpenWebText).
 OPENWEBTEXT = Dataset("openwebtext", 9_035_582_198 // 1024, "OpenWebText as nanoGPT prepares it: "
                       "9,035,582,198 GPT-2 training tokens = 8,823,810 sequences of 1024 tokens "
                       "(nominal: rigbench trains the gpt workload on synthetic tokens only)")
@@ -177,13 +183,14 @@ _WORKLOADS: tuple[Workload, ...] = (
         name="lstm", title="LSTM language model", task="language_model",
         input_shape=(32,), num_classes=PTB_VOCAB, dataset=PTB, default_batch=128, quick_batch=32,
         optimizer="sgd", default_lr=1.0,
-        loss="next_token_ce", targets="next_tokens", layout="tokens", metric="none",
-        optimizer_args=SGD_MOMENTUM, vocab=PTB_VOCAB, lr_find=False,
+        loss="next_token_ce", targets="next_tokens", layout="tokens", metric="perplexity",
+        optimizer_args=SGD_MOMENTUM, vocab=PTB_VOCAB,
         origin="Two-layer LSTM word model on a 10,000-word vocabulary with sequences of 32 "
-               "tokens and minibatch 128, as Shi et al. 2016's LSTM benchmark (Zaremba et al. 2014 style)",
+               "tokens and minibatch 128, as Shi et al. 2016's LSTM benchmark (Zaremba et al. 2014 style); "
+               "vocab=256 is the same network on bytes, the one that trains on the text data sets",
         seed_docs=("002",),
-        options={"hidden": 256},
-        option_choices={"hidden": (128, 256, 512, 1024)},
+        options={"hidden": 256, "vocab": PTB_VOCAB},
+        option_choices={"hidden": (128, 256, 512, 1024), "vocab": (PTB_VOCAB, BYTE_VOCAB)},
     ),
     Workload(
         name="dcgan", title="DCGAN (one step = D update + G update)", task="gan",
@@ -256,8 +263,8 @@ _WORKLOADS += (
         input_shape=(GPT_PRESETS["tiny"]["context"],), num_classes=GPT_PRESETS["tiny"]["vocab"],
         dataset=OPENWEBTEXT, default_batch=32, quick_batch=8,
         optimizer="adam", default_lr=3e-4,
-        loss="next_token_ce", targets="next_tokens", layout="tokens", metric="none",
-        optimizer_args=ADAM, vocab=GPT_PRESETS["tiny"]["vocab"], lr_find=False,
+        loss="next_token_ce", targets="next_tokens", layout="tokens", metric="perplexity",
+        optimizer_args=ADAM, vocab=GPT_PRESETS["tiny"]["vocab"],
         origin="Radford et al. 2019 (GPT-2) as nanoGPT builds it: token + position embedding, "
                "pre-norm blocks (LayerNorm eps 1e-5, causal self-attention with the framework's "
                "fused kernel, MLP 4x with exact GELU), final LayerNorm, head tied to the token "
@@ -335,9 +342,11 @@ def shaped(workload: Workload, options: dict[str, Any]) -> Workload:
     and vocabulary, a ViT's image size), which the adapters' batches read from the workload;
     the workload itself where no option changes them."""
     resolved = resolved_options(workload, options)
+    changes: dict[str, Any] = {}
     if "context" in resolved:
-        vocab = int(resolved["vocab"])
-        return replace(workload, input_shape=(int(resolved["context"]),), vocab=vocab, num_classes=vocab)
+        changes["input_shape"] = (int(resolved["context"]),)
+    if "vocab" in resolved:
+        changes["vocab"] = changes["num_classes"] = int(resolved["vocab"])
     if "image" in resolved:
-        return replace(workload, input_shape=(3, int(resolved["image"]), int(resolved["image"])))
-    return workload
+        changes["input_shape"] = (3, int(resolved["image"]), int(resolved["image"]))
+    return replace(workload, **changes) if changes else workload

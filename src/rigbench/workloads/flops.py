@@ -224,9 +224,8 @@ def lstm_analytic_train_flops(seq: int, hidden: int, layers: int, vocab: int, ba
 
 
 def _lstm(workload: Workload, options: dict[str, Any]) -> float:
-    assert workload.vocab is not None
     return float(lstm_analytic_train_flops(workload.input_shape[0], int(options["hidden"]),
-                                           LSTM_LAYERS, workload.vocab, batch=1))
+                                           LSTM_LAYERS, int(options["vocab"]), batch=1))
 
 
 def dcgan_discarded_d_weight_grad_flops(latent_size: int) -> int:
@@ -276,7 +275,7 @@ def train_flops_per_sample(workload: Workload, options: dict[str, Any] | None = 
 
 
 def _lstm_params(workload: Workload, options: dict[str, Any]) -> int:
-    hidden, vocab = int(options["hidden"]), workload.vocab or 0
+    hidden, vocab = int(options["hidden"]), int(options["vocab"])
     gates = LSTM_LAYERS * (4 * hidden * (hidden + hidden) + 2 * 4 * hidden)  # torch has two bias vectors
     return vocab * hidden + gates + hidden * vocab + vocab
 

@@ -211,9 +211,8 @@ class LSTMLayer(nnx.Module):
 
 
 def lstm(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
-    """Embedding(10000, H) -> 2-layer LSTM(H) -> Linear(H, 10000), as torch's LSTMLanguageModel."""
-    hidden, vocab = int(options["hidden"]), WORKLOADS["lstm"].vocab
-    assert vocab is not None
+    """Embedding(vocab, H) -> 2-layer LSTM(H) -> Linear(H, vocab), as torch's LSTMLanguageModel."""
+    hidden, vocab = int(options["hidden"]), int(options["vocab"])
     return nnx.Sequential(
         nnx.Embed(vocab, hidden, embedding_init=normal(0.0, 1.0), rngs=rngs),
         *(LSTMLayer(hidden, hidden, rngs) for _ in range(LSTM_LAYERS)),

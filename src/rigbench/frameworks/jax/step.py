@@ -66,7 +66,10 @@ def synthetic_batch(workload: Workload, batch_size: int, seed: int = 0) -> tuple
 
 
 def scale(workload: Workload, images: jax.Array) -> jax.Array:
-    """uint8 images -> float32 in the workload's input range: [0, 1] (unit) or [-1, 1]."""
+    """uint8 images -> float32 in the workload's input range: [0, 1] (unit) or [-1, 1]; uint8
+    tokens -> int32 ids."""
+    if workload.layout == "tokens":
+        return images.astype(jnp.int32)
     x = images.astype(jnp.float32) / 255.0
     return x if workload.input_range == "unit" else (x - 0.5) / 0.5
 
@@ -77,6 +80,7 @@ REAL_TARGETS: dict[str, Callable[[Workload, jax.Array, jax.Array, jax.Array], ja
     "binary": lambda w, images, labels, key: labels.astype(jnp.float32),
     "input": lambda w, images, labels, key: images,
     "latent_noise": lambda w, images, labels, key: latent_noise(w, images.shape[0], key),
+    "next_tokens": lambda w, tokens, labels, key: labels.astype(jnp.int32),
 }
 
 

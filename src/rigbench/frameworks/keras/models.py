@@ -187,11 +187,10 @@ class LSTMLayer(layers.Layer):
 
 
 def lstm(options: dict[str, Any]) -> keras.Model:
-    """Embedding(10000, H) -> 2-layer LSTM(H) -> Linear(H, 10000), as torch's LSTMLanguageModel.
+    """Embedding(vocab, H) -> 2-layer LSTM(H) -> Linear(H, vocab), as torch's LSTMLanguageModel.
     The zero initial state's h @ w_hh is skipped (it is zero; torch's counter sees no input
     gradient there either)."""
-    hidden, vocab = int(options["hidden"]), WORKLOADS["lstm"].vocab
-    assert vocab is not None
+    hidden, vocab = int(options["hidden"]), int(options["vocab"])
     return sequential([
         layers.Embedding(vocab, hidden, embeddings_initializer=keras.initializers.RandomNormal(0.0, 1.0)),
         *(LSTMLayer(hidden, hidden) for _ in range(LSTM_LAYERS)),

@@ -51,7 +51,10 @@ def synthetic_batch(workload: Workload, batch_size: int, seed: int = 0) -> tuple
 
 
 def scale(workload: Workload, images: Any) -> Any:
-    """uint8 images -> float32 in the workload's input range: [0, 1] (unit) or [-1, 1]."""
+    """uint8 images -> float32 in the workload's input range: [0, 1] (unit) or [-1, 1]; uint8
+    tokens -> int32 ids."""
+    if workload.layout == "tokens":
+        return ops.cast(images, "int32")
     x = ops.cast(images, "float32") / 255.0
     return x if workload.input_range == "unit" else (x - 0.5) / 0.5
 
@@ -62,6 +65,7 @@ REAL_TARGETS: dict[str, Callable[[Workload, Any, Any, np.random.Generator], Any]
     "binary": lambda w, images, labels, rng: ops.cast(labels, "float32"),
     "input": lambda w, images, labels, rng: images,
     "latent_noise": lambda w, images, labels, rng: ops.convert_to_tensor(latent_noise(w, images.shape[0], rng)),
+    "next_tokens": lambda w, tokens, labels, rng: ops.cast(labels, "int32"),
 }
 
 

@@ -162,10 +162,8 @@ class LSTMLanguageModel(nn.Module):
 
 
 def lstm(options: dict[str, Any]) -> nn.Module:
-    """LSTM language model with hidden size `hidden` (default 256)."""
-    vocab = WORKLOADS["lstm"].vocab
-    assert vocab is not None
-    return LSTMLanguageModel(int(options["hidden"]), LSTM_LAYERS, vocab)
+    """LSTM language model with hidden size `hidden` (default 256) over `vocab` tokens."""
+    return LSTMLanguageModel(int(options["hidden"]), LSTM_LAYERS, int(options["vocab"]))
 
 
 # --------------------------------------------------------------------------- dcgan

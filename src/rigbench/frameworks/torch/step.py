@@ -68,7 +68,10 @@ def synthetic_batch(workload: Workload, batch_size: int, device: torch.device | 
 def scale(workload: Workload, images: Tensor) -> Tensor:
     """uint8 images -> float32 in the workload's input range: "unit" (the autoencoder, whose
     sigmoid output is in [0, 1]) sees x/255; "symmetric" (classifiers and the GAN, whose
-    generator ends in tanh) sees (x/255 - 0.5) / 0.5 in [-1, 1]."""
+    generator ends in tanh) sees (x/255 - 0.5) / 0.5 in [-1, 1]. Tokens (uint8 bytes of a text
+    corpus) become the int64 ids an embedding takes."""
+    if workload.layout == "tokens":
+        return images.long()
     x = images.float().div_(255.0)
     if workload.input_range == "unit":
         return x
@@ -82,6 +85,7 @@ REAL_TARGETS: dict[str, Callable[[Workload, Tensor, Tensor], Tensor]] = {
     "binary": lambda w, images, labels: labels.float(),  # binary cross-entropy on one logit
     "input": lambda w, images, labels: images,
     "latent_noise": lambda w, images, labels: latent_noise(w, len(images), images.device),
+    "next_tokens": lambda w, tokens, labels: labels.long(),  # the data set's next-byte windows
 }
 
 
