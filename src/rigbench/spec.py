@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -377,53 +377,3 @@ ROW_HEAD_COLUMNS: tuple[str, ...] = (
 def _flat(value: Any) -> Any:
     """Tuples (confidence intervals) as lists, as JSON writes them."""
     return list(value) if isinstance(value, tuple) else value
-
-
-class SweepSpec(BaseModel):
-    """A grid of trials (`rigbench sweep`): the product of every list. The keys are those of a
-    sweep TOML file (examples/sweep.toml); an empty list means what `rigbench run` does
-    without the flag (every workload, every device, each workload's batch, fp32, the
-    framework's threads, the workload's lr, compile off, channels-last off, one process)."""
-
-    model_config = INPUT
-
-    workloads: list[str] = Field(default_factory=list, description="NAME or NAME:key=value")
-    devices: list[str] = Field(default_factory=list)
-    # Numbers are strict: a TOML `true` is not batch 1, nor "16" a batch (pydantic's lax mode
-    # would take both); an int is still a valid float.
-    batch_sizes: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(default_factory=list)
-    precisions: list[Precision] = Field(default_factory=list)
-    threads: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(default_factory=list)
-    lrs: list[Annotated[float, Field(gt=0, strict=True)]] = Field(default_factory=list)
-    compile: list[bool] = Field(default_factory=list)
-    channels_last: list[bool] = Field(default_factory=list)
-    processes: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(
-        default_factory=list, description="data-parallel ranks per trial (world size); default 1")
-    framework: list[str] = Field(default_factory=lambda: ["torch"], description="one or more frameworks")
-    steps: Int64 | None = Field(None, ge=2, strict=True, description="time at least this many steps")
-    seconds: Seconds | None = Field(None, ge=0, strict=True, description="...and at least this many seconds")
-    quick: bool = False
-    timeout: Seconds | None = Field(None, gt=0, strict=True, description="seconds per trial")
-    memory_limit: Int64 | None = Field(None, gt=0, strict=True,
-                                     description="bytes per trial; a file may write '2GiB'")
-    energy: EnergyMode = "measure"
-
-    @field_validator("workloads", "devices", "batch_sizes", "precisions", "threads", "lrs",
-                     "compile", "channels_last", "processes", "framework", mode="before")
-    @classmethod
-    def _one_is_a_list(cls, value: Any) -> Any:
-        """`batch_sizes = 64` in a file means `[64]`."""
-        return value if isinstance(value, (list, tuple)) else [value]
-
-    @field_validator("memory_limit", mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> Any:
-        from rigbench.errors import UsageError
-        from rigbench.units import parse_size
-
-        if isinstance(value, str):
-            try:
-                return parse_size(value, "memory_limit")
-            except UsageError as exc:
-                raise ValueError(str(exc)) from None
-        return value

@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from rigbench.cli import app
 from rigbench.experiments import devices as experiment_devices
 from rigbench.numlimits import MAX_INT
-from rigbench.spec import LrFindOptions, MeasureOptions, Metrics, Result, SweepSpec, TrialSpec
+from rigbench.spec import LrFindOptions, MeasureOptions, Metrics, Result, TrialSpec
 from rigbench.store import Store
+from rigbench.sweep_spec import SweepSpec
 
 HUGE = "99999999999999999999"  # past the database's 64-bit integers
 

@@ -25,7 +25,8 @@ from rigbench.experiments.sweep import plan_sweep
 from rigbench.runner import assemble
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import ChildReport, MeasureOptions, SweepSpec, TrialSpec
+from rigbench.spec import ChildReport, MeasureOptions, TrialSpec
+from rigbench.sweep_spec import SweepSpec
 
 RYZEN = "AMD Ryzen 5 3600 6-Core Processor"  # as /proc/cpuinfo names it
 H100 = "NVIDIA H100 80GB HBM3"  # as torch names it

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ValidationError
 from rigbench.metrics import Metrics
 from rigbench.numlimits import MAX_INT, MAX_SECONDS, number_problem
 from rigbench.result_rules import result_problems
-from rigbench.spec import LrFindOptions, MeasureOptions, Result, SweepSpec, TrainOptions, TrialSpec
+from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
+from rigbench.sweep_spec import SweepSpec
 
 BASES: dict[type[BaseModel], dict] = {
     TrialSpec: {"workload": "mlp", "batch_size": 8}, MeasureOptions: {}, SweepSpec: {},

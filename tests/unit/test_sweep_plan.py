@@ -10,8 +10,9 @@ from rigbench.cli import app
 from rigbench.errors import UsageError
 from rigbench.experiments import devices as experiment_devices
 from rigbench.experiments.sweep import load_sweep_file, plan_sweep, spec_key, sweep, sweep_spec
-from rigbench.spec import MeasureOptions, Result, SweepSpec, TrialSpec
+from rigbench.spec import MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
+from rigbench.sweep_spec import SweepSpec
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "sweep.toml"
 

@@ -21,8 +21,9 @@ from pydantic import ValidationError
 from rigbench.errors import UsageError
 from rigbench.experiments.execute import run
 from rigbench.experiments.plan import plan_run
-from rigbench.spec import Result, SweepSpec, TrialSpec
+from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
+from rigbench.sweep_spec import SweepSpec
 
 
 def load_sweep_file(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepSpec:
