@@ -1,0 +1,135 @@
+"""rigbench's training step against the documented bare step, interleaved step by step in one
+process: a paired figure that resolves 1% on a shared, noisy machine.
+
+Why: two processes timed one after the other (self_check.py's rounds) see different machine
+conditions, and on the 2-core dev VM their per-round ratio swung by several percent. Here both
+steps live in one process and alternate (ours, bare, bare, ours, ...), each timed with a wait for
+the device, so whatever slows the machine for a few milliseconds slows both members of a pair.
+The ratio of a pair is ours / bare; over N pairs, the geometric mean and a 95% bootstrap
+interval (analysis/paired.py). Pairs are added until the interval is narrower than
+`--resolve` or the time budget ends.
+
+What the pairs cannot see is measured directly and added as fixed costs per step:
+  sync      the wait rigbench's timer adds after every step (the bare loop waits once at the
+            end): `trainer.synchronize()` on a step already finished;
+  protocol  the protocol's own bookkeeping per timed step (self_check.harness_costs);
+  tracker   the CPU the parent's sampling thread takes, as a share of the trial's threads.
+
+ours  = adapter.build(spec, workload).step(), timed by trainer.step_timer() as the protocol does;
+bare  = benchmarks/bare_loops.py's loop for the framework, executed here with its `timed` call
+        replaced by one that hands back the step and its wait.
+
+Usage (self_check.py calls it): python benchmarks/step_pairs.py FRAMEWORK WORKLOAD BATCH THREADS
+                                [--budget-s 60] [--resolve 0.01]
+It prints one JSON line: {"ours": [...], "bare": [...], "sync_s": x, "pairs": n}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def bare_step(framework: str, workload: str, batch: int, threads: int) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+    """(step, wait) of the documented loop in bare_loops.py, built in this process."""
+    sys.path.insert(0, HERE)
+    from bare_loops import LOOPS
+
+    from rigbench.workloads import get_workload, resolved_options
+
+    w = get_workload(workload)
+    captured: dict[str, Any] = {}
+    scope: dict[str, Any] = {
+        "name": workload, "batch": batch, "threads": threads, "framework": framework, "w": w,
+        "options": resolved_options(w, {}), "momentum": w.optimizer_args.get("momentum", 0.0),
+        "timed": lambda step, wait: captured.update(step=step, wait=wait),
+    }
+    exec(LOOPS[framework], scope)  # noqa: S102 - our own loop source, as the bare process runs it
+    return captured["step"], captured["wait"]
+
+
+def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: float,
+          resolve: float) -> dict[str, Any]:
+    """Interleaved (ours, bare) step times until the interval is narrower than `resolve` or
+    `budget_s` has passed (at least 200 pairs), and the cost of one extra wait."""
+    from rigbench.analysis.paired import paired_ratio
+    from rigbench.frameworks import load_adapter
+    from rigbench.spec import TrialSpec
+    from rigbench.workloads import get_workload
+
+    adapter = load_adapter(framework)
+    spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads)
+    adapter.prepare(threads)
+    trainer = adapter.build(spec, get_workload(workload))
+    step, wait = bare_step(framework, workload, batch, threads)
+
+    def ours() -> float:
+        timer = trainer.step_timer()
+        timer.start()
+        trainer.step()
+        timer.stop()
+        return timer.elapsed_s()[0]
+
+    def bare() -> float:
+        t0 = time.perf_counter()
+        wait(step())
+        return time.perf_counter() - t0
+
+    for _ in range(5):  # warm-up: compilation, allocation, caches
+        ours(), bare()
+    mine: list[float] = []
+    theirs: list[float] = []
+    start = time.perf_counter()
+    while True:
+        for first_ours in (True, False):  # ours-bare, then bare-ours: order effects cancel
+            if first_ours:
+                mine.append(ours()), theirs.append(bare())
+            else:
+                theirs.append(bare()), mine.append(ours())
+        n = len(mine)
+        if n >= 200 and n % 100 == 0:
+            r = paired_ratio(mine, theirs)
+            if r.high - r.low < resolve or time.perf_counter() - start > budget_s:
+                break
+    trainer.step()
+    trainer.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(200):  # the wait after a step that has finished: what each timed step adds
+        trainer.synchronize()
+    sync_s = (time.perf_counter() - t0) / 200
+    return {"ours": mine, "bare": theirs, "sync_s": sync_s, "pairs": len(mine)}
+
+
+def run_pairs(framework: str, workload: str, batch: int, threads: int, env: dict[str, str],
+              budget_s: float = 60.0, resolve: float = 0.01) -> dict[str, Any]:
+    """`pairs` in a fresh process with the adapter's environment (set before the framework loads)."""
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), framework, workload, str(batch), str(threads),
+                           "--budget-s", str(budget_s), "--resolve", str(resolve)],
+                          capture_output=True, text=True, env={**os.environ, **env})
+    if proc.returncode != 0:
+        raise SystemExit(f"the {framework} step pairs failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("framework")
+    parser.add_argument("workload")
+    parser.add_argument("batch", type=int)
+    parser.add_argument("threads", type=int)
+    parser.add_argument("--budget-s", type=float, default=60.0)
+    parser.add_argument("--resolve", type=float, default=0.01, help="stop once the interval is narrower than this")
+    args = parser.parse_args()
+    print(json.dumps(pairs(args.framework, args.workload, args.batch, args.threads, args.budget_s, args.resolve)))
+
+
+if __name__ == "__main__":
+    main()
