@@ -21,10 +21,10 @@ _ids = itertools.count(1)
 
 def make_result(framework="torch", workload="cnn", device="cpu", batch=128, samples_per_s=512.0, *,
                 created="2026-01-01T00:00:00+00:00", kind_train=False, precision="fp32", status="ok", options=None,
-                **metrics):
+                threads=None, **metrics):
     train = {"train": {"dataset": "digits", "epochs": 1}} if kind_train else {}
     spec = TrialSpec(workload=workload, framework=framework, device=device, batch_size=batch, precision=precision,
-                     workload_options=options or {}, **train)
+                     workload_options=options or {}, threads=threads, **train)
     values = {"samples_per_s": samples_per_s, "cpu_util_pct_mean": 48.0, "rss_peak_mib": 400.0, "steps_measured": 10}
     values.update(metrics)
     return Result(id=next(_ids), run_id="r1", created_at=created, spec=spec,
@@ -94,6 +94,7 @@ def transformer_results():
         make_result("jax", "gpt", batch=8, samples_per_s=20.0, tokens_per_s=20.0 * 128,
                     options={"layers": 4, "width": 256, "context": 128}, **big),
         make_result("torch", "vit", batch=8, samples_per_s=100.0, flops_per_sample=3e8),
+        make_result("torch", "vit", batch=8, samples_per_s=400.0, flops_per_sample=3e8, threads=1),
     ]
 
 
@@ -110,6 +111,7 @@ def test_transformers_get_a_table_per_set_of_options_with_tokens_and_mfu():
     assert [(r.mfu, r.mfu_source) for r in tiny.ours] == [
         (pytest.approx(1.76e8 * 250 / 100e9), "calibrated"), (pytest.approx(1.76e8 * 200 / 100e9), "calibrated")]
     assert vit.ours[0].tokens_per_s is None and vit.published == []
+    assert [(r.threads, r.mfu) for r in vit.ours] == [(None, pytest.approx(0.3)), (1, pytest.approx(1.2))]
     assert [r.mfu for r in framework_tables(transformer_results())[0].ours] == [None, None]  # no peak known
     # a name takes every set of its options; NAME:options only those
     assert [t.label for t in framework_tables(transformer_results(), ["gpt"])] == [
@@ -125,6 +127,7 @@ def test_report_groups_transformer_bars_by_options():
     assert {s.name: s.x for s in bars.series}["jax · Test CPU"] == ["gpt b8", "gpt:context=128,layers=4,width=256 b8"]
     hover = {s.name: s.hover for s in bars.series}["jax · Test CPU"][0]
     assert "16,000.0 tokens/s" in hover and "MFU 44.0% of the calibrated peak" in hover
+    assert {s.name: s.x for s in bars.series}["torch t1 · Test CPU"] == ["vit b8"]
 
 
 def test_command_shows_transformers_with_tokens_and_mfu(tmp_path):
@@ -140,6 +143,7 @@ def test_command_shows_transformers_with_tokens_and_mfu(tmp_path):
     assert "gpt:context=128,layers=4,width=256, batch 8" in done.output and "vit, batch 8" in done.output
     assert "gpt, batch 8" not in done.output
     assert "tokens/s" in done.output and "2,560" in done.output and "MFU" in done.output
+    assert "torch t1" in done.output  # threads asked for set the row apart
     done = runner.invoke(cli.app, ["compare", "--frameworks", "gpt:nosuch=1", "--db", str(path)])
     assert done.exit_code == 2 and "has no option 'nosuch=1'" in done.output
 

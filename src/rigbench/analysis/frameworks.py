@@ -51,6 +51,7 @@ class FrameworkRow:
     tokens_per_s: float | None = None  # ours, language models (metrics.tokens_per_s)
     mfu: float | None = None     # ours: achieved / peak FLOP/s (spec sheet, else calibrated)
     mfu_source: str | None = None  # "spec" | "calibrated"
+    threads: int | None = None   # ours: the threads asked for (None: the framework's own choice)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,7 +90,7 @@ def _our_row(r: Result, calibration: dict[str, Any] | None) -> FrameworkRow:
                         m.samples_per_s / r.spec.batch_size, m.cpu_util_pct_mean,
                         m.gpu_util_pct_mean if kind == "gpu" else None, m.rss_peak_mib,
                         m.gpu_mem_peak_mib if kind == "gpu" else None, r.id, m.tokens_per_s,
-                        peak.mfu if peak else None, peak.source if peak else None)
+                        peak.mfu if peak else None, peak.source if peak else None, r.spec.threads)
 
 
 def _published_row(p: PublishedRow, workload: str) -> FrameworkRow:

@@ -146,6 +146,10 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
         if t.other_batches:
             out.print(f"  also measured at batch {', '.join(map(str, t.other_batches))} (--batch-size N shows one)",
                       highlight=False, markup=False)
+        over = [f"#{row.result_id}" for row in t.ours if row.mfu is not None and row.mfu > 1]
+        if over:
+            out.print(f"  MFU above 100% ({', '.join(over)}): the peak is too low, e.g. calibrated on a busy "
+                      f"machine (`rigbench roofline` says which)", highlight=False, markup=False)
         if t.published:
             out.print(f"  dim rows: {SOURCES[TABLE5[0]][1]}, Table 5 (batch 128, Windows 10 laptop)",
                       highlight=False, markup=False)

@@ -141,7 +141,9 @@ def framework_table(t: Any) -> FitTable:
     ], title=f"{t.label or t.workload}, batch {t.batch_size}", title_justify="left", more="--json")
     for row in t.ours:
         mfu = "-" if row.mfu is None else f"{row.mfu:.1%}" + ("*" if row.mfu_source == "calibrated" else "")
-        table.add_row(*cells(row.framework, f"{row.device} ({row.device_name})", f"{row.steps_per_s:,.3g}",
+        # threads asked for set a row apart (torch at t1 beside torch at its own choice)
+        name = row.framework + (f" t{row.threads}" if row.threads else "")
+        table.add_row(*cells(name, f"{row.device} ({row.device_name})", f"{row.steps_per_s:,.3g}",
                              *([tokens_cell(row.tokens_per_s)] if tokens else []), mfu,
                              _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
                              f"#{row.result_id}"), end_section=row is t.ours[-1] and bool(t.published))

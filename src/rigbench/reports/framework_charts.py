@@ -30,7 +30,9 @@ def _ours(tables: list[FrameworkTable]) -> Chart:
     for t in tables:
         for row in t.ours:
             key = f"{row.device_name} · {row.framework}"  # the page-wide colour of device and framework
-            s = series.setdefault(key, Series(name=f"{row.framework} · {row.device_name}", colour_key=key))
+            threads = f" t{row.threads}" if row.threads else ""  # threads asked for: a series of its own
+            s = series.setdefault(key + threads, Series(name=f"{row.framework}{threads} · {row.device_name}",
+                                                        colour_key=key))
             s.x.append(f"{t.label or t.workload} b{t.batch_size}")
             s.y.append(row.steps_per_s)
             s.hover.append(_hover(row, t))
