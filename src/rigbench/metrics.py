@@ -47,6 +47,9 @@ class Metrics(BaseModel):
         "samples/s", "protocol", "throughput: batch / median step time (training: samples / training time)")
     samples_per_s_ci: tuple[float, float] | None = metric(
         "samples/s", "protocol", "95% bootstrap CI of samples_per_s [low, high]")
+    tokens_per_s: float | None = metric(
+        "tokens/s", "protocol", "language models (token input: lstm, gpt): samples_per_s x the sequence length "
+                                "the trial ran (its options' context); the unit language-model speeds are quoted in")
     step_time_ms_median: float | None = metric("ms", "protocol", "median time of one timed training step")
     step_time_ms_iqr: float | None = metric("ms", "protocol", "interquartile range of the step times")
     step_time_cv: float | None = metric("", "protocol", "coefficient of variation of the step times")

@@ -20,10 +20,11 @@ _ids = itertools.count(1)
 
 
 def make_result(framework="torch", workload="cnn", device="cpu", batch=128, samples_per_s=512.0, *,
-                created="2026-01-01T00:00:00+00:00", kind_train=False, precision="fp32", status="ok", **metrics):
+                created="2026-01-01T00:00:00+00:00", kind_train=False, precision="fp32", status="ok", options=None,
+                threads=None, **metrics):
     train = {"train": {"dataset": "digits", "epochs": 1}} if kind_train else {}
     spec = TrialSpec(workload=workload, framework=framework, device=device, batch_size=batch, precision=precision,
-                     **train)
+                     workload_options=options or {}, threads=threads, **train)
     values = {"samples_per_s": samples_per_s, "cpu_util_pct_mean": 48.0, "rss_peak_mib": 400.0, "steps_measured": 10}
     values.update(metrics)
     return Result(id=next(_ids), run_id="r1", created_at=created, spec=spec,
@@ -75,6 +76,76 @@ def test_default_batch_is_the_workloads_then_the_most_measured_and_batch_can_be_
     assert framework_tables(mlp, batch_size=8)[0].batch_size == 8
     assert framework_tables(mlp, batch_size=999) == []
     assert framework_tables(mlp, workloads=["cnn"]) == []
+
+
+#: A calibration as store/calibrations.latest_calibration gives it: "Test CPU" has no spec sheet.
+CALIBRATION = {"Test CPU": {"matmul_flops": {"fp32": 100e9}, "created_at": "2026-01-01T00:00:00"}}
+
+
+def transformer_results():
+    """gpt tiny (no options) and a bigger gpt at batch 8 in two frameworks, and vit tiny."""
+    tiny = {"flops_per_sample": 1.76e8}
+    big = {"flops_per_sample": 4e9}
+    return [
+        make_result("torch", "gpt", batch=8, samples_per_s=200.0, tokens_per_s=200.0 * 64, **tiny),
+        make_result("jax", "gpt", batch=8, samples_per_s=250.0, tokens_per_s=250.0 * 64, **tiny),
+        make_result("torch", "gpt", batch=8, samples_per_s=10.0, tokens_per_s=10.0 * 128,
+                    options={"layers": 4, "width": 256, "context": 128}, **big),
+        make_result("jax", "gpt", batch=8, samples_per_s=20.0, tokens_per_s=20.0 * 128,
+                    options={"layers": 4, "width": 256, "context": 128}, **big),
+        make_result("torch", "vit", batch=8, samples_per_s=100.0, flops_per_sample=3e8),
+        make_result("torch", "vit", batch=8, samples_per_s=400.0, flops_per_sample=3e8, threads=1),
+    ]
+
+
+def test_transformers_get_a_table_per_set_of_options_with_tokens_and_mfu():
+    tables = framework_tables(transformer_results(), calibrations=CALIBRATION)
+    assert [(t.label, t.batch_size, t.frameworks) for t in tables] == [
+        ("gpt", 8, ["jax", "torch"]), ("gpt:context=128,layers=4,width=256", 8, ["jax", "torch"]),
+        ("vit", 8, ["torch"])]
+    tiny, big, vit = tables
+    assert tiny.options == {} and big.options == {"layers": 4, "width": 256, "context": 128}
+    assert [(r.framework, r.steps_per_s, r.tokens_per_s) for r in big.ours] == [
+        ("jax", 2.5, 2560.0), ("torch", 1.25, 1280.0)]
+    # MFU = flops/sample x samples/s over the calibrated 100 GFLOP/s (no spec sheet for "Test CPU")
+    assert [(r.mfu, r.mfu_source) for r in tiny.ours] == [
+        (pytest.approx(1.76e8 * 250 / 100e9), "calibrated"), (pytest.approx(1.76e8 * 200 / 100e9), "calibrated")]
+    assert vit.ours[0].tokens_per_s is None and vit.published == []
+    assert [(r.threads, r.mfu) for r in vit.ours] == [(None, pytest.approx(0.3)), (1, pytest.approx(1.2))]
+    assert [r.mfu for r in framework_tables(transformer_results())[0].ours] == [None, None]  # no peak known
+    # a name takes every set of its options; NAME:options only those
+    assert [t.label for t in framework_tables(transformer_results(), ["gpt"])] == [
+        "gpt", "gpt:context=128,layers=4,width=256"]
+    only = framework_tables(transformer_results(), [("gpt", {"context": 128, "layers": 4, "width": 256})])
+    assert [t.label for t in only] == ["gpt:context=128,layers=4,width=256"]
+
+
+def test_report_groups_transformer_bars_by_options():
+    from rigbench.reports.framework_charts import framework_charts
+
+    [bars] = framework_charts(transformer_results(), CALIBRATION)
+    assert {s.name: s.x for s in bars.series}["jax · Test CPU"] == ["gpt b8", "gpt:context=128,layers=4,width=256 b8"]
+    hover = {s.name: s.hover for s in bars.series}["jax · Test CPU"][0]
+    assert "16,000.0 tokens/s" in hover and "MFU 44.0% of the calibrated peak" in hover
+    assert {s.name: s.x for s in bars.series}["torch t1 · Test CPU"] == ["vit b8"]
+
+
+def test_command_shows_transformers_with_tokens_and_mfu(tmp_path):
+    path = tmp_path / "tf.db"
+    store = Store(f"sqlite:///{path}")
+    store.add_run("tfrun", "2026-01-01T00:00:00+00:00", "rigbench run gpt vit", {"hostname": "elsewhere"})
+    for r in transformer_results():
+        store.add_result(r.model_copy(update={"id": None, "run_id": "tfrun"}))
+    runner = CliRunner()
+    done = runner.invoke(cli.app, ["compare", "--frameworks", "gpt:layers=4,width=256,context=128", "vit",
+                                   "--run", "tfrun", "--db", str(path)])
+    assert done.exit_code == 0, done.output
+    assert "gpt:context=128,layers=4,width=256, batch 8" in done.output and "vit, batch 8" in done.output
+    assert "gpt, batch 8" not in done.output
+    assert "tokens/s" in done.output and "2,560" in done.output and "MFU" in done.output
+    assert "torch t1" in done.output  # threads asked for set the row apart
+    done = runner.invoke(cli.app, ["compare", "--frameworks", "gpt:nosuch=1", "--db", str(path)])
+    assert done.exit_code == 2 and "has no option 'nosuch=1'" in done.output
 
 
 @pytest.fixture(scope="module")

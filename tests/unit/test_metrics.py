@@ -143,3 +143,24 @@ def test_build_result_without_gpu_samples_leaves_gpu_metrics_empty():
     m = build_result(spec, Outcome(reports=[report], samples=samples), run_id="r").metrics
     assert m.cpu_util_pct_mean == pytest.approx(50.0)
     assert m.gpu_power_w_mean is None and m.gpu_power_w_peak is None and m.gpu_mem_peak_mib is None
+
+
+def test_language_models_report_tokens_per_second_from_the_context_they_ran():
+    """tokens/s = samples/s x the trial's sequence length: the options' context for the gpt,
+    the LSTM's 32 steps; none for a network whose input is no token sequence."""
+    from rigbench.runner.assemble import tokens_per_s
+
+    report = ChildReport(status="ok", step_times_s=[0.1, 0.1, 0.1])
+    gpt = build_result(TrialSpec(workload="gpt", workload_options={"context": 128}, batch_size=8),
+                       Outcome(reports=[report], samples=[]), run_id="r").metrics
+    assert gpt.samples_per_s == pytest.approx(80.0) and gpt.tokens_per_s == pytest.approx(80.0 * 128)
+    assert tokens_per_s(TrialSpec(workload="gpt", workload_options={"preset": "small"}, batch_size=1), 2.0) == 2048
+    assert tokens_per_s(TrialSpec(workload="lstm", batch_size=1), 10.0) == 320
+    cnn = build_result(TrialSpec(workload="cnn", batch_size=8), Outcome(reports=[report], samples=[]), run_id="r")
+    assert cnn.metrics.samples_per_s and cnn.metrics.tokens_per_s is None
+    assert tokens_per_s(TrialSpec(workload="gpt", batch_size=8), None) is None
+    # a training run's samples/s (analysis/training.train_summary) counts the same way
+    train = TrialSpec(workload="gpt", batch_size=8, train={"dataset": "pysrc", "epochs": 1})
+    assert tokens_per_s(train, 10.0) == 640
+    assert "tokens_per_s" in build_result(TrialSpec(workload="gpt", batch_size=8),
+                                          Outcome(reports=[report], samples=[]), run_id="r").row()

@@ -255,3 +255,33 @@ def test_recommend_skips_emulated_bf16_on_a_cpu_and_says_why(monkeypatch):
     monkeypatch.setattr(experiment, "cpu_identity", lambda: {"model": "Xeon", "flags": ["avx512_bf16"]})
     assert experiment.precision_checks("cpu") == (["bf16"], None)
     assert experiment.precision_checks("cuda:0") == (["tf32", "bf16", "fp16"], None)
+
+
+def gpt(options, r):
+    """`r` as a trial of gpt with `options` (trial() makes mlp's)."""
+    return r.model_copy(update={"spec": r.spec.model_copy(update={"workload": "gpt", "workload_options": options})})
+
+
+def test_a_transformer_recommendation_uses_its_own_options_only_and_its_default_lr():
+    """Memory per sample grows with a gpt's context, so a max-batch search or a speed at one
+    context says nothing of another: the recommendation for gpt:context=128 reads its own."""
+    from rigbench.experiments.recommend import stored_recommendation
+
+    probe = MeasureOptions.quick(min_steps=2, min_seconds=0.0, memory_limit_bytes=700 * MIB)
+    ctx128 = {"context": 128}
+    results = [gpt(ctx128, trial(8, 50.0)), gpt(ctx128, trial(32, 60.0)),
+               gpt(ctx128, trial(32, 40.0, steps=2, measure=probe, metrics={"capped_peak_mib": 500.0})),
+               gpt(ctx128, trial(64, 45.0, steps=2, measure=probe, metrics={"capped_peak_mib": 650.0})),
+               gpt(ctx128, trial(128, None, status="oom", steps=0, measure=probe)),
+               gpt({}, trial(32, 900.0)),  # context 64: faster per sample, never mixed in
+               gpt({}, trial(512, 80.0, steps=2, measure=probe, metrics={"capped_peak_mib": 600.0}))]
+    lines = {line.decision: line for line in stored_recommendation(results, "gpt:context=128")}
+    assert lines["batch_size"].value == 32 and "60" in lines["batch_size"].text
+    # model: 350 MiB + 150/32 MiB a sample; 90% of 700 MiB = 630 MiB -> batch 59, capped at 64 -> 56
+    assert lines["batch_size"].numbers["max_batch"]["recommended"] == 56
+    assert lines["batch_size"].numbers["samples_per_s"] == {8: 50.0, 32: 60.0}
+    # the gpt trains on text, so lr-find applies to it: without one stored, the line asks for it
+    assert lines["learning_rate"].value is None and "rigbench lr-find" in lines["learning_rate"].text
+    # a workload lr-find does not fit (Workload.lr_find: the GAN) gets its default rate, not a command
+    line = rules.decide_lr([], 32, "adam", lr_find=False, default_lr=2e-4)
+    assert line.value == pytest.approx(2e-4) and "lr-find does not apply" in line.text

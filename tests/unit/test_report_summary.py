@@ -72,6 +72,9 @@ def test_summary_cells_as_the_page_shows_them():
     assert cnn["device"] == f"{H100} (cuda:0)" and cnn["config"] == "torch · bf16 · batch 16"
     assert (cnn["samples_per_s"], cnn["speedup"], cnn["memory"], cnn["mfu"]) == ("1,800.0", "12.00×", "900 MiB", "0.2%")
     assert cnn["epoch"] == "27.8 s" and cnn["recommendation"] == ""
+    assert cnn["tokens_per_s"] == ""  # no language model: no tokens/s
+    [gpt] = summary_cells(summary_rows([make_result(workload="gpt", batch=8, speed=250.0, tokens_per_s=16_000.0)]))
+    assert (gpt["workload"], gpt["samples_per_s"], gpt["tokens_per_s"]) == ("gpt", "250.0", "16,000 tokens/s")
     assert mlp["speedup"].startswith("1.00×") and mlp["recommendation"] == "cpu, batch 16: why"
     assert [format_duration(s) for s in (59.5, 600, 7200, 200_000, None)] == ["59.5 s", "10.0 min", "2.0 h", "2.3 days", "-"]
 

@@ -70,3 +70,25 @@ def test_a_workloads_options_survive_the_comma_separated_list():
     assert split_workload_refs(["gpt:preset=small,layers=6,vit", "rcnn:width=32,steps=1"]) == [
         "gpt:preset=small,layers=6", "vit", "rcnn:width=32,steps=1"]
     assert split_workload_refs(["mlp,cnn"]) == ["mlp", "cnn"]
+
+
+def test_activation_memory_grows_with_the_context_linearly_and_through_the_scores_quadratically():
+    """gpt tiny in fp32, by hand: per layer 8 T d + 2 T m = 8*64*128 + 2*64*512 = 131,072 values
+    and H T^2 = 4*64^2 = 16,384 scores; 2 layers, plus 2 T V = 32,768 logit values: 327,680
+    values x 4 bytes = 1.25 MiB, 128 KiB of it scores. At context 128 the linear part doubles
+    and the scores quadruple."""
+    from rigbench.workloads import WORKLOADS, resolved_options
+    from rigbench.workloads.transformers import activation_bytes
+
+    def at(**options):
+        return activation_bytes("gpt", resolved_options(WORKLOADS["gpt"], options), 4)
+
+    assert at() == (327_680 * 4, 32_768 * 4)
+    total, scores = at(context=128)
+    assert scores == 4 * 32_768 * 4 and total - scores == 2 * (327_680 - 32_768) * 4
+    assert activation_bytes("gpt", resolved_options(WORKLOADS["gpt"], {}), 2) == (327_680 * 2, 32_768 * 2)
+    assert activation_bytes("cnn", {}, 4) is None
+    # GPT-2 small: Korthikanti et al.'s 34 s b h + 5 a s^2 b bytes a layer (16 bits) less dropout's
+    # 2 s b h + 3 a s^2 b, with s = 1024, h = 768, a = 12, b = 1, over 12 layers, plus the logits
+    small = activation_bytes("gpt", resolved_options(WORKLOADS["gpt"], {"preset": "small"}), 2)
+    assert small[0] == 12 * (32 * 1024 * 768 + 2 * 12 * 1024**2) + 2 * 1024 * 50_304 * 2

@@ -1,7 +1,9 @@
 """Frameworks side by side: the thesis's Table 5 layout (seed 003) for this machine.
 
-For each workload, one row per framework and device at one batch size: steps/s, the trial's
-CPU use (100 = every logical core, the thesis's Task Manager convention), GPU use, host
+For each workload (and each set of its options: `gpt` and `gpt:preset=small` are two networks,
+two tables), one row per framework and device at one batch size: steps/s, tokens/s for a
+language model, MFU (analysis/roofline.py: the spec sheet's peak, else the calibrated one), the
+trial's CPU use (100 = every logical core, the thesis's Task Manager convention), GPU use, host
 memory and GPU memory. The thesis's own rows (CIFAR-10 CNN at batch 128 on a GTX 1060 and an
 i7-8650U, in TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5) sit beside the workload its mapping
 names (analysis/published_tables.MAPPINGS), so the layout and the figures can be read together.
@@ -14,12 +16,14 @@ result stands for it (older ones are earlier runs of the same thing, not more fr
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rigbench.analysis.published import usable_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
+from rigbench.analysis.roofline import result_roofline
+from rigbench.analysis.trials import workload_label
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -44,6 +48,10 @@ class FrameworkRow:
     host_mem_mib: float | None   # ours: the trial's peak resident memory
     gpu_mem_mib: float | None    # ours: NVML's per-process peak
     result_id: int | None = None
+    tokens_per_s: float | None = None  # ours, language models (metrics.tokens_per_s)
+    mfu: float | None = None     # ours: achieved / peak FLOP/s (spec sheet, else calibrated)
+    mfu_source: str | None = None  # "spec" | "calibrated"
+    threads: int | None = None   # ours: the threads asked for (None: the framework's own choice)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,8 +59,8 @@ class FrameworkRow:
 
 @dataclass
 class FrameworkTable:
-    """The rows of one workload at one batch size: ours first (by device, then framework),
-    then the published ones."""
+    """The rows of one workload (with one set of options) at one batch size: ours first (by
+    device, then framework), then the published ones."""
 
     workload: str
     batch_size: int
@@ -60,22 +68,29 @@ class FrameworkTable:
     published: list[FrameworkRow]
     frameworks: list[str]        # ours, in table order
     other_batches: list[int]     # batch sizes measured here that the table leaves out
+    label: str = ""              # NAME or NAME:key=value,... as `rigbench run` takes it
+    options: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"workload": self.workload, "batch_size": self.batch_size, "frameworks": self.frameworks,
+        return {"workload": self.workload, "label": self.label, "options": self.options,
+                "batch_size": self.batch_size, "frameworks": self.frameworks,
                 "other_batches": self.other_batches, "ours": [r.as_dict() for r in self.ours],
                 "published": [r.as_dict() for r in self.published]}
 
 
-def _our_row(r: Result) -> FrameworkRow:
+def _our_row(r: Result, calibration: dict[str, Any] | None) -> FrameworkRow:
     m = r.metrics
     assert m.samples_per_s is not None  # usable_speed_trial
     kind = "cpu" if r.spec.device == "cpu" else "gpu"
+    roof = result_roofline(r, calibration)
+    # the spec sheet's peak first, as the report's summary does (analysis/summary._mfu)
+    peak = next((src for src in (roof.spec, roof.calibrated) if src is not None and src.mfu is not None), None)
     return FrameworkRow("ours", r.spec.workload, r.spec.framework, r.spec.device,
                         r.device_name or r.spec.device, kind, r.spec.batch_size,
                         m.samples_per_s / r.spec.batch_size, m.cpu_util_pct_mean,
                         m.gpu_util_pct_mean if kind == "gpu" else None, m.rss_peak_mib,
-                        m.gpu_mem_peak_mib if kind == "gpu" else None, r.id)
+                        m.gpu_mem_peak_mib if kind == "gpu" else None, r.id, m.tokens_per_s,
+                        peak.mfu if peak else None, peak.source if peak else None, r.spec.threads)
 
 
 def _published_row(p: PublishedRow, workload: str) -> FrameworkRow:
@@ -102,37 +117,56 @@ def _default_batch(workload: str, batches: Counter[int], published: list[Publish
     return max(batches, key=lambda b: (batches[b], b))
 
 
-def framework_tables(results: Sequence[Result], workloads: Sequence[str] = (),
-                     batch_size: int | None = None) -> list[FrameworkTable]:
-    """One table per workload with usable speed trials (of `workloads`, default every one
-    measured), in the workload registry's order. `batch_size` picks the batch (default:
-    _default_batch)."""
+def _options_key(options: Mapping[str, Any]) -> tuple:
+    return tuple(sorted(options.items()))
+
+
+def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[str, dict[str, Any]]] = (),
+                     batch_size: int | None = None,
+                     calibrations: Mapping[str, dict[str, Any]] | None = None) -> list[FrameworkTable]:
+    """One table per workload and set of options with usable speed trials, in the workload
+    registry's order (a workload's option sets in the order of their labels). `workloads`
+    (default every one measured): names, each for all its option sets, or (name, options)
+    pairs for the trials run with exactly those options. `batch_size` picks the batch
+    (default: _default_batch). `calibrations`: device name -> its latest calibration, for
+    MFU against the calibrated peak where the spec sheet has none."""
     newest: dict[tuple, Result] = {}
     for r in sorted((r for r in results if usable_speed_trial(r) and r.spec.workload in WORKLOADS),
                     key=lambda r: (r.created_at, r.id or 0)):
         s = r.spec
-        newest[(s.workload, tuple(sorted(s.workload_options.items())), s.framework, s.device,
+        newest[(s.workload, _options_key(s.workload_options), s.framework, s.device,
                 s.batch_size, s.threads)] = r
+    wanted = [(w, None) if isinstance(w, str) else (w[0], _options_key(w[1])) for w in workloads]
     table5 = _table5_rows()
     tables = []
     for workload in WORKLOADS:
-        if workloads and workload not in workloads:
-            continue
-        mine = [r for r in newest.values() if r.spec.workload == workload]
-        if not mine:
-            continue
-        batches = Counter(r.spec.batch_size for r in mine)
-        batch = batch_size if batch_size is not None else _default_batch(workload, batches, table5.get(workload, []))
-        chosen = [r for r in mine if r.spec.batch_size == batch]
-        if not chosen:
-            continue
-        rows = sorted((_our_row(r) for r in chosen),
-                      key=lambda row: (row.device_kind != "cpu", row.device, row.framework, row.result_id or 0))
-        published = [_published_row(p, workload) for p in table5.get(workload, []) if p.batch_size == batch]
-        tables.append(FrameworkTable(workload, batch, rows, published,
-                                     list(dict.fromkeys(row.framework for row in rows)),
-                                     sorted(b for b in batches if b != batch)))
+        groups: dict[tuple, list[Result]] = {}
+        for r in newest.values():
+            key = _options_key(r.spec.workload_options)
+            if r.spec.workload == workload and (not wanted or (workload, None) in wanted or (workload, key) in wanted):
+                groups.setdefault(key, []).append(r)
+        for mine in sorted(groups.values(), key=lambda rs: workload_label(rs[0])):
+            table = _table(workload, mine, batch_size, table5.get(workload, []), calibrations or {})
+            if table is not None:
+                tables.append(table)
     return tables
+
+
+def _table(workload: str, mine: list[Result], batch_size: int | None, table5: list[PublishedRow],
+           calibrations: Mapping[str, dict[str, Any]]) -> FrameworkTable | None:
+    """One workload's trials with one set of options as a table at the chosen batch, or None
+    when none was measured at it. The thesis's rows go beside the plain workload only."""
+    batches = Counter(r.spec.batch_size for r in mine)
+    batch = batch_size if batch_size is not None else _default_batch(workload, batches, table5)
+    chosen = [r for r in mine if r.spec.batch_size == batch]
+    if not chosen:
+        return None
+    rows = sorted((_our_row(r, calibrations.get(r.device_name or "")) for r in chosen),
+                  key=lambda row: (row.device_kind != "cpu", row.device, row.framework, row.result_id or 0))
+    options = dict(mine[0].spec.workload_options)
+    published = [_published_row(p, workload) for p in table5 if p.batch_size == batch and not options]
+    return FrameworkTable(workload, batch, rows, published, list(dict.fromkeys(row.framework for row in rows)),
+                          sorted(b for b in batches if b != batch), workload_label(mine[0]), options)
 
 
 def slowest_to_fastest(table: FrameworkTable) -> dict[str, float]:

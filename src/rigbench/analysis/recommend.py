@@ -221,9 +221,16 @@ def lr_find_result(results: Sequence[Result], batch: int | None = None) -> Resul
     return (same or found or [None])[0]  # type: ignore[list-item]  # None when nothing found
 
 
-def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str) -> Line:
-    """lr-find's suggestion scaled to `batch` by the linear-scaling rule."""
+def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str, lr_find: bool = True,
+              default_lr: float | None = None) -> Line:
+    """lr-find's suggestion scaled to `batch` by the linear-scaling rule. `lr_find`: False for a
+    workload the range test does not fit (workloads.Workload.lr_find), which gets its default
+    rate (`default_lr`) named instead of a command that would end `unsupported`."""
     found = lr_find_result(results, batch)
+    if found is None and not lr_find:
+        rate = "" if default_lr is None else f" {default_lr:g} ({optimizer})"
+        return Line("learning_rate", default_lr, f"learning rate: the workload's default{rate}; lr-find does not "
+                    f"apply to this workload (workloads: lr-find applicability)", {"default_lr": default_lr})
     if found is None or batch is None:
         return Line("learning_rate", None, "learning rate: not measured: run `rigbench lr-find WORKLOAD "
                     "--dataset DATASET` (a real data set is needed)", {})
@@ -406,11 +413,12 @@ def decide_epoch_time(results: Sequence[Result], device: str, batch: int, datase
 
 
 def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping[str, MemoryLimit],
-              optimizer: str, dataset_size: int) -> list[Line]:
+              optimizer: str, dataset_size: int, lr_find: bool = True, default_lr: float | None = None) -> list[Line]:
     """Every decision, in order: device, batch size, learning rate, precision, energy, threads (CPU),
     data-parallel processes (where studied), loader workers, what bounds the step, epoch time.
     `results` are one workload's; every decision but the processes one reads one-process trials
-    only (a data-parallel trial's samples/s counts every rank's batch)."""
+    only (a data-parallel trial's samples/s counts every rank's batch). `lr_find`, `default_lr`:
+    the workload's (decide_lr)."""
     everything, results = results, [r for r in results if r.spec.world_size == 1]
     device_line = decide_device(results, devices, limits)
     lines = [device_line]
@@ -419,7 +427,7 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
         return lines
     batch_line = decide_batch(results, device, limits.get(device))
     batch = batch_line.value
-    lines += [batch_line, decide_lr(results, batch, optimizer)]
+    lines += [batch_line, decide_lr(results, batch, optimizer, lr_find, default_lr)]
     if batch is None:
         return lines
     lines += [decide_precision(results, device, batch), decide_energy(results, device, limits.get(device))]

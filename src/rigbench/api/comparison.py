@@ -56,18 +56,22 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
 def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run_ids: Sequence[str] = (),
                        batch_size: int | None = None) -> Any:
     """Frameworks side by side per workload, the thesis's Table 5 layout, over this machine's
-    results (or those of `run_ids`); returns analysis.frameworks.FrameworkTable rows."""
+    results (or those of `run_ids`); returns analysis.frameworks.FrameworkTable rows, one per
+    workload and set of options. `workloads`: names (every option set measured) or
+    NAME:key=value refs (those options only), validated like `rigbench run`'s."""
     from rigbench.analysis.frameworks import framework_tables
-    from rigbench.workloads import WORKLOADS
+    from rigbench.store.calibrations import device_calibrations
+    from rigbench.workloads import parse_workload_ref
 
-    unknown = [w for w in workloads if w not in WORKLOADS]
-    if unknown:
-        raise UsageError(f"unknown workload {unknown[0]!r}: choose from {', '.join(WORKLOADS)}")
+    wanted: list[str | tuple[str, dict]] = []
+    for text in workloads:
+        ref, options = parse_workload_ref(text)  # UsageError naming what exists
+        wanted.append((ref.name, options) if ":" in text else ref.name)
     if batch_size is not None and batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
     store = Store(db, create=False)
     results = _selected_results(store, run_ids)
-    return framework_tables(results, workloads, batch_size)
+    return framework_tables(results, wanted, batch_size, device_calibrations(store, results))
 
 
 @dataclass

@@ -19,9 +19,9 @@ from rigbench.store.bundle import SHOWN
 @app.command()
 @handles_usage_errors
 def compare(
-    items: list[str] | None = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE... | WORKLOAD...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all); with --frameworks, the workloads (default: every one measured)."),
+    items: list[str] | None = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE... | WORKLOAD...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all); with --frameworks, the workloads, NAME or NAME:key=value for one set of options (default: every one measured)."),
     published: bool = typer.Option(False, "--published", help="Put this machine's stored results beside published tables (the thesis's GTX 1060, Shi et al. 2016, community epoch times): measured, spec-predicted and CPU-utilisation-normalised speed-ups."),
-    frameworks: bool = typer.Option(False, "--frameworks", help="Frameworks side by side, the thesis's Table 5 layout: per workload, each framework and device's steps/s, CPU %, GPU %, host and GPU memory at one batch size, with the thesis's own rows beside the CIFAR-10 CNN (cnn)."),
+    frameworks: bool = typer.Option(False, "--frameworks", help="Frameworks side by side, the thesis's Table 5 layout: per workload and set of options, each framework and device's steps/s (and tokens/s for a language model), MFU, CPU %, GPU %, host and GPU memory at one batch size, with the thesis's own rows beside the CIFAR-10 CNN (cnn)."),
     batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="With --frameworks: the batch size to show (default: the thesis's 128 for cnn, else each workload's default batch, else its --quick batch, where measured)."),
     all_frameworks: bool = typer.Option(False, "--all-frameworks", help="With --published: show every framework's published rows (default: only the rows of our framework's family when the source has some)."),
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --published: use these runs' results instead of every stored result of this machine."),
@@ -141,17 +141,23 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
             out.print("  fastest / slowest framework: " + ", ".join(f"{d} x{v:.2f}" for d, v in spread.items()),
                       highlight=False, markup=False)
         elif len(t.frameworks) == 1:
-            out.print(f"  only {t.frameworks[0]} measured here; add others with `rigbench run {t.workload} "
+            out.print(f"  only {t.frameworks[0]} measured here; add others with `rigbench run {t.label or t.workload} "
                       f"-b {t.batch_size} --framework torch,jax`", highlight=False, markup=False)
         if t.other_batches:
             out.print(f"  also measured at batch {', '.join(map(str, t.other_batches))} (--batch-size N shows one)",
                       highlight=False, markup=False)
+        over = [f"#{row.result_id}" for row in t.ours if row.mfu is not None and row.mfu > 1]
+        if over:
+            out.print(f"  MFU above 100% ({', '.join(over)}): the peak is too low, e.g. calibrated on a busy "
+                      f"machine (`rigbench roofline` says which)", highlight=False, markup=False)
         if t.published:
             out.print(f"  dim rows: {SOURCES[TABLE5[0]][1]}, Table 5 (batch 128, Windows 10 laptop)",
                       highlight=False, markup=False)
     out.print("CPU % is the trial's own use, 100 = every logical core busy (Task Manager's convention, the "
-              "thesis's); host MiB its peak resident memory; GPU MiB NVML's per-process peak. The newest "
-              "fp32 full-protocol result stands for each configuration.", highlight=False, markup=False)
+              "thesis's); host MiB its peak resident memory; GPU MiB NVML's per-process peak. MFU: achieved "
+              "training FLOP/s over the spec sheet's fp32 peak (* the `rigbench calibrate` peak where the sheet "
+              "has none). The newest fp32 full-protocol result stands for each configuration.",
+              highlight=False, markup=False)
 
 
 def _print_matches(matches: list[Any]) -> None:

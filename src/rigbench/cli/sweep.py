@@ -313,6 +313,10 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
             f"{o.fixed_bytes / MIB:,.1f} MiB + {o.per_sample_bytes / MIB:,.3f} MiB per sample")
     else:
         say("memory model: none (needs two ok probes with a memory figure)")
+    if o.expected_per_sample_bytes is not None:
+        say(f"expected from the shape: {o.expected_per_sample_bytes / MIB:,.3f} MiB of activations per sample "
+            f"(Korthikanti et al. 2022, no dropout; {(o.expected_scores_bytes or 0.0) / MIB:,.3f} MiB of it "
+            f"attention scores, which a fused kernel does not keep), before the framework's temporaries")
     no_oom = "none found" if o.stopped or o.interrupted else f"none up to --max {o.max_batch}"
     say(f"largest ok: {o.largest_ok if o.largest_ok is not None else '-'}; smallest oom: "
         + (str(o.smallest_oom) if o.smallest_oom is not None else no_oom))

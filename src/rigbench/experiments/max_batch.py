@@ -22,6 +22,11 @@ when the cap was set plus the address space mapped since. The resident peak alon
 cnn under a 1 GiB cap to batch 1536, which then failed one run in six: address space that is
 reserved but never touched fails a trial just the same; GPU:
 NVML's per-process `gpu_mem_peak_mib`, CUDA context included, else the allocator's peak).
+The line is fitted per workload *and options*: a gpt's per-sample memory grows with its context
+(activations with batch x context, attention scores with batch x heads x context^2), so a
+search at one context says nothing of another. For the transformers the outcome also carries
+the activation memory their shape implies (workloads/transformers.activation_bytes), printed
+beside the fitted figure as a check on it; the decision uses the measured line only.
 The recommended batch is the largest the line says leaves `margin` of the limit free,
 never above the largest batch that ran, rounded down to a multiple of 8 when it is 8 or
 more (vector units and tensor cores work in multiples of 8; rounding down only lowers memory).
@@ -42,9 +47,12 @@ from rigbench.runner.session import run_trials
 from rigbench.spec import PRECISIONS, PROBE_STEPS, MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.units import format_bytes
-from rigbench.workloads import parse_workload_ref
+from rigbench.workloads import parse_workload_ref, resolved_options
+from rigbench.workloads.transformers import activation_bytes
 
 MIB = 2**20
+#: Bytes per activation value under each precision: autocast keeps activations in 16 bits.
+VALUE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 #: CPU default limit: this fraction of the RAM available when the search starts, so that
 #: the probes leave room for everything else running on the machine.
 DEFAULT_RAM_FRACTION = 0.5
@@ -73,6 +81,9 @@ class MaxBatchOutcome:
     interrupted: bool = False
     db_url: str = ""
     max_batch: int = 0
+    #: transformers: activation bytes per sample the shape implies, and of it attention scores
+    expected_per_sample_bytes: float | None = None
+    expected_scores_bytes: float | None = None
 
     def to_dict(self) -> dict:
         """The outcome as plain JSON-able data (`rigbench max-batch --json`)."""
@@ -83,6 +94,8 @@ class MaxBatchOutcome:
             "largest_ok": self.largest_ok, "smallest_oom": self.smallest_oom,
             "max_batch": self.max_batch, "memory_metric": self.memory_metric,
             "fixed_bytes": self.fixed_bytes, "per_sample_bytes": self.per_sample_bytes,
+            "expected_per_sample_bytes": self.expected_per_sample_bytes,
+            "expected_scores_bytes": self.expected_scores_bytes,
             "recommended": self.recommended, "margin": self.margin, "reason": self.reason,
             "stopped_by": probe_row(self.stopped, self.memory_metric) if self.stopped else None,
             "interrupted": self.interrupted, "run_id": self.run_id, "db": self.db_url,
@@ -241,6 +254,9 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
         recommended=None, margin=margin, run_id=run_id, limit_source=limit_source,
         db_url=store.url, max_batch=max_batch,
     )
+    expected = activation_bytes(ref.name, resolved_options(ref, options), VALUE_BYTES[precision])
+    if expected is not None:
+        outcome.expected_per_sample_bytes, outcome.expected_scores_bytes = expected
     ok: list[int] = []
     oom: list[int] = []
     while (batch := next_probe(ok, oom, start, max_batch, tolerance)) is not None:

@@ -283,7 +283,7 @@ def recommend(
     results = stored + run.new
     outcome.results_used = len(results)
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
-                                    dataset_size or ref.dataset.train_size)
+                                    dataset_size or ref.dataset.train_size, ref.lr_find, ref.default_lr)
     return outcome
 
 
@@ -311,15 +311,16 @@ def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Resu
 def _data_trials(run: _Session, results: list[Result], ref: Workload, options: dict, framework: str,
                  device: str, batch: int, quick: bool) -> None:
     """lr-find and a 1-epoch loader run, when missing and a real data set is here offline."""
-    needs_lr = rules.lr_find_result(results) is None
+    needs_lr = ref.lr_find and rules.lr_find_result(results) is None  # else it would end `unsupported`
     needs_loader = not any(r.spec.train is not None and r.spec.train.input_mode == "loader"
                            and r.spec.device == device and r.status == "ok" for r in results)
     if not (needs_lr or needs_loader):
         return
     dataset = offline_dataset(ref.name)
     if dataset is None:
-        run.outcome.missing.append(f"lr-find and the input pipeline: {ref.name} has no real data set "
-                                   f"here offline (rigbench train/lr-find --dataset ... can download one)")
+        what, how = ("lr-find and the input pipeline", "train/lr-find") if needs_lr else ("the input pipeline", "train")
+        run.outcome.missing.append(f"{what}: {ref.name} has no real data set "
+                                   f"here offline (rigbench {how} --dataset ... can download one)")
         return
     base = dict(workload=ref.name, workload_options=options, framework=framework, device=device,
                 batch_size=batch, measure=MeasureOptions(timeout_s=1800))
@@ -345,4 +346,4 @@ def stored_recommendation(results: Sequence[Result], workload: str, framework: s
             and r.spec.framework == framework]
     devices = list(dict.fromkeys(r.spec.device for r in mine if rules.timed(r)))
     limits = {d: limit for d in devices if (limit := stored_limit(mine, d)) is not None}
-    return rules.recommend(mine, devices, limits, ref.optimizer, ref.dataset.train_size)
+    return rules.recommend(mine, devices, limits, ref.optimizer, ref.dataset.train_size, ref.lr_find, ref.default_lr)

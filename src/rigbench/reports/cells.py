@@ -76,6 +76,11 @@ def rate(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
+def tokens_cell(tokens_per_s: float | None) -> str:
+    """tokens/s for a table cell: a rate, "-" for a trial that is not a language model's."""
+    return "-" if tokens_per_s is None else rate(tokens_per_s)
+
+
 def _same_decimals(value: float) -> Callable[[float], str]:
     """A formatter giving every number the decimals `rate` gives `value` (3 significant digits,
     none from 100 up), so that an interval's bounds line up with it: 26.4 [12.9–31.0]."""

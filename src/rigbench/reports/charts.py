@@ -57,13 +57,14 @@ SECTIONS: tuple[Section, ...] = (
             "Table 7; the paper's GPU over the paper's own CPU, median over its frameworks and "
             "batch sizes, range as error bars; docs/COMPARING.md).", (speedup_charts,)),
     Section("frameworks", "Frameworks side by side",
-            "Training steps/s of each framework on each device at one batch per workload (the "
+            "Training steps/s of each framework on each device at one batch per workload and set of its "
+            "options (gpt and gpt:preset=small are two groups; the "
             "thesis's 128 for cnn, else the workload's default batch, else its --quick batch), "
             "fp32 and eager, the newest result of each configuration; and the thesis's own Table 5 "
             "(Yin 2020: TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5 on a GTX 1060 and an i7-8650U) "
-            "beside this machine's cnn at batch 128. Hover a bar for its CPU %, GPU % and memory. "
+            "beside this machine's cnn at batch 128. Hover a bar for its tokens/s (language models), MFU, CPU %, GPU % and memory. "
             "`rigbench compare --frameworks` prints the same rows (docs/FRAMEWORKS.md).",
-            (framework_charts,)),
+            (framework_charts,), uses_calibrations=True),
     Section("roofline", "Roofline and predicted speed",
             "Achieved training FLOP/s (counted FLOPs x samples/s) against arithmetic intensity "
             "(counted FLOPs per estimated byte moved, see docs/COMPARING.md), with each device's "

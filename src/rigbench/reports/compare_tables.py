@@ -15,6 +15,7 @@ from rigbench.reports.cells import (
     framework_column,
     interval,
     literal,
+    tokens_cell,
     trial_cells,
     trial_columns,
     unknown_mark,
@@ -127,22 +128,29 @@ def _pct(value: float | None) -> str:
 
 
 def framework_table(t: Any) -> FitTable:
-    """`rigbench compare --frameworks`: one workload at one batch (analysis/frameworks.FrameworkTable),
-    our rows and then the published ones (dim)."""
+    """`rigbench compare --frameworks`: one workload (with its options) at one batch
+    (analysis/frameworks.FrameworkTable), our rows and then the published ones (dim); tokens/s
+    for a language model; MFU marked * where the peak is the calibrated one, not the spec sheet's."""
+    tokens = any(row.tokens_per_s is not None for row in t.ours)
     table = FitTable([
         framework_column(priority=100), Column("device", cut=True), Column("steps/s", "right"),
+        *([Column("tokens/s", "right", priority=70)] if tokens else []), Column("MFU", "right", priority=65),
         Column("CPU %", "right", priority=60), Column("GPU %", "right", priority=40),
         Column("host MiB", "right", priority=50), Column("GPU MiB", "right", priority=45),
         Column("result", "right", priority=30),
-    ], title=f"{t.workload}, batch {t.batch_size}", title_justify="left", more="--json")
+    ], title=f"{t.label or t.workload}, batch {t.batch_size}", title_justify="left", more="--json")
     for row in t.ours:
-        table.add_row(*cells(row.framework, f"{row.device} ({row.device_name})", f"{row.steps_per_s:,.3g}",
+        mfu = "-" if row.mfu is None else f"{row.mfu:.1%}" + ("*" if row.mfu_source == "calibrated" else "")
+        # threads asked for set a row apart (torch at t1 beside torch at its own choice)
+        name = row.framework + (f" t{row.threads}" if row.threads else "")
+        table.add_row(*cells(name, f"{row.device} ({row.device_name})", f"{row.steps_per_s:,.3g}",
+                             *([tokens_cell(row.tokens_per_s)] if tokens else []), mfu,
                              _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
                              f"#{row.result_id}"), end_section=row is t.ours[-1] and bool(t.published))
     for row in t.published:
         table.add_row(*cells(Text(f"{row.framework} ({row.source})", style="dim"), Text(row.device, style="dim"),
-                             f"{row.steps_per_s:,.3g}", _pct(row.cpu_pct), _pct(row.gpu_pct),
-                             _mib(row.host_mem_mib), _mib(row.gpu_mem_mib), "-"))
+                             f"{row.steps_per_s:,.3g}", *(["-"] if tokens else []), "-", _pct(row.cpu_pct),
+                             _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib), "-"))
     return table
 
 

@@ -5,7 +5,8 @@ analysis/frameworks.py, the same as the command's, so page and terminal agree.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rigbench.analysis.frameworks import FrameworkRow, FrameworkTable, framework_tables
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
@@ -16,8 +17,10 @@ from rigbench.spec import Result
 def _hover(row: FrameworkRow, table: FrameworkTable) -> str:
     def part(label: str, value: float | None, unit: str) -> str:
         return f"{label} {value:,.1f}{unit}" if value is not None else ""
-    return hover_lines(f"{row.steps_per_s:,.3g} steps/s", f"{table.workload} b{table.batch_size} · {row.framework} "
-                       f"· {row.device_name}", part("CPU", row.cpu_pct, "%"), part("GPU", row.gpu_pct, "%"),
+    return hover_lines(f"{row.steps_per_s:,.3g} steps/s", f"{table.label or table.workload} b{table.batch_size} · "
+                       f"{row.framework} · {row.device_name}", part("", row.tokens_per_s, " tokens/s").strip(),
+                       f"MFU {row.mfu:.1%} of the {row.mfu_source} peak" if row.mfu is not None else "",
+                       part("CPU", row.cpu_pct, "%"), part("GPU", row.gpu_pct, "%"),
                        part("host", row.host_mem_mib, " MiB"), part("GPU memory", row.gpu_mem_mib, " MiB"),
                        f"trial {row.result_id}" if row.result_id else row.source)
 
@@ -27,8 +30,10 @@ def _ours(tables: list[FrameworkTable]) -> Chart:
     for t in tables:
         for row in t.ours:
             key = f"{row.device_name} · {row.framework}"  # the page-wide colour of device and framework
-            s = series.setdefault(key, Series(name=f"{row.framework} · {row.device_name}", colour_key=key))
-            s.x.append(f"{t.workload} b{t.batch_size}")
+            threads = f" t{row.threads}" if row.threads else ""  # threads asked for: a series of its own
+            s = series.setdefault(key + threads, Series(name=f"{row.framework}{threads} · {row.device_name}",
+                                                        colour_key=key))
+            s.x.append(f"{t.label or t.workload} b{t.batch_size}")
             s.y.append(row.steps_per_s)
             s.hover.append(_hover(row, t))
     values = [y for s in series.values() for y in s.y]
@@ -58,10 +63,13 @@ def _table5(table: FrameworkTable) -> Chart:
                  note="grey: Yin 2020, Table 5 (CIFAR-10 CNN, Windows 10 laptop); coloured: this machine")
 
 
-def framework_charts(results: Sequence[Result]) -> list[Chart]:
-    """The grouped bars where more than one framework was measured on some workload, and the
-    thesis's Table 5 beside ours where its workload was measured at its batch."""
-    tables = framework_tables(results)
+def framework_charts(results: Sequence[Result],
+                     calibrations: Mapping[str, dict[str, Any]] | None = None) -> list[Chart]:
+    """The grouped bars where more than one framework was measured on some workload (each set
+    of a workload's options its own group: `gpt` and `gpt:preset=small`), and the thesis's
+    Table 5 beside ours where its workload was measured at its batch. `calibrations` (device
+    name -> latest calibration) give the hover's MFU where the spec sheet has no peak."""
+    tables = framework_tables(results, calibrations=calibrations)
     charts = []
     if any(len(t.frameworks) > 1 for t in tables):
         charts.append(_ours(tables))

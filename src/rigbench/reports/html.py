@@ -19,7 +19,7 @@ from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
 from rigbench.analysis.summary import machines_once, summary_rows
-from rigbench.reports.cells import interval, unknown_mark
+from rigbench.reports.cells import interval, rate, unknown_mark
 from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series
 from rigbench.reports.charts import gather
 from rigbench.reports.summary_table import machine_cards, summary_cells
@@ -172,6 +172,7 @@ def _trial_row(r: Result) -> dict[str, Any]:
     speed = interval(m.samples_per_s, m.samples_per_s_ci) if m.samples_per_s else "-"
     return {"id": r.id, "run_id": r.run_id, "label": r.spec.label() + unknown_mark(r.spec.workload), "status": r.status,
             "speed": speed, "noisy": bool(m.noisy), "error": r.error or "",
+            "tokens": "" if m.tokens_per_s is None else f"{rate(m.tokens_per_s)} tokens/s",
             "created": r.created_at[:19].replace("T", " ")}
 
 

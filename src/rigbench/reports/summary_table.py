@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rigbench.analysis.summary import MachineEntry, SummaryRow
+from rigbench.reports.cells import rate
 from rigbench.spec import Result
 from rigbench.units import format_bytes
 
@@ -42,6 +43,7 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
                       + (" · compile" if best.spec.compile else "")
                       + (" · channels-last" if best.spec.channels_last else ""),
             "samples_per_s": f"{row.samples_per_s:,.1f}",
+            "tokens_per_s": "" if best.metrics.tokens_per_s is None else f"{rate(best.metrics.tokens_per_s)} tokens/s",
             "epoch": format_duration(row.epoch_seconds),
             "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
             "speedup": speedup,

@@ -23,6 +23,7 @@ from rigbench.reports.cells import (
     setup_label,
     speed,
     status,
+    tokens_cell,
     trial_cells,
     trial_columns,
     unknown_mark,
@@ -38,7 +39,7 @@ __all__ = [
     "UNKNOWN_WORKLOAD", "any_energy", "calibration_table", "cells", "devices_table", "error_line",
     "framework_column", "framework_short", "interval", "literal", "num", "one_line_outcome",
     "ranks_table", "result_detail", "results_table", "roofline_table", "samples_per_joule_cell",
-    "setup_label", "speed", "speedup_table", "status", "train_table", "baseline_lines", "trial_cells",
+    "setup_label", "speed", "speedup_table", "status", "tokens_cell", "train_table", "baseline_lines", "trial_cells",
     "trial_columns", "unknown_mark", "workload_label", "workloads_table",
 ]
 
@@ -61,6 +62,8 @@ def one_line_outcome(r: Result) -> str:
         text = f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{tail}"
     elif m.samples_per_s:
         text = f"{m.samples_per_s:,.1f} samples/s"
+        if m.tokens_per_s is not None:
+            text += f", {m.tokens_per_s:,.0f} tokens/s"
     else:
         text = r.status
     if r.status not in ("ok", "oom") and r.error:
@@ -72,8 +75,11 @@ def results_table(results: Sequence[Result], title: str | None = None, more: str
     """The run table: one row per trial, failures included with their status; `setup` tells
     apart trials that differ only in kind, threads, compile, layout or lr. `more`: where the
     columns a narrow terminal leaves out can be seen."""
+    # tokens/s only where a language model is listed: a column of dashes says nothing
+    tokens = any(r.metrics.tokens_per_s is not None for r in results)
     table = FitTable([
-        Column("id", "right"), *trial_columns(), Column("samples/s [95% CI]", "right", short="samples/s"), Column("step ms", "right", priority=40),
+        Column("id", "right"), *trial_columns(), Column("samples/s [95% CI]", "right", short="samples/s"),
+        *([Column("tokens/s", "right", priority=35)] if tokens else []), Column("step ms", "right", priority=40),
         Column("CPU %", "right", priority=30), Column("GPU %", "right", priority=15),
         Column("RSS MiB", "right", priority=25), Column("GPU MiB", "right", priority=20), Column("status"),
     ], title=title, more=more)
@@ -81,7 +87,8 @@ def results_table(results: Sequence[Result], title: str | None = None, more: str
         m = r.metrics
         gpu_mem = m.gpu_mem_peak_mib if m.gpu_mem_peak_mib is not None else m.allocator_peak_mib
         table.add_row(*cells(
-            str(r.id or "-"), *trial_cells(r), speed(r), num(m.step_time_ms_median, "{:.2f}"),
+            str(r.id or "-"), *trial_cells(r), speed(r), *([tokens_cell(m.tokens_per_s)] if tokens else []),
+            num(m.step_time_ms_median, "{:.2f}"),
             num(m.cpu_util_pct_mean), num(m.gpu_util_pct_mean), num(m.rss_peak_mib, "{:.0f}"),
             num(gpu_mem, "{:.0f}"), status(r.status),
         ))

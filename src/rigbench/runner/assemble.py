@@ -22,7 +22,7 @@ from rigbench.textlimits import clip_result
 from rigbench.timestamps import now_iso
 from rigbench.trackers.energy import COUNTER_UPDATE_S
 from rigbench.trackers.summary import ALL_FIELDS, TRACKER_FIELDS, counter_delta, summarize
-from rigbench.workloads import get_workload
+from rigbench.workloads import get_workload, shaped
 
 MIB = 2**20
 
@@ -33,6 +33,17 @@ def global_batch(spec: TrialSpec) -> int:
     batch_size x world_size (the batch itself for one process). Throughput (samples/s and its
     CI), epoch time and samples processed (energy per sample) all count this global batch."""
     return spec.batch_size * spec.world_size
+
+
+def tokens_per_s(spec: TrialSpec, samples_per_s: float | None) -> float | None:
+    """A language model's throughput in tokens (workload layout "tokens"): samples/s x the
+    sequence length the trial ran, its options' context (`workloads.shaped`), so a gpt at
+    context 1024 and one at 64 are not read as equally fast per sample. None for other
+    layouts and without a throughput. Speed and training trials alike: both set samples/s."""
+    if samples_per_s is None:
+        return None
+    workload = shaped(get_workload(spec.workload), spec.workload_options)
+    return samples_per_s * workload.input_shape[0] if workload.layout == "tokens" else None
 
 
 def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
@@ -70,6 +81,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         if report.measure_cpu_s is not None:  # one process's (data parallel: the merged report's)
             metrics.cpu_ms_per_step = 1e3 * report.measure_cpu_s / len(report.step_times_s)
         metrics.epoch_seconds = workload.dataset.train_size / summary["samples_per_s"]
+    metrics.tokens_per_s = tokens_per_s(spec, metrics.samples_per_s)
     if report.measure_start is not None and report.measure_end is not None:
         window = summarize(outcome.samples, report.measure_start, report.measure_end,
                            interval_slack=spec.measure.sample_interval_s)

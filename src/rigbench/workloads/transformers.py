@@ -1,4 +1,5 @@
-"""The transformer workloads' shape (gpt, vit), analytic training FLOPs and parameters.
+"""The transformer workloads' shape (gpt, vit), analytic training FLOPs and parameters, and the
+activation memory a sequence keeps for its backward pass (max-batch's check on its fitted model).
 
 Stated once here for workloads/flops.py (the figures of record) and the builders of every
 framework (frameworks/*/transformers.py), under flops.py's convention: matmuls only, 2 FLOPs
@@ -41,6 +42,21 @@ class Transformer:
     def matmul_weights(self) -> int:
         """The weights that multiply every token (qkv, projection, MLP): PaLM's N for the blocks."""
         return self.layers * (4 * self.width * self.width + 2 * self.width * self.mlp)
+
+    def activation_values(self) -> tuple[int, int]:
+        """(values every layer stack keeps per sequence for the backward pass, of which the
+        attention scores): Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+        Transformer Models", section 4.1) without dropout, per layer: both LayerNorms' inputs
+        (2 T d), the qkv input (T d), q and k (2 T d), v (T d), the projection's input (T d),
+        the MLP's input (T d), GELU's input and output (2 T m), and the softmax's output
+        (H T^2), which a fused kernel does not keep (it keeps H T log-sum-exps instead): their
+        34 T d + 5 H T^2 bytes in 16 bits less dropout's 2 T d + 3 H T^2, for m = 4d. Linear
+        in T, and quadratic through the scores: why a gpt's memory per sample depends on its
+        context."""
+        t, d = self.tokens, self.width
+        per_layer = 8 * t * d + 2 * t * self.mlp
+        scores = self.heads * t * t
+        return self.layers * (per_layer + scores), self.layers * scores
 
     def attention_train_flops(self) -> int:
         """Per sequence, fwd + bwd: q k^T and a v are 2 T^2 d multiply-adds a layer, over the
@@ -109,6 +125,22 @@ def vit_params(options: dict[str, Any]) -> int:
 
 
 _SHAPES: dict[str, Callable[[dict[str, Any]], Transformer]] = {"gpt": gpt_shape, "vit": vit_shape}
+
+
+def activation_bytes(name: str, resolved: dict[str, Any], value_bytes: int) -> tuple[float, float] | None:
+    """(bytes one sample keeps for its backward pass, of which attention scores) for workload
+    `name` with resolved options, at `value_bytes` per value (4 in fp32, 2 under bf16/fp16
+    autocast); None for a workload that is no transformer. The blocks (Transformer.
+    activation_values) plus, for the gpt, its logits and their softmax (2 T V values). An
+    estimate: a framework's temporaries and allocator rounding come on top, and a fused
+    attention kernel saves the scores part."""
+    shape = shape_of(name, resolved)
+    if shape is None:
+        return None
+    values, scores = shape.activation_values()
+    if name == "gpt":
+        values += 2 * shape.tokens * int(resolved["vocab"])
+    return float(values * value_bytes), float(scores * value_bytes)
 
 
 def shape_of(name: str, resolved: dict[str, Any]) -> Transformer | None:
