@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from rigbench.analysis import recommend as rules
-from rigbench.analysis.recommend import MemoryLimit
+from rigbench.analysis.recommend_model import MemoryLimit
 from rigbench.errors import UsageError
 from rigbench.experiments.recommend import batch_grid, recommend, stored_limit
 from rigbench.spec import LrFindOptions, MeasureOptions, Metrics, Result, TrainOptions, TrialSpec

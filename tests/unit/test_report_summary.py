@@ -9,7 +9,7 @@ from statistics import median
 import pytest
 
 from rigbench.analysis.published_ratios import published_gpu_cpu_ratios
-from rigbench.analysis.recommend import Line
+from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.summary import machines_once, recommendation_text, summary_rows
 from rigbench.api.results import recommend_target
 from rigbench.reports.chart_model import COLOURS, Chart, Series, assign_colours, y_scale_for

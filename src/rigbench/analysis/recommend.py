@@ -25,55 +25,22 @@ The rules (docs/STRATEGY.md, "The recommendation"):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from rigbench.analysis.energy import energy_notes, format_joules, has_energy
 from rigbench.analysis.lr_find import RULE as LR_RULE
 from rigbench.analysis.lr_find import scale_lr
 from rigbench.analysis.process_scaling import decide_processes
+from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee
 from rigbench.analysis.scaling import changed_knobs, speed
 from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import Result
 
-#: The knee: the smallest batch reaching this fraction of the best measured throughput.
-KNEE_FRACTION = 0.9
 #: A throughput needs at least this many timed steps (as --quick times at least; max-batch
 #: probes, which time 2, are a kind of their own and never reach this check).
 MIN_TIMED_STEPS = 3
 #: Held-out accuracy lower by more than this (a fraction) at a larger batch earns a caveat.
 ACCURACY_DROP = 0.01
-
-
-@dataclass(frozen=True)
-class MemoryLimit:
-    """What a max-batch search found on a device (experiments.max_batch.MaxBatchOutcome, or its
-    stored probes)."""
-
-    device: str
-    largest_ok: int | None
-    smallest_oom: int | None
-    recommended: int | None  # <= largest_ok, with a safety margin by the memory model
-    limit_bytes: int | None
-    run_id: str | None = None
-
-    @property
-    def cap(self) -> int | None:
-        """The largest batch to recommend: max-batch's recommendation, else its largest ok."""
-        return self.recommended if self.recommended is not None else self.largest_ok
-
-
-@dataclass
-class Line:
-    """One decision: its value (None when undecided), the printed text, the figures behind it."""
-
-    decision: str
-    value: Any
-    text: str
-    numbers: dict[str, Any] = field(default_factory=dict)
-
-    def row(self) -> dict[str, Any]:
-        return {"decision": self.decision, "value": self.value, "text": self.text, "numbers": self.numbers}
 
 
 # --------------------------------------------------------------------------- selections
@@ -100,23 +67,6 @@ def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, Resul
         if timed(r) and r.spec.device == device and not changed_knobs(r):
             out.setdefault(r.spec.batch_size, r)
     return dict(sorted(out.items()))
-
-
-def knee(speeds: Mapping[int, float], fraction: float = KNEE_FRACTION) -> tuple[int, int]:
-    """(knee batch, best batch): the smallest batch whose speed is >= fraction x the best.
-    Raises ValueError on no speeds."""
-    if not speeds:
-        raise ValueError("no measured batch sizes")
-    best = max(speeds, key=lambda b: speeds[b])
-    return min(b for b, s in speeds.items() if s >= fraction * speeds[best]), best
-
-
-def fitting(speeds: Mapping[int, Result], limit: MemoryLimit | None) -> tuple[dict[int, Result], list[int]]:
-    """(the batches within the memory limit, the ones left out)."""
-    if limit is None or limit.cap is None:
-        return dict(speeds), []
-    return ({b: r for b, r in speeds.items() if b <= limit.cap},
-            [b for b in speeds if b > limit.cap])
 
 
 def _sps(value: float | None) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigbench.analysis.recommend import Line
+from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.roofline import result_roofline
 from rigbench.analysis.scaling import speed
 from rigbench.analysis.trials import is_full_protocol, network_label

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rigbench.analysis import recommend as rules
-from rigbench.analysis.recommend import Line, MemoryLimit
+from rigbench.analysis.recommend_model import Line, MemoryLimit
 from rigbench.analysis.scaling import changed_knobs
 from rigbench.errors import UsageError
 from rigbench.experiments import max_batch

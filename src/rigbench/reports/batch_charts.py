@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rigbench.analysis.recommend import KNEE_FRACTION, knee
+from rigbench.analysis.recommend_model import KNEE_FRACTION, knee
 from rigbench.analysis.trials import network_label
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
 from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, speed_trials, trial_hover

@@ -1,0 +1,62 @@
+"""What a recommendation is made of: one `Line` per decision, the `MemoryLimit` a max-batch
+search found, and the throughput knee the batch decision reads (analysis/recommend.py holds
+the rules; reports/batch_charts.py draws the knee)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rigbench.spec import Result
+
+#: The knee: the smallest batch reaching this fraction of the best measured throughput.
+KNEE_FRACTION = 0.9
+
+
+@dataclass(frozen=True)
+class MemoryLimit:
+    """What a max-batch search found on a device (experiments.max_batch.MaxBatchOutcome, or its
+    stored probes)."""
+
+    device: str
+    largest_ok: int | None
+    smallest_oom: int | None
+    recommended: int | None  # <= largest_ok, with a safety margin by the memory model
+    limit_bytes: int | None
+    run_id: str | None = None
+
+    @property
+    def cap(self) -> int | None:
+        """The largest batch to recommend: max-batch's recommendation, else its largest ok."""
+        return self.recommended if self.recommended is not None else self.largest_ok
+
+
+@dataclass
+class Line:
+    """One decision: its value (None when undecided), the printed text, the figures behind it."""
+
+    decision: str
+    value: Any
+    text: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        return {"decision": self.decision, "value": self.value, "text": self.text, "numbers": self.numbers}
+
+
+def knee(speeds: Mapping[int, float], fraction: float = KNEE_FRACTION) -> tuple[int, int]:
+    """(knee batch, best batch): the smallest batch whose speed is >= fraction x the best.
+    Raises ValueError on no speeds."""
+    if not speeds:
+        raise ValueError("no measured batch sizes")
+    best = max(speeds, key=lambda b: speeds[b])
+    return min(b for b, s in speeds.items() if s >= fraction * speeds[best]), best
+
+
+def fitting(speeds: Mapping[int, Result], limit: MemoryLimit | None) -> tuple[dict[int, Result], list[int]]:
+    """(the batches within the memory limit, the ones left out)."""
+    if limit is None or limit.cap is None:
+        return dict(speeds), []
+    return ({b: r for b, r in speeds.items() if b <= limit.cap},
+            [b for b in speeds if b > limit.cap])
