@@ -47,8 +47,8 @@ def db_flag(db: str | None) -> str:
     return f" --db {shlex.quote(url_without_password(db))}" if db else ""
 
 
-DATASET_HELP = ("Real data set: digits, mnist, fashion_mnist, cifar10 or image_folder; byte-level text for a "
-                "byte-level language model: pysrc (this Python's own sources, no download), tinyshakespeare, "
+DATASET_HELP = ("Real data set: digits, mnist, fashion_mnist, cifar10 or image_folder; byte-level text for the "
+                "language models (lstm, gpt): pysrc (this Python's own sources, no download), tinyshakespeare, "
                 "wikitext2 or ptb (default: the workload's reference data set).")
 DATA_DIR_HELP = ("Where the data set's files are (default: rigbench's cache directory; for pysrc, this Python's "
                  "standard library).")
