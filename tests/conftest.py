@@ -19,6 +19,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 from rigbench.spec import MeasureOptions, TrialSpec
 from tests.databases import fresh_database
 
+#: A worker's share of the cores, as above: also the threads of a child that asks for a count of
+#: its own (tests/contract/keras_child.py), or two workers' children spin against each other.
+WORKER_THREADS = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
 #: The store's backends: the fixture `db_url` runs a test on each (tests/databases.py).
 BACKENDS = ("sqlite", "postgresql")
 

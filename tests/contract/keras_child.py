@@ -2,8 +2,8 @@
 
 Keras fixes its backend when it is first imported, so `tensorflow`, `keras-jax` and
 `keras-torch` cannot share a pytest process (nor import TensorFlow into one that forks).
-tests/contract/keras_family.py (through test_keras_<framework>.py) runs `python -m tests.contract.keras_child FRAMEWORK`
-with the adapter's environment, once per framework; this module does what
+tests/contract/keras_family.py (through test_keras_<framework>.py) runs `python -m tests.contract.keras_child FRAMEWORK
+THREADS` with the adapter's environment for THREADS (a pytest worker's share of the cores), once per framework; this module does what
 test_adapter.py and test_workloads.py do in-process for the other frameworks (software,
 devices, OOM mapping; every workload built at the suite's small batch and options, stepped,
 its hooks read, its FLOPs counted by the adapter's counter on that trainer; `count` end to end
@@ -62,9 +62,9 @@ def _oom_examples(name: str) -> list[BaseException]:
     return OOM_EXAMPLES[name.removeprefix("keras-")]()
 
 
-def _step(adapter: Any, name: str) -> dict[str, Any]:
+def _step(adapter: Any, name: str, threads: int) -> dict[str, Any]:
     batch, lr, steps = STEPS[name]
-    spec = TrialSpec(workload=name, framework=adapter.NAME, device="cpu", batch_size=batch, lr=lr, threads=2,
+    spec = TrialSpec(workload=name, framework=adapter.NAME, device="cpu", batch_size=batch, lr=lr, threads=threads,
                      workload_options=SMALL_OPTIONS.get(name, {}))
     trainer = adapter.build(spec, WORKLOADS[name])
     trainer.reset_peak_memory()
@@ -83,9 +83,9 @@ def _step(adapter: Any, name: str) -> dict[str, Any]:
             "flops": flops.step_flops(trainer)}
 
 
-def main(framework: str) -> dict[str, Any]:
+def main(framework: str, threads: int) -> dict[str, Any]:
     adapter = load_adapter(framework)
-    adapter.prepare(2)  # as a trial's child does, before anything starts the framework
+    adapter.prepare(threads)  # as a trial's child does, before anything starts the framework
     not_oom = [RuntimeError("mat1 and mat2 shapes cannot be multiplied (4x10 and 20x3)"), ValueError("out of memory")]
     report: dict[str, Any] = {
         "software": adapter.software(), "devices": adapter.list_devices(),
@@ -97,28 +97,28 @@ def main(framework: str) -> dict[str, Any]:
     report["skipped"] = [name for name in WORKLOADS if name not in chosen]
     for name in chosen:
         try:
-            found = _step(adapter, name)
+            found = _step(adapter, name, threads)
         except Exception:  # noqa: BLE001 - reported per workload, asserted by the tests
             found = {"error": traceback.format_exc()}
         report["workloads"][name] = found
     # count() end to end once (it builds its own model at a batch of 2 and counts it as above)
     report["count_mlp"] = list(adapter.count(WORKLOADS["mlp"], {}))
     if framework != "tensorflow":
-        report["digits_accuracy"] = _digits(adapter)
+        report["digits_accuracy"] = _digits(adapter, threads)
     return report
 
 
-def _digits(adapter: Any) -> list[float]:
+def _digits(adapter: Any, threads: int) -> list[float]:
     """Held-out accuracy per epoch of mlp trained on digits by the shared training loop."""
     from rigbench.data import load_for_workload
     from rigbench.frameworks.driver import training
     from rigbench.spec import TrainOptions
 
-    spec = TrialSpec(workload="mlp", framework=adapter.NAME, device="cpu", batch_size=32, threads=2, lr=DIGITS_LR,
+    spec = TrialSpec(workload="mlp", framework=adapter.NAME, device="cpu", batch_size=32, threads=threads, lr=DIGITS_LR,
                      train=TrainOptions(dataset="digits", epochs=DIGITS_EPOCHS))
     run = training.train(adapter.build, spec, WORKLOADS["mlp"], load_for_workload("mlp", "digits"))
     return [record.accuracy for record in run.epochs]
 
 
 if __name__ == "__main__":
-    print("RESULT " + json.dumps(main(sys.argv[1])))
+    print("RESULT " + json.dumps(main(sys.argv[1], int(sys.argv[2]))))

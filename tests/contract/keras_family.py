@@ -23,6 +23,7 @@ from rigbench.frameworks.base import DeviceInfo
 from rigbench.spec import TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
+from tests.conftest import WORKER_THREADS
 from tests.contract.conftest import FLOP_DIFFERENCES, KERAS_FAMILY
 from tests.contract.test_workloads import SMALL_OPTIONS
 
@@ -35,19 +36,23 @@ def report(request) -> dict:
     if framework not in KERAS_FAMILY:
         pytest.skip(f"{framework} is not installed (its extra)")
     adapter = load_adapter(framework)
-    env = {**os.environ, **adapter.environment(TrialSpec(workload="mlp", batch_size=2, threads=2, framework=framework))}
+    # the worker's share of the cores (1 of 2 with two workers): at 2, two workers' children spun
+    # against each other and keras-torch's digits training took 100 s instead of 28 s
+    spec = TrialSpec(workload="mlp", batch_size=2, threads=WORKER_THREADS, framework=framework)
+    env = {**os.environ, **adapter.environment(spec)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "tests.contract.keras_child", framework], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "tests.contract.keras_child", framework, str(WORKER_THREADS)],
+                          capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=1200)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-4000:]
-    return {"framework": framework, **json.loads(lines[-1].removeprefix("RESULT "))}
+    return {"framework": framework, "threads": WORKER_THREADS, **json.loads(lines[-1].removeprefix("RESULT "))}
 
 
 def test_software_and_devices(report):
     info = report["software"]
     assert isinstance(info[report["framework"]], str) and info[report["framework"]]
-    assert info["num_threads"] == 2 and "keras" in info  # the child called prepare(2) first
+    assert info["num_threads"] == report["threads"] and "keras" in info  # the child called prepare(threads) first
     devices = report["devices"]
     assert devices[0]["id"] == "cpu" and devices[0]["kind"] == "cpu"
     for device in devices:

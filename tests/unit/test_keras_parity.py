@@ -3,7 +3,8 @@ for every workload, and the same outputs when torch's weights are copied in (flo
 tolerance). Keras fixes its backend at import, so the comparison runs in a child process per
 backend (`python -m tests.unit.test_keras_parity BACKEND`), on TensorFlow and torch; the models
 are written in keras.layers/keras.ops only, so keras-jax runs the same code (its parameter
-counts are checked by tests/contract/keras_family.py). Skipped without keras or torch."""
+counts are checked by tests/contract/keras_family.py). The same child runs the Keras half of
+tests/unit/test_transformer_parity.py on its backend. Skipped without keras or torch."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.loss_curves import CURVE_LR, CURVE_WORKLOADS, LOSS_CURVE_RTOL, curve_batches, torch_curve
+from tests.unit import test_transformer_parity as transformer_parity
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Small options where a workload has them, to keep the test quick.
@@ -61,6 +63,13 @@ def test_forward_on_torch_weights_agrees(found, name):
     result = found["forward"][name]
     assert result["shape"][0] == result["shape"][1]
     assert result["max_abs_diff"] < 1e-4 + 1e-4 * result["max_abs"], result
+
+
+@pytest.mark.parametrize("case", transformer_parity.IDS)
+def test_transformers_on_torch_weights_agree(found, case):
+    """test_transformer_parity's Keras check (gpt and vit: parameters, logits, the attention
+    kernel), run by this child so that a backend starts once for both."""
+    transformer_parity.check_keras_case(found["transformers"][case])
 
 
 # --------------------------------------------------------------------------- the child
@@ -150,7 +159,8 @@ def _child() -> dict[str, Any]:
         got = keras.ops.convert_to_numpy(keras_model(keras.ops.convert_to_tensor(x.numpy()), training=False))
         forward[name] = {"shape": [list(got.shape), list(expected.shape)], "max_abs": float(np.abs(expected).max()),
                          "max_abs_diff": float(np.abs(got - expected).max())}
-    return {"params": params, "forward": forward, "workloads": list(WORKLOADS), "curves": _curves()}
+    return {"params": params, "forward": forward, "workloads": list(WORKLOADS), "curves": _curves(),
+            "transformers": transformer_parity.keras_cases()}
 
 
 #: The adapter whose training step a backend's curve runs.
