@@ -3,6 +3,7 @@ training / lr-find on the `digits` set on the CPU (accuracies asserted, never ti
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -123,11 +124,13 @@ def test_vit_has_no_data_set():
 
 def test_the_tiny_gpt_learns_text():
     """gpt (tiny: byte-level as declared) on pysrc windows of its context: 8 Adam steps at
-    lr 2e-3 take the held-out loss from ln(256) = 5.55 to 3.42-3.49 (seeds 0-2 on the dev VM)."""
+    lr 2e-3 take the held-out loss from ln(256) = 5.55 to 3.42-3.49 (seeds 0-2 on the dev VM, over
+    all 917 validation windows; the test evaluates the first 256)."""
     spec = TrialSpec(workload="gpt", framework="jax", device="cpu", batch_size=16, lr=2e-3,
                      train=TrainOptions(dataset="pysrc", epochs=1, max_train_samples=128))
     data = load_for_workload("gpt", "pysrc")
     assert data.x_train.shape[1] == 64  # the tiny preset's context
+    data = dataclasses.replace(data, x_test=data.x_test[:256], y_test=data.y_test[:256])  # 256 of 917: quicker
     (record,) = training.train(adapter.build, spec, WORKLOADS["gpt"], data).epochs
     assert record.steps == 8 and record.accuracy is None
     assert record.eval_loss is not None and record.eval_loss < math.log(256) - 1.0

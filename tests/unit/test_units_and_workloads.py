@@ -66,7 +66,8 @@ def test_facts_are_declared_once():
     assert lstm.vocab == lstm.num_classes == 10_000 and lstm.layout == "tokens"
     assert dcgan.latent_size == 100 and dcgan.optimizer_args["betas"] == (0.5, 0.999)
     assert [p.name for p in dcgan.parts] == ["discriminator", "generator"]  # D, then G
-    assert not dcgan.lr_find and not lstm.lr_find and WORKLOADS["cnn"].lr_find
+    assert not dcgan.lr_find and WORKLOADS["cnn"].lr_find
+    assert lstm.lr_find and WORKLOADS["gpt"].lr_find  # language models have one loss on real text
     assert WORKLOADS["autoencoder"].targets == "input" and WORKLOADS["autoencoder"].input_range == "unit"
     with pytest.raises(ValueError, match="not one of"):
         dataclasses.replace(WORKLOADS["cnn"], loss="hinge")
