@@ -70,6 +70,11 @@ def reached(epoch: EpochRecord, target_accuracy: float | None, target_loss: floa
     return accuracy_ok and loss_ok
 
 
+def bits(nats: float) -> float:
+    """A loss in nats as bits (per byte, for byte-level text)."""
+    return nats / math.log(2)
+
+
 def held_out_loss(epochs: Sequence[EpochRecord], language_model: bool, byte_level: bool) -> dict[str, Any]:
     """The held-out loss per epoch, its last and best value, and, for a language model, its
     perplexity from the last and (byte-level text) bits per byte; empty where no epoch has a
@@ -83,5 +88,5 @@ def held_out_loss(epochs: Sequence[EpochRecord], language_model: bool, byte_leve
     if final is not None and language_model:
         out["perplexity"] = math.exp(min(final, 700.0))  # exp overflows a float past ~709
         if byte_level:
-            out["bits_per_byte"] = final / math.log(2)
+            out["bits_per_byte"] = bits(final)
     return out

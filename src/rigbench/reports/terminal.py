@@ -4,10 +4,10 @@ line); cells are formatted in reports/cells.py."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
+from rigbench.analysis.training import bits
 from rigbench.reports.ceiling_tables import calibration_table, roofline_lines, roofline_table
 from rigbench.reports.cells import (
     UNKNOWN_WORKLOAD,
@@ -113,7 +113,7 @@ def baseline_lines(results: Sequence[Result]) -> list[str]:
         if r.metrics.baseline_loss is not None and r.metrics.dataset:
             seen.setdefault(r.metrics.dataset, r.metrics.baseline_loss)
     return [f"{clip(name, NAME_CHARS)}: a model that ignores context (the byte frequencies alone) has a held-out "
-            f"loss of {loss:.4f} nats per byte ({loss / math.log(2):.3f} bits/byte); a language model must get "
+            f"loss of {loss:.4f} nats per byte ({bits(loss):.3f} bits/byte); a language model must get "
             "below it." for name, loss in seen.items()]
 
 

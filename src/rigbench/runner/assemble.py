@@ -124,7 +124,8 @@ def _add_train_metrics(metrics: Metrics, spec: TrialSpec, opts: TrainOptions, ba
     the global batch: rank 0's epochs count its steps, and every rank took one per step."""
     language_model = get_workload(spec.workload).metric == "perplexity"
     summary = train_summary(report.epochs, batch, opts.target_accuracy, opts.target_loss,
-                            language_model=language_model, byte_level=report.baseline_loss is not None)
+                            language_model=language_model,
+                            byte_level=report.baseline_loss is not None)  # a baseline: it trained on a byte corpus
     for key, value in summary.items():
         setattr(metrics, key, value)
     metrics.baseline_loss = report.baseline_loss
