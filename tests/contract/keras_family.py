@@ -24,7 +24,7 @@ from rigbench.spec import TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
 from tests.conftest import WORKER_THREADS
-from tests.contract.conftest import FLOP_DIFFERENCES, KERAS_FAMILY
+from tests.contract.conftest import FLOP_DIFFERENCES, KERAS_FAMILY, NOISY_LOSS
 from tests.contract.test_workloads import SMALL_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +85,7 @@ def test_parameters_match_the_analytic_count(report, name):
 def test_steps_lower_the_loss(report, name):
     losses = _workload(report, name)["losses"]
     assert len(losses) >= 3 and all(math.isfinite(x) for x in losses), losses
-    if len(WORKLOADS[name].parts) == 1:
+    if len(WORKLOADS[name].parts) == 1 and name not in NOISY_LOSS:
         assert losses[-1] < losses[0], losses
     else:  # D loss + G loss need not fall (each update raises the other player's loss); it moves
         assert len(set(losses)) > 1, losses

@@ -18,7 +18,7 @@ from rigbench.frameworks import load_adapter
 from rigbench.spec import TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options, shaped
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
-from tests.contract.conftest import FLOP_DIFFERENCES, IN_PROCESS
+from tests.contract.conftest import FLOP_DIFFERENCES, IN_PROCESS, NOISY_LOSS
 
 #: Small options that keep the suite fast (each workload's own code paths are unchanged).
 SMALL_OPTIONS: dict[str, dict[str, Any]] = {
@@ -74,7 +74,7 @@ def test_steps_lower_the_loss(stepped, request):
     _, name = request.node.callspec.params["stepped"]
     losses = stepped.losses
     assert len(losses) == STEPS[name][2] and all(math.isfinite(x) for x in losses), losses
-    if len(WORKLOADS[name].parts) == 1:
+    if len(WORKLOADS[name].parts) == 1 and name not in NOISY_LOSS:
         assert losses[-1] < losses[0], losses
     else:  # D loss + G loss need not fall (each update raises the other player's loss); it moves
         assert len(set(losses)) > 1, losses

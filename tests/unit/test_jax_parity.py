@@ -126,3 +126,31 @@ def test_ten_sgd_steps_give_torchs_loss_curve(name):
     got = _jax_curve(name, jax_model, batches)
     assert expected[-1] != expected[0]  # the weights moved: the curve tests the updates too
     np.testing.assert_allclose(got, expected, rtol=LOSS_CURVE_RTOL)
+
+
+def _spreads(values: list[np.ndarray]) -> dict[int, list[tuple[float, float]]]:
+    """(mean, std) of each parameter tensor with at least 1,000 elements, grouped by size and
+    sorted: the two frameworks name and lay out their tensors differently, but a size's set of
+    distributions must be the same."""
+    groups: dict[int, list[tuple[float, float]]] = {}
+    for value in values:
+        if value.size >= 1000:
+            groups.setdefault(value.size, []).append((float(value.mean()), float(value.std())))
+    return {size: sorted(found, key=lambda pair: (pair[1], pair[0])) for size, found in groups.items()}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_initial_weights_are_drawn_as_torch_draws_them(name):
+    """The host-drawn initialisers (frameworks/jax/inits.py) give every large tensor the mean
+    and spread torch's own initialisation gives it: uniform(1/sqrt(fan_in)), kaiming-normal
+    fan-out, N(0, 0.02), N(1, 0.02), N(0, 1)."""
+    options = resolved_options(WORKLOADS[name], OPTIONS.get(name, {}))
+    torch.manual_seed(0)
+    ours = _spreads([np.asarray(x) for x in jax.tree.leaves(nnx.state(jax_models.build_model(name, options, 3), nnx.Param))])
+    theirs = _spreads([p.detach().numpy() for p in torch_models.build_model(name, options).parameters()])
+    assert ours.keys() == theirs.keys()
+    for size, spread in ours.items():
+        assert len(spread) == len(theirs[size])
+        for (mean, std), (mean_t, std_t) in zip(spread, theirs[size], strict=True):
+            assert std == pytest.approx(std_t, rel=0.1, abs=1e-6), (size, spread, theirs[size])
+            assert mean == pytest.approx(mean_t, abs=0.1 * std_t + 1e-6), (size, spread, theirs[size])

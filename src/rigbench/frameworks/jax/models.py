@@ -11,8 +11,9 @@ Initialisation is torch's default, written as Flax initialisers: weights and bia
 Linear/Conv uniform(+-1/sqrt(fan_in)) (kaiming-uniform with a = sqrt(5) reduces to that),
 LSTM weights uniform(+-1/sqrt(hidden)), embeddings N(0, 1), batch norm scale 1 and shift 0;
 the DCGAN's N(0, 0.02) and the ResNet's kaiming-normal(fan_out) where torch's builders set
-them. Batch norm momentum is converted (Flax's is the decay: 1 - torch's). This is the only
-place in the adapter that knows a workload by name.
+them; numpy draws them on the host (inits.py says why). Batch norm momentum is converted
+(Flax's is the decay: 1 - torch's). This is the only place in the adapter that knows a
+workload by name.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rigbench.frameworks.jax import transformers
+from rigbench.frameworks.jax.inits import Init, kaiming_normal_fan_out, normal, ones, uniform, zeros
 from rigbench.workloads import WORKLOADS
 from rigbench.workloads.flops import (
     AUTOENCODER_SIZES,
@@ -40,21 +42,6 @@ from rigbench.workloads.flops import (
     MLP_HIDDEN,
     catsdogs_flat_features,
 )
-
-Init = Callable[..., jax.Array]
-
-
-def uniform(bound: float) -> Init:
-    """U(-bound, bound), torch's default for weights and biases (bound = 1/sqrt(fan_in))."""
-    def init(key: jax.Array, shape: Any, dtype: Any = jnp.float32) -> jax.Array:
-        return jax.random.uniform(key, shape, dtype, -bound, bound)
-    return init
-
-
-def normal(mean: float, std: float) -> Init:
-    def init(key: jax.Array, shape: Any, dtype: Any = jnp.float32) -> jax.Array:
-        return mean + std * jax.random.normal(key, shape, dtype)
-    return init
 
 
 def linear(n_in: int, n_out: int, rngs: nnx.Rngs, bias: bool = True) -> nnx.Linear:
@@ -74,7 +61,7 @@ def batch_norm(channels: int, rngs: nnx.Rngs, momentum: float = 0.1, eps: float 
                scale_init: Init | None = None) -> nnx.BatchNorm:
     """torch's BatchNorm (momentum = the new batch's weight) as Flax's (momentum = the decay)."""
     return nnx.BatchNorm(channels, momentum=1 - momentum, epsilon=eps, rngs=rngs,
-                         scale_init=scale_init or jax.nn.initializers.ones)
+                         scale_init=scale_init or ones, bias_init=zeros)
 
 
 def to_nhwc(x: jax.Array) -> jax.Array:
@@ -301,7 +288,7 @@ def resnet(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
     if (depth - 2) % 6:
         raise ValueError(f"CIFAR ResNet depth must be 6n+2, got {depth}")
     n = (depth - 2) // 6
-    init = jax.nn.initializers.variance_scaling(2.0, "fan_out", "normal")
+    init = kaiming_normal_fan_out()
     layers: list[Any] = [to_nhwc, conv(3, 16, 3, rngs, 1, 1, bias=False, kernel_init=init),
                          batch_norm(16, rngs), nnx.relu]
     in_planes = 16

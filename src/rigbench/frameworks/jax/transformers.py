@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rigbench.frameworks.jax import inits
 from rigbench.workloads.transformers import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
 #: What the result records as the attention kernel (software key "attention"): with no
@@ -24,16 +25,15 @@ from rigbench.workloads.transformers import VIT_CLASSES, Transformer, gpt_shape,
 #: fused cuDNN kernel takes fp16/bf16 only, which this adapter does not train (fp32, tf32).
 ATTENTION = "jax.nn.dot_product_attention: xla"
 LN_EPS = 1e-5
-_NORMAL = jax.nn.initializers.normal(0.02)
-_ZEROS = jax.nn.initializers.zeros
+_NORMAL = inits.normal(0.0, 0.02)
 
 
 def _linear(n_in: int, n_out: int, rngs: nnx.Rngs) -> nnx.Linear:
-    return nnx.Linear(n_in, n_out, kernel_init=_NORMAL, bias_init=_ZEROS, rngs=rngs)
+    return nnx.Linear(n_in, n_out, kernel_init=_NORMAL, bias_init=inits.zeros, rngs=rngs)
 
 
 def _norm(width: int, rngs: nnx.Rngs) -> nnx.LayerNorm:
-    return nnx.LayerNorm(width, epsilon=LN_EPS, rngs=rngs)
+    return nnx.LayerNorm(width, epsilon=LN_EPS, scale_init=inits.ones, bias_init=inits.zeros, rngs=rngs)
 
 
 class Block(nnx.Module):
@@ -84,7 +84,7 @@ class ViT(nnx.Module):
     def __init__(self, options: dict[str, Any], rngs: nnx.Rngs):
         shape, p = vit_shape(options), int(options["patch"])
         self.patch = nnx.Conv(3, shape.width, (p, p), strides=p, padding="VALID",
-                              kernel_init=_NORMAL, bias_init=_ZEROS, rngs=rngs)
+                              kernel_init=_NORMAL, bias_init=inits.zeros, rngs=rngs)
         self.cls = nnx.Param(jnp.zeros((1, 1, shape.width)))
         self.pos = nnx.Param(_NORMAL(rngs.params(), (1, shape.tokens, shape.width)))
         self.blocks = nnx.List([Block(shape, rngs) for _ in range(shape.layers)])
