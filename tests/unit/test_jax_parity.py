@@ -20,6 +20,7 @@ from rigbench.frameworks.jax import models as jax_models  # noqa: E402
 from rigbench.frameworks.torch import models as torch_models  # noqa: E402
 from rigbench.workloads import WORKLOADS, resolved_options  # noqa: E402
 from tests.loss_curves import CURVE_LR, CURVE_WORKLOADS, LOSS_CURVE_RTOL, curve_batches, torch_curve  # noqa: E402
+from tests.weight_spreads import assert_same_spreads, spreads  # noqa: E402
 
 #: Small options where a workload has them, to keep the test quick.
 OPTIONS = {"resnet": {"depth": 20}, "lstm": {"hidden": 32}, "rcnn": {"width": 32, "steps": 2}}
@@ -128,16 +129,6 @@ def test_ten_sgd_steps_give_torchs_loss_curve(name):
     np.testing.assert_allclose(got, expected, rtol=LOSS_CURVE_RTOL)
 
 
-def _spreads(values: list[np.ndarray]) -> dict[int, list[tuple[float, float]]]:
-    """(mean, std) of each parameter tensor with at least 1,000 elements, grouped by size and
-    sorted: the two frameworks name and lay out their tensors differently, but a size's set of
-    distributions must be the same."""
-    groups: dict[int, list[tuple[float, float]]] = {}
-    for value in values:
-        if value.size >= 1000:
-            groups.setdefault(value.size, []).append((float(value.mean()), float(value.std())))
-    return {size: sorted(found, key=lambda pair: (pair[1], pair[0])) for size, found in groups.items()}
-
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_initial_weights_are_drawn_as_torch_draws_them(name):
@@ -146,11 +137,5 @@ def test_initial_weights_are_drawn_as_torch_draws_them(name):
     fan-out, N(0, 0.02), N(1, 0.02), N(0, 1)."""
     options = resolved_options(WORKLOADS[name], OPTIONS.get(name, {}))
     torch.manual_seed(0)
-    ours = _spreads([np.asarray(x) for x in jax.tree.leaves(nnx.state(jax_models.build_model(name, options, 3), nnx.Param))])
-    theirs = _spreads([p.detach().numpy() for p in torch_models.build_model(name, options).parameters()])
-    assert ours.keys() == theirs.keys()
-    for size, spread in ours.items():
-        assert len(spread) == len(theirs[size])
-        for (mean, std), (mean_t, std_t) in zip(spread, theirs[size], strict=True):
-            assert std == pytest.approx(std_t, rel=0.1, abs=1e-6), (size, spread, theirs[size])
-            assert mean == pytest.approx(mean_t, abs=0.1 * std_t + 1e-6), (size, spread, theirs[size])
+    ours = spreads(np.asarray(x) for x in jax.tree.leaves(nnx.state(jax_models.build_model(name, options, 3), nnx.Param)))
+    assert_same_spreads(ours, spreads(p.detach().numpy() for p in torch_models.build_model(name, options).parameters()))

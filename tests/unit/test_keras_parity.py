@@ -1,9 +1,10 @@
 """The Keras networks (frameworks/keras/models.py) are torch's networks: equal parameter counts
-for every workload, and the same outputs when torch's weights are copied in (float32
-tolerance). Keras fixes its backend at import, so the comparison runs in a child process per
-backend (`python -m tests.unit.test_keras_parity BACKEND`), on TensorFlow and torch; the models
-are written in keras.layers/keras.ops only, so keras-jax runs the same code (its parameter
-counts are checked by tests/contract/keras_family.py). The same child runs the Keras half of
+for every workload, initial weights drawn as torch draws them, and the same outputs when
+torch's weights are copied in (float32 tolerance). Keras fixes its backend at import, so the
+comparison runs in a child process per backend (`python -m tests.unit.test_keras_parity
+BACKEND`), on TensorFlow and torch; the models are written in keras.layers/keras.ops only, so
+keras-jax runs the same code (its parameter counts are checked by
+tests/contract/keras_family.py). The same child runs the Keras half of
 tests/unit/test_transformer_parity.py on its backend. Skipped without keras or torch."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 
 from tests.loss_curves import CURVE_LR, CURVE_WORKLOADS, LOSS_CURVE_RTOL, curve_batches, torch_curve
 from tests.unit import test_transformer_parity as transformer_parity
+from tests.weight_spreads import assert_same_spreads, spreads
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Small options where a workload has them, to keep the test quick.
@@ -46,6 +48,17 @@ def test_parameter_counts_equal_torch(found):
     assert set(found["params"]) == set(found["workloads"])
     for name, (keras_params, torch_params) in found["params"].items():
         assert keras_params == torch_params, name
+
+
+def test_initial_weights_are_drawn_as_torch_draws_them(found):
+    """The host-drawn initialisers (frameworks/keras/inits.py) give every large tensor of every
+    workload the mean and spread torch's own initialisation gives it."""
+    assert set(found["initial"]) == set(found["workloads"])
+    for name, (ours, theirs) in found["initial"].items():
+        try:
+            assert_same_spreads(ours, theirs)
+        except AssertionError as error:
+            raise AssertionError(f"{name}: {error}") from None
 
 
 @pytest.mark.parametrize("name", CURVE_WORKLOADS)
@@ -133,13 +146,17 @@ def _child() -> dict[str, Any]:
     from rigbench.frameworks.torch import models as torch_models
     from rigbench.workloads import WORKLOADS, resolved_options
 
-    params, forward = {}, {}
+    params, forward, initial = {}, {}, {}
     for name, workload in WORKLOADS.items():
         options = resolved_options(workload, OPTIONS.get(name, {}))
         torch.manual_seed(0)
         torch_model = torch_models.build_model(name, options)
+        keras.utils.set_random_seed(3)  # as the trainer seeds it: the initialisers draw from numpy's stream
         parts = models.build_parts(workload, options)
         params[name] = [models.trainable_params(parts), torch_models.trainable_params(torch_model)]
+        initial[name] = [spreads(keras.ops.convert_to_numpy(v.value) for part in parts.values()
+                                 for v in part.trainable_weights),
+                         spreads(p.detach().numpy() for p in torch_model.parameters())]
         if name not in FORWARD:
             continue
         (keras_model,) = parts.values()
@@ -159,7 +176,7 @@ def _child() -> dict[str, Any]:
         got = keras.ops.convert_to_numpy(keras_model(keras.ops.convert_to_tensor(x.numpy()), training=False))
         forward[name] = {"shape": [list(got.shape), list(expected.shape)], "max_abs": float(np.abs(expected).max()),
                          "max_abs_diff": float(np.abs(got - expected).max())}
-    return {"params": params, "forward": forward, "workloads": list(WORKLOADS), "curves": _curves(),
+    return {"params": params, "forward": forward, "initial": initial, "workloads": list(WORKLOADS), "curves": _curves(),
             "transformers": transformer_parity.keras_cases()}
 
 

@@ -10,9 +10,10 @@ copy in unchanged (tests/unit/test_keras_parity.py). Kernels are HWIO, dense ker
 Initialisation is torch's default, as Keras initialisers: Dense/Conv weights and biases
 uniform(+-1/sqrt(fan_in)), LSTM weights uniform(+-1/sqrt(hidden)), embeddings N(0, 1), batch
 norm scale 1 and shift 0; the DCGAN's N(0, 0.02) (scale N(1, 0.02)) and the ResNet's
-kaiming-normal(fan_out). Batch norm momentum is converted (Keras' is the decay: 1 - torch's).
-A workload's parts are separate keras.Models by the part names (`build_parts`). This is the
-only place in the Keras adapters that knows a workload by name.
+kaiming-normal(fan_out); the random ones are drawn on the host (inits.py says why). Batch norm
+momentum is converted (Keras' is the decay: 1 - torch's). A workload's parts are separate
+keras.Models by the part names (`build_parts`). This is the only place in the Keras adapters
+that knows a workload by name.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import keras
 from keras import layers, ops
 
 from rigbench.frameworks.keras import transformers
+from rigbench.frameworks.keras.inits import kaiming_normal_fan_out, normal, uniform
 from rigbench.workloads import WORKLOADS, Workload
 from rigbench.workloads.flops import (
     AUTOENCODER_SIZES,
@@ -39,11 +41,6 @@ from rigbench.workloads.flops import (
     MLP_HIDDEN,
     catsdogs_flat_features,
 )
-
-
-def uniform(bound: float) -> keras.initializers.Initializer:
-    """U(-bound, bound), torch's default for weights and biases (bound = 1/sqrt(fan_in))."""
-    return keras.initializers.RandomUniform(-bound, bound)
 
 
 def dense(n_in: int, n_out: int) -> layers.Dense:
@@ -192,7 +189,7 @@ def lstm(options: dict[str, Any]) -> keras.Model:
     gradient there either)."""
     hidden, vocab = int(options["hidden"]), int(options["vocab"])
     return sequential([
-        layers.Embedding(vocab, hidden, embeddings_initializer=keras.initializers.RandomNormal(0.0, 1.0)),
+        layers.Embedding(vocab, hidden, embeddings_initializer=normal(0.0, 1.0)),
         *(LSTMLayer(hidden, hidden) for _ in range(LSTM_LAYERS)),
         dense(hidden, vocab),
     ], WORKLOADS["lstm"].input_shape, dtype="int32")
@@ -205,7 +202,7 @@ def dcgan(options: dict[str, Any]) -> dict[str, keras.Model]:
     """Radford et al. 2016's 64x64 DCGAN (nz=100, ngf=ndf=64), N(0, 0.02) weights, BN scale N(1, 0.02)."""
     f, nz = DCGAN_FILTERS, WORKLOADS["dcgan"].latent_size
     assert nz is not None
-    weights, bn_scale = keras.initializers.RandomNormal(0.0, 0.02), keras.initializers.RandomNormal(1.0, 0.02)
+    weights, bn_scale = normal(0.0, 0.02), normal(1.0, 0.02)
 
     def up(c_out: int, stride: int) -> list[Any]:
         # torch's ConvTranspose2d(k=4, stride 1, padding 0) is 'valid'; (k=4, stride 2, padding 1) is 'same'
@@ -259,7 +256,7 @@ def resnet(options: dict[str, Any]) -> keras.Model:
     if (depth - 2) % 6:
         raise ValueError(f"CIFAR ResNet depth must be 6n+2, got {depth}")
     n = (depth - 2) // 6
-    init = keras.initializers.VarianceScaling(2.0, "fan_out", "untruncated_normal")
+    init = kaiming_normal_fan_out()
     stack: list[Any] = [to_nhwc(), *conv(3, 16, 3, 1, 1, bias=False, kernel_init=init), batch_norm(), layers.ReLU()]
     in_planes = 16
     for planes, stride in ((16, 1), (32, 2), (64, 2)):

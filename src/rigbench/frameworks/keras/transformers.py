@@ -17,14 +17,15 @@ from typing import Any
 import keras
 from keras import layers, ops
 
+from rigbench.frameworks.keras import inits
 from rigbench.workloads.transformers import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
 LN_EPS = 1e-5
-_NORMAL = {"class_name": "RandomNormal", "config": {"mean": 0.0, "stddev": 0.02}}
+_NORMAL = inits.normal(0.0, 0.02)
 
 
 def _dense(n_out: int) -> layers.Dense:
-    return layers.Dense(n_out, kernel_initializer=keras.initializers.get(_NORMAL), bias_initializer="zeros")
+    return layers.Dense(n_out, kernel_initializer=_NORMAL, bias_initializer="zeros")
 
 
 def _norm() -> layers.LayerNormalization:
@@ -57,7 +58,7 @@ class GPT(layers.Layer):
     def __init__(self, options: dict[str, Any], **kwargs: Any):
         super().__init__(**kwargs)
         shape = gpt_shape(options)
-        init = keras.initializers.get(_NORMAL)
+        init = _NORMAL
         self.wte = layers.Embedding(int(options["vocab"]), shape.width, embeddings_initializer=init)
         self.wpe = layers.Embedding(shape.tokens, shape.width, embeddings_initializer=init)
         self.blocks = [Block(shape) for _ in range(shape.layers)]
@@ -77,7 +78,7 @@ class ViT(layers.Layer):
     def __init__(self, options: dict[str, Any], **kwargs: Any):
         super().__init__(**kwargs)
         self.shape_, p = vit_shape(options), int(options["patch"])
-        self.patch = layers.Conv2D(self.shape_.width, p, p, kernel_initializer=keras.initializers.get(_NORMAL))
+        self.patch = layers.Conv2D(self.shape_.width, p, p, kernel_initializer=_NORMAL)
         self.blocks = [Block(self.shape_) for _ in range(self.shape_.layers)]
         self.ln_f = _norm()
         self.head = _dense(VIT_CLASSES)
@@ -85,7 +86,7 @@ class ViT(layers.Layer):
     def build(self, input_shape: Any) -> None:
         d = self.shape_.width
         self.cls = self.add_weight(shape=(1, 1, d), initializer="zeros", name="cls")
-        self.pos = self.add_weight(shape=(1, self.shape_.tokens, d), initializer=keras.initializers.get(_NORMAL),
+        self.pos = self.add_weight(shape=(1, self.shape_.tokens, d), initializer=_NORMAL,
                                    name="pos")
 
     def call(self, images: Any) -> Any:
