@@ -7,7 +7,7 @@ writes one (benchmarks/bare_loops.py), and (b) through `rigbench.api.run` (its o
 process, trackers on). Each round runs both back to back, in alternating order (ABBA...), so
 drift in the machine's speed hits both alike. Three figures per side, each a time per step:
   cpu      the process's CPU time (user + system, every thread) over the timed steps: barely
-           moved by other processes on a shared machine. The verdict rests on it.
+           moved by other processes on a shared machine.
   wall     mean wall time per timed step (the bare loop: N steps, one wait at the end).
   min      the fastest single step (each step waited for).
 Per figure: ours / theirs of each round, their geometric mean and a 95% bootstrap interval
@@ -23,7 +23,8 @@ bookkeeping per step and the tracker thread's CPU. The verdict: "within 1%", "sl
 the bare loop does is left out of ours).
 
 It first measures the harness's own costs directly: the protocol's time per timed step around
-a step that does nothing, and the CPU the tracker thread takes while sampling at 10 Hz.
+a step that does nothing, and the CPU the tracker thread takes while sampling at 10 Hz, in
+steady state (benchmarks/tracker_cost.py).
 
 Usage: python benchmarks/self_check.py [--rounds 4] [--steps 30] [--threads 2] [--budget-s 90]
                                        [--frameworks torch,jax,tensorflow,keras-jax,keras-torch] [--cases mlp:64]
@@ -32,8 +33,6 @@ Usage: python benchmarks/self_check.py [--rounds 4] [--steps 30] [--threads 2] [
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -153,10 +152,12 @@ class _NoOpTrainer:
         pass
 
 
-def harness_costs(sample_interval: float = 0.1, seconds: float = 3.0) -> tuple[float, float]:
-    """(protocol overhead per timed step in microseconds, tracker CPU in % of one core)."""
+def harness_costs(sample_interval: float = 0.1, seconds: float = 8.0) -> tuple[float, float]:
+    """(protocol overhead per timed step in microseconds, tracker CPU in % of one core: its
+    steady state, as tracker_cost.py measures it; its start-up comes before the timed steps)."""
+    from tracker_cost import tracker_cost
+
     from rigbench.runner.protocol import measure
-    from rigbench.trackers.sampler import Tracker
 
     steps = 200_000
     opts = MeasureOptions(warmup_steps=1, warmup_seconds=0, min_steps=steps, min_seconds=0, max_steps=steps)
@@ -164,15 +165,7 @@ def harness_costs(sample_interval: float = 0.1, seconds: float = 3.0) -> tuple[f
     t0 = time.perf_counter()
     measure(_NoOpTrainer(), opts)
     per_step_us = (time.perf_counter() - t0) / steps * 1e6
-    sleeper = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds + 2})"])
-    tracker = Tracker(sleeper.pid, interval=sample_interval)
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    tracker.start()
-    time.sleep(seconds)
-    tracker.stop()
-    cpu_pct = (time.process_time() - cpu0) / (time.perf_counter() - wall0) * 100
-    sleeper.kill()
-    return per_step_us, cpu_pct
+    return per_step_us, tracker_cost(sample_interval, seconds)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pytest
 
 from rigbench.hw import nvml as hw_nvml
 from rigbench.trackers import nvml as nv
-from rigbench.trackers.sampler import CHILDREN_REFRESH_S, Tracker
+from rigbench.trackers.sampler import CHILDREN_REFRESH_MAX_S, CHILDREN_REFRESH_S, Tracker
 from rigbench.trackers.summary import MIB, summarize
 from tests.unit.fakes import GIB, OTHER_PID, FakeNVML
 
@@ -31,7 +31,7 @@ print(start, time.time(), time.process_time() - cpu0)
 # Spends its time in a grandchild: CPU and RSS must be counted for the whole tree.
 PARENT_OF_BUSY = f"""
 import subprocess, sys
-subprocess.run([sys.executable, "-c", {BUSY_CHILD.replace("1.5", "3.0")!r}])
+subprocess.run([sys.executable, "-c", {BUSY_CHILD.replace("1.5", "5.0")!r}])
 """
 
 
@@ -77,9 +77,9 @@ def test_tracks_busy_process_cpu_and_rss():
 def test_counts_descendants_of_the_tracked_process():
     samples, out = _track(PARENT_OF_BUSY)
     start, end, true_cores = _window(out)
-    # A new descendant is seen at the next listing of the tree (at most CHILDREN_REFRESH_S
+    # A new descendant is seen at the next listing of the tree (at most CHILDREN_REFRESH_MAX_S
     # later), so judge the window after that.
-    start += CHILDREN_REFRESH_S + 0.1
+    start += CHILDREN_REFRESH_MAX_S + 0.1
     summary = summarize(samples, start, end, interval_slack=0.05)
     assert summary["samples_in_window"] >= 5
     _check_cpu(summary["cpu_util_pct_mean"] * os.cpu_count() / 100, true_cores)
@@ -311,3 +311,38 @@ def test_summarize_nothing_after_the_window_gives_none():
     assert r["samples_in_window"] == 0
     assert all(v is None for k, v in r.items() if k != "samples_in_window")
     assert summarize([], 0.0, 1.0)["cpu_util_pct_mean"] is None
+
+
+class _Tree:
+    """A tracked root whose descendants the test sets (psutil.Process stand-ins with a pid)."""
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+        self.listings = 0
+
+    def children(self, recursive: bool) -> list:
+        self.listings += 1
+        return [type("Child", (), {"pid": pid})() for pid in self.pids]
+
+
+def test_an_unchanged_tree_is_listed_less_often_and_a_change_resets_the_wait(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("rigbench.trackers.sampler.time.monotonic", lambda: clock[0])
+    tracker, tree = Tracker(os.getpid()), _Tree()
+
+    def listed_at(t: float) -> bool:
+        clock[0], before = t, tree.listings
+        tracker._list_children(tree)
+        return tree.listings > before
+
+    assert listed_at(0.0)  # the first listing
+    assert not listed_at(CHILDREN_REFRESH_S - 0.01) and listed_at(CHILDREN_REFRESH_S)  # the same: wait doubles
+    assert not listed_at(3 * CHILDREN_REFRESH_S - 0.01) and listed_at(3 * CHILDREN_REFRESH_S)
+    t = 3 * CHILDREN_REFRESH_S
+    for _ in range(5):  # the wait stops growing at the maximum
+        t += CHILDREN_REFRESH_MAX_S
+        assert not listed_at(t - 0.01) and listed_at(t)
+    tree.pids = [12345]  # a new descendant: seen at the next listing, and the wait starts over
+    t += CHILDREN_REFRESH_MAX_S
+    assert listed_at(t) and [c.pid for c in tracker._list_children(tree)] == [12345]
+    assert listed_at(t + CHILDREN_REFRESH_S)

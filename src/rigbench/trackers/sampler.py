@@ -34,10 +34,14 @@ import psutil
 from rigbench.hw import amd
 from rigbench.hw.rapl import POWERCAP_ROOT
 from rigbench.trackers import nvml as nvml_mod
+from rigbench.trackers import proc_reading
 from rigbench.trackers.energy import EnergyMeter
 
-#: How often the tree of descendant processes is listed again (seconds).
+#: How soon the tree of descendant processes is listed again (seconds). Listing scans all of
+#: /proc (1.6 ms of CPU on the dev VM): each listing that finds the tree unchanged doubles the
+#: wait, up to CHILDREN_REFRESH_MAX_S; a change brings it back to CHILDREN_REFRESH_S.
 CHILDREN_REFRESH_S = 1.0
+CHILDREN_REFRESH_MAX_S = 4.0
 
 
 class _ProcessGone(Exception):
@@ -65,11 +69,13 @@ class Tracker:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ncpu = psutil.cpu_count(logical=True) or 1
-        # Process objects are kept between samples because psutil's interval-less
-        # cpu_percent measures since the previous call *on the same object*.
+        # Process objects are kept between samples: their identity (pid and start time) tells a
+        # recycled pid from the process seen before.
         self._procs: dict[int, psutil.Process] = {}
-        self._children: list[psutil.Process] = []
+        self._cpu_seen: dict[int, tuple[float, float]] = {}  # pid -> (CPU seconds, monotonic time)
+        self._children: list[psutil.Process] | None = None  # None: never listed
         self._children_listed_at = float("-inf")
+        self._children_refresh_s = CHILDREN_REFRESH_S
         self._gpu: tuple[Any, Any] | None = None  # (nvml module, device handle)
         self._rapl_root = rapl_root
         self._amdsmi_arg = amdsmi
@@ -136,7 +142,7 @@ class Tracker:
         self.stop()
 
     def _prime(self) -> None:
-        """First cpu_percent calls return 0 and only set the baseline for the next call."""
+        """The first readings only set the CPU baselines (each process's, the machine's)."""
         self._procs[self.pid] = _process(self.pid)
         self._process_tree()
         psutil.cpu_percent(interval=None)  # per-thread baseline in psutil >= 5.9.6
@@ -184,48 +190,59 @@ class Tracker:
         return sample
 
     def _process_tree(self) -> tuple[float, int, list[int]]:
-        """(psutil CPU percent summed over the tree, RSS sum, pids). Raises _ProcessGone.
+        """(CPU percent of one core summed over the tree, RSS sum, pids). Raises _ProcessGone.
 
-        Descendants are listed again every CHILDREN_REFRESH_S, so a new one is counted from
-        the listing after it starts (its first reading is 0); ones that vanish between
-        listing and reading are skipped, losing at most one interval of their CPU.
+        One read per process (trackers/proc_reading.py). Descendants come from the last listing
+        (`_list_children`), so a new one is counted from the listing after it starts (its first
+        reading is 0); ones that vanish between listing and reading are skipped, losing at most
+        one interval of their CPU.
         """
+        now = time.monotonic()
         root = self._procs[self.pid]
         try:
-            if root.status() == psutil.STATUS_ZOMBIE:  # exited, not yet reaped by its parent
+            reading = proc_reading.read(root)
+            if reading.zombie or reading.rss_bytes == 0:  # exited; or exiting, its memory released
                 raise _ProcessGone
-            cpu = root.cpu_percent(interval=None)
-            rss = root.memory_info().rss
             children = self._list_children(root)
-        except (psutil.NoSuchProcess, psutil.AccessDenied) as exc:
+        except (proc_reading.ProcessGone, psutil.NoSuchProcess, psutil.AccessDenied) as exc:
             raise _ProcessGone from exc
-        if rss == 0:  # exiting: its memory is released before it turns zombie
-            raise _ProcessGone
+        cpu, rss = self._cpu_pct(self.pid, reading.cpu_s, now), reading.rss_bytes
         live = {self.pid: root}
         for child in children:
             proc = self._procs.get(child.pid)
             if proc is None or proc != child:  # new, or a recycled pid (create time differs)
                 proc = child
+                self._cpu_seen.pop(child.pid, None)
             try:
-                cpu += proc.cpu_percent(interval=None)
-                rss += proc.memory_info().rss
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                found = proc_reading.read(proc)
+            except proc_reading.ProcessGone:
                 continue
+            cpu += self._cpu_pct(child.pid, found.cpu_s, now)
+            rss += found.rss_bytes
             live[child.pid] = proc
         self._procs = live
+        self._cpu_seen = {pid: seen for pid, seen in self._cpu_seen.items() if pid in live}
         return cpu, rss, list(live)
 
-    def _list_children(self, root: psutil.Process) -> list[psutil.Process]:
-        """The tracked process's descendants, listed afresh at most every CHILDREN_REFRESH_S.
+    def _cpu_pct(self, pid: int, cpu_s: float, now: float) -> float:
+        """Percent of one core `pid` used since its previous reading; 0 at its first."""
+        last = self._cpu_seen.get(pid)
+        self._cpu_seen[pid] = (cpu_s, now)
+        if last is None or now <= last[1]:
+            return 0.0
+        return 100.0 * max(0.0, cpu_s - last[0]) / (now - last[1])
 
-        Listing scans all of /proc (about 4 ms here); doing that at every sample would
-        itself take a few % of a core from the trial being measured.
-        """
+    def _list_children(self, root: psutil.Process) -> list[psutil.Process]:
+        """The tracked process's descendants, listed afresh when the refresh wait is over
+        (CHILDREN_REFRESH_S, doubling while the tree stays the same)."""
         now = time.monotonic()
-        if now - self._children_listed_at >= CHILDREN_REFRESH_S:
-            self._children = root.children(recursive=True)
-            self._children_listed_at = now
-        return self._children
+        if now - self._children_listed_at >= self._children_refresh_s:
+            children = root.children(recursive=True)
+            same = self._children is not None and {c.pid for c in children} == {c.pid for c in self._children}
+            self._children_refresh_s = (min(2 * self._children_refresh_s, CHILDREN_REFRESH_MAX_S) if same
+                                        else CHILDREN_REFRESH_S)
+            self._children, self._children_listed_at = children, now
+        return self._children or []
 
 
 def _process(pid: int) -> psutil.Process:
