@@ -197,10 +197,10 @@ class Tracker:
         reading is 0); ones that vanish between listing and reading are skipped, losing at most
         one interval of their CPU.
         """
-        now = time.monotonic()
         root = self._procs[self.pid]
         try:
             reading = proc_reading.read(root)
+            now = time.monotonic()  # right after the read: the CPU figure's time
             if reading.zombie or reading.rss_bytes == 0:  # exited; or exiting, its memory released
                 raise _ProcessGone
             children = self._list_children(root)
