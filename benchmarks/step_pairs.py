@@ -99,6 +99,9 @@ def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: flo
             r = paired_ratio(mine, theirs)
             if r.high - r.low < resolve or time.perf_counter() - start > budget_s:
                 break
+            # The bootstrap just churned through tens of MB: the caches it left cold would slow
+            # the next step, always one of ours. One untimed round lets both warm up again.
+            ours(), bare(), bare(), ours()
     trainer.step()
     trainer.synchronize()
     t0 = time.perf_counter()
