@@ -14,9 +14,11 @@ Per figure: ours / theirs of each round, their geometric mean and a 95% bootstra
 (analysis/paired.py).
 
 On a shared 2-core machine those rounds swing by several percent, so the verdict rests on a
-second method that resolves 1% (benchmarks/step_pairs.py): rigbench's step and the bare step in
-one process, interleaved step by step (noise that lasts milliseconds hits both members of a
-pair), pairs added until the interval is narrower than 1% or the budget ends; plus what the
+second method (benchmarks/step_pairs.py): rigbench's step and the bare step in one process,
+interleaved step by step (noise that lasts milliseconds hits both members of a pair), repeated
+in several fresh processes, since each process carries an offset of its own (where the two
+networks sit in memory); the interval is Student's t over the processes
+(analysis/paired.ratio_over_processes). Plus what the
 pairs cannot see, measured directly: the wait rigbench's timer adds per step, the protocol's
 bookkeeping per step and the tracker thread's CPU. The verdict: "within 1%", "slower by x%
 [ci]", "unresolved (interval y% wide)", or "faster than the bare loop" (never a pass: something
@@ -26,7 +28,8 @@ It first measures the harness's own costs directly: the protocol's time per time
 a step that does nothing, and the CPU the tracker thread takes while sampling at 10 Hz, in
 steady state (benchmarks/tracker_cost.py).
 
-Usage: python benchmarks/self_check.py [--rounds 4] [--steps 30] [--threads 2] [--budget-s 90]
+Usage: python benchmarks/self_check.py [--rounds 4] [--steps 30] [--threads 2] [--budget-s 120]
+                                       [--pair-processes 8]
                                        [--frameworks torch,jax,tensorflow,keras-jax,keras-torch] [--cases mlp:64]
 """
 
@@ -40,7 +43,7 @@ from bare_loops import LOOPS, run_bare
 from step_pairs import run_pairs
 
 from rigbench import api
-from rigbench.analysis.paired import PairedRatio, paired_ratio
+from rigbench.analysis.paired import PairedRatio, paired_ratio, ratio_over_processes
 from rigbench.frameworks import installed_frameworks, load_adapter
 from rigbench.spec import MeasureOptions, TrialSpec
 
@@ -67,7 +70,7 @@ def theirs(spec: TrialSpec, steps: int) -> dict[str, float]:
 
 
 def check(spec: TrialSpec, rounds: int, steps: int, db: str, fixed_s: float, tracker_share: float,
-          budget_s: float) -> None:
+          budget_s: float, pair_processes: int) -> None:
     """Pair `spec` against its bare loop over `rounds` and print one line per figure, then the
     step pairs with the fixed costs (`fixed_s` per step, `tracker_share` of the trial's CPU)
     added, and the verdict."""
@@ -86,13 +89,19 @@ def check(spec: TrialSpec, rounds: int, steps: int, db: str, fixed_s: float, tra
         print(f"{label} {f:<5} ours/bare {r.ratio:.3f} [{r.low:.3f}-{r.high:.3f}]  "
               f"(best {mine_ms:.2f} vs {bare_ms:.2f} ms; processes, {rounds} rounds)", flush=True)
     env = load_adapter(spec.framework).environment(spec)
-    found = run_pairs(spec.framework, spec.workload, spec.batch_size, spec.threads or 1, env, budget_s=budget_s)
-    step = paired_ratio(found["ours"], found["bare"])
+    per_process, found = [], {}
+    for _ in range(pair_processes):  # each a fresh process: see analysis/paired.ratio_over_processes
+        found = run_pairs(spec.framework, spec.workload, spec.batch_size, spec.threads or 1, env,
+                          budget_s=budget_s / pair_processes)
+        per_process.append(paired_ratio(found["ours"], found["bare"]))
+    step = ratio_over_processes([r.ratio for r in per_process])
     bare_step_s = sorted(found["bare"])[len(found["bare"]) // 2]
     extra = (fixed_s + found["sync_s"]) / bare_step_s + tracker_share  # fixed costs per step, as a share
     total = PairedRatio(step.ratio * (1 + extra), step.low * (1 + extra), step.high * (1 + extra), step.rounds)
-    print(f"{label} step  ours/bare {step.ratio:.4f} [{step.low:.4f}-{step.high:.4f}]  ({found['pairs']} interleaved "
-          f"pairs in one process; median bare step {1e3 * bare_step_s:.2f} ms)", flush=True)
+    each = ", ".join(f"{r.ratio:.3f}" for r in per_process)
+    print(f"{label} step  ours/bare {step.ratio:.4f} [{step.low:.4f}-{step.high:.4f}]  (interleaved pairs in "
+          f"{pair_processes} processes, {sum(r.rounds for r in per_process)} pairs: {each}; median bare step "
+          f"{1e3 * bare_step_s:.2f} ms)", flush=True)
     print(f"{label} total {total.ratio:.4f} [{total.low:.4f}-{total.high:.4f}]  (step pairs + {100 * extra:.3f}% "
           f"fixed: wait {1e6 * found['sync_s']:.1f} us, protocol {1e6 * fixed_s:.1f} us, tracker "
           f"{100 * tracker_share:.2f}%)  verdict: {total.verdict()}", flush=True)
@@ -103,8 +112,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--budget-s", type=float, default=90.0,
-                        help="most seconds of interleaved step pairs per framework and case")
+    parser.add_argument("--budget-s", type=float, default=120.0,
+                        help="seconds of interleaved step pairs per framework and case, shared by the processes")
+    parser.add_argument("--pair-processes", type=int, default=8,
+                        help="fresh processes the step pairs run in (the interval is over them)")
     parser.add_argument("--frameworks", default=",".join(LOOPS))
     parser.add_argument("--cases", default="mlp:64", help="workload:batch,... (classifiers)")
     args = parser.parse_args()
@@ -125,7 +136,8 @@ def main() -> None:
                              threads=args.threads,
                              measure=MeasureOptions(warmup_steps=3, warmup_seconds=0, min_steps=args.steps,
                                                     min_seconds=0, max_steps=args.steps))
-            check(spec, args.rounds, args.steps, db, per_step_us / 1e6, tracker_share, args.budget_s)
+            check(spec, args.rounds, args.steps, db, per_step_us / 1e6, tracker_share, args.budget_s,
+                  args.pair_processes)
 
 
 class _NoOpTrainer:

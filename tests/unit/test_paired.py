@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from rigbench.analysis.paired import PairedRatio, paired_ratio
+from rigbench.analysis.paired import PairedRatio, paired_ratio, ratio_over_processes
+from rigbench.analysis.stats import T_975, t_interval
 
 
 def test_the_ratio_is_the_geometric_mean_of_each_rounds_ratio():
@@ -40,3 +41,31 @@ def test_unpaired_or_empty_rounds_are_refused():
         paired_ratio([1.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="positive"):
         paired_ratio([0.0], [1.0])
+
+
+def test_the_t_table_is_students():
+    stats = pytest.importorskip("scipy.stats")  # scikit-learn's dependency: a table we did not write
+    for df, t in enumerate(T_975, start=1):
+        assert t == pytest.approx(stats.t.ppf(0.975, df), abs=6e-4), df
+
+
+def test_the_t_interval_by_hand():
+    # mean 2, sample sd 1 (values 1, 2, 3), t(2) = 4.303: 2 +- 4.303 / sqrt(3)
+    low, high = t_interval([1.0, 2.0, 3.0])
+    assert (low, high) == pytest.approx((2 - 4.303 / math.sqrt(3), 2 + 4.303 / math.sqrt(3)))
+    with pytest.raises(ValueError):
+        t_interval([1.0])
+
+
+def test_processes_combine_as_the_geometric_mean_with_a_t_interval():
+    ratios = [0.996, 1.000, 1.010, 1.018, 1.026]
+    r = ratio_over_processes(ratios)
+    logs = [math.log(x) for x in ratios]
+    mean = sum(logs) / 5
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 4)
+    assert r.ratio == pytest.approx(math.exp(mean)) and r.rounds == 5
+    assert (r.low, r.high) == pytest.approx((math.exp(mean - 2.776 * sd / math.sqrt(5)),
+                                             math.exp(mean + 2.776 * sd / math.sqrt(5))))
+    assert r.verdict().startswith("unresolved")  # 1.010 [0.996, 1.025]: wider than the 1% allows
+    with pytest.raises(ValueError):
+        ratio_over_processes([1.0])
