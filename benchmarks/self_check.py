@@ -119,6 +119,8 @@ def main() -> None:
     parser.add_argument("--frameworks", default=",".join(LOOPS))
     parser.add_argument("--cases", default="mlp:64", help="workload:batch,... (classifiers)")
     args = parser.parse_args()
+    if args.pair_processes < 2:
+        parser.error("--pair-processes must be at least 2: the interval is over the processes")
     db = tempfile.mktemp(suffix=".db")
     per_step_us, tracker_pct = harness_costs()
     print(f"harness costs: protocol {per_step_us:.2f} us per timed step (no-op step); "

@@ -56,6 +56,40 @@ def bare_step(framework: str, workload: str, batch: int, threads: int) -> tuple[
     return captured["step"], captured["wait"]
 
 
+def timed_step(trainer: Any) -> Callable[[], float]:
+    """One of `trainer`'s steps, timed by its own step timer as the protocol times it."""
+    def run() -> float:
+        timer = trainer.step_timer()
+        timer.start()
+        trainer.step()
+        timer.stop()
+        return timer.elapsed_s()[0]
+    return run
+
+
+def interleave(first: Callable[[], float], second: Callable[[], float],
+               enough: Callable[[list[float], list[float]], bool]) -> tuple[list[float], list[float]]:
+    """Times of `first` and `second` in pairs, first-second then second-first (order effects
+    cancel), after 5 untimed warm-up rounds; `enough(firsts, seconds)` is asked every 100 pairs
+    from 200 on."""
+    for _ in range(5):  # warm-up: compilation, allocation, caches
+        first(), second()
+    firsts: list[float] = []
+    seconds: list[float] = []
+    while True:
+        firsts.append(first())
+        seconds.append(second())
+        seconds.append(second())
+        firsts.append(first())
+        n = len(firsts)
+        if n >= 200 and n % 100 == 0:
+            if enough(firsts, seconds):
+                return firsts, seconds
+            # The check may have churned through tens of MB (a bootstrap): the caches it left
+            # cold would slow the next step, always a `first`. One untimed round warms both.
+            first(), second(), second(), first()
+
+
 def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: float,
           resolve: float) -> dict[str, Any]:
     """Interleaved (ours, bare) step times until the interval is narrower than `resolve` or
@@ -71,37 +105,18 @@ def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: flo
     trainer = adapter.build(spec, get_workload(workload))
     step, wait = bare_step(framework, workload, batch, threads)
 
-    def ours() -> float:
-        timer = trainer.step_timer()
-        timer.start()
-        trainer.step()
-        timer.stop()
-        return timer.elapsed_s()[0]
-
     def bare() -> float:
         t0 = time.perf_counter()
         wait(step())
         return time.perf_counter() - t0
 
-    for _ in range(5):  # warm-up: compilation, allocation, caches
-        ours(), bare()
-    mine: list[float] = []
-    theirs: list[float] = []
     start = time.perf_counter()
-    while True:
-        # ours-bare, then bare-ours: order effects cancel
-        mine.append(ours())
-        theirs.append(bare())
-        theirs.append(bare())
-        mine.append(ours())
-        n = len(mine)
-        if n >= 200 and n % 100 == 0:
-            r = paired_ratio(mine, theirs)
-            if r.high - r.low < resolve or time.perf_counter() - start > budget_s:
-                break
-            # The bootstrap just churned through tens of MB: the caches it left cold would slow
-            # the next step, always one of ours. One untimed round lets both warm up again.
-            ours(), bare(), bare(), ours()
+
+    def enough(mine: list[float], theirs: list[float]) -> bool:
+        r = paired_ratio(mine, theirs)
+        return r.high - r.low < resolve or time.perf_counter() - start > budget_s
+
+    mine, theirs = interleave(timed_step(trainer), bare, enough)
     trainer.step()
     trainer.synchronize()
     t0 = time.perf_counter()

@@ -35,6 +35,15 @@ def _cpu_pct(seconds: float) -> float:
     return (time.process_time() - cpu0) / (time.perf_counter() - wall0) * 100
 
 
+def _steady_cost(start: Callable[[], object], stop: Callable[[], object], seconds: float) -> float:
+    """CPU in % of one core while a sampler runs, a second after `start`, less the same without."""
+    start()
+    time.sleep(1.0)
+    on = _cpu_pct(seconds)
+    stop()
+    return on - _cpu_pct(1.0)
+
+
 def _thread_cost(sample: Callable[[], object], interval: float, seconds: float) -> float:
     stop = threading.Event()
 
@@ -43,21 +52,12 @@ def _thread_cost(sample: Callable[[], object], interval: float, seconds: float) 
             sample()
 
     thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    time.sleep(1.0)
-    on = _cpu_pct(seconds)
-    stop.set()
-    thread.join()
-    return on - _cpu_pct(1.0)
+    return _steady_cost(thread.start, lambda: (stop.set(), thread.join()), seconds)
 
 
 def _tracker_cost(pid: int, interval: float, seconds: float) -> float:
     tracker = Tracker(pid, interval=interval)
-    tracker.start()
-    time.sleep(1.0)
-    on = _cpu_pct(seconds)
-    tracker.stop()
-    return on - _cpu_pct(1.0)
+    return _steady_cost(tracker.start, tracker.stop, seconds)
 
 
 def tracker_cost(interval: float = 0.1, seconds: float = 8.0) -> float:

@@ -6,7 +6,8 @@ harness: it is the per-process offset that self_check.py's interval over process
 Usage: python benchmarks/twin_trainers.py [--framework torch] [--case mlp:64] [--threads 2]
                                           [--pairs 150] [--processes 5]
 Each process prints one line: the ratio of the first trainer's steps to the second's, with
-its 95% bootstrap interval over the pairs (analysis/paired.paired_ratio).
+its 95% bootstrap interval over the pairs (analysis/paired.paired_ratio). step_pairs.interleave
+takes the pairs, so --pairs counts in hundreds, from 200.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import time
 
 
 def twins(framework: str, workload: str, batch: int, threads: int, pairs: int) -> str:
+    from step_pairs import interleave, timed_step
+
     from rigbench.analysis.paired import paired_ratio
     from rigbench.frameworks import load_adapter
     from rigbench.spec import TrialSpec
@@ -27,24 +30,8 @@ def twins(framework: str, workload: str, batch: int, threads: int, pairs: int) -
     adapter = load_adapter(framework)
     adapter.prepare(threads)
     spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads)
-    first, second = adapter.build(spec, get_workload(workload)), adapter.build(spec, get_workload(workload))
-
-    def timed(trainer) -> float:
-        timer = trainer.step_timer()
-        timer.start()
-        trainer.step()
-        timer.stop()
-        return timer.elapsed_s()[0]
-
-    for _ in range(5):
-        timed(first), timed(second)
-    a: list[float] = []
-    b: list[float] = []
-    for _ in range(pairs // 2):
-        a.append(timed(first))
-        b.append(timed(second))
-        b.append(timed(second))
-        a.append(timed(first))
+    first, second = (adapter.build(spec, get_workload(workload)) for _ in range(2))
+    a, b = interleave(timed_step(first), timed_step(second), lambda a, b: len(a) >= pairs)
     r = paired_ratio(a, b)
     return f"{r.ratio:.4f} [{r.low:.4f}-{r.high:.4f}] over {r.rounds} pairs"
 

@@ -129,7 +129,6 @@ def test_ten_sgd_steps_give_torchs_loss_curve(name):
     np.testing.assert_allclose(got, expected, rtol=LOSS_CURVE_RTOL)
 
 
-
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_initial_weights_are_drawn_as_torch_draws_them(name):
     """The host-drawn initialisers (frameworks/jax/inits.py) give every large tensor the mean

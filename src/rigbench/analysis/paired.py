@@ -60,8 +60,7 @@ def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> PairedRatio:
     if any(t <= 0 for t in (*ours, *theirs)):
         raise ValueError("paired times must be positive")
     logs = [math.log(a / b) for a, b in zip(ours, theirs)]
-    low, high = bootstrap_ci(logs, stat=np.mean)
-    return PairedRatio(math.exp(sum(logs) / len(logs)), math.exp(low), math.exp(high), len(logs))
+    return _from_logs(logs, *bootstrap_ci(logs, stat=np.mean))
 
 
 def ratio_over_processes(ratios: Sequence[float]) -> PairedRatio:
@@ -74,5 +73,9 @@ def ratio_over_processes(ratios: Sequence[float]) -> PairedRatio:
     if len(ratios) < 2 or any(r <= 0 for r in ratios):
         raise ValueError(f"need at least two positive ratios, got {list(ratios)}")
     logs = [math.log(r) for r in ratios]
-    low, high = t_interval(logs)
+    return _from_logs(logs, *t_interval(logs))
+
+
+def _from_logs(logs: Sequence[float], low: float, high: float) -> PairedRatio:
+    """The geometric mean of log ratios and their interval, back on the ratio scale."""
     return PairedRatio(math.exp(sum(logs) / len(logs)), math.exp(low), math.exp(high), len(logs))

@@ -58,11 +58,12 @@ def kaiming_normal_fan_out() -> Init:
     return _drawn(lambda rng, shape: rng.normal(0.0, math.sqrt(2.0 / math.prod((*shape[:-2], shape[-1]))), shape))
 
 
-def zeros(key: jax.Array, shape: Any, dtype: Any = jnp.float32) -> jax.Array:
-    """Zeros, made on the host (jnp.zeros compiles a small program per shape)."""
-    return jnp.asarray(np.zeros(tuple(int(n) for n in shape), np.dtype(dtype)))
+def _filled(value: float) -> Init:
+    """A constant, made on the host (jnp.zeros and jnp.ones compile a small program per shape)."""
+    def init(key: jax.Array, shape: Any, dtype: Any = jnp.float32) -> jax.Array:
+        return jnp.asarray(np.full(tuple(int(n) for n in shape), value, np.dtype(dtype)))
+    return init
 
 
-def ones(key: jax.Array, shape: Any, dtype: Any = jnp.float32) -> jax.Array:
-    """Ones, made on the host."""
-    return jnp.asarray(np.ones(tuple(int(n) for n in shape), np.dtype(dtype)))
+zeros = _filled(0.0)
+ones = _filled(1.0)
