@@ -7,9 +7,10 @@ memory_info() are three reads (stat twice, statm once). On Linux /proc/PID/stat 
 the state, user and system time and the resident pages, so one read gives all three figures.
 Elsewhere psutil reads them (in its oneshot mode, which shares what one read can).
 
-Measured with a 10 Hz thread on the dev VM (benchmarks/tracker_cost.py): the thread's wake-up
-alone 0.12% of one core, one stat read plus the machine-wide CPU line 0.40%, psutil's three
-calls plus that line 0.8%.
+Measured at 10 Hz on the dev VM (benchmarks/tracker_cost.py, 3 rounds of 8 s, quiet): a thread
+that only wakes, 0.12% of one core; psutil's three calls plus the machine-wide CPU line, 0.55%;
+the whole Tracker sample with this reading, 0.53%. The wake-up and each /proc read are most of
+it, so the saving is one read per process.
 """
 
 from __future__ import annotations
