@@ -9,6 +9,15 @@ sync), and reads the process's CPU time over the same steps. A second pass times
 alone, with a wait after it, for the per-step minimum. It prints one JSON line:
 {"wall_per_step", "cpu_per_step", "min_step"} in seconds.
 
+benchmarks/step_pairs.py runs the same sources in the process of a rigbench trainer, with
+`shared` set to that trainer (None here). Where the framework updates weights in place (torch,
+TensorFlow, Keras on either backend) the loop then trains the trainer's own network and batch,
+so both sides read one copy of the weights: two copies of one network, placed differently in
+memory, differ by up to 7% in speed (benchmarks/twin_trainers.py). The loop keeps its own
+optimiser (and, in Keras, its own compiled model over the shared layers), so what differs is
+still everything the harness chose. JAX builds its own: its step donates the state's buffers,
+and XLA places each step's output anew anyway.
+
   torch        torch.optim.SGD + nn.CrossEntropyLoss, eager (the PyTorch tutorials' loop)
   jax          Flax NNX model split into a pure function, jax.jit with donated state, optax.sgd
                (Flax's "performance" guide; nnx.jit alone re-walks the model graph every call)
@@ -34,6 +43,7 @@ load_adapter(framework).prepare(threads)
 w = get_workload(name)
 options = resolved_options(w, {})
 momentum = w.optimizer_args.get("momentum", 0.0)
+shared = None  # step_pairs.py: the rigbench trainer whose network the loop trains
 
 def timed(train_step, wait):
     for _ in range(3):
@@ -55,9 +65,12 @@ def timed(train_step, wait):
 TORCH = r"""
 import torch
 from rigbench.frameworks.torch import models, step
-torch.manual_seed(0)
-model = models.build_model(name, options).train()
-x, y = step.synthetic_batch(w, batch)
+if shared is not None:
+    model, (x, y) = shared.model, shared.batch
+else:
+    torch.manual_seed(0)
+    model = models.build_model(name, options).train()
+    x, y = step.synthetic_batch(w, batch)
 opt = torch.optim.SGD(model.parameters(), lr=w.default_lr, momentum=momentum)
 loss_fn = torch.nn.CrossEntropyLoss()
 def train_step():
@@ -97,9 +110,12 @@ timed(one, jax.block_until_ready)
 TENSORFLOW = r"""
 import keras, tensorflow as tf
 from rigbench.frameworks.keras import models, step
-keras.utils.set_random_seed(0)
-model = next(iter(models.build_parts(w, options).values()))
-x, y = (tf.constant(t) for t in step.synthetic_batch(w, batch))
+if shared is not None:
+    (model,), (x, y) = shared.parts.values(), shared.batch
+else:
+    keras.utils.set_random_seed(0)
+    model = next(iter(models.build_parts(w, options).values()))
+    x, y = (tf.constant(t) for t in step.synthetic_batch(w, batch))
 opt = keras.optimizers.SGD(learning_rate=w.default_lr, momentum=momentum)
 loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -116,9 +132,13 @@ timed(lambda: train_step(x, y), lambda loss: loss.numpy())
 KERAS = r"""
 import keras
 from rigbench.frameworks.keras import models, step
-keras.utils.set_random_seed(0)
-model = next(iter(models.build_parts(w, options).values()))
-x, y = step.synthetic_batch(w, batch)
+if shared is not None:  # compile() belongs to a model: a model of our own over the trainer's layers
+    (theirs,), (x, y) = shared.parts.values(), shared.batch
+    model = keras.Sequential([keras.Input(theirs.input_shape[1:]), *theirs.layers])
+else:
+    keras.utils.set_random_seed(0)
+    model = next(iter(models.build_parts(w, options).values()))
+    x, y = step.synthetic_batch(w, batch)
 model.compile(optimizer=keras.optimizers.SGD(learning_rate=w.default_lr, momentum=momentum),
               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 timed(lambda: model.train_on_batch(x, y), lambda loss: None)  # train_on_batch returns a host float

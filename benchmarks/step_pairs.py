@@ -17,7 +17,10 @@ What the pairs cannot see is measured directly and added as fixed costs per step
 
 ours  = adapter.build(spec, workload).step(), timed by trainer.step_timer() as the protocol does;
 bare  = benchmarks/bare_loops.py's loop for the framework, executed here with its `timed` call
-        replaced by one that hands back the step and its wait.
+        replaced by one that hands back the step and its wait, on the trainer's own network and
+        batch where the framework updates weights in place (torch, TensorFlow, Keras): two
+        copies of one network differ by several percent by where they sit in memory
+        (twin_trainers.py), which no number of pairs in one process averages away.
 
 Usage (self_check.py calls it): python benchmarks/step_pairs.py FRAMEWORK WORKLOAD BATCH THREADS
                                 [--budget-s 60] [--resolve 0.01]
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -38,8 +42,10 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def bare_step(framework: str, workload: str, batch: int, threads: int) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-    """(step, wait) of the documented loop in bare_loops.py, built in this process."""
+def bare_step(framework: str, workload: str, batch: int, threads: int,
+              shared: Any = None) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+    """(step, wait) of the documented loop in bare_loops.py, built in this process; it trains
+    `shared`'s network (a rigbench trainer) where the loop can (bare_loops.py says where)."""
     sys.path.insert(0, HERE)
     from bare_loops import LOOPS
 
@@ -50,7 +56,7 @@ def bare_step(framework: str, workload: str, batch: int, threads: int) -> tuple[
     scope: dict[str, Any] = {
         "name": workload, "batch": batch, "threads": threads, "framework": framework, "w": w,
         "options": resolved_options(w, {}), "momentum": w.optimizer_args.get("momentum", 0.0),
-        "timed": lambda step, wait: captured.update(step=step, wait=wait),
+        "timed": lambda step, wait: captured.update(step=step, wait=wait), "shared": shared,
     }
     exec(LOOPS[framework], scope)  # noqa: S102 - our own loop source, as the bare process runs it
     return captured["step"], captured["wait"]
@@ -103,7 +109,7 @@ def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: flo
     spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads)
     adapter.prepare(threads)
     trainer = adapter.build(spec, get_workload(workload))
-    step, wait = bare_step(framework, workload, batch, threads)
+    step, wait = bare_step(framework, workload, batch, threads, shared=trainer)
 
     def bare() -> float:
         t0 = time.perf_counter()
@@ -117,7 +123,9 @@ def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: flo
         return r.high - r.low < resolve or time.perf_counter() - start > budget_s
 
     mine, theirs = interleave(timed_step(trainer), bare, enough)
-    trainer.step()
+    loss = trainer.loss_values([trainer.step()])[0]
+    if not math.isfinite(loss):  # the two sides' updates, on one network, must still be training
+        raise SystemExit(f"the {framework} {workload} network diverged (loss {loss}): its steps are not a training step's")
     trainer.synchronize()
     t0 = time.perf_counter()
     for _ in range(200):  # the wait after a step that has finished: what each timed step adds

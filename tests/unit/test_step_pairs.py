@@ -24,3 +24,67 @@ def test_pairs_alternate_and_stop_at_the_budget():
     assert found["pairs"] == len(found["ours"]) == len(found["bare"]) == 200
     assert min(found["ours"]) > 0 and min(found["bare"]) > 0
     assert found["sync_s"] >= 0
+
+
+def _trainer(framework: str, workload: str, batch: int):
+    from rigbench.frameworks import load_adapter
+    from rigbench.spec import TrialSpec
+    from rigbench.workloads import get_workload
+
+    adapter = load_adapter(framework)
+    adapter.prepare(1)
+    return adapter.build(TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=1),
+                         get_workload(workload))
+
+
+def test_the_bare_step_trains_the_trainers_own_network():
+    """One copy of the weights for both sides (no placement offset): the bare loop's steps
+    move the trainer's parameters, and its losses are the trainer's batch's."""
+    trainer = _trainer("torch", "cnn", 8)
+    step, wait = step_pairs.bare_step("torch", "cnn", 8, 1, shared=trainer)
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    loss = step()
+    wait(loss)
+    assert all(not torch.equal(b, p) for b, p in zip(before, trainer.model.parameters()))
+    with torch.no_grad():  # the loss the bare step saw was the trainer's network on the trainer's batch
+        x, y = trainer.batch
+        assert torch.nn.functional.cross_entropy(_forward(trainer, before, x), y).item() == pytest.approx(loss.item(), rel=1e-5)
+
+
+def _forward(trainer, params, x):
+    """The trainer's network with `params` in place of its own, on `x`."""
+    return torch.func.functional_call(trainer.model, dict(zip(dict(trainer.model.named_parameters()), params)), (x,))
+
+
+KERAS_SHARED = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import keras, numpy as np, step_pairs
+from rigbench.frameworks import load_adapter
+from rigbench.spec import TrialSpec
+from rigbench.workloads import get_workload
+adapter = load_adapter("keras-torch")
+adapter.prepare(1)
+trainer = adapter.build(TrialSpec(workload="mlp", framework="keras-torch", device="cpu", batch_size=8, threads=1),
+                        get_workload("mlp"))
+(model,) = trainer.parts.values()
+values = lambda: [keras.ops.convert_to_numpy(v.value).copy() for v in model.trainable_variables]
+step, wait = step_pairs.bare_step("keras-torch", "mlp", 8, 1, shared=trainer)
+before = values()
+wait(step())
+print(all(not np.array_equal(b, a) for b, a in zip(before, values())))
+"""
+
+
+def test_the_keras_bare_model_is_compiled_over_the_trainers_layers():
+    """compile() belongs to a model, so the Keras loop compiles a model of its own over the
+    trainer's layers: its steps must move the trainer's variables."""
+    import os
+    import subprocess
+
+    pytest.importorskip("keras")
+    here = Path(__file__).resolve().parents[2] / "benchmarks"
+    out = subprocess.run([sys.executable, "-c", KERAS_SHARED, str(here)], capture_output=True, text=True,
+                         env={**os.environ, "KERAS_BACKEND": "torch"}, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "True"
