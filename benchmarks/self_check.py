@@ -15,10 +15,11 @@ Per figure: ours / theirs of each round, their geometric mean and a 95% bootstra
 
 On a shared 2-core machine those rounds swing by several percent, so the verdict rests on a
 second method (benchmarks/step_pairs.py): rigbench's step and the bare step in one process,
-interleaved step by step (noise that lasts milliseconds hits both members of a pair), repeated
-in several fresh processes, since each process carries an offset of its own (where the two
-networks sit in memory); the interval is Student's t over the processes
-(analysis/paired.ratio_over_processes). Plus what the
+interleaved step by step (noise that lasts milliseconds hits both members of a pair), the bare
+step training rigbench's own network where the framework allows (bare_loops.py), repeated in
+16 fresh processes of about 100 pairs each, since each process carries an offset of its own
+(where its buffers sit in memory) that more pairs in it cannot average away; the interval is
+Student's t over the processes (analysis/paired.ratio_over_processes). Plus what the
 pairs cannot see, measured directly: the wait rigbench's timer adds per step, the protocol's
 bookkeeping per step and the tracker thread's CPU. The verdict: "within 1%", "slower by x%
 [ci]", "unresolved (interval y% wide)", or "faster than the bare loop" (never a pass: something
@@ -29,7 +30,7 @@ a step that does nothing, and the CPU the tracker thread takes while sampling at
 steady state (benchmarks/tracker_cost.py).
 
 Usage: python benchmarks/self_check.py [--rounds 4] [--steps 30] [--threads 2] [--budget-s 120]
-                                       [--pair-processes 8]
+                                       [--pair-processes 16]
                                        [--frameworks torch,jax,tensorflow,keras-jax,keras-torch] [--cases mlp:64]
 """
 
@@ -113,8 +114,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--budget-s", type=float, default=120.0,
-                        help="seconds of interleaved step pairs per framework and case, shared by the processes")
-    parser.add_argument("--pair-processes", type=int, default=8,
+                        help="seconds of interleaved step pairs per framework and case, shared by the processes "
+                             "(each runs at least 100 pairs)")
+    parser.add_argument("--pair-processes", type=int, default=16,
                         help="fresh processes the step pairs run in (the interval is over them)")
     parser.add_argument("--frameworks", default=",".join(LOOPS))
     parser.add_argument("--cases", default="mlp:64", help="workload:batch,... (classifiers)")

@@ -76,8 +76,7 @@ def timed_step(trainer: Any) -> Callable[[], float]:
 def interleave(first: Callable[[], float], second: Callable[[], float],
                enough: Callable[[list[float], list[float]], bool]) -> tuple[list[float], list[float]]:
     """Times of `first` and `second` in pairs, first-second then second-first (order effects
-    cancel), after 5 untimed warm-up rounds; `enough(firsts, seconds)` is asked every 100 pairs
-    from 200 on."""
+    cancel), after 5 untimed warm-up rounds; `enough(firsts, seconds)` is asked every 100 pairs."""
     for _ in range(5):  # warm-up: compilation, allocation, caches
         first(), second()
     firsts: list[float] = []
@@ -88,7 +87,7 @@ def interleave(first: Callable[[], float], second: Callable[[], float],
         seconds.append(second())
         firsts.append(first())
         n = len(firsts)
-        if n >= 200 and n % 100 == 0:
+        if n % 100 == 0:
             if enough(firsts, seconds):
                 return firsts, seconds
             # The check may have churned through tens of MB (a bootstrap): the caches it left
@@ -99,7 +98,7 @@ def interleave(first: Callable[[], float], second: Callable[[], float],
 def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: float,
           resolve: float) -> dict[str, Any]:
     """Interleaved (ours, bare) step times until the interval is narrower than `resolve` or
-    `budget_s` has passed (at least 200 pairs), and the cost of one extra wait."""
+    `budget_s` has passed (at least 100 pairs), and the cost of one extra wait."""
     from rigbench.analysis.paired import paired_ratio
     from rigbench.frameworks import load_adapter
     from rigbench.spec import TrialSpec

@@ -7,7 +7,7 @@ Usage: python benchmarks/twin_trainers.py [--framework torch] [--case mlp:64] [-
                                           [--pairs 150] [--processes 5]
 Each process prints one line: the ratio of the first trainer's steps to the second's, with
 its 95% bootstrap interval over the pairs (analysis/paired.paired_ratio). step_pairs.interleave
-takes the pairs, so --pairs counts in hundreds, from 200.
+takes the pairs, so --pairs counts in hundreds.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def test_the_bare_step_is_the_documented_loop_and_it_trains():
 
 def test_pairs_alternate_and_stop_at_the_budget():
     found = step_pairs.pairs("torch", "cnn", 4, 1, budget_s=0.0, resolve=0.0)  # stops at the first check
-    assert found["pairs"] == len(found["ours"]) == len(found["bare"]) == 200
+    assert found["pairs"] == len(found["ours"]) == len(found["bare"]) == 100
     assert min(found["ours"]) > 0 and min(found["bare"]) > 0
     assert found["sync_s"] >= 0
 
