@@ -147,6 +147,12 @@ timed(lambda: model.train_on_batch(x, y), lambda loss: None)  # train_on_batch r
 LOOPS = {"torch": TORCH, "jax": JAX, "tensorflow": TENSORFLOW, "keras-jax": KERAS, "keras-torch": KERAS}
 
 
+def trains_shared(framework: str) -> bool:
+    """Whether `framework`'s loop trains the network of the trainer step_pairs hands it (its
+    source reads `shared`) rather than building its own."""
+    return "shared" in LOOPS[framework]
+
+
 def run_bare(framework: str, workload: str, batch: int, steps: int, threads: int,
              env: dict[str, str]) -> dict[str, float]:
     """The bare loop of `framework` in a fresh process with `env`: its JSON figures."""

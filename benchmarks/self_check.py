@@ -19,7 +19,8 @@ interleaved step by step (noise that lasts milliseconds hits both members of a p
 step training rigbench's own network where the framework allows (bare_loops.py), repeated in
 16 fresh processes of about 100 pairs each, since each process carries an offset of its own
 (where its buffers sit in memory) that more pairs in it cannot average away; the interval is
-Student's t over the processes (analysis/paired.ratio_over_processes). Plus what the
+Student's t over the processes (analysis/paired.ratio_over_processes). Where the bare loop
+builds a network of its own (JAX), every other process builds it first. Plus what the
 pairs cannot see, measured directly: the wait rigbench's timer adds per step, the protocol's
 bookkeeping per step and the tracker thread's CPU. The verdict: "within 1%", "slower by x%
 [ci]", "unresolved (interval y% wide)", or "faster than the bare loop" (never a pass: something
@@ -91,9 +92,9 @@ def check(spec: TrialSpec, rounds: int, steps: int, db: str, fixed_s: float, tra
               f"(best {mine_ms:.2f} vs {bare_ms:.2f} ms; processes, {rounds} rounds)", flush=True)
     env = load_adapter(spec.framework).environment(spec)
     per_process, found = [], {}
-    for _ in range(pair_processes):  # each a fresh process: see analysis/paired.ratio_over_processes
+    for i in range(pair_processes):  # each a fresh process: see analysis/paired.ratio_over_processes
         found = run_pairs(spec.framework, spec.workload, spec.batch_size, spec.threads or 1, env,
-                          budget_s=budget_s / pair_processes)
+                          budget_s=budget_s / pair_processes, bare_first=i % 2 == 1)
         per_process.append(paired_ratio(found["ours"], found["bare"]))
     step = ratio_over_processes([r.ratio for r in per_process])
     bare_step_s = sorted(found["bare"])[len(found["bare"]) // 2]

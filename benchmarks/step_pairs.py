@@ -39,16 +39,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from bare_loops import LOOPS, trains_shared
 
 
 def bare_step(framework: str, workload: str, batch: int, threads: int,
               shared: Any = None) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
     """(step, wait) of the documented loop in bare_loops.py, built in this process; it trains
     `shared`'s network (a rigbench trainer) where the loop can (bare_loops.py says where)."""
-    sys.path.insert(0, HERE)
-    from bare_loops import LOOPS
-
     from rigbench.workloads import get_workload, resolved_options
 
     w = get_workload(workload)
@@ -96,9 +93,11 @@ def interleave(first: Callable[[], float], second: Callable[[], float],
 
 
 def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: float,
-          resolve: float) -> dict[str, Any]:
+          resolve: float, bare_first: bool = False) -> dict[str, Any]:
     """Interleaved (ours, bare) step times until the interval is narrower than `resolve` or
-    `budget_s` has passed (at least 100 pairs), and the cost of one extra wait."""
+    `budget_s` has passed (at least 100 pairs), and the cost of one extra wait. `bare_first`
+    builds the bare loop's network before the trainer's, where it has one of its own (JAX):
+    which is built first may decide where each sits in memory, so self_check alternates it."""
     from rigbench.analysis.paired import paired_ratio
     from rigbench.frameworks import load_adapter
     from rigbench.spec import TrialSpec
@@ -107,8 +106,12 @@ def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: flo
     adapter = load_adapter(framework)
     spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads)
     adapter.prepare(threads)
-    trainer = adapter.build(spec, get_workload(workload))
-    step, wait = bare_step(framework, workload, batch, threads, shared=trainer)
+    if bare_first and not trains_shared(framework):
+        step, wait = bare_step(framework, workload, batch, threads)
+        trainer = adapter.build(spec, get_workload(workload))
+    else:
+        trainer = adapter.build(spec, get_workload(workload))
+        step, wait = bare_step(framework, workload, batch, threads, shared=trainer)
 
     def bare() -> float:
         t0 = time.perf_counter()
@@ -134,10 +137,11 @@ def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: flo
 
 
 def run_pairs(framework: str, workload: str, batch: int, threads: int, env: dict[str, str],
-              budget_s: float = 60.0, resolve: float = 0.01) -> dict[str, Any]:
+              budget_s: float = 60.0, resolve: float = 0.01, bare_first: bool = False) -> dict[str, Any]:
     """`pairs` in a fresh process with the adapter's environment (set before the framework loads)."""
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), framework, workload, str(batch), str(threads),
-                           "--budget-s", str(budget_s), "--resolve", str(resolve)],
+                           "--budget-s", str(budget_s), "--resolve", str(resolve),
+                           *(["--bare-first"] if bare_first else [])],
                           capture_output=True, text=True, env={**os.environ, **env})
     if proc.returncode != 0:
         raise SystemExit(f"the {framework} step pairs failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -152,8 +156,11 @@ def main() -> None:
     parser.add_argument("threads", type=int)
     parser.add_argument("--budget-s", type=float, default=60.0)
     parser.add_argument("--resolve", type=float, default=0.01, help="stop once the interval is narrower than this")
+    parser.add_argument("--bare-first", action="store_true",
+                        help="build the bare loop's own network before the trainer's (JAX; see pairs)")
     args = parser.parse_args()
-    print(json.dumps(pairs(args.framework, args.workload, args.batch, args.threads, args.budget_s, args.resolve)))
+    print(json.dumps(pairs(args.framework, args.workload, args.batch, args.threads, args.budget_s, args.resolve,
+                           args.bare_first)))
 
 
 if __name__ == "__main__":
