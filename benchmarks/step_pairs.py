@@ -59,6 +59,17 @@ def bare_step(framework: str, workload: str, batch: int, threads: int,
     return captured["step"], captured["wait"]
 
 
+def cpu_trainer(framework: str, workload: str, batch: int, threads: int) -> Any:
+    """A rigbench trainer of `workload` on the CPU, built as a trial builds it. The adapter's
+    `prepare(threads)` must have run once in this process before (it sizes the thread pools)."""
+    from rigbench.frameworks import load_adapter
+    from rigbench.spec import TrialSpec
+    from rigbench.workloads import get_workload
+
+    spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads)
+    return load_adapter(framework).build(spec, get_workload(workload))
+
+
 def timed_step(trainer: Any) -> Callable[[], float]:
     """One of `trainer`'s steps, timed by its own step timer as the protocol times it."""
     def run() -> float:
@@ -100,17 +111,13 @@ def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: flo
     which is built first may decide where each sits in memory, so self_check alternates it."""
     from rigbench.analysis.paired import paired_ratio
     from rigbench.frameworks import load_adapter
-    from rigbench.spec import TrialSpec
-    from rigbench.workloads import get_workload
 
-    adapter = load_adapter(framework)
-    spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads)
-    adapter.prepare(threads)
+    load_adapter(framework).prepare(threads)
     if bare_first and not trains_shared(framework):
         step, wait = bare_step(framework, workload, batch, threads)
-        trainer = adapter.build(spec, get_workload(workload))
+        trainer = cpu_trainer(framework, workload, batch, threads)
     else:
-        trainer = adapter.build(spec, get_workload(workload))
+        trainer = cpu_trainer(framework, workload, batch, threads)
         step, wait = bare_step(framework, workload, batch, threads, shared=trainer)
 
     def bare() -> float:

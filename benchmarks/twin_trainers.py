@@ -20,17 +20,13 @@ import time
 
 
 def twins(framework: str, workload: str, batch: int, threads: int, pairs: int) -> str:
-    from step_pairs import interleave, timed_step
+    from step_pairs import cpu_trainer, interleave, timed_step
 
     from rigbench.analysis.paired import paired_ratio
     from rigbench.frameworks import load_adapter
-    from rigbench.spec import TrialSpec
-    from rigbench.workloads import get_workload
 
-    adapter = load_adapter(framework)
-    adapter.prepare(threads)
-    spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads)
-    first, second = (adapter.build(spec, get_workload(workload)) for _ in range(2))
+    load_adapter(framework).prepare(threads)
+    first, second = (cpu_trainer(framework, workload, batch, threads) for _ in range(2))
     a, b = interleave(timed_step(first), timed_step(second), lambda a, b: len(a) >= pairs)
     r = paired_ratio(a, b)
     return f"{r.ratio:.4f} [{r.low:.4f}-{r.high:.4f}] over {r.rounds} pairs"

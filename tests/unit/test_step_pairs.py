@@ -26,21 +26,13 @@ def test_pairs_alternate_and_stop_at_the_budget():
     assert found["sync_s"] >= 0
 
 
-def _trainer(framework: str, workload: str, batch: int):
-    from rigbench.frameworks import load_adapter
-    from rigbench.spec import TrialSpec
-    from rigbench.workloads import get_workload
-
-    adapter = load_adapter(framework)
-    adapter.prepare(1)
-    return adapter.build(TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=1),
-                         get_workload(workload))
-
-
 def test_the_bare_step_trains_the_trainers_own_network():
     """One copy of the weights for both sides (no placement offset): the bare loop's steps
     move the trainer's parameters, and its losses are the trainer's batch's."""
-    trainer = _trainer("torch", "cnn", 8)
+    from rigbench.frameworks import load_adapter
+
+    load_adapter("torch").prepare(1)
+    trainer = step_pairs.cpu_trainer("torch", "cnn", 8, 1)
     step, wait = step_pairs.bare_step("torch", "cnn", 8, 1, shared=trainer)
     before = [p.detach().clone() for p in trainer.model.parameters()]
     loss = step()
@@ -61,12 +53,8 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import keras, numpy as np, step_pairs
 from rigbench.frameworks import load_adapter
-from rigbench.spec import TrialSpec
-from rigbench.workloads import get_workload
-adapter = load_adapter("keras-torch")
-adapter.prepare(1)
-trainer = adapter.build(TrialSpec(workload="mlp", framework="keras-torch", device="cpu", batch_size=8, threads=1),
-                        get_workload("mlp"))
+load_adapter("keras-torch").prepare(1)
+trainer = step_pairs.cpu_trainer("keras-torch", "mlp", 8, 1)
 (model,) = trainer.parts.values()
 values = lambda: [keras.ops.convert_to_numpy(v.value).copy() for v in model.trainable_variables]
 step, wait = step_pairs.bare_step("keras-torch", "mlp", 8, 1, shared=trainer)
