@@ -58,9 +58,13 @@ def main() -> None:
           f"warm/cold {warm / cold:.2f}")
     print("peak RSS MiB per workload, cold rounds | warm rounds:")
     for workload in rss["cold"][0]:
-        cold_rss = " ".join(f"{r.get(workload, 0):.0f}" for r in rss["cold"])
-        warm_rss = " ".join(f"{r.get(workload, 0):.0f}" for r in rss["warm"])
+        cold_rss, warm_rss = (" ".join(mib(r.get(workload)) for r in rss[mode]) for mode in ("cold", "warm"))
         print(f"  {workload:12s} {cold_rss} | {warm_rss}")
+
+
+def mib(value: float | None) -> str:
+    """A peak as printed; `-` where the trial stored none (no tracker sample fell in its window)."""
+    return "-" if value is None else f"{value:.0f}"
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ Checked against things the warm path does not decide itself: the process table (
 parent), the kernel's signals and RLIMIT_AS, files each trial's environment points at, and the
 same trial started cold."""
 
+import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 
@@ -115,6 +117,36 @@ def test_the_baseline_a_memory_cap_is_sized_from_agrees_with_a_cold_start(monkey
 def test_cold_start_for_frameworks_that_start_threads_on_import():
     assert warm_start.preload_modules("tensorflow") == ()  # no PRELOAD: its import starts threads
     assert warm_start.preload_modules("torch")
+
+
+#: A torch trial after its preloads: build a model, step it through the speed protocol, and
+#: print the torch modules that doing so imported (a fresh interpreter: this one has more).
+TRIAL_AFTER_PRELOADS = """
+import json, sys
+from rigbench.frameworks import load_adapter
+from rigbench.frameworks.base import modules_to_preload
+from rigbench.runner import forkserver
+from rigbench.runner.protocol import measure
+from rigbench.spec import MeasureOptions, TrialSpec
+from rigbench.workloads import get_workload
+adapter = load_adapter("torch")
+assert forkserver.load(list(modules_to_preload(adapter))) is None
+before = set(sys.modules)
+spec = TrialSpec(workload="cnn", device="cpu", batch_size=8, threads=1, measure=MeasureOptions.quick())
+measure(adapter.build(spec, get_workload("cnn")), spec.measure)
+print(json.dumps(sorted(m for m in set(sys.modules) - before if m.split(".")[0] == "torch")))
+"""
+
+
+def test_a_torch_trial_imports_next_to_nothing_after_its_preloads():
+    # torch.optim's optimisers import torch._dynamo on first use: 1.1 s of each forked trial
+    # until the server preloaded it. A lazy import that slips past the preloads shows here.
+    proc = subprocess.run([sys.executable, "-c", TRIAL_AFTER_PRELOADS], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    imported = json.loads(proc.stdout)
+    assert not [m for m in imported if m.startswith("torch._dynamo")], imported
+    assert len(imported) <= 3, imported  # torch 2.13: torch.profiler._cupti_monitor only
 
 
 def test_a_server_whose_imports_start_a_thread_refuses(tmp_path):

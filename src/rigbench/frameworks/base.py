@@ -303,9 +303,17 @@ class FrameworkAdapter(Protocol):
 #: Module-level names every adapter must define. Optional: `count_traffic`, `attention`; `PRELOAD`, the
 #: modules a warm-start server imports once so each trial's process is forked with them loaded
 #: (runner/launchers/warm_start.py; only modules whose import starts no thread: the server
-#: checks); `NO_DATA_PARALLEL`, why an adapter without `join` cannot train data-parallel.
+#: checks), and that a cold trial imports at the same point (`modules_to_preload`);
+#: `NO_DATA_PARALLEL`, why an adapter without `join` cannot train data-parallel.
 REQUIRED = ("NAME", "environment", "prepare", "software", "list_devices", "build", "is_oom", "count",
             "calibration_kernels")
+
+
+def modules_to_preload(adapter: object) -> tuple[str, ...]:
+    """The modules every trial of `adapter` holds before its model is counted and its memory
+    cap set: a warm trial's server imported them, a cold trial imports them then. So a warm
+    and a cold trial start the cap from the same baseline."""
+    return tuple(getattr(adapter, "PRELOAD", ()))
 
 
 def no_data_parallel_reason(adapter: object) -> str:

@@ -13,6 +13,7 @@ the kernel's OOM killer, a hang) are classified by the parent from the exit.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import os
 import sys
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rigbench.errors import DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
+from rigbench.frameworks.base import modules_to_preload
 from rigbench.frameworks.driver import lr_range, training
 from rigbench.frameworks.run_records import TrainingDiverged, TrainingInterrupted, TrainRun
 from rigbench.ranks import RankInfo
@@ -186,7 +188,11 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
 
 
 def _count(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
-    """The model counted (which may start the framework's runtime), then the memory cap set."""
+    """The adapter's preloads imported (a warm trial has them from its server: both start the
+    cap from the same baseline), the model counted (which may start the framework's runtime),
+    then the memory cap set."""
+    for module in modules_to_preload(adapter):
+        importlib.import_module(module)
     options = resolved_options(workload, spec.workload_options)
     report.params, _ = cached_count(adapter, workload, options)
     # The analytic figure, the same for every framework (MFU and the roofline use it);

@@ -20,8 +20,11 @@ if TYPE_CHECKING:
     from rigbench.workloads import Workload
 
 #: Imported once by a warm-start server, which forks each trial's process from there
-#: (runner/launchers/warm_start.py); importing it starts no thread (the server checks).
-PRELOAD = ("rigbench.frameworks.torch.trainer",)
+#: (runner/launchers/warm_start.py); importing them starts no thread (the server checks).
+#: torch._dynamo because building any torch.optim optimiser imports it (Optimizer.__init__ is
+#: wrapped in torch._disable_dynamo): 1.1 s and 73 MiB on the dev VM, which every forked trial
+#: paid again before it was preloaded here.
+PRELOAD = ("rigbench.frameworks.torch.trainer", "torch._dynamo")
 
 __all__ = ["NAME", "PRELOAD", "attention", "build", "calibration_kernels", "count", "count_traffic", "environment", "is_oom",
            "join", "list_devices", "prepare", "software"]

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rigbench.frameworks import load_adapter
+from rigbench.frameworks.base import modules_to_preload
 
 #: Set to 1 to start every trial cold.
 COLD_START_VAR = "RIGBENCH_COLD_START"
@@ -43,7 +44,7 @@ def preload_modules(framework: str) -> tuple[str, ...]:
     """The modules a warm server imports for `framework`'s trials (none: start cold)."""
     if sys.platform != "linux" or os.environ.get(COLD_START_VAR) == "1":
         return ()
-    return tuple(getattr(load_adapter(framework), "PRELOAD", ()))
+    return modules_to_preload(load_adapter(framework))
 
 
 def _key(env: Mapping[str, str], modules: Sequence[str]) -> tuple:
