@@ -12,6 +12,7 @@ import pytest
 
 from rigbench.hw import nvml as hw_nvml
 from rigbench.trackers import nvml as nv
+from rigbench.trackers import proc_reading
 from rigbench.trackers.sampler import CHILDREN_REFRESH_MAX_S, CHILDREN_REFRESH_S, Tracker
 from rigbench.trackers.summary import MIB, summarize
 from tests.unit.fakes import GIB, OTHER_PID, FakeNVML
@@ -103,6 +104,29 @@ def test_process_exit_ends_sampling_quietly(reap):
     child.wait(timeout=10)
     assert samples and all(s["rss_bytes"] > 0 for s in samples)
     assert [s["t"] for s in samples] == sorted(s["t"] for s in samples)
+
+
+def test_a_live_process_that_reads_no_memory_yet_is_still_sampled(monkeypatch):
+    # Linux sums a process's memory counters lazily: one just started by exec can read 0 pages
+    # for a moment. The tracker once took that for an exit at its first reading and stored no
+    # CPU or memory figure for the whole trial (one cold trial in about 30 on the dev VM).
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.0)"])
+    real, zeros = proc_reading.read, {"left": 3}
+
+    def first_reads_empty(proc):
+        reading = real(proc)
+        if proc.pid == child.pid and zeros["left"] > 0:
+            zeros["left"] -= 1
+            return proc_reading.Reading(reading.cpu_s, 0, False)
+        return reading
+
+    monkeypatch.setattr(proc_reading, "read", first_reads_empty)
+    tracker = Tracker(child.pid, interval=0.05)
+    tracker.start()
+    child.wait(timeout=10)
+    samples = tracker.stop()
+    assert zeros["left"] == 0  # the empty readings were taken, the first of them by the baseline
+    assert samples and all(s["rss_bytes"] > 0 for s in samples)  # none stored from them
 
 
 def test_missing_process_gives_no_samples():

@@ -24,6 +24,7 @@ The metrics these samples become are declared in trackers/summary.TRACKER_FIELDS
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -42,6 +43,11 @@ from rigbench.trackers.energy import EnergyMeter
 #: wait, up to CHILDREN_REFRESH_MAX_S; a change brings it back to CHILDREN_REFRESH_S.
 CHILDREN_REFRESH_S = 1.0
 CHILDREN_REFRESH_MAX_S = 4.0
+
+
+class _NoReading(Exception):
+    """The tracked process is alive but shows no resident memory yet or any more: this sample
+    is skipped, sampling goes on."""
 
 
 class _ProcessGone(Exception):
@@ -115,7 +121,8 @@ class Tracker:
                     deadline, wait = time.monotonic(), 0.0
                 if self._stop.wait(wait):
                     return
-                self._samples.append(self._sample())
+                with contextlib.suppress(_NoReading):
+                    self._samples.append(self._sample())
         except _ProcessGone:
             self._last_energy_reading()
         except Exception as exc:  # a bug or an odd platform must not kill the trial
@@ -144,7 +151,8 @@ class Tracker:
     def _prime(self) -> None:
         """The first readings only set the CPU baselines (each process's, the machine's)."""
         self._procs[self.pid] = _process(self.pid)
-        self._process_tree()
+        with contextlib.suppress(_NoReading):  # the first sample that reads it is the baseline then
+            self._process_tree()
         psutil.cpu_percent(interval=None)  # per-thread baseline in psutil >= 5.9.6
         self._gpu = self._open_gpu()
         nvml, handle = self._gpu if self._gpu is not None else (None, None)
@@ -190,7 +198,10 @@ class Tracker:
         return sample
 
     def _process_tree(self) -> tuple[float, int, list[int]]:
-        """(CPU percent of one core summed over the tree, RSS sum, pids). Raises _ProcessGone.
+        """(CPU percent of one core summed over the tree, RSS sum, pids). Raises _ProcessGone,
+        or _NoReading while the root reads no resident memory: a process just started by exec
+        can read 0 for a moment (Linux sums its memory counters lazily: one cold trial in about
+        30 on the dev VM), and so does one that is exiting, before it turns zombie.
 
         One read per process (trackers/proc_reading.py). Descendants come from the last listing
         (`_list_children`), so a new one is counted from the listing after it starts (its first
@@ -201,8 +212,10 @@ class Tracker:
         try:
             reading = proc_reading.read(root)
             now = time.monotonic()  # right after the read: the CPU figure's time
-            if reading.zombie or reading.rss_bytes == 0:  # exited; or exiting, its memory released
+            if reading.zombie:  # exited, not yet reaped by its parent
                 raise _ProcessGone
+            if reading.rss_bytes == 0:
+                raise _NoReading
             children = self._list_children(root)
         except (proc_reading.ProcessGone, psutil.NoSuchProcess, psutil.AccessDenied) as exc:
             raise _ProcessGone from exc
