@@ -76,3 +76,15 @@ def test_the_keras_bare_model_is_compiled_over_the_trainers_layers():
                          env={**os.environ, "KERAS_BACKEND": "torch"}, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-1] == "True"
+
+
+def test_ddp_pairs_interleave_in_lockstep_and_keep_the_replicas_identical():
+    """benchmarks/ddp_pairs.py under the real torchrun: both ranks run the same 100 pairs, and
+    both sides' steps go through DDP's all-reduce (the ranks' shares of the batch differ, so a
+    step that skipped it would leave the replicas apart)."""
+    import ddp_pairs
+
+    found = ddp_pairs.run_job("cnn", 4, 1, 2, 100)
+    assert len(found["ours"]) == len(found["bare"]) == 100
+    assert min(found["ours"]) > 0 and min(found["bare"]) > 0
+    assert found["replicas_identical"] is True
