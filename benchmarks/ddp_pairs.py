@@ -20,6 +20,7 @@ step that skipped DDP's all-reduce would leave the replicas apart).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -46,6 +47,25 @@ def rank_main(workload: str, batch: int, threads: int, pairs: int) -> dict[str, 
     spec = TrialSpec(workload=workload, device="cpu", batch_size=batch, threads=threads, world_size=rank.world_size)
     adapter.join(spec, rank)
     trainer = adapter.build(spec, get_workload(workload))
+    mine, theirs = _interleaved(trainer, workload, batch, threads, pairs)
+    gathered: list[Any] = [None] * rank.world_size
+    dist.all_gather_object(gathered, (mine, theirs, trainer.parameter_fingerprint()[0]))
+    # The DDP model goes before its process group, as a rigbench rank's does: left to the
+    # interpreter's exit (the bare loop's exec scope is a reference cycle), gloo's threads were
+    # torn down under it and the rank aborted ("terminate called without an active exception")
+    # in 6 of 14 jobs.
+    del trainer
+    gc.collect()
+    dist.destroy_process_group()
+    if rank.rank != 0:
+        return None
+    return {"ours": [max(times) for times in zip(*(g[0] for g in gathered), strict=True)],
+            "bare": [max(times) for times in zip(*(g[1] for g in gathered), strict=True)],
+            "replicas_identical": len({g[2] for g in gathered}) == 1}
+
+
+def _interleaved(trainer: Any, workload: str, batch: int, threads: int, pairs: int) -> tuple[list[float], list[float]]:
+    """(ours, bare) times of `pairs` pairs on this rank, the bare step on the trainer's DDP model."""
     step, wait = bare_step("torch", workload, batch, threads, shared=trainer)
 
     def bare() -> float:
@@ -54,15 +74,7 @@ def rank_main(workload: str, batch: int, threads: int, pairs: int) -> dict[str, 
         return time.perf_counter() - t0
 
     # A fixed count, checked every 100 pairs on every rank alike: the ranks' sequences must match.
-    mine, theirs = interleave(timed_step(trainer), bare, lambda m, _: len(m) >= pairs)
-    gathered: list[Any] = [None] * rank.world_size
-    dist.all_gather_object(gathered, (mine, theirs, trainer.parameter_fingerprint()[0]))
-    dist.destroy_process_group()
-    if rank.rank != 0:
-        return None
-    return {"ours": [max(times) for times in zip(*(g[0] for g in gathered), strict=True)],
-            "bare": [max(times) for times in zip(*(g[1] for g in gathered), strict=True)],
-            "replicas_identical": len({g[2] for g in gathered}) == 1}
+    return interleave(timed_step(trainer), bare, lambda m, _: len(m) >= pairs)
 
 
 def run_job(workload: str, batch: int, threads: int, processes: int, pairs: int) -> dict[str, Any]:
