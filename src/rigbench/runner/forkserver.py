@@ -17,7 +17,9 @@ memory cap is sized from) read 161 MiB warm against 232 MiB cold, and its peak a
 lower, five rounds each on the dev VM. The server lists the file-backed pages it has mapped
 (/proc/self/pagemap's present bit) and each trial touches them first (about 86 MiB, 30 ms): the
 same rounds then read 235 against 232 MiB, and peaks of 440-451 against 439-450 MiB
-(tests/integration/test_warm_start.py checks both).
+(tests/integration/test_warm_start.py checks both). Since torch._dynamo is among the preloads
+(a cold trial imports them before its cap too): 306 against 305 MiB, peaks 437-450 against
+439-449 MiB, three rounds each.
 
 Protocol, one JSON object a line: the server prints {"ready": true} or {"refused": reason} once
 started; then for each request {"argv": child arguments, "env": environment, "stderr": path} on
