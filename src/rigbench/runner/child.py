@@ -3,9 +3,9 @@
 Reads a TrialSpec (JSON file), loads the framework adapter and applies the environment it
 asks for before the framework itself is imported, lets it size its thread pools (`prepare`),
 (a data-parallel rank then joins its group: before anything may start the framework's runtime),
-counts the model, applies the memory limit, then runs the speed protocol on the adapter's
-trainer, or the shared training loop or lr range test (frameworks/driver/), and writes a
-ChildReport (JSON file).
+imports the adapter's preloads (a warm trial's server did), counts the model, applies the
+memory limit, then runs the speed protocol on the adapter's trainer, or the shared training
+loop or lr range test (frameworks/driver/), and writes a ChildReport (JSON file).
 Every failure it can see becomes a status in the report; failures it cannot see (a signal,
 the kernel's OOM killer, a hang) are classified by the parent from the exit.
 """
