@@ -57,9 +57,14 @@ def normalise_device(device: str) -> str:
 
 def chosen_devices(framework: str, devices: Sequence[str], default: list[str] | None) -> list[str]:
     """The requested devices, normalised and checked against what the framework can use;
-    none requested gives `default` (None: every available device)."""
+    none requested gives `default` (None: every available device). The CPU alone is taken
+    without asking the framework: every adapter trains on it (base.FrameworkAdapter), and
+    asking starts the framework in a child process (2-3 s for torch, more for TensorFlow)."""
+    chosen = [normalise_device(d) for d in devices] or default or []
+    if chosen and all(device == "cpu" for device in chosen):
+        return chosen
     available = framework_devices(framework)
-    chosen = [normalise_device(d) for d in devices] or default or available
+    chosen = chosen or available
     for device in chosen:
         if device not in available:
             raise UsageError(f"device {device!r} is not available to {framework} here: "

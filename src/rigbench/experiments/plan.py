@@ -49,7 +49,6 @@ def plan_run(
     refs: list[tuple[Workload, dict[str, Any]]] = [parse_workload_ref(w) for w in workloads] or [
         (w, {}) for w in WORKLOADS.values() if w.default_run
     ]
-    chosen = {name: chosen_devices(name, devices, default=None) for name in names}
     if any(b < 1 for b in batch_sizes):
         raise UsageError("batch sizes must be at least 1")
     overrides: dict[str, Any] = {"energy": energy}
@@ -65,6 +64,8 @@ def plan_run(
         measure = MeasureOptions.quick(**overrides) if quick else MeasureOptions(**overrides)
     except ValueError as exc:
         raise UsageError(validation_message(exc)) from None
+    # After the checks that need no framework: asking one for its devices may start it
+    chosen = {name: chosen_devices(name, devices, default=None) for name in names}
     specs = []
     for workload, options in refs:
         default = workload.quick_batch if quick else workload.default_batch
