@@ -26,10 +26,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
-from step_pairs import bare_step, interleave, timed_step
+from step_pairs import bare_step, cpu_spec, cpu_trainer, interleave, timed_bare, timed_step
 
 
 def rank_main(workload: str, batch: int, threads: int, pairs: int) -> dict[str, Any] | None:
@@ -38,15 +37,12 @@ def rank_main(workload: str, batch: int, threads: int, pairs: int) -> dict[str, 
 
     from rigbench.frameworks import load_adapter
     from rigbench.ranks import RankInfo
-    from rigbench.spec import TrialSpec
-    from rigbench.workloads import get_workload
 
     rank = RankInfo.from_env()
     adapter = load_adapter("torch")
     adapter.prepare(threads)
-    spec = TrialSpec(workload=workload, device="cpu", batch_size=batch, threads=threads, world_size=rank.world_size)
-    adapter.join(spec, rank)
-    trainer = adapter.build(spec, get_workload(workload))
+    adapter.join(cpu_spec("torch", workload, batch, threads, rank.world_size), rank)
+    trainer = cpu_trainer("torch", workload, batch, threads, rank.world_size)
     mine, theirs = _interleaved(trainer, workload, batch, threads, pairs)
     gathered: list[Any] = [None] * rank.world_size
     dist.all_gather_object(gathered, (mine, theirs, trainer.parameter_fingerprint()[0]))
@@ -67,23 +63,16 @@ def rank_main(workload: str, batch: int, threads: int, pairs: int) -> dict[str, 
 def _interleaved(trainer: Any, workload: str, batch: int, threads: int, pairs: int) -> tuple[list[float], list[float]]:
     """(ours, bare) times of `pairs` pairs on this rank, the bare step on the trainer's DDP model."""
     step, wait = bare_step("torch", workload, batch, threads, shared=trainer)
-
-    def bare() -> float:
-        t0 = time.perf_counter()
-        wait(step())
-        return time.perf_counter() - t0
-
     # A fixed count, checked every 100 pairs on every rank alike: the ranks' sequences must match.
-    return interleave(timed_step(trainer), bare, lambda m, _: len(m) >= pairs)
+    return interleave(timed_step(trainer), timed_bare(step, wait), lambda m, _: len(m) >= pairs)
 
 
 def run_job(workload: str, batch: int, threads: int, processes: int, pairs: int) -> dict[str, Any]:
     """One job of `processes` ranks under the real `torchrun --standalone`, with the thread
     variables rigbench's torch adapter sets for each rank."""
     from rigbench.frameworks import load_adapter
-    from rigbench.spec import TrialSpec
 
-    spec = TrialSpec(workload=workload, device="cpu", batch_size=batch, threads=threads, world_size=processes)
+    spec = cpu_spec("torch", workload, batch, threads, processes)
     env = {**os.environ, **load_adapter("torch").environment(spec),
            "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.abspath(__file__)), os.environ.get("PYTHONPATH", "")])}
     with tempfile.TemporaryDirectory() as logs:  # torchrun's own files, not ours to keep

@@ -59,14 +59,22 @@ def bare_step(framework: str, workload: str, batch: int, threads: int,
     return captured["step"], captured["wait"]
 
 
-def cpu_trainer(framework: str, workload: str, batch: int, threads: int) -> Any:
-    """A rigbench trainer of `workload` on the CPU, built as a trial builds it. The adapter's
-    `prepare(threads)` must have run once in this process before (it sizes the thread pools)."""
-    from rigbench.frameworks import load_adapter
+def cpu_spec(framework: str, workload: str, batch: int, threads: int, world_size: int = 1) -> Any:
+    """The TrialSpec of a CPU trial of `workload` (`batch` per rank, `world_size` ranks)."""
     from rigbench.spec import TrialSpec
+
+    return TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads,
+                     world_size=world_size)
+
+
+def cpu_trainer(framework: str, workload: str, batch: int, threads: int, world_size: int = 1) -> Any:
+    """A rigbench trainer of `workload` on the CPU, built as a trial builds it (inside its
+    process group when `world_size` > 1: join it first). The adapter's `prepare(threads)` must
+    have run once in this process before (it sizes the thread pools)."""
+    from rigbench.frameworks import load_adapter
     from rigbench.workloads import get_workload
 
-    spec = TrialSpec(workload=workload, framework=framework, device="cpu", batch_size=batch, threads=threads)
+    spec = cpu_spec(framework, workload, batch, threads, world_size)
     return load_adapter(framework).build(spec, get_workload(workload))
 
 
@@ -78,6 +86,15 @@ def timed_step(trainer: Any) -> Callable[[], float]:
         trainer.step()
         timer.stop()
         return timer.elapsed_s()[0]
+    return run
+
+
+def timed_bare(step: Callable[[], Any], wait: Callable[[Any], Any]) -> Callable[[], float]:
+    """One of the bare loop's steps (`bare_step`'s pair), timed with its wait for the device."""
+    def run() -> float:
+        t0 = time.perf_counter()
+        wait(step())
+        return time.perf_counter() - t0
     return run
 
 
@@ -120,18 +137,13 @@ def pairs(framework: str, workload: str, batch: int, threads: int, budget_s: flo
         trainer = cpu_trainer(framework, workload, batch, threads)
         step, wait = bare_step(framework, workload, batch, threads, shared=trainer)
 
-    def bare() -> float:
-        t0 = time.perf_counter()
-        wait(step())
-        return time.perf_counter() - t0
-
     start = time.perf_counter()
 
     def enough(mine: list[float], theirs: list[float]) -> bool:
         r = paired_ratio(mine, theirs)
         return r.high - r.low < resolve or time.perf_counter() - start > budget_s
 
-    mine, theirs = interleave(timed_step(trainer), bare, enough)
+    mine, theirs = interleave(timed_step(trainer), timed_bare(step, wait), enough)
     loss = trainer.loss_values([trainer.step()])[0]
     if not math.isfinite(loss):  # the two sides' updates, on one network, must still be training
         raise SystemExit(f"the {framework} {workload} network diverged (loss {loss}): its steps are not a training step's")
