@@ -96,11 +96,15 @@ def test_devices_info_reports_each_framework_as_it_answers(monkeypatch):
     # progress bar is fed by these callbacks, one per answer.
     from rigbench.experiments import devices
 
-    answers = {"torch": [{"id": "cpu", "kind": "cpu", "name": "x"}], "jax": [{"id": "cpu", "kind": "cpu"}]}
+    answers = {"torch": [{"id": "cpu", "kind": "cpu", "name": "x"}], "jax": [{"id": "cpu", "kind": "cpu"}],
+               "keras-torch": [{"id": "cpu", "kind": "cpu"}]}
+    children: list[tuple[str, ...]] = []
     monkeypatch.setattr(devices, "installed_frameworks", lambda: list(answers))
+    monkeypatch.setattr(devices, "probe_group", lambda group: children.append(tuple(group)))
     monkeypatch.setattr(devices, "probe", lambda name: {"devices": answers[name]})
     asked: list[list[str]] = []
     answered: list[str] = []
     rows = devices.devices_info(on_probing=asked.append, on_probed=answered.append)
-    assert asked == [["torch", "jax"]] and sorted(answered) == ["jax", "torch"]
-    assert [r for r in rows if r["id"] == "cpu"][0]["frameworks"] == ["torch", "jax"]
+    assert asked == [["torch", "jax", "keras-torch"]] and sorted(answered) == ["jax", "keras-torch", "torch"]
+    assert sorted(children) == [("jax",), ("torch", "keras-torch")]  # keras-torch asked in torch's child
+    assert [r for r in rows if r["id"] == "cpu"][0]["frameworks"] == ["torch", "jax", "keras-torch"]

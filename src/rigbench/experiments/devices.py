@@ -9,7 +9,7 @@ from typing import Any
 from rigbench.devices import host_devices
 from rigbench.errors import UsageError
 from rigbench.frameworks import check_framework, installed_frameworks
-from rigbench.runner.probe import probe
+from rigbench.runner.probe import child_groups, probe, probe_group
 
 
 def devices_info(on_probing: Callable[[list[str]], None] | None = None,
@@ -23,17 +23,18 @@ def devices_info(on_probing: Callable[[list[str]], None] | None = None,
     names = installed_frameworks()
     if on_probing:
         on_probing(names)
-    # Each probe is a child process that starts its framework (seconds each, TensorFlow's most):
-    # started together, the listing takes about as long as the slowest.
-    answers: dict[str, dict[str, Any]] = {}
-    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
-        futures = {pool.submit(probe, name): name for name in names}
+    # Each child process starts its frameworks (seconds each, TensorFlow's most): started
+    # together, the listing takes about as long as the slowest.
+    groups = child_groups(names)
+    with ThreadPoolExecutor(max_workers=max(1, len(groups))) as pool:
+        futures = {pool.submit(probe_group, group): group for group in groups}
         for done in as_completed(futures):
-            answers[futures[done]] = done.result()
-            if on_probed:
-                on_probed(futures[done])
+            done.result()
+            for name in futures[done]:
+                if on_probed:
+                    on_probed(name)
     for name in names:
-        answer = answers[name]
+        answer = probe(name)  # this process's answer now; UsageError for a framework that failed
         for dev in answer["devices"]:
             entry = merged.setdefault(dev["id"], {**dev, "frameworks": []})
             for key in ("kind", "name", "memory_bytes"):
