@@ -52,7 +52,7 @@ def child_groups(names: Sequence[str]) -> list[tuple[str, ...]]:
     framework when that is asked too (SHARES_CHILD_WITH), every other one has a child of its own."""
     groups: dict[str, list[str]] = {}
     for name in names:
-        host = SHARES_CHILD_WITH.get(name)
+        host = SHARES_CHILD_WITH.get(name, name)
         groups.setdefault(host if host in names else name, []).append(name)
     return [tuple(group) for group in groups.values()]
 
