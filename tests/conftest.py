@@ -36,13 +36,35 @@ def _compiler_cache(tmp_path_factory):
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("torchinductor"))
 
 
+@pytest.fixture(scope="session")
+def _cpu_cache(tmp_path_factory) -> bytes:
+    """This machine's cached CPU identity (hw/cpu.py's cpu.json), found once per worker. py-cpuinfo
+    asks in a child process of its own: 1 s of CPU each time, 94 times in one suite, when every
+    test's fresh cache folder had to find it again (tests/unit/test_fingerprint.py tests the
+    cache itself, in folders of its own)."""
+    from rigbench.hw import cpu
+
+    folder = tmp_path_factory.mktemp("cpu-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RIGBENCH_CACHE_DIR", str(folder))
+        cpu.cpu_identity()
+    path = folder / cpu.CPU_CACHE_FILE
+    return path.read_bytes() if path.exists() else b""
+
+
 @pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path_factory, monkeypatch):
-    """Never write into the user's real database, cache or spool during tests."""
+def _isolated_dirs(tmp_path_factory, monkeypatch, _cpu_cache):
+    """Never write into the user's real database, cache or spool during tests. The cache starts
+    with the CPU's identity in it, as on a machine that has run rigbench before."""
     base = tmp_path_factory.mktemp("rigbench-home")
     monkeypatch.setenv("RIGBENCH_DB", str(base / "default.db"))
     monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("RIGBENCH_SPOOL_DIR", str(base / "spool"))
+    if _cpu_cache:
+        from rigbench.hw import cpu
+
+        (base / "cache").mkdir()
+        (base / "cache" / cpu.CPU_CACHE_FILE).write_bytes(_cpu_cache)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -29,7 +29,8 @@ KEY_FLAGS: dict[str, tuple[str, ...]] = {
     "sve": ("sve",),
 }
 
-_CPU_CACHE_FILE = "cpu.json"
+#: The cache file (under `cache_dir()`) of py-cpuinfo's answers.
+CPU_CACHE_FILE = "cpu.json"
 
 
 def cpu_identity() -> dict[str, Any]:
@@ -40,7 +41,7 @@ def cpu_identity() -> dict[str, Any]:
     a transient py-cpuinfo failure does not stick.
     """
     key = f"{socket.gethostname()}|{platform.machine()}"
-    path = cache_dir() / _CPU_CACHE_FILE
+    path = cache_dir() / CPU_CACHE_FILE
     cache = _read_json(path)
     entry = cache.get(key)
     if isinstance(entry, dict) and entry.get("model"):
