@@ -25,6 +25,7 @@ from rigbench.workloads import WORKLOADS, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
 from tests.conftest import WORKER_THREADS
 from tests.contract.conftest import FLOP_DIFFERENCES, KERAS_FAMILY, NOISY_LOSS
+from tests.contract.keras_child import DIGITS_EPOCHS
 from tests.contract.test_workloads import SMALL_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,4 +120,4 @@ def test_mlp_learns_digits_to_90_percent(report):
     if report["framework"] == "tensorflow":
         pytest.skip("tensorflow trains digits through the CLI in tests/e2e/test_train_tensorflow.py")
     accuracy = report["digits_accuracy"]
-    assert len(accuracy) == 5 and accuracy[-1] >= 0.9, accuracy
+    assert len(accuracy) == DIGITS_EPOCHS and accuracy[-1] >= 0.9, accuracy
