@@ -85,7 +85,9 @@ def test_a_killed_rank_makes_the_trial_a_crash_naming_it_and_leaves_no_process()
 
 def test_a_hung_rank_makes_the_trial_a_timeout_naming_it_and_leaves_no_process():
     # SIGSTOP: rank 1 stops (its heartbeat too), rank 0 waits for it in an all-reduce.
-    spec = dp_spec(2, min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=25.0)
+    # 16 s: the ranks step 5-8 s after the start on a loaded 2-core VM (the SIGKILL test's
+    # whole run takes 9 s), which leaves the 2 s a heartbeat needs to go stale with room to spare
+    spec = dp_spec(2, min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=16.0)
     outcome, pids = signal_rank_when_stepping(spec, signal.SIGSTOP, rank=1)
     report = outcome.report
     assert report.status == "timeout", report.error
