@@ -34,7 +34,11 @@ def _build(name: str) -> tuple[torch.nn.Module, nnx.Module]:
 
 def _set(variable: nnx.Variable, value: torch.Tensor, *axes: int) -> None:
     array = value.detach().numpy()
-    array = np.transpose(array, axes) if axes else array
+    # a copy of its own: torch's curve then updates its weights in place, and a JAX array that
+    # shared their memory would move with them (jax-ml/jax#37830: device_put may alias a
+    # writeable numpy buffer on the CPU). Not seen here, but this test failed twice with the
+    # JAX curve a little off from step 0, as weights partly trained by torch would make it.
+    array = np.array(np.transpose(array, axes) if axes else array, copy=True)
     assert variable[...].shape == array.shape
     variable[...] = jnp.asarray(array)
 
