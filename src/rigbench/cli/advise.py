@@ -74,7 +74,7 @@ def lr_find_summary(result: Result) -> dict[str, Any]:
     }
 
 
-@app.command("lr-find")
+@app.command("lr-find", short_help="Learning-rate range test on real data.")
 @handles_usage_errors
 def lr_find(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to test, e.g. mlp or cnn."),
@@ -153,7 +153,7 @@ def lr_curve_table(s: dict[str, Any]) -> FitTable:
 # --------------------------------------------------------------------------- scaling
 
 
-@app.command()
+@app.command(short_help="Speed-ups of threads, precisions, compile, processes.")
 @handles_usage_errors
 def scaling(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to time, e.g. cnn or resnet:depth=56."),
@@ -272,7 +272,7 @@ def scaling_table_view(rows: list[ScalingRow], title: str) -> FitTable:
 # --------------------------------------------------------------------------- recommend
 
 
-@app.command()
+@app.command(short_help="Recommend device, batch, lr, precision and threads.")
 @handles_usage_errors
 def recommend(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to advise on, e.g. mlp or resnet:depth=56."),

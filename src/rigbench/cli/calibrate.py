@@ -30,7 +30,7 @@ def size_curves(calibration: dict[str, Any]) -> list[str]:
     return lines
 
 
-@app.command()
+@app.command(short_help="Measure each device's peak TFLOP/s and bandwidths.")
 @handles_usage_errors
 def calibrate(
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) to calibrate, repeated or comma-separated: cpu, cuda:0, mps, ... (default: every available one)."),
@@ -67,7 +67,7 @@ def calibrate(
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(short_help="Achieved TFLOP/s, MFU and bound of each stored trial.")
 @handles_usage_errors
 def roofline(
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),

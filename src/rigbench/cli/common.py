@@ -16,6 +16,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
 
 from rigbench import __version__, api
 from rigbench.errors import UsageError, validation_line
@@ -27,12 +28,27 @@ from rigbench.store import Store
 from rigbench.store.engine import url_without_password
 from rigbench.store.limits import check_storable
 
+#: The order `rigbench --help` and `rigbench results --help` list the commands in: a user's way
+#: through them, from measuring to advice to what is stored. A command not named here comes last.
+COMMAND_ORDER = ("run", "train", "sweep", "max-batch", "lr-find", "scaling", "recommend", "calibrate", "roofline",
+                 "compare", "score", "results", "report", "workloads", "devices", "specs",
+                 "list", "show", "export", "import", "flush")
+
+
+class _OrderedCommands(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+        place = {name: k for k, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda name: place.get(name, len(place)))
+
+
 app = typer.Typer(
     help="Measure how well this machine trains neural networks, on every device it has.",
-    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None, cls=_OrderedCommands,
 )
-results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CSV, bundle), import a bundle, flush the spool.", no_args_is_help=True)
-app.add_typer(results_app, name="results")
+results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CSV, bundle), import a bundle, flush the spool.", no_args_is_help=True,
+                          cls=_OrderedCommands)
+app.add_typer(results_app, name="results", short_help="Stored results: list, show, export, import, flush.")
 
 # A terminal's tables fit its width (reports/table_fit.py). Into a file or a pipe rich would
 # assume 80 columns; there tables are laid out for 200, so rows keep their columns.

@@ -16,7 +16,7 @@ from rigbench.reports import compare_tables
 from rigbench.store.bundle import SHOWN
 
 
-@app.command()
+@app.command(short_help="Compare with published results, machines or frameworks.")
 @handles_usage_errors
 def compare(
     items: list[str] | None = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE... | WORKLOAD...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all); with --frameworks, the workloads, NAME or NAME:key=value for one set of options (default: every one measured)."),
@@ -180,7 +180,7 @@ def _print_matches(matches: list[Any]) -> None:
         out.print(f"  #{i}: " + " ".join(m.notes), highlight=False, markup=False)
 
 
-@app.command()
+@app.command(short_help="One number: mean speed-up over a reference machine.")
 @handles_usage_errors
 def score(
     run_id: str | None = typer.Argument(None, metavar="[RUN]", help="Score this run's results (default: the newest suite results of this machine)."),
@@ -228,7 +228,7 @@ def score(
         out.print(f"No {cls} workload in common with the reference.", highlight=False)
 
 
-@results_app.command("import")
+@results_app.command("import", short_help="Import a bundle of results.")
 @handles_usage_errors
 def results_import(
     file: str = typer.Argument(..., metavar="FILE", help="A results bundle written by `rigbench results export --format bundle`."),

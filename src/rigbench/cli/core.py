@@ -45,7 +45,7 @@ PRESET_HELP = ("The named workloads' preset, e.g. `gpt --preset small` (the same
                "presets: rigbench workloads.")
 
 
-@app.command()
+@app.command(short_help="Time training steps of workloads on devices (the main job).")
 @handles_usage_errors
 def run(
     workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads to train (default: all but the transformers gpt and vit). Options as NAME:key=value, e.g. resnet:depth=56 or gpt:preset=small. See `rigbench workloads`."),
@@ -120,7 +120,7 @@ def run(
         raise interrupts.interrupted_exit()
 
 
-@app.command()
+@app.command(short_help="Train on a real data set to an accuracy or loss target.")
 @handles_usage_errors
 def train(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to train, e.g. mlp, cnn, resnet:depth=56, gpt (on text: --dataset pysrc)."),
@@ -188,7 +188,7 @@ def train(
         raise interrupts.interrupted_exit()
 
 
-@app.command()
+@app.command(short_help="List the reference workloads.")
 @handles_usage_errors
 def workloads(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the reference workloads: shapes, data set size, parameters, FLOPs, origin."""
@@ -199,7 +199,7 @@ def workloads(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
         out.print(terminal.workloads_table(rows))
 
 
-@app.command()
+@app.command(short_help="List this machine's devices and their frameworks.")
 @handles_usage_errors
 def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List this machine's devices and which frameworks can use each (each installed framework
@@ -224,7 +224,7 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
         out.print(terminal.devices_table(rows))
 
 
-@results_app.command("list")
+@results_app.command("list", short_help="List stored results, newest last.")
 @handles_usage_errors
 def results_list(
     run_id: str | None = typer.Option(None, "--run", help="Only this run."),
@@ -242,7 +242,7 @@ def results_list(
     out.print(terminal.results_table(rows, more="`rigbench results export`"))
 
 
-@results_app.command("show")
+@results_app.command("show", short_help="Show one trial: every metric, its spec, its machine.")
 @handles_usage_errors
 def results_show(
     trial_id: int = typer.Argument(..., help="The trial's id (first column of `results list`)."),
@@ -263,7 +263,7 @@ def results_show(
             out.print(terminal.ranks_table(result))
 
 
-@results_app.command("export")
+@results_app.command("export", short_help="Export results as JSON, CSV or a bundle.")
 @handles_usage_errors
 def results_export(
     fmt: str = typer.Option("json", "--format", help="json or csv (flat rows, the fields of `rigbench run --json`), or bundle (every field, raw samples and runs included: what `rigbench results import` reads)."),
@@ -295,7 +295,7 @@ def results_export(
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
 
 
-@results_app.command("flush")
+@results_app.command("flush", short_help="Store results spooled while the database was unreachable.")
 @handles_usage_errors
 def results_flush(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Store the results kept in the spool while this database was unreachable or busy (any command that opens it does so too)."""
@@ -317,7 +317,7 @@ def results_flush(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> 
         out.print(f"No results are spooled for {store.url}{others}", highlight=False, soft_wrap=True)
 
 
-@app.command()
+@app.command(short_help="Write a self-contained HTML report.")
 @handles_usage_errors
 def report(
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),

@@ -92,7 +92,7 @@ def _as_json(spec: HardwareSpec) -> dict[str, Any]:
     return row
 
 
-@app.command()
+@app.command(short_help="Published hardware specs, each with its source.")
 @handles_usage_errors
 def specs(
     name: str | None = typer.Argument(None, help="A device name as torch, nvidia-smi, rocm-smi, /proc/cpuinfo or macOS reports it (e.g. \"NVIDIA GeForce GTX 1060 6GB\"); shows the best-matching sheet with its full source. Omit to list all."),

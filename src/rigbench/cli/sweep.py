@@ -190,7 +190,7 @@ def _dry_run(grid: list[TrialSpec], db: str | None, resume: bool, as_json: bool)
               f"{action}.", highlight=False, soft_wrap=True)
 
 
-@app.command()
+@app.command(short_help="Run every combination of lists of settings.")
 @handles_usage_errors
 def sweep(
     workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads (default: the file's, else all). Options as NAME:key=value."),
@@ -330,7 +330,7 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
     say(f"Stored in {o.db_url} (run {o.run_id}): rigbench results list --run {o.run_id}{db_flag(db)}")
 
 
-@app.command("max-batch")
+@app.command("max-batch", short_help="Find the largest batch that fits in memory.")
 @handles_usage_errors
 def max_batch(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload, e.g. cnn or resnet:depth=56."),
