@@ -13,6 +13,7 @@ The rules (docs/STRATEGY.md, "The recommendation"):
   linear-scaling rule (Goyal et al. 2017).
 - precision: the fastest of the precisions measured at the recommended batch.
 - threads (CPU): the thread count of the fastest trial at the recommended batch.
+- compile, where a compiled trial is stored: analysis/recommend_compile.py.
 - input pipeline: from `train --input loader` runs, the shares of training time waiting for
   batches and copying them to the device; the largest of input, copy and compute bounds the
   step. Loader workers: the count of the fastest such run.
@@ -31,6 +32,7 @@ from rigbench.analysis.energy import energy_notes, format_joules, has_energy
 from rigbench.analysis.lr_find import RULE as LR_RULE
 from rigbench.analysis.lr_find import scale_lr
 from rigbench.analysis.process_scaling import decide_processes
+from rigbench.analysis.recommend_compile import decide_compile
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee
 from rigbench.analysis.scaling import changed_knobs, speed
 from rigbench.analysis.trials import is_full_protocol
@@ -365,7 +367,7 @@ def decide_epoch_time(results: Sequence[Result], device: str, batch: int, datase
 def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping[str, MemoryLimit],
               optimizer: str, dataset_size: int, lr_find: bool = True, default_lr: float | None = None) -> list[Line]:
     """Every decision, in order: device, batch size, learning rate, precision, energy, threads (CPU),
-    data-parallel processes (where studied), loader workers, what bounds the step, epoch time.
+    compile (where measured), data-parallel processes (where studied), loader workers, what bounds the step, epoch time.
     `results` are one workload's; every decision but the processes one reads one-process trials
     only (a data-parallel trial's samples/s counts every rank's batch). `lr_find`, `default_lr`:
     the workload's (decide_lr)."""
@@ -384,6 +386,9 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     threads = decide_threads(results, device, batch)
     if threads is not None:
         lines.append(threads)
+    compiled = decide_compile(results, device, batch, dataset_size)  # only where compile was measured
+    if compiled is not None:
+        lines.append(compiled)
     processes = decide_processes(everything, device)  # only where a process study was stored
     if processes is not None:
         lines.append(Line("processes", *processes))

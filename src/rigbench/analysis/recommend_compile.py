@@ -1,0 +1,75 @@
+"""The recommendation's compile line: whether the framework's graph compiler (torch.compile) pays
+on this device, from stored trials only (`rigbench scaling` measures it; nothing is run for it).
+
+The rule: compile where its samples/s beat eager's with the two 95% CIs apart (analysis/
+scaling's within_noise), at the recommended batch or, if it was measured only at other batches,
+the nearest of them. The line also says after how many samples the compilation pays for
+itself: the extra first-step time of the compiled trial (its compilation: first_step_s is not
+in the timed steps) divided by the time saved per sample, 1/eager - 1/compiled samples/s.
+Launch-bound small networks on a GPU are where that is expected to pay (docs/STRATEGY.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rigbench.analysis.recommend_model import Line
+from rigbench.analysis.scaling import ScalingRow, scaling_table
+from rigbench.spec import Result
+
+
+def _payback_samples(compiled: Result, eager: Result) -> float | None:
+    """Samples after which the compiled trial's extra first step is paid back; None if the
+    compiled one is not faster or a first step is unknown."""
+    extra = (compiled.metrics.first_step_s or 0.0) - (eager.metrics.first_step_s or 0.0)
+    fast, slow = compiled.metrics.samples_per_s, eager.metrics.samples_per_s
+    if compiled.metrics.first_step_s is None or not fast or not slow or fast <= slow:
+        return None
+    return max(extra, 0.0) / (1.0 / slow - 1.0 / fast)
+
+
+def _compiled_with_baselines(results: Sequence[Result], device: str) -> list[tuple[ScalingRow, ScalingRow]]:
+    """(compile row, its group's baseline row) pairs of `device`: scaling_table puts each
+    group's baseline first, then its variants."""
+    pairs, base = [], None
+    for row in scaling_table(results):
+        if row.knob == "baseline":
+            base = row
+        elif row.knob == "compile" and row.device == device and base is not None:
+            pairs.append((row, base))
+    return pairs
+
+
+def decide_compile(results: Sequence[Result], device: str, batch: int, dataset_size: int) -> Line | None:
+    """The compile line for `device` at the recommended `batch`; None where no compiled trial of
+    the device is stored (a line appears only where compile was studied, as for processes)."""
+    pairs = _compiled_with_baselines(results, device)
+    if not pairs:
+        return None
+    row, base = min(pairs, key=lambda pair: (abs(pair[0].batch_size - batch), -pair[0].batch_size))
+    at = f"b{row.batch_size}" + ("" if row.batch_size == batch else f" (the measured batch nearest to b{batch})")
+    numbers: dict[str, Any] = {"batch_size": row.batch_size, "status": row.status, "speedup": row.speedup,
+                               "within_noise": row.within_noise, "trial": row.trial_id, "eager_trial": base.trial_id}
+    if row.status != "ok" or row.speedup is None:
+        error = (row.error or "").strip().splitlines()[-1] if row.error else ""
+        return Line("compile", False, f"compile: off, torch.compile {row.status} at {at}"
+                    + (f" ({error})" if error else ""), numbers)
+    pays = row.speedup > 1 and row.within_noise is False
+    text = f"compile: {'on' if pays else 'off'}, {_against_eager(row)} at {at}"
+    by_id = {r.id: r for r in results}
+    payback = _payback_samples(by_id[row.trial_id], by_id[base.trial_id]) if pays else None
+    if payback is not None:
+        numbers["payback_samples"] = payback
+        text += (f"; its compilation is paid back after {payback:,.0f} samples "
+                 f"({payback / dataset_size:.2g} epochs of {dataset_size:,})")
+    return Line("compile", pays, text, numbers)
+
+
+def _against_eager(row: ScalingRow) -> str:
+    speedup = f"{row.speedup:.2f}x eager"
+    if row.within_noise is None:
+        return f"{speedup} (no confidence intervals to tell it from noise)"
+    if row.within_noise:
+        return f"{speedup}, within noise"
+    return speedup + ("" if (row.speedup or 0) > 1 else ", slower")
