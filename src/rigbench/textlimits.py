@@ -71,3 +71,10 @@ def clip_result(result: Result) -> Result:
     clipped = clip_value(result.model_copy(update={"error": None, "software": {}}), NAME_CHARS)
     return clipped.model_copy(update={"error": clip_optional(result.error, ERROR_CHARS),
                                       "software": clip_value(result.software, SOFTWARE_CHARS)})
+
+
+def error_line(error: str | None, limit: int = 240) -> str:
+    """A stored error's last line (a traceback's ends with the exception), cut to `limit`."""
+    lines = (error or "").strip().splitlines()
+    last = lines[-1] if lines else ""
+    return last if len(last) <= limit else last[:limit - 3] + "..."

@@ -15,18 +15,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigbench.analysis.recommend_model import Line
-from rigbench.analysis.scaling import ScalingRow, scaling_table
+from rigbench.analysis.scaling import ScalingRow, scaling_table, speed
 from rigbench.spec import Result
+from rigbench.textlimits import error_line
 
 
 def _payback_samples(compiled: Result, eager: Result) -> float | None:
-    """Samples after which the compiled trial's extra first step is paid back; None if the
-    compiled one is not faster or a first step is unknown."""
-    extra = (compiled.metrics.first_step_s or 0.0) - (eager.metrics.first_step_s or 0.0)
-    fast, slow = compiled.metrics.samples_per_s, eager.metrics.samples_per_s
-    if compiled.metrics.first_step_s is None or not fast or not slow or fast <= slow:
+    """Samples after which the compiled trial's extra first step is paid back (asked only where
+    it is the faster); None if its first step is unknown."""
+    first = compiled.metrics.first_step_s
+    if first is None:
         return None
-    return max(extra, 0.0) / (1.0 / slow - 1.0 / fast)
+    extra = max(first - (eager.metrics.first_step_s or 0.0), 0.0)
+    return extra / (1.0 / speed(eager) - 1.0 / speed(compiled))
 
 
 def _compiled_with_baselines(results: Sequence[Result], device: str) -> list[tuple[ScalingRow, ScalingRow]]:
@@ -52,11 +53,11 @@ def decide_compile(results: Sequence[Result], device: str, batch: int, dataset_s
     numbers: dict[str, Any] = {"batch_size": row.batch_size, "status": row.status, "speedup": row.speedup,
                                "within_noise": row.within_noise, "trial": row.trial_id, "eager_trial": base.trial_id}
     if row.status != "ok" or row.speedup is None:
-        error = (row.error or "").strip().splitlines()[-1] if row.error else ""
+        error = error_line(row.error)
         return Line("compile", False, f"compile: off, torch.compile {row.status} at {at}"
                     + (f" ({error})" if error else ""), numbers)
     pays = row.speedup > 1 and row.within_noise is False
-    text = f"compile: {'on' if pays else 'off'}, {_against_eager(row)} at {at}"
+    text = f"compile: {'on' if pays else 'off'}, {_against_eager(row.speedup, row.within_noise)} at {at}"
     by_id = {r.id: r for r in results}
     payback = _payback_samples(by_id[row.trial_id], by_id[base.trial_id]) if pays else None
     if payback is not None:
@@ -66,10 +67,10 @@ def decide_compile(results: Sequence[Result], device: str, batch: int, dataset_s
     return Line("compile", pays, text, numbers)
 
 
-def _against_eager(row: ScalingRow) -> str:
-    speedup = f"{row.speedup:.2f}x eager"
-    if row.within_noise is None:
-        return f"{speedup} (no confidence intervals to tell it from noise)"
-    if row.within_noise:
-        return f"{speedup}, within noise"
-    return speedup + ("" if (row.speedup or 0) > 1 else ", slower")
+def _against_eager(speedup: float, within_noise: bool | None) -> str:
+    text = f"{speedup:.2f}x eager"
+    if within_noise is None:
+        return f"{text} (no confidence intervals to tell it from noise)"
+    if within_noise:
+        return f"{text}, within noise"
+    return text + ("" if speedup > 1 else ", slower")

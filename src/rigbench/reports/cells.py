@@ -141,10 +141,3 @@ def setup_label(r: Result) -> str:
     if spec.world_size > 1:
         parts.append(f"x{spec.world_size}")
     return " ".join(parts) or "-"
-
-
-def error_line(error: str | None, limit: int = 240) -> str:
-    """A stored error's last line (a traceback's ends with the exception), cut to `limit`."""
-    lines = (error or "").strip().splitlines()
-    last = lines[-1] if lines else ""
-    return last if len(last) <= limit else last[:limit - 3] + "..."

@@ -13,7 +13,6 @@ from rigbench.reports.cells import (
     UNKNOWN_WORKLOAD,
     any_energy,
     cells,
-    error_line,
     framework_column,
     framework_short,
     interval,
@@ -31,7 +30,7 @@ from rigbench.reports.cells import (
 )
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import Result
-from rigbench.textlimits import NAME_CHARS, clip, clip_result, clip_value
+from rigbench.textlimits import NAME_CHARS, clip, clip_result, clip_value, error_line
 from rigbench.units import format_bytes
 
 # Re-exported: the cells the CLI's own tables use.
