@@ -12,7 +12,8 @@ from rigbench.spec import Metrics, Result, TrainOptions, TrialSpec
 _ids = iter(range(1, 10_000))
 
 
-def result(speed=100.0, status="ok", error=None, batch=64, device="cpu", ci=0.05, reported_threads=2, **knobs):
+def result(speed=100.0, status="ok", error=None, batch=64, device="cpu", ci=0.05, reported_threads=2, run="r",
+           **knobs):
     """A stored-looking speed trial; `knobs` are TrialSpec fields (threads, precision, compile...)."""
     spec = TrialSpec(workload="cnn", device=device, batch_size=batch, **knobs)
     metrics = Metrics(steps_measured=10)
@@ -20,7 +21,7 @@ def result(speed=100.0, status="ok", error=None, batch=64, device="cpu", ci=0.05
         metrics = Metrics(samples_per_s=speed, samples_per_s_ci=(speed * (1 - ci), speed * (1 + ci)),
                           steps_measured=10)
     threads = knobs.get("threads") or reported_threads
-    return Result(id=next(_ids), run_id="r", created_at="2026-01-01T00:00:00+00:00", spec=spec,
+    return Result(id=next(_ids), run_id=run, created_at="2026-01-01T00:00:00+00:00", spec=spec,
                   status=status, error=error, threads=threads, metrics=metrics)
 
 
@@ -63,11 +64,46 @@ def test_trials_changing_two_knobs_or_training_runs_are_not_variants():
     assert [r.label for r in scaling_table([base, two, train])] == ["fp32 eager, default threads"]
 
 
-def test_no_baseline_no_table_and_the_newest_repeat_wins():
+def test_no_baseline_no_table_and_the_newest_run_wins():
     assert scaling_table([result(300.0, precision="bf16")]) == []
-    rows = scaling_table([result(100.0), result(150.0, precision="bf16"), result(200.0), result(300.0, precision="bf16")])
-    assert [(r.label, r.samples_per_s, r.speedup) for r in rows] == [
-        ("fp32 eager, default threads", 200.0, 1.0), ("bf16", 300.0, 1.5)]
+    rows = scaling_table([result(100.0, run="a"), result(150.0, precision="bf16", run="a"),
+                          result(200.0, run="b"), result(300.0, precision="bf16", run="b")])
+    assert [(r.label, r.samples_per_s, r.speedup, len(r.trial_ids)) for r in rows] == [
+        ("fp32 eager, default threads", 200.0, 1.0, 1), ("bf16", 300.0, 1.5, 1)]
+
+
+def test_repeats_in_one_run_are_one_row_whose_interval_spans_them():
+    """The baseline first and last (as `rigbench scaling` runs it): 180 and 220 samples/s, each
+    +-5%, make a baseline of 200 whose interval is 171..231. A bf16 trial at 225 +-5%
+    (213.75..236.25) is apart from the first baseline trial's CI (171..189) but within the drift
+    the two show: within noise. 300 is outside it."""
+    rows = by_label(scaling_table([result(180.0), result(225.0, precision="bf16"), result(300.0, threads=1),
+                                   result(220.0)]))
+    base = rows["fp32 eager, default threads"]
+    assert base.samples_per_s == pytest.approx(200.0) and base.samples_per_s_trials == [180.0, 220.0]
+    assert base.samples_per_s_ci == pytest.approx((171.0, 231.0))
+    assert base.spread == pytest.approx(220 / 180 - 1) and base.speedup == 1.0
+    assert rows["bf16"].speedup == pytest.approx(1.125) and rows["bf16"].within_noise is True
+    assert rows["threads=1"].speedup == pytest.approx(1.5) and rows["threads=1"].within_noise is False
+    assert rows["bf16"].spread is None  # one trial
+    assert base.trial_ids[0] < rows["bf16"].trial_ids[0] < base.trial_ids[1] == base.trial_id
+    # the same bf16 against the first baseline trial alone: the CIs are apart (171 < 213.75)
+    alone = by_label(scaling_table([result(180.0), result(225.0, precision="bf16")]))
+    assert alone["bf16"].within_noise is False
+    assert json.loads(json.dumps(base.row()))["samples_per_s_trials"] == [180.0, 220.0]
+
+
+def test_a_repeat_that_failed_leaves_the_ones_that_did_not():
+    rows = by_label(scaling_table([result(200.0), result(status="crash", error="killed", compile=True),
+                                   result(260.0, compile=True), result(200.0)]))
+    assert rows["compile"].status == "ok" and rows["compile"].samples_per_s == 260.0
+    assert len(rows["compile"].trial_ids) == 2 and rows["compile"].samples_per_s_trials == [260.0]
+
+
+def test_a_thread_count_the_baseline_ran_with_is_marked_as_its_repeat():
+    rows = by_label(scaling_table([result(200.0, reported_threads=2), result(150.0, threads=1),
+                                   result(260.0, threads=2)]))
+    assert rows["threads=2"].repeats_baseline and not rows["threads=1"].repeats_baseline
 
 
 def test_a_failed_baseline_gives_no_speedups():
@@ -105,14 +141,40 @@ def test_shi_columns_and_default_lists():
 def test_plan_scaling_changes_one_knob_per_variant(monkeypatch):
     monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu"])
     specs = api.plan_scaling("cnn", "cpu", threads=[1, 2], quick=True)
-    base, variants = specs[0], specs[1:]
+    base, variants = specs[0], specs[1:-1]
     assert (base.precision, base.threads, base.compile, base.channels_last) == ("fp32", None, False, False)
     assert base.batch_size == 64 and base.measure.min_steps == 3  # --quick: small batch, short protocol
     changed = [[k for k in ("threads", "precision", "compile", "channels_last")
                 if getattr(s, k) != getattr(base, k)] for s in variants]
     assert changed == [["threads"], ["threads"], ["precision"], ["precision"], ["compile"], ["channels_last"]]
     assert [s.precision for s in variants[2:4]] == ["bf16", "fp16"]
+    assert specs[-1] == base and len(specs) == 8  # one round: the baseline again at the end
     assert [s.label() for s in api.plan_scaling("cnn", threads=[], precisions=[], compile=False,
                                                 channels_last=False, batch_size=8)] == ["cnn torch cpu b8 fp32"]
     with pytest.raises(api.UsageError, match="fp32 is the baseline"):
         api.plan_scaling("cnn", precisions=["fp32"])
+
+
+def test_rounds_alternate_so_every_variant_sits_where_the_baseline_does_on_average(monkeypatch):
+    """A steady drift cancels out of the speed-ups when each variant's mean position in the run
+    equals the baseline's: baseline, A, B | B, A, baseline, and so on; an odd count ends with
+    the baseline too, which measures the drift over the whole run."""
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu"])
+    names = {(None, "fp32"): "base", (1, "fp32"): "t1", (None, "bf16"): "bf16"}
+
+    def order(rounds):
+        specs = api.plan_scaling("mlp", "cpu", threads=[1], precisions=["bf16"], compile=False,
+                                 channels_last=False, quick=True, rounds=rounds)
+        assert len({id(s) for s in specs}) == len(specs)  # no spec object is shared between trials
+        return [names[(s.threads, s.precision)] for s in specs]
+
+    assert order(1) == ["base", "t1", "bf16", "base"]
+    assert order(2) == ["base", "t1", "bf16", "bf16", "t1", "base"]
+    assert order(3) == ["base", "t1", "bf16", "bf16", "t1", "base", "base", "t1", "bf16", "base"]
+    for rounds in (2, 4):
+        positions = {}
+        for i, name in enumerate(order(rounds)):
+            positions.setdefault(name, []).append(i)
+        assert len({sum(p) / len(p) for p in positions.values()}) == 1
+    with pytest.raises(api.UsageError, match="--rounds takes a count of at least 1"):
+        order(0)

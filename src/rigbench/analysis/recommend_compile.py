@@ -15,19 +15,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigbench.analysis.recommend_model import Line
-from rigbench.analysis.scaling import ScalingRow, scaling_table, speed
+from rigbench.analysis.scaling import ScalingRow, scaling_table
 from rigbench.spec import Result
 from rigbench.textlimits import error_line
 
 
-def _payback_samples(compiled: Result, eager: Result) -> float | None:
+def _payback_samples(compiled: ScalingRow, eager: ScalingRow, first_step_s: dict[int, float | None]) -> float | None:
     """Samples after which the compiled trial's extra first step is paid back (asked only where
-    it is the faster); None if its first step is unknown."""
-    first = compiled.metrics.first_step_s
-    if first is None:
+    it is the faster), at the rows' mean speeds; None if its first step is unknown."""
+    first = first_step_s.get(compiled.trial_id or -1)
+    if first is None or not compiled.samples_per_s or not eager.samples_per_s:
         return None
-    extra = max(first - (eager.metrics.first_step_s or 0.0), 0.0)
-    return extra / (1.0 / speed(eager) - 1.0 / speed(compiled))
+    extra = max(first - (first_step_s.get(eager.trial_id or -1) or 0.0), 0.0)
+    return extra / (1.0 / eager.samples_per_s - 1.0 / compiled.samples_per_s)
 
 
 def _compiled_with_baselines(results: Sequence[Result], device: str) -> list[tuple[ScalingRow, ScalingRow]]:
@@ -58,8 +58,8 @@ def decide_compile(results: Sequence[Result], device: str, batch: int, dataset_s
                     + (f" ({error})" if error else ""), numbers)
     pays = row.speedup > 1 and row.within_noise is False
     text = f"compile: {'on' if pays else 'off'}, {_against_eager(row.speedup, row.within_noise)} at {at}"
-    by_id = {r.id: r for r in results}
-    payback = _payback_samples(by_id[row.trial_id], by_id[base.trial_id]) if pays else None
+    first_step_s = {r.id: r.metrics.first_step_s for r in results if r.id is not None}
+    payback = _payback_samples(row, base, first_step_s) if pays else None
     if payback is not None:
         numbers["payback_samples"] = payback
         text += (f"; its compilation is paid back after {payback:,.0f} samples "

@@ -8,6 +8,14 @@ anything but full-protocol speed trials (analysis/trials.py: no probes, training
 trials), are not part of the table. Failed variants stay in it with their
 status and error (an `unsupported` precision is an answer, not a gap).
 
+Repeats: a configuration measured more than once in its newest run (the baseline always is:
+`rigbench scaling` runs it first and last, experiments/scaling.py) is one row: its samples/s
+is the mean of its trials', and its interval spans from the lowest to the highest bound of
+their 95% CIs. So the baseline's interval holds the machine's drift over the run as well as
+each trial's own noise, and a variant inside it is "within noise" even where the CIs of two
+single trials would have called it apart (on the 2-core dev VM, four identical cnn trials of
+one run read 1,667 to 1,997 samples/s, each with a CI of about +-3%).
+
 Thread counts 1, 2, 4, 8 are the columns desktop_cpu_t1..t8 (and server_cpu_t1..t32) of
 Shi et al. 2016, Table 7 ("Benchmarking State-of-the-Art Deep Learning Software Tools").
 """
@@ -15,10 +23,11 @@ Shi et al. 2016, Table 7 ("Benchmarking State-of-the-Art Deep Learning Software 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rigbench.analysis.energy import samples_per_joule
+from rigbench.analysis.stats import mean
 from rigbench.analysis.trials import is_full_protocol
 from rigbench.spec import PRECISIONS, Result, TrialSpec
 
@@ -40,14 +49,25 @@ class ScalingRow:
     label: str  # e.g. "threads=1", "bf16", "compile"
     status: str
     error: str | None
-    trial_id: int | None
+    trial_id: int | None  # the newest of its trials
     threads: int | None  # threads the trial ran with, as the framework reported
-    samples_per_s: float | None
-    samples_per_s_ci: tuple[float, float] | None
+    samples_per_s: float | None  # the mean over its successful trials
+    samples_per_s_ci: tuple[float, float] | None  # one trial's 95% CI; lowest to highest bound of several
     speedup: float | None  # samples/s over the baseline's
-    within_noise: bool | None  # the two 95% CIs overlap: no clear difference
+    within_noise: bool | None  # the two intervals overlap: no clear difference
     shi2016_column: str | None = None  # threads rows: the matching column of Shi et al.'s Table 7
     energy_per_sample_j: float | None = None  # measured, where the machine can tell
+    trial_ids: list[int] = field(default_factory=list)  # every trial of the row, in run order
+    samples_per_s_trials: list[float] = field(default_factory=list)  # each successful trial's, in run order
+    # a threads variant at the count the baseline ran with (threads=2 where the framework's own
+    # count is 2): a repeat of the baseline in all but name, so its speed-up is a measure of noise
+    repeats_baseline: bool = False
+
+    @property
+    def spread(self) -> float | None:
+        """Fastest over slowest of the row's trials, minus 1 (0.2: 20% apart); None for one."""
+        speeds = self.samples_per_s_trials
+        return max(speeds) / min(speeds) - 1 if len(speeds) > 1 and min(speeds) > 0 else None
 
     @property
     def samples_per_j(self) -> float | None:
@@ -59,6 +79,7 @@ class ScalingRow:
         out = dict(self.__dict__)
         out["samples_per_s_ci"] = list(self.samples_per_s_ci) if self.samples_per_s_ci else None
         out["samples_per_j"] = self.samples_per_j
+        out["spread"] = self.spread
         return out
 
 
@@ -112,36 +133,48 @@ def _order(row: ScalingRow) -> tuple:
 
 def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
     """Baseline and variant rows for every group that has a baseline trial, in table order
-    (groups in order of first appearance). The newest trial wins where a configuration was
-    measured more than once."""
-    latest: dict[tuple, Result] = {}
+    (groups in order of first appearance). A configuration measured in several runs is taken
+    from the newest of them, with all its trials of that run (module docstring: repeats)."""
+    newest: dict[tuple, list[Result]] = {}
     for r in sorted((r for r in results if is_full_protocol(r)), key=lambda r: (r.id or 0, r.created_at)):
         knobs = changed_knobs(r)
         if len(knobs) <= 1:
             knob = knobs[0] if knobs else "baseline"
-            latest[(_group(r), knob, getattr(r.spec, knob) if knobs else None)] = r
+            key = (_group(r), knob, getattr(r.spec, knob) if knobs else None)
+            same_run = [t for t in newest.get(key, []) if t.run_id == r.run_id]
+            newest[key] = [*same_run, r]
     rows: list[ScalingRow] = []
-    groups = list(dict.fromkeys(key[0] for key in latest))
+    groups = list(dict.fromkeys(key[0] for key in newest))
     for group in groups:
-        base = latest.get((group, "baseline", None))
-        if base is None:
+        base_trials = newest.get((group, "baseline", None))
+        if base_trials is None:
             continue
-        members = [(k, v, r) for (g, k, v), r in latest.items() if g == group]
-        group_rows = [_row(k, v, r, base) for k, v, r in members]
-        rows += sorted(group_rows, key=_order)
+        base = _row("baseline", None, base_trials)
+        members = [(k, v, trials) for (g, k, v), trials in newest.items() if g == group and k != "baseline"]
+        rows += [base, *sorted((_row(k, v, trials, base) for k, v, trials in members), key=_order)]
     return rows
 
 
-def _row(knob: str, value: Any, r: Result, base: Result) -> ScalingRow:
-    m, b = r.metrics, base.metrics
-    ok = r.status == "ok" and m.samples_per_s and base.status == "ok" and b.samples_per_s
-    speedup = speed(r) / speed(base) if ok else None
+def _row(knob: str, value: Any, trials: list[Result], base: ScalingRow | None = None) -> ScalingRow:
+    """One row from a configuration's trials; a variant's speed-up over `base`."""
+    ok = [r for r in trials if r.status == "ok" and r.metrics.samples_per_s]
+    shown = ok[-1] if ok else trials[-1]  # status, error, threads: the newest that succeeded, if any
+    speeds = [speed(r) for r in ok]
+    cis = [r.metrics.samples_per_s_ci for r in ok]
+    band = (min(c[0] for c in cis if c), max(c[1] for c in cis if c)) if ok and all(cis) else None
+    energies = [e for r in ok if (e := r.metrics.energy_per_sample_j) is not None]
+    samples_per_s = mean(speeds) if speeds else None
+    speedup, within_noise = (1.0 if speeds else None), None  # the baseline's own row
+    if base is not None:
+        speedup = samples_per_s / base.samples_per_s if samples_per_s and base.samples_per_s else None
+        within_noise = _overlap(band, base.samples_per_s_ci) if speedup is not None else None
     return ScalingRow(
-        workload=r.spec.workload, device=r.spec.device, batch_size=r.spec.batch_size, knob=knob,
-        value=value, label=_label(knob, value), status=r.status, error=r.error, trial_id=r.id,
-        threads=r.threads, samples_per_s=m.samples_per_s, samples_per_s_ci=m.samples_per_s_ci,
-        speedup=speedup,
-        within_noise=_overlap(m.samples_per_s_ci, b.samples_per_s_ci) if ok and knob != "baseline" else None,
+        workload=shown.spec.workload, device=shown.spec.device, batch_size=shown.spec.batch_size, knob=knob,
+        value=value, label=_label(knob, value), status=shown.status, error=shown.error, trial_id=shown.id,
+        threads=shown.threads, samples_per_s=samples_per_s, samples_per_s_ci=band,
+        speedup=speedup, within_noise=within_noise,
         shi2016_column=shi2016_column(value) if knob == "threads" else None,
-        energy_per_sample_j=m.energy_per_sample_j,
+        energy_per_sample_j=mean(energies) if energies else None,
+        trial_ids=[r.id for r in trials if r.id is not None], samples_per_s_trials=speeds,
+        repeats_baseline=knob == "threads" and base is not None and base.threads == value,
     )

@@ -164,6 +164,7 @@ def scaling(
     compile_: bool = typer.Option(True, "--compile/--no-compile", help="Also time torch.compile (its compilation is in first_step_s, not in the timed steps)."),
     channels_last: bool = typer.Option(True, "--channels-last/--no-channels-last", help="Also time the NHWC memory layout (convolutional workloads; others show `unsupported`)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batch, 1 warm-up step, short timing windows."),
+    rounds: int = typer.Option(1, "--rounds", metavar="N", help="Run the baseline and every variant N times, every other round in reverse order, so that a steady drift in the machine's speed cancels out of the speed-ups (the baseline always runs first and last too, which measures that drift)."),
     processes: list[str] | None = typer.Option(None, "--processes", metavar="N", help="Study data-parallel process counts instead, e.g. 1,2,4 (one process is always the baseline): throughput, speed-up and efficiency with CIs, next to the point predicted from one process plus the measured all-reduce of the gradients."),
     strong: bool = typer.Option(False, "--strong/--weak", help="With --processes: --weak (default) keeps -b per rank, so the global batch grows with N; --strong keeps -b as the global batch, each rank taking -b / N."),
     framework: str = framework_option(),
@@ -182,7 +183,7 @@ def scaling(
     specs = api.plan_scaling(workload, device, batch_size,
                              threads=parse_positive_ints(threads, "--threads") if threads else None,
                              precisions=precisions, compile=compile_, channels_last=channels_last,
-                             quick=quick, framework=framework, energy=energy)
+                             quick=quick, framework=framework, energy=energy, rounds=rounds)
     outcome = _run_with_progress(specs, db)
     _finish(outcome, len(specs))
     rows = scaling_table(outcome.results)
@@ -190,8 +191,12 @@ def scaling(
         print(json.dumps([r.row() for r in rows], indent=2))
         return
     out.print(scaling_table_view(rows, title=f"{specs[0].label()}: speed-up over the fp32 eager default"))
-    _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). Speed-ups whose 95% CIs overlap the "
-           f"baseline's are marked 'within noise'.")
+    drift = baseline_drift_line(rows)
+    if drift:
+        _print(drift)
+    _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). A row measured more than once shows the mean "
+           "of its trials and the span of their 95% CIs; a variant whose interval overlaps the baseline's "
+           "is marked 'within noise'.")
 
 
 def _process_scaling(workload: str, device: str, batch_size: int | None, counts: list[int], mode: str,
@@ -239,12 +244,27 @@ def process_scaling_view(rows: list[ProcessRow], title: str) -> FitTable:
     return table
 
 
+def baseline_drift_line(rows: list[ScalingRow]) -> str | None:
+    """What the baseline's repeats say about the machine's drift over the run, or None where the
+    baseline ran once."""
+    base = next((r for r in rows if r.knob == "baseline"), None)
+    if base is None or base.spread is None:
+        return None
+    each = ", ".join(f"{s:,.1f}" for s in base.samples_per_s_trials)
+    return (f"The baseline ran {len(base.samples_per_s_trials)} times: {each} samples/s, {base.spread:.0%} apart. "
+            "Identical trials of this run differed by that much, so speed-ups within it are not resolved.")
+
+
 def _scaling_note(r: ScalingRow) -> str:
     if r.status != "ok":
         return f"{r.status}: {terminal.error_line(r.error)}"
     notes = []
+    if r.spread is not None:
+        notes.append(f"mean of {len(r.samples_per_s_trials)}, {r.spread:.0%} apart")
     if r.within_noise:
         notes.append("within noise")
+    if r.repeats_baseline:
+        notes.append("the baseline's own thread count")
     if r.shi2016_column:
         notes.append(f"Shi et al. 2016 Table 7: {r.shi2016_column}")
     return "; ".join(notes)

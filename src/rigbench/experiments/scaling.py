@@ -1,6 +1,13 @@
 """`rigbench scaling`: the fp32 eager default and one trial per variant that changes exactly
 one knob from it (threads, precision, torch.compile, channels-last); analysis/scaling.py
-turns the results into the table."""
+turns the results into the table.
+
+Why the baseline runs first and last, and rounds alternate their order: trials run one after
+another, and a machine's speed drifts between them by more than a trial's own CI (on the
+2-core dev VM, identical cnn trials of one run read 1,667 to 1,997 samples/s, each +-3%).
+The closing baseline measures that drift, so the table can mark what it cannot tell apart;
+reversing every other round (baseline, A, B | B, A, baseline) gives every variant the same mean
+position in the run as the baseline, so a steady drift cancels out of the speed-ups."""
 
 from __future__ import annotations
 
@@ -36,11 +43,16 @@ def plan_scaling(
     quick: bool = False,
     framework: str = "torch",
     energy: EnergyMode = "measure",
+    rounds: int = 1,
 ) -> list[TrialSpec]:
     """The trials of `rigbench scaling`: the fp32 eager default (framework's own thread count)
-    first, then one trial per variant that changes exactly one knob from it: each thread count
+    and one trial per variant that changes exactly one knob from it: each thread count
     (default on the CPU: `default_thread_counts()`; none elsewhere), each precision (default:
-    `default_precisions(device)`), torch.compile, channels-last."""
+    `default_precisions(device)`), torch.compile, channels-last. `rounds` times, in order then
+    reversed (module docstring), and the baseline again at the end if the last round did not
+    end with it: one round is baseline, variants, baseline."""
+    if rounds < 1:
+        raise UsageError(f"--rounds takes a count of at least 1, got {rounds}")
     for p in precisions or []:
         if p not in PRECISIONS or p == "fp32":
             raise UsageError(f"--precision takes {', '.join(PRECISIONS[1:])} (fp32 is the baseline), got {p!r}")
@@ -56,7 +68,19 @@ def plan_scaling(
         variants.append(base.model_copy(update={"compile": True}))
     if channels_last:
         variants.append(base.model_copy(update={"channels_last": True}))
-    return [base, *variants]
+    return alternating_rounds(base, variants, rounds)
+
+
+def alternating_rounds(base: TrialSpec, variants: list[TrialSpec], rounds: int) -> list[TrialSpec]:
+    """[base, *variants], then reversed, `rounds` times; a closing base where the last round
+    ends with a variant (an odd count). Without variants, the base alone."""
+    if not variants:
+        return [base]
+    plan: list[TrialSpec] = []
+    for i in range(rounds):
+        plan += [base, *variants] if i % 2 == 0 else [*reversed(variants), base]
+    plan += [base] if rounds % 2 else []
+    return [spec.model_copy() for spec in plan]  # one object per trial, none shared
 
 
 def plan_process_scaling(
