@@ -31,7 +31,7 @@ def by_label(rows):
 
 def test_speedups_over_the_fp32_eager_default():
     rows = scaling_table([
-        result(200.0),
+        result(200.0, reported_threads=4),
         result(110.0, threads=1), result(220.0, threads=2),
         result(300.0, precision="bf16"), result(status="unsupported", precision="fp16",
                                                 error="fp16 autocast is not supported on cpu"),
@@ -100,10 +100,21 @@ def test_a_repeat_that_failed_leaves_the_ones_that_did_not():
     assert len(rows["compile"].trial_ids) == 2 and rows["compile"].samples_per_s_trials == [260.0]
 
 
-def test_a_thread_count_the_baseline_ran_with_is_marked_as_its_repeat():
-    rows = by_label(scaling_table([result(200.0, reported_threads=2), result(150.0, threads=1),
-                                   result(260.0, threads=2)]))
-    assert rows["threads=2"].repeats_baseline and not rows["threads=1"].repeats_baseline
+def test_a_thread_count_the_baseline_ran_with_counts_as_one_more_baseline_trial():
+    """threads=2 where the framework's own count is 2 is the baseline's configuration again:
+    the baseline row takes its trial (mean of 200, 240 and 220; CIs from 190 to 252), so the
+    spread between identical trials shows, and the repeat itself is within noise."""
+    rows = by_label(scaling_table([result(200.0), result(150.0, threads=1), result(240.0, threads=2),
+                                   result(220.0)]))
+    base = rows["fp32 eager, default threads"]
+    assert base.samples_per_s_trials == [200.0, 240.0, 220.0] and base.samples_per_s == pytest.approx(220.0)
+    assert base.samples_per_s_ci == pytest.approx((190.0, 252.0)) and base.trial_id == base.trial_ids[-1]
+    assert rows["threads=2"].repeats_baseline and rows["threads=2"].within_noise is True
+    assert not rows["threads=1"].repeats_baseline and rows["threads=1"].speedup == pytest.approx(150 / 220)
+    # a baseline whose reported thread count differs takes nothing from threads=2
+    other = by_label(scaling_table([result(200.0, reported_threads=4), result(240.0, threads=2)]))
+    assert other["fp32 eager, default threads"].samples_per_s_trials == [200.0]
+    assert not other["threads=2"].repeats_baseline
 
 
 def test_a_failed_baseline_gives_no_speedups():

@@ -11,7 +11,8 @@ status and error (an `unsupported` precision is an answer, not a gap).
 Repeats: a configuration measured more than once in its newest run (the baseline always is:
 `rigbench scaling` runs it first and last, experiments/scaling.py) is one row: its samples/s
 is the mean of its trials', and its interval spans from the lowest to the highest bound of
-their 95% CIs. So the baseline's interval holds the machine's drift over the run as well as
+their 95% CIs. A thread count equal to the one the baseline ran with is the baseline's
+configuration again: its row stays, and the baseline row counts its trials too. So the baseline's interval holds the machine's drift over the run as well as
 each trial's own noise, and a variant inside it is "within noise" even where the CIs of two
 single trials would have called it apart (on the 2-core dev VM, four identical cnn trials of
 one run read 1,667 to 1,997 samples/s, each with a CI of about +-3%).
@@ -60,7 +61,7 @@ class ScalingRow:
     trial_ids: list[int] = field(default_factory=list)  # every trial of the row, in run order
     samples_per_s_trials: list[float] = field(default_factory=list)  # each successful trial's, in run order
     # a threads variant at the count the baseline ran with (threads=2 where the framework's own
-    # count is 2): a repeat of the baseline in all but name, so its speed-up is a measure of noise
+    # count is 2): a repeat of the baseline in all but name, whose trials the baseline row counts
     repeats_baseline: bool = False
 
     @property
@@ -150,6 +151,12 @@ def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
         if base_trials is None:
             continue
         base = _row("baseline", None, base_trials)
+        # a thread count equal to the baseline's own is its configuration again: one more
+        # measurement of it, so of the noise between identical trials
+        repeats = [t for (g, k, v), trials in newest.items() if (g, k, v) == (group, "threads", base.threads)
+                   for t in trials]
+        if repeats:
+            base = _row("baseline", None, sorted(base_trials + repeats, key=lambda r: (r.id or 0, r.created_at)))
         members = [(k, v, trials) for (g, k, v), trials in newest.items() if g == group and k != "baseline"]
         rows += [base, *sorted((_row(k, v, trials, base) for k, v, trials in members), key=_order)]
     return rows

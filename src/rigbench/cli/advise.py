@@ -251,8 +251,11 @@ def baseline_drift_line(rows: list[ScalingRow]) -> str | None:
     if base is None or base.spread is None:
         return None
     each = ", ".join(f"{s:,.1f}" for s in base.samples_per_s_trials)
-    return (f"The baseline ran {len(base.samples_per_s_trials)} times: {each} samples/s, {base.spread:.0%} apart. "
-            "Identical trials of this run differed by that much, so speed-ups within it are not resolved.")
+    also = [r.label for r in rows if r.repeats_baseline]
+    counted = f" (counting {', '.join(also)}, its own thread count)" if also else ""
+    return (f"The baseline's configuration ran {len(base.samples_per_s_trials)} times{counted}: {each} samples/s, "
+            f"{base.spread:.0%} apart. Identical trials of this run differed by that much, so speed-ups "
+            "within it are not resolved.")
 
 
 def _scaling_note(r: ScalingRow) -> str:
@@ -264,7 +267,7 @@ def _scaling_note(r: ScalingRow) -> str:
     if r.within_noise:
         notes.append("within noise")
     if r.repeats_baseline:
-        notes.append("the baseline's own thread count")
+        notes.append("the baseline's own thread count: counted in its row")
     if r.shi2016_column:
         notes.append(f"Shi et al. 2016 Table 7: {r.shi2016_column}")
     return "; ".join(notes)
