@@ -231,3 +231,68 @@ def test_two_revisions_of_a_network_are_never_compared():
     found = compare_results([old], [new], same_machine=True)
     assert found.pairs == []
     assert found.only_a[0].differences == ["network revision 1 vs 2"]
+
+
+def _trial(speed, rid, run_id, batch=32, n=60, spread=0.01):
+    """A trial whose steps agree within +-1% around batch / speed: a tight CI of its own."""
+    rng = np.random.default_rng(rid)
+    return make(list(batch / speed * (1 + spread * rng.standard_normal(n))), rid=rid, run_id=run_id)
+
+
+def test_repeats_are_judged_on_trials_so_drift_between_trials_is_not_a_change():
+    """Identical configurations whose trials drift (1,000 to 1,300 samples/s, as on the dev VM),
+    each trial tight within itself: the newest trials alone (1,300 in A, 1,000 in B) have CIs far
+    apart and would read 'slower'; over three trials a side the Welch interval holds 1."""
+    a = [_trial(v, rid, "a") for rid, v in enumerate((1000.0, 1150.0, 1300.0), start=1)]
+    b = [_trial(v, rid, "b") for rid, v in enumerate((1300.0, 1100.0, 1000.0), start=4)]
+    assert compare_results(a[-1:], b[-1:], same_machine=True).pairs[0].verdict == "slower"
+    (pair,) = compare_results(a, b, same_machine=True).pairs
+    assert pair.verdict == "no change" and pair.p_value is None
+    assert pair.notes == ["judged on trials: 3 in A, 3 in B"]
+    speeds_a = [32 / float(np.median(t.step_times_s)) for t in a]
+    speeds_b = [32 / float(np.median(t.step_times_s)) for t in b]
+    geo = [math.exp(np.mean(np.log(s))) for s in (speeds_a, speeds_b)]
+    assert pair.a.samples_per_s == pytest.approx(geo[0]) and pair.b.samples_per_s == pytest.approx(geo[1])
+    assert pair.ratio == pytest.approx(geo[1] / geo[0])
+    assert pair.ratio_ci[0] < 1 < pair.ratio_ci[1]
+    assert pair.as_dict()["a"]["trials"] == [1, 2, 3]
+
+
+def test_repeats_that_agree_within_each_side_resolve_a_change():
+    a = [_trial(v, rid, "a") for rid, v in enumerate((1000.0, 1010.0, 990.0), start=1)]
+    b = [_trial(v, rid, "b") for rid, v in enumerate((1200.0, 1190.0, 1215.0), start=4)]
+    (pair,) = compare_results(a, b, same_machine=True).pairs
+    assert pair.verdict == "faster" and pair.ratio == pytest.approx(1.2, rel=0.02)
+    assert 1 < pair.ratio_ci[0] < pair.ratio < pair.ratio_ci[1]
+
+
+def test_repeats_on_one_side_only_compare_the_newest_trials_and_say_so():
+    a = [_trial(v, rid, "a") for rid, v in enumerate((1000.0, 1300.0), start=1)]
+    b = [_trial(1000.0, 3, "b")]
+    (pair,) = compare_results(a, b, same_machine=True).pairs
+    assert pair.a.result.id == 2 and not pair.a.trials and pair.verdict == "slower"
+    assert "2 trials in A, 1 in B: the newest of each compared" in pair.notes[0]
+
+
+def test_an_older_runs_trials_are_superseded_not_pooled():
+    a = [_trial(1000.0, 1, "old"), _trial(1010.0, 2, "old"), _trial(1500.0, 3, "a")]
+    b = [_trial(1500.0, 4, "b")]
+    (pair,) = compare_results(a, b, same_machine=True).pairs
+    assert pair.a.result.id == 3 and not pair.a.trials and pair.verdict == "no change"
+
+
+def test_welch_interval_against_scipy():
+    from rigbench.analysis.stats import welch_interval
+
+    scipy_stats = pytest.importorskip("scipy.stats")
+    a, b = [1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0, 6.0]
+    diff, low, high = welch_interval(a, b)
+    ref = scipy_stats.ttest_ind(b, a, equal_var=False)
+    # rigbench rounds the Welch degrees of freedom down (6.98 -> 6): a slightly wider interval
+    se = diff / float(ref.statistic)
+    half = float(scipy_stats.t.ppf(0.975, math.floor(float(ref.df)))) * se
+    assert diff == pytest.approx(1.5)
+    assert low == pytest.approx(diff - half, rel=1e-3) and high == pytest.approx(diff + half, rel=1e-3)
+    assert low < float(ref.confidence_interval(0.95).low) and high > float(ref.confidence_interval(0.95).high)
+    with pytest.raises(ValueError, match="at least two values a side"):
+        welch_interval([1.0], [2.0, 3.0])

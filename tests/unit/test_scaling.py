@@ -189,3 +189,23 @@ def test_rounds_alternate_so_every_variant_sits_where_the_baseline_does_on_avera
         assert len({sum(p) / len(p) for p in positions.values()}) == 1
     with pytest.raises(api.UsageError, match="--rounds takes a count of at least 1"):
         order(0)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "mlp", "-d", "cpu", "--repeat", "0"], "--repeat takes a count of at least 1, got 0"),
+    (["scaling", "mlp", "--rounds", "0"], "--rounds takes a count of at least 1, got 0"),
+])
+def test_a_count_of_rounds_below_one_is_one_line_exit_2(args, message, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: pytest.fail("no device asked"))
+    result = CliRunner().invoke(cli.app, args)
+    assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_run_in_rounds_reverses_every_other_round():
+    a, b, c = (TrialSpec(workload="mlp", device="cpu", batch_size=n) for n in (8, 16, 32))
+    assert [s.batch_size for s in api.in_rounds([a, b, c], 3)] == [8, 16, 32, 32, 16, 8, 8, 16, 32]
+    assert api.in_rounds([a], 1) == [a] and api.in_rounds([a], 1)[0] is not a

@@ -19,6 +19,14 @@ Significance (docs/COMPARING.md): a change is reported only when both hold:
 2. the 95% bootstrap confidence intervals of the two median step times do not overlap.
 Otherwise: "no significant change". The ratio is B's samples/s over A's, with a 95%
 bootstrap CI (each side resampled independently, ratio of medians, fixed seed).
+
+Repeats: a side with a configuration measured more than once in its newest run (`rigbench run
+--repeat N`) has every trial of it. Where both sides have at least two successful trials, the
+pair is judged on trials instead, since a trial's CI covers the noise between its steps but not
+between trials (docs/METHODOLOGY.md): each trial's samples/s is one value, each side's figure
+is their geometric mean with a 95% t interval, and B/A is the ratio of the geometric means with
+the 95% Welch interval of the difference of mean log samples/s; a change is reported when that
+interval leaves out 1.
 """
 
 from __future__ import annotations
@@ -30,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from rigbench.analysis.stats import bootstrap_ci, mann_whitney_u, median
-from rigbench.analysis.trials import is_full_protocol
+from rigbench.analysis.stats import bootstrap_ci, mann_whitney_u, median, t_interval, welch_interval
+from rigbench.analysis.trials import is_full_protocol, newest_run_trials
 from rigbench.spec import Result
 
 ALPHA = 0.05
@@ -48,9 +56,10 @@ _GPU_LIBRARIES = {"cuda", "cudnn", "hip", "rocm", "nccl"}
 class Side:
     """One side of a pair: the result and its step-time statistics."""
 
-    result: Result
+    result: Result                             # the newest trial (the one judged, without repeats)
     samples_per_s: float | None = None
     ci: tuple[float, float] | None = None     # samples/s, 95% (from the median step time's CI)
+    trials: list[Result] = field(default_factory=list)  # with repeats: every successful trial
 
 
 @dataclass
@@ -76,7 +85,8 @@ class Pair:
             return {"id": r.id, "run_id": r.run_id, "device": r.spec.device, "device_name": r.device_name,
                     "status": r.status, "samples_per_s": s.samples_per_s,
                     "samples_per_s_ci": list(s.ci) if s.ci else None, "steps": len(r.step_times_s),
-                    "software": r.software}
+                    "software": r.software, "trials": [t.id for t in s.trials] or [r.id],
+                    "samples_per_s_trials": [_speed(t) for t in s.trials]}
         return {"trial": self.key, "verdict": self.verdict, "reason": self.reason,
                 "ratio": self.ratio, "ratio_ci": list(self.ratio_ci) if self.ratio_ci else None,
                 "p_value": self.p_value, "u": self.u, "notes": self.notes,
@@ -164,12 +174,33 @@ def version_differences(a: Result, b: Result) -> list[str]:
             if a.software.get(k) != b.software.get(k)]
 
 
-def _side(r: Result) -> Side:
+def _speed(r: Result) -> float:
+    """samples/s of a trial with step times: batch / median step time."""
+    return r.spec.batch_size / median(r.step_times_s)
+
+
+def _side(trials: Sequence[Result]) -> Side:
+    """A side from a configuration's trials (oldest first): judged on trials where at least two
+    succeeded (module docstring: the geometric mean and its t interval), else on the newest."""
+    ok = [t for t in trials if t.status == "ok" and t.step_times_s]
+    if len(ok) >= 2:
+        logs = [math.log(_speed(t)) for t in ok]
+        low, high = t_interval(logs)
+        return Side(ok[-1], math.exp(sum(logs) / len(logs)), (math.exp(low), math.exp(high)), ok)
+    r = trials[-1]
     if r.status != "ok" or len(r.step_times_s) == 0:
         return Side(r)
     low, high = bootstrap_ci(r.step_times_s, resamples=RESAMPLES, seed=SEED)
     batch = r.spec.batch_size
     return Side(r, batch / median(r.step_times_s), (batch / high, batch / low))
+
+
+def trial_significance(a_speeds: Sequence[float], b_speeds: Sequence[float]) -> dict[str, Any]:
+    """Two sides' per-trial samples/s (at least two each): B/A as the ratio of the geometric
+    means, its 95% Welch interval, and `faster`/`slower` where the interval leaves out 1."""
+    diff, low, high = welch_interval([math.log(v) for v in a_speeds], [math.log(v) for v in b_speeds])
+    verdict = "faster" if low > 0 else "slower" if high < 0 else "no change"
+    return {"ratio": math.exp(diff), "ratio_ci": (math.exp(low), math.exp(high)), "verdict": verdict}
 
 
 def ratio_ci(a_times: Sequence[float], b_times: Sequence[float], confidence: float = 0.95,
@@ -209,24 +240,34 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
 
     Only full-protocol speed trials take part (analysis/trials.py): max-batch probes time too
     few steps, training and lr-find runs have no comparable step times.
-    When a side has several results with the same key, the newest (highest id) is used.
+    When a side has several results with the same key, those of the newest run that has it
+    are used: all of them where that run repeated it (module docstring), else the one.
     """
     a = [r for r in a if is_full_protocol(r)]
     b = [r for r in b if is_full_protocol(r)]
     by_kind = not same_machine and _by_kind(a) and _by_kind(b)
-    newest_a = {_key(r, by_kind): r for r in sorted(a, key=lambda r: r.id or 0)}
-    newest_b = {_key(r, by_kind): r for r in sorted(b, key=lambda r: r.id or 0)}
-    pairs = [_judge(ra, newest_b[key], by_kind, across_versions, alpha)
-             for key, ra in newest_a.items() if key in newest_b]
-    left_a = [r for k, r in newest_a.items() if k not in newest_b]
-    left_b = [r for k, r in newest_b.items() if k not in newest_a]
-    return Comparison(pairs, [_unpaired(r, list(newest_b.values()), by_kind) for r in left_a],
-                      [_unpaired(r, list(newest_a.values()), by_kind) for r in left_b])
+    newest_a = newest_run_trials(a, lambda r: _key(r, by_kind))
+    newest_b = newest_run_trials(b, lambda r: _key(r, by_kind))
+    pairs = [_judge(ta, newest_b[key], by_kind, across_versions, alpha)
+             for key, ta in newest_a.items() if key in newest_b]
+    left_a = [t[-1] for k, t in newest_a.items() if k not in newest_b]
+    left_b = [t[-1] for k, t in newest_b.items() if k not in newest_a]
+    return Comparison(pairs, [_unpaired(r, [t[-1] for t in newest_b.values()], by_kind) for r in left_a],
+                      [_unpaired(r, [t[-1] for t in newest_a.values()], by_kind) for r in left_b])
 
 
-def _judge(ra: Result, rb: Result, by_kind: bool, across_versions: bool, alpha: float) -> Pair:
+def _judge(trials_a: list[Result], trials_b: list[Result], by_kind: bool, across_versions: bool,
+           alpha: float) -> Pair:
+    side_a, side_b = _side(trials_a), _side(trials_b)
+    one_sided = bool(side_a.trials) != bool(side_b.trials)
+    if one_sided:  # repeats on one side only: the newest trial against the other side's one
+        side_a, side_b = _side(side_a.trials[-1:] or [side_a.result]), _side(side_b.trials[-1:] or [side_b.result])
+    ra, rb = side_a.result, side_b.result
     device = _device_class(ra.spec.device) if by_kind else None
-    pair = Pair(_label(ra, device), _side(ra), _side(rb), "incomparable")
+    pair = Pair(_label(ra, device), side_a, side_b, "incomparable")
+    if one_sided:
+        pair.notes.append(f"{len(trials_a)} trials in A, {len(trials_b)} in B: the newest of each compared, "
+                          "as judging on trials takes at least two a side")
     if ra.status != "ok" or rb.status != "ok":
         pair.reason = f"status {ra.status} in A, {rb.status} in B"
         return pair
@@ -243,6 +284,11 @@ def _judge(ra: Result, rb: Result, by_kind: bool, across_versions: bool, alpha: 
         pair.notes.append(f"devices: {ra.device_name} -> {rb.device_name}")
     if ra.threads != rb.threads:
         pair.notes.append(f"threads used: {ra.threads} -> {rb.threads}")
+    if side_a.trials and side_b.trials:
+        judged = trial_significance([_speed(t) for t in side_a.trials], [_speed(t) for t in side_b.trials])
+        pair.verdict, pair.ratio, pair.ratio_ci = judged["verdict"], judged["ratio"], judged["ratio_ci"]
+        pair.notes.append(f"judged on trials: {len(side_a.trials)} in A, {len(side_b.trials)} in B")
+        return pair
     sig = significance(ra.step_times_s, rb.step_times_s, alpha)
     pair.verdict, pair.ratio, pair.ratio_ci = sig["verdict"], sig["ratio"], sig["ratio_ci"]
     pair.p_value, pair.u = sig["p_value"], sig["u"]

@@ -29,7 +29,7 @@ from typing import Any
 
 from rigbench.analysis.energy import samples_per_joule
 from rigbench.analysis.stats import mean
-from rigbench.analysis.trials import is_full_protocol
+from rigbench.analysis.trials import is_full_protocol, newest_run_trials
 from rigbench.spec import PRECISIONS, Result, TrialSpec
 
 #: The knobs a variant may change, in table order (configuration fields of TrialSpec).
@@ -136,14 +136,13 @@ def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
     """Baseline and variant rows for every group that has a baseline trial, in table order
     (groups in order of first appearance). A configuration measured in several runs is taken
     from the newest of them, with all its trials of that run (module docstring: repeats)."""
-    newest: dict[tuple, list[Result]] = {}
-    for r in sorted((r for r in results if is_full_protocol(r)), key=lambda r: (r.id or 0, r.created_at)):
+    def key(r: Result) -> tuple | None:
         knobs = changed_knobs(r)
-        if len(knobs) <= 1:
-            knob = knobs[0] if knobs else "baseline"
-            key = (_group(r), knob, getattr(r.spec, knob) if knobs else None)
-            same_run = [t for t in newest.get(key, []) if t.run_id == r.run_id]
-            newest[key] = [*same_run, r]
+        if not is_full_protocol(r) or len(knobs) > 1:
+            return None
+        return (_group(r), knobs[0], getattr(r.spec, knobs[0])) if knobs else (_group(r), "baseline", None)
+
+    newest = newest_run_trials(results, key)
     rows: list[ScalingRow] = []
     groups = list(dict.fromkeys(key[0] for key in newest))
     for group in groups:

@@ -64,6 +64,26 @@ def t_interval(values: Sequence[float]) -> tuple[float, float]:
     return float(arr.mean()) - half, float(arr.mean()) + half
 
 
+def t_975(df: float) -> float:
+    """Student's t, 97.5th percentile, at `df` degrees of freedom rounded down (a smaller df
+    gives a wider interval: the conservative side), at least 1; 1.96 beyond the table."""
+    whole = max(int(math.floor(df)), 1)
+    return T_975[whole - 1] if whole <= len(T_975) else 1.96
+
+
+def welch_interval(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """mean(b) - mean(a) with its 95% Welch interval (unequal variances, Welch-Satterthwaite
+    degrees of freedom), as (difference, low, high); each side needs at least two values."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size < 2 or y.size < 2:
+        raise ValueError("a Welch interval needs at least two values a side")
+    va, vb = float(x.var(ddof=1)) / x.size, float(y.var(ddof=1)) / y.size
+    diff, se = float(y.mean() - x.mean()), math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (x.size - 1) + vb ** 2 / (y.size - 1)) if se > 0 else x.size + y.size - 2
+    half = t_975(df) * se
+    return diff, diff - half, diff + half
+
+
 def bootstrap_ci(values: Sequence[float], stat=np.median, confidence: float = 0.95,
                  resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of `stat` over `values`.

@@ -11,7 +11,12 @@ training runs and learning-rate range tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
+
 from rigbench.spec import MeasureOptions, Result
+
+K = TypeVar("K", bound=Hashable)
 
 
 def is_full_protocol(r: Result) -> bool:
@@ -43,3 +48,15 @@ def network_label(r: Result) -> str:
     current = workload.revision if workload is not None else r.spec.workload_revision
     label = workload_label(r)
     return label if r.spec.workload_revision == current else f"{label} (revision {r.spec.workload_revision})"
+
+
+def newest_run_trials(results: Sequence[Result], key: Callable[[Result], K | None]) -> dict[K, list[Result]]:
+    """The trials of each configuration `key` names (None: left out), from the newest run that
+    measured it, in the order they ran: repeats of one run are kept together (scaling's
+    baseline first and last, `run --repeat`), while an older run's are superseded."""
+    newest: dict[K, list[Result]] = {}
+    for r in sorted(results, key=lambda r: (r.id or 0, r.created_at)):
+        k = key(r)
+        if k is not None:
+            newest[k] = [*(t for t in newest.get(k, []) if t.run_id == r.run_id), r]
+    return newest

@@ -35,7 +35,7 @@ from rigbench.experiments.devices import devices_info, framework_devices
 from rigbench.experiments.execute import RunOutcome, run
 from rigbench.experiments.lr_find import plan_lr_find
 from rigbench.experiments.max_batch import MaxBatchOutcome, find_max_batch
-from rigbench.experiments.plan import node_launch, plan_run, plan_train, prepare_data
+from rigbench.experiments.plan import check_rounds, in_rounds, node_launch, plan_run, plan_train, prepare_data
 from rigbench.experiments.recommend import RecommendOutcome, recommend
 from rigbench.experiments.scaling import default_precisions, default_thread_counts, plan_process_scaling, plan_scaling
 from rigbench.experiments.sweep import SweepOutcome, plan_sweep, sweep
@@ -46,7 +46,7 @@ from rigbench.store.calibrations import device_calibrations
 
 __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     # running trials (experiments/plan.py, execute.py)
-    "plan_run", "run", "RunOutcome", "plan_train", "prepare_data", "threads_per_rank", "node_launch",
+    "plan_run", "in_rounds", "check_rounds", "run", "RunOutcome", "plan_train", "prepare_data", "threads_per_rank", "node_launch",
     # this machine (api/info.py, experiments/devices.py)
     "workloads_info", "devices_info", "framework_devices",
     # stored results and the report (api/results.py)

@@ -84,8 +84,13 @@ def _print_pairs(outcome: Any) -> None:
     counts: dict[str, int] = {}
     for p in outcome.pairs:
         counts[p.verdict] = counts.get(p.verdict, 0) + 1
+    on_trials = any(p.a.trials and p.b.trials for p in outcome.pairs)
     _say("Trials pair only when their configurations are equal. Changes count only when Mann-Whitney U "
-         "gives p < 0.05 AND the 95% CIs of the two median step times do not overlap. "
+         "gives p < 0.05 AND the 95% CIs of the two median step times do not overlap"
+         + ("; configurations with two or more trials a side are judged on the trials instead (the 95% Welch "
+            "interval of B/A leaves out 1). " if on_trials else
+            ". Those CIs cover the noise within a trial, not between trials: run both sides with --repeat 3 "
+            "to judge on trials. ")
          + ", ".join(f"{v}: {n}" for v, n in counts.items()))
 
 

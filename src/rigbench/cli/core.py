@@ -63,6 +63,7 @@ def run(
     steps: int | None = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
     seconds: float | None = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
+    repeat: int = typer.Option(1, "--repeat", metavar="N", help="Run every trial N times, every other round in reverse order. A trial's CI covers the noise between its steps, not between trials: `rigbench compare` judges configurations with at least two trials a side on the trials (docs/COMPARING.md)."),
     memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
     lr: float | None = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
@@ -83,6 +84,7 @@ def run(
         raise UsageError("--timeout must be more than 0 seconds")
     if lr is not None and lr <= 0:
         raise UsageError("--lr must be more than 0")
+    api.check_rounds(repeat, "--repeat")
     node = api.node_launch(nnodes, node_rank, rdzv_endpoint)  # checked before any device is asked
     specs = api.plan_run(
         workloads=with_preset(split_workload_refs(workloads), preset), devices=split_list(device, "--device"),
@@ -93,6 +95,7 @@ def run(
         timeout_s=timeout, lr=lr, compile=compile_, channels_last=channels_last, energy=energy,
         processes=processes, nodes=nnodes,
     )
+    specs = api.in_rounds(specs, repeat)
     if nnodes > 1:
         os.environ.update(node.env())  # the agent's part of the launch (rigbench/ranks.NodeLaunch)
     if processes > 1 and threads is None:

@@ -81,6 +81,23 @@ def plan_run(
     return specs
 
 
+def check_rounds(rounds: int, option: str = "--repeat") -> None:
+    """A count of rounds is at least 1 (checked before any device is asked)."""
+    if rounds < 1:
+        raise UsageError(f"{option} takes a count of at least 1, got {rounds}")
+
+
+def in_rounds(specs: Sequence[TrialSpec], rounds: int, option: str = "--repeat") -> list[TrialSpec]:
+    """`specs` `rounds` times, every other round reversed (A, B, C, C, B, A, A, ...): each
+    trial's mean position in the run is then the same for an even count, so a steady drift in
+    the machine's speed hits every configuration alike. One spec object per trial."""
+    check_rounds(rounds, option)
+    order: list[TrialSpec] = []
+    for i in range(rounds):
+        order += list(specs) if i % 2 == 0 else list(reversed(specs))
+    return [spec.model_copy() for spec in order]
+
+
 def validation_message(exc: ValueError) -> str:
     """The first pydantic error as `field: message` (or the exception's text)."""
     errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 
 from rigbench.errors import UsageError
-from rigbench.experiments.plan import plan_run
+from rigbench.experiments.plan import check_rounds, in_rounds, plan_run
 from rigbench.spec import PRECISIONS, EnergyMode, TrialSpec
 
 
@@ -51,8 +51,7 @@ def plan_scaling(
     `default_precisions(device)`), torch.compile, channels-last. `rounds` times, in order then
     reversed (module docstring), and the baseline again at the end if the last round did not
     end with it: one round is baseline, variants, baseline."""
-    if rounds < 1:
-        raise UsageError(f"--rounds takes a count of at least 1, got {rounds}")
+    check_rounds(rounds, "--rounds")
     for p in precisions or []:
         if p not in PRECISIONS or p == "fp32":
             raise UsageError(f"--precision takes {', '.join(PRECISIONS[1:])} (fp32 is the baseline), got {p!r}")
@@ -72,15 +71,11 @@ def plan_scaling(
 
 
 def alternating_rounds(base: TrialSpec, variants: list[TrialSpec], rounds: int) -> list[TrialSpec]:
-    """[base, *variants], then reversed, `rounds` times; a closing base where the last round
-    ends with a variant (an odd count). Without variants, the base alone."""
+    """[base, *variants] in `rounds` alternating rounds (plan.in_rounds), and a closing base
+    where the last round ends with a variant (an odd count). Without variants, the base alone."""
     if not variants:
         return [base]
-    plan: list[TrialSpec] = []
-    for i in range(rounds):
-        plan += [base, *variants] if i % 2 == 0 else [*reversed(variants), base]
-    plan += [base] if rounds % 2 else []
-    return [spec.model_copy() for spec in plan]  # one object per trial, none shared
+    return in_rounds([base, *variants], rounds, "--rounds") + ([base.model_copy()] if rounds % 2 else [])
 
 
 def plan_process_scaling(
