@@ -12,10 +12,11 @@ Repeats: a configuration measured more than once in its newest run (the baseline
 `rigbench scaling` runs it first and last, experiments/scaling.py) is one row: its samples/s
 is the mean of its trials', and its interval spans from the lowest to the highest bound of
 their 95% CIs. A thread count equal to the one the baseline ran with is the baseline's
-configuration again: its row stays, and the baseline row counts its trials too. So the baseline's interval holds the machine's drift over the run as well as
-each trial's own noise, and a variant inside it is "within noise" even where the CIs of two
-single trials would have called it apart (on the 2-core dev VM, four identical cnn trials of
-one run read 1,667 to 1,997 samples/s, each with a CI of about +-3%).
+configuration again: its row stays, and the baseline row counts its trials too. So the
+baseline's interval holds the machine's drift over the run as well as each trial's own noise,
+and a variant inside it is "within noise" even where the CIs of two single trials would have
+called it apart (on the 2-core dev VM, four identical cnn trials of one run read 1,667 to 1,997
+samples/s, each with a CI of about +-3%).
 
 Thread counts 1, 2, 4, 8 are the columns desktop_cpu_t1..t8 (and server_cpu_t1..t32) of
 Shi et al. 2016, Table 7 ("Benchmarking State-of-the-Art Deep Learning Software Tools").
