@@ -192,7 +192,7 @@ def _side(trials: Sequence[Result]) -> Side:
         return Side(r)
     low, high = bootstrap_ci(r.step_times_s, resamples=RESAMPLES, seed=SEED)
     batch = r.spec.batch_size
-    return Side(r, batch / median(r.step_times_s), (batch / high, batch / low))
+    return Side(r, _speed(r), (batch / high, batch / low))
 
 
 def trial_significance(a_speeds: Sequence[float], b_speeds: Sequence[float]) -> dict[str, Any]:
@@ -261,7 +261,7 @@ def _judge(trials_a: list[Result], trials_b: list[Result], by_kind: bool, across
     side_a, side_b = _side(trials_a), _side(trials_b)
     one_sided = bool(side_a.trials) != bool(side_b.trials)
     if one_sided:  # repeats on one side only: the newest trial against the other side's one
-        side_a, side_b = _side(side_a.trials[-1:] or [side_a.result]), _side(side_b.trials[-1:] or [side_b.result])
+        side_a, side_b = _side([side_a.result]), _side([side_b.result])
     ra, rb = side_a.result, side_b.result
     device = _device_class(ra.spec.device) if by_kind else None
     pair = Pair(_label(ra, device), side_a, side_b, "incomparable")

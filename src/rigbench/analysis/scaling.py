@@ -30,7 +30,7 @@ from typing import Any
 
 from rigbench.analysis.energy import samples_per_joule
 from rigbench.analysis.stats import mean
-from rigbench.analysis.trials import is_full_protocol, newest_run_trials
+from rigbench.analysis.trials import is_full_protocol, newest_run_trials, run_order
 from rigbench.spec import PRECISIONS, Result, TrialSpec
 
 #: The knobs a variant may change, in table order (configuration fields of TrialSpec).
@@ -156,7 +156,7 @@ def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
         repeats = [t for (g, k, v), trials in newest.items() if (g, k, v) == (group, "threads", base.threads)
                    for t in trials]
         if repeats:
-            base = _row("baseline", None, sorted(base_trials + repeats, key=lambda r: (r.id or 0, r.created_at)))
+            base = _row("baseline", None, sorted(base_trials + repeats, key=run_order))
         members = [(k, v, trials) for (g, k, v), trials in newest.items() if g == group and k != "baseline"]
         rows += [base, *sorted((_row(k, v, trials, base) for k, v, trials in members), key=_order)]
     return rows

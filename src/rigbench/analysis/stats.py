@@ -59,8 +59,7 @@ def t_interval(values: Sequence[float]) -> tuple[float, float]:
     arr = np.asarray(values, dtype=float)
     if arr.size < 2:
         raise ValueError("a t interval needs at least two values")
-    t = T_975[arr.size - 2] if arr.size - 1 <= len(T_975) else 1.96
-    half = t * float(arr.std(ddof=1)) / math.sqrt(arr.size)
+    half = t_975(arr.size - 1) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
     return float(arr.mean()) - half, float(arr.mean()) + half
 
 

@@ -50,12 +50,17 @@ def network_label(r: Result) -> str:
     return label if r.spec.workload_revision == current else f"{label} (revision {r.spec.workload_revision})"
 
 
+def run_order(r: Result) -> tuple:
+    """The order trials ran in: by id (the database's), then by creation time."""
+    return (r.id or 0, r.created_at)
+
+
 def newest_run_trials(results: Sequence[Result], key: Callable[[Result], K | None]) -> dict[K, list[Result]]:
     """The trials of each configuration `key` names (None: left out), from the newest run that
     measured it, in the order they ran: repeats of one run are kept together (scaling's
     baseline first and last, `run --repeat`), while an older run's are superseded."""
     newest: dict[K, list[Result]] = {}
-    for r in sorted(results, key=lambda r: (r.id or 0, r.created_at)):
+    for r in sorted(results, key=run_order):
         k = key(r)
         if k is not None:
             newest[k] = [*(t for t in newest.get(k, []) if t.run_id == r.run_id), r]

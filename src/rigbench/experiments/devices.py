@@ -30,8 +30,8 @@ def devices_info(on_probing: Callable[[list[str]], None] | None = None,
         futures = {pool.submit(probe_group, group): group for group in groups}
         for done in as_completed(futures):
             done.result()
-            for name in futures[done]:
-                if on_probed:
+            if on_probed:
+                for name in futures[done]:
                     on_probed(name)
     for name in names:
         answer = probe(name)  # this process's answer now; UsageError for a framework that failed
