@@ -5,8 +5,10 @@ import sys
 import textwrap
 
 import pytest
+from rich.console import Console
 
 from rigbench.api import speedups_over_cpu
+from rigbench.reports import terminal
 from rigbench.spec import Metrics, Result, TrialSpec
 
 
@@ -36,6 +38,27 @@ def test_speedups_pair_only_one_configuration():
         result("cuda:0", 3000.0, compile=True), result("cuda:0", 5000.0, channels_last=True),
     ])
     assert [(r["speedup"]) for r in rows] == [pytest.approx(10.0), pytest.approx(3.0), pytest.approx(15.0)]
+
+
+def test_speedups_over_repeats_are_the_ratio_of_the_means_of_the_newest_run():
+    """`run --repeat`: one row per configuration, the mean of its trials over the CPU's mean,
+    never one repeat against another; an older run's trials are superseded."""
+    def trial(device, speed, run, rid):
+        r = result(device, speed)
+        return r.model_copy(update={"run_id": run, "id": rid})
+
+    rows = speedups_over_cpu([
+        trial("cuda:0", 9000.0, "old", 1), trial("cpu", 10.0, "old", 2),
+        trial("cpu", 90.0, "new", 3), trial("cuda:0", 1400.0, "new", 4),
+        trial("cpu", 110.0, "new", 5), trial("cuda:0", 1600.0, "new", 6),
+    ])
+    assert len(rows) == 1
+    assert rows[0]["speedup"] == pytest.approx(1500 / 100)
+    assert (rows[0]["trials"], rows[0]["base_trials"], rows[0]["trial"]) == ([4, 6], [3, 5], 6)
+    console = Console(width=120, record=True)
+    console.print(terminal.speedup_table([*rows, {**rows[0], "trials": [7], "base_trials": [8]}]))
+    text = console.export_text()
+    assert "15.00x (mean of 2 / 2)" in text and text.count("mean of") == 1  # a single pair says nothing
 
 
 #: What `from rigbench import api` offered as one module (api.py) before it became a package.

@@ -126,6 +126,35 @@ def test_precision_and_thread_scaling():
     assert charts["threads"].series[-1].dash
 
 
+def test_repeats_are_one_bar_the_mean_of_the_newest_runs_trials():
+    """A `scaling --rounds` / `run --repeat` run measures each configuration several times: one
+    bar per configuration, the mean of its trials over the mean of the baseline's, with error
+    bars from the slowest trial over the fastest baseline to the fastest over the slowest; an
+    older run's trials of a configuration are superseded, not pooled."""
+    results = [
+        make_result(run_id="old", speed=1000.0, precision="bf16"),  # superseded by run "new"
+        make_result(run_id="new", speed=180.0), make_result(run_id="new", speed=270.0, precision="bf16"),
+        make_result(run_id="new", speed=120.0, threads=2), make_result(run_id="new", speed=330.0, precision="bf16"),
+        make_result(run_id="new", speed=220.0), make_result(run_id="new", speed=300.0, threads=2),
+    ]
+    charts = charts_by_id(results)
+    bf16 = charts["precision"].series[0]
+    assert (bf16.x, bf16.y) == (["cnn cpu b16"], [pytest.approx(300 / 200)])
+    assert bf16.err_minus == [pytest.approx(1.5 - 270 / 220)] and bf16.err_plus == [pytest.approx(330 / 180 - 1.5)]
+    assert "mean of 2 over mean of 2" in bf16.hover[0]
+    line = charts["threads"].series[0]
+    assert (line.x, line.y) == ([1, 2], [1.0, pytest.approx(210 / 200)])
+    # the 1-thread point: its own trials' spread around their mean
+    assert line.err_minus == [pytest.approx(0.1), pytest.approx(1.05 - 120 / 220)]
+    assert line.err_plus == [pytest.approx(0.1), pytest.approx(300 / 180 - 1.05)]
+
+
+def test_single_trials_draw_no_error_bars():
+    charts = charts_by_id(every_kind_of_result())
+    assert all(s.err_minus is None and s.err_plus is None for s in charts["precision"].series)
+    assert all(s.err_minus is None for s in charts["threads"].series)
+
+
 def test_scaling_needs_a_baseline():
     no_fp32 = [make_result(precision="bf16"), make_result(threads=4), make_result(threads=8)]
     assert set(charts_by_id(no_fp32)) == {"speed", "cpu", "rss"}

@@ -129,7 +129,8 @@ TABLES = {
     "train": lambda: terminal.train_table(trials()),
     "run: speed-ups": lambda: terminal.speedup_table([{"workload_label": "resnet:depth=56", "framework": f,
                                                        "device": "cuda:0", "batch_size": 1024, "precision": "bf16",
-                                                       "speedup": 123.456} for f in FRAMEWORKS]),
+                                                       "speedup": 123.456, "trials": [1, 2, 3],
+                                                       "base_trials": [4, 5, 6]} for f in FRAMEWORKS]),
     "workloads": lambda: terminal.workloads_table(workloads_info()),
     "devices": lambda: terminal.devices_table([
         {"id": "cpu", "kind": "cpu", "name": "AMD EPYC 7B13 64-Core Processor with a long name",

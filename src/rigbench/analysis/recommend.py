@@ -34,8 +34,8 @@ from rigbench.analysis.lr_find import scale_lr
 from rigbench.analysis.process_scaling import decide_processes
 from rigbench.analysis.recommend_compile import decide_compile
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee
-from rigbench.analysis.scaling import changed_knobs, speed
-from rigbench.analysis.trials import is_full_protocol
+from rigbench.analysis.scaling import changed_knobs
+from rigbench.analysis.trials import is_full_protocol, speed
 from rigbench.spec import Result
 
 #: A throughput needs at least this many timed steps (as --quick times at least; max-batch

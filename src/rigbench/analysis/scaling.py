@@ -30,7 +30,7 @@ from typing import Any
 
 from rigbench.analysis.energy import samples_per_joule
 from rigbench.analysis.stats import mean
-from rigbench.analysis.trials import is_full_protocol, newest_run_trials, run_order
+from rigbench.analysis.trials import is_full_protocol, newest_run_trials, run_order, speed
 from rigbench.spec import PRECISIONS, Result, TrialSpec
 
 #: The knobs a variant may change, in table order (configuration fields of TrialSpec).
@@ -93,12 +93,6 @@ def _group(r: Result) -> tuple:
 def changed_knobs(r: Result) -> list[str]:
     """The knobs in which `r`'s spec differs from the fp32 eager default."""
     return [k for k in KNOBS if getattr(r.spec, k) != _BASE_VALUES[k]]
-
-
-def speed(r: Result) -> float:
-    """samples/s of a result, 0 when it has none (callers ask it only of results whose
-    samples/s they have checked)."""
-    return r.metrics.samples_per_s or 0.0
 
 
 def _label(knob: str, value: Any) -> str:

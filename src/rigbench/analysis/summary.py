@@ -13,8 +13,7 @@ from typing import Any
 
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.scaling import speed
-from rigbench.analysis.trials import is_full_protocol, network_label
+from rigbench.analysis.trials import is_full_protocol, network_label, speed
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 

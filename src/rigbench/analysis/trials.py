@@ -12,8 +12,10 @@ training runs and learning-rate range tests.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
+from rigbench.analysis.stats import mean
 from rigbench.spec import MeasureOptions, Result
 
 K = TypeVar("K", bound=Hashable)
@@ -50,6 +52,12 @@ def network_label(r: Result) -> str:
     return label if r.spec.workload_revision == current else f"{label} (revision {r.spec.workload_revision})"
 
 
+def speed(r: Result) -> float:
+    """samples/s of a result, 0 when it has none (callers ask it only of results whose
+    samples/s they have checked)."""
+    return r.metrics.samples_per_s or 0.0
+
+
 def run_order(r: Result) -> tuple:
     """The order trials ran in: by id (the database's), then by creation time."""
     return (r.id or 0, r.created_at)
@@ -65,3 +73,36 @@ def newest_run_trials(results: Sequence[Result], key: Callable[[Result], K | Non
         if k is not None:
             newest[k] = [*(t for t in newest.get(k, []) if t.run_id == r.run_id), r]
     return newest
+
+
+@dataclass(frozen=True)
+class RunSpeed:
+    """One configuration's successful trials from the newest run that measured it, in the
+    order they ran, and the figure they give together: the mean of their samples/s (as
+    `rigbench scaling` takes it)."""
+
+    trials: tuple[Result, ...]
+
+    @property
+    def speeds(self) -> list[float]:
+        return [speed(r) for r in self.trials]
+
+    @property
+    def samples_per_s(self) -> float:
+        return mean(self.speeds)
+
+    @property
+    def newest(self) -> Result:
+        return self.trials[-1]
+
+    @property
+    def ids(self) -> list[int]:
+        return [r.id for r in self.trials if r.id is not None]
+
+
+def newest_run_speeds(results: Sequence[Result], key: Callable[[Result], K | None]) -> dict[K, RunSpeed]:
+    """Per configuration `key` names, its successful trials with a speed from the newest run
+    that has one (`newest_run_trials` over those: a failed retry does not hide an older run's
+    figure, and repeats of one run count together instead of the newest alone)."""
+    ok = [r for r in results if r.status == "ok" and r.metrics.samples_per_s]
+    return {k: RunSpeed(tuple(trials)) for k, trials in newest_run_trials(ok, key).items()}

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rigbench.analysis.energy import format_joules, has_energy, pareto_front
-from rigbench.analysis.scaling import speed
+from rigbench.analysis.trials import speed
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name
 from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, speed_trials, trial_hover
 from rigbench.spec import Result

@@ -5,13 +5,13 @@ torch.compile and channels-last over their defaults for otherwise identical tria
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from statistics import median
 from typing import Any
 
 from rigbench.analysis.published_ratios import published_gpu_cpu_ratios
-from rigbench.analysis.scaling import speed
 from rigbench.analysis.speedups import speedups_over_cpu
+from rigbench.analysis.trials import RunSpeed, newest_run_speeds
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name, y_scale_for
 from rigbench.reports.trial_lines import speed_trials, trial_hover, trial_threads, variant_label
 from rigbench.spec import Result
@@ -75,18 +75,48 @@ def speedup_charts(results: Sequence[Result]) -> list[Chart]:
 
 
 def _pairs(results: Sequence[Result], group: Callable[[Result], tuple],
-           vary: Callable[[Result], Any], base: Any) -> list[tuple[tuple, Result, Result]]:
-    """(group, result, baseline) for each successful trial whose `vary` is not `base` and
-    that has a successful baseline trial (same group, `vary` == `base`); the newest
-    baseline wins when there are several."""
-    ok = speed_trials(results)
-    baselines = {group(r): r for r in ok if vary(r) == base}
-    return [(group(r), r, baselines[group(r)]) for r in ok
-            if vary(r) not in (base, None) and group(r) in baselines]
+           vary: Callable[[Result], Any], base: Any) -> list[tuple[tuple, RunSpeed, RunSpeed]]:
+    """(group, configuration, baseline) for each configuration whose `vary` is not `base` and
+    whose group has a baseline (`vary` == `base`). Each is its newest run's successful trials
+    (`newest_run_speeds`): repeats count together, as in `rigbench scaling`."""
+    configs = newest_run_speeds(speed_trials(results), lambda r: (group(r), vary(r)))
+    baselines = {g: side for (g, v), side in configs.items() if v == base}
+    return [(g, side, baselines[g]) for (g, v), side in configs.items()
+            if v not in (base, None) and g in baselines]
 
 
-def _speedup(r: Result, baseline: Result) -> float:
-    return speed(r) / speed(baseline)  # both from speed_trials: samples/s set and non-zero
+def _speedup(side: RunSpeed, baseline: RunSpeed) -> float:
+    return side.samples_per_s / baseline.samples_per_s  # both from speed_trials: samples/s set and non-zero
+
+
+def _add_bar(s: Series, x: Any, side: RunSpeed, baseline: RunSpeed, what: str) -> None:
+    """One point of a speed-up series: the ratio of the two means, with error bars from the
+    slowest trial over the fastest baseline trial to the fastest over the slowest where either
+    side has repeats (zero-length where neither has), and the trials named in the hover."""
+    ratio = _speedup(side, baseline)
+    low, high = min(side.speeds) / max(baseline.speeds), max(side.speeds) / min(baseline.speeds)
+    s.x.append(x)
+    s.y.append(ratio)
+    s.err_minus = [*(s.err_minus or []), ratio - low]
+    s.err_plus = [*(s.err_plus or []), high - ratio]
+    text = f"{ratio:.2f}x {what}"
+    if len(side.trials) > 1 or len(baseline.trials) > 1:
+        text += (f" (mean of {len(side.trials)} over mean of {len(baseline.trials)}; "
+                 f"trials {low:.2f}x to {high:.2f}x)")
+    s.hover.append(trial_hover(side.newest, f"{text}; baseline trial(s) {_ids(baseline)}"))
+
+
+def _ids(side: RunSpeed) -> str:
+    return ", ".join(map(str, side.ids)) or "-"
+
+
+def _bars(series: Iterable[Series]) -> list[Series]:
+    """The series, without error bars where every point's are zero (no repeats anywhere)."""
+    shown = list(series)
+    for s in shown:
+        if not any((s.err_minus or []) + (s.err_plus or [])):
+            s.err_minus = s.err_plus = None
+    return shown
 
 
 def precision_charts(results: Sequence[Result]) -> list[Chart]:
@@ -97,14 +127,12 @@ def precision_charts(results: Sequence[Result]) -> list[Chart]:
     if not pairs:
         return []
     by_precision: dict[str, Series] = {}
-    for (workload, _framework, device, batch, _, variant), r, base in pairs:
-        s = by_precision.setdefault(r.spec.precision, Series(name=r.spec.precision))
-        s.x.append(f"{workload} {device} b{batch}" + (f" {variant}" if variant else ""))
-        s.y.append(_speedup(r, base))
-        s.hover.append(trial_hover(r, f"{_speedup(r, base):.2f}x fp32's samples/s "
-                                      f"(trial {base.id})"))
+    for (workload, _framework, device, batch, _, variant), side, base in pairs:
+        s = by_precision.setdefault(side.newest.spec.precision, Series(name=side.newest.spec.precision))
+        _add_bar(s, f"{workload} {device} b{batch}" + (f" {variant}" if variant else ""), side, base,
+                 "fp32's samples/s")
     return [Chart(id="precision", title="Speed-up over fp32", x_title="workload, device, batch",
-                  y_title="× fp32 samples/s", series=list(by_precision.values()), kind="bar",
+                  y_title="× fp32 samples/s", series=_bars(by_precision.values()), kind="bar",
                   x_scale="category")]
 
 
@@ -116,22 +144,23 @@ def thread_charts(results: Sequence[Result]) -> list[Chart]:
     if not pairs:
         return []
     by_group: dict[tuple, Series] = {}
-    for key, r, base in sorted(pairs, key=lambda p: (p[0], trial_threads(p[1]))):
+    for key, side, base in sorted(pairs, key=lambda p: (p[0], trial_threads(p[1].newest) or 0)):
         workload, framework, device, batch, precision, variant = key
         s = by_group.get(key)
         if s is None:
             name = f"{workload} · {framework} · {device} · b{batch} · {precision}" + (f" · {variant}" if variant else "")
-            s = by_group[key] = Series(name=name,
-                                       x=[1], y=[1.0], hover=[trial_hover(base, "1.00x (baseline)")])
-        s.x.append(trial_threads(r))
-        s.y.append(_speedup(r, base))
-        s.hover.append(trial_hover(r, f"{_speedup(r, base):.2f}x the 1-thread samples/s"))
+            # the baseline's own point: 1 by definition, its trials' spread around their mean
+            mean = base.samples_per_s
+            s = by_group[key] = Series(name=name, x=[1], y=[1.0], err_minus=[1 - min(base.speeds) / mean],
+                                       err_plus=[max(base.speeds) / mean - 1],
+                                       hover=[trial_hover(base.newest, f"1.00x (baseline; trials {_ids(base)})")])
+        _add_bar(s, trial_threads(side.newest), side, base, "the 1-thread samples/s")
     # a point at every measured count: on the log x axis a two-point line would not be y = x
     counts = sorted({x for s in by_group.values() for x in s.x})
     ideal = Series(name="ideal (linear)", x=counts, y=[float(n) for n in counts],
                    hover=[hover_lines(f"ideal: {n}x") for n in counts], dash=True)
     return [Chart(id="threads", title="Thread scaling", x_title="threads",
-                  y_title="× 1-thread samples/s", series=[*by_group.values(), ideal], x_scale="log2")]
+                  y_title="× 1-thread samples/s", series=[*_bars(by_group.values()), ideal], x_scale="log2")]
 
 
 def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
@@ -145,16 +174,13 @@ def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
                     r.spec.precision, trial_threads(r), getattr(r.spec, other))
         def flag(r: Result, knob: str = knob) -> Any:
             return getattr(r.spec, knob)
-        for (workload, _, device, batch, precision, *_), r, base in _pairs(results, rest, flag, False):
+        for (workload, _, device, batch, precision, *_), side, base in _pairs(results, rest, flag, False):
             s = series.setdefault(name, Series(name=name))
-            s.x.append(f"{workload} {device} b{batch} {precision}")
-            s.y.append(_speedup(r, base))
-            s.hover.append(trial_hover(r, f"{_speedup(r, base):.2f}x the samples/s without {name} "
-                                          f"(trial {base.id})"))
+            _add_bar(s, f"{workload} {device} b{batch} {precision}", side, base, f"the samples/s without {name}")
     if not series:
         return []
     return [Chart(id="compile_layout", title="Speed-up of torch.compile and channels-last",
                   x_title="workload, device, batch, precision", y_title="× samples/s without it",
-                  series=list(series.values()), kind="bar", x_scale="category")]
+                  series=_bars(series.values()), kind="bar", x_scale="category")]
 
 

@@ -145,7 +145,8 @@ def train_table(results: Sequence[Result], title: str | None = None) -> FitTable
 
 
 def speedup_table(rows: Sequence[dict[str, Any]]) -> FitTable:
-    """Speed-ups over the CPU (analysis/speedups.speedups_over_cpu rows)."""
+    """Speed-ups over the CPU (analysis/speedups.speedups_over_cpu rows); with repeats, how
+    many trials each mean is of ("mean of 3 / 3": the device's, then the CPU's)."""
     table = FitTable([
         Column("workload"), framework_column(), Column("device"), Column("batch", "right", priority=70),
         Column("prec", priority=60), Column("speed-up", "right"),
@@ -153,8 +154,13 @@ def speedup_table(rows: Sequence[dict[str, Any]]) -> FitTable:
     for row in rows:
         table.add_row(*cells(clip(row["workload_label"], NAME_CHARS), clip(row["framework"], NAME_CHARS),
                              clip(row["device"], NAME_CHARS), str(row["batch_size"]), row["precision"],
-                             f"{row['speedup']:.2f}x"))
+                             f"{row['speedup']:.2f}x" + _means_of(row)))
     return table
+
+
+def _means_of(row: dict[str, Any]) -> str:
+    counts = len(row["trials"]), len(row["base_trials"])
+    return f" (mean of {counts[0]} / {counts[1]})" if max(counts) > 1 else ""
 
 
 def workloads_table(rows: Sequence[dict[str, Any]]) -> FitTable:
