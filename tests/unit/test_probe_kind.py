@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from rigbench.analysis import recommend as rules
 from rigbench.analysis.compare import compare_results
 from rigbench.analysis.published import compare_published
+from rigbench.analysis.recommend_knobs import rows_at
 from rigbench.analysis.scaling import scaling_table
 from rigbench.analysis.score import suite_results
 from rigbench.analysis.trials import is_full_protocol
@@ -96,7 +97,7 @@ def test_recommend_uses_no_probe_as_a_throughput():
     assert list(rules.baseline_by_batch(results, "cpu")) == [16, 64]
     assert rules.decide_device(results, ["cpu"], {}).value == "cpu"
     assert rules.decide_batch(results, "cpu", None).numbers["best_batch"] in (16, 64)
-    assert rules._at(results, "cpu", 256, None) == []
+    assert rows_at(results, "cpu", 256) == (None, [])
 
 
 def test_scaling_and_published_leave_probes_out():

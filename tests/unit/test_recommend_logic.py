@@ -92,27 +92,57 @@ def test_learning_rate_is_scaled_linearly_to_the_batch():
     assert rules.decide_lr([], 256, "sgd").value is None
 
 
-def test_precision_is_the_fastest_measured_and_failures_are_shown():
+def test_precision_is_the_fastest_resolved_and_failures_are_shown():
     fp32, fp16 = trial(64, 100.0), trial(64, None, status="unsupported", precision="fp16",
                                           error="fp16 autocast is not supported on cpu")
     line = rules.decide_precision([fp32, trial(64, 40.0, precision="bf16"), fp16], "cpu", 64)
     assert line.value == "fp32" and "bf16 0.40x" in line.text and "fp16 unsupported (fp16 autocast" in line.text
     faster = rules.decide_precision([fp32, trial(64, 150.0, precision="bf16")], "cpu", 64)
     assert faster.value == "bf16" and faster.numbers["bf16"]["speedup"] == pytest.approx(1.5)
-    assert "can lower accuracy" in faster.text
+    assert "can lower accuracy" in faster.text and "with the intervals apart" in faster.text
     # another batch or a compiled trial is not part of the decision
     assert rules.decide_precision([fp32, trial(32, 500.0, precision="bf16"),
                                    trial(64, 500.0, precision="bf16", compile=True)], "cpu", 64).value == "fp32"
 
 
-def test_threads_are_the_fastest_measured_count():
+def test_a_faster_precision_within_noise_keeps_fp32():
+    """bf16 at 108 [102.6-113.4] against fp32's 100 [95-105]: faster, but not resolved."""
+    line = rules.decide_precision([trial(64, 100.0), trial(64, 108.0, precision="bf16")], "cpu", 64)
+    assert line.value == "fp32" and line.numbers["bf16"]["within_noise"] is True
+    assert line.text.startswith("precision: fp32, no other precision resolved faster at b64: ")
+    assert "bf16 1.08x (within noise)" in line.text and "caveat" not in line.text
+
+
+def test_repeats_count_as_one_configuration_in_the_precision_line():
+    """fp32 repeats at 80 and 120 (one run): mean 100, interval 76-126; bf16 at 118 [112.1-123.9]
+    beats the first fp32 trial's interval but not the pair's, so fp32 stays."""
+    results = [trial(64, 80.0), trial(64, 118.0, precision="bf16"), trial(64, 120.0)]
+    line = rules.decide_precision(results, "cpu", 64)
+    assert line.value == "fp32" and line.numbers["fp32"]["samples_per_s"] == pytest.approx(100.0)
+    assert line.numbers["fp32"]["trials"] == [results[0].id, results[2].id]
+    assert line.numbers["bf16"]["speedup"] == pytest.approx(1.18) and line.numbers["bf16"]["within_noise"]
+
+
+def test_threads_are_the_fastest_resolved_count():
     results = [trial(64, 100.0), trial(64, 120.0, threads=1), trial(64, 90.0, threads=2), trial(32, 999.0, threads=2)]
     line = rules.decide_threads(results, "cpu", 64)
-    assert line.value == 1
-    # the default-threads trial ran with 2 threads: its 100 is the best 2-thread figure
-    assert line.numbers == {1: {"samples_per_s": 120.0, "trial": results[1].id},
-                            2: {"samples_per_s": 100.0, "trial": results[0].id}}
+    # threads=2 is the default's own count (it ran with 2): one more baseline trial, so the
+    # default is (100 + 90) / 2 = 95 [85.5-105]; threads=1 at 120 [114-126] is resolved faster
+    assert line.value == 1 and line.text.startswith("threads: 1, 1.26x the default 2's samples/s with the intervals apart")
+    assert line.numbers == {
+        1: {"samples_per_s": 120.0, "trial": results[1].id, "trials": [results[1].id], "within_noise": False},
+        2: {"samples_per_s": pytest.approx(95.0), "trial": results[2].id, "trials": [results[0].id, results[2].id],
+            "within_noise": None}}
     assert rules.decide_threads(results, "cuda:0", 64) is None
+
+
+def test_threads_within_noise_keep_the_default():
+    line = rules.decide_threads([trial(64, 100.0), trial(64, 104.0, threads=1)], "cpu", 64)
+    assert line.value == 2 and line.numbers[1]["within_noise"] is True
+    assert line.text == ("threads: 2, the framework's default; no other count resolved faster at b64: "
+                         "1 -> 104 (within noise), 2 -> 100 (the default)")
+    alone = rules.decide_threads([trial(64, 100.0)], "cpu", 64)
+    assert alone.value == 2 and "only one thread count measured" in alone.text
 
 
 def test_pipeline_bound_and_workers_from_loader_runs():
@@ -215,6 +245,9 @@ def test_no_run_on_an_empty_database_lists_what_is_missing(tmp_path):
     assert outcome.ran == [] and outcome.run_id is None
     assert outcome.missing[0] == "max-batch on cpu (no stored max-batch search)"
     assert outcome.missing[1].startswith("batch sizes 16, 32, 64, 128, 256 on cpu")
+    # no device asked for and none measured: the CPU, which every machine has (no "no device")
+    unasked = recommend("mlp", run_missing=False, db=str(tmp_path / "empty.db"))
+    assert unasked.devices == ["cpu"] and unasked.missing == outcome.missing
     with pytest.raises(UsageError, match="--dataset-size must be at least 1"):
         recommend("mlp", dataset_size=0, run_missing=False, db=str(tmp_path / "empty.db"))
 

@@ -33,9 +33,10 @@ from rigbench.analysis.lr_find import RULE as LR_RULE
 from rigbench.analysis.lr_find import scale_lr
 from rigbench.analysis.process_scaling import decide_processes
 from rigbench.analysis.recommend_compile import decide_compile
+from rigbench.analysis.recommend_knobs import decide_precision, decide_threads
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee
 from rigbench.analysis.scaling import changed_knobs
-from rigbench.analysis.trials import is_full_protocol, speed
+from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, speed
 from rigbench.spec import Result
 
 #: A throughput needs at least this many timed steps (as --quick times at least; max-batch
@@ -52,23 +53,17 @@ def _newest_first(results: Iterable[Result]) -> list[Result]:
     return sorted(results, key=lambda r: (r.id or 0, r.created_at), reverse=True)
 
 
-def _threads(r: Result) -> int | None:
-    return r.threads if r.threads is not None else r.spec.threads
-
-
 def timed(r: Result) -> bool:
     """A successful speed trial with a throughput worth comparing."""
     return (is_full_protocol(r) and r.status == "ok" and r.metrics.samples_per_s is not None
             and r.metrics.steps_measured >= MIN_TIMED_STEPS)
 
 
-def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, Result]:
-    """The newest fp32 eager default-threads speed trial per batch size on `device`."""
-    out: dict[int, Result] = {}
-    for r in _newest_first(results):
-        if timed(r) and r.spec.device == device and not changed_knobs(r):
-            out.setdefault(r.spec.batch_size, r)
-    return dict(sorted(out.items()))
+def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, RunSpeed]:
+    """Per batch size on `device`, the fp32 eager default-threads speed trials of the newest run
+    that has them (their mean samples/s: repeats count together, as in `rigbench scaling`)."""
+    at_default = [r for r in results if timed(r) and r.spec.device == device and not changed_knobs(r)]
+    return dict(sorted(newest_run_speeds(at_default, lambda r: r.spec.batch_size).items()))
 
 
 def _sps(value: float | None) -> str:
@@ -85,8 +80,8 @@ def decide_device(results: Sequence[Result], devices: Sequence[str],
     for device in devices:
         speeds, _ = fitting(baseline_by_batch(results, device), limits.get(device))
         if speeds:
-            b = max(speeds, key=lambda k: speed(speeds[k]))
-            best[device] = (b, speed(speeds[b]))
+            b = max(speeds, key=lambda k: speeds[k].samples_per_s)
+            best[device] = (b, speeds[b].samples_per_s)
     numbers = {d: {"best_batch": b, "samples_per_s": s} for d, (b, s) in best.items()}
     unmeasured = [d for d in devices if d not in best]
     if not best:
@@ -106,8 +101,8 @@ def decide_batch(results: Sequence[Result], device: str, limit: MemoryLimit | No
     speeds, over = fitting(baseline_by_batch(results, device), limit)
     numbers: dict[str, Any] = {
         "knee_fraction": KNEE_FRACTION,
-        "samples_per_s": {b: r.metrics.samples_per_s for b, r in speeds.items()},
-        "trials": {b: r.id for b, r in speeds.items()},
+        "samples_per_s": {b: side.samples_per_s for b, side in speeds.items()},
+        "trials": {b: side.ids for b, side in speeds.items()},
         "left_out_over_memory_limit": over,
         "max_batch": None if limit is None else {
             "largest_ok": limit.largest_ok, "smallest_oom": limit.smallest_oom,
@@ -115,7 +110,7 @@ def decide_batch(results: Sequence[Result], device: str, limit: MemoryLimit | No
     }
     if not speeds:
         return Line("batch_size", None, f"batch size: not measured on {device} within the memory limit", numbers)
-    sps = {b: speed(r) for b, r in speeds.items()}
+    sps = {b: side.samples_per_s for b, side in speeds.items()}
     chosen, best = knee(sps)
     numbers.update(best_batch=best, chosen_samples_per_s=sps[chosen], best_samples_per_s=sps[best])
     if chosen == best:
@@ -203,46 +198,6 @@ def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str, lr_f
     return Line("learning_rate", scaled, text, numbers)
 
 
-def _at(results: Sequence[Result], device: str, batch: int, knob: str | None) -> list[Result]:
-    """Speed trials on device at batch that differ from the default in `knob` only (None: none)."""
-    return [r for r in _newest_first(results)
-            if is_full_protocol(r) and r.spec.device == device and r.spec.batch_size == batch
-            and changed_knobs(r) == ([knob] if knob else [])]
-
-
-def decide_precision(results: Sequence[Result], device: str, batch: int) -> Line:
-    """The fastest measured precision at the recommended batch (default threads, eager)."""
-    newest: dict[str, Result] = {}
-    for r in _at(results, device, batch, None) + _at(results, device, batch, "precision"):
-        if r.status != "ok" or timed(r):  # failures (unsupported...) count; ok needs a real timing
-            newest.setdefault(r.spec.precision, r)
-    base = newest.get("fp32")
-    numbers: dict[str, Any] = {
-        p: {"status": r.status, "samples_per_s": r.metrics.samples_per_s, "trial": r.id,
-            "speedup": speed(r) / speed(base) if base and speed(base) and speed(r) else None,
-            "error": (r.error or "").strip().splitlines()[-1] if r.error else None}
-        for p, r in newest.items()}
-    ok = {p: r for p, r in newest.items() if r.status == "ok"}
-    if not ok or base is None:
-        return Line("precision", None, f"precision: not measured at b{batch} on {device}", numbers)
-    chosen = max(ok, key=lambda p: speed(ok[p]))
-    parts = []
-    for p, n in numbers.items():
-        if p == "fp32":
-            parts.append(f"fp32 {_sps(n['samples_per_s'])}")
-        elif n["status"] == "ok":
-            parts.append(f"{p} {n['speedup']:.2f}x")
-        else:
-            parts.append(f"{p} {n['status']}" + (f" ({n['error']})" if n["error"] else ""))
-    text = f"precision: {chosen}, fastest measured at b{batch}: " + "; ".join(parts)
-    if len(newest) == 1:
-        text += "; no other precision measured"
-    if chosen in ("bf16", "fp16"):
-        text += (f"; caveat: {chosen} mixed precision can lower accuracy, check with "
-                 f"`rigbench train WORKLOAD --precision {chosen}`")
-    return Line("precision", chosen, text, numbers)
-
-
 def decide_energy(results: Sequence[Result], device: str, limit: MemoryLimit | None) -> Line:
     """The configuration (batch, precision) with the least measured J/sample on `device`, among
     timed fp32 and precision-only variants within the memory limit, and its cost in time against
@@ -281,27 +236,6 @@ def decide_energy(results: Sequence[Result], device: str, limit: MemoryLimit | N
     if len(measured) < len(considered):
         text += f"; energy measured on {len(measured)} of the {len(considered)} trials compared"
     return Line("energy", {"batch_size": best.spec.batch_size, "precision": best.spec.precision}, text, numbers)
-
-
-def decide_threads(results: Sequence[Result], device: str, batch: int) -> Line | None:
-    """The thread count of the fastest fp32 eager trial at the batch (CPU only; None elsewhere)."""
-    if device != "cpu":
-        return None
-    best: dict[int, Result] = {}
-    for r in _at(results, device, batch, None) + _at(results, device, batch, "threads"):
-        n = _threads(r)
-        if timed(r) and n is not None and (n not in best or speed(r) > speed(best[n])):
-            best[n] = r
-    numbers: dict[Any, Any] = {n: {"samples_per_s": r.metrics.samples_per_s, "trial": r.id}
-                               for n, r in sorted(best.items())}
-    if not best:
-        return Line("threads", None, f"threads: not measured at b{batch}", numbers)
-    chosen = max(best, key=lambda n: speed(best[n]))
-    text = (f"threads: {chosen}, fastest measured at b{batch}: "
-            + ", ".join(f"{n} -> {r.metrics.samples_per_s:,.0f}" for n, r in sorted(best.items())))
-    if len(best) == 1:
-        text += " (only one thread count measured)"
-    return Line("threads", chosen, text, numbers)
 
 
 def decide_pipeline(results: Sequence[Result], device: str) -> list[Line]:

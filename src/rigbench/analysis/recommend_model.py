@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from rigbench.spec import Result
+from typing import Any, TypeVar
 
 #: The knee: the smallest batch reaching this fraction of the best measured throughput.
 KNEE_FRACTION = 0.9
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,9 @@ def knee(speeds: Mapping[int, float], fraction: float = KNEE_FRACTION) -> tuple[
     return min(b for b, s in speeds.items() if s >= fraction * speeds[best]), best
 
 
-def fitting(speeds: Mapping[int, Result], limit: MemoryLimit | None) -> tuple[dict[int, Result], list[int]]:
+def fitting(speeds: Mapping[int, V], limit: MemoryLimit | None) -> tuple[dict[int, V], list[int]]:
     """(the batches within the memory limit, the ones left out)."""
     if limit is None or limit.cap is None:
         return dict(speeds), []
-    return ({b: r for b, r in speeds.items() if b <= limit.cap},
+    return ({b: v for b, v in speeds.items() if b <= limit.cap},
             [b for b in speeds if b > limit.cap])

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rigbench.analysis import recommend as rules
+from rigbench.analysis.recommend_knobs import rows_at
 from rigbench.analysis.recommend_model import Line, MemoryLimit
 from rigbench.analysis.scaling import changed_knobs
 from rigbench.errors import UsageError
@@ -217,9 +218,9 @@ def recommend(
         chosen = ["cpu"]
     elif run_missing:
         chosen = chosen_devices(framework, devices, default=None)
-    else:
+    else:  # --no-run: the devices asked for, else those measured, else the CPU (always there)
         chosen = [normalise_device(d) for d in devices] or list(dict.fromkeys(
-            r.spec.device for r in stored if rules.timed(r)))
+            r.spec.device for r in stored if rules.timed(r))) or ["cpu"]
     outcome = RecommendOutcome(workload, chosen, [], other_machines=others, db_url=store.url)
     run = _Session(store, run_missing, outcome, on_note, on_trial_end)
     measure = MeasureOptions.quick() if quick else MeasureOptions()
@@ -261,14 +262,15 @@ def recommend(
     device = rules.decide_device(results, chosen, limits).value
     batch = rules.decide_batch(results, device, limits.get(device)).value if device else None
     if device is not None and batch is not None:
+        base, variants = rows_at(results, device, batch)
         if device == "cpu":
-            counts = {n for n in (r.threads for r in rules._at(results, device, batch, None)
-                                  + rules._at(results, device, batch, "threads") if rules.timed(r)) if n}
+            counts = {row.threads for row in ([base] if base else []) + variants
+                      if row.knob in ("baseline", "threads") and row.status == "ok" and row.threads}
             todo_threads = [t for t in default_thread_counts() if t not in counts]
             run.measure(f"threads {', '.join(map(str, todo_threads))} on {device} at b{batch}",
                         "thread counts not measured at the chosen batch",
                         [spec(device, batch, threads=t) for t in todo_threads])
-        have_p = {r.spec.precision for r in rules._at(results, device, batch, "precision")}
+        have_p = {row.value for row in variants if row.knob == "precision"}  # failures too: an answer
         checks, not_tried = precision_checks(device)
         if not_tried:
             outcome.not_tried.append(not_tried)
