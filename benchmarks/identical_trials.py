@@ -6,6 +6,10 @@ nothing differs. Why it exists: a trial's CI is a bootstrap over its own steps a
 noise between them, not the drift between trials (docs/METHODOLOGY.md, "What a trial's
 interval does not cover"), which is why `rigbench scaling` runs its baseline first and last.
 
+It also prints the first trial over the median of the rest: over several runs, whether the
+first trial of a run (the first forked from a fresh warm-start server; RIGBENCH_COLD_START=1
+for cold starts) differs from the others (docs/METHODOLOGY.md).
+
 Usage: python benchmarks/identical_trials.py [--case cnn:64] [--trials 6] [--framework torch]
                                              [--quick] [--db PATH]
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import statistics
 import tempfile
 
 
@@ -51,6 +56,11 @@ def main() -> None:
     apart = sum(1 for a, b in pairs if _apart(a.metrics.samples_per_s_ci, b.metrics.samples_per_s_ci))
     print(f"fastest / slowest: {max(speeds) / min(speeds):.3f}; pairs whose CIs do not overlap: "
           f"{apart} of {len(pairs)}")
+    # the run's first trial is the first forked from a fresh warm-start server (or the first
+    # cold one): docs/METHODOLOGY.md compares it with the rest over several runs
+    rank = sorted(speeds, reverse=True).index(speeds[0]) + 1
+    print(f"first trial / median of the rest: {speeds[0] / statistics.median(speeds[1:]):.3f} "
+          f"(rank {rank} of {len(speeds)}, 1 = fastest)")
 
 
 def _apart(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
