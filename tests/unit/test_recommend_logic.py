@@ -92,6 +92,17 @@ def test_learning_rate_is_scaled_linearly_to_the_batch():
     assert rules.decide_lr([], 256, "sgd").value is None
 
 
+def test_batch_figures_are_the_mean_of_the_newest_runs_repeats():
+    """`run --repeat 2` at b64 (150 and 250, mean 200) supersedes an older run's 999 there; the
+    knee reads the means: b16's 185 is 92% of 200, so b16."""
+    old = trial(64, 999.0).model_copy(update={"run_id": "old", "id": 1})
+    results = [old, trial(16, 185.0), trial(64, 150.0), trial(64, 250.0)]
+    line = rules.decide_batch(results, "cpu", None)
+    assert line.value == 16 and line.numbers["samples_per_s"] == {16: 185.0, 64: pytest.approx(200.0)}
+    assert line.numbers["trials"] == {16: [results[1].id], 64: [results[2].id, results[3].id]}
+    assert rules.decide_device(results, ["cpu"], {}).numbers["cpu"] == {"best_batch": 64, "samples_per_s": 200.0}
+
+
 def test_precision_is_the_fastest_resolved_and_failures_are_shown():
     fp32, fp16 = trial(64, 100.0), trial(64, None, status="unsupported", precision="fp16",
                                           error="fp16 autocast is not supported on cpu")
