@@ -34,7 +34,7 @@ from rigbench.analysis.lr_find import scale_lr
 from rigbench.analysis.process_scaling import decide_processes
 from rigbench.analysis.recommend_compile import decide_compile
 from rigbench.analysis.recommend_knobs import decide_precision, decide_threads
-from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee
+from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee, sps_text
 from rigbench.analysis.scaling import changed_knobs
 from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, speed
 from rigbench.spec import Result
@@ -66,10 +66,6 @@ def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, RunSp
     return dict(sorted(newest_run_speeds(at_default, lambda r: r.spec.batch_size).items()))
 
 
-def _sps(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f} samples/s"
-
-
 # --------------------------------------------------------------------------- decisions
 
 
@@ -88,8 +84,8 @@ def decide_device(results: Sequence[Result], devices: Sequence[str],
         return Line("device", None, f"device: not measured ({', '.join(devices) or 'no device'}): "
                     f"run without --no-run, or `rigbench run WORKLOAD --batch-size ...`", numbers)
     chosen = max(best, key=lambda d: best[d][1])
-    others = "; ".join(f"{d} {_sps(s)} at b{b}" for d, (b, s) in best.items() if d != chosen)
-    text = (f"device: {chosen}, fastest in fp32: {_sps(best[chosen][1])} at its best batch "
+    others = "; ".join(f"{d} {sps_text(s)} at b{b}" for d, (b, s) in best.items() if d != chosen)
+    text = (f"device: {chosen}, fastest in fp32: {sps_text(best[chosen][1])} at its best batch "
             f"{best[chosen][0]}" + (f" (vs {others})" if others else " (the only device measured)"))
     if unmeasured:
         text += f"; not measured: {', '.join(unmeasured)}"
@@ -114,10 +110,10 @@ def decide_batch(results: Sequence[Result], device: str, limit: MemoryLimit | No
     chosen, best = knee(sps)
     numbers.update(best_batch=best, chosen_samples_per_s=sps[chosen], best_samples_per_s=sps[best])
     if chosen == best:
-        why = f"the fastest measured ({_sps(sps[best])})"
+        why = f"the fastest measured ({sps_text(sps[best])})"
     else:
-        why = (f"the smallest reaching {KNEE_FRACTION:.0%} of the best: {_sps(sps[chosen])} = "
-               f"{sps[chosen] / sps[best]:.0%} of b{best}'s {_sps(sps[best])}")
+        why = (f"the smallest reaching {KNEE_FRACTION:.0%} of the best: {sps_text(sps[chosen])} = "
+               f"{sps[chosen] / sps[best]:.0%} of b{best}'s {sps_text(sps[best])}")
     text = f"batch size: {chosen}, {why}; measured " + ", ".join(f"b{b} {s:,.0f}" for b, s in sps.items())
     if limit is None:
         text += "; memory limit not measured (rigbench max-batch)"
@@ -256,7 +252,7 @@ def decide_pipeline(results: Sequence[Result], device: str) -> list[Line]:
             by_workers[w] = {"samples_per_s": r.metrics.samples_per_s, "input_fraction": r.metrics.input_fraction,
                              "copy_fraction": r.metrics.copy_fraction, "trial": r.id}
     text = (f"loader workers: {workers}, the fastest measured `--input loader` run (trial {best.id}, "
-            f"{_sps(m.samples_per_s)} in training, input waits {m.input_fraction:.1%} of its time)")
+            f"{sps_text(m.samples_per_s)} in training, input waits {m.input_fraction:.1%} of its time)")
     input_fraction = m.input_fraction or 0.0  # set on every run kept above
     if len(by_workers) == 1 and input_fraction >= 0.1:
         text += "; input waits are large: try `rigbench train WORKLOAD --input loader --workers 2`"
@@ -289,7 +285,7 @@ def decide_epoch_time(results: Sequence[Result], device: str, batch: int, datase
     seconds = dataset_size / sps
     numbers = {"dataset_size": dataset_size, "samples_per_s": sps, "trial": fastest.id, "seconds": seconds,
                "configuration": fastest.spec.label()}
-    text = (f"epoch time: {seconds:,.1f} s for {dataset_size:,} samples at {_sps(sps)} (trial {fastest.id}, "
+    text = (f"epoch time: {seconds:,.1f} s for {dataset_size:,} samples at {sps_text(sps)} (trial {fastest.id}, "
             f"{fastest.spec.label()}, the fastest measured at b{batch}; compute only)")
     if input_share:
         with_input = seconds / max(1e-9, 1.0 - input_share)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rigbench.analysis.recommend_model import Line
+from rigbench.analysis.recommend_model import Line, sps_text
 from rigbench.analysis.scaling import ScalingRow, scaling_table
 from rigbench.spec import Result
 from rigbench.textlimits import error_line
@@ -48,10 +48,6 @@ def _speedup_text(row: ScalingRow) -> str:
     return f"{row.speedup:.2f}x{noise}"
 
 
-def _sps(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f} samples/s"
-
-
 def decide_precision(results: Sequence[Result], device: str, batch: int) -> Line:
     """The fastest precision at the recommended batch (default threads, eager) whose gain over
     fp32 is resolved; fp32 where none is (module docstring). Failures (unsupported...) are
@@ -67,7 +63,7 @@ def decide_precision(results: Sequence[Result], device: str, batch: int) -> Line
     if base is None or base.status != "ok" or not base.samples_per_s:
         return Line("precision", None, f"precision: not measured at b{batch} on {device}", numbers)
     best = _resolved_faster(rows)
-    parts = [f"fp32 {_sps(base.samples_per_s)}"]
+    parts = [f"fp32 {sps_text(base.samples_per_s)}"]
     for row in rows:
         parts.append(f"{row.value} {_speedup_text(row)}" if row.status == "ok" and row.speedup is not None
                      else f"{row.value} {row.status}" + (f" ({error_line(row.error)})" if row.error else ""))

@@ -14,6 +14,11 @@ KNEE_FRACTION = 0.9
 V = TypeVar("V")
 
 
+def sps_text(value: float | None) -> str:
+    """A samples/s figure as the recommendation's lines write it."""
+    return "-" if value is None else f"{value:,.1f} samples/s"
+
+
 @dataclass(frozen=True)
 class MemoryLimit:
     """What a max-batch search found on a device (experiments.max_batch.MaxBatchOutcome, or its

@@ -30,7 +30,7 @@ from typing import Any
 
 from rigbench.analysis.energy import samples_per_joule
 from rigbench.analysis.stats import mean
-from rigbench.analysis.trials import is_full_protocol, newest_run_trials, run_order, speed
+from rigbench.analysis.trials import has_speed, is_full_protocol, newest_run_trials, run_order, speed
 from rigbench.spec import PRECISIONS, Result, TrialSpec
 
 #: The knobs a variant may change, in table order (configuration fields of TrialSpec).
@@ -158,7 +158,7 @@ def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
 
 def _row(knob: str, value: Any, trials: list[Result], base: ScalingRow | None = None) -> ScalingRow:
     """One row from a configuration's trials; a variant's speed-up over `base`."""
-    ok = [r for r in trials if r.status == "ok" and r.metrics.samples_per_s]
+    ok = [r for r in trials if has_speed(r)]
     shown = ok[-1] if ok else trials[-1]  # status, error, threads: the newest that succeeded, if any
     speeds = [speed(r) for r in ok]
     cis = [r.metrics.samples_per_s_ci for r in ok]

@@ -13,14 +13,14 @@ from typing import Any
 
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import is_full_protocol, network_label, speed
+from rigbench.analysis.trials import has_speed, is_full_protocol, network_label, speed
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
 
 def speed_figures(results: Sequence[Result]) -> list[Result]:
     """Finished full-protocol speed trials with a throughput: the trials a summary ranks."""
-    return [r for r in results if r.status == "ok" and r.metrics.samples_per_s and is_full_protocol(r)]
+    return [r for r in results if has_speed(r) and is_full_protocol(r)]
 
 
 def peak_memory_mib(r: Result) -> tuple[float | None, str]:

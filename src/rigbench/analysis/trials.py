@@ -52,6 +52,11 @@ def network_label(r: Result) -> str:
     return label if r.spec.workload_revision == current else f"{label} (revision {r.spec.workload_revision})"
 
 
+def has_speed(r: Result) -> bool:
+    """A finished trial with a throughput (status ok, samples/s set and not zero)."""
+    return r.status == "ok" and bool(r.metrics.samples_per_s)
+
+
 def speed(r: Result) -> float:
     """samples/s of a result, 0 when it has none (callers ask it only of results whose
     samples/s they have checked)."""
@@ -104,5 +109,5 @@ def newest_run_speeds(results: Sequence[Result], key: Callable[[Result], K | Non
     """Per configuration `key` names, its successful trials with a speed from the newest run
     that has one (`newest_run_trials` over those: a failed retry does not hide an older run's
     figure, and repeats of one run count together instead of the newest alone)."""
-    ok = [r for r in results if r.status == "ok" and r.metrics.samples_per_s]
+    ok = [r for r in results if has_speed(r)]
     return {k: RunSpeed(tuple(trials)) for k, trials in newest_run_trials(ok, key).items()}
