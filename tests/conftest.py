@@ -1,4 +1,5 @@
 import functools
+import importlib.util
 import os
 import re
 import subprocess
@@ -22,6 +23,15 @@ from tests.databases import fresh_database
 #: A worker's share of the cores, as above: also the threads of a child that asks for a count of
 #: its own (tests/contract/keras_child.py), or two workers' children spin against each other.
 WORKER_THREADS = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+def skip_without(*modules: str) -> None:
+    """Skips the calling module or test unless every one of `modules` is installed, without
+    importing them (pytest.importorskip imports: `keras` alone starts TensorFlow, 5 s in each
+    worker's collection, and a worker that has imported TensorFlow must not fork)."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}", allow_module_level=True)
+
 
 #: The store's backends: the fixture `db_url` runs a test on each (tests/databases.py).
 BACKENDS = ("sqlite", "postgresql")

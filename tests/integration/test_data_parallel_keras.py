@@ -12,10 +12,10 @@ from rigbench.errors import UnsupportedError
 from rigbench.runner.launchers import launcher_for
 from rigbench.runner.launchers.merge import merge_reports
 from rigbench.spec import TrainOptions, TrialSpec
+from tests.conftest import skip_without
 from tests.data_parallel import check_equals_one_process_on_the_global_batch, check_two_ranks_agree, dp_spec, launch
 
-pytest.importorskip("keras")
-pytest.importorskip("jax")
+skip_without("keras", "jax")
 pytestmark = pytest.mark.timeout(300)
 
 #: As for native JAX (test_data_parallel_jax.py): the two runs differ in float32 summation order

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from rigbench.runner.launchers import launcher_for
+from tests.conftest import skip_without
 from tests.data_parallel import (
     check_equals_one_process_on_the_global_batch,
     check_two_ranks_agree,
@@ -22,7 +23,7 @@ from tests.data_parallel import (
     signal_rank_when_stepping,
 )
 
-pytest.importorskip("tensorflow")
+skip_without("tensorflow")
 pytestmark = pytest.mark.timeout(300)
 
 #: One worker on 2B rows against two on B each: the same mean gradient, summed in another

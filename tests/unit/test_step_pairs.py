@@ -11,6 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import step_pairs  # noqa: E402
 
+from tests.conftest import skip_without  # noqa: E402
+
 
 def test_the_bare_step_is_the_documented_loop_and_it_trains():
     step, wait = step_pairs.bare_step("torch", "cnn", 8, 1)
@@ -70,7 +72,7 @@ def test_the_keras_bare_model_is_compiled_over_the_trainers_layers():
     import os
     import subprocess
 
-    pytest.importorskip("keras")
+    skip_without("keras")
     here = Path(__file__).resolve().parents[2] / "benchmarks"
     out = subprocess.run([sys.executable, "-c", KERAS_SHARED, str(here)], capture_output=True, text=True,
                          env={**os.environ, "KERAS_BACKEND": "torch"}, timeout=300)

@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 from rigbench.frameworks.torch import models as torch_models  # noqa: E402
 from rigbench.workloads import WORKLOADS, resolved_options, shaped  # noqa: E402
 from rigbench.workloads.flops import trainable_params  # noqa: E402
+from tests.conftest import skip_without  # noqa: E402
 
 #: Max absolute difference of the logits on shared weights at float32: the attention and
 #: LayerNorm reductions run in another order in each framework (about 1e-6 seen).
@@ -158,7 +159,7 @@ def keras_case(name: str, options: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module", params=KERAS_BACKENDS)
 def keras_found(request) -> dict[str, Any]:
-    pytest.importorskip("keras")
+    skip_without("keras")
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "KERAS_BACKEND": request.param, "TF_CPP_MIN_LOG_LEVEL": "2"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
