@@ -33,7 +33,7 @@ def test_summary_is_the_fastest_trial_per_workload_with_its_figures():
     cnn, mlp = summary_rows(results)
     assert cnn.workload == "cnn" and cnn.best is results[2] and cnn.trials == 3
     assert cnn.epoch_seconds == pytest.approx(50_000 / 1800)  # CIFAR-10's training set
-    assert cnn.cpu_base is results[1] and cnn.speedup_over_cpu == pytest.approx(12.0)
+    assert cnn.cpu_base.trials == (results[1],) and cnn.speedup_over_cpu == pytest.approx(12.0)
     assert (cnn.peak_memory_mib, cnn.memory_kind) == (900.0, "device")
     # 1e9 FLOPs x 1800 samples/s over the H100's bf16 spec-sheet peak (989.4 TFLOP/s)
     assert cnn.mfu == pytest.approx(1.8e12 / 989.4e12) and cnn.mfu_source == "spec"
@@ -48,11 +48,38 @@ def test_the_cpu_base_is_the_best_trials_own_machine_where_it_has_one():
     here, there = make_result(speed=50.0, run_id="gpu"), make_result(speed=200.0, run_id="laptop")
     machines = {"gpu": {"hostname": "a", "cpu_model": "Xeon"}, "laptop": {"hostname": "b", "cpu_model": "EPYC"}}
     [row] = summary_rows([gpu_host, here, there], machines=machines)
-    assert row.cpu_base is here and row.speedup_over_cpu == pytest.approx(20.0)
+    assert row.cpu_base.trials == (here,) and row.speedup_over_cpu == pytest.approx(20.0)
     [row] = summary_rows([gpu_host, there], machines=machines)  # none on its own machine: any CPU
-    assert row.cpu_base is there and row.speedup_over_cpu == pytest.approx(5.0)
+    assert row.cpu_base.trials == (there,) and row.speedup_over_cpu == pytest.approx(5.0)
     [row] = summary_rows([gpu_host, here, there])  # without machines: the fastest CPU trial
-    assert row.cpu_base is there
+    assert row.cpu_base.trials == (there,)  # the newer run of the same configuration
+
+
+def test_a_configuration_is_the_mean_of_its_newest_runs_repeats():
+    """Repeats of one run count as their mean, so a lucky repeat does not make a configuration
+    the headline; an older run of a configuration is superseded; MFU, tokens/s and the speed-up
+    read the mean; the peak memory is the highest of the repeats."""
+    gpt = {"workload": "gpt", "flops_per_sample": 1e9}
+    b8 = [make_result(batch=8, speed=s, run_id="r2", tokens_per_s=64 * s, rss_peak_mib=m, **gpt)
+          for s, m in ((400.0, 500.0), (500.0, 700.0), (600.0, 600.0))]  # mean 500
+    b16 = [make_result(batch=16, speed=s, run_id="r2", tokens_per_s=64 * s, **gpt) for s in (300.0, 650.0)]  # mean 475
+    old = make_result(batch=8, speed=900.0, run_id="r1", **gpt)  # an older run of b8: superseded
+    old = old.model_copy(update={"id": 0})
+    [row] = summary_rows([old, *b8, *b16], calibrations={"": {"matmul_flops": {"fp32": 1e13}}})
+    assert row.configuration.trials == tuple(b8) and row.best is b8[-1] and row.trials == 6
+    assert row.samples_per_s == pytest.approx(500.0) and row.configuration.tokens_per_s == pytest.approx(64 * 500.0)
+    assert row.speedup_over_cpu == pytest.approx(1.0) and row.cpu_base is row.configuration
+    assert row.mfu == pytest.approx(1e9 * 500.0 / 1e13) and row.mfu_source == "calibrated"
+    assert (row.peak_memory_mib, row.memory_kind) == (700.0, "RSS")
+    [cell] = summary_cells([row])
+    assert (cell["samples_per_s"], cell["tokens_per_s"]) == ("500.0", "32,000 tokens/s")
+    ids = ", ".join(str(r.id) for r in b8)
+    assert cell["samples_note"] == f"mean of trials {ids}" and cell["speedup"].startswith("1.00×")
+    assert cell["speedup_note"].startswith(f"over CPU mean of trials {ids} (500.0 samples/s")
+    # a GPU configuration's repeats over the CPU configuration's: a ratio of means
+    gpus = [make_result(batch=8, device="cuda:0", speed=s, run_id="r2", **gpt) for s in (4000.0, 6000.0)]
+    [row] = summary_rows([*b8, *gpus])
+    assert row.speedup_over_cpu == pytest.approx(10.0) and summary_cells([row])[0]["speedup"] == "10.00×"
 
 
 def test_summary_leaves_out_failures_training_runs_and_probes_and_splits_revisions():

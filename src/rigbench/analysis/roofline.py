@@ -202,9 +202,11 @@ def trial_roofline(*, framework: str, precision: str, batch_size: int, samples_p
     return TrialRoofline(achieved, flops, moved, ai, spec, calibrated, notes, warnings)
 
 
-def result_roofline(result: Result, calibration: dict[str, Any] | None) -> TrialRoofline:
+def result_roofline(result: Result, calibration: dict[str, Any] | None,
+                    samples_per_s: float | None = None) -> TrialRoofline:
     """The TrialRoofline of one stored result, against its device's spec sheet and
-    `calibration` (its device's latest, store/calibrations.device_calibrations, or None)."""
+    `calibration` (its device's latest, store/calibrations.device_calibrations, or None).
+    `samples_per_s`: its configuration's figure (the mean of repeats) in place of the trial's own."""
     sheet = spec_sheet(result)
     m, precision = result.metrics, result.spec.precision
     # A workload this rigbench does not define (a bundle from a newer one): its optimiser,
@@ -212,7 +214,8 @@ def result_roofline(result: Result, calibration: dict[str, Any] | None) -> Trial
     # counted FLOPs (stored with the trial) still give achieved FLOP/s and MFU.
     workload = WORKLOADS.get(result.spec.workload)
     roof = trial_roofline(
-        framework=result.spec.framework, precision=precision, batch_size=result.spec.batch_size, samples_per_s=m.samples_per_s,
+        framework=result.spec.framework, precision=precision, batch_size=result.spec.batch_size,
+        samples_per_s=m.samples_per_s if samples_per_s is None else samples_per_s,
         flops_per_sample=m.flops_per_sample, bytes_per_sample=m.bytes_per_sample, params=m.params,
         optimizer=workload.optimizer if workload else "",
         spec_name=sheet.name if sheet else None,

@@ -13,7 +13,7 @@ from typing import Any
 
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import has_speed, is_full_protocol, network_label, speed
+from rigbench.analysis.trials import RunSpeed, has_speed, is_full_protocol, network_label, newest_run_speeds, run_order
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -36,72 +36,85 @@ def peak_memory_mib(r: Result) -> tuple[float | None, str]:
 
 @dataclass
 class SummaryRow:
-    """One workload's headline: its fastest trial and what that means."""
+    """One workload's headline: its fastest configuration and what that means."""
 
     workload: str
-    best: Result
-    samples_per_s: float
+    configuration: RunSpeed  # the fastest configuration's trials from its newest run
     epoch_seconds: float | None  # the workload's training-set size / samples/s
     dataset: str | None
-    cpu_base: Result | None  # the fastest CPU trial of the workload (the speed-up's base)
+    cpu_base: RunSpeed | None  # the fastest CPU configuration of the workload (the speed-up's base)
     speedup_over_cpu: float | None
     mfu: float | None
     mfu_source: str | None  # "spec" | "calibrated"
-    peak_memory_mib: float | None
+    peak_memory_mib: float | None  # the highest of the configuration's trials
     memory_kind: str  # "device" | "RSS"
     trials: int  # speed trials of the workload considered
     recommendation: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """The row as plain values (what the page shows and the tests compare)."""
-        return {"workload": self.workload, "trial": self.best.id, "device": self.best.spec.device,
-                "device_name": self.best.device_name, "framework": self.best.spec.framework,
-                "precision": self.best.spec.precision, "batch_size": self.best.spec.batch_size,
-                "samples_per_s": self.samples_per_s, "epoch_seconds": self.epoch_seconds,
-                "speedup_over_cpu": self.speedup_over_cpu, "mfu": self.mfu,
-                "peak_memory_mib": self.peak_memory_mib, "memory_kind": self.memory_kind,
-                "recommendation": self.recommendation}
+    @property
+    def best(self) -> Result:
+        """The configuration's newest trial: what it ran (device, framework, batch, ...)."""
+        return self.configuration.newest
+
+    @property
+    def samples_per_s(self) -> float:
+        """The configuration's figure: the mean of its newest run's trials."""
+        return self.configuration.samples_per_s
 
 
-def _mfu(r: Result, calibration: dict[str, Any] | None) -> tuple[float | None, str | None]:
-    """The spec sheet's MFU, else the calibrated one (None when neither peak is known)."""
-    roof = result_roofline(r, calibration)
+def _mfu(figure: RunSpeed, calibration: dict[str, Any] | None) -> tuple[float | None, str | None]:
+    """The spec sheet's MFU at the configuration's mean samples/s, else the calibrated one
+    (None when neither peak is known)."""
+    roof = result_roofline(figure.newest, calibration, samples_per_s=figure.samples_per_s)
     for src in (roof.spec, roof.calibrated):
         if src is not None and src.mfu is not None:
             return src.mfu, src.source
     return None, None
 
 
+def _peak_memory(figure: RunSpeed) -> tuple[float | None, str]:
+    """The highest peak memory among the configuration's trials, and what it is."""
+    peaks = [peak_memory_mib(r) for r in figure.trials]
+    known = [peak for peak in peaks if peak[0] is not None]
+    return max(known, key=lambda peak: peak[0] or 0.0) if known else peaks[-1]
+
+
 def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str, Any]] | None = None,
                  recommendations: Mapping[str, str] | None = None,
                  machines: Mapping[str, dict[str, Any] | None] | None = None) -> list[SummaryRow]:
-    """One row per workload with a speed figure, in workload order: the trial with the highest
-    samples/s (any device, framework, precision, batch), its epoch time, its speed over the
-    fastest CPU trial of the workload (1.0 when that is itself; None without a CPU trial), its
-    MFU (`calibrations`: device name -> latest calibration) and peak memory.
-    `recommendations`: workload -> one line (`recommendation_text`), where `recommend` ran.
-    `machines` (run id -> fingerprint): the CPU base is then the fastest CPU trial of the best
-    trial's own machine where it has one (a GPU over its own host's CPU), else of any machine."""
+    """One row per workload with a speed figure, in workload order. Each configuration
+    (`TrialSpec.config_key`: device, framework, precision, batch, ...; on one machine where
+    `machines`, run id -> fingerprint, tells machines apart) counts as the mean samples/s of
+    its newest run's trials (`newest_run_speeds`): the repeats of `run --repeat` together, so
+    the luckiest of them is never the headline. The row is the fastest configuration's: its
+    epoch time, its speed over the fastest CPU configuration of the workload (1.0 when that
+    is itself; None without one), its MFU (`calibrations`: device name -> latest calibration)
+    and peak memory. `recommendations`: workload -> one line (`recommendation_text`), where
+    `recommend` ran. With `machines`, the CPU base is the fastest CPU configuration of the best
+    one's own machine where it has one (a GPU over its own host's CPU), else of any machine."""
+    def machine(r: Result) -> tuple[Any, ...] | None:
+        return machine_identity(machines.get(r.run_id)) if machines is not None else None
+
     by_workload: dict[str, list[Result]] = defaultdict(list)
     for r in speed_figures(results):
         by_workload[network_label(r)].append(r)
     rows = []
     for workload in sorted(by_workload):
-        members = sorted(by_workload[workload], key=lambda r: r.id or 0)
-        best = max(members, key=speed)  # the first of equals: the oldest
-        cpus = [r for r in members if r.spec.device == "cpu"]
-        if machines is not None:
-            same = machine_identity(machines.get(best.run_id))
-            cpus = [r for r in cpus if machine_identity(machines.get(r.run_id)) == same] or cpus
-        base = max(cpus, key=speed) if cpus else None
-        ref = WORKLOADS.get(best.spec.workload)
-        mfu, source = _mfu(best, (calibrations or {}).get(best.device_name or ""))
-        memory, kind = peak_memory_mib(best)
+        members = by_workload[workload]
+        configurations = sorted(newest_run_speeds(members, lambda r: (machine(r), r.spec.config_key())).values(),
+                                key=lambda c: run_order(c.trials[0]))
+        best = max(configurations, key=lambda c: c.samples_per_s)  # the first of equals: the oldest
+        cpus = [c for c in configurations if c.newest.spec.device == "cpu"]
+        cpus = [c for c in cpus if machine(c.newest) == machine(best.newest)] or cpus
+        base = max(cpus, key=lambda c: c.samples_per_s) if cpus else None
+        ref = WORKLOADS.get(best.newest.spec.workload)
+        mfu, source = _mfu(best, (calibrations or {}).get(best.newest.device_name or ""))
+        memory, kind = _peak_memory(best)
         rows.append(SummaryRow(
-            workload=workload, best=best, samples_per_s=speed(best),
-            epoch_seconds=ref.dataset.train_size / speed(best) if ref else None,
+            workload=workload, configuration=best,
+            epoch_seconds=ref.dataset.train_size / best.samples_per_s if ref else None,
             dataset=ref.dataset.name if ref else None, cpu_base=base,
-            speedup_over_cpu=speed(best) / speed(base) if base else None,
+            speedup_over_cpu=best.samples_per_s / base.samples_per_s if base else None,
             mfu=mfu, mfu_source=source, peak_memory_mib=memory, memory_kind=kind,
             trials=len(members), recommendation=(recommendations or {}).get(workload)))
     return rows

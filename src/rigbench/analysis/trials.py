@@ -97,6 +97,14 @@ class RunSpeed:
         return mean(self.speeds)
 
     @property
+    def tokens_per_s(self) -> float | None:
+        """A language model's tokens/s at the mean samples/s (tokens per sample is the
+        configuration's context, so the newest trial's ratio holds for every trial); None for
+        other workloads."""
+        tokens = self.newest.metrics.tokens_per_s
+        return None if tokens is None else tokens * self.samples_per_s / speed(self.newest)
+
+    @property
     def newest(self) -> Result:
         return self.trials[-1]
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rigbench.analysis.summary import MachineEntry, SummaryRow
+from rigbench.analysis.trials import RunSpeed
 from rigbench.reports.cells import rate
 from rigbench.spec import Result
 from rigbench.units import format_bytes
@@ -27,28 +28,35 @@ def device_text(r: Result) -> str:
     return f"{r.device_name} ({r.spec.device})" if r.device_name else r.spec.device
 
 
+def figure_note(figure: RunSpeed) -> str:
+    """Which trials a configuration's figure is: "trial 7", or "mean of trials 3, 5, 9"."""
+    ids = ", ".join(str(i) for i in figure.ids)
+    return f"mean of trials {ids}" if len(figure.trials) > 1 else f"trial {ids}"
+
+
 def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
     """The summary table's cells, one dict per workload (the page and its test read these)."""
     cells = []
     for row in rows:
-        best = row.best
+        best, base = row.best, row.cpu_base
         speedup = "-"
-        if row.speedup_over_cpu is not None and row.cpu_base is not None:
-            speedup = ("1.00× (the CPU is fastest)" if row.cpu_base is best
+        if row.speedup_over_cpu is not None and base is not None:
+            speedup = ("1.00× (the CPU is fastest)" if base is row.configuration
                        else f"{row.speedup_over_cpu:,.2f}×")
+        tokens = row.configuration.tokens_per_s
         cells.append({
             "workload": row.workload, "trial": best.id, "run_id": best.run_id,
             "device": device_text(best),
             "config": f"{best.spec.framework} · {best.spec.precision} · batch {best.spec.batch_size}"
                       + (" · compile" if best.spec.compile else "")
                       + (" · channels-last" if best.spec.channels_last else ""),
-            "samples_per_s": f"{row.samples_per_s:,.1f}",
-            "tokens_per_s": "" if best.metrics.tokens_per_s is None else f"{rate(best.metrics.tokens_per_s)} tokens/s",
+            "samples_per_s": f"{row.samples_per_s:,.1f}", "samples_note": figure_note(row.configuration),
+            "tokens_per_s": "" if tokens is None else f"{rate(tokens)} tokens/s",
             "epoch": format_duration(row.epoch_seconds),
             "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
             "speedup": speedup,
-            "speedup_note": f"over CPU trial {row.cpu_base.id} ({row.cpu_base.metrics.samples_per_s:,.1f} samples/s, "
-                            f"{device_text(row.cpu_base)})" if row.cpu_base is not None else "no CPU trial",
+            "speedup_note": f"over CPU {figure_note(base)} ({base.samples_per_s:,.1f} samples/s, "
+                            f"{device_text(base.newest)})" if base is not None else "no CPU trial",
             "mfu": f"{row.mfu:.1%}" if row.mfu is not None else "-",
             "mfu_note": f"of the {row.mfu_source} peak" if row.mfu_source else "no peak known for this device",
             "memory": f"{row.peak_memory_mib:,.0f} MiB" if row.peak_memory_mib is not None else "-",
