@@ -9,10 +9,12 @@ import json
 from importlib import resources
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from rigbench import cli
 from rigbench.analysis.frameworks import framework_tables, slowest_to_fastest
+from rigbench.reports.compare_tables import framework_table
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
 
@@ -21,13 +23,13 @@ _ids = itertools.count(1)
 
 def make_result(framework="torch", workload="cnn", device="cpu", batch=128, samples_per_s=512.0, *,
                 created="2026-01-01T00:00:00+00:00", kind_train=False, precision="fp32", status="ok", options=None,
-                threads=None, **metrics):
+                threads=None, run_id="r1", **metrics):
     train = {"train": {"dataset": "digits", "epochs": 1}} if kind_train else {}
     spec = TrialSpec(workload=workload, framework=framework, device=device, batch_size=batch, precision=precision,
                      workload_options=options or {}, threads=threads, **train)
     values = {"samples_per_s": samples_per_s, "cpu_util_pct_mean": 48.0, "rss_peak_mib": 400.0, "steps_measured": 10}
     values.update(metrics)
-    return Result(id=next(_ids), run_id="r1", created_at=created, spec=spec,
+    return Result(id=next(_ids), run_id=run_id, created_at=created, spec=spec,
                   status=status, device_name="Test CPU", metrics=Metrics(**values))
 
 
@@ -57,14 +59,31 @@ def test_rows_per_framework_and_device_with_table5_beside_cnn():
 
 def test_only_fp32_full_protocol_speed_trials_and_the_newest_of_a_configuration():
     results = [
-        make_result("torch", samples_per_s=128.0, created="2026-01-01T00:00:00+00:00"),
-        make_result("torch", samples_per_s=384.0, created="2026-01-02T00:00:00+00:00"),  # newer: stands
+        make_result("torch", samples_per_s=128.0, created="2026-01-01T00:00:00+00:00", run_id="old"),
+        make_result("torch", samples_per_s=384.0, created="2026-01-02T00:00:00+00:00", run_id="new"),  # stands
         make_result("jax", precision="bf16", samples_per_s=9999.0),
         make_result("jax", kind_train=True, samples_per_s=9999.0),
         make_result("jax", status="crash", samples_per_s=None),
     ]
     [table] = framework_tables(results)
     assert [(r.framework, r.steps_per_s) for r in table.ours] == [("torch", 3.0)]
+
+
+def test_a_configurations_repeats_count_as_their_mean():
+    """`run --framework torch,jax --repeat 2`: each framework's row is the mean of its run's
+    repeats (jax's lucky 1,280 does not put it ahead of torch), memory the highest repeat."""
+    torch = [make_result("torch", samples_per_s=v, rss_peak_mib=m, tokens_per_s=None) for v, m in ((1024.0, 500.0), (896.0, 450.0))]
+    jax = [make_result("jax", samples_per_s=v, cpu_util_pct_mean=u) for v, u in ((1280.0, 90.0), (512.0, 70.0))]
+    [table] = framework_tables([torch[0], jax[0], torch[1], jax[1]])
+    rows = {row.framework: row for row in table.ours}
+    assert (rows["torch"].steps_per_s, rows["jax"].steps_per_s) == (7.5, 7.0)  # 960 and 896 over 128
+    assert rows["torch"].trials == [torch[0].id, torch[1].id] and rows["torch"].result_id == torch[1].id
+    assert rows["torch"].host_mem_mib == 500.0 and rows["jax"].cpu_pct == 70.0  # the newest trial's use
+    assert slowest_to_fastest(table) == {"cpu": pytest.approx(7.5 / 7.0)}
+    console = Console(width=200, record=True)
+    console.print(framework_table(table))
+    text = console.export_text()
+    assert f"mean of trials {torch[0].id}, {torch[1].id}" in text
 
 
 def test_default_batch_is_the_workloads_then_the_most_measured_and_batch_can_be_chosen():

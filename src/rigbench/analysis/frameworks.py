@@ -9,21 +9,24 @@ i7-8650U, in TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5) sit beside the workload 
 names (analysis/published_tables.MAPPINGS), so the layout and the figures can be read together.
 
 Which trials count: plain fp32 full-protocol speed trials (published.usable_speed_trial, the rule the
-published comparison uses); where a configuration was measured more than once, the newest
-result stands for it (older ones are earlier runs of the same thing, not more frameworks).
+published comparison uses). A configuration stands for the trials of the newest run that
+measured it (analysis/trials.newest_run_speeds; older runs are earlier runs of the same thing,
+not more frameworks): its speed columns are their mean (`run --framework torch,jax --repeat 3`
+ranks frameworks on means, not on each one's luckiest trial), its memory columns the highest of
+them, its utilisation columns the newest trial's.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rigbench.analysis.published import usable_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import workload_label
+from rigbench.analysis.trials import RunSpeed, newest_run_speeds, workload_label
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -52,6 +55,7 @@ class FrameworkRow:
     mfu: float | None = None     # ours: achieved / peak FLOP/s (spec sheet, else calibrated)
     mfu_source: str | None = None  # "spec" | "calibrated"
     threads: int | None = None   # ours: the threads asked for (None: the framework's own choice)
+    trials: list[int] = field(default_factory=list)  # ours: the trials the speed is the mean of
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,19 +82,26 @@ class FrameworkTable:
                 "published": [r.as_dict() for r in self.published]}
 
 
-def _our_row(r: Result, calibration: dict[str, Any] | None) -> FrameworkRow:
+def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkRow:
+    r = figure.newest
     m = r.metrics
-    assert m.samples_per_s is not None  # usable_speed_trial
     kind = "cpu" if r.spec.device == "cpu" else "gpu"
-    roof = result_roofline(r, calibration)
+    roof = result_roofline(r, calibration, samples_per_s=figure.samples_per_s)
     # the spec sheet's peak first, as the report's summary does (analysis/summary._mfu)
     peak = next((src for src in (roof.spec, roof.calibrated) if src is not None and src.mfu is not None), None)
     return FrameworkRow("ours", r.spec.workload, r.spec.framework, r.spec.device,
                         r.device_name or r.spec.device, kind, r.spec.batch_size,
-                        m.samples_per_s / r.spec.batch_size, m.cpu_util_pct_mean,
-                        m.gpu_util_pct_mean if kind == "gpu" else None, m.rss_peak_mib,
-                        m.gpu_mem_peak_mib if kind == "gpu" else None, r.id, m.tokens_per_s,
-                        peak.mfu if peak else None, peak.source if peak else None, r.spec.threads)
+                        figure.samples_per_s / r.spec.batch_size, m.cpu_util_pct_mean,
+                        m.gpu_util_pct_mean if kind == "gpu" else None,
+                        _highest(t.metrics.rss_peak_mib for t in figure.trials),
+                        _highest(t.metrics.gpu_mem_peak_mib for t in figure.trials) if kind == "gpu" else None,
+                        r.id, figure.tokens_per_s, peak.mfu if peak else None, peak.source if peak else None,
+                        r.spec.threads, figure.ids)
+
+
+def _highest(values: Iterable[float | None]) -> float | None:
+    """The highest known value (a peak over repeats), None when none is known."""
+    return max((v for v in values if v is not None), default=None)
 
 
 def _published_row(p: PublishedRow, workload: str) -> FrameworkRow:
@@ -130,43 +141,43 @@ def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[
     pairs for the trials run with exactly those options. `batch_size` picks the batch
     (default: _default_batch). `calibrations`: device name -> its latest calibration, for
     MFU against the calibrated peak where the spec sheet has none."""
-    newest: dict[tuple, Result] = {}
-    for r in sorted((r for r in results if usable_speed_trial(r) and r.spec.workload in WORKLOADS),
-                    key=lambda r: (r.created_at, r.id or 0)):
-        s = r.spec
-        newest[(s.workload, _options_key(s.workload_options), s.framework, s.device,
-                s.batch_size, s.threads)] = r
+    newest = newest_run_speeds(
+        [r for r in results if usable_speed_trial(r) and r.spec.workload in WORKLOADS],
+        lambda r: (r.spec.workload, _options_key(r.spec.workload_options), r.spec.framework, r.spec.device,
+                   r.spec.batch_size, r.spec.threads))
     wanted = [(w, None) if isinstance(w, str) else (w[0], _options_key(w[1])) for w in workloads]
     table5 = _table5_rows()
     tables = []
     for workload in WORKLOADS:
-        groups: dict[tuple, list[Result]] = {}
-        for r in newest.values():
-            key = _options_key(r.spec.workload_options)
-            if r.spec.workload == workload and (not wanted or (workload, None) in wanted or (workload, key) in wanted):
-                groups.setdefault(key, []).append(r)
-        for mine in sorted(groups.values(), key=lambda rs: workload_label(rs[0])):
+        groups: dict[tuple, list[RunSpeed]] = {}
+        for figure in newest.values():
+            spec = figure.newest.spec
+            key = _options_key(spec.workload_options)
+            if spec.workload == workload and (not wanted or (workload, None) in wanted or (workload, key) in wanted):
+                groups.setdefault(key, []).append(figure)
+        for mine in sorted(groups.values(), key=lambda figures: workload_label(figures[0].newest)):
             table = _table(workload, mine, batch_size, table5.get(workload, []), calibrations or {})
             if table is not None:
                 tables.append(table)
     return tables
 
 
-def _table(workload: str, mine: list[Result], batch_size: int | None, table5: list[PublishedRow],
+def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: list[PublishedRow],
            calibrations: Mapping[str, dict[str, Any]]) -> FrameworkTable | None:
-    """One workload's trials with one set of options as a table at the chosen batch, or None
-    when none was measured at it. The thesis's rows go beside the plain workload only."""
-    batches = Counter(r.spec.batch_size for r in mine)
+    """One workload's configurations with one set of options as a table at the chosen batch, or
+    None when none was measured at it. The thesis's rows go beside the plain workload only."""
+    batches = Counter(figure.newest.spec.batch_size for figure in mine)
     batch = batch_size if batch_size is not None else _default_batch(workload, batches, table5)
-    chosen = [r for r in mine if r.spec.batch_size == batch]
+    chosen = [figure for figure in mine if figure.newest.spec.batch_size == batch]
     if not chosen:
         return None
-    rows = sorted((_our_row(r, calibrations.get(r.device_name or "")) for r in chosen),
+    rows = sorted((_our_row(figure, calibrations.get(figure.newest.device_name or "")) for figure in chosen),
                   key=lambda row: (row.device_kind != "cpu", row.device, row.framework, row.result_id or 0))
-    options = dict(mine[0].spec.workload_options)
+    first = mine[0].newest
+    options = dict(first.spec.workload_options)
     published = [_published_row(p, workload) for p in table5 if p.batch_size == batch and not options]
     return FrameworkTable(workload, batch, rows, published, list(dict.fromkeys(row.framework for row in rows)),
-                          sorted(b for b in batches if b != batch), workload_label(mine[0]), options)
+                          sorted(b for b in batches if b != batch), workload_label(first), options)
 
 
 def slowest_to_fastest(table: FrameworkTable) -> dict[str, float]:

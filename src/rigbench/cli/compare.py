@@ -161,7 +161,7 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
     out.print("CPU % is the trial's own use, 100 = every logical core busy (Task Manager's convention, the "
               "thesis's); host MiB its peak resident memory; GPU MiB NVML's per-process peak. MFU: achieved "
               "training FLOP/s over the spec sheet's fp32 peak (* the `rigbench calibrate` peak where the sheet "
-              "has none). The newest fp32 full-protocol result stands for each configuration.",
+              "has none). Each configuration is its newest run's fp32 full-protocol trials: the mean of their speeds.",
               highlight=False, markup=False)
 
 

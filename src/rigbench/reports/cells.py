@@ -141,3 +141,9 @@ def setup_label(r: Result) -> str:
     if spec.world_size > 1:
         parts.append(f"x{spec.world_size}")
     return " ".join(parts) or "-"
+
+
+def trials_text(ids: Sequence[int]) -> str:
+    """Which stored trials a figure is: "trial 7", or "mean of trials 3, 5, 9" (repeats)."""
+    listed = ", ".join(str(i) for i in ids)
+    return f"mean of trials {listed}" if len(ids) > 1 else f"trial {listed}"

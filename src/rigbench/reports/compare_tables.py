@@ -18,6 +18,7 @@ from rigbench.reports.cells import (
     tokens_cell,
     trial_cells,
     trial_columns,
+    trials_text,
     unknown_mark,
 )
 from rigbench.reports.table_fit import Column, FitTable
@@ -137,7 +138,7 @@ def framework_table(t: Any) -> FitTable:
         *([Column("tokens/s", "right", priority=70)] if tokens else []), Column("MFU", "right", priority=65),
         Column("CPU %", "right", priority=60), Column("GPU %", "right", priority=40),
         Column("host MiB", "right", priority=50), Column("GPU MiB", "right", priority=45),
-        Column("result", "right", priority=30),
+        Column("trials", "right", priority=30),
     ], title=f"{t.label or t.workload}, batch {t.batch_size}", title_justify="left", more="--json")
     for row in t.ours:
         mfu = "-" if row.mfu is None else f"{row.mfu:.1%}" + ("*" if row.mfu_source == "calibrated" else "")
@@ -146,7 +147,7 @@ def framework_table(t: Any) -> FitTable:
         table.add_row(*cells(name, f"{row.device} ({row.device_name})", f"{row.steps_per_s:,.3g}",
                              *([tokens_cell(row.tokens_per_s)] if tokens else []), mfu,
                              _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
-                             f"#{row.result_id}"), end_section=row is t.ours[-1] and bool(t.published))
+                             trials_text(row.trials)), end_section=row is t.ours[-1] and bool(t.published))
     for row in t.published:
         table.add_row(*cells(Text(f"{row.framework} ({row.source})", style="dim"), Text(row.device, style="dim"),
                              f"{row.steps_per_s:,.3g}", *(["-"] if tokens else []), "-", _pct(row.cpu_pct),

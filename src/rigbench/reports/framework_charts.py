@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rigbench.analysis.frameworks import FrameworkRow, FrameworkTable, framework_tables
+from rigbench.reports.cells import trials_text
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
 from rigbench.reports.scaling_charts import PUBLISHED_COLOURS, PUBLISHED_LABELS
 from rigbench.spec import Result
@@ -22,7 +23,7 @@ def _hover(row: FrameworkRow, table: FrameworkTable) -> str:
                        f"MFU {row.mfu:.1%} of the {row.mfu_source} peak" if row.mfu is not None else "",
                        part("CPU", row.cpu_pct, "%"), part("GPU", row.gpu_pct, "%"),
                        part("host", row.host_mem_mib, " MiB"), part("GPU memory", row.gpu_mem_mib, " MiB"),
-                       f"trial {row.result_id}" if row.result_id else row.source)
+                       trials_text(row.trials) if row.trials else row.source)
 
 
 def _ours(tables: list[FrameworkTable]) -> Chart:

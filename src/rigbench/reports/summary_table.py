@@ -7,8 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rigbench.analysis.summary import MachineEntry, SummaryRow
-from rigbench.analysis.trials import RunSpeed
-from rigbench.reports.cells import rate
+from rigbench.reports.cells import rate, trials_text
 from rigbench.spec import Result
 from rigbench.units import format_bytes
 
@@ -28,12 +27,6 @@ def device_text(r: Result) -> str:
     return f"{r.device_name} ({r.spec.device})" if r.device_name else r.spec.device
 
 
-def figure_note(figure: RunSpeed) -> str:
-    """Which trials a configuration's figure is: "trial 7", or "mean of trials 3, 5, 9"."""
-    ids = ", ".join(str(i) for i in figure.ids)
-    return f"mean of trials {ids}" if len(figure.trials) > 1 else f"trial {ids}"
-
-
 def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
     """The summary table's cells, one dict per workload (the page and its test read these)."""
     cells = []
@@ -50,12 +43,12 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
             "config": f"{best.spec.framework} · {best.spec.precision} · batch {best.spec.batch_size}"
                       + (" · compile" if best.spec.compile else "")
                       + (" · channels-last" if best.spec.channels_last else ""),
-            "samples_per_s": f"{row.samples_per_s:,.1f}", "samples_note": figure_note(row.configuration),
+            "samples_per_s": f"{row.samples_per_s:,.1f}", "samples_note": trials_text(row.configuration.ids),
             "tokens_per_s": "" if tokens is None else f"{rate(tokens)} tokens/s",
             "epoch": format_duration(row.epoch_seconds),
             "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
             "speedup": speedup,
-            "speedup_note": f"over CPU {figure_note(base)} ({base.samples_per_s:,.1f} samples/s, "
+            "speedup_note": f"over CPU {trials_text(base.ids)} ({base.samples_per_s:,.1f} samples/s, "
                             f"{device_text(base.newest)})" if base is not None else "no CPU trial",
             "mfu": f"{row.mfu:.1%}" if row.mfu is not None else "-",
             "mfu_note": f"of the {row.mfu_source} peak" if row.mfu_source else "no peak known for this device",
