@@ -86,9 +86,7 @@ def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkR
     r = figure.newest
     m = r.metrics
     kind = "cpu" if r.spec.device == "cpu" else "gpu"
-    roof = result_roofline(r, calibration, samples_per_s=figure.samples_per_s)
-    # the spec sheet's peak first, as the report's summary does (analysis/summary._mfu)
-    peak = next((src for src in (roof.spec, roof.calibrated) if src is not None and src.mfu is not None), None)
+    peak = result_roofline(r, calibration, samples_per_s=figure.samples_per_s).headline_mfu
     return FrameworkRow("ours", r.spec.workload, r.spec.framework, r.spec.device,
                         r.device_name or r.spec.device, kind, r.spec.batch_size,
                         figure.samples_per_s / r.spec.batch_size, m.cpu_util_pct_mean,

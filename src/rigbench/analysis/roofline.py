@@ -127,6 +127,12 @@ class TrialRoofline:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def headline_mfu(self) -> Roof | None:
+        """The roof a one-figure MFU is read against: the spec sheet's, else the calibrated
+        one (None when neither gives an MFU)."""
+        return next((src for src in (self.spec, self.calibrated) if src is not None and src.mfu is not None), None)
+
 
 def _roof(source: str, name: str, peak: float | None, bandwidth: float | None,
           achieved: float | None, intensity_: float | None) -> Roof:

@@ -63,13 +63,10 @@ class SummaryRow:
 
 
 def _mfu(figure: RunSpeed, calibration: dict[str, Any] | None) -> tuple[float | None, str | None]:
-    """The spec sheet's MFU at the configuration's mean samples/s, else the calibrated one
-    (None when neither peak is known)."""
-    roof = result_roofline(figure.newest, calibration, samples_per_s=figure.samples_per_s)
-    for src in (roof.spec, roof.calibrated):
-        if src is not None and src.mfu is not None:
-            return src.mfu, src.source
-    return None, None
+    """The configuration's MFU at its mean samples/s against the spec sheet's peak, else the
+    calibrated one, and which (None when neither peak is known)."""
+    roof = result_roofline(figure.newest, calibration, samples_per_s=figure.samples_per_s).headline_mfu
+    return (roof.mfu, roof.source) if roof is not None else (None, None)
 
 
 def _peak_memory(figure: RunSpeed) -> tuple[float | None, str]:
