@@ -3,7 +3,8 @@
 The tables, in one unit (training steps per second at a batch size), and the mapping of each
 published network to its closest rigbench workload are in analysis/published_tables.py
 `compare_published()` pairs each published row with the newest stored
-result of that workload at the same batch and works out, for every pair:
+configuration of that workload at the same batch (the mean of its newest run's trials, so
+`run --repeat` counts as one figure) and works out, for every pair:
 
 - measured speed-up: the published device's steps/s over ours (same batch);
 - the paper's own ratio: its accelerator over its own CPU (same framework, network, batch);
@@ -34,7 +35,7 @@ from rigbench.analysis.published_tables import (
     framework_family,
     published_rows,
 )
-from rigbench.analysis.trials import is_full_protocol
+from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, run_order
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -48,9 +49,10 @@ class PublishedMatch:
 
     row: PublishedRow
     mapping: Mapping
-    ours: Result
-    ours_steps_per_s: float
+    ours: Result                          # our configuration's newest trial
+    ours_steps_per_s: float               # the mean of its newest run's trials
     measured: float                       # published steps/s / ours
+    ours_trials: list[int] = field(default_factory=list)  # the trials ours_steps_per_s is the mean of
     paper_cpu: PublishedRow | None = None
     paper_ratio: float | None = None      # published accelerator / the paper's own CPU
     predicted: float | None = None        # FP32 peak of the published device / ours (CPUs at max turbo)
@@ -74,10 +76,12 @@ class PublishedMatch:
             "published_cpu_usage_pct": self.row.cpu_usage_pct,
             "mapping": {"workload": self.mapping.ref, "closeness": self.mapping.closeness,
                         "why": self.mapping.why},
-            "ours": {"id": self.ours.id, "run_id": self.ours.run_id, "device": self.ours.spec.device,
+            "ours": {"id": self.ours.id, "trials": self.ours_trials, "run_id": self.ours.run_id,
+                     "device": self.ours.spec.device,
                      "device_name": self.ours.device_name, "framework": self.ours.spec.framework,
                      "workload_options": self.ours.spec.workload_options,
-                     "steps_per_s": self.ours_steps_per_s, "samples_per_s": m.samples_per_s,
+                     "steps_per_s": self.ours_steps_per_s,
+                     "samples_per_s": self.ours_steps_per_s * self.ours.spec.batch_size,
                      "cpu_util_pct_mean": m.cpu_util_pct_mean, "threads": self.ours.threads},
             "measured_speedup": self.measured,
             "paper_cpu": self.paper_cpu.label() if self.paper_cpu else None,
@@ -143,8 +147,9 @@ def _matches_mapping(r: Result, m: Mapping) -> bool:
 def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
                       peak_of: Callable[[str | None, str], Peak | None] | None = None,
                       all_frameworks: bool = False) -> PublishedComparison:
-    """Pair every published row of `sources` with the newest usable result among `results`
-    (this machine's) of the mapped workload at the same batch, one per device of ours.
+    """Pair every published row of `sources` with the newest usable configuration among
+    `results` (this machine's) of the mapped workload at the same batch, one per device and
+    framework of ours; a configuration's figure is the mean of its newest run's trials.
 
     `peak_of(device_name, kind)` gives a device's FP32 peak (None when unknown); it is called
     with the published spec names and our device names. Published rows of other frameworks
@@ -154,21 +159,22 @@ def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
     """
     peak_of = peak_of or (lambda name, kind: None)
     rows = published_rows(sources)
-    usable = sorted((r for r in results if usable_speed_trial(r)), key=lambda r: r.id or 0)
+    usable = [r for r in results if usable_speed_trial(r)]
     matches: list[PublishedMatch] = []
     missing: list[Missing] = []
     for mapping in MAPPINGS:
         mrows = [r for r in rows if r.source == mapping.source and r.network == mapping.network]
         if not mrows:
             continue
-        ours_by_key: dict[tuple[int, str, str], Result] = {}
-        for r in usable:
-            if _matches_mapping(r, mapping):
-                ours_by_key[(r.spec.batch_size, r.spec.device, r.spec.framework)] = r  # newest wins
+        figures = newest_run_speeds([r for r in usable if _matches_mapping(r, mapping)], lambda r: r.spec.config_key())
+        ours_by_key: dict[tuple[int, str, str], RunSpeed] = {}
+        for figure in sorted(figures.values(), key=lambda f: run_order(f.newest)):
+            s = figure.newest.spec
+            ours_by_key[(s.batch_size, s.device, s.framework)] = figure  # the newest configuration wins
         found = False
         for (batch, _, _), ours in sorted(ours_by_key.items()):
             candidates = [p for p in mrows if p.batch_size == batch]
-            for prow in _shown_rows(candidates, ours, all_frameworks):
+            for prow in _shown_rows(candidates, ours.newest, all_frameworks):
                 matches.append(_match(prow, mapping, ours, candidates, peak_of))
                 found = True
         if not found:
@@ -206,10 +212,11 @@ def _ours_kind(r: Result) -> str:
     return "cpu" if r.spec.device == "cpu" else "gpu"
 
 
-def _match(prow: PublishedRow, mapping: Mapping, ours: Result, candidates: list[PublishedRow],
+def _match(prow: PublishedRow, mapping: Mapping, figure: RunSpeed, candidates: list[PublishedRow],
            peak_of: Callable[[str | None, str], Peak | None]) -> PublishedMatch:
-    ours_sps = ours.metrics.samples_per_s / ours.spec.batch_size  # type: ignore[operator]
-    match = PublishedMatch(prow, mapping, ours, ours_sps, prow.steps_per_s / ours_sps)
+    ours = figure.newest
+    ours_sps = figure.samples_per_s / ours.spec.batch_size
+    match = PublishedMatch(prow, mapping, ours, ours_sps, prow.steps_per_s / ours_sps, figure.ids)
     # the paper's own CPU for the same framework, network and batch (Shi: closest thread count)
     if prow.device_kind == "gpu":
         cpus = _closest_threads([p for p in candidates if p.device_kind == "cpu"

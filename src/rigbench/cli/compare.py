@@ -119,7 +119,8 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
     skipped = [f"{network} ({why})" for (source, network), why in UNMAPPED.items() if not sources or source in sources]
     if skipped:
         out.print("  Not compared: " + "; ".join(skipped), highlight=False, markup=False)
-    out.print("measured = published steps/s / ours at the same batch; source's own = its accelerator / its "
+    out.print("ours = our trial, or the repeats of one run whose mean it is; "
+              "measured = published steps/s / ours at the same batch; source's own = its accelerator / its "
               "CPU; predicted = ratio of FP32 peaks, a range where a CPU's spec-sheet peak depends on the clock "
               "assumed (max turbo on every core .. base clock); normalised = measured with every CPU throughput "
               "divided by the fraction of the CPU it kept busy (seed 000).", highlight=False, markup=False)

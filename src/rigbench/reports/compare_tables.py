@@ -113,7 +113,7 @@ def published_table(matches: Sequence[Any]) -> FitTable:
     for i, m in enumerate(matches, 1):
         r = m.ours
         util = r.metrics.cpu_util_pct_mean
-        table.add_row(*cells(str(i), m.row.label(), m.row.figure, f"#{r.id}", *trial_cells(r),
+        table.add_row(*cells(str(i), m.row.label(), m.row.figure, ",".join(f"#{t}" for t in m.ours_trials), *trial_cells(r),
                              f"{m.ours_steps_per_s:,.3g}", "-" if util is None else f"{util:.0f}", _x(m.measured),
                              _x(m.paper_ratio), prediction_text(m.predicted, m.predicted_by_clock, assumption=False),
                              _x(m.normalised)))
