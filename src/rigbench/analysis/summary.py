@@ -13,14 +13,9 @@ from typing import Any
 
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import RunSpeed, has_speed, is_full_protocol, network_label, newest_run_speeds, run_order
+from rigbench.analysis.trials import RunSpeed, network_label, newest_run_speeds, run_order, speed_figures
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
-
-
-def speed_figures(results: Sequence[Result]) -> list[Result]:
-    """Finished full-protocol speed trials with a throughput: the trials a summary ranks."""
-    return [r for r in results if has_speed(r) and is_full_protocol(r)]
 
 
 def peak_memory_mib(r: Result) -> tuple[float | None, str]:

@@ -57,6 +57,13 @@ def has_speed(r: Result) -> bool:
     return r.status == "ok" and bool(r.metrics.samples_per_s)
 
 
+def speed_figures(results: Sequence[Result]) -> list[Result]:
+    """Finished full-protocol speed trials with a throughput: the trials the report's charts and
+    headline draw. Training runs (`rigbench train`) are left out: their throughput includes the
+    input pipeline and is not the timing protocol's."""
+    return [r for r in results if has_speed(r) and is_full_protocol(r)]
+
+
 def speed(r: Result) -> float:
     """samples/s of a result, 0 when it has none (callers ask it only of results whose
     samples/s they have checked)."""

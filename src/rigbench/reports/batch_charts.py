@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rigbench.analysis.recommend_model import KNEE_FRACTION, knee
-from rigbench.analysis.trials import network_label
+from rigbench.analysis.trials import network_label, speed_figures
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
-from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, speed_trials, trial_hover
+from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, trial_hover
 from rigbench.spec import Result
 
 #: The knee markers' colour: a mark over the measured lines, not one of them.
@@ -92,7 +92,7 @@ def knee_series(lines: Sequence[Series]) -> list[Series]:
 def metric_chart(results: Sequence[Result], metric: Metric) -> Chart | None:
     """`metric` against batch size, one panel per workload and one line per configuration and
     run; None when no successful trial has the metric (e.g. GPU % on a CPU-only run)."""
-    points = [(r, y) for r in speed_trials(results) if (y := metric.value(r)) is not None]
+    points = [(r, y) for r in speed_figures(results) if (y := metric.value(r)) is not None]
     if not points:
         return None
     # the panel names the network (its revision too), so the legend need not

@@ -12,9 +12,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rigbench.analysis.energy import format_joules, has_energy, pareto_front
-from rigbench.analysis.trials import speed
+from rigbench.analysis.trials import speed, speed_figures
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name
-from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, speed_trials, trial_hover
+from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, trial_hover
 from rigbench.spec import Result
 
 #: The Pareto front's colour: a reference drawn over the measured series, not one of them.
@@ -81,7 +81,7 @@ def energy_charts(results: Sequence[Result]) -> list[Chart]:
     """Per workload (in name order) with measured energy: J/sample against batch size, and
     samples/s against J/sample with the Pareto front."""
     by_workload: dict[str, list[Result]] = defaultdict(list)
-    for r in speed_trials(results):
+    for r in speed_figures(results):
         if has_energy(r):
             by_workload[workload_name(r)].append(r)
     charts = []

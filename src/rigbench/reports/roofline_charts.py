@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigbench.analysis.roofline import Roof, mfu_warning, result_roofline
-from rigbench.analysis.trials import network_label
+from rigbench.analysis.trials import network_label, speed_figures
 from rigbench.reports.chart_model import Chart, Series, hover_lines
-from rigbench.reports.trial_lines import Legend, LineKey, line_key, speed_trials, trial_hover
+from rigbench.reports.trial_lines import Legend, LineKey, line_key, trial_hover
 from rigbench.spec import Result
 
 #: The roofline's height in pixels: log-log axes over several decades need room (issue 14).
@@ -43,7 +43,7 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
     """Achieved FLOP/s against arithmetic intensity on log-log axes, one line per
     workload/framework/device (points in batch order), and each device's ceilings."""
     points = []
-    for r in speed_trials(results):
+    for r in speed_figures(results):
         roof = result_roofline(r, calibrations.get(r.device_name or ""))
         if roof.achieved_flops and roof.intensity:
             points.append((r, roof, roof.intensity, roof.achieved_flops))
@@ -96,7 +96,7 @@ def predicted_charts(results: Sequence[Result], calibrations: dict[str, dict[str
     with the line where they are equal: how far each trial stays below what its hardware's
     spec promises."""
     points = []
-    for r in speed_trials(results):
+    for r in speed_figures(results):
         roof = result_roofline(r, calibrations.get(r.device_name or ""))
         ceiling = next((src for src in (roof.spec, roof.calibrated) if src is not None and src.ceiling_flops), None)
         if ceiling is not None and r.metrics.flops_per_sample and r.metrics.samples_per_s:

@@ -11,9 +11,9 @@ from typing import Any
 
 from rigbench.analysis.published_ratios import published_gpu_cpu_ratios
 from rigbench.analysis.speedups import speedups_over_cpu
-from rigbench.analysis.trials import RunSpeed, newest_run_speeds
+from rigbench.analysis.trials import RunSpeed, newest_run_speeds, speed_figures
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name, y_scale_for
-from rigbench.reports.trial_lines import speed_trials, trial_hover, trial_threads, variant_label
+from rigbench.reports.trial_lines import trial_hover, trial_threads, variant_label
 from rigbench.spec import Result
 
 #: Published bars are grey, so this machine's (coloured as its device everywhere) stand out.
@@ -26,7 +26,7 @@ def speedup_charts(results: Sequence[Result]) -> list[Chart]:
     """Per workload, each device's samples/s over the CPU's for the same configuration (the
     median over the configurations measured on both, the range as error bars), and beside it
     each published GPU:CPU ratio of the workload's closest published network."""
-    rows = speedups_over_cpu(speed_trials(results))
+    rows = speedups_over_cpu(speed_figures(results))
     if not rows:
         return []
     workloads = sorted({row["workload_label"] for row in rows})
@@ -79,14 +79,14 @@ def _pairs(results: Sequence[Result], group: Callable[[Result], tuple],
     """(group, configuration, baseline) for each configuration whose `vary` is not `base` and
     whose group has a baseline (`vary` == `base`). Each is its newest run's successful trials
     (`newest_run_speeds`): repeats count together, as in `rigbench scaling`."""
-    configs = newest_run_speeds(speed_trials(results), lambda r: (group(r), vary(r)))
+    configs = newest_run_speeds(speed_figures(results), lambda r: (group(r), vary(r)))
     baselines = {g: side for (g, v), side in configs.items() if v == base}
     return [(g, side, baselines[g]) for (g, v), side in configs.items()
             if v not in (base, None) and g in baselines]
 
 
 def _speedup(side: RunSpeed, baseline: RunSpeed) -> float:
-    return side.samples_per_s / baseline.samples_per_s  # both from speed_trials: samples/s set and non-zero
+    return side.samples_per_s / baseline.samples_per_s  # both from speed_figures: samples/s set and non-zero
 
 
 def _add_bar(s: Series, x: Any, side: RunSpeed, baseline: RunSpeed, what: str) -> None:

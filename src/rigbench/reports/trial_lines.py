@@ -10,15 +10,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from rigbench.analysis.trials import has_speed
 from rigbench.reports.chart_model import hover_lines, workload_name
 from rigbench.spec import Result
-
-
-def speed_trials(results: Sequence[Result]) -> list[Result]:
-    """Finished speed trials. Training runs (`rigbench train`) are left out of the speed
-    charts: their throughput includes the input pipeline and is not the timing protocol's."""
-    return [r for r in results if has_speed(r) and r.spec.kind == "speed"]
 
 
 def trial_threads(r: Result) -> int | None:
