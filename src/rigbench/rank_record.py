@@ -12,7 +12,7 @@ class RankRecord(BaseModel):
     rank: int = Field(..., ge=0)
     host: str | None = Field(None, description="the machine the rank ran on")
     status: str = Field(..., description="the rank's own status (ok, crash, oom, timeout, ...)")
-    error: str | None = Field(None, description="the first line of its error")
+    error: str | None = Field(None, description="the last line of its error (a traceback's exception, a crash's headline)")
     collateral: bool = Field(False, description="stopped because another rank failed or hung")
     device_name: str | None = None
     steps: int = Field(0, description="timed steps")

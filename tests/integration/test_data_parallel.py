@@ -13,6 +13,7 @@ import pytest
 
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import launcher_for
+from rigbench.textlimits import error_line
 from tests.data_parallel import (
     BATCH,
     check_equals_one_process_on_the_global_batch,
@@ -78,7 +79,7 @@ def test_a_killed_rank_makes_the_trial_a_crash_naming_it_and_leaves_no_process()
     outcome, pids = signal_rank_when_stepping(spec, signal.SIGKILL, rank=1)
     report = outcome.report
     assert report.status == "crash", report.error
-    assert report.error.startswith("rank 1: ") and "SIGKILL" in report.error
+    assert error_line(report.error).startswith("rank 1: ") and "SIGKILL" in report.error
     assert outcome.reports[0].collateral and not outcome.reports[1].collateral
     assert pids and all(gone(pid) for pid in pids.values()), pids
 
@@ -91,6 +92,6 @@ def test_a_hung_rank_makes_the_trial_a_timeout_naming_it_and_leaves_no_process()
     outcome, pids = signal_rank_when_stepping(spec, signal.SIGSTOP, rank=1)
     report = outcome.report
     assert report.status == "timeout", report.error
-    assert report.error.startswith("rank 1: ") and "rank 1 stopped responding" in report.error
+    assert error_line(report.error).startswith("rank 1: ") and "rank 1 stopped responding" in report.error
     assert "waiting for rank 1" in outcome.reports[0].error
     assert pids and all(gone(pid) for pid in pids.values()), pids

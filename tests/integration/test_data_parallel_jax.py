@@ -18,6 +18,7 @@ import pytest
 
 from rigbench.runner.launchers import launcher_for
 from rigbench.spec import TrainOptions, TrialSpec
+from rigbench.textlimits import error_line
 from tests.data_parallel import (
     BATCH,
     check_equals_one_process_on_the_global_batch,
@@ -100,7 +101,7 @@ def test_a_killed_rank_makes_the_trial_a_crash_naming_it_and_leaves_no_process(v
     outcome, pids = signal_rank_when_stepping(spec, signal.SIGKILL, rank=victim)
     report = outcome.report
     assert report.status == "crash", report.error
-    assert report.error.startswith(f"rank {victim}: ") and "SIGKILL" in report.error
+    assert error_line(report.error).startswith(f"rank {victim}: ") and "SIGKILL" in report.error
     survivor = outcome.reports[1 - victim]
     assert survivor.collateral and not outcome.reports[victim].collateral, survivor.error
     assert pids and all(gone(pid) for pid in pids.values()), pids

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from rigbench.runner.launchers import launcher_for
+from rigbench.textlimits import error_line
 from tests.conftest import skip_without
 from tests.data_parallel import (
     check_equals_one_process_on_the_global_batch,
@@ -63,7 +64,7 @@ def test_a_killed_rank_names_it_and_its_peer_is_collateral():
     spec = dp_spec(2, "tensorflow", min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=200.0)
     outcome, pids = signal_rank_when_stepping(spec, signal.SIGKILL, rank=1)
     assert outcome.report.status == "crash", outcome.report.error
-    assert outcome.report.error.startswith("rank 1: ") and "SIGKILL" in outcome.report.error
+    assert error_line(outcome.report.error).startswith("rank 1: ") and "SIGKILL" in outcome.report.error
     assert outcome.reports[0].collateral and not outcome.reports[1].collateral
     time.sleep(1)
     assert pids and all(gone(pid) for pid in pids.values()), pids

@@ -14,6 +14,7 @@ from rigbench.runner.launchers.agent import threads_per_rank, usable_cores
 from rigbench.runner.launchers.merge import merge_reports
 from rigbench.runner.launchers.rank_outcome import Beat, holding_up, rank_reports
 from rigbench.spec import ChildReport, MeasureOptions, TrialSpec
+from rigbench.textlimits import error_line
 
 ENV = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
        "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}
@@ -62,7 +63,7 @@ def test_timed_out_ranks_are_reported_with_the_culprit_first(tmp_path):
     assert [r.status for r in reports] == ["timeout", "timeout"]
     assert reports[0].collateral and "waiting for rank 1" in reports[0].error
     assert "rank 1 stopped responding 9.0 s before the deadline, at step 5" in reports[1].error
-    assert merge_reports(reports).error.startswith("rank 1: ")
+    assert error_line(merge_reports(reports).error).startswith("rank 1: ")
 
 
 def test_the_first_failure_the_agent_saw_is_the_cause(tmp_path):
@@ -72,7 +73,8 @@ def test_the_first_failure_the_agent_saw_is_the_cause(tmp_path):
     r0, r1 = rank_reports(tmp_path, spec(), timed_out=False, stopped_at=0.0)
     assert r0.collateral and "after rank 1 failed" in r0.error
     assert r1.status == "crash" and "SIGSEGV" in r1.error and "Segmentation fault" in r1.error
-    assert merge_reports([r0, r1]).error.startswith("rank 1: ")
+    # the headline, last (what the short displays show), names the rank and the signal
+    assert error_line(merge_reports([r0, r1]).error) == "rank 1: the trial's process was killed by SIGSEGV"
 
 
 def test_a_rank_that_left_nothing_is_a_crash_with_its_stderr(tmp_path):
@@ -87,7 +89,7 @@ def test_collateral_failures_are_passed_over_unless_alone():
     peer = ChildReport(status="crash", error="Connection closed by peer", rank=0, world_size=2, collateral=True)
     assert merge_reports([peer, cause]).status == "oom"
     alone = merge_reports([peer, ChildReport(status="ok", rank=1, world_size=2)])
-    assert alone.status == "crash" and alone.error.startswith("rank 0: ")
+    assert alone.status == "crash" and error_line(alone.error).startswith("rank 0: ")
 
 
 def _rank(rank, times, nosync, rss, digest="d"):
@@ -111,8 +113,9 @@ def test_rank_metrics_by_hand():
 
 def test_a_rank_record_keeps_its_own_figures():
     record = rank_record(_rank(1, [0.1, 0.3], [0.1, 0.1], 2**20).model_copy(
-        update={"error": "first line\nsecond", "status": "crash"}))
-    assert (record.rank, record.steps, record.status, record.error) == (1, 2, "crash", "first line")
+        update={"error": "Traceback (most recent call last):\nRuntimeError: boom", "status": "crash"}))
+    # the headline: a traceback's exception is its last line
+    assert (record.rank, record.steps, record.status, record.error) == (1, 2, "crash", "RuntimeError: boom")
     assert record.step_time_ms_mean == pytest.approx(200.0)
     assert record.comm_share == pytest.approx(1 - 0.1 / 0.2)
     assert record.rss_peak_mib == 1.0

@@ -11,6 +11,7 @@ from rigbench.runner.launchers import LAUNCHERS, TrackerSettings, get_launcher, 
 from rigbench.runner.launchers.base import Launcher, gpu_index_for
 from rigbench.runner.launchers.process import ProcessLauncher, child_env, describe_exit
 from rigbench.store import Store
+from rigbench.textlimits import error_line
 from tests.conftest import quick_spec
 
 
@@ -93,8 +94,12 @@ def test_exit_without_report_is_a_named_crash():
     assert killed.status == "crash"
     assert "SIGKILL" in killed.error and "--memory-limit" in killed.error
     exited = describe_exit(2, "Traceback: boom\n", spec)
-    assert exited.error.startswith("the trial's process exited with code 2 without a report")
-    assert exited.error.endswith("Traceback: boom")
+    # what it printed, then the headline last: the line every short display shows
+    assert exited.error == "Traceback: boom\nthe trial's process exited with code 2 without a report"
+    assert error_line(exited.error) == "the trial's process exited with code 2 without a report"
+    segfault = describe_exit(-11, "Fatal Python error: Segmentation fault\n", spec)
+    assert segfault.error == "Fatal Python error: Segmentation fault\nthe trial's process was killed by SIGSEGV"
+    assert describe_exit(-99, "", spec).error == "the trial's process was killed by signal 99"
 
 
 def test_a_native_allocation_failure_under_a_memory_cap_is_oom():
@@ -102,6 +107,7 @@ def test_a_native_allocation_failure_under_a_memory_cap_is_oom():
     stderr = "libgomp: Thread creation failed: Resource temporarily unavailable\n"
     capped = describe_exit(1, stderr, quick_spec(memory_limit_bytes=775 * 2**20))
     assert capped.status == "oom"
-    assert "775 MiB" in capped.error and "thread stacks" in capped.error and capped.error.endswith(stderr.strip())
+    assert "775 MiB" in capped.error and "thread stacks" in error_line(capped.error)
+    assert capped.error.startswith(stderr.strip())
     uncapped = describe_exit(1, stderr, quick_spec())  # no cap: nothing says memory ran out
     assert uncapped.status == "crash"

@@ -21,6 +21,7 @@ from typing import Any
 
 from rigbench.rank_record import RankRecord
 from rigbench.spec import ChildReport
+from rigbench.textlimits import error_line
 
 MIB = 2**20
 
@@ -41,7 +42,7 @@ def rank_record(report: ChildReport) -> RankRecord:
     times = report.step_times_s
     return RankRecord(
         rank=report.rank, host=report.host, status=report.status,
-        error=report.error.strip().splitlines()[0] if report.error and report.error.strip() else None,
+        error=error_line(report.error) or None,
         collateral=report.collateral, device_name=report.device_name, steps=len(times),
         step_time_ms_mean=statistics.fmean(times) * 1e3 if times else None,
         step_time_ms_median=_ms_median(times),

@@ -59,7 +59,7 @@ def merge_reports(reports: Sequence[ChildReport]) -> ChildReport:
                    next(((rank, r) for rank, r in enumerate(reports) if r.status != "ok"), None))
     if failing is not None:
         rank, report = failing
-        update.update(status=report.status, error=f"rank {rank}: {report.error or report.status}",
+        update.update(status=report.status, error=_naming_rank(rank, report.error or report.status),
                       diverged_at_step=report.diverged_at_step, diverged_at_epoch=report.diverged_at_epoch)
     elif disagreement := step_count_disagreement(reports):
         # A step time of ranks that did not step together is no step time: none is kept.
@@ -92,3 +92,10 @@ def _most(values: Iterable[Number | None]) -> Number | None:
     """The largest of the values a rank reported (None when no rank did)."""
     known = [v for v in values if v is not None]
     return max(known) if known else None
+
+
+def _naming_rank(rank: int, error: str) -> str:
+    """`error` with the failing rank named on its headline: its last line, the one the short
+    displays show (a traceback's exception; a crash's signal, after the stderr it printed)."""
+    *before, headline = error.strip().splitlines() or [""]
+    return "\n".join([*before, f"rank {rank}: {headline}"])

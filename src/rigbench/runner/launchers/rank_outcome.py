@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rigbench.runner import rank_files
-from rigbench.runner.launchers.steps import describe_exit, stderr_tail
+from rigbench.runner.launchers.steps import describe_exit, stderr_tail, with_stderr
 from rigbench.spec import ChildReport, TrialSpec
 
 
@@ -118,7 +118,7 @@ def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: 
                 "no report from this rank reached node 0 (it ran on another node: that node's output says why)"))
         else:
             written[rank] = ChildReport(status="crash", rank=rank, world_size=spec.world_size,
-                                        error="the rank ended without a report" + (f"\n{stderr.strip()}" if stderr.strip() else ""))
+                                        error=with_stderr(stderr, "the rank ended without a report"))
     return [written[r] for r in range(spec.world_size)]
 
 

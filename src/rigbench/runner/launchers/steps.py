@@ -310,28 +310,37 @@ _CAP_EXHAUSTED = ("Thread creation failed", "Resource temporarily unavailable", 
 
 def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildReport:
     """The report of a child that ended without writing one: a crash, named by its signal;
-    `oom` when it ran under --memory-limit and the native runtime said it ran out."""
+    `oom` when it ran under --memory-limit and the native runtime said it ran out. The error is
+    the tail of stderr, then the headline: its last line, as for a traceback, which is the line
+    the short displays show (textlimits.error_line)."""
     if spec.measure.memory_limit_bytes and any(text in stderr_tail for text in _CAP_EXHAUSTED):
         limit = spec.measure.memory_limit_bytes / 2**20
-        return ChildReport(status="oom", error=(
+        return ChildReport(status="oom", error=with_stderr(stderr_tail, (
             f"the trial's process exited with code {returncode}: the memory limit ({limit:.0f} MiB, an "
-            f"address-space cap that thread stacks also count against) left too little\n{stderr_tail.strip()}"))
+            f"address-space cap that thread stacks also count against) left too little")))
     if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
         hint = ""
         if -returncode == signal.SIGKILL:
             hint = " (if no one killed it, likely the kernel's out-of-memory killer"
             hint += "; try --memory-limit" if not spec.measure.memory_limit_bytes else ""
             hint += ")"
-        message = f"the trial's process was killed by {name}{hint}"
+        message = f"the trial's process was killed by {signal_name(-returncode)}{hint}"
     else:
         message = f"the trial's process exited with code {returncode} without a report"
-    if stderr_tail.strip():
-        message += "\n" + stderr_tail.strip()
-    return ChildReport(status="crash", error=message)
+    return ChildReport(status="crash", error=with_stderr(stderr_tail, message))
+
+
+def signal_name(number: int) -> str:
+    """SIGSEGV for 11, and so on; "signal N" for a number Python does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def with_stderr(stderr_tail: str, headline: str) -> str:
+    """A failure's error text: what the process printed last, then the headline."""
+    return f"{stderr_tail.strip()}\n{headline}" if stderr_tail.strip() else headline
 
 
 def read_report(report_path: Path, spec: TrialSpec, *, timed_out: bool, returncode: int | None,
