@@ -3,7 +3,16 @@ memory model, the rounding and the recommendation; hand-computed numbers, no chi
 
 import pytest
 
-from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, fit_memory_model, next_probe, recommend, round_batch
+from rigbench.experiments.max_batch import (
+    MIB,
+    MaxBatchOutcome,
+    counted_crash,
+    crash_over_limit,
+    fit_memory_model,
+    next_probe,
+    recommend,
+    round_batch,
+)
 from rigbench.spec import Metrics, Result, TrialSpec
 
 
@@ -92,10 +101,14 @@ def test_nothing_fits_names_the_probes_that_ran() -> None:
     assert batch is None and "leaves no room" in reason
 
 
-def probe(batch, status, rss):
+def probe(batch, status, rss, error=None):
     spec = TrialSpec(workload="cnn", batch_size=batch)
-    return Result(id=batch, run_id="r", created_at="t", spec=spec, status=status,
+    return Result(id=batch, run_id="r", created_at="t", spec=spec, status=status, error=error,
                   metrics=Metrics(rss_peak_mib=rss))
+
+
+#: A native crash's stored error, as runner/launchers/steps.describe_exit writes it.
+SEGFAULT = "Fatal Python error: Segmentation fault\nthe trial's process was killed by SIGSEGV"
 
 
 def outcome_of(probes, **kw):
@@ -130,3 +143,64 @@ def test_printed_summary_names_the_model_the_stop_and_the_recommendation():
     assert "largest ok: 64; smallest oom: none found" in text
     assert "search stopped at batch 128: status timeout" in text and "not counted as out of memory" in text
     assert "recommended batch: 64 (because)" in text
+
+
+def test_a_crash_counts_as_oom_only_where_the_model_puts_the_batch_over_the_limit():
+    # The line 300 MiB + 2 MiB per sample puts batch 512 at 1,324 MiB, batch 256 at 812 MiB.
+    line, limit = (300 * MIB, 2 * MIB), 1024 * MIB
+    assert crash_over_limit(512, line, limit) == 1324 * MIB
+    assert crash_over_limit(256, line, limit) is None  # it fits: a crash, not memory
+    assert crash_over_limit(512, None, limit) is None  # no line, no evidence
+    assert crash_over_limit(512, (300 * MIB, 0.0), limit) is None  # flat: says nothing
+    assert crash_over_limit(512, line, None) is None
+
+
+def test_the_search_fits_the_line_to_the_probes_that_ran_to_judge_a_crash():
+    probes = [probe(128, "ok", 556.0), probe(256, "ok", 812.0)]  # 300 MiB + 2 MiB per sample
+    crash = probe(512, "crash", None, SEGFAULT)
+    assert counted_crash(crash, probes, 1024 * MIB) == (
+        512, "the trial's process was killed by SIGSEGV", pytest.approx(1324 * MIB))
+    assert counted_crash(crash, probes, 2048 * MIB) is None  # under the limit: a crash
+    assert counted_crash(crash, probes[:1], 1024 * MIB) is None  # one point makes no line
+    # TensorFlow's other way to fail there: a Python exception, its headline kept
+    aborted = probe(512, "crash", None, "Traceback (most recent call last):\nAbortedError: could not execute a primitive")
+    assert counted_crash(aborted, probes, 1024 * MIB)[1] == "AbortedError: could not execute a primitive"
+    assert counted_crash(probe(512, "timeout", None, "too slow"), probes, 1024 * MIB) is None  # not a crash
+
+
+def test_a_crash_counted_as_oom_is_named_in_the_summary_and_the_json():
+    from rigbench.cli.common import out
+    from rigbench.cli.sweep import _print_max_batch
+
+    probes = [probe(128, "ok", 556.0), probe(256, "ok", 812.0), probe(512, "crash", None, SEGFAULT)]
+    counted = (512, "the trial's process was killed by SIGSEGV", 1324 * MIB)
+    outcome = outcome_of(probes, largest_ok=256, smallest_oom=512, crashes_over_limit=[counted])
+    assert outcome.to_dict()["crashes_counted_as_oom"] == [
+        {"batch_size": 512, "error": "the trial's process was killed by SIGSEGV", "model_bytes": 1324 * MIB}]
+    with out.capture() as captured:
+        _print_max_batch(outcome, db=None)
+    text = captured.get()
+    assert ("batch 512 crashed (the trial's process was killed by SIGSEGV) where the memory model puts it at "
+            "1,324 MiB, over the 1,024 MiB limit: counted as out of memory") in text
+
+
+def test_a_crash_without_a_model_stops_the_search_and_says_how_to_tell():
+    from rigbench.cli.common import out
+    from rigbench.cli.sweep import _print_max_batch
+
+    stop = probe(512, "crash", None, SEGFAULT)
+    outcome = outcome_of([probe(256, "ok", 812.0), stop], largest_ok=256, smallest_oom=None, stopped=stop,
+                         fixed_bytes=None, per_sample_bytes=None)
+    assert outcome.stopped_by_crash
+    assert not outcome_of([stop], stopped=stop, device="cuda:0").stopped_by_crash  # the cap is the CPU's
+    with out.capture() as captured:
+        _print_max_batch(outcome, db=None)
+    text = captured.get()
+    assert "search stopped at batch 512: status crash" in text and "try a smaller --start" in text
+    # with a line that puts the batch within the limit, the crash is a crash, and the page says why
+    within = outcome_of([probe(128, "ok", 556.0), probe(256, "ok", 812.0), stop], largest_ok=256,
+                        smallest_oom=None, stopped=stop, fixed_bytes=300 * MIB, per_sample_bytes=0.5 * MIB)
+    with out.capture() as captured:
+        _print_max_batch(within, db=None)
+    text = captured.get()
+    assert "the memory model puts batch 512 at 556 MiB, within the 1,024 MiB limit" in text and "--start" not in text

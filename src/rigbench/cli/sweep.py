@@ -320,10 +320,21 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
     no_oom = "none found" if o.stopped or o.interrupted else f"none up to --max {o.max_batch}"
     say(f"largest ok: {o.largest_ok if o.largest_ok is not None else '-'}; smallest oom: "
         + (str(o.smallest_oom) if o.smallest_oom is not None else no_oom))
+    for batch, headline, need in o.crashes_over_limit:
+        say(f"batch {batch} crashed ({headline}) where the memory model puts it at {need / MIB:,.0f} MiB, over "
+            f"the {(o.limit_bytes or 0) / MIB:,.0f} MiB limit: counted as out of memory (native code that uses an allocation that failed under "
+            f"the cap crashes instead of raising)")
     if o.stopped is not None:
         say(f"search stopped at batch {o.stopped.spec.batch_size}: status {o.stopped.status}, which "
             f"says nothing about memory, so it is not counted as out of memory (see "
             f"`rigbench results show {o.stopped.id}{db_flag(db)}`)")
+        if o.stopped_by_crash and o.fixed_bytes is None:
+            say("a crash under the memory cap can be native code using an allocation that failed: with two ok "
+                "probes below it, the memory model tells whether the batch is over the limit (try a smaller --start)")
+        elif o.stopped_by_crash and o.fixed_bytes is not None and o.per_sample_bytes is not None:
+            need = o.fixed_bytes + o.per_sample_bytes * o.stopped.spec.batch_size
+            say(f"the memory model puts batch {o.stopped.spec.batch_size} at {need / MIB:,.0f} MiB, within the "
+                f"{(o.limit_bytes or 0) / MIB:,.0f} MiB limit, so the crash is not counted as out of memory")
     if o.interrupted:
         say("interrupted: the figures above rest on the probes that finished")
     say(f"recommended batch: {o.recommended if o.recommended is not None else '-'} ({o.reason})")

@@ -12,6 +12,14 @@ What a probe's status means here:
   the search stops there and reports it, with what it had found so far. A SIGKILL from the
   kernel's OOM killer shows up as `crash`; on the CPU the probes always run under an
   RLIMIT cap so that the allocator raises (`oom`) before the kernel steps in.
+- one exception, on the CPU: native code that uses an allocation without checking it crashes
+  under the cap instead of raising (TensorFlow 2.21's oneDNN kernels on cnn at batch 512 under
+  a 1.2 GiB cap: killed by SIGSEGV in the max-pool gradient in one search, "could not execute a
+  primitive" from a fused matmul in another, where the line below put the batch at 1.2-2.2 GiB).
+  A `crash` counts as out of memory when the memory model fitted to the probes that ran puts
+  its batch over the limit: whatever the crash, that batch cannot fit. The probe stays stored
+  as the crash it was, and the outcome names it. Without that evidence the search stops, as
+  for any other status.
 
 The limit: on the CPU `memory_limit_bytes` (default: DEFAULT_RAM_FRACTION of the memory
 available when the search starts); on a GPU the device's memory.
@@ -36,7 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psutil
 
@@ -46,6 +54,7 @@ from rigbench.experiments.execute import start_run
 from rigbench.runner.session import run_trials
 from rigbench.spec import PRECISIONS, PROBE_STEPS, MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
+from rigbench.textlimits import error_line
 from rigbench.units import format_bytes
 from rigbench.workloads import parse_workload_ref, resolved_options
 from rigbench.workloads.transformers import activation_bytes
@@ -84,6 +93,15 @@ class MaxBatchOutcome:
     #: transformers: activation bytes per sample the shape implies, and of it attention scores
     expected_per_sample_bytes: float | None = None
     expected_scores_bytes: float | None = None
+    #: CPU probes that crashed where the model put them over the limit: (batch, the crash's
+    #: headline, the model's bytes), counted as out of memory (module docstring)
+    crashes_over_limit: list[tuple[int, str, float]] = field(default_factory=list)
+
+    @property
+    def stopped_by_crash(self) -> bool:
+        """The search stopped at a CPU probe that crashed, which a memory model might have
+        counted as out of memory had there been one (module docstring)."""
+        return self.device == "cpu" and self.stopped is not None and self.stopped.status == "crash"
 
     def to_dict(self) -> dict:
         """The outcome as plain JSON-able data (`rigbench max-batch --json`)."""
@@ -98,6 +116,8 @@ class MaxBatchOutcome:
             "expected_scores_bytes": self.expected_scores_bytes,
             "recommended": self.recommended, "margin": self.margin, "reason": self.reason,
             "stopped_by": probe_row(self.stopped, self.memory_metric) if self.stopped else None,
+            "crashes_counted_as_oom": [{"batch_size": batch, "error": headline, "model_bytes": need}
+                                       for batch, headline, need in self.crashes_over_limit],
             "interrupted": self.interrupted, "run_id": self.run_id, "db": self.db_url,
         }
 
@@ -188,6 +208,16 @@ def nothing_ran(tried: Sequence[tuple[int, str]]) -> str:
     return text
 
 
+def crash_over_limit(batch: int, model: tuple[float, float] | None, limit_bytes: int | None) -> float | None:
+    """The bytes the memory model puts a crashed probe's `batch` at, when that counts it as out
+    of memory: the model exists, grows with the batch and puts it over the limit. None when the
+    crash says nothing about memory."""
+    if model is None or limit_bytes is None or model[1] <= 0:
+        return None
+    need = model[0] + model[1] * batch
+    return need if need > limit_bytes else None
+
+
 # ---- the search ---------------------------------------------------------------------------
 
 def memory_metric(device: str, probes: Sequence[Result]) -> str:
@@ -276,17 +306,34 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
             ok.append(batch)
         elif result.status == "oom":
             oom.append(batch)
+        elif device == "cpu" and (counted := counted_crash(result, outcome.probes, limit)) is not None:
+            oom.append(batch)
+            outcome.crashes_over_limit.append(counted)
         else:
             outcome.stopped = result
             break
     outcome.largest_ok = max(ok, default=None)
     outcome.smallest_oom = min(oom, default=None)
-    outcome.memory_metric = metric = memory_metric(device, outcome.probes)
-    points = [(r.spec.batch_size, getattr(r.metrics, metric) * MIB) for r in outcome.probes
-              if r.status == "ok" and getattr(r.metrics, metric) is not None]
-    model = fit_memory_model(points)
+    outcome.memory_metric, model = _fitted(device, outcome.probes)
     if model is not None:
         outcome.fixed_bytes, outcome.per_sample_bytes = model
     tried = [(r.spec.batch_size, r.status) for r in outcome.probes]
     outcome.recommended, outcome.reason = recommend(limit, model, margin, outcome.largest_ok, tried)
     return outcome
+
+
+def _fitted(device: str, probes: Sequence[Result]) -> tuple[str, tuple[float, float] | None]:
+    """The memory metric for `probes` and the line fitted to their ok probes' figures of it."""
+    metric = memory_metric(device, probes)
+    points = [(r.spec.batch_size, getattr(r.metrics, metric) * MIB) for r in probes
+              if r.status == "ok" and getattr(r.metrics, metric) is not None]
+    return metric, fit_memory_model(points)
+
+
+def counted_crash(result: Result, probes: Sequence[Result], limit: int | None) -> tuple[int, str, float] | None:
+    """(batch, headline, the model's bytes) when the CPU probe `result` crashed over the limit
+    by the line fitted to `probes` (crash_over_limit); None otherwise."""
+    if result.status != "crash":
+        return None
+    need = crash_over_limit(result.spec.batch_size, _fitted("cpu", probes)[1], limit)
+    return None if need is None else (result.spec.batch_size, error_line(result.error, 160), need)
