@@ -80,7 +80,7 @@ def test_score_never_picks_a_probe(old):
     probe = fast_probe(9)  # newest, at the suite's batch, default configuration
     if old is not None:
         probe = stored_old(probe, old)
-    assert {w: r.id for w, r in suite_results([result(1), probe], "cpu").items()} == {"mlp": 1}
+    assert {w: [r.id for r in trials] for w, trials in suite_results([result(1), probe], "cpu").items()} == {"mlp": [1]}
     assert suite_results([probe], "cpu") == {}
 
 

@@ -50,8 +50,8 @@ def test_suite_is_pinned_and_versioned(monkeypatch):
 
 
 def test_score_names_its_suite():
-    ours = {"mlp": make("mlp", TIMES)}
-    reference = {"mlp": make("mlp", [2 * t for t in TIMES])}
+    ours = {"mlp": (make("mlp", TIMES),)}
+    reference = {"mlp": (make("mlp", [2 * t for t in TIMES]),)}
     assert compute_score(ours, reference, "cpu").as_dict()["suite"] == "2026.2"
     assert compute_score(ours, reference, "cpu", version="2026.1").as_dict()["suite"] == "2026.1"
 
@@ -69,10 +69,10 @@ def test_old_and_new_catsdogs_never_meet():
     old = _stored_before_revisions(make("catsdogs", [2 * t for t in TIMES], rid=1))
     new = make("catsdogs", TIMES, rid=2)
     assert (old.spec.workload_revision, new.spec.workload_revision) == (1, 2)
-    assert suite_results([old, new], "cpu") == {"catsdogs": new}
-    assert suite_results([old, new], "cpu", version="2026.1") == {"catsdogs": old}
+    assert suite_results([old, new], "cpu") == {"catsdogs": (new,)}
+    assert suite_results([old, new], "cpu", version="2026.1") == {"catsdogs": (old,)}
     # a reference measured on the old network: catsdogs is missing there, not compared
-    ours = {"mlp": make("mlp", TIMES), **suite_results([new], "cpu")}
+    ours = {"mlp": (make("mlp", TIMES),), **suite_results([new], "cpu")}
     reference = suite_results([_stored_before_revisions(make("mlp", [2 * t for t in TIMES])), old], "cpu")
     score = compute_score(ours, reference, "cpu")
     assert [i.workload for i in score.items] == ["mlp"] and score.missing_reference == ["catsdogs"]
@@ -82,8 +82,8 @@ def test_old_and_new_catsdogs_never_meet():
 
 
 def test_reference_twice_as_slow_scores_two():
-    ours = {"mlp": make("mlp", TIMES), "cnn": make("cnn", TIMES)}
-    reference = {w: make(w, [2 * t for t in TIMES]) for w in ("mlp", "cnn")}
+    ours = {"mlp": (make("mlp", TIMES),), "cnn": (make("cnn", TIMES),)}
+    reference = {w: (make(w, [2 * t for t in TIMES]),) for w in ("mlp", "cnn")}
     score = compute_score(ours, reference, "cpu")
     assert score.value == pytest.approx(2.0)
     low, high = score.ci
@@ -94,8 +94,8 @@ def test_reference_twice_as_slow_scores_two():
 
 def test_geometric_mean_of_different_speedups():
     # speed-ups 2 and 8 -> geometric mean 4; constant step times make the CI the point itself
-    ours = {"mlp": make("mlp", [0.1] * 5), "cnn": make("cnn", [0.1] * 5)}
-    reference = {"mlp": make("mlp", [0.2] * 5), "cnn": make("cnn", [0.8] * 5)}
+    ours = {"mlp": (make("mlp", [0.1] * 5),), "cnn": (make("cnn", [0.1] * 5),)}
+    reference = {"mlp": (make("mlp", [0.2] * 5),), "cnn": (make("cnn", [0.8] * 5),)}
     score = compute_score(ours, reference, "cpu")
     assert score.value == pytest.approx(4.0)
     assert score.ci == (pytest.approx(4.0), pytest.approx(4.0))
@@ -105,17 +105,17 @@ def test_geometric_mean_of_different_speedups():
 
 
 def test_missing_in_reference_and_nothing_in_common():
-    ours = {"mlp": make("mlp", TIMES), "lstm": make("lstm", TIMES)}
-    score = compute_score(ours, {"mlp": make("mlp", TIMES)}, "cpu")
+    ours = {"mlp": (make("mlp", TIMES),), "lstm": (make("lstm", TIMES),)}
+    score = compute_score(ours, {"mlp": (make("mlp", TIMES),)}, "cpu")
     assert score.value == pytest.approx(1.0)
     assert score.missing_reference == ["lstm"]
-    assert compute_score(ours, {"cnn": make("cnn", TIMES)}, "cpu") is None
+    assert compute_score(ours, {"cnn": (make("cnn", TIMES),)}, "cpu") is None
 
 
 def test_only_suite_trials_count():
     results = [
-        make("mlp", TIMES, rid=1),
-        make("mlp", [t / 2 for t in TIMES], rid=2),           # newer: wins
+        make("mlp", TIMES, rid=1, run_id="old"),
+        make("mlp", [t / 2 for t in TIMES], rid=2),           # a newer run: wins
         make("mlp", TIMES, rid=3, batch=8),                    # not the reference batch
         make("mlp", TIMES, rid=4, precision="bf16"),           # not fp32
         make("resnet", TIMES, rid=5, depth=56),                # not the default options
@@ -128,8 +128,8 @@ def test_only_suite_trials_count():
         other.spec = other.spec.model_copy(update=update)
         results.append(other)
     chosen = suite_results(results, "cpu")
-    assert {w: r.id for w, r in chosen.items()} == {"mlp": 2, "resnet": 6}
-    assert {w: r.id for w, r in suite_results(results, "gpu").items()} == {"cnn": 7}
+    assert {w: [r.id for r in trials] for w, trials in chosen.items()} == {"mlp": [2], "resnet": [6]}
+    assert {w: [r.id for r in trials] for w, trials in suite_results(results, "gpu").items()} == {"cnn": [7]}
 
 
 def _store(path, machine, run_id, factor):
@@ -169,7 +169,7 @@ def test_the_shipped_h100_reference_is_a_full_gpu_suite():
     results = parse_bundle(read_shipped_reference("h100-sxm-80gb")).results
     gpu = suite_results(results, "gpu")
     assert sorted(gpu) == sorted(name for name, _ in default_suite())
-    assert all(r.device_name == "NVIDIA H100 80GB HBM3" and r.metrics.gpu_util_pct_mean for r in gpu.values())
+    assert all(r.device_name == "NVIDIA H100 80GB HBM3" and r.metrics.gpu_util_pct_mean for trials in gpu.values() for r in trials)
     assert compute_score(gpu, gpu, "gpu").value == pytest.approx(1.0)
 
 
@@ -191,9 +191,34 @@ def test_score_without_reference_uses_the_shipped_machine_of_each_class(tmp_path
 def test_a_quick_result_is_said_and_loses_to_a_full_one():
     from rigbench.spec import MeasureOptions
 
-    full, quick = make("mlp", TIMES, rid=1), make("mlp", [t / 2 for t in TIMES], rid=2)
+    full, quick = make("mlp", TIMES, rid=1), make("mlp", [t / 2 for t in TIMES], rid=2, run_id="quick")
     quick.spec = quick.spec.model_copy(update={"measure": MeasureOptions.quick()})
-    assert suite_results([full, quick], "cpu")["mlp"].id == 1  # the newer quick one does not win
-    (item,) = compute_score({"mlp": quick}, {"mlp": full}, "cpu").items
+    assert suite_results([full, quick], "cpu")["mlp"] == (full,)  # the newer quick one does not win
+    (item,) = compute_score({"mlp": (quick,)}, {"mlp": (full,)}, "cpu").items
     assert item.quick and item.as_dict()["quick"] is True
-    assert not compute_score({"mlp": full}, {"mlp": full}, "cpu").items[0].quick
+    assert not compute_score({"mlp": (full,)}, {"mlp": (full,)}, "cpu").items[0].quick
+
+
+def test_a_runs_repeats_count_together_as_their_mean():
+    # ours: run "new" repeats mlp three times at constant 0.1, 0.2 and 0.1 s a step (batch 64:
+    # 640, 320 and 640 samples/s, mean 533.3); an older run's faster trial is superseded. The
+    # reference's single trial takes 0.2 s a step (320 samples/s): speed-up 533.3 / 320 = 1.667.
+    older = make("mlp", [0.05] * 5, rid=1, run_id="old")
+    repeats = [make("mlp", [t] * 5, rid=rid, run_id="new") for rid, t in ((2, 0.1), (3, 0.2), (4, 0.1))]
+    # one run over two GPUs: the newest trial's device is the configuration, the other GPU's is not pooled
+    gpus = [make("mlp", [0.01] * 5, rid=rid, run_id="gpus", device=f"cuda:{rid % 2}") for rid in (6, 7, 8)]
+    assert [r.id for r in suite_results(gpus, "gpu")["mlp"]] == [6, 8]
+    chosen = suite_results([older, *repeats], "cpu")
+    assert [r.id for r in chosen["mlp"]] == [2, 3, 4]
+    score = compute_score(chosen, {"mlp": (make("mlp", [0.2] * 5, rid=9, run_id="ref"),)}, "cpu")
+    (item,) = score.items
+    assert item.speedup == pytest.approx((640 + 320 + 640) / 3 / 320)
+    assert item.as_dict()["ours"] == {"id": 4, "trials": [2, 3, 4], "device_name": "cpu name",
+                                      "samples_per_s": pytest.approx(1600 / 3)}
+    # constant steps: only the repeats vary, so the CI spans what redrawing them gives, from
+    # all three slow (320/320 = 1.0) to all fast (640/320 = 2.0), never past either
+    low, high = score.ci
+    assert 1.0 <= low < item.speedup < high <= 2.0
+    # with one trial a side the interval is the step-level bootstrap alone: a point here
+    single = compute_score({"mlp": repeats[:1]}, {"mlp": (make("mlp", [0.2] * 5),)}, "cpu")
+    assert single.ci == (pytest.approx(2.0), pytest.approx(2.0))

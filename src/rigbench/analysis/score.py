@@ -5,14 +5,18 @@ default options and a fixed batch size, and otherwise TrialSpec's
 default configuration (fp32, torch, the framework's threads, the workload's lr, no compile, no
 channels-last, one process, full-protocol speed trials only: analysis/trials.py; never
 max-batch probes). For each workload found on both machines (per device
-class: cpu with cpu, gpu with gpu) the speed-up is our samples/s over the reference's, i.e.
-median(reference step times) / median(our step times) at the same batch. The score is the
-geometric mean of those speed-ups; 1.0 means as fast as the reference.
+class: cpu with cpu, gpu with gpu) a side's figure is the newest run that measured it: the mean
+samples/s (batch / median step time) of that run's repeats (`run --repeat N`; one trial
+without), as the report and `compare` take a configuration. The speed-up is our figure over
+the reference's, at the same batch. The score is the geometric mean of those speed-ups; 1.0
+means as fast as the reference.
 
-Its 95% CI is a percentile bootstrap: each workload's raw step times are resampled (ours and
-the reference's independently), every speed-up and the geometric mean recomputed, 2,000
-times with a fixed seed. Workloads missing on either side are left out and named; the score
-is then over the common subset only.
+Its 95% CI is a two-stage percentile bootstrap, 2,000 times with a fixed seed: on each side
+the repeats are resampled, then each drawn repeat's raw step times (ours and the reference's
+independently); every speed-up and the geometric mean are recomputed. With one trial a side
+this is the step-level bootstrap alone; with repeats, the spread between them (a slower first
+trial, METHODOLOGY.md) widens the interval, as it should. Workloads missing on either side
+are left out and named; the score is then over the common subset only.
 
 Reference machines are results bundles (store/bundle.py) shipped in
 data/reference_machines/NAME.json, or any bundle file, or a stored run.
@@ -21,7 +25,7 @@ data/reference_machines/NAME.json, or any bundle file, or a stored run.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -29,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.stats import median
-from rigbench.analysis.trials import is_full_protocol, is_quick_protocol
+from rigbench.analysis.trials import is_full_protocol, is_quick_protocol, run_order
 from rigbench.spec import Result, TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 
@@ -85,38 +89,49 @@ def _in_suite(r: Result, batch: int, revision: int) -> bool:
             and resolved_options(workload, s.workload_options) == resolved_options(workload, {}))
 
 
-def suite_results(results: Iterable[Result], cls: str, version: str = SUITE_VERSION) -> dict[str, Result]:
-    """The newest result of suite `version` per workload on devices of class `cls` ("cpu" or
-    "gpu"); one timed with the default protocol wins over a newer `--quick` one."""
+def suite_results(results: Iterable[Result], cls: str, version: str = SUITE_VERSION) -> dict[str, tuple[Result, ...]]:
+    """Per workload of suite `version` on devices of class `cls` ("cpu" or "gpu"), the trials of
+    the newest run that measured it, in the order they ran: its repeats, on the newest trial's
+    device and protocol. A run timed with the default protocol wins over a newer `--quick` one."""
     batches, revisions = dict(default_suite(version)), suite_revisions(version)
-    chosen: dict[str, Result] = {}
-    for r in sorted(results, key=lambda r: (not is_quick_protocol(r), r.id or 0)):
-        name = r.spec.workload
-        if device_class(r) == cls and name in batches and _in_suite(r, batches[name], revisions[name]):
-            chosen[name] = r
-    return chosen
+    found = [r for r in results if device_class(r) == cls and r.spec.workload in batches
+             and _in_suite(r, batches[r.spec.workload], revisions[r.spec.workload])]
+    newest: dict[str, Result] = {}
+    for r in sorted(found, key=lambda r: (not is_quick_protocol(r), r.id or 0)):
+        newest[r.spec.workload] = r
+    return {name: tuple(sorted((r for r in found if r.spec.workload == name and r.run_id == last.run_id
+                                and r.spec.device == last.spec.device
+                                and is_quick_protocol(r) == is_quick_protocol(last)), key=run_order))
+            for name, last in newest.items()}
+
+
+def trial_speed(r: Result) -> float:
+    """samples/s from the raw step times: batch / median step time (one process: the suite's)."""
+    return r.spec.batch_size / median(r.step_times_s)
 
 
 @dataclass
 class ScoreItem:
     workload: str
     batch_size: int
-    ours: Result
-    reference: Result
-    speedup: float              # our samples/s / the reference's
+    ours: tuple[Result, ...]       # the newest run's repeats, in the order they ran
+    reference: tuple[Result, ...]
+    speedup: float                 # our mean samples/s / the reference's
 
     @property
     def quick(self) -> bool:
         """Either side was timed with the shorter `--quick` protocol (a wider CI says so too)."""
-        return is_quick_protocol(self.ours) or is_quick_protocol(self.reference)
+        return any(is_quick_protocol(r) for r in (*self.ours, *self.reference))
+
+    @staticmethod
+    def side(trials: Sequence[Result]) -> dict[str, Any]:
+        """One side as JSON: the newest trial's id and device, every trial's id, the mean samples/s."""
+        return {"id": trials[-1].id, "trials": [r.id for r in trials], "device_name": trials[-1].device_name,
+                "samples_per_s": mean_speed(trials)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"workload": self.workload, "batch_size": self.batch_size, "speedup": self.speedup,
-                "quick": self.quick,
-                "ours": {"id": self.ours.id, "device_name": self.ours.device_name,
-                         "samples_per_s": self.ours.spec.batch_size / median(self.ours.step_times_s)},
-                "reference": {"id": self.reference.id, "device_name": self.reference.device_name,
-                              "samples_per_s": self.reference.spec.batch_size / median(self.reference.step_times_s)}}
+                "quick": self.quick, "ours": self.side(self.ours), "reference": self.side(self.reference)}
 
 
 @dataclass
@@ -141,28 +156,47 @@ def geometric_mean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def compute_score(ours: dict[str, Result], reference: dict[str, Result], cls: str,
+def mean_speed(trials: Sequence[Result]) -> float:
+    """A side's figure: the mean of its repeats' samples/s."""
+    return sum(trial_speed(r) for r in trials) / len(trials)
+
+
+def resampled_speeds(trials: Sequence[Result], rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """`resamples` bootstrap replicates of mean_speed: draw the repeats with replacement, then
+    each drawn repeat's step times with replacement (a two-stage bootstrap)."""
+    picks = rng.integers(0, len(trials), size=(resamples, len(trials)))
+    total = np.zeros(resamples)
+    for slot in range(len(trials)):  # each slot draws a repeat, then fresh step times of it
+        drawn = np.stack([_resampled_speed(r, rng, resamples) for r in trials])
+        total += drawn[picks[:, slot], np.arange(resamples)]
+    return total / len(trials)
+
+
+def _resampled_speed(r: Result, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    times = np.asarray(r.step_times_s, dtype=float)
+    return r.spec.batch_size / np.median(times[rng.integers(0, times.size, size=(resamples, times.size))], axis=1)
+
+
+def compute_score(ours: Mapping[str, Sequence[Result]], reference: Mapping[str, Sequence[Result]], cls: str,
                   resamples: int = RESAMPLES, seed: int = SEED, version: str = SUITE_VERSION) -> Score | None:
-    """The score of suite `version` over the workloads both sides have (with raw step times);
-    None if none. `ours` and `reference` are `suite_results` of the same version."""
+    """The score of suite `version` over the workloads both sides have (trials with raw step
+    times); None if none. `ours` and `reference` are `suite_results` of the same version."""
     suite = [name for name, _ in default_suite(version)]
-    common = [w for w in suite if w in ours and w in reference
-              and ours[w].step_times_s and reference[w].step_times_s]
+    timed = {side: {w: tuple(r for r in trials if r.step_times_s) for w, trials in found.items()}
+             for side, found in (("ours", ours), ("reference", reference))}
+    common = [w for w in suite if timed["ours"].get(w) and timed["reference"].get(w)]
     missing_ours = [w for w in suite if w not in ours]
     missing_ref = [w for w in suite if w in ours and w not in reference]
     if not common:
         return None
-    items = [ScoreItem(w, ours[w].spec.batch_size, ours[w], reference[w],
-                       median(reference[w].step_times_s) / median(ours[w].step_times_s)) for w in common]
+    items = [ScoreItem(w, timed["ours"][w][-1].spec.batch_size, timed["ours"][w], timed["reference"][w],
+                       mean_speed(timed["ours"][w]) / mean_speed(timed["reference"][w])) for w in common]
     value = geometric_mean([i.speedup for i in items])
     rng = np.random.default_rng(seed)
     log_sum = np.zeros(resamples)
     for item in items:
-        mine = np.asarray(item.ours.step_times_s, dtype=float)
-        theirs = np.asarray(item.reference.step_times_s, dtype=float)
-        med_mine = np.median(mine[rng.integers(0, mine.size, size=(resamples, mine.size))], axis=1)
-        med_theirs = np.median(theirs[rng.integers(0, theirs.size, size=(resamples, theirs.size))], axis=1)
-        log_sum += np.log(med_theirs / med_mine)
+        log_sum += np.log(resampled_speeds(item.ours, rng, resamples)
+                          / resampled_speeds(item.reference, rng, resamples))
     low, high = np.percentile(np.exp(log_sum / len(items)), [2.5, 97.5])
     return Score(cls, value, (float(low), float(high)), items, missing_ours, missing_ref, version)
 

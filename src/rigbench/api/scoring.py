@@ -93,7 +93,9 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
         result = None
         if ref is not None:
             used[ref.label + ("" if named else f" ({cls})")] = ref.machine
-            mine = {w: full for w, r in mine.items() if r.id is not None and (full := store.get(r.id)) is not None}
+            # the listing leaves the raw step times out: the bootstrap needs them
+            mine = {w: tuple(full for r in trials if r.id is not None and (full := store.get(r.id)) is not None)
+                    for w, trials in mine.items()}
             result = compute_score(mine, suite_results(ref.results, cls), cls)
         if result is None:
             lacking.append(cls)

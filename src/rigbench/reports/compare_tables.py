@@ -164,7 +164,7 @@ def score_table(s: Any) -> FitTable:
     ], title=s.device_class, more="--json")
     for item in s.items:
         d = item.as_dict()
-        ours, ref = item.ours.spec.framework, item.reference.spec.framework
+        ours, ref = item.ours[-1].spec.framework, item.reference[-1].spec.framework
         # * : timed with the short --quick protocol (the CLI's footnote says so)
         table.add_row(*cells(item.workload + (" *" if item.quick else ""), ours if ours == ref else f"{ours}/{ref}",
                              str(item.batch_size),
