@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import platform
 import socket
+from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
@@ -63,6 +64,24 @@ def machine_fingerprint() -> dict[str, Any]:
         "gpus": gpus(),
         "packages": package_versions(),
     }
+
+
+def machine_key(machine: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """What makes two fingerprints the same computer for "this machine" and "same machine"
+    questions: host name, CPU model and the CPU's key instruction sets. The sets matter because a
+    cloud VM keeps its host name and a masked model name ("AMD EPYC") across CPU generations: the
+    dev VM ran on an AVX2-only EPYC on 2026-11-23 and on an AVX-512 one on 2026-11-26, where mlp
+    trained 3x as fast. Full flag lists (`cpu_flags_hash`) change with the kernel; these do not."""
+    m = machine or {}
+    flags = m.get("cpu_flags") or {}
+    return (m.get("hostname"), m.get("cpu_model"), tuple(sorted(flags.items())))
+
+
+def this_machine_key() -> tuple[Any, ...]:
+    """machine_key of this machine, without the slow parts of a full fingerprint (GPUs, packages)."""
+    cpu = cpu_identity()
+    return machine_key({"hostname": socket.gethostname(), "cpu_model": cpu["model"],
+                        "cpu_flags": key_flags(cpu["flags"])})
 
 
 def gpus() -> list[dict[str, Any]]:

@@ -139,7 +139,7 @@ def test_which_report_a_rank_gets(tmp_path):
     spec = quick_spec(timeout_s=8).model_copy(update={"world_size": 2})
     path = rank_report_path(tmp_path, 1)
     missing = read_report(path, spec, timed_out=False, returncode=-11, stderr="Fatal Python error", rank=1)
-    assert missing.status == "crash" and "SIGSEGV" in missing.error and missing.error.endswith("Fatal Python error")
+    assert missing.status == "crash" and "SIGSEGV" in missing.error and missing.error.startswith("Fatal Python error")
     assert (missing.rank, missing.world_size) == (1, 2)  # the launcher's report says whose it is
     no_code = read_report(path, spec, timed_out=False, returncode=None, rank=1)  # a rank under an agent
     assert no_code.status == "crash" and "without a report" in no_code.error

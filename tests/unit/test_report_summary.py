@@ -12,6 +12,7 @@ from rigbench.analysis.published_ratios import published_gpu_cpu_ratios
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.summary import machines_once, recommendation_text, summary_rows
 from rigbench.api.results import recommend_target
+from rigbench.fingerprint import machine_key
 from rigbench.reports.chart_model import COLOURS, Chart, Series, assign_colours, y_scale_for
 from rigbench.reports.summary_table import format_duration, summary_cells
 from rigbench.reports.trial_lines import Legend
@@ -115,6 +116,18 @@ def test_machines_are_described_once_with_their_runs():
     entries = machines_once(results, {"r1": a, "r2": other, "r3": same, "r4": None})
     assert [(e.run_ids, e.trials) for e in entries] == [(["r1", "r3"], 2), (["r2"], 2), (["r4"], 0)]
     assert entries[0].fingerprint == same and entries[2].fingerprint is None
+
+
+def test_one_host_name_on_two_cpu_generations_is_two_machines():
+    # The dev VM keeps its host name and masked model name ("AMD EPYC") across CPU generations:
+    # AVX2 only on 2026-11-23, AVX-512 on 2026-11-26, where mlp trained 3x as fast.
+    avx2 = {"hostname": "vm", "cpu_model": "AMD EPYC", "cpu_cores_logical": 2, "ram_bytes": 1, "gpus": [],
+            "cpu_flags": {"avx2": True, "avx512f": False, "avx512_bf16": False}}
+    avx512 = {**avx2, "cpu_flags": {"avx2": True, "avx512f": True, "avx512_bf16": True}, "kernel": "other"}
+    entries = machines_once([make_result(run_id="r1"), make_result(run_id="r2")], {"r1": avx2, "r2": avx512})
+    assert [e.run_ids for e in entries] == [["r1"], ["r2"]]
+    assert machine_key(avx2) != machine_key(avx512)
+    assert machine_key(avx2) == machine_key({**avx2, "kernel": "new", "cpu_flags_hash": "changed"})
 
 
 def test_recommendation_in_one_line():

@@ -222,3 +222,20 @@ def test_a_runs_repeats_count_together_as_their_mean():
     # with one trial a side the interval is the step-level bootstrap alone: a point here
     single = compute_score({"mlp": repeats[:1]}, {"mlp": (make("mlp", [0.2] * 5),)}, "cpu")
     assert single.ci == (pytest.approx(2.0), pytest.approx(2.0))
+
+
+def test_this_machines_results_are_its_host_cpu_and_instruction_sets(tmp_path):
+    # A run stored under this host name and CPU model but another CPU generation (other key
+    # instruction sets, as the dev VM between days) is not this machine's.
+    from rigbench.api.comparison import this_machine_results
+    from rigbench.fingerprint import machine_fingerprint
+
+    here = machine_fingerprint()
+    flipped = {name: not value for name, value in here["cpu_flags"].items()}
+    db = str(tmp_path / "mine.db")
+    store = _store(db, here, "now", 1.0)
+    store.add_run("then", "2026-01-01T00:00:00+00:00", "rigbench run", {**here, "cpu_flags": flipped})
+    store.add_result(make("mlp", TIMES, run_id="then"))
+    store.add_run("moved", "2026-01-01T00:00:00+00:00", "rigbench run", {**here, "kernel": "x", "os": "y"})
+    store.add_result(make("cnn", TIMES, run_id="moved"))  # a new kernel: still this machine
+    assert {r.run_id for r in this_machine_results(Store(db))} == {"now", "moved"}

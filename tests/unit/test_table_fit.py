@@ -95,7 +95,7 @@ def framework_rows() -> FrameworkTable:
 
 
 def score() -> Score:
-    items = [ScoreItem(w, 64, trial(0, framework="jax", workload=w), trial(1, framework="jax", workload=w), 1.234)
+    items = [ScoreItem(w, 64, (trial(0, framework="jax", workload=w),), (trial(1, framework="jax", workload=w),), 1.234)
              for w in ("mlp", "autoencoder", "catsdogs")]
     return Score("gpu", 1.234, (1.1, 1.4), items)
 

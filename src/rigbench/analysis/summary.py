@@ -14,6 +14,7 @@ from typing import Any
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.roofline import result_roofline
 from rigbench.analysis.trials import RunSpeed, network_label, newest_run_speeds, run_order, speed_figures
+from rigbench.fingerprint import machine_key
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -147,14 +148,14 @@ class MachineEntry:
 
 
 def machine_identity(machine: Mapping[str, Any] | None) -> tuple[Any, ...]:
-    """What makes two runs' fingerprints the same machine: host, CPU, cores, RAM and GPU
-    models; not software versions, the kernel or GPU serial numbers, which change between
-    sessions of one cloud machine type (three H100 sessions are one machine to a reader)."""
+    """What makes two runs' fingerprints the same machine on the report's page: the host, CPU
+    and instruction sets of `machine_key`, cores, RAM and GPU models; not software versions, the
+    kernel or GPU serial numbers, which change between sessions of one cloud machine type
+    (three H100 sessions are one machine to a reader)."""
     if not machine:
         return ("not recorded",)
     gpus = tuple(sorted(str(g.get("name")) for g in machine.get("gpus") or []))
-    return (machine.get("hostname"), machine.get("cpu_model"), machine.get("cpu_cores_logical"),
-            machine.get("ram_bytes"), gpus)
+    return (*machine_key(machine), machine.get("cpu_cores_logical"), machine.get("ram_bytes"), gpus)
 
 
 def machines_once(results: Sequence[Result], machines: Mapping[str, dict[str, Any] | None]) -> list[MachineEntry]:

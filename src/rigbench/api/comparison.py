@@ -9,21 +9,19 @@ from typing import Any
 
 from rigbench.api.results import WHERE_KEYS, parse_where
 from rigbench.errors import UsageError
+from rigbench.fingerprint import machine_key, this_machine_key
 from rigbench.spec import Result
 from rigbench.store import Store
 
 
 def this_machine_results(store: Store) -> list[Result]:
-    """Stored results (without raw samples) of runs made on this machine: same hostname and
-    CPU model as now. Imported results from other machines are left out."""
-    import socket
-
-    from rigbench.hw.cpu import cpu_identity
+    """Stored results (without raw samples) of runs made on this machine: same host name, CPU
+    model and instruction sets as now (fingerprint.machine_key). Imported results from other
+    machines are left out."""
     from rigbench.store.bundle import stored_runs
 
-    host, cpu = socket.gethostname(), cpu_identity()["model"]
-    mine = {r.id for r in stored_runs(store)
-            if r.machine.get("hostname") == host and r.machine.get("cpu_model") == cpu}
+    here = this_machine_key()
+    mine = {r.id for r in stored_runs(store) if machine_key(r.machine) == here}
     return [r for r in store.list() if r.run_id in mine]
 
 
@@ -148,7 +146,7 @@ def compare(a: str | None = None, b: str | None = None, db: str | None = None,
     results_b, machines_b, label_b = side_results(store, b, where_b, "B")
 
     def ident(machines: dict[str, Any]) -> set[tuple]:
-        return {(m.get("hostname"), m.get("cpu_model")) for m in machines.values() if m}
+        return {machine_key(m) for m in machines.values() if m}
 
     same = ident(machines_a) == ident(machines_b) and len(ident(machines_a)) == 1
     found = compare_results(results_a, results_b, same_machine=same, across_versions=across_versions)

@@ -39,7 +39,7 @@ from rigbench.experiments.execute import start_run
 from rigbench.experiments.plan import prepare_data
 from rigbench.experiments.scaling import default_thread_counts
 from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
-from rigbench.fingerprint import machine_fingerprint
+from rigbench.fingerprint import machine_key, this_machine_key
 from rigbench.frameworks import check_framework
 from rigbench.hw.cpu import cpu_identity, native_bf16
 from rigbench.runner.session import run_trials
@@ -126,15 +126,14 @@ def offline_dataset(workload: str) -> str | None:
 
 
 def this_machine(store: Store, results: Sequence[Result]) -> tuple[list[Result], int]:
-    """(results measured on this machine, how many were not): same host name and CPU model."""
-    here = machine_fingerprint()
-    key = (here.get("hostname"), here.get("cpu_model"))
+    """(results measured on this machine, how many were not): same host name, CPU model and
+    instruction sets (fingerprint.machine_key)."""
+    here = this_machine_key()
     same: dict[str, bool] = {}
     kept = []
     for r in results:
         if r.run_id not in same:
-            m = store.machine(r.run_id) or {}
-            same[r.run_id] = (m.get("hostname"), m.get("cpu_model")) == key
+            same[r.run_id] = machine_key(store.machine(r.run_id)) == here
         if same[r.run_id]:
             kept.append(r)
     return kept, len(results) - len(kept)
