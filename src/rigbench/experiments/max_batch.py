@@ -14,8 +14,8 @@ What a probe's status means here:
   RLIMIT cap so that the allocator raises (`oom`) before the kernel steps in.
 - one exception, on the CPU: native code that uses an allocation without checking it crashes
   under the cap instead of raising (TensorFlow 2.21's oneDNN kernels on cnn at batch 512 under
-  a 1.2 GiB cap: killed by SIGSEGV in the max-pool gradient in one search, "could not execute a
-  primitive" from a fused matmul in another, where the line below put the batch at 1.2-2.2 GiB).
+  a 1,200 MiB cap: killed by SIGSEGV in the max-pool gradient, by SIGABRT, or "could not execute
+  a primitive" from a fused matmul, in three searches; the line below put it at 1,201-1,237 MiB).
   A `crash` counts as out of memory when the memory model fitted to the probes that ran puts
   its batch over the limit: whatever the crash, that batch cannot fit. The probe stays stored
   as the crash it was, and the outcome names it. Without that evidence the search stops, as
