@@ -77,6 +77,15 @@ def machine_key(machine: Mapping[str, Any] | None) -> tuple[Any, ...]:
     return (m.get("hostname"), m.get("cpu_model"), tuple(sorted(flags.items())))
 
 
+def instruction_sets(machine: Mapping[str, Any] | None) -> str | None:
+    """The key instruction sets a fingerprint's CPU has, e.g. "avx2, fma, avx512f" (what tells
+    apart two CPUs that share a masked model name); None when its flags were not read."""
+    flags = (machine or {}).get("cpu_flags") or {}
+    if not any(value is not None for value in flags.values()):
+        return None
+    return ", ".join(name for name, value in flags.items() if value) or "none of " + ", ".join(flags)
+
+
 def this_machine_key() -> tuple[Any, ...]:
     """machine_key of this machine, without the slow parts of a full fingerprint (GPUs, packages)."""
     cpu = cpu_identity()

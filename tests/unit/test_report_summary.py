@@ -11,10 +11,11 @@ import pytest
 from rigbench.analysis.published_ratios import published_gpu_cpu_ratios
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.summary import machines_once, recommendation_text, summary_rows
+from rigbench.api.comparison import machine_text
 from rigbench.api.results import recommend_target
 from rigbench.fingerprint import machine_key
 from rigbench.reports.chart_model import COLOURS, Chart, Series, assign_colours, y_scale_for
-from rigbench.reports.summary_table import format_duration, summary_cells
+from rigbench.reports.summary_table import format_duration, machine_cards, summary_cells
 from rigbench.reports.trial_lines import Legend
 from tests.unit.test_report_data import make_result
 
@@ -128,6 +129,13 @@ def test_one_host_name_on_two_cpu_generations_is_two_machines():
     assert [e.run_ids for e in entries] == [["r1"], ["r2"]]
     assert machine_key(avx2) != machine_key(avx512)
     assert machine_key(avx2) == machine_key({**avx2, "kernel": "new", "cpu_flags_hash": "changed"})
+    # and the reader can tell the two apart: the page's cards and compare's labels name the sets
+    cards = machine_cards(entries, [make_result(run_id="r1"), make_result(run_id="r2")], {})
+    assert [c["headline"] for c in cards] == ["AMD EPYC (avx2) · 2 logical cores · 1 B RAM · no GPU",
+                                              "AMD EPYC (avx2, avx512f, avx512_bf16) · 2 logical cores · 1 B RAM · no GPU"]
+    assert ("instruction sets", "avx2, avx512f, avx512_bf16") in cards[1]["fields"]
+    assert machine_text({"r1": avx2, "r2": avx512}) == "vm (AMD EPYC; avx2), vm (AMD EPYC; avx2, avx512f, avx512_bf16)"
+    assert machine_text({"r": {"hostname": "old", "cpu_model": "Xeon"}}) == "old (Xeon)"  # flags never read
 
 
 def test_recommendation_in_one_line():

@@ -9,7 +9,7 @@ from typing import Any
 
 from rigbench.api.results import WHERE_KEYS, parse_where
 from rigbench.errors import UsageError
-from rigbench.fingerprint import machine_key, this_machine_key
+from rigbench.fingerprint import instruction_sets, machine_key, this_machine_key
 from rigbench.spec import Result
 from rigbench.store import Store
 
@@ -125,8 +125,10 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
 
 
 def machine_text(machines: dict[str, Any]) -> str:
-    """`host (cpu model)` of each distinct machine, sorted; "unknown machine" for none."""
-    names = {f"{m.get('hostname')} ({m.get('cpu_model')})" for m in machines.values() if m}
+    """`host (cpu model; instruction sets)` of each distinct machine, sorted; "unknown machine"
+    for none. The sets tell apart two CPU generations behind one masked model name."""
+    names = {f"{m.get('hostname')} ({m.get('cpu_model')}" + (f"; {sets})" if (sets := instruction_sets(m)) else ")")
+             for m in machines.values() if m}
     return ", ".join(sorted(names)) or "unknown machine"
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rigbench.analysis.summary import MachineEntry, SummaryRow
+from rigbench.fingerprint import instruction_sets
 from rigbench.reports.cells import rate, trials_text
 from rigbench.spec import Result
 from rigbench.units import format_bytes
@@ -87,8 +88,10 @@ def machine_cards(entries: Sequence[MachineEntry], results: Sequence[Result],
         cores = ", ".join(f"{m[k]} {word}" for k, word in (
             ("cpu_cores_physical", "physical"), ("cpu_cores_logical", "logical"),
             ("cpu_cores_usable", "usable")) if k in m) or None
+        sets = instruction_sets(m)
         headline = " · ".join(str(v) for v in (
-            m.get("cpu_model"), f"{m['cpu_cores_logical']} logical cores" if "cpu_cores_logical" in m else None,
+            f"{m.get('cpu_model')} ({sets})" if sets and m.get("cpu_model") else m.get("cpu_model"),
+            f"{m['cpu_cores_logical']} logical cores" if "cpu_cores_logical" in m else None,
             format_bytes(m["ram_bytes"]) + " RAM" if "ram_bytes" in m else None,
             "; ".join(str(g.get("name")) for g in m.get("gpus") or []) or "no GPU") if v)
         cards.append({
@@ -97,7 +100,8 @@ def machine_cards(entries: Sequence[MachineEntry], results: Sequence[Result],
             "trials": entry.trials, "runs": runs,
             "fields": [
                 ("host", m.get("hostname")), ("OS", m.get("os")),
-                ("CPU", m.get("cpu_model")), ("architecture", m.get("cpu_arch")), ("cores", cores),
+                ("CPU", m.get("cpu_model")), ("architecture", m.get("cpu_arch")), ("instruction sets", sets),
+                ("cores", cores),
                 ("RAM", format_bytes(m["ram_bytes"]) if "ram_bytes" in m else None),
                 ("GPUs", "; ".join(gpus) or "no GPU"),
                 ("Python", " ".join(str(m[k]) for k in ("python_implementation", "python_version")
