@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 
 from rigbench.hw.amd import list_amd_gpus
-from rigbench.hw.cpu import cpu_identity, flags_hash, key_flags, max_mhz, usable_cores
+from rigbench.hw.cpu import KEY_FLAGS, cpu_identity, flags_hash, key_flags, max_mhz, usable_cores
 from rigbench.hw.nvml import list_gpus, load_nvml
 
 #: The keys of machine_fingerprint()'s result.
@@ -73,17 +73,26 @@ def machine_key(machine: Mapping[str, Any] | None) -> tuple[Any, ...]:
     dev VM ran on an AVX2-only EPYC on 2026-11-23 and on an AVX-512 one on 2026-11-26, where mlp
     trained 3x as fast. Full flag lists (`cpu_flags_hash`) change with the kernel; these do not."""
     m = machine or {}
-    flags = m.get("cpu_flags") or {}
-    return (m.get("hostname"), m.get("cpu_model"), tuple(sorted(flags.items())))
+    return (m.get("hostname"), m.get("cpu_model"), tuple(_key_flags_of(m).items()))
 
 
 def instruction_sets(machine: Mapping[str, Any] | None) -> str | None:
     """The key instruction sets a fingerprint's CPU has, e.g. "avx2, fma, avx512f" (what tells
     apart two CPUs that share a masked model name); None when its flags were not read."""
-    flags = (machine or {}).get("cpu_flags") or {}
+    flags = _key_flags_of(machine or {})
     if not any(value is not None for value in flags.values()):
         return None
     return ", ".join(name for name, value in flags.items() if value) or "none of " + ", ".join(flags)
+
+
+def _key_flags_of(machine: Mapping[str, Any]) -> dict[str, bool | None]:
+    """A stored fingerprint's `cpu_flags`, kept to the known key flags (KEY_FLAGS' order) with
+    true/false/unknown values: a fingerprint comes from any bundle, and one odd value must not
+    break a command over the whole database."""
+    flags = machine.get("cpu_flags")
+    if not isinstance(flags, Mapping):
+        return {}
+    return {name: flags[name] for name in KEY_FLAGS if name in flags and flags[name] in (True, False, None)}
 
 
 def this_machine_key() -> tuple[Any, ...]:
