@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.stats import median
-from rigbench.analysis.trials import is_full_protocol, is_quick_protocol, run_order
+from rigbench.analysis.trials import is_full_protocol, is_quick_protocol, newest_run_trials
 from rigbench.spec import Result, TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
 
@@ -96,13 +96,10 @@ def suite_results(results: Iterable[Result], cls: str, version: str = SUITE_VERS
     batches, revisions = dict(default_suite(version)), suite_revisions(version)
     found = [r for r in results if device_class(r) == cls and r.spec.workload in batches
              and _in_suite(r, batches[r.spec.workload], revisions[r.spec.workload])]
-    newest: dict[str, Result] = {}
-    for r in sorted(found, key=lambda r: (not is_quick_protocol(r), r.id or 0)):
-        newest[r.spec.workload] = r
-    return {name: tuple(sorted((r for r in found if r.spec.workload == name and r.run_id == last.run_id
-                                and r.spec.device == last.spec.device
-                                and is_quick_protocol(r) == is_quick_protocol(last)), key=run_order))
-            for name, last in newest.items()}
+    timed_in_full = {r.spec.workload for r in found if not is_quick_protocol(r)}
+    kept = [r for r in found if r.spec.workload not in timed_in_full or not is_quick_protocol(r)]
+    return {name: tuple(r for r in trials if r.spec.device == trials[-1].spec.device)
+            for name, trials in newest_run_trials(kept, lambda r: r.spec.workload).items()}
 
 
 def trial_speed(r: Result) -> float:
