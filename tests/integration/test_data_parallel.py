@@ -34,9 +34,17 @@ RTOL, ATOL = 1e-4, 1e-3
 
 
 @pytest.fixture(scope="module")
-def two_ranks():
+def temporary_folder(tmp_path_factory):
+    """The TMPDIR the module's two-rank trial ran under, to look at what it left there."""
+    return tmp_path_factory.mktemp("tmpdir")
+
+
+@pytest.fixture(scope="module")
+def two_ranks(temporary_folder):
     spec = dp_spec(2)
-    return spec, launch(spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(temporary_folder))  # the agent and its ranks inherit it
+        return spec, launch(spec)
 
 
 def test_a_torch_trial_of_two_processes_takes_the_torchrun_launcher():
@@ -68,6 +76,11 @@ def test_the_result_counts_the_global_batch_and_keeps_every_rank(two_ranks):
     assert m.replicas_identical is True
     assert [rank.rank for rank in result.ranks] == [0, 1]
     assert result.row()["ranks"][1]["steps"] == 5
+
+
+def test_the_trial_leaves_nothing_in_the_temporary_directory(two_ranks, temporary_folder):
+    """torch's elastic agent makes a torchelastic_* log folder there unless told where to log."""
+    assert sorted(path.name for path in temporary_folder.iterdir()) == []
 
 
 def test_two_ranks_train_what_one_process_trains_on_the_global_batch(two_ranks):

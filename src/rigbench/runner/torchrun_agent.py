@@ -32,11 +32,14 @@ RENDEZVOUS_TIMEOUT_S = 300
 #: Every node of one trial must name the same rendezvous run id: made from the spec they share
 #: (threads left out: each node shares out its own cores).
 RUN_ID_PREFIX = "rigbench-"
+#: The elastic agent's log folder, under the trial's folder.
+ELASTIC_LOG_DIR = "elastic"
 
 
 def launch(spec_path: Path, folder: Path) -> int:
     """Start spec.world_size ranks on this machine and wait for them; 0 if every rank exited
     cleanly, 1 after writing agent.json if any did not."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -49,7 +52,10 @@ def launch(spec_path: Path, folder: Path) -> int:
                 "rdzv_configs": {"is_host": node.node_rank == 0, "timeout": RENDEZVOUS_TIMEOUT_S}}
     config = LaunchConfig(
         min_nodes=spec.nodes, max_nodes=spec.nodes, nproc_per_node=spec.world_size // spec.nodes,
-        rdzv_backend="c10d", max_restarts=0, monitor_interval=MONITOR_INTERVAL_S, **rdzv)
+        rdzv_backend="c10d", max_restarts=0, monitor_interval=MONITOR_INTERVAL_S,
+        # the agent's log folder inside the trial's, which the launcher removes: by default it
+        # makes a torchelastic_* folder in the temporary directory per trial and never removes it
+        logs_specs=DefaultLogsSpecs(log_dir=str(folder / ELASTIC_LOG_DIR)), **rdzv)
     # The ranks' watchdog (runner/child.exit_with_parent) watches this agent, their parent.
     os.environ["RIGBENCH_PARENT_PID"] = str(os.getpid())
     try:
