@@ -27,6 +27,7 @@ from pathlib import Path
 from rigbench.ranks import PEER_PORTS_VAR
 from rigbench.runner import rank_files
 from rigbench.runner.child import RANK_FOLDER_FLAG, exit_with_parent
+from rigbench.runner.launchers.steps import signal_name
 from rigbench.spec import TrialSpec
 
 #: Seconds between two looks at the ranks' exits.
@@ -88,11 +89,16 @@ def launch(spec_path: Path, folder: Path) -> int:
         _stop(procs)  # a no-op when every rank has ended; on SIGTERM to us, ends them
     if first is None:
         return 0
-    failures = {str(rank): {"exitcode": proc.returncode,
-                            "signal": signal.Signals(-proc.returncode).name if proc.returncode < 0 else None}
-                for rank, proc in enumerate(procs) if proc.returncode}
-    rank_files.agent_path(folder).write_text(json.dumps({"first": first, "failures": failures}), encoding="utf-8")
+    rank_files.agent_path(folder).write_text(json.dumps({"first": first, "failures": failures(procs)}),
+                                             encoding="utf-8")
     return 1
+
+
+def failures(procs: list[subprocess.Popen]) -> dict[str, dict]:
+    """Each failed rank's exit code and, if a signal ended it, the signal's name ("signal 40"
+    for a real-time signal Python does not name: the record is written whatever killed it)."""
+    return {str(rank): {"exitcode": proc.returncode, "signal": signal_name(-proc.returncode) if proc.returncode < 0 else None}
+            for rank, proc in enumerate(procs) if proc.returncode}
 
 
 def _first_failure(procs: list[subprocess.Popen]) -> int | None:
