@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from rigbench.runner.launchers.base import TrackerSettings
+from rigbench.runner.launchers.crash_output import stderr_tail
 from rigbench.runner.launchers.steps import (
     TRIAL_DIR_PREFIX,
     Started,
@@ -22,7 +23,6 @@ from rigbench.runner.launchers.steps import (
     rank_report_path,
     read_report,
     start_process,
-    stderr_tail,
     trial_folder,
     wait_all,
     write_spec,
@@ -107,14 +107,6 @@ def test_an_interrupted_launch_kills_every_started_process_and_stops_its_tracker
     assert [one.proc.returncode for one in started] == [-9, -9]  # reaped by the kill
     assert ended(int((tmp_path / "kid").read_text()))
     assert stopped == [one.pid for one in started]
-
-
-def test_stderr_tail_keeps_the_end_of_a_long_file(tmp_path):
-    path = tmp_path / "err.txt"
-    path.write_text("x" * 50_000 + "é" * 10 + "the end", encoding="utf-8")
-    tail = stderr_tail(path, chars=17)
-    assert tail == "é" * 10 + "the end"
-    assert stderr_tail(tmp_path / "missing.txt") == ""
 
 
 def test_the_trial_folder_is_named_for_this_driver_and_removed_however_the_block_ends():

@@ -13,6 +13,7 @@ the kernel's OOM killer, a hang) are classified by the parent from the exit.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import importlib
 import math
 import os
@@ -356,6 +357,10 @@ def main(argv: list[str]) -> int:
         rank = int(os.environ.get("RANK", "0"))
         redirect_stderr(folder, rank)
         target = str(rank_files.report_path(folder, rank))
+    # A native crash (SIGSEGV, SIGABRT, SIGBUS...) prints every Python thread's stack to stderr,
+    # whose tail the parent keeps as the crash's error: the Python line that called into the
+    # framework, where there was one (launchers/steps.stderr_tail drops the module list).
+    faulthandler.enable(all_threads=True)
     report = run_trial(spec, folder)
     tmp = target + ".part"
     with open(tmp, "w", encoding="utf-8") as fh:

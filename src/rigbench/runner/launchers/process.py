@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings, TrialInterrupted
+from rigbench.runner.launchers.crash_output import STDERR_TAIL_CHARS, stderr_tail
 from rigbench.runner.launchers.steps import (
-    STDERR_TAIL_CHARS,
     TRIAL_DIR_PREFIX,
     Started,
     child_command,
@@ -29,7 +29,6 @@ from rigbench.runner.launchers.steps import (
     read_report,
     remove_stale_trial_dirs,
     start_process,
-    stderr_tail,
     trial_folder,
     wait_all,
     write_spec,

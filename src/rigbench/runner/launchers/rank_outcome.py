@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rigbench.runner import rank_files
-from rigbench.runner.launchers.steps import describe_exit, stderr_tail, with_stderr
+from rigbench.runner.launchers.crash_output import stderr_tail
+from rigbench.runner.launchers.steps import describe_exit, with_stderr
 from rigbench.spec import ChildReport, TrialSpec
 
 

@@ -10,7 +10,8 @@ one process per rank for jax.distributed) composes them instead of copying them:
 - `ending_on_error`: every started process group killed and every tracker stopped when the
   launch is interrupted (Ctrl-C, SIGTERM, a bug);
 - `wait_all`: the processes waited for under one timeout, every group killed when it passes;
-- `read_report`: a rank's report (its file, else `timeout`, else `describe_exit`).
+- `read_report`: a rank's report (its file, else `timeout`, else `describe_exit` on the tail of
+  its stderr: launchers/crash_output.py).
 
 The parent never imports a framework: the adapter module named by the spec is loaded only for
 its environment (frameworks/base.py), which does not import the framework.
@@ -44,8 +45,6 @@ from rigbench.trackers.sampler import Tracker
 
 #: Seconds a kill waits for a trial's descendant processes to end.
 KILL_WAIT_S = 10.0
-#: Characters of a child's stderr kept when it dies without a report.
-STDERR_TAIL_CHARS = 2000
 #: A trial's temporary folder is `<tmp>/rigbench-trial-<driver pid>-<random>`: the pid lets a
 #: later run tell the folders of a driver that was killed (SIGKILL: no handler runs) and
 #: remove them (remove_stale_trial_dirs).
@@ -284,18 +283,6 @@ def wait_all(started: Sequence[Started], timeout_s: float) -> list[bool]:
         for one in started:
             kill_group(one.proc)
     return running
-
-
-def stderr_tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
-    """The last `chars` characters of a child's stderr file ("" if there is none). Reads
-    only the file's end: a chatty child can write megabytes of warnings."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 4 * chars))  # UTF-8 takes at most 4 bytes a character
-            return f.read().decode("utf-8", errors="replace")[-chars:]
-    except OSError:
-        return ""
 
 
 # --- reports ------------------------------------------------------------------------------

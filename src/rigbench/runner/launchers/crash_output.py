@@ -1,0 +1,57 @@
+"""What a trial's child left on stderr, read back for its error when it ended without a report.
+
+The child enables faulthandler (runner/child.py), so a native crash (SIGSEGV, SIGABRT, SIGBUS,
+SIGFPE, SIGILL) prints every Python thread's stack after whatever the native library said
+("terminate called after throwing an instance of 'std::bad_alloc'", a failed check). The
+tail keeps both: what came before the dump (at least `BEFORE_SHARE` of the room: launchers/
+steps.describe_exit reads out-of-memory texts there) and the dump's top (the fatal error, each
+thread's newest frames first), without its noise: the list of extension modules (several KB once
+a framework is loaded) and the frames of threading's and runpy's start-up code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Characters of a child's stderr kept when it dies without a report.
+STDERR_TAIL_CHARS = 2000
+#: Bytes read from the end of the file: the tail, a dump and its module list.
+READ_BYTES = 64 * 1024
+#: faulthandler's first line.
+FAULT_HEADER = "Fatal Python error: "
+#: The least share of the room kept for what stderr said before a fault's dump.
+BEFORE_SHARE = 0.25
+#: Lines of a dump that say nothing about the trial.
+_NOISE_PREFIXES = ("Extension modules: ",)
+_NOISE_FILES = ("/threading.py\"", "\"<frozen runpy>\"")
+
+
+def stderr_tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
+    """The end of a child's stderr file in at most `chars` characters ("" if there is none).
+    Reads only the file's end: a chatty child can write megabytes of warnings."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - max(READ_BYTES, 4 * chars)))  # UTF-8: at most 4 bytes a character
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return fitted_tail(text, chars)
+
+
+def fitted_tail(text: str, chars: int = STDERR_TAIL_CHARS) -> str:
+    """`text`'s end in `chars` characters; with a faulthandler dump, the dump without its noise
+    after the end of what came before it (module docstring)."""
+    before, header, dump = text.rpartition(FAULT_HEADER)
+    if not header:
+        return text[-chars:]
+    dump = header + "".join(line for line in dump.splitlines(keepends=True) if not _noise(line))
+    before = before[-max(int(chars * BEFORE_SHARE), chars - len(dump)):] if before else ""
+    return before + dump[:chars - len(before)]
+
+
+def _noise(line: str) -> bool:
+    stripped = line.lstrip()
+    return stripped.startswith(_NOISE_PREFIXES) or (stripped.startswith("File ") and
+                                                    any(name in stripped for name in _NOISE_FILES))
