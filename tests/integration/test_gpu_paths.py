@@ -1,0 +1,98 @@
+"""The GPU paths no CPU run reaches (issue 26): every installed framework's trial on the GPU
+with its allocator and NVML memory, data-parallel ranks at world size 1 through each agent
+(NCCL for torch) with the pre-run all-reduce check, and two CUDA trials in a row (the warm
+start must not fork a process that has touched CUDA).
+
+Marked `gpu` and skipped without CUDA. RIGBENCH_TEST_GPU_DEVICE=cpu runs the same tests on the
+CPU (where the GPU-only assertions are left out), so that a dev machine checks them before a
+GPU session spends its time on them: `RIGBENCH_TEST_GPU_DEVICE=cpu pytest -m gpu
+tests/integration/test_gpu_paths.py`."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+
+import pytest
+
+from rigbench.runner.assemble import build_result
+from rigbench.runner.launchers import TrackerSettings
+from rigbench.runner.session import run_trials
+from rigbench.spec import MeasureOptions, TrialSpec
+from rigbench.store import Store
+from tests.data_parallel import agent_launcher
+
+DEVICE = os.environ.get("RIGBENCH_TEST_GPU_DEVICE", "cuda:0")
+ON_GPU = DEVICE.startswith("cuda")
+#: Frameworks that can run here (TensorFlow's CUDA wheel is not on the lent GPU machines).
+FRAMEWORKS = [name for name, module in (("torch", "torch"), ("jax", "jax"), ("keras-jax", "keras"),
+                                        ("keras-torch", "keras"), ("tensorflow", "tensorflow"))
+              if importlib.util.find_spec(module) is not None]
+#: A framework with a data-parallel agent (keras-torch has none: its NO_DATA_PARALLEL says why).
+PARALLEL = [name for name in FRAMEWORKS if name != "keras-torch"]
+
+
+def _cuda_present() -> bool:
+    if shutil.which("nvidia-smi") is None or importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600),
+              pytest.mark.skipif(ON_GPU and not _cuda_present(), reason="needs an NVIDIA GPU")]
+
+
+def _spec(framework: str, workload: str = "cnn", batch_size: int = 32, **fields) -> TrialSpec:
+    return TrialSpec(workload=workload, framework=framework, device=DEVICE, batch_size=batch_size,
+                     measure=MeasureOptions.quick(), **fields)
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> dict[str, object]:
+    """cnn at batch 32 in every framework, then torch twice more, through the session (warm
+    start, trackers, assembly, the store): the stored results by framework, torch's three."""
+    store = Store(str(tmp_path_factory.mktemp("gpu") / "gpu.db"))
+    store.add_run("gpu", "t", "test", {})
+    specs = [_spec(name) for name in FRAMEWORKS] + [_spec("torch", "mlp"), _spec("torch", "mlp")]
+    outcome = run_trials(specs, store, "gpu")
+    results = [store.get(row.id) for row in store.list(run_id="gpu")]
+    return {"by_framework": dict(zip(FRAMEWORKS, results)), "torch_mlp": results[len(FRAMEWORKS):],
+            "outcome": outcome}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_trial_in_each_framework_runs_on_the_device_with_its_memory_figures(stored, framework):
+    result = stored["by_framework"][framework]
+    assert result.status == "ok", result.error
+    m = result.metrics
+    assert m.samples_per_s > 0 and m.steps_measured >= 3
+    if ON_GPU:
+        assert "cpu" not in (result.device_name or "").lower(), result.device_name
+        assert m.allocator_peak_mib and m.allocator_peak_mib > 0, "the framework's allocator peak"
+        assert m.gpu_mem_peak_mib and m.gpu_mem_peak_mib >= m.allocator_peak_mib, "NVML counts the allocator's pool"
+        # XLA preallocates 75% of the GPU unless told not to (frameworks/jax/devices.py): a
+        # figure near 75% of 80 GiB would be the pool, not the trial
+        assert m.gpu_mem_peak_mib < 20 * 1024, m.gpu_mem_peak_mib
+        assert m.gpu_util_pct_mean is not None
+
+
+def test_cuda_trials_in_a_row_each_run(stored):
+    """A warm start must not fork a server that touched CUDA: each trial still runs."""
+    assert [r.status for r in stored["torch_mlp"]] == ["ok", "ok"], [r.error for r in stored["torch_mlp"]]
+
+
+@pytest.mark.parametrize("framework", PARALLEL)
+def test_one_rank_through_the_data_parallel_agent_with_the_all_reduce_check(framework):
+    spec = _spec(framework, "mlp", world_size=1)
+    outcome = agent_launcher(framework).launch(spec, TrackerSettings.for_spec(spec))
+    [rank] = outcome.reports
+    assert rank.status == "ok", rank.error
+    sizes = [size for size, _ in rank.allreduce_s]
+    assert 4 * rank.params in sizes and all(seconds > 0 for _, seconds in rank.allreduce_s)
+    result = build_result(spec, outcome, "gpu-dp")
+    assert result.status == "ok" and result.metrics.samples_per_s > 0
+    if ON_GPU:
+        assert "cpu" not in (rank.device_name or "").lower(), rank.device_name
