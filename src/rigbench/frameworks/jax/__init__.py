@@ -47,14 +47,17 @@ def join(spec: TrialSpec, rank: RankInfo) -> Collective:
 
 
 def attention(spec: TrialSpec, workload: Workload) -> str | None:
-    """The attention kernel of a transformer workload (see transformers.py)."""
+    """The attention kernel a transformer workload runs on the trial's device at its precision
+    (see transformers.py; the trainer sets the same one)."""
     from rigbench.workloads.flops import transformer_shape
 
-    if transformer_shape(workload, spec.workload_options) is None:
+    shape = transformer_shape(workload, spec.workload_options)
+    if shape is None:
         return None
     from rigbench.frameworks.jax import transformers
+    from rigbench.frameworks.jax.trainer import trial_device
 
-    return transformers.ATTENTION
+    return transformers.KERNEL_PREFIX + str(transformers.attention_kernel(trial_device(spec), spec.precision, shape))
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:

@@ -5,7 +5,8 @@ an NNX graph definition (static) plus its state: trainable parameters, the rest 
 statistics, dropout RNG counters) and its optax state. `make_step` returns the pure function
 (state, batch) -> (state, loss) that the trainer jits and times, the training loop runs and the
 FLOP counter traces (it returns the new state, the loss and, for a GAN, each part's loss):
-one definition of "a training step". Nothing here knows a workload by
+one definition of "a training step". At a compute dtype (bf16: precision.py), the step applies
+the model on its parameters cast to it and takes the loss in float32. Nothing here knows a workload by
 name: loss kind, targets and optimiser map to JAX through the tables below.
 """
 
@@ -20,6 +21,7 @@ import numpy as np
 import optax
 from flax import nnx
 
+from rigbench.frameworks.jax import precision
 from rigbench.workloads import Workload
 
 #: part name -> PartState; a pytree, so it passes through jit whole
@@ -101,7 +103,7 @@ def _cross_entropy(out: jax.Array, targets: jax.Array) -> jax.Array:
 
 
 def bce_logits(out: jax.Array, targets: jax.Array) -> jax.Array:
-    return optax.sigmoid_binary_cross_entropy(out, targets).mean()
+    return optax.sigmoid_binary_cross_entropy(out.astype(jnp.float32), targets).mean()
 
 
 #: loss kind -> (model output, targets) -> loss, for the single-update kinds
@@ -120,8 +122,9 @@ PREDICTIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
 
 
 def output_loss(workload: Workload, out: jax.Array, targets: jax.Array) -> jax.Array:
-    """The loss of a single-update workload from the model's output (also used to evaluate)."""
-    return LOSSES[workload.loss](out, targets)
+    """The loss of a single-update workload from the model's output (also used to evaluate),
+    in float32 whatever the output's dtype (as torch's autocast takes losses)."""
+    return LOSSES[workload.loss](out.astype(jnp.float32), targets)
 
 
 # --------------------------------------------------------------------------- optimiser
@@ -168,12 +171,13 @@ def split(workload: Workload, model: nnx.Module, tx: optax.GradientTransformatio
     return graphdefs, state
 
 
-def apply(graphdef: Any, params: Any, rest: Any, x: jax.Array) -> tuple[jax.Array, Any]:
-    """The part's output on `x` and its updated non-parameter state."""
-    module = nnx.merge(graphdef, params, rest, copy=True)
-    out = module(x)
-    _, _, *rest = nnx.split(module, nnx.Param, ...)
-    return out, rest[0]
+def apply(graphdef: Any, params: Any, rest: Any, x: jax.Array, compute: Any = None) -> tuple[jax.Array, Any]:
+    """The part's output on `x` and its updated non-parameter state; at a `compute` dtype, on
+    the parameters and `x` cast to it, the state keeping its own dtypes (precision.py)."""
+    module = nnx.merge(graphdef, precision.cast(params, compute), rest, copy=True)
+    out = module(precision.cast(x, compute))
+    _, _, *new_rest = nnx.split(module, nnx.Param, ...)
+    return out, precision.like(new_rest[0], rest)
 
 
 def _update(tx: optax.GradientTransformation, part: PartState, grads: Any, rest: Any) -> PartState:
@@ -184,20 +188,20 @@ def _update(tx: optax.GradientTransformation, part: PartState, grads: Any, rest:
 # --------------------------------------------------------------------------- step
 
 
-def _single_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], state: State,
+def _single_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], compute: Any, state: State,
                  batch: tuple[jax.Array, jax.Array]) -> tuple[State, jax.Array, dict[str, jax.Array]]:
     name = workload.parts[0].name
     part, (inputs, targets) = state[name], batch
 
     def loss_fn(params: Any) -> tuple[jax.Array, Any]:
-        out, rest = apply(graphdefs[name], params, part.rest, inputs)
+        out, rest = apply(graphdefs[name], params, part.rest, inputs, compute)
         return output_loss(workload, out, targets), rest
 
     (loss, rest), grads = jax.value_and_grad(loss_fn, has_aux=True)(part.params)
     return {name: _update(tx, part, grads, rest)}, loss, {}
 
 
-def _adversarial_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], state: State,
+def _adversarial_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], compute: Any, state: State,
                       batch: tuple[jax.Array, jax.Array]) -> tuple[State, jax.Array, dict[str, jax.Array]]:
     """One GAN iteration as torch's step: G(z) once; D on the real batch (1) and on G(z) held
     constant (0), D updated; then G updated to make the *updated* D call the same G(z) real.
@@ -207,18 +211,19 @@ def _adversarial_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], st
     d_name, g_name = (p.name for p in workload.parts)
     real, noise = batch
     d, g = state[d_name], state[g_name]
-    fake, g_vjp, g_rest = jax.vjp(lambda p: apply(graphdefs[g_name], p, g.rest, noise), g.params, has_aux=True)
+    fake, g_vjp, g_rest = jax.vjp(lambda p: apply(graphdefs[g_name], p, g.rest, noise, compute), g.params,
+                                  has_aux=True)
 
     def loss_d(params: Any) -> tuple[jax.Array, Any]:
-        d_real, rest = apply(graphdefs[d_name], params, d.rest, real)
-        d_fake, rest = apply(graphdefs[d_name], params, rest, jax.lax.stop_gradient(fake))
+        d_real, rest = apply(graphdefs[d_name], params, d.rest, real, compute)
+        d_fake, rest = apply(graphdefs[d_name], params, rest, jax.lax.stop_gradient(fake), compute)
         return bce_logits(d_real, jnp.ones_like(d_real)) + bce_logits(d_fake, jnp.zeros_like(d_fake)), rest
 
     (value_d, d_rest), d_grads = jax.value_and_grad(loss_d, has_aux=True)(d.params)
     d = _update(tx, d, d_grads, d_rest)
 
     def loss_g(image: jax.Array) -> tuple[jax.Array, Any]:
-        d_fake, rest = apply(graphdefs[d_name], d.params, d.rest, image)
+        d_fake, rest = apply(graphdefs[d_name], d.params, d.rest, image, compute)
         return bce_logits(d_fake, jnp.ones_like(d_fake)), rest
 
     (value_g, d_rest), fake_grad = jax.value_and_grad(loss_g, has_aux=True)(fake)
@@ -231,14 +236,16 @@ def _adversarial_step(workload: Workload, tx: Any, graphdefs: dict[str, Any], st
 _STEPS: dict[str, Callable[..., tuple[State, jax.Array, dict[str, jax.Array]]]] = {"adversarial_bce": _adversarial_step}
 
 
-def make_step(workload: Workload, tx: optax.GradientTransformation, graphdefs: dict[str, Any]) -> Step:
-    """The pure training step of every part (see Step)."""
+def make_step(workload: Workload, tx: optax.GradientTransformation, graphdefs: dict[str, Any],
+              compute: Any = None) -> Step:
+    """The pure training step of every part (see Step), computing in `compute` (None: float32)."""
     step = _STEPS.get(workload.loss, _single_step)
-    return lambda state, batch: step(workload, tx, graphdefs, state, batch)
+    return lambda state, batch: step(workload, tx, graphdefs, compute, state, batch)
 
 
-def eval_apply(graphdef: Any, state: PartState, x: jax.Array) -> jax.Array:
-    """The part's output in evaluation mode (running statistics, no dropout); state unchanged."""
-    module = nnx.merge(graphdef, state.params, state.rest, copy=True)
+def eval_apply(graphdef: Any, state: PartState, x: jax.Array, compute: Any = None) -> jax.Array:
+    """The part's output in evaluation mode (running statistics, no dropout) computed in
+    `compute` as the step does; state unchanged."""
+    module = nnx.merge(graphdef, precision.cast(state.params, compute), state.rest, copy=True)
     module.eval()
-    return module(x)
+    return module(precision.cast(x, compute))

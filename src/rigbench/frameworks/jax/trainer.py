@@ -2,7 +2,7 @@
 
 Implements rigbench.frameworks.base.DataTrainer. The step is step.make_step, compiled once with
 jax.jit (the state buffers donated, so an update reuses them in place); this module adds the
-device, precision, timing and memory plumbing. On real data the same step is jitted with the
+device, precision (precision.py), timing and memory plumbing. On real data the same step is jitted with the
 batch's scaling and targets inside it, and a GAN draws fresh latent noise every step from a key
 split off the seed; the learning rate is the optimiser state's injected hyperparameter
 (step.set_lr), so one compiled step serves every rate.
@@ -24,26 +24,16 @@ import numpy as np
 from rigbench.errors import UnsupportedError
 from rigbench.frameworks.driver.batches import NumpyLoader
 from rigbench.frameworks.host_timer import HostTimer
-from rigbench.frameworks.jax import models, parallel, step
+from rigbench.frameworks.jax import models, parallel, precision, step, transformers
 from rigbench.frameworks.jax.devices import device_name, resolve_device
 from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
-
-#: precision -> jax's default matmul precision. "highest" is true fp32 (XLA on an NVIDIA GPU
-#: otherwise multiplies fp32 in TF32); reduced-precision training is not implemented here.
-_MATMUL_PRECISION = {"fp32": "highest", "tf32": "tensorfloat32"}
+from rigbench.workloads.flops import transformer_shape
 
 
-def set_precision(device: jax.Device, precision: str) -> None:
-    """Set the matmul precision of `precision`; UnsupportedError for one this adapter or the
-    device lacks (TF32 needs an NVIDIA GPU of compute capability 8.0 or later)."""
-    if precision not in _MATMUL_PRECISION:
-        raise UnsupportedError(f"{precision} training is not implemented in the JAX adapter (fp32, tf32 are)")
-    if precision == "tf32":
-        capability = float(getattr(device, "compute_capability", 0) or 0)
-        if device.platform != "gpu" or capability < 8.0:
-            raise UnsupportedError(f"tf32 is an NVIDIA GPU format (Ampere and later); not on {device_name(device)}")
-    jax.config.update("jax_default_matmul_precision", _MATMUL_PRECISION[precision])
+def trial_device(spec: TrialSpec) -> jax.Device:
+    """The device a trial trains on: its rank's own GPU in a joined data-parallel trial."""
+    return parallel.local_device(spec.device) if parallel.joined() else resolve_device(spec.device)
 
 
 def check_spec(spec: TrialSpec) -> None:
@@ -59,20 +49,24 @@ class JaxTrainer:
 
     def __init__(self, spec: TrialSpec, workload: Workload):
         check_spec(spec)
-        self.device = parallel.local_device(spec.device) if parallel.joined() else resolve_device(spec.device)
-        set_precision(self.device, spec.precision)
+        self.device = trial_device(spec)
+        precision.set_precision(self.device, spec.precision)
+        self.compute = precision.compute_dtype(spec.precision)
         self.workload = workload
         self.dp = parallel.DataParallel(self.device) if parallel.joined() else None
         world = self.dp.world if self.dp else 1
         with jax.default_device(self.device):
             model = models.build_model(workload.name, resolved_options(workload, spec.workload_options), spec.seed)
+            precision.set_layer_dtypes(model, self.compute)
+            shape = transformer_shape(workload, spec.workload_options)
+            transformers.set_attention(model, transformers.attention_kernel(self.device, spec.precision, shape))
             self.tx = step.make_optimizer(workload, workload.default_lr if spec.lr is None else spec.lr)
             self.graphdefs, state = step.split(workload, model, self.tx)
             batch = step.synthetic_batch(workload, spec.batch_size * world, spec.seed)
             key = jax.random.key(spec.seed)  # made here, uncommitted, as the state: dp.replicate takes it
         self.params = models.trainable_params(model)
         self.device_name = device_name(self.device)
-        tx_step = step.make_step(workload, self.tx, self.graphdefs)
+        tx_step = step.make_step(workload, self.tx, self.graphdefs, self.compute)
         # The step on this device alone: the trial's step in one process, the no-sync step in a joined one.
         self._local_step = jax.jit(tx_step, donate_argnums=0)
         if self.dp is None:
@@ -156,7 +150,7 @@ class JaxTrainer:
 
     def train_step(self, batch: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, dict[str, jax.Array]]:
         if self._data_step is None:  # the timed step, with the batch's scaling and targets inside
-            tx_step, workload = step.make_step(self.workload, self.tx, self.graphdefs), self.workload
+            tx_step, workload = step.make_step(self.workload, self.tx, self.graphdefs, self.compute), self.workload
 
             def data_step(state: step.State, batch: tuple[jax.Array, jax.Array], key: jax.Array) -> Any:
                 return tx_step(state, step.model_batch(workload, *batch, key))
@@ -178,12 +172,12 @@ class JaxTrainer:
     def eval_sums(self, batch: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         name = self.workload.parts[0].name
         if self._eval_sums is None:
-            workload, graphdef = self.workload, self.graphdefs[name]
+            workload, graphdef, compute = self.workload, self.graphdefs[name], self.compute
             predict = step.PREDICTIONS[workload.loss] if workload.metric == "accuracy" else None
 
             def sums(part: step.PartState, images: jax.Array, labels: jax.Array) -> tuple[jax.Array, jax.Array]:
                 inputs, targets = step.model_batch(workload, images, labels, jax.random.key(0))
-                out = step.eval_apply(graphdef, part, inputs)
+                out = step.eval_apply(graphdef, part, inputs, compute)
                 loss = step.output_loss(workload, out, targets) * inputs.shape[0]
                 if predict is None:
                     return loss, jnp.zeros(())

@@ -4,14 +4,17 @@ the GPT head tied to the token embedding, N(0, 0.02) weights). Attribute names a
 torch weights copy in by name (tests/unit/test_transformer_parity.py).
 
 Attention is `jax.nn.dot_product_attention`, which takes [B, T, heads, d_head] as the qkv
-projection lays it out; with no implementation named, XLA's fused attention is used where the
-backend has one (cuDNN's on NVIDIA GPUs for fp16/bf16) and the plain XLA softmax(q k^T) v
-otherwise. `ATTENTION` names it for the result (software key "attention").
+projection lays it out. With no implementation named it runs XLA's softmax(q k^T) v (jax 0.10
+picks nothing else); cuDNN's fused (flash) kernel must be asked for, and takes bf16/fp16 on an
+NVIDIA GPU only: `attention_kernel` asks for it where a bf16 trial's attention compiles with it,
+forward and backward, and the trainer sets that on every block (`set_attention`), so the kernel
+the result records (software key "attention") is the one that ran.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -20,10 +23,10 @@ from flax import nnx
 from rigbench.frameworks.jax import inits
 from rigbench.workloads.transformers import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
-#: What the result records as the attention kernel (software key "attention"): with no
-#: implementation named, jax.nn.dot_product_attention runs XLA's softmax(q k^T) v (jax 0.10); its
-#: fused cuDNN kernel takes fp16/bf16 only, which this adapter does not train (fp32, tf32).
-ATTENTION = "jax.nn.dot_product_attention: xla"
+#: What a result records as the attention kernel (software key "attention"), by implementation.
+KERNEL_PREFIX = "jax.nn.dot_product_attention: "
+#: Precisions whose attention can run cuDNN's fused kernel (the dtypes it takes).
+_FUSED_DTYPES = {"bf16": jnp.bfloat16}
 LN_EPS = 1e-5
 _NORMAL = inits.normal(0.0, 0.02)
 
@@ -42,6 +45,7 @@ class Block(nnx.Module):
     def __init__(self, shape: Transformer, rngs: nnx.Rngs):
         d = shape.width
         self.heads, self.causal = shape.heads, shape.causal
+        self.implementation: Literal["cudnn"] | None = None  # jax.nn.dot_product_attention's own choice: XLA
         self.ln_1 = _norm(d, rngs)
         self.qkv = _linear(d, 3 * d, rngs)
         self.proj = _linear(d, d, rngs)
@@ -52,7 +56,8 @@ class Block(nnx.Module):
     def attention(self, x: jax.Array) -> jax.Array:
         b, t, d = x.shape
         qkv = self.qkv(x).reshape(b, t, 3, self.heads, d // self.heads)  # torch's split of the 3d
-        y = jax.nn.dot_product_attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], is_causal=self.causal)
+        y = jax.nn.dot_product_attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], is_causal=self.causal,
+                                         implementation=self.implementation)
         return self.proj(y.reshape(b, t, d))
 
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -108,3 +113,40 @@ def gpt(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
 def vit(options: dict[str, Any], rngs: nnx.Rngs) -> nnx.Module:
     return ViT(options, rngs)
 
+
+
+def attention_kernel(device: jax.Device, precision: str, shape: Transformer | None) -> str | None:
+    """The implementation a transformer of `shape` runs attention with on `device` at
+    `precision` ("cudnn" or "xla"; None when there is no transformer)."""
+    if shape is None:
+        return None
+    dtype = _FUSED_DTYPES.get(precision)
+    if device.platform != "gpu" or dtype is None:
+        return "xla"
+    dims = (1, shape.tokens, shape.heads, shape.width // shape.heads)  # heads, length, width decide; not the batch
+    return "cudnn" if _compiles_fused(device, dims, jnp.dtype(dtype).name, shape.causal) else "xla"
+
+
+@functools.cache
+def _compiles_fused(device: jax.Device, dims: tuple[int, ...], dtype: str, causal: bool) -> bool:
+    """Whether cuDNN's fused attention compiles for these dimensions, forward and backward
+    (cuDNN's version and the head width decide; it raises where it cannot)."""
+    def loss(q: jax.Array) -> jax.Array:
+        out = jax.nn.dot_product_attention(q, q, q, is_causal=causal, implementation="cudnn")
+        return out.astype(jnp.float32).sum()
+
+    try:
+        with jax.default_device(device):
+            jax.jit(jax.grad(loss)).lower(jax.ShapeDtypeStruct(dims, dtype)).compile()
+    except Exception:  # noqa: BLE001 - any refusal means XLA's kernel
+        return False
+    return True
+
+
+def set_attention(model: nnx.Module, implementation: str | None) -> None:
+    """Every block of `model` runs attention with `implementation` (no-op without blocks)."""
+    if implementation is None:
+        return
+    for _, module in nnx.iter_modules(model):
+        if isinstance(module, Block):
+            module.implementation = "cudnn" if implementation == "cudnn" else None
