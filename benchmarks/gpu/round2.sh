@@ -1,0 +1,62 @@
+# GPU session, round 2 (issue 26, and issue 24's gpt small bf16 MFU per framework).
+#
+# Before the session, HERE: bash benchmarks/gpu/fetch_wheels.sh (fills the git-ignored .whl/).
+# On the lent GPU machine, from the repository root, carrying .whl (and .gpu, holding gpu.db, from
+# an earlier part): bash benchmarks/gpu/round2.sh PART. Results go to $OUT/gpu.db, the pytest log
+# to $OUT. Each part ends well inside one 10-minute call; the machine goes back 30 s after a call,
+# so every part installs again (seconds) and starts from the database carried in .gpu/.
+#
+# Parts (the frameworks the machine's image has: torch, JAX, Keras 3 from the wheels; TensorFlow's
+# CUDA wheel is too large to carry):
+#   tests         pytest -m gpu: tests/integration/test_gpu_paths.py (every framework's trial and
+#                 memory figures on the GPU, one rank through each data-parallel agent with NCCL
+#                 for torch and the all-reduce check, CUDA trials in a row) and the torch GPU tests
+#   transformers  gpt small (GPT-2 124M shape) and vit s224 at bf16 in every framework, torch
+#                 also compiled: MFU per framework (issue 24 aims at >= 40% in the best)
+#   frameworks    cnn (b128), resnet, lstm in every framework at fp32 and bf16: compare --frameworks
+#   small         the launch-bound small networks eager and compiled (issue 26, point 3)
+#   suite         the default suite: run it on an H100 and on an H200 for `rigbench compare`
+# Then, HERE, on the returned gpu.db: rigbench compare --frameworks, rigbench roofline,
+# rigbench compare RUN_A RUN_B (H100 against H200), rigbench compare --published.
+#
+# Dry run on a machine without a GPU: DEVICE=cpu QUICK=--quick GPT=gpt VIT=vit BATCH=8
+# bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
+set -u
+PART=${1:?usage: bash benchmarks/gpu/round2.sh tests|transformers|frameworks|small|suite}
+DEVICE=${DEVICE:-cuda:0}
+QUICK=${QUICK:-}
+GPT=${GPT:-gpt:preset=small}
+VIT=${VIT:-vit:preset=s224}
+BATCH=${BATCH:-}
+FRAMEWORKS=${FRAMEWORKS:-torch,jax,keras-jax,keras-torch}
+export OUT=${OUT:-$PWD/.gpu-dry}
+mkdir -p "$OUT"
+if [ "$DEVICE" != cpu ]; then
+  . benchmarks/gpu/setup.sh
+  python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
+  python3 -c "import keras; print('keras', keras.__version__)"
+fi
+[ -f .gpu/gpu.db ] && cp .gpu/gpu.db "$OUT/gpu.db"
+export RIGBENCH_DB=$OUT/gpu.db
+step() { echo; echo "=== $(date +%T) $*"; "$@"; echo "=== rc=$?"; }
+run() { step timeout "$1" rigbench "${@:2}" -d "$DEVICE" $QUICK -y; }
+case $PART in
+  tests)
+    step timeout 420 env RIGBENCH_TEST_GPU_DEVICE="$DEVICE" python3 -m pytest -p no:cacheprovider -n 0 -m gpu -v \
+      -rfE tests/integration/test_gpu_paths.py tests/unit/test_torch_models.py > "$OUT/pytest-gpu.log" 2>&1
+    grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$OUT/pytest-gpu.log" | tail -25
+    step timeout 60 rigbench devices ;;
+  transformers)
+    run 300 sweep "$GPT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-16}" --seconds 3
+    run 120 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-16}" --seconds 3
+    run 150 sweep "$VIT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-64}" --seconds 2 ;;
+  frameworks)
+    run 200 sweep cnn -b "${BATCH:-128}" --precision fp32,bf16 --framework "$FRAMEWORKS"
+    run 330 sweep resnet lstm ${BATCH:+-b $BATCH} --precision fp32,bf16 --framework "$FRAMEWORKS" ;;
+  small)
+    run 400 sweep mlp autoencoder cnn ${BATCH:+-b $BATCH} --compile off,on ;;
+  suite)
+    step timeout 300 rigbench run -d "$DEVICE" $QUICK ;;
+  *) echo "unknown part $PART"; exit 2 ;;
+esac
+step rigbench results list --limit 60
