@@ -1,7 +1,8 @@
 """The GPU paths no CPU run reaches (issue 26): every installed framework's trial on the GPU
 with its allocator and NVML memory, data-parallel ranks at world size 1 through each agent
-(NCCL for torch) with the pre-run all-reduce check, and two CUDA trials in a row (the warm
-start must not fork a process that has touched CUDA).
+(NCCL for torch) with the pre-run all-reduce check, two CUDA trials in a row (the warm start
+must not fork a process that has touched CUDA), and the fused attention kernel of a bf16
+transformer in torch, JAX and Keras on JAX.
 
 Marked `gpu` and skipped without CUDA. RIGBENCH_TEST_GPU_DEVICE=cpu runs the same tests on the
 CPU (where the GPU-only assertions are left out), so that a dev machine checks them before a
@@ -18,6 +19,7 @@ import pytest
 
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import TrackerSettings
+from rigbench.runner.launchers.process import ProcessLauncher
 from rigbench.runner.session import run_trials
 from rigbench.spec import MeasureOptions, TrialSpec
 from rigbench.store import Store
@@ -43,6 +45,10 @@ def _cuda_present() -> bool:
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600),
               pytest.mark.skipif(ON_GPU and not _cuda_present(), reason="needs an NVIDIA GPU")]
+
+
+def run_isolated(spec: TrialSpec):
+    return ProcessLauncher().launch(spec, TrackerSettings.for_spec(spec))
 
 
 def _spec(framework: str, workload: str = "cnn", batch_size: int = 32, **fields) -> TrialSpec:
@@ -96,3 +102,19 @@ def test_one_rank_through_the_data_parallel_agent_with_the_all_reduce_check(fram
     assert result.status == "ok" and result.metrics.samples_per_s > 0
     if ON_GPU:
         assert "cpu" not in (rank.device_name or "").lower(), rank.device_name
+
+
+@pytest.mark.parametrize("framework", [name for name in FRAMEWORKS if name in ("torch", "jax", "keras-jax")])
+def test_a_bf16_transformer_records_the_fused_attention_kernel_it_ran(framework):
+    """torch's SDPA picks flash or memory-efficient attention at bf16 on an NVIDIA GPU; JAX is
+    asked for cuDNN's fused kernel (frameworks/jax/transformers.attention_kernel), Keras on JAX
+    takes it itself."""
+    spec = _spec(framework, "gpt", batch_size=4, precision="bf16")
+    outcome = run_isolated(spec)
+    assert outcome.report.status == "ok", outcome.report.error
+    kernel = outcome.report.software["attention"]
+    if ON_GPU:
+        assert any(word in kernel for word in ("flash", "efficient", "cudnn")), kernel
+        assert "(cpu)" not in kernel, kernel
+    else:  # torch has a flash kernel of its own on the CPU ("flash (cpu)"); cuDNN is NVIDIA's
+        assert "cudnn" not in kernel, kernel
