@@ -21,12 +21,11 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rigbench.frameworks.jax import inits
+from rigbench.frameworks.jax.precision import compute_dtype
 from rigbench.workloads.transformers import VIT_CLASSES, Transformer, gpt_shape, vit_shape
 
 #: What a result records as the attention kernel (software key "attention"), by implementation.
 KERNEL_PREFIX = "jax.nn.dot_product_attention: "
-#: Precisions whose attention can run cuDNN's fused kernel (the dtypes it takes).
-_FUSED_DTYPES = {"bf16": jnp.bfloat16}
 LN_EPS = 1e-5
 _NORMAL = inits.normal(0.0, 0.02)
 
@@ -120,7 +119,7 @@ def attention_kernel(device: jax.Device, precision: str, shape: Transformer | No
     `precision` ("cudnn" or "xla"; None when there is no transformer)."""
     if shape is None:
         return None
-    dtype = _FUSED_DTYPES.get(precision)
+    dtype = compute_dtype(precision)  # cuDNN's fused kernel takes bf16/fp16 only
     if device.platform != "gpu" or dtype is None:
         return "xla"
     dims = (1, shape.tokens, shape.heads, shape.width // shape.heads)  # heads, length, width decide; not the batch
