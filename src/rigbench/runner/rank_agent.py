@@ -27,7 +27,7 @@ from pathlib import Path
 from rigbench.ranks import PEER_PORTS_VAR
 from rigbench.runner import rank_files
 from rigbench.runner.child import RANK_FOLDER_FLAG, exit_with_parent
-from rigbench.runner.launchers.steps import signal_name
+from rigbench.runner.signal_names import signal_name
 from rigbench.spec import TrialSpec
 
 #: Seconds between two looks at the ranks' exits.

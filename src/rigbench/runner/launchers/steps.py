@@ -40,6 +40,7 @@ from rigbench.frameworks import load_adapter
 from rigbench.runner import rank_files
 from rigbench.runner.launchers import warm_start
 from rigbench.runner.launchers.base import TrackerSettings
+from rigbench.runner.signal_names import signal_name
 from rigbench.spec import ChildReport, TrialSpec
 from rigbench.trackers.sampler import Tracker
 
@@ -315,14 +316,6 @@ def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildRe
     else:
         message = f"the trial's process exited with code {returncode} without a report"
     return ChildReport(status="crash", error=with_stderr(stderr_tail, message))
-
-
-def signal_name(number: int) -> str:
-    """SIGSEGV for 11, and so on; "signal N" for a number Python does not name."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def with_stderr(stderr_tail: str, headline: str) -> str:
