@@ -19,11 +19,11 @@ import pytest
 
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import TrackerSettings
-from rigbench.runner.launchers.process import ProcessLauncher
 from rigbench.runner.session import run_trials
 from rigbench.spec import MeasureOptions, TrialSpec
 from rigbench.store import Store
 from tests.data_parallel import agent_launcher
+from tests.integration.test_isolation import run_isolated
 
 DEVICE = os.environ.get("RIGBENCH_TEST_GPU_DEVICE", "cuda:0")
 ON_GPU = DEVICE.startswith("cuda")
@@ -47,10 +47,6 @@ pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600),
               pytest.mark.skipif(ON_GPU and not _cuda_present(), reason="needs an NVIDIA GPU")]
 
 
-def run_isolated(spec: TrialSpec):
-    return ProcessLauncher().launch(spec, TrackerSettings.for_spec(spec))
-
-
 def _spec(framework: str, workload: str = "cnn", batch_size: int = 32, **fields) -> TrialSpec:
     return TrialSpec(workload=workload, framework=framework, device=DEVICE, batch_size=batch_size,
                      measure=MeasureOptions.quick(), **fields)
@@ -63,10 +59,9 @@ def stored(tmp_path_factory) -> dict[str, object]:
     store = Store(str(tmp_path_factory.mktemp("gpu") / "gpu.db"))
     store.add_run("gpu", "t", "test", {})
     specs = [_spec(name) for name in FRAMEWORKS] + [_spec("torch", "mlp"), _spec("torch", "mlp")]
-    outcome = run_trials(specs, store, "gpu")
+    run_trials(specs, store, "gpu")
     results = [store.get(row.id) for row in store.list(run_id="gpu")]
-    return {"by_framework": dict(zip(FRAMEWORKS, results)), "torch_mlp": results[len(FRAMEWORKS):],
-            "outcome": outcome}
+    return {"by_framework": dict(zip(FRAMEWORKS, results)), "torch_mlp": results[len(FRAMEWORKS):]}
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
