@@ -133,7 +133,7 @@ SLOW = (
     "tests/unit/test_jax_adapter.py::test_huge_lr_diverges_in_epoch_one",
     "tests/unit/test_jax_adapter.py::test_dcgan_reports_both_losses",
     "tests/unit/test_jax_adapter.py::test_lr_find_ramps_and_stops",
-    "tests/unit/test_torch_variants.py::test_compile_wraps_the_model_and_still_trains",
+    "tests/unit/test_torch_variants.py::test_compile_wraps_the_model_in_its_mode_still_trains_and_says_what_it_did",
     "tests/unit/test_torch_models.py::test_dcgan_each_update_lowers_its_loss",
     "tests/unit/test_trackers.py::test_counts_descendants_of_the_tracked_process",
     "tests/unit/test_trackers.py::test_tracks_busy_process_cpu_and_rss",

@@ -14,7 +14,8 @@
 #   transformers  gpt small (GPT-2 124M shape) and vit s224 at bf16 in every framework, torch
 #                 also compiled: MFU per framework (issue 24 aims at >= 40% in the best)
 #   frameworks    cnn (b128), resnet, lstm in every framework at fp32 and bf16: compare --frameworks
-#   small         the launch-bound small networks eager and compiled (issue 26, point 3)
+#   small         the launch-bound small networks eager, compiled and as CUDA graphs (torch.compile
+#                 reduce-overhead), and JAX's always-compiled step beside them (issue 26, point 3)
 #   suite         the default suite: run it on an H100 and on an H200 for `rigbench compare`
 # Then, HERE, on the returned gpu.db: rigbench compare --frameworks, rigbench roofline,
 # rigbench compare RUN_A RUN_B (H100 against H200), rigbench compare --published.
@@ -54,7 +55,8 @@ case $PART in
     run 200 sweep cnn -b "${BATCH:-128}" --precision fp32,bf16 --framework "$FRAMEWORKS"
     run 330 sweep resnet lstm ${BATCH:+-b $BATCH} --precision fp32,bf16 --framework "$FRAMEWORKS" ;;
   small)
-    run 400 sweep mlp autoencoder cnn ${BATCH:+-b $BATCH} --compile off,on ;;
+    run 400 sweep mlp autoencoder cnn ${BATCH:+-b $BATCH} --compile off,on,reduce-overhead
+    run 150 sweep mlp autoencoder cnn ${BATCH:+-b $BATCH} --framework jax ;;
   suite)
     step timeout 300 rigbench run -d "$DEVICE" $QUICK ;;
   *) echo "unknown part $PART"; exit 2 ;;

@@ -34,6 +34,15 @@ STATUSES: tuple[str, ...] = get_args(Status)
 #: learning-rate range test (`rigbench lr-find`).
 Kind = Literal["speed", "probe", "train", "lr_find"]
 KINDS: tuple[str, ...] = get_args(Kind)
+#: The framework's graph compiler: off (eager), or torch.compile's mode. "default" is torch.compile()
+#: as it comes, XLA (jit_compile) in TensorFlow and Keras; the other modes are torch's only:
+#: reduce-overhead replays the compiled step as CUDA graphs (one launch instead of one per kernel:
+#: what launch-bound small networks on a GPU need), max-autotune also benchmarks kernel choices,
+#: with CUDA graphs or without. Stored specs from before the modes hold a bool (compile_mode).
+CompileMode = Literal["off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+COMPILE_MODES: tuple[str, ...] = get_args(CompileMode)
+#: The modes that capture CUDA graphs (torch._inductor.list_mode_options: triton.cudagraphs).
+CUDA_GRAPH_MODES: tuple[str, ...] = ("reduce-overhead", "max-autotune")
 #: A max-batch probe times this many steps with no minimum time: it needs only the steady-state
 #: memory (one warm-up step creates the optimiser's state, two timed ones reach the peak).
 PROBE_STEPS = 2
@@ -52,6 +61,23 @@ CONFIG_FIELDS: tuple[str, ...] = (
 #: TDP x utilisation estimate for the sources without one (never mixed with measured figures).
 EnergyMode = Literal["measure", "estimate"]
 ENERGY_MODES: tuple[str, ...] = get_args(EnergyMode)
+
+
+def compile_mode(value: Any) -> Any:
+    """A compile setting as a CompileMode: true (a stored spec from before the modes, a sweep
+    file's `compile = true`) or "on" is "default", false is "off"; anything else is left for
+    validation to accept or refuse."""
+    if isinstance(value, bool):
+        return "default" if value else "off"
+    return "default" if value == "on" else value
+
+
+def compile_label(mode: str) -> str:
+    """How labels name a compile setting: "compile" (the default mode), "compile
+    reduce-overhead" (another mode), "" when off."""
+    if mode == "off":
+        return ""
+    return "compile" if mode == "default" else f"compile {mode}"
 
 
 class MeasureOptions(BaseModel):
@@ -152,7 +178,7 @@ class TrialSpec(BaseModel):
     world_size: Int64 = Field(1, ge=1, description="processes that train this trial together (data parallel)")
     nodes: Int64 = Field(1, ge=1, description="machines the world_size ranks are spread over, as many on each")
     measure: MeasureOptions = Field(default_factory=MeasureOptions)
-    compile: bool = Field(False, description="torch.compile the model (the framework's graph compiler)")
+    compile: CompileMode = Field("off", description="the framework's graph compiler: off or torch.compile's mode")
     channels_last: bool = Field(False, description="NHWC memory layout for convolutional workloads")
     train: TrainOptions | None = Field(None, description="set for `rigbench train` trials")
     lr_find: LrFindOptions | None = Field(None, description="set for `rigbench lr-find` trials")
@@ -173,6 +199,20 @@ class TrialSpec(BaseModel):
         if kind == "speed" and is_probe_timing(data.get("measure")):
             kind = "probe"
         return data if kind == data.get("kind") else {**data, "kind": kind}
+
+    @field_validator("compile", mode="before")
+    @classmethod
+    def _compile_mode(cls, value: Any) -> Any:
+        return compile_mode(value)
+
+    @property
+    def compiled(self) -> bool:
+        """The framework's graph compiler is on (any mode)."""
+        return self.compile != "off"
+
+    @property
+    def compile_label(self) -> str:
+        return compile_label(self.compile)
 
     @model_validator(mode="before")
     @classmethod
@@ -232,8 +272,8 @@ class TrialSpec(BaseModel):
         text = f"{name} {self.framework} {self.device} b{self.batch_size} {self.precision}"
         if self.threads:
             text += f" t{self.threads}"
-        if self.compile:
-            text += " compile"
+        if self.compiled:
+            text += f" {self.compile_label}"
         if self.channels_last:
             text += " channels-last"
         if self.lr is not None:

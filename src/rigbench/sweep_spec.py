@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, field_validator
 
 from rigbench.numlimits import INPUT, Int64, Seconds
-from rigbench.spec import EnergyMode, Precision
+from rigbench.spec import CompileMode, EnergyMode, Precision, compile_mode
 
 
 class SweepSpec(BaseModel):
@@ -27,7 +27,7 @@ class SweepSpec(BaseModel):
     precisions: list[Precision] = Field(default_factory=list)
     threads: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(default_factory=list)
     lrs: list[Annotated[float, Field(gt=0, strict=True)]] = Field(default_factory=list)
-    compile: list[bool] = Field(default_factory=list)
+    compile: list[CompileMode] = Field(default_factory=list, description='off, on ("default") or a torch.compile mode')
     channels_last: list[bool] = Field(default_factory=list)
     processes: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(
         default_factory=list, description="data-parallel ranks per trial (world size); default 1")
@@ -41,11 +41,17 @@ class SweepSpec(BaseModel):
     energy: EnergyMode = "measure"
 
     @field_validator("workloads", "devices", "batch_sizes", "precisions", "threads", "lrs",
-                     "compile", "channels_last", "processes", "framework", mode="before")
+                     "channels_last", "processes", "framework", mode="before")
     @classmethod
     def _one_is_a_list(cls, value: Any) -> Any:
         """`batch_sizes = 64` in a file means `[64]`."""
         return value if isinstance(value, (list, tuple)) else [value]
+
+    @field_validator("compile", mode="before")
+    @classmethod
+    def _compile_settings(cls, value: Any) -> Any:
+        """`compile = [false, true]` (a file from before the modes) means off and default."""
+        return [compile_mode(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
 
     @field_validator("memory_limit", mode="before")
     @classmethod

@@ -67,3 +67,26 @@ def test_a_baseline_run_first_and_last_widens_what_counts_as_noise():
     assert alone.value is True  # what a single eager trial would have said
     on = decide_compile(trials(150.0), "cpu", 64, 60_000)
     assert on.value is True and on.numbers["payback_samples"] == pytest.approx(3000.0)
+
+
+def test_of_several_modes_the_fastest_that_pays_is_named():
+    """reduce-overhead beside the default mode at one batch: the line takes the fastest mode
+    that beats eager beyond noise and names it; where none does, the fastest measured, named;
+    a mode that failed does not hide one that ran."""
+    eager = trial(64, 100.0, device="cuda:0", metrics={"first_step_s": 0.1})
+
+    def mode(name, speed, **more):
+        return trial(64, speed, device="cuda:0", compile=name, metrics={"first_step_s": 10.1}, **more)
+    graphs = decide_compile([eager, mode("default", 120.0), mode("reduce-overhead", 150.0)], "cuda:0", 64, 60_000)
+    assert graphs.value is True and graphs.numbers["mode"] == "reduce-overhead"
+    assert graphs.text.startswith("compile: on (reduce-overhead), 1.50x eager at b64; its compilation is paid back "
+                                  "after 3,000 samples")
+    plain = decide_compile([eager, mode("default", 150.0), mode("reduce-overhead", 120.0)], "cuda:0", 64, 60_000)
+    assert plain.numbers["mode"] == "default" and plain.text.startswith("compile: on, 1.50x eager at b64")
+    neither = decide_compile([eager, mode("default", 90.0), mode("max-autotune", 101.0)], "cuda:0", 64, 60_000)
+    assert neither.value is False and neither.text == "compile: off, max-autotune 1.01x eager, within noise at b64"
+    failed = decide_compile([eager, mode("reduce-overhead", None, status="crash", error="CUDA graphs: oops"),
+                             mode("default", 130.0)], "cuda:0", 64, 60_000)
+    assert failed.numbers["mode"] == "default" and failed.value is True
+    only_failed = decide_compile([eager, mode("reduce-overhead", None, status="oom")], "cuda:0", 64, 60_000)
+    assert only_failed.text == "compile: off, torch.compile reduce-overhead oom at b64"

@@ -153,7 +153,7 @@ def test_plan_scaling_changes_one_knob_per_variant(monkeypatch):
     monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu"])
     specs = api.plan_scaling("cnn", "cpu", threads=[1, 2], quick=True)
     base, variants = specs[0], specs[1:-1]
-    assert (base.precision, base.threads, base.compile, base.channels_last) == ("fp32", None, False, False)
+    assert (base.precision, base.threads, base.compile, base.channels_last) == ("fp32", None, "off", False)
     assert base.batch_size == 64 and base.measure.min_steps == 3  # --quick: small batch, short protocol
     changed = [[k for k in ("threads", "precision", "compile", "channels_last")
                 if getattr(s, k) != getattr(base, k)] for s in variants]
@@ -164,6 +164,26 @@ def test_plan_scaling_changes_one_knob_per_variant(monkeypatch):
                                                 channels_last=False, batch_size=8)] == ["cnn torch cpu b8 fp32"]
     with pytest.raises(api.UsageError, match="fp32 is the baseline"):
         api.plan_scaling("cnn", precisions=["fp32"])
+
+
+def test_compile_variants_are_the_modes_asked_or_the_devices_defaults(monkeypatch):
+    """torch on CUDA tries reduce-overhead's CUDA graphs beside the default mode; a CPU, and
+    the frameworks whose compiler has one mode, the default only; modes named are taken as
+    named, each once, and "off" (the baseline) or a made-up mode is refused by name."""
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu", "cuda:0"])
+
+    def modes(device, framework="torch", compile=True):
+        specs = api.plan_scaling("mlp", device, threads=[], precisions=[], channels_last=False,
+                                 framework=framework, compile=compile, batch_size=8)
+        return [s.compile for s in specs]
+    assert modes("cuda:0") == ["off", "default", "reduce-overhead", "off"]
+    assert modes("cpu") == ["off", "default", "off"]
+    assert modes("cuda:0", framework="tensorflow") == ["off", "default", "off"]
+    assert modes("cpu", compile=["max-autotune", "default", "max-autotune"]) == ["off", "max-autotune", "default", "off"]
+    assert modes("cpu", compile=False) == ["off"]
+    for bad in ("off", "fastest"):
+        with pytest.raises(api.UsageError, match=f"--compile-mode takes default, reduce-overhead, .*got '{bad}'"):
+            modes("cpu", compile=[bad])
 
 
 def test_rounds_alternate_so_every_variant_sits_where_the_baseline_does_on_average(monkeypatch):

@@ -122,7 +122,7 @@ def test_only_suite_trials_count():
         make("resnet", TIMES, rid=6, depth=20),                # the default, spelled out
         make("cnn", TIMES, rid=7, device="cuda:0"),            # another device class
     ]
-    for rid, update in enumerate(({"threads": 1}, {"lr": 0.5}, {"compile": True}, {"framework": "jax"},
+    for rid, update in enumerate(({"threads": 1}, {"lr": 0.5}, {"compile": "default"}, {"framework": "jax"},
                                   {"world_size": 2}), start=8):
         other = make("mlp", [t / 4 for t in TIMES], rid=rid)   # newest, but not the default setting
         other.spec = other.spec.model_copy(update=update)

@@ -34,6 +34,20 @@ def test_grid_is_the_product_each_point_once():
     assert all(s.measure == MeasureOptions.quick() for s in grid)
 
 
+def test_compile_modes_are_an_axis_and_on_is_the_default_mode():
+    """`--compile off,on,reduce-overhead`: "on" and "default" are one point (torch.compile's
+    default mode), each mode its own point, labelled with its name."""
+    from rigbench.cli.common import parse_compile
+
+    settings = parse_compile(["off,on", "reduce-overhead,DEFAULT"], "--compile")
+    assert settings == ["off", "default", "reduce-overhead", "default"]
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8], compile=settings, quick=True))
+    assert [s.label() for s in grid] == ["mlp torch cpu b8 fp32", "mlp torch cpu b8 fp32 compile",
+                                         "mlp torch cpu b8 fp32 compile reduce-overhead"]
+    with pytest.raises(UsageError, match="--compile-mode takes a torch.compile mode .*got 'off'"):
+        parse_compile(["off"], "--compile-mode", switches=False)
+
+
 def test_frameworks_are_an_axis_of_the_grid_and_of_a_run(tmp_path):
     """`framework` takes one name or a list (a TOML file's key and --framework alike): each
     framework gets every other point; the same list in `run` plans one trial per framework."""
@@ -54,7 +68,7 @@ def test_frameworks_are_an_axis_of_the_grid_and_of_a_run(tmp_path):
 def test_empty_lists_mean_the_run_defaults():
     (point,) = plan_sweep(SweepSpec(workloads=["cnn"], quick=True))
     assert (point.batch_size, point.precision, point.threads, point.lr, point.compile,
-            point.channels_last) == (64, "fp32", None, None, False, False)  # cnn's quick batch
+            point.channels_last) == (64, "fp32", None, None, "off", False)  # cnn's quick batch
 
 
 def test_point_identity_includes_measurement_and_ignores_option_order():
@@ -71,7 +85,9 @@ def test_toml_file_keys_flags_override_and_errors_name_key_and_file(tmp_path):
                     'compile = [false, true]\n')
     spec = load_sweep_file(path, {"batch_sizes": [32]})
     assert spec.workloads == ["mlp"] and spec.batch_sizes == [32]
-    assert spec.memory_limit == 2**30 and spec.compile == [False, True]
+    assert spec.memory_limit == 2**30 and spec.compile == ["off", "default"]  # a file from before the modes
+    path.write_text('workloads = "mlp"\ncompile = ["on", "reduce-overhead"]\n')
+    assert load_sweep_file(path).compile == ["default", "reduce-overhead"]
 
     path.write_text('workloads = ["mlp"]\nbatch_size = [8]\n')
     with pytest.raises(UsageError, match=r"s\.toml: unknown key 'batch_size': the keys are workloads"):
@@ -158,7 +174,7 @@ def test_cli_dry_run_and_input_errors(tmp_path):
     assert "--resume would skip them and run 1" in res.output
     assert len(store.list()) == 1  # nothing ran
 
-    for bad, message in [(["--compile", "maybe"], "--compile takes off, on or both"),
+    for bad, message in [(["--compile", "maybe"], "--compile takes off, on or a torch.compile mode (default, reduce-overhead"),
                          (["--batch-size", "0"], "--batch-size must be at least 1"),
                          (["--precision", "fp8"], "--precision must be"),
                          (["--config", str(tmp_path / "none.toml")], "cannot read --config")]:

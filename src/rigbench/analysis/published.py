@@ -132,7 +132,7 @@ def usable_speed_trial(r: Result) -> bool:
     measured."""
     s = r.spec
     return (r.status == "ok" and bool(r.metrics.samples_per_s) and is_full_protocol(r)
-            and s.precision == "fp32" and not s.compile and not s.channels_last)
+            and s.precision == "fp32" and not s.compiled and not s.channels_last)
 
 
 def _matches_mapping(r: Result, m: Mapping) -> bool:

@@ -6,7 +6,9 @@ scaling's within_noise), at the recommended batch or, if it was measured only at
 the nearest of them. The line also says after how many samples the compilation pays for
 itself: the extra first-step time of the compiled trial (its compilation: first_step_s is not
 in the timed steps) divided by the time saved per sample, 1/eager - 1/compiled samples/s.
-Launch-bound small networks on a GPU are where that is expected to pay (docs/STRATEGY.md).
+Where several torch.compile modes were measured at that batch, the line names the fastest that
+pays: reduce-overhead's CUDA graphs, which replace a step's kernel launches by one, are what
+launch-bound small networks on a GPU are expected to gain from (docs/STRATEGY.md).
 """
 
 from __future__ import annotations
@@ -44,20 +46,29 @@ def _compiled_with_baselines(results: Sequence[Result], device: str) -> list[tup
 
 def decide_compile(results: Sequence[Result], device: str, batch: int, dataset_size: int) -> Line | None:
     """The compile line for `device` at the recommended `batch`; None where no compiled trial of
-    the device is stored (a line appears only where compile was studied, as for processes)."""
+    the device is stored (a line appears only where compile was studied, as for processes).
+    Where several modes were measured (reduce-overhead beside the default), the line takes the
+    fastest that pays, else the fastest measured, else the first that failed, and names its mode."""
     pairs = _compiled_with_baselines(results, device)
     if not pairs:
         return None
-    row, base = min(pairs, key=lambda pair: (abs(pair[0].batch_size - batch), -pair[0].batch_size))
+    nearest = min(pairs, key=lambda pair: (abs(pair[0].batch_size - batch), -pair[0].batch_size))[0].batch_size
+    row, base = _best_mode([pair for pair in pairs if pair[0].batch_size == nearest])
     at = f"b{row.batch_size}" + ("" if row.batch_size == batch else f" (the measured batch nearest to b{batch})")
-    numbers: dict[str, Any] = {"batch_size": row.batch_size, "status": row.status, "speedup": row.speedup,
-                               "within_noise": row.within_noise, "trial": row.trial_id, "eager_trial": base.trial_id}
+    numbers: dict[str, Any] = {"batch_size": row.batch_size, "mode": row.value, "status": row.status,
+                               "speedup": row.speedup, "within_noise": row.within_noise, "trial": row.trial_id,
+                               "eager_trial": base.trial_id}
     if row.status != "ok" or row.speedup is None:
         error = error_line(row.error)
-        return Line("compile", False, f"compile: off, torch.compile {row.status} at {at}"
+        named = "torch.compile" if row.value == "default" else f"torch.compile {row.value}"
+        return Line("compile", False, f"compile: off, {named} {row.status} at {at}"
                     + (f" ({error})" if error else ""), numbers)
-    pays = row.speedup > 1 and row.within_noise is False
-    text = f"compile: {'on' if pays else 'off'}, {_against_eager(row.speedup, row.within_noise)} at {at}"
+    pays = _pays(row)
+    if row.value == "default":  # the mode that needs no name
+        text = f"compile: {'on' if pays else 'off'}, "
+    else:
+        text = f"compile: on ({row.value}), " if pays else f"compile: off, {row.value} "
+    text += f"{_against_eager(row.speedup, row.within_noise)} at {at}"
     first_step_s = {r.id: r.metrics.first_step_s for r in results if r.id is not None}
     payback = _payback_samples(row, base, first_step_s) if pays else None
     if payback is not None:
@@ -65,6 +76,20 @@ def decide_compile(results: Sequence[Result], device: str, batch: int, dataset_s
         text += (f"; its compilation is paid back after {payback:,.0f} samples "
                  f"({payback / dataset_size:.2g} epochs of {dataset_size:,})")
     return Line("compile", pays, text, numbers)
+
+
+def _pays(row: ScalingRow) -> bool:
+    """Faster than eager with the two intervals apart."""
+    return row.status == "ok" and row.speedup is not None and row.speedup > 1 and row.within_noise is False
+
+
+def _best_mode(pairs: list[tuple[ScalingRow, ScalingRow]]) -> tuple[ScalingRow, ScalingRow]:
+    """Of one batch's compile modes: the fastest that pays, else the fastest measured, else the
+    first (all failed: its status is the answer)."""
+    for chosen in ([p for p in pairs if _pays(p[0])], [p for p in pairs if p[0].speedup is not None]):
+        if chosen:
+            return max(chosen, key=lambda pair: pair[0].speedup or 0.0)
+    return pairs[0]
 
 
 def _against_eager(speedup: float, within_noise: bool | None) -> str:

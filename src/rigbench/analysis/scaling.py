@@ -31,7 +31,7 @@ from typing import Any
 from rigbench.analysis.energy import samples_per_joule
 from rigbench.analysis.stats import mean
 from rigbench.analysis.trials import has_speed, is_full_protocol, newest_run_trials, run_order, speed
-from rigbench.spec import PRECISIONS, Result, TrialSpec
+from rigbench.spec import COMPILE_MODES, PRECISIONS, Result, TrialSpec, compile_label
 
 #: The knobs a variant may change, in table order (configuration fields of TrialSpec).
 KNOBS: tuple[str, ...] = ("threads", "precision", "compile", "channels_last")
@@ -47,8 +47,8 @@ class ScalingRow:
     device: str
     batch_size: int
     knob: str  # "baseline" or one of KNOBS
-    value: Any  # the knob's value (threads count, precision name, True)
-    label: str  # e.g. "threads=1", "bf16", "compile"
+    value: Any  # the knob's value (threads count, precision name, compile mode, True)
+    label: str  # e.g. "threads=1", "bf16", "compile", "compile reduce-overhead"
     status: str
     error: str | None
     trial_id: int | None  # the newest of its trials
@@ -102,7 +102,7 @@ def _label(knob: str, value: Any) -> str:
         return f"threads={value}"
     if knob == "precision":
         return str(value)
-    return "channels-last" if knob == "channels_last" else "compile"
+    return "channels-last" if knob == "channels_last" else compile_label(value)
 
 
 def shi2016_column(threads: int) -> str | None:
@@ -124,6 +124,8 @@ def _order(row: ScalingRow) -> tuple:
         return rank, row.value, 0
     if row.knob == "precision":
         return rank, PRECISIONS.index(row.value), 0
+    if row.knob == "compile":
+        return rank, COMPILE_MODES.index(row.value), 0
     return rank, 0, 0
 
 

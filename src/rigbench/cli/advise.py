@@ -25,11 +25,12 @@ from rigbench.cli.common import (
     framework_option,
     handles_usage_errors,
     out,
+    parse_compile,
 )
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
 from rigbench.reports.table_fit import Column, FitTable
-from rigbench.spec import EnergyMode, Result
+from rigbench.spec import CompileMode, EnergyMode, Result
 from rigbench.units import parse_positive_ints, split_list
 from rigbench.workloads import get_workload
 
@@ -153,6 +154,16 @@ def lr_curve_table(s: dict[str, Any]) -> FitTable:
 # --------------------------------------------------------------------------- scaling
 
 
+def _compile_variants(compile_: bool, modes: list[str] | None) -> bool | list[CompileMode]:
+    """The scaling study's compile variants: the modes named, else True (the device's defaults)
+    or False (--no-compile)."""
+    if not modes:
+        return compile_
+    if not compile_:
+        raise UsageError("--compile-mode names modes to time and --no-compile times none: drop one")
+    return parse_compile(modes, "--compile-mode", switches=False)
+
+
 @app.command(short_help="Speed-ups of threads, precisions, compile, processes.")
 @handles_usage_errors
 def scaling(
@@ -161,7 +172,8 @@ def scaling(
     batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Batch size of every trial (default: the workload's; its small one with --quick)."),
     threads: list[str] | None = typer.Option(None, "--threads", metavar="N", help="Thread counts, e.g. 1,2,4 (default on the CPU: 1, 2, 4, ... up to the logical cores; none on other devices)."),
     precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="Precisions to compare with fp32, e.g. bf16,fp16 (default: tf32 on CUDA, bf16, fp16)."),
-    compile_: bool = typer.Option(True, "--compile/--no-compile", help="Also time torch.compile (its compilation is in first_step_s, not in the timed steps)."),
+    compile_: bool = typer.Option(True, "--compile/--no-compile", help="Also time the graph compiler: torch.compile, and with torch on CUDA its reduce-overhead mode (CUDA graphs); XLA in TensorFlow and Keras. Compilation is in first_step_s, not in the timed steps."),
+    compile_mode: list[str] | None = typer.Option(None, "--compile-mode", metavar="MODE", help="The torch.compile modes to time instead, e.g. default,reduce-overhead,max-autotune."),
     channels_last: bool = typer.Option(True, "--channels-last/--no-channels-last", help="Also time the NHWC memory layout (convolutional workloads; others show `unsupported`)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batch, 1 warm-up step, short timing windows."),
     rounds: int = typer.Option(1, "--rounds", metavar="N", help="Run the baseline and every variant N times, every other round in reverse order, so that a steady drift in the machine's speed cancels out of the speed-ups (the baseline always runs first and last too, which measures that drift)."),
@@ -182,7 +194,9 @@ def scaling(
     precisions = split_list(precision, "--precision") if precision else None
     specs = api.plan_scaling(workload, device, batch_size,
                              threads=parse_positive_ints(threads, "--threads") if threads else None,
-                             precisions=precisions, compile=compile_, channels_last=channels_last,
+                             precisions=precisions,
+                             compile=_compile_variants(compile_, compile_mode),
+                             channels_last=channels_last,
                              quick=quick, framework=framework, energy=energy, rounds=rounds)
     outcome = _run_with_progress(specs, db)
     _finish(outcome, len(specs))

@@ -10,7 +10,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, cast
 
 import typer
 from pydantic import ValidationError
@@ -23,10 +23,11 @@ from rigbench.errors import UsageError, validation_line
 from rigbench.frameworks import framework_names
 from rigbench.numlimits import number_problem, seconds_problem
 from rigbench.reports import terminal
-from rigbench.spec import ENERGY_MODES, PRECISIONS
+from rigbench.spec import COMPILE_MODES, ENERGY_MODES, PRECISIONS, CompileMode, compile_mode
 from rigbench.store import Store
 from rigbench.store.engine import url_without_password
 from rigbench.store.limits import check_storable
+from rigbench.units import split_list
 
 #: The order `rigbench --help` and `rigbench results --help` list the commands in: a user's way
 #: through them, from measuring to advice to what is stored. A command not named here comes last.
@@ -159,6 +160,30 @@ def handles_usage_errors(fn: Callable) -> Callable:
 def _check_precision(precision: str) -> None:
     if precision not in PRECISIONS:
         raise UsageError(f"--precision must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, got {precision!r}")
+
+
+#: On/off words the switch flags take (`--channels-last off,on`, `--compile off,on`).
+SWITCHES = {"off": False, "on": True, "false": False, "true": True, "no": False, "yes": True,
+            "0": False, "1": True}
+#: --compile-mode's help: what each torch.compile mode does (spec.CompileMode).
+COMPILE_MODE_HELP = ("torch.compile's mode: default, reduce-overhead (replays the step as CUDA graphs, for "
+                     "launch-bound small networks on a GPU; as default on a CPU), max-autotune (also "
+                     "benchmarks kernel choices; CUDA graphs too), max-autotune-no-cudagraphs")
+
+
+def parse_compile(values: list[str] | None, flag: str, switches: bool = True) -> list[CompileMode]:
+    """Compile settings from the command line, in order: off and on (torch.compile's default
+    mode, XLA in TensorFlow and Keras) where `switches`, and torch.compile's modes by name."""
+    modes = COMPILE_MODES if switches else COMPILE_MODES[1:]
+    settings: list[CompileMode] = []
+    for part in split_list(values, flag):
+        word = part.lower()
+        mode = compile_mode(SWITCHES[word]) if switches and word in SWITCHES else word
+        if mode not in modes:
+            words = "off, on or a torch.compile mode" if switches else "a torch.compile mode"
+            raise UsageError(f"{flag} takes {words} ({', '.join(COMPILE_MODES[1:])}), got {part!r}")
+        settings.append(cast(CompileMode, mode))
+    return settings
 
 
 def _version(value: bool) -> None:

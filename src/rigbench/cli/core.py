@@ -11,6 +11,7 @@ import typer
 from rigbench import api
 from rigbench.cli import interrupts
 from rigbench.cli.common import (
+    COMPILE_MODE_HELP,
     DATA_DIR_HELP,
     DATASET_HELP,
     DB_HELP,
@@ -23,13 +24,14 @@ from rigbench.cli.common import (
     framework_option,
     handles_usage_errors,
     out,
+    parse_compile,
     progress_bar,
     results_app,
     say_none_match,
 )
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
-from rigbench.spec import EnergyMode
+from rigbench.spec import CompileMode, EnergyMode
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
 from rigbench.units import (
@@ -45,6 +47,13 @@ PRESET_HELP = ("The named workloads' preset, e.g. `gpt --preset small` (the same
                "presets: rigbench workloads.")
 
 
+def _compile_setting(compile_: bool, mode: str | None) -> CompileMode:
+    """`--compile` is torch.compile's default mode; `--compile-mode MODE` names another."""
+    if mode is not None:
+        return parse_compile([mode], "--compile-mode", switches=False)[0]
+    return "default" if compile_ else "off"
+
+
 @app.command(short_help="Time training steps of workloads on devices (the main job).")
 @handles_usage_errors
 def run(
@@ -53,7 +62,8 @@ def run(
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), repeated or comma-separated: cpu, cuda:0, mps, xpu:0, dml:0 (default: every available one)."),
     batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch size(s), e.g. --batch-size 16,64 (default: each workload's reference batch)."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32 (NVIDIA Ampere+ matrix maths), bf16 or fp16 (bf16/fp16: autocast mixed precision)."),
-    compile_: bool = typer.Option(False, "--compile", help="torch.compile the model (compilation time shows in first_step_s, not in the timed steps)."),
+    compile_: bool = typer.Option(False, "--compile", help="Compile the training step: torch.compile (its default mode), XLA in TensorFlow and Keras; compilation shows in first_step_s, not in the timed steps."),
+    compile_mode: str | None = typer.Option(None, "--compile-mode", metavar="MODE", help=COMPILE_MODE_HELP + " (implies --compile)."),
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory layout (convolutional workloads only)."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice; with --processes, per rank: the usable cores // the ranks)."),
     processes: int = typer.Option(1, "--processes", metavar="N", help="Data-parallel ranks per trial, each with its share of the global batch: torch (torchrun + DistributedDataParallel; gloo on the CPU, NCCL and one GPU per rank on CUDA), jax (jax.distributed), tensorflow (MultiWorkerMirroredStrategy), keras-jax (keras.distribution.DataParallel on jax.distributed). --batch-size is each rank's batch; the global batch is N times it."),
@@ -92,8 +102,8 @@ def run(
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], steps=steps,
         seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
-        timeout_s=timeout, lr=lr, compile=compile_, channels_last=channels_last, energy=energy,
-        processes=processes, nodes=nnodes,
+        timeout_s=timeout, lr=lr, compile=_compile_setting(compile_, compile_mode), channels_last=channels_last,
+        energy=energy, processes=processes, nodes=nnodes,
     )
     specs = api.in_rounds(specs, repeat)
     if nnodes > 1:

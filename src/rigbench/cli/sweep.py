@@ -16,6 +16,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rigbench.cli import interrupts
 from rigbench.cli.common import (
     DB_HELP,
+    SWITCHES,
     _check_precision,
     app,
     db_flag,
@@ -25,6 +26,7 @@ from rigbench.cli.common import (
     handles_usage_errors,
     open_store_for,
     out,
+    parse_compile,
 )
 from rigbench.errors import UsageError
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
@@ -53,16 +55,13 @@ from rigbench.units import (
     split_workload_refs,
 )
 
-_SWITCHES = {"off": False, "on": True, "false": False, "true": True, "no": False, "yes": True,
-             "0": False, "1": True}
-
 
 def _switches(values: list[str] | None, flag: str) -> list[bool]:
     out_ = []
     for part in split_list(values, flag):
-        if part.lower() not in _SWITCHES:
+        if part.lower() not in SWITCHES:
             raise UsageError(f"{flag} takes off, on or both (off,on), got {part!r}")
-        out_.append(_SWITCHES[part.lower()])
+        out_.append(SWITCHES[part.lower()])
     return out_
 
 
@@ -199,7 +198,7 @@ def sweep(
     precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="Precisions, e.g. fp32,bf16 (fp32, tf32, bf16, fp16; default fp32)."),
     threads: list[str] | None = typer.Option(None, "--threads", metavar="N", help="CPU thread counts, e.g. 1,2,4 (default: the framework's own choice)."),
     lr: list[str] | None = typer.Option(None, "--lr", metavar="LR", help="Learning rates, e.g. 0.01,0.1 (default: the workload's)."),
-    compile_: list[str] | None = typer.Option(None, "--compile", metavar="off,on", help="torch.compile: off, on, or both as off,on (default off)."),
+    compile_: list[str] | None = typer.Option(None, "--compile", metavar="off,on,MODE", help="The graph compiler (torch.compile; XLA in TensorFlow and Keras): off, on, torch.compile modes (reduce-overhead: CUDA graphs; max-autotune, max-autotune-no-cudagraphs), or several, e.g. off,on,reduce-overhead (default off)."),
     channels_last: list[str] | None = typer.Option(None, "--channels-last", metavar="off,on", help="NHWC layout for convnets: off, on, or off,on (default off)."),
     processes: list[str] | None = typer.Option(None, "--processes", metavar="N", help="Data-parallel ranks per trial, e.g. 1,2 (default 1; -b is each rank's batch)."),
     framework: list[str] | None = framework_option(None, many=True),
@@ -231,7 +230,7 @@ def sweep(
         "workloads": split_workload_refs(workloads), "devices": split_list(device, "--device"),
         "batch_sizes": parse_positive_ints(batch_size, "--batch-size"),
         "precisions": split_list(precision, "--precision"), "threads": parse_positive_ints(threads, "--threads"),
-        "lrs": parse_positive_floats(lr, "--lr"), "compile": _switches(compile_, "--compile"),
+        "lrs": parse_positive_floats(lr, "--lr"), "compile": parse_compile(compile_, "--compile"),
         "channels_last": _switches(channels_last, "--channels-last"), "framework": split_list(framework, "--framework"),
         "processes": parse_positive_ints(processes, "--processes"),
         "steps": steps, "seconds": seconds, "quick": quick, "timeout": timeout,

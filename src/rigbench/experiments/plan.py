@@ -10,7 +10,7 @@ from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.frameworks import check_framework
 from rigbench.ranks import NodeLaunch
-from rigbench.spec import EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec
+from rigbench.spec import CompileMode, EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec, compile_mode
 from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref
 
 
@@ -27,7 +27,7 @@ def plan_run(
     memory_limit_bytes: int | None = None,
     timeout_s: float | None = None,
     lr: float | None = None,
-    compile: bool = False,
+    compile: CompileMode | bool = "off",
     channels_last: bool = False,
     energy: EnergyMode = "measure",
     processes: int = 1,
@@ -38,7 +38,8 @@ def plan_run(
     default batch (a small one with `quick`, the same on every device and framework so
     speed-ups compare). `processes` > 1 makes each trial data-parallel over that many ranks,
     the batch being each rank's; `nodes` > 1 spreads them over that many machines, `processes`
-    on each (world size processes x nodes). Raises UsageError for bad input."""
+    on each (world size processes x nodes). `compile`: off or a torch.compile mode (spec.CompileMode;
+    True is "default"). Raises UsageError for bad input."""
     if processes < 1:
         raise UsageError("--processes must be at least 1")
     if nodes < 1:
@@ -75,7 +76,7 @@ def plan_run(
                     specs.append(TrialSpec(
                         workload=workload.name, workload_options=options, framework=framework,
                         device=device, batch_size=batch, precision=precision, threads=threads,
-                        lr=lr, measure=measure, compile=compile, channels_last=channels_last,
+                        lr=lr, measure=measure, compile=compile_mode(compile), channels_last=channels_last,
                         world_size=processes * nodes, nodes=nodes,
                     ))
     return specs

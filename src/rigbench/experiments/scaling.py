@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from rigbench.errors import UsageError
 from rigbench.experiments.plan import check_rounds, in_rounds, plan_run
-from rigbench.spec import PRECISIONS, EnergyMode, TrialSpec
+from rigbench.spec import COMPILE_MODES, PRECISIONS, CompileMode, EnergyMode, TrialSpec
 
 
 def default_thread_counts(cores: int | None = None) -> list[int]:
@@ -32,13 +32,19 @@ def default_precisions(device: str) -> list[str]:
     return (["tf32"] if device.startswith("cuda") else []) + ["bf16", "fp16"]
 
 
+def default_compile_modes(device: str, framework: str) -> list[CompileMode]:
+    """The compile modes worth trying: torch.compile's default mode (XLA in TensorFlow and Keras)
+    and, for torch on CUDA, reduce-overhead's CUDA graphs, which a CPU has no use for."""
+    return ["default", "reduce-overhead"] if framework == "torch" and device.startswith("cuda") else ["default"]
+
+
 def plan_scaling(
     workload: str,
     device: str = "cpu",
     batch_size: int | None = None,
     threads: Sequence[int] | None = None,
     precisions: Sequence[str] | None = None,
-    compile: bool = True,
+    compile: bool | Sequence[CompileMode] = True,
     channels_last: bool = True,
     quick: bool = False,
     framework: str = "torch",
@@ -48,7 +54,7 @@ def plan_scaling(
     """The trials of `rigbench scaling`: the fp32 eager default (framework's own thread count)
     and one trial per variant that changes exactly one knob from it: each thread count
     (default on the CPU: `default_thread_counts()`; none elsewhere), each precision (default:
-    `default_precisions(device)`), torch.compile, channels-last. `rounds` times, in order then
+    `default_precisions(device)`), each compile mode (True: `default_compile_modes`), channels-last. `rounds` times, in order then
     reversed (module docstring), and the baseline again at the end if the last round did not
     end with it: one round is baseline, variants, baseline."""
     check_rounds(rounds, "--rounds")
@@ -63,8 +69,11 @@ def plan_scaling(
         precisions = default_precisions(base.device)
     variants = [base.model_copy(update={"threads": t}) for t in dict.fromkeys(threads)]
     variants += [base.model_copy(update={"precision": p}) for p in dict.fromkeys(precisions)]
-    if compile:
-        variants.append(base.model_copy(update={"compile": True}))
+    modes = default_compile_modes(base.device, base.framework) if compile is True else compile or []
+    for mode in modes:
+        if mode not in COMPILE_MODES[1:]:  # "off" is the baseline
+            raise UsageError(f"--compile-mode takes {', '.join(COMPILE_MODES[1:])}, got {mode!r}")
+    variants += [base.model_copy(update={"compile": mode}) for mode in dict.fromkeys(modes)]
     if channels_last:
         variants.append(base.model_copy(update={"channels_last": True}))
     return alternating_rounds(base, variants, rounds)

@@ -102,7 +102,7 @@ def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
     thread_counts: Sequence[int | None] = sweep.threads or [None]  # None: the default
     lr_values: Sequence[float | None] = sweep.lrs or [None]
     axes = itertools.product(sweep.precisions or ["fp32"], thread_counts, lr_values,
-                             sweep.compile or [False], sweep.channels_last or [False], sweep.processes or [1])
+                             sweep.compile or ["off"], sweep.channels_last or [False], sweep.processes or [1])
     combos = list(axes)
     grid: dict[str, TrialSpec] = {}
     for spec in base:

@@ -289,6 +289,11 @@ class FrameworkAdapter(Protocol):
         precision (e.g. "torch sdpa: flash"), None for a workload without attention; stored as
         software key "attention". Optional: no key for adapters without it."""
 
+    def compilation(self, spec: TrialSpec) -> str | None:
+        """What the graph compiler did in this process once a compiled trial's steps have run
+        (e.g. "torch.compile reduce-overhead: 1 graph, 0 graph breaks; CUDA graphs: 2 recorded"),
+        None for an eager trial; stored as software key "compile". Optional."""
+
     def count_traffic(self, workload: Workload, options: dict[str, Any]) -> tuple[float, float]:
         """Estimated (bytes per step, bytes per sample) that a step's forward and backward
         passes read and write in device memory: traffic(batch) = per_step + per_sample * batch.
@@ -300,7 +305,7 @@ class FrameworkAdapter(Protocol):
         calibrate`); UsageError for a device the framework does not have."""
 
 
-#: Module-level names every adapter must define. Optional: `count_traffic`, `attention`; `PRELOAD`, the
+#: Module-level names every adapter must define. Optional: `count_traffic`, `attention`, `compilation`; `PRELOAD`, the
 #: modules a warm-start server imports once so each trial's process is forked with them loaded
 #: (runner/launchers/warm_start.py; only modules whose import starts no thread: the server
 #: checks), and that a cold trial imports at the same point (`modules_to_preload`);

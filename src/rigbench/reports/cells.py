@@ -132,8 +132,8 @@ def setup_label(r: Result) -> str:
     parts = [] if spec.kind == "speed" else [spec.kind.replace("_", "-")]
     if spec.threads:
         parts.append(f"t{spec.threads}")
-    if spec.compile:
-        parts.append("compile")
+    if spec.compiled:
+        parts.append(spec.compile_label)
     if spec.channels_last:
         parts.append("NHWC")
     if spec.lr is not None:

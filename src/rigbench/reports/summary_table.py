@@ -42,7 +42,7 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
             "workload": row.workload, "trial": best.id, "run_id": best.run_id,
             "device": device_text(best),
             "config": f"{best.spec.framework} · {best.spec.precision} · batch {best.spec.batch_size}"
-                      + (" · compile" if best.spec.compile else "")
+                      + (f" · {best.spec.compile_label}" if best.spec.compiled else "")
                       + (" · channels-last" if best.spec.channels_last else ""),
             "samples_per_s": f"{row.samples_per_s:,.1f}", "samples_note": trials_text(row.configuration.ids),
             "tokens_per_s": "" if tokens is None else f"{rate(tokens)} tokens/s",

@@ -20,8 +20,8 @@ def trial_threads(r: Result) -> int | None:
 
 
 def variant_label(r: Result) -> str:
-    """"compile", "channels-last", both, or "" for the eager contiguous default."""
-    return " · ".join(n for n, on in (("compile", r.spec.compile), ("channels-last", r.spec.channels_last)) if on)
+    """"compile" (or "compile MODE"), "channels-last", both, or "" for the eager contiguous default."""
+    return " · ".join(n for n, on in ((r.spec.compile_label, r.spec.compiled), ("channels-last", r.spec.channels_last)) if on)
 
 
 class LineKey(NamedTuple):

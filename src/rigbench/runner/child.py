@@ -123,6 +123,7 @@ def run_trial(spec: TrialSpec, folder: Path | None = None) -> ChildReport:
         with contextlib.ExitStack() as stack:
             try:
                 adapter = _run(spec, folder, report, stack, finish)
+                _describe_compilation(adapter, spec, report)
                 report.status = "ok"
             except BaseException as exc:  # noqa: BLE001 - classified here, inside the stack
                 _classify(exc, report, adapter or _loaded_adapter(spec))
@@ -247,6 +248,21 @@ def _describe_software(adapter: FrameworkAdapter, spec: TrialSpec, workload: Wor
     kernel = adapter.attention(spec, workload) if hasattr(adapter, "attention") else None
     if kernel is not None:
         report.software["attention"] = kernel
+
+
+def _describe_compilation(adapter: FrameworkAdapter, spec: TrialSpec, report: ChildReport) -> None:
+    """What the graph compiler did (base.FrameworkAdapter.compilation), read once the steps
+    have run: a compiled trial whose graphs broke or skipped CUDA graphs says so beside its speed.
+    A description that fails costs the trial nothing but the description."""
+    if not spec.compiled or not hasattr(adapter, "compilation"):
+        return
+    try:
+        text = adapter.compilation(spec)
+    except Exception as exc:  # noqa: BLE001 - never lose a measurement to its description
+        print(f"rigbench: describing the compilation failed: {exc}", file=sys.stderr)
+        return
+    if text is not None:
+        report.software["compile"] = text
 
 
 def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:

@@ -40,7 +40,7 @@ def check_spec(spec: TrialSpec) -> None:
     """Options that name torch mechanisms have no JAX counterpart: say so rather than ignore them."""
     if spec.channels_last:
         raise UnsupportedError("channels-last is torch's memory format; JAX's convolutions are always NHWC here")
-    if spec.compile:
+    if spec.compiled:
         raise UnsupportedError("--compile is torch.compile; every JAX step is already compiled by XLA (jit)")
 
 

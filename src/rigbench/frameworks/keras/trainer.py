@@ -73,9 +73,13 @@ class KerasTrainer(ABC):
     # ------------------------------------------------------------------ backend hooks
 
     def check_spec(self, spec: TrialSpec) -> None:
-        """UnsupportedError for an option the backend cannot honour (default: channels-last)."""
+        """UnsupportedError for an option the backend cannot honour (default: channels-last, and
+        torch.compile's modes: Keras' jit_compile has one)."""
         if spec.channels_last:
             raise UnsupportedError("channels-last is torch's memory format; the Keras models are NHWC inside")
+        if spec.compiled and spec.compile != "default":
+            raise UnsupportedError(f"compile mode {spec.compile} is torch.compile's; {spec.framework} compiles "
+                                   "through jit_compile, which has no modes: use --compile")
 
     @abstractmethod
     def resolve_device(self, device: str) -> tuple[str, str, bool]:

@@ -33,9 +33,9 @@ class KerasJaxTrainer(KerasTrainer):
     BACKEND = "jax"
 
     def check_spec(self, spec: TrialSpec) -> None:
-        super().check_spec(spec)
-        if spec.compile:
+        if spec.compiled:  # before the base's check, whose advice (--compile) does not apply here
             raise UnsupportedError("--compile: every keras-jax step is already compiled by XLA (jit_compile=True)")
+        super().check_spec(spec)
 
     def resolve_device(self, device: str) -> tuple[str, str, bool]:
         self.device = jax_parallel.local_device(device) if jax_parallel.joined() else resolve_device(device)

@@ -2,7 +2,7 @@
 backend.
 
 One-part workloads train with Keras' own step: `model.compile(optimizer, loss,
-jit_compile=spec.compile)` (jit_compile is torch.compile on this backend) and `train_on_batch`,
+jit_compile=spec.compiled)` (jit_compile is torch.compile on this backend) and `train_on_batch`,
 which copies the loss to the host every step, so the step returns a float and is timed with
 that wait included. The GAN trains with the autograd two-part step (step.py). Devices, threads,
 TF32 and the allocator are torch's (frameworks/torch/).
@@ -45,9 +45,9 @@ class KerasTorchTrainer(KerasTrainer):
         if len(self.parts) == 1:
             (name, model), = self.parts.items()
             model.compile(optimizer=self.optimizers[name], loss=keras_step.keras_loss(self.workload),
-                          jit_compile=spec.compile)
+                          jit_compile=spec.compiled)
             return lambda x, y: (model.train_on_batch(x, y), {})
-        if spec.compile:
+        if spec.compiled:
             raise UnsupportedError("--compile on keras-torch is Keras' jit_compile of train_on_batch; "
                                    "the GAN's two-part step does not use it")
         return step.make_adversarial_step(self.workload, self.parts, self.optimizers)

@@ -20,7 +20,7 @@ from rigbench.spec import TrialSpec
 
 
 class TfTrainer(KerasTrainer):
-    """A workload on TensorFlow (base.Trainer); `spec.compile` is XLA (jit_compile=True)."""
+    """A workload on TensorFlow (base.Trainer); `spec.compiled` is XLA (jit_compile=True)."""
 
     BACKEND = "tensorflow"
     #: The step without the gradient all-reduce, in a data-parallel rank (make_step).
@@ -28,7 +28,7 @@ class TfTrainer(KerasTrainer):
 
     def check_spec(self, spec: TrialSpec) -> None:
         super().check_spec(spec)
-        if spec.compile and parallel.joined() and spec.device.partition(":")[0] == "cpu":
+        if spec.compiled and parallel.joined() and spec.device.partition(":")[0] == "cpu":
             # XLA: "Collectives are not yet implemented for CPU devices when compiling with XLA".
             raise UnsupportedError("--compile with --processes on the CPU: XLA cannot compile TensorFlow's "
                                    "collectives for CPU devices (b/194942685); drop --compile or use GPUs")
@@ -50,10 +50,10 @@ class TfTrainer(KerasTrainer):
 
     def make_step(self, spec: TrialSpec) -> TrainStep:
         if not parallel.joined():
-            return step.make_step(self.workload, self.parts, self.optimizers, jit_compile=spec.compile)
+            return step.make_step(self.workload, self.parts, self.optimizers, jit_compile=spec.compiled)
         fn = step.step_fn(self.workload, self.parts, self.optimizers)
-        self.unsynced_step = parallel.unsynced(fn, self.optimizers.values(), spec.compile)
-        return parallel.replicated(fn, spec.compile)
+        self.unsynced_step = parallel.unsynced(fn, self.optimizers.values(), spec.compiled)
+        return parallel.replicated(fn, spec.compiled)
 
     @contextlib.contextmanager
     def without_gradient_sync(self) -> Iterator[None]:

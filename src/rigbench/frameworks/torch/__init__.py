@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: paid again before it was preloaded here.
 PRELOAD = ("rigbench.frameworks.torch.trainer", "torch._dynamo")
 
-__all__ = ["NAME", "PRELOAD", "attention", "build", "calibration_kernels", "count", "count_traffic", "environment", "is_oom",
+__all__ = ["NAME", "PRELOAD", "attention", "build", "calibration_kernels", "compilation", "count", "count_traffic", "environment", "is_oom",
            "join", "list_devices", "prepare", "software"]
 
 
@@ -80,6 +80,19 @@ def attention(spec: TrialSpec, workload: Workload) -> str | None:
     from rigbench.frameworks.torch import transformers
 
     return transformers.attention(spec.device, spec.precision, shape)
+
+
+def compilation(spec: TrialSpec) -> str | None:
+    """What torch.compile did in this process once the trial's steps have run (graphs, graph
+    breaks, CUDA graphs: compile_report.py); None for an eager trial."""
+    if not spec.compiled:
+        return None
+    import torch
+
+    from rigbench.frameworks.torch import compile_report
+
+    on_cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    return compile_report.describe(spec.compile, torch.cuda.current_device() if on_cuda else None)
 
 
 def count_traffic(workload: Workload, options: dict[str, Any]) -> tuple[float, float]:

@@ -25,7 +25,7 @@ from rigbench.frameworks.torch import models, parallel, step
 from rigbench.frameworks.torch.loader import TorchLoader
 from rigbench.hw.cpu import cpu_name
 from rigbench.ranks import RankInfo
-from rigbench.spec import TrainOptions, TrialSpec
+from rigbench.spec import CUDA_GRAPH_MODES, TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -204,8 +204,11 @@ class TorchTrainer:
         self.device_name = device_name(self.device)
         if spec.precision not in ("fp32", "tf32"):
             self._probe_precision(spec.precision)
-        if spec.compile:  # after the probe, so compilation sees only the real batch shape
-            self._compile()
+        # reduce-overhead and max-autotune replay CUDA graphs, whose outputs the next replay
+        # overwrites: each step says where it begins (torch.compiler.cudagraph_mark_step_begin)
+        self._marks_steps = spec.compile in CUDA_GRAPH_MODES
+        if spec.compiled:  # after the probe, so compilation sees only the real batch shape
+            self._compile(spec.compile)
 
     def to_device(self, tensor: Tensor, non_blocking: bool = False) -> Tensor:
         """Move a tensor to the trial's device, NHWC for 4-D images under channels-last."""
@@ -234,17 +237,17 @@ class TorchTrainer:
     def parameter_fingerprint(self) -> tuple[str, list[float]]:
         return parallel.fingerprint(self.model)
 
-    def _compile(self) -> None:
-        """torch.compile each optimised part (D and G separately for a GAN). The compiled
-        wrappers share the parameters, so the optimisers built earlier still update them.
-        Compilation happens in the first steps, which the protocol's warm-up excludes and
+    def _compile(self, mode: str) -> None:
+        """torch.compile each optimised part (D and G separately for a GAN) in `mode`. The
+        compiled wrappers share the parameters, so the optimisers built earlier still update
+        them. Compilation happens in the first steps, which the protocol's warm-up excludes and
         `first_step_s` reports. (`Module.compile()` in place did not compile in torch 2.13.)"""
         if len(self.workload.parts) == 1:
-            self.model = cast(torch.nn.Module, torch.compile(self.model))  # an OptimizedModule
+            self.model = cast(torch.nn.Module, torch.compile(self.model, mode=mode))  # an OptimizedModule
             return
         parts = cast(torch.nn.ModuleDict, self.model)
         for part in self.workload.parts:
-            parts[part.name] = cast(torch.nn.Module, torch.compile(parts[part.name]))
+            parts[part.name] = cast(torch.nn.Module, torch.compile(parts[part.name], mode=mode))
 
     def _probe_precision(self, precision: str) -> None:
         """Forward and backward once, on one sample, under autocast, without an update.
@@ -283,7 +286,14 @@ class TorchTrainer:
         scaler.step(optimizer)
         scaler.update()
 
+    def _begin_step(self) -> None:
+        """Tell CUDA graph trees a new step begins (a no-op call without CUDA graphs): the
+        previous step's graph outputs may be overwritten from here on, not before."""
+        if self._marks_steps:
+            torch.compiler.cudagraph_mark_step_begin()
+
     def _step(self, batch: tuple[Tensor, ...], update: step.Update) -> Tensor:
+        self._begin_step()
         for optimizer in self.optimizers.values():
             optimizer.zero_grad(set_to_none=True)
         return step.training_step(self.workload, self.model, batch, update, self._autocast)
@@ -379,6 +389,7 @@ class TorchTrainer:
     def eval_sums(self, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         workload = self.workload
         inputs, targets = step.model_batch(workload, *batch)
+        self._begin_step()
         with self._autocast():
             out = self.model(inputs)
             loss = step.output_loss(workload, out, targets)
