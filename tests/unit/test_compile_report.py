@@ -44,3 +44,15 @@ def test_an_eager_trial_never_asks_and_a_failing_description_loses_nothing(monke
     compiled = child.run_trial(_trial("default"))
     assert compiled.status == "ok" and compiled.step_times_s and "compile" not in compiled.software
     assert "rigbench: describing the compilation failed: counters moved in this torch" in capsys.readouterr().err
+
+
+def test_specs_stored_before_the_modes_read_as_modes():
+    """Databases, bundles and reference machines hold `compile: true/false` from before the
+    modes: they load as the default mode and off, with labels and configuration keys to match."""
+    old_on = TrialSpec.model_validate({"workload": "mlp", "batch_size": 8, "compile": True})
+    old_off = TrialSpec.model_validate({"workload": "mlp", "batch_size": 8, "compile": False})
+    assert (old_on.compile, old_on.compiled, old_off.compile, old_off.compiled) == ("default", True, "off", False)
+    assert old_on.label() == "mlp torch cpu b8 fp32 compile"
+    assert old_on.config_key() == TrialSpec(workload="mlp", batch_size=8, compile="default").config_key()
+    mode = TrialSpec(workload="mlp", batch_size=8, compile="max-autotune")
+    assert mode.label() == "mlp torch cpu b8 fp32 compile max-autotune" and mode.config_key() != old_on.config_key()
