@@ -54,11 +54,13 @@ def _spec(framework: str, workload: str = "cnn", batch_size: int = 32, **fields)
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory) -> dict[str, object]:
-    """cnn at batch 32 in every framework, then torch twice more, through the session (warm
-    start, trackers, assembly, the store): the stored results by framework, torch's three."""
+    """cnn at batch 32 in every framework, then torch's mlp twice more, the second as CUDA graphs
+    (torch.compile reduce-overhead), through the session (warm start, trackers, assembly, the
+    store): the stored results by framework, torch's mlp two."""
     store = Store(str(tmp_path_factory.mktemp("gpu") / "gpu.db"))
     store.add_run("gpu", "t", "test", {})
-    specs = [_spec(name) for name in FRAMEWORKS] + [_spec("torch", "mlp"), _spec("torch", "mlp")]
+    specs = [_spec(name) for name in FRAMEWORKS] + [_spec("torch", "mlp"),
+                                                    _spec("torch", "mlp", compile="reduce-overhead")]
     run_trials(specs, store, "gpu")
     results = [store.get(row.id) for row in store.list(run_id="gpu")]
     return {"by_framework": dict(zip(FRAMEWORKS, results)), "torch_mlp": results[len(FRAMEWORKS):]}
@@ -83,6 +85,19 @@ def test_a_trial_in_each_framework_runs_on_the_device_with_its_memory_figures(st
 def test_cuda_trials_in_a_row_each_run(stored):
     """A warm start must not fork a server that touched CUDA: each trial still runs."""
     assert [r.status for r in stored["torch_mlp"]] == ["ok", "ok"], [r.error for r in stored["torch_mlp"]]
+
+
+def test_reduce_overhead_replays_cuda_graphs_and_says_so(stored):
+    """The compiled trial's software says what ran: CUDA graphs recorded on the GPU, skipped on a
+    CPU; no graph break in the mlp either way."""
+    compiled = stored["torch_mlp"][1]
+    text = compiled.software["compile"]
+    assert text.startswith("torch.compile reduce-overhead: 1 graph, 0 graph breaks; CUDA graphs: "), text
+    if ON_GPU:
+        recorded = int(text.split("CUDA graphs: ")[1].split(" recorded")[0])
+        assert recorded >= 1 and "skipped" not in text, text
+    else:
+        assert text.endswith("0 recorded, skipped 1 time"), text
 
 
 @pytest.mark.parametrize("framework", PARALLEL)

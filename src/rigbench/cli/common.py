@@ -167,7 +167,7 @@ SWITCHES = {"off": False, "on": True, "false": False, "true": True, "no": False,
             "0": False, "1": True}
 #: --compile-mode's help: what each torch.compile mode does (spec.CompileMode).
 COMPILE_MODE_HELP = ("torch.compile's mode: default, reduce-overhead (replays the step as CUDA graphs, for "
-                     "launch-bound small networks on a GPU; as default on a CPU), max-autotune (also "
+                     "launch-bound small networks on a GPU; a CPU has no CUDA graphs), max-autotune (also "
                      "benchmarks kernel choices; CUDA graphs too), max-autotune-no-cudagraphs")
 
 
