@@ -85,6 +85,10 @@ def test_table_output(db):
     (["run", "mlp", "--batch-size", "0"], "--batch-size must be at least 1"),
     (["run", "mlp", "--memory-limit", "lots"], "--memory-limit 'lots' is not a size"),
     (["run", "mlp", "--precision", "fp8"], "--precision must be fp32, tf32, bf16 or fp16"),
+    (["run", "mlp", "--compile-mode", "fast"], "--compile-mode takes a torch.compile mode (default, reduce-overhead, "
+                                               "max-autotune, max-autotune-no-cudagraphs), got 'fast'"),
+    (["scaling", "mlp", "--no-compile", "--compile-mode", "default"], "--compile-mode names modes to time and "
+                                                                      "--no-compile times none: drop one"),
     (["results", "show", "12345"], "no trial with id 12345"),
 ])
 def test_bad_input_is_one_line_and_exit_2(db, args, message):
