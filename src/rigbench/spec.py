@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from rigbench.compile_modes import CompileMode, compile_label, compile_mode
 from rigbench.metrics import METRIC_NAMES, Metrics
 from rigbench.numlimits import INPUT, Int64, Seconds
 from rigbench.rank_record import RankRecord
@@ -34,15 +35,6 @@ STATUSES: tuple[str, ...] = get_args(Status)
 #: learning-rate range test (`rigbench lr-find`).
 Kind = Literal["speed", "probe", "train", "lr_find"]
 KINDS: tuple[str, ...] = get_args(Kind)
-#: The framework's graph compiler: off (eager), or torch.compile's mode. "default" is torch.compile()
-#: as it comes, XLA (jit_compile) in TensorFlow and Keras; the other modes are torch's only:
-#: reduce-overhead replays the compiled step as CUDA graphs (one launch instead of one per kernel:
-#: what launch-bound small networks on a GPU need), max-autotune also benchmarks kernel choices,
-#: with CUDA graphs or without. Stored specs from before the modes hold a bool (compile_mode).
-CompileMode = Literal["off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
-COMPILE_MODES: tuple[str, ...] = get_args(CompileMode)
-#: The modes that capture CUDA graphs (torch._inductor.list_mode_options: triton.cudagraphs).
-CUDA_GRAPH_MODES: tuple[str, ...] = ("reduce-overhead", "max-autotune")
 #: A max-batch probe times this many steps with no minimum time: it needs only the steady-state
 #: memory (one warm-up step creates the optimiser's state, two timed ones reach the peak).
 PROBE_STEPS = 2
@@ -61,23 +53,6 @@ CONFIG_FIELDS: tuple[str, ...] = (
 #: TDP x utilisation estimate for the sources without one (never mixed with measured figures).
 EnergyMode = Literal["measure", "estimate"]
 ENERGY_MODES: tuple[str, ...] = get_args(EnergyMode)
-
-
-def compile_mode(value: Any) -> Any:
-    """A compile setting as a CompileMode: true (a stored spec from before the modes, a sweep
-    file's `compile = true`) or "on" is "default", false is "off"; anything else is left for
-    validation to accept or refuse."""
-    if isinstance(value, bool):
-        return "default" if value else "off"
-    return "default" if value == "on" else value
-
-
-def compile_label(mode: str) -> str:
-    """How labels name a compile setting: "compile" (the default mode), "compile
-    reduce-overhead" (another mode), "" when off."""
-    if mode == "off":
-        return ""
-    return "compile" if mode == "default" else f"compile {mode}"
 
 
 class MeasureOptions(BaseModel):

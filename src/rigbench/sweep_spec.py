@@ -7,8 +7,14 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from rigbench.compile_modes import CompileMode, compile_mode
 from rigbench.numlimits import INPUT, Int64, Seconds
-from rigbench.spec import CompileMode, EnergyMode, Precision, compile_mode
+from rigbench.spec import EnergyMode, Precision
+
+
+def _as_list(value: Any) -> Any:
+    """`batch_sizes = 64` in a file means `[64]`."""
+    return value if isinstance(value, (list, tuple)) else [value]
 
 
 class SweepSpec(BaseModel):
@@ -44,14 +50,13 @@ class SweepSpec(BaseModel):
                      "channels_last", "processes", "framework", mode="before")
     @classmethod
     def _one_is_a_list(cls, value: Any) -> Any:
-        """`batch_sizes = 64` in a file means `[64]`."""
-        return value if isinstance(value, (list, tuple)) else [value]
+        return _as_list(value)
 
     @field_validator("compile", mode="before")
     @classmethod
     def _compile_settings(cls, value: Any) -> Any:
         """`compile = [false, true]` (a file from before the modes) means off and default."""
-        return [compile_mode(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+        return [compile_mode(v) for v in _as_list(value)]
 
     @field_validator("memory_limit", mode="before")
     @classmethod

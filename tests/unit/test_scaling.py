@@ -229,3 +229,18 @@ def test_run_in_rounds_reverses_every_other_round():
     a, b, c = (TrialSpec(workload="mlp", device="cpu", batch_size=n) for n in (8, 16, 32))
     assert [s.batch_size for s in api.in_rounds([a, b, c], 3)] == [8, 16, 32, 32, 16, 8, 8, 16, 32]
     assert api.in_rounds([a], 1) == [a] and api.in_rounds([a], 1)[0] is not a
+
+
+def test_each_compile_mode_is_its_own_row_and_chart_series():
+    """A compile mode is the compile knob's value: default and reduce-overhead are two rows of
+    the table, in mode order, and two series of the report's compile chart, each over eager."""
+    from rigbench.reports.scaling_charts import compile_layout_charts
+
+    trials = [result(200.0), result(300.0, compile="reduce-overhead"), result(100.0, compile="default"),
+              result(250.0, channels_last=True)]
+    rows = scaling_table(trials)
+    assert [(r.label, r.speedup) for r in rows[1:]] == [
+        ("compile", 0.5), ("compile reduce-overhead", 1.5), ("channels-last", 1.25)]
+    [chart] = compile_layout_charts(trials)
+    assert [(s.name, s.y) for s in chart.series] == [
+        ("compile reduce-overhead", [1.5]), ("compile", [0.5]), ("channels-last", [1.25])]

@@ -31,7 +31,8 @@ from typing import Any
 from rigbench.analysis.energy import samples_per_joule
 from rigbench.analysis.stats import mean
 from rigbench.analysis.trials import has_speed, is_full_protocol, newest_run_trials, run_order, speed
-from rigbench.spec import COMPILE_MODES, PRECISIONS, Result, TrialSpec, compile_label
+from rigbench.compile_modes import COMPILE_MODES, compile_label
+from rigbench.spec import PRECISIONS, Result, TrialSpec
 
 #: The knobs a variant may change, in table order (configuration fields of TrialSpec).
 KNOBS: tuple[str, ...] = ("threads", "precision", "compile", "channels_last")

@@ -27,10 +27,11 @@ from rigbench.cli.common import (
     out,
     parse_compile,
 )
+from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
 from rigbench.reports.table_fit import Column, FitTable
-from rigbench.spec import CompileMode, EnergyMode, Result
+from rigbench.spec import EnergyMode, Result
 from rigbench.units import parse_positive_ints, split_list
 from rigbench.workloads import get_workload
 

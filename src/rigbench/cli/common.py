@@ -19,11 +19,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
 from rigbench import __version__, api
+from rigbench.compile_modes import COMPILE_MODES, CompileMode, compile_mode
 from rigbench.errors import UsageError, validation_line
 from rigbench.frameworks import framework_names
 from rigbench.numlimits import number_problem, seconds_problem
 from rigbench.reports import terminal
-from rigbench.spec import COMPILE_MODES, ENERGY_MODES, PRECISIONS, CompileMode, compile_mode
+from rigbench.spec import ENERGY_MODES, PRECISIONS
 from rigbench.store import Store
 from rigbench.store.engine import url_without_password
 from rigbench.store.limits import check_storable

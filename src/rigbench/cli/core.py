@@ -29,9 +29,10 @@ from rigbench.cli.common import (
     results_app,
     say_none_match,
 )
+from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
-from rigbench.spec import CompileMode, EnergyMode
+from rigbench.spec import EnergyMode
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
 from rigbench.units import (

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rigbench.compile_modes import CompileMode, compile_mode
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.frameworks import check_framework
 from rigbench.ranks import NodeLaunch
-from rigbench.spec import CompileMode, EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec, compile_mode
+from rigbench.spec import EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec
 from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
 from rigbench.experiments.plan import check_rounds, in_rounds, plan_run
-from rigbench.spec import COMPILE_MODES, PRECISIONS, CompileMode, EnergyMode, TrialSpec
+from rigbench.spec import PRECISIONS, EnergyMode, TrialSpec
 
 
 def default_thread_counts(cores: int | None = None) -> list[int]:

@@ -14,7 +14,7 @@ from rigbench.analysis.speedups import speedups_over_cpu
 from rigbench.analysis.trials import RunSpeed, newest_run_speeds, speed_figures
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name, y_scale_for
 from rigbench.reports.trial_lines import trial_hover, trial_threads, variant_label
-from rigbench.spec import COMPILE_MODES, Result, compile_label
+from rigbench.spec import Result
 
 #: Published bars are grey, so this machine's (coloured as its device everywhere) stand out.
 PUBLISHED_COLOURS = ("#7f7f7f", "#b0b0b0", "#595959", "#c9c9c9", "#959595", "#404040")
@@ -167,17 +167,16 @@ def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
     """torch.compile over eager and channels-last over the contiguous layout, for otherwise
     identical trials (bars: one series per compile mode, one for channels-last)."""
     series: dict[str, Series] = {}
-    # one series per compile mode, each against eager ("off"), and channels-last against contiguous
-    variants = [("compile", mode, "off", compile_label(mode)) for mode in COMPILE_MODES[1:]]
-    for knob, value, off, name in [*variants, ("channels_last", True, False, "channels-last")]:
+    for knob, off in (("compile", "off"), ("channels_last", False)):
         def rest(r: Result, knob: str = knob) -> tuple:
             other = "channels_last" if knob == "compile" else "compile"
             return (workload_name(r), r.spec.framework, r.spec.device, r.spec.batch_size,
                     r.spec.precision, trial_threads(r), getattr(r.spec, other))
-        def flag(r: Result, knob: str = knob, value: Any = value, off: Any = off) -> Any:
-            setting = getattr(r.spec, knob)
-            return setting if setting in (value, off) else None  # another mode: another series
+        def flag(r: Result, knob: str = knob) -> Any:
+            return getattr(r.spec, knob)
         for (workload, _, device, batch, precision, *_), side, base in _pairs(results, rest, flag, off):
+            # each compile mode against eager is a series of its own, as each precision is
+            name = side.newest.spec.compile_label if knob == "compile" else "channels-last"
             s = series.setdefault(name, Series(name=name))
             _add_bar(s, f"{workload} {device} b{batch} {precision}", side, base, f"the samples/s without {name}")
     if not series:

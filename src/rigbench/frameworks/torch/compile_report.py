@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigbench.spec import CUDA_GRAPH_MODES
+from rigbench.compile_modes import CUDA_GRAPH_MODES
 
 
 def describe(mode: str, device_index: int | None) -> str:

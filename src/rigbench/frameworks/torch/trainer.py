@@ -19,13 +19,14 @@ import torch
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
+from rigbench.compile_modes import CUDA_GRAPH_MODES
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.frameworks.host_timer import HostTimer
 from rigbench.frameworks.torch import models, parallel, step
 from rigbench.frameworks.torch.loader import TorchLoader
 from rigbench.hw.cpu import cpu_name
 from rigbench.ranks import RankInfo
-from rigbench.spec import CUDA_GRAPH_MODES, TrainOptions, TrialSpec
+from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
