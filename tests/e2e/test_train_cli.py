@@ -42,6 +42,24 @@ def test_train_digits_lr_list_with_a_diverging_rate(tmp_path):
     assert "diverged" in listed
 
 
+def test_a_compiled_training_run_learns_as_the_eager_one_and_says_what_was_compiled(tmp_path):
+    """`train --compile-mode`: the same seed and data give the same held-out accuracy within a
+    point or two (inductor's fused kernels round differently), and the result names the mode and
+    its graphs (training and evaluation: two). Seen on the dev VM: 2 graphs, 0 graph breaks."""
+    db = str(tmp_path / "compiled.db")
+    common = ("train", "mlp", "--dataset", "digits", "--epochs", "2", "--batch-size", "32", "--lr", "0.05",
+              "--threads", "1", "--db", db, "--json")
+    eager = rigbench(*common)
+    compiled = rigbench(*common, "--compile-mode", "reduce-overhead")
+    assert eager.returncode == 0 and compiled.returncode == 0, eager.stderr + compiled.stderr
+    (plain,), (graph,) = json.loads(eager.stdout), json.loads(compiled.stdout)
+    assert plain["compile"] == "off" and graph["compile"] == "reduce-overhead"
+    assert graph["status"] == "ok" and graph["final_accuracy"] >= 0.8
+    assert abs(graph["final_accuracy"] - plain["final_accuracy"]) <= 0.02
+    assert graph["software"]["compile"].startswith("torch.compile reduce-overhead: ")
+    assert "0 graph breaks" in graph["software"]["compile"] and "compile" not in plain["software"]
+
+
 def test_gpt_tiny_learns_python_source_below_the_unigram_baseline(tmp_path):
     """Issue 24's "done means", on a slice: 1,024 windows of 64 bytes (32 steps at batch 32) take
     the tiny GPT's held-out loss below what the byte frequencies alone give (3.2163 nats: a model
@@ -70,6 +88,7 @@ def test_gpt_tiny_learns_python_source_below_the_unigram_baseline(tmp_path):
     (["train", "gpt", "--dataset", "pysrc", "--target-loss", "0"], "--target-loss must be more than 0"),
     (["train", "mlp", "--dataset", "digits", "--lr", "-1"], "--lr must be more than 0"),
     (["train", "mlp", "--dataset", "digits", "--input", "disk"], "--input must be resident or loader"),
+    (["train", "mlp", "--dataset", "digits", "--compile-mode", "fast"], "--compile-mode takes a torch.compile mode"),
     (["train", "mlp", "--dataset", "mnist", "--offline", "--data-dir", "/nonexistent-rigbench"], "train-images-idx3-ubyte.gz"),
 ])
 def test_bad_train_input_is_one_line_exit_2(args, message):

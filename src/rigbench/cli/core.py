@@ -149,6 +149,8 @@ def train(
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s) (default: cpu)."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework."),
+    compile_: bool = typer.Option(False, "--compile", help="Compile the training step: torch.compile (its default mode), XLA in TensorFlow and Keras; compilation is paid in epoch 1, so it counts in the training time and the time to a target."),
+    compile_mode: str | None = typer.Option(None, "--compile-mode", metavar="MODE", help=COMPILE_MODE_HELP + " (implies --compile)."),
     input_mode: str = typer.Option("resident", "--input", help="resident: the data set lives on the device; loader: a DataLoader feeds it from host memory (input and copy times are reported)."),
     workers: int = typer.Option(0, "--workers", help="DataLoader worker processes (--input loader)."),
     pin_memory: bool = typer.Option(False, "--pin-memory", help="Pinned host memory for faster copies to a GPU (--input loader)."),
@@ -184,14 +186,14 @@ def train(
         precision=precision,  # type: ignore[arg-type]
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], data_dir=data_dir,
         input_mode=input_mode, workers=workers, max_train_samples=max_train_samples,
-        pin_memory=pin_memory, timeout_s=timeout, energy=energy,
+        pin_memory=pin_memory, timeout_s=timeout, energy=energy, compile=_compile_setting(compile_, compile_mode),
     )
     outcome = _run_with_progress(specs, db)
     if as_json:
         print(json.dumps([r.row() for r in outcome.results], indent=2))
     elif outcome.results:
         out.print(terminal.train_table(outcome.results, title=f"run {outcome.run_id}"))
-        for line in terminal.baseline_lines(outcome.results):
+        for line in terminal.baseline_lines(outcome.results) + terminal.compile_lines(outcome.results):
             out.print(line, highlight=False, markup=False, soft_wrap=True)
         out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
                   f"Per-epoch figures: rigbench results show ID{db_flag(db)}", highlight=False, soft_wrap=True)

@@ -147,11 +147,13 @@ def plan_train(
     max_train_samples: int | None = None,
     timeout_s: float = 3600.0,
     energy: EnergyMode = "measure",
+    compile: CompileMode | bool = "off",
 ) -> list[TrialSpec]:
     """Training trials: one per framework x device x batch size x learning rate (the thesis's
     Tables 9-10 come from a list of learning rates or batch sizes). Defaults: torch, the CPU,
     the workload's reference batch size and learning rate. `target_loss` is a held-out loss to
-    reach (a language model's, in nats per token)."""
+    reach (a language model's, in nats per token). `compile` as for plan_run: its compilation
+    falls in epoch 1's time and so in the time to a target, as a user waits for it."""
     from rigbench.data import training_options
 
     ref, options = parse_workload_ref(workload)
@@ -169,8 +171,8 @@ def plan_train(
     lr_values: Sequence[float | None] = lrs or [None]  # None: the workload's default
     return [
         TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
-                  batch_size=batch, precision=precision, threads=threads, lr=lr, measure=measure,
-                  train=train)
+                  batch_size=batch, precision=precision, threads=threads, lr=lr,
+                  compile=compile_mode(compile), measure=measure, train=train)
         for framework in names
         for device in dict.fromkeys(chosen[framework])
         for batch in (batch_sizes or [ref.default_batch])

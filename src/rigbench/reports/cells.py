@@ -4,7 +4,7 @@ literal text, numbers, measured intervals, framework and workload names."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from rich.text import Text
 
@@ -124,23 +124,20 @@ def workload_label(r: Result) -> str:
     return clip(f"{r.spec.workload}:{opts}" if opts else r.spec.workload, NAME_CHARS) + unknown_mark(r.spec.workload)
 
 
-def setup_label(r: Result) -> str:
+def setup_label(r: Result, shown: Collection[str] = ()) -> str:
     """What else sets a trial apart beyond workload, framework, device, batch and precision,
     compactly: kind (when not a speed trial), threads asked for, compile, channels-last, lr,
-    world size."""
+    world size; leaving out the parts named in `shown` ("kind", "lr") that a table has columns for."""
     spec = r.spec
-    parts = [] if spec.kind == "speed" else [spec.kind.replace("_", "-")]
-    if spec.threads:
-        parts.append(f"t{spec.threads}")
-    if spec.compiled:
-        parts.append(spec.compile_label)
-    if spec.channels_last:
-        parts.append("NHWC")
-    if spec.lr is not None:
-        parts.append(f"lr={spec.lr:g}")
-    if spec.world_size > 1:
-        parts.append(f"x{spec.world_size}")
-    return " ".join(parts) or "-"
+    parts = {
+        "kind": "" if spec.kind == "speed" else spec.kind.replace("_", "-"),
+        "threads": f"t{spec.threads}" if spec.threads else "",
+        "compile": spec.compile_label if spec.compiled else "",
+        "layout": "NHWC" if spec.channels_last else "",
+        "lr": "" if spec.lr is None else f"lr={spec.lr:g}",
+        "world": f"x{spec.world_size}" if spec.world_size > 1 else "",
+    }
+    return " ".join(text for name, text in parts.items() if text and name not in shown) or "-"
 
 
 def trials_text(ids: Sequence[int]) -> str:

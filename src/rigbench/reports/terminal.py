@@ -38,7 +38,7 @@ __all__ = [
     "UNKNOWN_WORKLOAD", "any_energy", "calibration_table", "cells", "devices_table", "error_line",
     "framework_column", "framework_short", "interval", "literal", "num", "one_line_outcome",
     "ranks_table", "result_detail", "results_table", "roofline_table", "samples_per_joule_cell",
-    "setup_label", "speed", "speedup_table", "status", "tokens_cell", "train_table", "baseline_lines", "trial_cells",
+    "setup_label", "compile_lines", "speed", "speedup_table", "status", "tokens_cell", "train_table", "baseline_lines", "trial_cells",
     "trial_columns", "unknown_mark", "workload_label", "workloads_table",
 ]
 
@@ -104,6 +104,21 @@ def _target(accuracy: float | None, loss: float | None) -> str:
     return " & ".join(parts) or "-"
 
 
+def compile_lines(results: Sequence[Result]) -> list[str]:
+    """One line per compiled training run of two epochs or more: its first epoch carries the
+    compilation, so it is set beside the mean of the later ones (its train s, and samples/s
+    over the run, count the compilation as the user waited for it)."""
+    lines = []
+    for r in results:
+        epochs = r.epoch_records
+        if r.spec.compiled and len(epochs) >= 2:
+            later = sum(e.train_seconds for e in epochs[1:]) / (len(epochs) - 1)
+            lines.append(f"trial {r.id or '-'} ({r.spec.compile_label}): epoch 1 trained in "
+                         f"{epochs[0].train_seconds:.2f} s, compilation included; later epochs in "
+                         f"{later:.2f} s each (mean)")
+    return lines
+
+
 def baseline_lines(results: Sequence[Result]) -> list[str]:
     """One line per text data set trained on, with the loss a model that ignores context gets
     (the unigram entropy of its training bytes): the figure a language model must beat."""
@@ -118,11 +133,12 @@ def baseline_lines(results: Sequence[Result]) -> list[str]:
 
 def train_table(results: Sequence[Result], title: str | None = None) -> FitTable:
     """Training runs: the columns of the thesis's Table 9 (accuracy after N epochs, time and
-    epochs to the target), with train and evaluation time apart."""
+    epochs to the target), with train and evaluation time apart; precision and the rest of the
+    setup (threads, compile, ...) tell apart runs that differ in nothing else."""
     table = FitTable([
         Column("id", "right"), Column("workload"), Column("data set", priority=50), framework_column(),
-        Column("device", priority=85), Column("batch", "right", priority=70), Column("lr", "right", priority=60),
-        Column("epochs", "right", priority=55), Column("final acc", "right", short="acc"),
+        Column("device", priority=85), Column("batch", "right", priority=70), Column("prec", priority=58),
+        Column("setup", priority=52), Column("lr", "right", priority=60), Column("epochs", "right", priority=55), Column("final acc", "right", short="acc"),
         Column("best acc", "right", priority=45, short="best"),
         Column("val loss", "right", priority=48, short="loss"), Column("bits/byte", "right", priority=42, short="bpb"),
         Column("target", "right", priority=35),
@@ -135,7 +151,8 @@ def train_table(results: Sequence[Result], title: str | None = None) -> FitTable
         m = r.metrics
         table.add_row(*cells(
             str(r.id or "-"), workload_label(r), m.dataset or "-", r.spec.framework, r.spec.device,
-            str(r.spec.batch_size), num(r.spec.effective_lr(), "{:g}"), str(m.epochs or 0),
+            str(r.spec.batch_size), r.spec.precision, setup_label(r, shown=("kind", "lr")),
+            num(r.spec.effective_lr(), "{:g}"), str(m.epochs or 0),
             _pct(m.final_accuracy), _pct(m.best_accuracy), num(m.final_eval_loss, "{:.4f}"),
             num(m.bits_per_byte, "{:.3f}"), _target(m.target_accuracy, m.target_loss),
             num(m.seconds_to_target), "-" if m.epochs_to_target is None else str(m.epochs_to_target),
