@@ -186,7 +186,8 @@ def test_full_recommendation_in_order():
     lines = rules.recommend(results, ["cpu"], {"cpu": MemoryLimit("cpu", 512, None, 512, 2**30)}, "sgd", 60_000)
     assert [(line.decision, line.value) for line in lines] == [
         ("device", "cpu"), ("batch_size", 64), ("learning_rate", 0.02), ("precision", "fp32"),
-        ("energy", None), ("threads", 2), ("loader_workers", None), ("bound_by", None), ("epoch_seconds", 60_000 / 180.0)]
+        ("energy", None), ("threads", 2), ("step_overhead", "work-bound"), ("loader_workers", None), ("bound_by", None),
+        ("epoch_seconds", 60_000 / 180.0)]
 
 
 def joules(j, note=None):

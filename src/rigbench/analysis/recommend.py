@@ -14,6 +14,8 @@ The rules (docs/STRATEGY.md, "The recommendation"):
 - precision: the fastest of the precisions measured at the recommended batch.
 - threads (CPU): the thread count of the fastest trial at the recommended batch.
 - compile, where a compiled trial is stored: analysis/recommend_compile.py.
+- step overhead, with fp32 eager speeds at three batches or more: the part of the step that does
+  not grow with the batch, less the parameters' memory traffic (analysis/step_overhead.py).
 - input pipeline: from `train --input loader` runs, the shares of training time waiting for
   batches and copying them to the device; the largest of input, copy and compute bounds the
   step. Loader workers: the count of the fastest such run.
@@ -36,6 +38,7 @@ from rigbench.analysis.recommend_compile import decide_compile
 from rigbench.analysis.recommend_knobs import decide_precision, decide_threads
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee, sps_text
 from rigbench.analysis.scaling import changed_knobs
+from rigbench.analysis.step_overhead import decide_overhead, parameter_bytes
 from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, speed
 from rigbench.spec import Result
 
@@ -294,13 +297,28 @@ def decide_epoch_time(results: Sequence[Result], device: str, batch: int, datase
     return Line("epoch_seconds", seconds, text, numbers)
 
 
+def step_overhead_line(results: Sequence[Result], device: str, batch: int, optimizer: str,
+                   bandwidth: float | None, compile_measured: bool) -> Line | None:
+    """decide_overhead on `device`'s fp32 eager speeds by batch (every batch measured)."""
+    speeds = baseline_by_batch(results, device)
+    if batch not in speeds:
+        return None
+    sample = speeds[batch].newest
+    return decide_overhead({b: side.samples_per_s for b, side in speeds.items()}, batch, device,
+                           sample.spec.workload, parameter_bytes(sample.metrics.params, optimizer), bandwidth,
+                           compile_measured, sample.spec.framework)
+
+
 def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping[str, MemoryLimit],
-              optimizer: str, dataset_size: int, lr_find: bool = True, default_lr: float | None = None) -> list[Line]:
+              optimizer: str, dataset_size: int, lr_find: bool = True, default_lr: float | None = None,
+              bandwidths: Mapping[str, float | None] | None = None) -> list[Line]:
     """Every decision, in order: device, batch size, learning rate, precision, energy, threads (CPU),
-    compile (where measured), data-parallel processes (where studied), loader workers, what bounds the step, epoch time.
+    compile (where measured), step overhead (with three batches measured), data-parallel processes
+    (where studied), loader workers, what bounds the step, epoch time.
     `results` are one workload's; every decision but the processes one reads one-process trials
     only (a data-parallel trial's samples/s counts every rank's batch). `lr_find`, `default_lr`:
-    the workload's (decide_lr)."""
+    the workload's (decide_lr). `bandwidths`: memory bandwidth (B/s) by device, calibrated or
+    from the spec sheet, for the step overhead's parameter traffic."""
     everything, results = results, [r for r in results if r.spec.world_size == 1]
     device_line = decide_device(results, devices, limits)
     lines = [device_line]
@@ -319,6 +337,9 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     compiled = decide_compile(results, device, batch, dataset_size)  # only where compile was measured
     if compiled is not None:
         lines.append(compiled)
+    overhead = step_overhead_line(results, device, batch, optimizer, (bandwidths or {}).get(device), compiled is not None)
+    if overhead is not None:
+        lines.append(overhead)
     processes = decide_processes(everything, device)  # only where a process study was stored
     if processes is not None:
         lines.append(Line("processes", *processes))

@@ -12,6 +12,8 @@ What it measures when missing, chosen to stay cheap on a small CPU:
   phase 2, on the chosen device at the chosen batch
                        each thread count 1, 2, 4, ... up to the cores (CPU), one precision
                        check (bf16 on a CPU; tf32, bf16, fp16 on CUDA; bf16, fp16 elsewhere),
+                       torch.compile's modes where the step is overhead-bound (analysis/
+                       step_overhead.py) and no compiled trial is stored,
                        one lr-find and one 1-epoch `train --input loader` when a real data set
                        the workload accepts is available offline (digits ships with scikit-learn).
 A measurement counts as present when a stored full-protocol speed trial (analysis/trials.py,
@@ -32,12 +34,13 @@ from rigbench.analysis import recommend as rules
 from rigbench.analysis.recommend_knobs import rows_at
 from rigbench.analysis.recommend_model import Line, MemoryLimit
 from rigbench.analysis.scaling import changed_knobs
+from rigbench.analysis.step_overhead import memory_bandwidths
 from rigbench.errors import UsageError
 from rigbench.experiments import max_batch
 from rigbench.experiments.devices import chosen_devices, normalise_device
 from rigbench.experiments.execute import start_run
 from rigbench.experiments.plan import prepare_data
-from rigbench.experiments.scaling import default_thread_counts
+from rigbench.experiments.scaling import default_compile_modes, default_thread_counts
 from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
 from rigbench.fingerprint import machine_key, this_machine_key
 from rigbench.frameworks import check_framework
@@ -45,6 +48,7 @@ from rigbench.hw.cpu import cpu_identity, native_bf16
 from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.store import Store
+from rigbench.store.calibrations import device_calibrations
 from rigbench.workloads import Workload, parse_workload_ref
 
 #: lr-find in a recommendation: fastai's range (1e-7..10 there, 1e-6..10 here) over 100 steps;
@@ -276,6 +280,7 @@ def recommend(
         todo_p = [p for p in checks if p not in have_p]
         run.measure(f"precision {', '.join(todo_p)} on {device} at b{batch}", "not measured at the chosen batch",
                     [spec(device, batch, precision=p) for p in todo_p])
+        _compile_trials(run, results, ref, framework, device, batch, store, spec)
         _data_trials(run, results, ref, options, framework, device, batch, quick)
     else:
         outcome.missing.append("threads, precision, lr-find and the input pipeline: they are measured "
@@ -284,7 +289,8 @@ def recommend(
     results = stored + run.new
     outcome.results_used = len(results)
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
-                                    dataset_size or ref.dataset.train_size, ref.lr_find, ref.default_lr)
+                                    dataset_size or ref.dataset.train_size, ref.lr_find, ref.default_lr,
+                                    memory_bandwidths(results, device_calibrations(store, results)))
     return outcome
 
 
@@ -306,7 +312,25 @@ def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Resu
         trials += probes + len(grid) + threads + len(precision_checks(device)[0])
     speed_s = trials * (measure.warmup_seconds + measure.min_seconds + TRIAL_OVERHEAD_S)
     return (f"recommend: up to {trials} speed trials and probes plus an lr-find and a loader epoch where a "
-            f"data set is here; at least about {round((speed_s + 2 * DATA_TRIAL_S) / 60, 1)} min")
+            f"data set is here (and torch.compile where the step proves overhead-bound); at least about "
+            f"{round((speed_s + 2 * DATA_TRIAL_S) / 60, 1)} min")
+
+
+def _compile_trials(run: _Session, results: list[Result], ref: Workload, framework: str, device: str, batch: int,
+                    store: Store, spec: Callable[..., TrialSpec]) -> None:
+    """torch.compile's modes for the device (default; on CUDA also reduce-overhead) at the chosen
+    batch, where the step is overhead-bound (analysis/step_overhead.py) and no compiled trial of
+    the device is stored: what removes per-step overhead is what can pay there."""
+    if framework != "torch" or any(r.spec.compiled and r.spec.device == device for r in results):
+        return
+    bandwidth = memory_bandwidths(results, device_calibrations(store, results)).get(device)
+    line = rules.step_overhead_line(results, device, batch, ref.optimizer, bandwidth, compile_measured=False)
+    if line is None or line.value != "overhead-bound":
+        return
+    modes = default_compile_modes(device, framework)
+    run.measure(f"torch.compile {', '.join(modes)} on {device} at b{batch}",
+                f"the step is overhead-bound ({line.numbers['overhead_share']:.0%} of it) and compile was not measured",
+                [spec(device, batch, compile=mode) for mode in modes])
 
 
 def _data_trials(run: _Session, results: list[Result], ref: Workload, options: dict, framework: str,
@@ -347,4 +371,5 @@ def stored_recommendation(results: Sequence[Result], workload: str, framework: s
             and r.spec.framework == framework]
     devices = list(dict.fromkeys(r.spec.device for r in mine if rules.timed(r)))
     limits = {d: limit for d in devices if (limit := stored_limit(mine, d)) is not None}
-    return rules.recommend(mine, devices, limits, ref.optimizer, ref.dataset.train_size, ref.lr_find, ref.default_lr)
+    return rules.recommend(mine, devices, limits, ref.optimizer, ref.dataset.train_size, ref.lr_find, ref.default_lr,
+                           memory_bandwidths(mine, {}))  # the spec sheets' bandwidths: no store here
