@@ -16,6 +16,9 @@
 #   frameworks    cnn (b128), resnet, lstm in every framework at fp32 and bf16: compare --frameworks
 #   small         the launch-bound small networks eager, compiled and as CUDA graphs (torch.compile
 #                 reduce-overhead), and JAX's always-compiled step beside them (issue 26, point 3)
+#   overhead      mlp, autoencoder and cnn eager at b32, b128 and b512 (the step-overhead line's
+#                 fit), then `rigbench recommend cnn`, which measures torch.compile's modes itself
+#                 where the step proves overhead-bound
 #   suite         the default suite: run it on an H100 and on an H200 for `rigbench compare`
 # Then, HERE, on the returned gpu.db: rigbench compare --frameworks, rigbench roofline,
 # rigbench compare RUN_A RUN_B (H100 against H200), rigbench compare --published.
@@ -23,7 +26,7 @@
 # Dry run on a machine without a GPU: DEVICE=cpu QUICK=--quick GPT=gpt VIT=vit BATCH=8
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
-PART=${1:?usage: bash benchmarks/gpu/round2.sh tests|transformers|frameworks|small|suite}
+PART=${1:?usage: bash benchmarks/gpu/round2.sh tests|transformers|frameworks|small|overhead|suite}
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -57,6 +60,9 @@ case $PART in
   small)
     run 400 sweep mlp autoencoder cnn ${BATCH:+-b $BATCH} --compile off,on,reduce-overhead
     run 150 sweep mlp autoencoder cnn ${BATCH:+-b $BATCH} --framework jax ;;
+  overhead)
+    run 150 sweep mlp autoencoder cnn -b "${BATCH:-32,128,512}"
+    step timeout 420 rigbench recommend cnn -d "$DEVICE" $QUICK ;;
   suite)
     step timeout 300 rigbench run -d "$DEVICE" $QUICK ;;
   *) echo "unknown part $PART"; exit 2 ;;
