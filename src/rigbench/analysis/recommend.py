@@ -298,7 +298,7 @@ def decide_epoch_time(results: Sequence[Result], device: str, batch: int, datase
 
 
 def step_overhead_line(results: Sequence[Result], device: str, batch: int, optimizer: str,
-                   bandwidth: float | None, compile_measured: bool) -> Line | None:
+                       bandwidth: float | None, compile_measured: bool) -> Line | None:
     """decide_overhead on `device`'s fp32 eager speeds by batch (every batch measured)."""
     speeds = baseline_by_batch(results, device)
     if batch not in speeds:

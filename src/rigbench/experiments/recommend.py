@@ -329,7 +329,7 @@ def _compile_trials(run: _Session, results: list[Result], ref: Workload, framewo
         return
     modes = default_compile_modes(device, framework)
     run.measure(f"torch.compile {', '.join(modes)} on {device} at b{batch}",
-                f"the step is overhead-bound ({line.numbers['overhead_share']:.0%} of it) and compile was not measured",
+                f"per-step overhead is {line.numbers['overhead_share']:.0%} of the step and compile was not measured",
                 [spec(device, batch, compile=mode) for mode in modes])
 
 
