@@ -120,3 +120,17 @@ def test_recommend_measures_compile_where_the_step_is_overhead_bound(tmp_path):
     # 20 ms of the 20.64 ms step at b64 is fixed: 97%
     assert "torch.compile default on cpu at b64 (per-step overhead is 97% of the step and compile was not " \
            "measured)" in outcome.missing, outcome.missing
+
+
+def test_roofline_names_the_overhead_bound_workloads_of_a_database(tmp_path):
+    """`rigbench roofline` calls cnn on the H100 memory-bound by its estimated traffic; the note
+    says what the speeds across batches show: 90% of its b512 step is per-step overhead. resnet
+    and catsdogs (work-bound) and the one-batch workloads get no note."""
+    from rigbench import api
+
+    db = str(tmp_path / "h100.db")
+    api.import_bundle(str(BUNDLE), db)
+    notes = api.overhead_bound_notes(db=db)
+    assert len(notes) == 1 and notes[0].startswith("cnn torch cuda:0 (NVIDIA H100 80GB HBM3): step overhead: ")
+    assert "(90% of the step)" in notes[0]
+    assert api.overhead_bound_notes(db=db, where=["workload=resnet"]) == []

@@ -16,7 +16,7 @@ from __future__ import annotations
 from rigbench.analysis.roofline import result_roofline
 from rigbench.analysis.specs import spec_sheet
 from rigbench.analysis.speedups import speedups_over_cpu
-from rigbench.api.calibration import roofline
+from rigbench.api.calibration import overhead_bound_notes, roofline
 from rigbench.api.comparison import (
                                      CompareOutcome,
                                      compare,
@@ -56,7 +56,7 @@ __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     "plan_lr_find", "plan_scaling", "plan_process_scaling", "default_thread_counts", "default_precisions",
     "recommend", "RecommendOutcome",
     # ceilings (experiments/calibrate.py, api/calibration.py)
-    "calibrate", "CalibrateOutcome", "device_calibrations", "spec_sheet", "result_roofline", "roofline",
+    "calibrate", "CalibrateOutcome", "device_calibrations", "spec_sheet", "result_roofline", "roofline", "overhead_bound_notes",
     # against known results (api/comparison.py, api/scoring.py)
     "this_machine_results", "compare_published", "compare_frameworks", "compare", "CompareOutcome",
     "export_bundle", "import_bundle", "score", "ScoreOutcome",

@@ -75,7 +75,7 @@ def roofline(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array on stdout: per trial, achieved FLOP/s, MFU, intensity, bounds."),
 ) -> None:
-    """Per successful trial: achieved TFLOP/s, MFU against the spec-sheet and the calibrated peak, arithmetic intensity, and the roofline bound that limits it."""
+    """Per successful trial: achieved TFLOP/s, MFU against the spec-sheet and the calibrated peak, arithmetic intensity, and the roofline bound that limits it; then each workload whose fp32 steps are mostly per-step overhead (measured at three batches or more), which neither roof describes."""
     rows = api.roofline(db=db, run_ids=run_id or [], where=where or [])
     if as_json:
         print(json.dumps([{"id": r.id, "run_id": r.run_id, "label": r.spec.label(),
@@ -89,6 +89,8 @@ def roofline(
     notes = dict.fromkeys(f"{clip(r.device_name or r.spec.device, NAME_CHARS)}: {note}" for r, roof in rows for note in roof.notes)
     for note in notes:
         out.print(f"  note: {note}", highlight=False, markup=False)
+    for note in api.overhead_bound_notes(db=db, run_ids=run_id or [], where=where or []):
+        out.print(f"  overhead-bound: {note}", highlight=False, markup=False, soft_wrap=True)
     warnings = dict.fromkeys(f"{r.device_name or r.spec.device}: {w}" for r, roof in rows for w in roof.warnings)
     for warning in warnings:  # on stdout beside the table it qualifies, and on stderr
         out.print(f"  WARNING: {warning}", highlight=False, markup=False, soft_wrap=True)
