@@ -134,3 +134,16 @@ def test_roofline_names_the_overhead_bound_workloads_of_a_database(tmp_path):
     assert len(notes) == 1 and notes[0].startswith("cnn torch cuda:0 (NVIDIA H100 80GB HBM3): step overhead: ")
     assert "(90% of the step)" in notes[0]
     assert api.overhead_bound_notes(db=db, where=["workload=resnet"]) == []
+
+
+def test_the_scaling_command_keeps_the_workloads_options():
+    """`rigbench scaling gpt` would time the default gpt, not the tiny one the line is about."""
+    results = []
+    for i, batch in enumerate((1, 2, 4)):
+        speed = batch / (5e-3 + 1e-4 * batch)
+        spec = TrialSpec(workload="gpt", workload_options={"preset": "tiny"}, device="cpu", batch_size=batch)
+        results.append(Result(id=i + 1, run_id="r", created_at="2026-11-26T00:00:00+00:00", spec=spec, status="ok",
+                              metrics=Metrics(samples_per_s=speed, steps_measured=10)))
+    line = rules.step_overhead_line(results, "cpu", 4, "adamw", None, compile_measured=False)
+    assert line is not None and line.value == "overhead-bound"
+    assert "`rigbench scaling gpt:preset=tiny -d cpu` measures what torch.compile does to it" in line.text

@@ -39,7 +39,7 @@ from rigbench.analysis.recommend_knobs import decide_precision, decide_threads
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee, sps_text
 from rigbench.analysis.scaling import changed_knobs
 from rigbench.analysis.step_overhead import decide_overhead, parameter_bytes
-from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, speed
+from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, speed, workload_label
 from rigbench.spec import Result
 
 #: A throughput needs at least this many timed steps (as --quick times at least; max-batch
@@ -305,7 +305,7 @@ def step_overhead_line(results: Sequence[Result], device: str, batch: int, optim
         return None
     sample = speeds[batch].newest
     return decide_overhead({b: side.samples_per_s for b, side in speeds.items()}, batch, device,
-                           sample.spec.workload, parameter_bytes(sample.metrics.params, optimizer), bandwidth,
+                           workload_label(sample), parameter_bytes(sample.metrics.params, optimizer), bandwidth,
                            compile_measured, sample.spec.framework)
 
 

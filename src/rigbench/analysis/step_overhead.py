@@ -98,7 +98,8 @@ def decide_overhead(samples_per_s: Mapping[int, float], batch: int, device: str,
                     parameter_bytes_: float | None, bandwidth_bytes_s: float | None,
                     compile_measured: bool, framework: str = "torch") -> Line | None:
     """The step-overhead line at the recommended `batch`, from the fp32 eager speeds by batch on
-    `device`; None with fewer than MIN_BATCHES batches. `compile_measured`: a compile line is
+    `device`; None with fewer than MIN_BATCHES batches. `workload`: as `rigbench scaling` takes it
+    (NAME:key=value). `compile_measured`: a compile line is
     already in the recommendation, so the overhead-bound hint points at it instead of at
     `rigbench scaling`."""
     fit = fit_step_time(samples_per_s)
@@ -107,8 +108,12 @@ def decide_overhead(samples_per_s: Mapping[int, float], batch: int, device: str,
     step = batch / samples_per_s[batch] if batch in samples_per_s else fit.step_s(batch)
     fixed = min(max(fit.fixed_s, 0.0), step)  # a negative intercept: nothing is fixed
     floor = None
+    parameters = "; the parameters' share is unknown (no memory bandwidth: `rigbench calibrate`)"
     if parameter_bytes_ is not None and bandwidth_bytes_s:
         floor = min(parameter_bytes_ / bandwidth_bytes_s, fixed)
+        gbs = bandwidth_bytes_s / 1e9
+        parameters = (f"; moving the parameters takes at least {duration(floor)} of it "
+                      f"({parameter_bytes_ / 1e6:,.0f} MB at {gbs:,.{0 if gbs >= 100 else 1}f} GB/s)")
     overhead = fixed - (floor or 0.0)
     share = overhead / step
     numbers: dict[str, Any] = {
@@ -123,12 +128,7 @@ def decide_overhead(samples_per_s: Mapping[int, float], batch: int, device: str,
             f"batch (a line through the step times at {batches}: {duration(fit.fixed_s)} + "
             f"{duration(fit.per_sample_s)} per sample")
     text += f"; worst point off by {fit.worst_residual:.0%})" if fit.worst_residual > 0.1 else ")"
-    if floor is not None:
-        gbs = bandwidth_bytes_s / 1e9  # type: ignore[operator]  # floor: both known
-        text += (f"; moving the parameters takes at least {duration(floor)} of it "
-                 f"({parameter_bytes_ / 1e6:,.0f} MB at {gbs:,.{0 if gbs >= 100 else 1}f} GB/s)")  # type: ignore[operator]
-    else:
-        text += "; the parameters' share is unknown (no memory bandwidth: `rigbench calibrate`)"
+    text += parameters
     if share < OVERHEAD_BOUND:
         return Line("step_overhead", "work-bound", text + f"; the rest is {share:.0%} of the step, under "
                     f"{OVERHEAD_BOUND:.0%}: the batch's own work dominates", numbers)
