@@ -130,10 +130,11 @@ def test_roofline_names_the_overhead_bound_workloads_of_a_database(tmp_path):
 
     db = str(tmp_path / "h100.db")
     api.import_bundle(str(BUNDLE), db)
-    notes = api.overhead_bound_notes(db=db)
+    notes = api.overhead_bound_notes([r for r, _ in api.roofline(db=db)], db=db)
     assert len(notes) == 1 and notes[0].startswith("cnn torch cuda:0 (NVIDIA H100 80GB HBM3): step overhead: ")
     assert "(90% of the step)" in notes[0]
-    assert api.overhead_bound_notes(db=db, where=["workload=resnet"]) == []
+    resnet = [r for r, _ in api.roofline(db=db, where=["workload=resnet"])]
+    assert api.overhead_bound_notes(resnet, db=db) == []
 
 
 def test_the_scaling_command_keeps_the_workloads_options():

@@ -27,13 +27,12 @@ def roofline(db: str | None = None, run_ids: Sequence[str] = (),
     return [(r, result_roofline(r, calibrations.get(r.device_name or ""))) for r in results]
 
 
-def overhead_bound_notes(db: str | None = None, run_ids: Sequence[str] = (), where: Sequence[str] = ()) -> list[str]:
-    """One note per workload, framework and device whose fp32 eager steps are overhead-bound at
-    the largest batch measured (analysis/step_overhead.py): such a trial sits far below both of
-    its roofs, and the roofline alone would call it memory- or compute-bound."""
-    store = Store(db, create=False)
-    results = [r for r in select_results(store, run_ids, where) if r.status == "ok"]
-    calibrations = device_calibrations(store, results)
+def overhead_bound_notes(results: Sequence[Result], db: str | None = None) -> list[str]:
+    """One note per workload, framework and device of `results` (those `roofline` placed, from
+    the store at `db`) whose fp32 eager steps are overhead-bound at the largest batch measured
+    (analysis/step_overhead.py): such a trial sits far below both of its roofs, and the roofline
+    alone would call it memory- or compute-bound."""
+    calibrations = device_calibrations(Store(db, create=False), results)
     groups: dict[tuple[str, str, str, str], list[Result]] = {}
     for r in results:
         key = (r.spec.workload, repr(sorted(r.spec.workload_options.items())), r.spec.framework,

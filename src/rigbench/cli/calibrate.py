@@ -89,7 +89,7 @@ def roofline(
     notes = dict.fromkeys(f"{clip(r.device_name or r.spec.device, NAME_CHARS)}: {note}" for r, roof in rows for note in roof.notes)
     for note in notes:
         out.print(f"  note: {note}", highlight=False, markup=False)
-    for note in api.overhead_bound_notes(db=db, run_ids=run_id or [], where=where or []):
+    for note in api.overhead_bound_notes([r for r, _ in rows], db=db):
         out.print(f"  overhead-bound: {note}", highlight=False, markup=False, soft_wrap=True)
     warnings = dict.fromkeys(f"{r.device_name or r.spec.device}: {w}" for r, roof in rows for w in roof.warnings)
     for warning in warnings:  # on stdout beside the table it qualifies, and on stderr

@@ -205,9 +205,7 @@ class TorchTrainer:
         self.device_name = device_name(self.device)
         if spec.precision not in ("fp32", "tf32"):
             self._probe_precision(spec.precision)
-        # reduce-overhead and max-autotune replay CUDA graphs, whose outputs the next replay
-        # overwrites: each step says where it begins (torch.compiler.cudagraph_mark_step_begin)
-        self._marks_steps = spec.compile in CUDA_GRAPH_MODES
+        self._marks_steps = spec.compile in CUDA_GRAPH_MODES  # see _begin_step
         if spec.compiled:  # after the probe, so compilation sees only the real batch shape
             self._compile(spec.compile)
 
@@ -288,8 +286,8 @@ class TorchTrainer:
         scaler.update()
 
     def _begin_step(self) -> None:
-        """Tell CUDA graph trees a new step begins (a no-op call without CUDA graphs): the
-        previous step's graph outputs may be overwritten from here on, not before."""
+        """In the CUDA-graph modes (reduce-overhead, max-autotune), tell the graph trees a new
+        step begins: a replay overwrites the previous one's outputs, from here on, not before."""
         if self._marks_steps:
             torch.compiler.cudagraph_mark_step_begin()
 
