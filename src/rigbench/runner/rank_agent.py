@@ -105,12 +105,21 @@ def _first_failure(procs: list[subprocess.Popen]) -> int | None:
     """Wait until every rank has ended (None) or one has failed (its rank)."""
     while True:
         codes = [proc.poll() for proc in procs]
-        failed = [rank for rank, code in enumerate(codes) if code not in (None, 0)]
-        if failed:
-            return failed[0]
+        if (failed := first_failed(codes)) is not None:
+            return failed
         if all(code == 0 for code in codes):
             return None
         time.sleep(POLL_S)
+
+
+def first_failed(codes: list[int | None]) -> int | None:
+    """Of the ranks' exit codes at one look (None: still running), the rank whose failure came
+    first. Several can end between two looks when one's death breaks its peers' collective:
+    a rank ended by a signal (the agent has sent none yet) is then the cause, and a rank that
+    exited with an error after its all-reduce lost that peer is not."""
+    failed = [rank for rank, code in enumerate(codes) if code not in (None, 0)]
+    by_signal = [rank for rank in failed if (codes[rank] or 0) < 0]
+    return next(iter(by_signal or failed), None)
 
 
 def main(argv: list[str]) -> int:
