@@ -2,6 +2,7 @@
 trial per point with every rank's record, shown by `results show`, exported as JSON and drawn
 in the report."""
 
+import importlib.util
 import json
 import math
 import sqlite3
@@ -62,10 +63,14 @@ def test_run_with_processes_says_how_many_threads_each_rank_gets(tmp_path):
     assert "threads per rank:" in proc.stderr
 
 
-def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_one(tmp_path):
-    # Two torchrun agents meet at one c10d endpoint (node 0 hosts it), one rank each: the same
-    # job as --processes 2 on one node, so after the same 2 + 5 steps the replicas match it bit
-    # for bit; only node 0 stores the trial, with both ranks' records.
+@pytest.mark.parametrize("framework", ["torch", pytest.param("jax", marks=pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None, reason="jax is not installed"))])
+def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_one(tmp_path, framework):
+    # Two agents, one rank each, meet at one endpoint that rank 0 on node 0 binds (torch: the
+    # c10d store; jax: jax.distributed's coordination service, whose key-value store carries
+    # rank 1's report to node 0): the same job as --processes 2 on one node, so after the same
+    # 2 + 5 steps the replicas match it bit for bit; only node 0 stores the trial, with both
+    # ranks' records.
     import socket
     import subprocess
     import sys
@@ -73,7 +78,8 @@ def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_on
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    fixed = ["mlp", "-d", "cpu", "--quick", "--steps", "5", "--seconds", "0", "--threads", "1", "--json"]
+    fixed = ["mlp", "-d", "cpu", "--quick", "--steps", "5", "--seconds", "0", "--threads", "1", "--json",
+             "--framework", framework]
     node = ["--processes", "1", "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}"]
     other = subprocess.Popen([sys.executable, "-m", "rigbench", "run", *fixed, *node, "--node-rank", "1",
                               "--db", str(tmp_path / "node1.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -4,7 +4,11 @@ import signal
 import subprocess
 import sys
 
-from rigbench.runner.rank_agent import _first_failure, failures, first_failed
+import pytest
+
+from rigbench.ranks import PEER_PORTS_VAR, NodeLaunch, RankInfo
+from rigbench.runner.rank_agent import _first_failure, contract_env, failures, first_failed, node_ranks
+from rigbench.spec import TrialSpec
 
 
 def test_failures_name_each_failed_ranks_signal_even_one_python_does_not_name():
@@ -34,3 +38,31 @@ def test_a_rank_a_signal_ended_is_the_first_failure_over_a_peer_that_exited_afte
     assert first_failed([1, None, 0]) == 0  # alone, an error exit is the first failure
     assert first_failed([None, 1, -signal.SIGTERM]) == 2
     assert first_failed([0, None]) is None
+
+
+def test_a_node_of_a_multi_node_trial_starts_its_share_of_the_global_ranks_at_the_endpoint():
+    spec = TrialSpec(workload="mlp", framework="jax", batch_size=8, world_size=4, nodes=2)
+    ranks, shared = node_ranks(spec, NodeLaunch(node_rank=1, endpoint="10.0.0.1:29500"))
+    assert ranks == [2, 3] and shared == {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}
+    env = contract_env(3, 4, 29500, (1, 2), "10.0.0.1")
+    assert RankInfo.from_env(env) == RankInfo(3, 1, 4, 2, "10.0.0.1", 29500)
+    one_node, shared = node_ranks(spec.model_copy(update={"nodes": 1}), NodeLaunch())
+    assert one_node == [0, 1, 2, 3] and shared["MASTER_ADDR"] == "127.0.0.1"
+    assert len(set(shared[PEER_PORTS_VAR].split(",")) | {shared["MASTER_PORT"]}) == 5  # distinct ports
+
+
+def test_failures_are_keyed_by_global_rank():
+    procs = [subprocess.Popen(["true"]), subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])]
+    for proc in procs:
+        proc.wait(timeout=30)
+    assert failures(procs, [6, 7]) == {"7": {"exitcode": 3, "signal": None}}
+
+
+def test_tensorflow_refuses_a_multi_node_trial_with_the_reason_and_jax_takes_it():
+    from rigbench.errors import UnsupportedError
+    from rigbench.runner.launchers import launcher_for
+
+    with pytest.raises(UnsupportedError, match="TF_CONFIG"):
+        launcher_for(TrialSpec(workload="mlp", framework="tensorflow", batch_size=8, world_size=2, nodes=2))
+    assert launcher_for(TrialSpec(workload="mlp", framework="jax", batch_size=8, world_size=2, nodes=2)).name == "ranks"
+    assert launcher_for(TrialSpec(workload="mlp", framework="keras-jax", batch_size=8, world_size=2, nodes=2)).name == "ranks"

@@ -9,6 +9,10 @@ names one host:port per worker), and does what torch's
 elastic agent does for torchrun: when a rank fails, it stops the others (SIGTERM, then
 SIGKILL after STOP_GRACE_S) and writes runner/rank_files.agent_path in the same shape as
 runner/torchrun_agent.py, so the launcher reads both alike (launchers/rank_outcome.py).
+On one node of a multi-node trial (ranks.NodeLaunch: --nnodes, --node-rank, --rdzv-endpoint)
+it starts that node's world_size / nodes ranks, global ranks node_rank x that onwards, with
+MASTER_ADDR:MASTER_PORT the endpoint every node names (rank 0, on node 0, binds it; no peer
+ports: an engine that needs every worker's address is refused before, in launchers.launcher_for).
 It imports no framework.
 """
 
@@ -24,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from rigbench.ranks import PEER_PORTS_VAR
+from rigbench.errors import UsageError
+from rigbench.ranks import PEER_PORTS_VAR, NodeLaunch
 from rigbench.runner import rank_files
 from rigbench.runner.child import RANK_FOLDER_FLAG, exit_with_parent
 from rigbench.runner.signal_names import signal_name
@@ -51,10 +56,28 @@ def free_ports(count: int) -> list[int]:
         return [int(sock.getsockname()[1]) for sock in socks]
 
 
-def contract_env(rank: int, world_size: int, port: int) -> dict[str, str]:
-    """The launch contract's variables for `rank` of `world_size` ranks on this machine."""
-    return {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
-            "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+def contract_env(rank: int, world_size: int, port: int, local: tuple[int, int] | None = None,
+                 master_addr: str = "127.0.0.1") -> dict[str, str]:
+    """The launch contract's variables for `rank` of `world_size` ranks; `local` is its (local
+    rank, ranks on its node), by default (rank, world_size): every rank on this machine."""
+    local_rank, local_world_size = local or (rank, world_size)
+    return {"RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(world_size),
+            "LOCAL_WORLD_SIZE": str(local_world_size), "MASTER_ADDR": master_addr, "MASTER_PORT": str(port)}
+
+
+def node_ranks(spec: TrialSpec, node: NodeLaunch) -> tuple[list[int], dict[str, str]]:
+    """The global ranks this node starts, and the variables every one of them shares beyond its
+    place: the master's address and port, and on one node the peer ports (module docstring)."""
+    if spec.nodes == 1:
+        port, *peers = free_ports(spec.world_size + 1)
+        return list(range(spec.world_size)), {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                                              PEER_PORTS_VAR: ",".join(map(str, peers))}
+    if node.endpoint is None:
+        raise UsageError("a multi-node trial needs --rdzv-endpoint HOST:PORT")
+    host, _, port_text = node.endpoint.rpartition(":")
+    local = spec.world_size // spec.nodes
+    return list(range(node.node_rank * local, (node.node_rank + 1) * local)), {"MASTER_ADDR": host,
+                                                                               "MASTER_PORT": port_text}
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
@@ -76,29 +99,31 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 def launch(spec_path: Path, folder: Path) -> int:
     """Run the ranks to their end; 0 if every one exited cleanly, else 1 after agent.json."""
     spec = TrialSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
-    port, *peers = free_ports(spec.world_size + 1)
-    base = dict(os.environ, RIGBENCH_PARENT_PID=str(os.getpid()))  # the ranks' watchdog watches us
-    base[PEER_PORTS_VAR] = ",".join(map(str, peers))
+    ranks, shared = node_ranks(spec, NodeLaunch.from_env())
+    base = dict(os.environ, RIGBENCH_PARENT_PID=str(os.getpid())) | shared  # the ranks' watchdog watches us
     command = [sys.executable, "-m", "rigbench.runner.child", str(spec_path), RANK_FOLDER_FLAG, str(folder)]
     procs = [subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True,
-                              env=base | contract_env(rank, spec.world_size, port))
-             for rank in range(spec.world_size)]
+                              env=base | contract_env(rank, spec.world_size, int(shared["MASTER_PORT"]),
+                                                      (local, len(ranks)), shared["MASTER_ADDR"]))
+             for local, rank in enumerate(ranks)]
     try:
         first = _first_failure(procs)
     finally:
         _stop(procs)  # a no-op when every rank has ended; on SIGTERM to us, ends them
     if first is None:
         return 0
-    rank_files.agent_path(folder).write_text(json.dumps({"first": first, "failures": failures(procs)}),
+    rank_files.agent_path(folder).write_text(json.dumps({"first": ranks[first], "failures": failures(procs, ranks)}),
                                              encoding="utf-8")
     return 1
 
 
-def failures(procs: list[subprocess.Popen]) -> dict[str, dict]:
+def failures(procs: list[subprocess.Popen], ranks: list[int] | None = None) -> dict[str, dict]:
     """Each failed rank's exit code and, if a signal ended it, the signal's name ("signal 40"
-    for a real-time signal Python does not name: the record is written whatever killed it)."""
-    return {str(rank): {"exitcode": proc.returncode, "signal": signal_name(-proc.returncode) if proc.returncode < 0 else None}
-            for rank, proc in enumerate(procs) if proc.returncode}
+    for a real-time signal Python does not name: the record is written whatever killed it),
+    by global rank (`ranks`: each process's; by default its place in `procs`)."""
+    ranks = ranks or list(range(len(procs)))
+    return {str(ranks[i]): {"exitcode": proc.returncode, "signal": signal_name(-proc.returncode) if proc.returncode < 0 else None}
+            for i, proc in enumerate(procs) if proc.returncode}
 
 
 def _first_failure(procs: list[subprocess.Popen]) -> int | None:

@@ -37,6 +37,9 @@ COLLECTIVE_GRACE_S = 60
 #: "... Read error [127.0.0.1]:30615: Connection reset by peer"), seen by killing a rank.
 PEER_GONE = ("closed by peer", "reset by peer")
 
+#: The report channel's keys in jax.distributed's key-value store start with this.
+CHANNEL_PREFIX = "rigbench/"
+
 _joined = False
 
 
@@ -82,6 +85,25 @@ class JaxCollective:
             times.append(time.perf_counter() - start)
         return times[1:]
 
+    def send(self, key: str, text: str) -> None:
+        """base.ReportChannel through jax.distributed's key-value store: its coordination
+        service runs in process 0 (rank 0, on node 0, the one that receives) until it leaves.
+        The client has no public name in jax 0.10 (jax._src.distributed.global_state)."""
+        _kv_client().key_value_set(CHANNEL_PREFIX + key, text, allow_overwrite=True)
+
+    def receive(self, keys: list[str], timeout_s: float) -> dict[str, str]:
+        client, found = _kv_client(), {}
+        deadline = time.monotonic() + timeout_s
+        for key in keys:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                break
+            try:
+                found[key] = client.blocking_key_value_get(CHANNEL_PREFIX + key, left_ms)
+            except jax.errors.JaxRuntimeError:  # DEADLINE_EXCEEDED: that rank never sent
+                continue
+        return found
+
     def leave(self, failed: bool) -> None:
         if failed:
             atexit.register(_exit_now)  # runs before jax's handler (atexit is last in, first out)
@@ -91,6 +113,13 @@ class JaxCollective:
     def lost_peer(self, exc: BaseException) -> bool:
         text = str(exc)
         return "Gloo" in text and any(gone in text for gone in PEER_GONE)
+
+
+def _kv_client() -> Any:
+    """The process's client of jax.distributed's coordination service."""
+    from jax._src import distributed
+
+    return distributed.global_state.client
 
 
 def _exit_now() -> None:

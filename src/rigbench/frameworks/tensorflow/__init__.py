@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
+#: Why a multi-node trial (--nnodes) is refused (runner/launchers stores it as `unsupported`).
+NO_MULTI_NODE = ("TensorFlow's multi-worker strategy names every worker's HOST:PORT in TF_CONFIG, and each node's "
+                 "rigbench agent knows only its own: --nnodes runs torch, jax and keras-jax")
+
 __all__ = ["NAME", "attention", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
            "prepare", "software"]
 

@@ -3,8 +3,10 @@
 A trial's launcher follows from its spec: `world_size` 1 runs in one child process
 ("process"); a data-parallel torch trial (world_size > 1) runs its ranks under torch's
 elastic agent ("torchrun"), another framework's under rigbench's agent ("ranks") if its
-adapter can join a process group. For one that cannot, `launcher_for` says so with an
-UnsupportedError, which the session stores as an `unsupported` result.
+adapter can join a process group, on one node or several (rigbench's agent runs on each
+node; an adapter whose engine cannot says why in its NO_MULTI_NODE). For one that cannot,
+`launcher_for` says so with an UnsupportedError, which the session stores as an `unsupported`
+result.
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def launcher_for(spec: TrialSpec) -> Launcher:
         return get_launcher("process")
     if spec.framework == "torch":
         return get_launcher("torchrun")
-    if spec.nodes > 1:
-        raise UnsupportedError(f"{spec.framework} has no multi-node launcher: --nnodes runs torch (torchrun's c10d rendezvous)")
     adapter = load_adapter(spec.framework)
     if hasattr(adapter, "join"):  # base.DataParallelAdapter
+        if spec.nodes > 1 and hasattr(adapter, "NO_MULTI_NODE"):
+            raise UnsupportedError(f"{spec.framework} has no multi-node launch: {adapter.NO_MULTI_NODE}")
         return get_launcher("ranks")
     raise UnsupportedError(f"{spec.framework} has no data-parallel support: --processes {spec.world_size} "
                            f"needs a framework that trains data-parallel ({no_data_parallel_reason(adapter)})")
