@@ -84,6 +84,24 @@ def test_a_rank_that_left_nothing_is_a_crash_with_its_stderr(tmp_path):
     assert r0.status == "ok" and r1.status == "crash" and r1.rank == 1 and "boom" in r1.error
 
 
+def test_across_nodes_a_failure_seen_here_is_the_cause_before_a_report_that_did_not_come(tmp_path):
+    two_nodes = spec().model_copy(update={"nodes": 2})
+    # Rank 1 ran here and was killed; rank 0 ran on the other node, and its report never came
+    # (this node's gathering rank was the one killed).
+    (tmp_path / "agent.json").write_text(json.dumps({"first": 1, "failures": {"1": {"exitcode": -9}}}))
+    r0, r1 = rank_reports(tmp_path, two_nodes, timed_out=False, stopped_at=0.0)
+    assert "no report from this rank reached node 0" in r0.error and r0.collateral
+    assert error_line(merge_reports([r0, r1]).error).startswith("rank 1: the trial's process was killed by SIGKILL")
+    # Rank 0 ran here and failed because its peer went away: the remote rank is the cause.
+    (tmp_path / "agent.json").unlink()
+    rank_files.report_path(tmp_path, 0).write_text(ChildReport(
+        status="crash", error="Connection closed by peer", collateral=True, world_size=2).model_dump_json())
+    rank_files.stderr_path(tmp_path, 0).write_text("")
+    r0, r1 = rank_reports(tmp_path, two_nodes, timed_out=False, stopped_at=0.0)
+    assert not r1.collateral and error_line(merge_reports([r0, r1]).error).startswith(
+        "rank 1: no report from this rank reached node 0")
+
+
 def test_collateral_failures_are_passed_over_unless_alone():
     cause = ChildReport(status="oom", error="out of memory", rank=1, world_size=2)
     peer = ChildReport(status="crash", error="Connection closed by peer", rank=0, world_size=2, collateral=True)
@@ -134,3 +152,21 @@ def test_all_reduce_bus_bandwidth_is_nccl_tests_formula():
     assert m["allreduce_latency_us"] == pytest.approx(2000.0)
     assert m["allreduce_grad_ms"] == pytest.approx(2.0)
     assert m["allreduce_busbw_gbs"] == pytest.approx(2e6 / 1e9)
+
+
+def test_a_node_other_than_0_prints_why_its_own_ranks_failed():
+    from rigbench.runner.launchers import Outcome
+    from rigbench.runner.session import local_failures
+
+    two_nodes = spec(world_size=4).model_copy(update={"nodes": 2})
+    reports = [ChildReport(status="crash", error="no report from this rank reached node 0", rank=0, world_size=4),
+               ChildReport(status="ok", rank=1, world_size=4),
+               ChildReport(status="crash", error="Traceback ...\nRuntimeError: Connection reset by peer", rank=2,
+                           world_size=4, collateral=True),
+               ChildReport(status="crash", error="the trial's process was killed by SIGKILL", rank=3, world_size=4)]
+    lines = local_failures(two_nodes, Outcome(reports=reports, ran_here=[1, 2, 3]), node_rank=1)
+    assert lines == ["node 1: mlp torch cpu b8 fp32 rank 2: crash: RuntimeError: Connection reset by peer",
+                     "node 1: mlp torch cpu b8 fp32 rank 3: crash: the trial's process was killed by SIGKILL"]
+    refused = Outcome(reports=[ChildReport(status="unsupported", error="tensorflow has no multi-node launch")])
+    assert local_failures(two_nodes, refused, node_rank=1) == [
+        "node 1: mlp torch cpu b8 fp32: unsupported: tensorflow has no multi-node launch"]

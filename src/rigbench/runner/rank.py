@@ -193,8 +193,9 @@ def check_all_reduce(collective: Collective, gradient_bytes: int) -> list[tuple[
     return [(size, statistics.median(collective.time_all_reduce(size, ALLREDUCE_REPEATS))) for size in sizes]
 
 
-#: Seconds node 0's gathering rank waits for the other ranks' reports.
-GATHER_TIMEOUT_S = 60.0
+#: Seconds node 0's gathering rank waits for the other ranks' reports; when its own trial
+#: failed, FAILED_GATHER_S: a peer that failed with it sends at once, and one that died never does.
+GATHER_TIMEOUT_S, FAILED_GATHER_S = 60.0, 5.0
 
 
 def send_to_node_zero(collective: Collective, spec: TrialSpec, me: RankInfo, folder: Path,
@@ -210,7 +211,8 @@ def send_to_node_zero(collective: Collective, spec: TrialSpec, me: RankInfo, fol
     if me.local_rank != 0 or NodeLaunch.from_env().node_rank != 0:
         return
     others = [f"report/{rank}" for rank in range(spec.world_size) if rank != me.rank]
-    for key, text in channel.receive(others, GATHER_TIMEOUT_S).items():
+    wait_s = GATHER_TIMEOUT_S if report.status == "ok" else FAILED_GATHER_S
+    for key, text in channel.receive(others, wait_s).items():
         path = rank_files.report_path(folder, int(key.rpartition("/")[2]))
         if not path.exists():  # a local rank writes its own
             part = path.with_suffix(".part")

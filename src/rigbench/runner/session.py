@@ -21,6 +21,7 @@ from rigbench.runner.launchers.base import TrialInterrupted
 from rigbench.spec import ChildReport, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.limits import check_storable
+from rigbench.textlimits import error_line
 
 log = logging.getLogger("rigbench.runner")
 
@@ -68,8 +69,11 @@ def run_trials(
         except KeyboardInterrupt:
             outcome.interrupted, outcome.stopped = True, spec
             break
-        if spec.nodes > 1 and NodeLaunch.from_env().node_rank != 0:
-            continue  # node 0 stores the trial with every rank's record (runner/rank.send_to_node_zero)
+        node_rank = NodeLaunch.from_env().node_rank if spec.nodes > 1 else 0
+        if node_rank != 0:  # node 0 stores the trial with every rank's record (runner/rank.send_to_node_zero)
+            for line in local_failures(spec, launched, node_rank):
+                log.warning("rigbench: %s", line)
+            continue
         result = build_result(spec, launched, run_id)  # every rank's report, merged there
         store.add_result(result)
         outcome.results.append(result)
@@ -78,6 +82,20 @@ def run_trials(
         if outcome.interrupted:
             break
     return outcome
+
+
+def local_failures(spec: TrialSpec, launched: Outcome, node_rank: int) -> list[str]:
+    """One line per rank of this node (not node 0) that did not end `ok`: node 0 stores the
+    trial, and names a rank whose report did not reach it only as such, so this node's output
+    is where its cause is read."""
+    def line(report: ChildReport, rank: str) -> str:
+        return f"node {node_rank}: {spec.label()}{rank}: {report.status}: {error_line(report.error or report.status)}"
+
+    if len(launched.reports) < spec.world_size:  # no rank started (e.g. unsupported)
+        return [line(launched.report, "")] if launched.report.status != "ok" else []
+    here = launched.ran_here if launched.ran_here is not None else range(spec.world_size)
+    return [line(report, f" rank {rank}") for rank, report in enumerate(launched.reports)
+            if rank in here and report.status != "ok"]
 
 
 def oversubscription(specs: Sequence[TrialSpec], cores: int | None) -> str | None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
-from rigbench.runner.launchers.rank_outcome import rank_reports
+from rigbench.runner.launchers.rank_outcome import ran_here, rank_reports
 from rigbench.runner.launchers.steps import (
     Started,
     child_env,
@@ -85,7 +85,7 @@ class AgentLauncher(Launcher):
             reports = rank_reports(folder, spec, timed_out=timed_out, stopped_at=stopped_at)
             method, note = agent.tracker.energy_description()
             return Outcome(reports=reports, samples=samples, returncode=agent.proc.returncode,
-                           energy_method=method, energy_note=note)
+                           energy_method=method, energy_note=note, ran_here=ran_here(folder, spec))
 
 
 class TorchrunLauncher(AgentLauncher):

@@ -47,6 +47,8 @@ class Outcome:
     returncode: int | None = None
     energy_method: str | None = None
     energy_note: str | None = None
+    #: The ranks that ran on this machine, where a trial spans nodes (None: every rank).
+    ran_here: list[int] | None = None
 
     def __post_init__(self) -> None:
         if not self.reports:

@@ -109,18 +109,34 @@ def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: 
         written.update(timeout_reports(folder, spec, missing, stopped_at))
         return [written[r] for r in range(spec.world_size)]
     agent = _agent(folder)
+    here = ran_here(folder, spec)
     for rank in missing:
         stderr = stderr_tail(rank_files.stderr_path(folder, rank))
         failure = agent.get("failures", {}).get(str(rank))
         if failure is not None:
             written[rank] = _failure_report(rank, spec, failure, int(agent.get("first", rank)), stderr)
-        elif spec.nodes > 1 and not rank_files.stderr_path(folder, rank).exists():
+        elif rank not in here:
             written[rank] = ChildReport(status="crash", rank=rank, world_size=spec.world_size, error=(
                 "no report from this rank reached node 0 (it ran on another node: that node's output says why)"))
         else:
             written[rank] = ChildReport(status="crash", rank=rank, world_size=spec.world_size,
                                         error=with_stderr(stderr, "the rank ended without a report"))
+    # A rank whose own failure is known here is the cause before a remote rank whose report did
+    # not come (its report may have failed to come because of that failure).
+    if any(r in here and written[r].status != "ok" and not written[r].collateral for r in written):
+        for rank in missing:
+            if rank not in here:
+                written[rank].collateral = True
     return [written[r] for r in range(spec.world_size)]
+
+
+def ran_here(folder: Path, spec: TrialSpec) -> list[int]:
+    """The ranks that ran on this machine: each one writes its stderr into the trial's folder
+    (runner/rank.redirect_stderr), and the agent names those it saw fail. On one node, all."""
+    if spec.nodes == 1:
+        return list(range(spec.world_size))
+    failed = {int(rank) for rank in _agent(folder).get("failures", {})}
+    return [r for r in range(spec.world_size) if r in failed or rank_files.stderr_path(folder, r).exists()]
 
 
 def _agent(folder: Path) -> dict:
