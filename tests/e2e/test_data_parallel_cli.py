@@ -69,8 +69,8 @@ def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_on
     # Two agents, one rank each, meet at one endpoint that rank 0 on node 0 binds (torch: the
     # c10d store; jax: jax.distributed's coordination service, whose key-value store carries
     # rank 1's report to node 0): the same job as --processes 2 on one node, so after the same
-    # 2 + 5 steps the replicas match it bit for bit; only node 0 stores the trial, with both
-    # ranks' records.
+    # 2 + 5 steps the replicas match it bit for bit (checked here for torch; by hand for jax,
+    # docs/DATA_PARALLEL.md); only node 0 stores the trial, with both ranks' records.
     import socket
     import subprocess
     import sys
@@ -96,9 +96,12 @@ def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_on
     assert two_nodes["status"] == "ok", two_nodes["error"]
     assert (two_nodes["world_size"], len(two_nodes["ranks"])) == (2, 2)
     assert all(rank["status"] == "ok" and rank["host"] for rank in two_nodes["ranks"])
-    [one_node] = json.loads(rigbench("run", *fixed, "--processes", "2", "--db", str(tmp_path / "one.db"), timeout=400).stdout)
-    assert one_node["ranks"][0]["steps"] == two_nodes["ranks"][0]["steps"] == 5
-    assert one_node["ranks"][0]["param_digest"] == two_nodes["ranks"][0]["param_digest"] == two_nodes["ranks"][1]["param_digest"]
+    assert [rank["steps"] for rank in two_nodes["ranks"]] == [5, 5]
+    assert two_nodes["ranks"][0]["param_digest"] == two_nodes["ranks"][1]["param_digest"]  # the all-reduce spanned both
+    if framework == "torch":  # jax's one-node equivalence is tests/integration/test_data_parallel_jax.py's (suite time)
+        [one_node] = json.loads(rigbench("run", *fixed, "--processes", "2", "--db", str(tmp_path / "one.db"),
+                                         timeout=400).stdout)
+        assert one_node["ranks"][0]["param_digest"] == two_nodes["ranks"][0]["param_digest"]
 
 
 def test_bad_node_flags_name_the_flag(tmp_path):
