@@ -262,6 +262,9 @@ def recommend(
 
     # Phase 2: on the chosen device at the chosen batch.
     results = stored + run.new
+    # the devices' memory bandwidths (the step-overhead line's parameter floor): phase 2 adds
+    # trials on a device phase 1 already measured, so they hold for the final recommendation too
+    bandwidths = memory_bandwidths(results, device_calibrations(store, results))
     device = rules.decide_device(results, chosen, limits).value
     batch = rules.decide_batch(results, device, limits.get(device)).value if device else None
     if device is not None and batch is not None:
@@ -280,7 +283,7 @@ def recommend(
         todo_p = [p for p in checks if p not in have_p]
         run.measure(f"precision {', '.join(todo_p)} on {device} at b{batch}", "not measured at the chosen batch",
                     [spec(device, batch, precision=p) for p in todo_p])
-        _compile_trials(run, results, ref, framework, device, batch, store, spec)
+        _compile_trials(run, results, ref, framework, device, batch, bandwidths.get(device), spec)
         _data_trials(run, results, ref, options, framework, device, batch, quick)
     else:
         outcome.missing.append("threads, precision, lr-find and the input pipeline: they are measured "
@@ -290,7 +293,7 @@ def recommend(
     outcome.results_used = len(results)
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or ref.dataset.train_size, ref.lr_find, ref.default_lr,
-                                    memory_bandwidths(results, device_calibrations(store, results)))
+                                    bandwidths)
     return outcome
 
 
@@ -317,13 +320,12 @@ def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Resu
 
 
 def _compile_trials(run: _Session, results: list[Result], ref: Workload, framework: str, device: str, batch: int,
-                    store: Store, spec: Callable[..., TrialSpec]) -> None:
+                    bandwidth: float | None, spec: Callable[..., TrialSpec]) -> None:
     """torch.compile's modes for the device (default; on CUDA also reduce-overhead) at the chosen
     batch, where the step is overhead-bound (analysis/step_overhead.py) and no compiled trial of
     the device is stored: what removes per-step overhead is what can pay there."""
     if framework != "torch" or any(r.spec.compiled and r.spec.device == device for r in results):
         return
-    bandwidth = memory_bandwidths(results, device_calibrations(store, results)).get(device)
     line = rules.step_overhead_line(results, device, batch, ref.optimizer, bandwidth, compile_measured=False)
     if line is None or line.value != "overhead-bound":
         return

@@ -132,7 +132,7 @@ def setup_label(r: Result, shown: Collection[str] = ()) -> str:
     parts = {
         "kind": "" if spec.kind == "speed" else spec.kind.replace("_", "-"),
         "threads": f"t{spec.threads}" if spec.threads else "",
-        "compile": spec.compile_label if spec.compiled else "",
+        "compile": spec.compile_label,  # "" when off
         "layout": "NHWC" if spec.channels_last else "",
         "lr": "" if spec.lr is None else f"lr={spec.lr:g}",
         "world": f"x{spec.world_size}" if spec.world_size > 1 else "",
