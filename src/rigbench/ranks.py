@@ -14,26 +14,10 @@ from rigbench.errors import UsageError
 
 #: The variables of the contract, in the order RankInfo's fields follow.
 CONTRACT = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-#: Beside the contract, from rigbench's own agent (runner/rank_agent.py) only: a comma list of
-#: one free port per rank, for an engine in which every worker listens (TensorFlow's TF_CONFIG
-#: names one host:port per worker; the contract has only the master's).
-PEER_PORTS_VAR = "RIGBENCH_PEER_PORTS"
-
-
-def peer_ports(world_size: int, env: Mapping[str, str] | None = None) -> list[int] | None:
-    """The ports of PEER_PORTS_VAR, one per rank; None when it is unset (a process not started
-    by rigbench's agent); UsageError when it does not hold `world_size` port numbers."""
-    env = os.environ if env is None else env
-    text = env.get(PEER_PORTS_VAR)
-    if not text:
-        return None
-    try:
-        ports = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise UsageError(f"{PEER_PORTS_VAR}={text!r} must be a comma list of port numbers") from None
-    if len(ports) != world_size:
-        raise UsageError(f"{PEER_PORTS_VAR}={text!r} names {len(ports)} ports for {world_size} ranks")
-    return ports
+#: Beside the contract, set to "1" by rigbench's own agent (runner/rank_agent.py) for the ranks it
+#: starts: an engine that has no launcher of its own (TensorFlow) takes the contract's variables
+#: as its cue to join only then, not when a user's shell happens to set RANK.
+RANK_AGENT_VAR = "RIGBENCH_RANK_AGENT"
 
 
 @dataclass(frozen=True)

@@ -63,14 +63,15 @@ def test_run_with_processes_says_how_many_threads_each_rank_gets(tmp_path):
     assert "threads per rank:" in proc.stderr
 
 
-@pytest.mark.parametrize("framework", ["torch", pytest.param("jax", marks=pytest.mark.skipif(
-    importlib.util.find_spec("jax") is None, reason="jax is not installed"))])
+@pytest.mark.parametrize("framework", ["torch", *(pytest.param(name, marks=pytest.mark.skipif(
+    importlib.util.find_spec(name) is None, reason=f"{name} is not installed")) for name in ("jax", "tensorflow"))])
 def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_one(tmp_path, framework):
     # Two agents, one rank each, meet at one endpoint that rank 0 on node 0 binds (torch: the
     # c10d store; jax: jax.distributed's coordination service, whose key-value store carries
-    # rank 1's report to node 0): the same job as --processes 2 on one node, so after the same
-    # 2 + 5 steps the replicas match it bit for bit (checked here for torch; by hand for jax,
-    # docs/DATA_PARALLEL.md); only node 0 stores the trial, with both ranks' records.
+    # rank 1's report to node 0; tensorflow: rigbench's rank store, which carries the workers'
+    # addresses and the report): the same job as --processes 2 on one node, so after the same
+    # 2 + 5 steps the replicas match it bit for bit (checked here for torch; by hand for jax
+    # and tensorflow, docs/DATA_PARALLEL.md); only node 0 stores the trial, with both ranks' records.
     import socket
     import subprocess
     import sys

@@ -4,9 +4,7 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
-from rigbench.ranks import PEER_PORTS_VAR, NodeLaunch, RankInfo
+from rigbench.ranks import NodeLaunch, RankInfo
 from rigbench.runner.rank_agent import _first_failure, contract_env, failures, first_failed, node_ranks
 from rigbench.spec import TrialSpec
 
@@ -47,8 +45,7 @@ def test_a_node_of_a_multi_node_trial_starts_its_share_of_the_global_ranks_at_th
     env = contract_env(3, 4, 29500, (1, 2), "10.0.0.1")
     assert RankInfo.from_env(env) == RankInfo(3, 1, 4, 2, "10.0.0.1", 29500)
     one_node, shared = node_ranks(spec.model_copy(update={"nodes": 1}), NodeLaunch())
-    assert one_node == [0, 1, 2, 3] and shared["MASTER_ADDR"] == "127.0.0.1"
-    assert len(set(shared[PEER_PORTS_VAR].split(",")) | {shared["MASTER_PORT"]}) == 5  # distinct ports
+    assert one_node == [0, 1, 2, 3] and shared["MASTER_ADDR"] == "127.0.0.1" and int(shared["MASTER_PORT"]) > 0
 
 
 def test_failures_are_keyed_by_global_rank():
@@ -58,11 +55,10 @@ def test_failures_are_keyed_by_global_rank():
     assert failures(procs, [6, 7]) == {"7": {"exitcode": 3, "signal": None}}
 
 
-def test_tensorflow_refuses_a_multi_node_trial_with_the_reason_and_jax_takes_it():
-    from rigbench.errors import UnsupportedError
+def test_every_data_parallel_framework_but_torch_runs_its_nodes_under_rigbenchs_agent():
     from rigbench.runner.launchers import launcher_for
 
-    with pytest.raises(UnsupportedError, match="TF_CONFIG"):
-        launcher_for(TrialSpec(workload="mlp", framework="tensorflow", batch_size=8, world_size=2, nodes=2))
-    assert launcher_for(TrialSpec(workload="mlp", framework="jax", batch_size=8, world_size=2, nodes=2)).name == "ranks"
-    assert launcher_for(TrialSpec(workload="mlp", framework="keras-jax", batch_size=8, world_size=2, nodes=2)).name == "ranks"
+    for framework in ("jax", "keras-jax", "tensorflow"):
+        spec = TrialSpec(workload="mlp", framework=framework, batch_size=8, world_size=2, nodes=2)
+        assert launcher_for(spec).name == "ranks"
+    assert launcher_for(TrialSpec(workload="mlp", batch_size=8, world_size=2, nodes=2)).name == "torchrun"

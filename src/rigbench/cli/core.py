@@ -68,7 +68,7 @@ def run(
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory layout (convolutional workloads only)."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice; with --processes, per rank: the usable cores // the ranks)."),
     processes: int = typer.Option(1, "--processes", metavar="N", help="Data-parallel ranks per trial, each with its share of the global batch: torch (torchrun + DistributedDataParallel; gloo on the CPU, NCCL and one GPU per rank on CUDA), jax (jax.distributed), tensorflow (MultiWorkerMirroredStrategy), keras-jax (keras.distribution.DataParallel on jax.distributed). --batch-size is each rank's batch; the global batch is N times it."),
-    nnodes: int = typer.Option(1, "--nnodes", metavar="N", help="Machines the trial spans (torch, jax, keras-jax): run the same command on each with its --node-rank; --processes ranks on each."),
+    nnodes: int = typer.Option(1, "--nnodes", metavar="N", help="Machines the trial spans (torch, jax, keras-jax, tensorflow): run the same command on each with its --node-rank; --processes ranks on each."),
     node_rank: int = typer.Option(0, "--node-rank", metavar="R", help="This machine's place, 0 to N-1; node 0 hosts the rendezvous and stores the trial with every rank's record."),
     rdzv_endpoint: str | None = typer.Option(None, "--rdzv-endpoint", metavar="HOST:PORT", help="Where the nodes meet (torch: torchrun's c10d rendezvous; jax: jax.distributed's coordinator): node 0's address and a free port, the same on every node."),
     steps: int | None = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),

@@ -3,16 +3,15 @@ engines that start no processes of their own (jax.distributed, TensorFlow's mult
 strategy): it starts spec.world_size ranks on this machine, each
 `python -m rigbench.runner.child SPEC --rank-folder FOLDER` in a session of its own with the
 launch contract's environment (rigbench/ranks.py: RANK, LOCAL_RANK, WORLD_SIZE,
-LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free port) and ranks.PEER_PORTS_VAR (one
-more free port per rank, for an engine whose every worker listens, as TensorFlow's TF_CONFIG
-names one host:port per worker), and does what torch's
-elastic agent does for torchrun: when a rank fails, it stops the others (SIGTERM, then
-SIGKILL after STOP_GRACE_S) and writes runner/rank_files.agent_path in the same shape as
-runner/torchrun_agent.py, so the launcher reads both alike (launchers/rank_outcome.py).
+LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free port, and ranks.RANK_AGENT_VAR),
+and does what torch's elastic agent does for torchrun: when a rank fails, it stops the others
+(SIGTERM, then SIGKILL after STOP_GRACE_S) and writes runner/rank_files.agent_path in the same
+shape as runner/torchrun_agent.py, so the launcher reads both alike (launchers/rank_outcome.py).
 On one node of a multi-node trial (ranks.NodeLaunch: --nnodes, --node-rank, --rdzv-endpoint)
 it starts that node's world_size / nodes ranks, global ranks node_rank x that onwards, with
-MASTER_ADDR:MASTER_PORT the endpoint every node names (rank 0, on node 0, binds it; no peer
-ports: an engine that needs every worker's address is refused before, in launchers.launcher_for).
+MASTER_ADDR:MASTER_PORT the endpoint every node names (rank 0, on node 0, binds it). Where the
+engine needs more than the master's address (TensorFlow: every worker's), the ranks exchange it
+among themselves (rigbench/rank_store.py).
 It imports no framework.
 """
 
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 
 from rigbench.errors import UsageError
-from rigbench.ranks import PEER_PORTS_VAR, NodeLaunch
+from rigbench.ranks import RANK_AGENT_VAR, NodeLaunch
 from rigbench.runner import rank_files
 from rigbench.runner.child import RANK_FOLDER_FLAG, exit_with_parent
 from rigbench.runner.signal_names import signal_name
@@ -42,18 +41,10 @@ STOP_GRACE_S = 5.0
 
 
 def free_port() -> int:
-    """A TCP port free on the loopback interface now (the coordinator binds it moments later)."""
-    return free_ports(1)[0]
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct TCP ports free on the loopback interface now: every socket is held
-    until all are chosen, so the kernel cannot hand out one port twice."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
+    """A TCP port free on the loopback interface now (rank 0 binds it moments later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def contract_env(rank: int, world_size: int, port: int, local: tuple[int, int] | None = None,
@@ -67,11 +58,9 @@ def contract_env(rank: int, world_size: int, port: int, local: tuple[int, int] |
 
 def node_ranks(spec: TrialSpec, node: NodeLaunch) -> tuple[list[int], dict[str, str]]:
     """The global ranks this node starts, and the variables every one of them shares beyond its
-    place: the master's address and port, and on one node the peer ports (module docstring)."""
+    place: the master's address and port."""
     if spec.nodes == 1:
-        port, *peers = free_ports(spec.world_size + 1)
-        return list(range(spec.world_size)), {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                                              PEER_PORTS_VAR: ",".join(map(str, peers))}
+        return list(range(spec.world_size)), {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     if node.endpoint is None:
         raise UsageError("a multi-node trial needs --rdzv-endpoint HOST:PORT")
     host, _, port_text = node.endpoint.rpartition(":")
@@ -100,7 +89,7 @@ def launch(spec_path: Path, folder: Path) -> int:
     """Run the ranks to their end; 0 if every one exited cleanly, else 1 after agent.json."""
     spec = TrialSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
     ranks, shared = node_ranks(spec, NodeLaunch.from_env())
-    base = dict(os.environ, RIGBENCH_PARENT_PID=str(os.getpid())) | shared  # the ranks' watchdog watches us
+    base = dict(os.environ, RIGBENCH_PARENT_PID=str(os.getpid()), **{RANK_AGENT_VAR: "1"}) | shared  # the watchdog watches us
     command = [sys.executable, "-m", "rigbench.runner.child", str(spec_path), RANK_FOLDER_FLAG, str(folder)]
     procs = [subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True,
                               env=base | contract_env(rank, spec.world_size, int(shared["MASTER_PORT"]),

@@ -23,16 +23,12 @@ if TYPE_CHECKING:
     from rigbench.spec import TrialSpec
     from rigbench.workloads import Workload
 
-#: Why a multi-node trial (--nnodes) is refused (runner/launchers stores it as `unsupported`).
-NO_MULTI_NODE = ("TensorFlow's multi-worker strategy names every worker's HOST:PORT in TF_CONFIG, and each node's "
-                 "rigbench agent knows only its own: --nnodes runs torch, jax and keras-jax")
-
 __all__ = ["NAME", "attention", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
            "prepare", "software"]
 
 
 def environment(spec: TrialSpec) -> dict[str, str]:
-    """devices.environment, and in a data-parallel rank TF_CONFIG and its one visible device
+    """devices.environment, and in a data-parallel rank its one visible device
     (cluster.rank_environment), all read when TensorFlow starts."""
     return {**devices.environment(spec), **cluster.rank_environment(spec.device)}
 
@@ -48,7 +44,7 @@ def join(spec: TrialSpec, rank: RankInfo) -> Collective:
     before it starts (base.DataParallelAdapter); `build` then trains under it (parallel.py)."""
     from rigbench.frameworks.tensorflow import parallel
 
-    strategy = parallel.start()
+    strategy = parallel.start(cluster.tf_config(rank, cluster.meet(rank)))
     if parallel.world() != (rank.rank, rank.world_size):
         raise RuntimeError(f"the strategy's worker {parallel.world()} is not rank {rank.rank} of {rank.world_size}")
     return parallel.TfCollective(strategy)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +24,9 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+
+from rigbench.frameworks.tensorflow import cluster
+from rigbench.rank_store import StoreClient
 
 #: What TensorFlow's collectives say when another worker went away in the middle of one (gRPC's
 #: UNAVAILABLE: "Collective ops is aborted by: Socket closed", or "Connection refused" when the
@@ -33,14 +37,15 @@ PEER_GONE = ("Collective ops is aborted", "Socket closed", "Connection refused",
 _strategy: tf.distribute.MultiWorkerMirroredStrategy | None = None
 
 
-def start() -> tf.distribute.MultiWorkerMirroredStrategy:
-    """This process's strategy, created on the first call from TF_CONFIG (which the adapter's
-    environment set from the contract); it blocks until every worker has started its server."""
+def start(config: dict | None = None) -> tf.distribute.MultiWorkerMirroredStrategy:
+    """This process's strategy, created on the first call from `config` (TF_CONFIG, which the
+    strategy's cluster resolver reads from the environment now); it blocks until every worker
+    has started its server."""
     global _strategy
     if _strategy is None:
-        if "TF_CONFIG" not in os.environ:
-            raise RuntimeError("TF_CONFIG is unset: a TensorFlow rank must be started by rigbench's agent "
-                               "(runner/rank_agent.py), whose ports the adapter's environment turns into it")
+        if config is None:
+            raise RuntimeError("no strategy yet: a TensorFlow rank joins through the adapter's `join`")
+        os.environ["TF_CONFIG"] = json.dumps(config)
         options = tf.distribute.experimental.CommunicationOptions(
             implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
         strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
@@ -111,12 +116,27 @@ class TfCollective:
             times.append(time.perf_counter() - start)
         return times[1:]
 
+    def send(self, key: str, text: str) -> None:
+        """base.ReportChannel through the rank store the ranks met in (cluster.py), which rank 0
+        (on node 0, the one that receives) serves until it ends."""
+        _channel().set(key, text)
+
+    def receive(self, keys: list[str], timeout_s: float) -> dict[str, str]:
+        return _channel().wait(keys, timeout_s)
+
     def leave(self, failed: bool) -> None:
         """Nothing to do: TensorFlow has no public call that takes a worker out of its cluster;
         its server ends with the process (the rank's next step)."""
 
     def lost_peer(self, exc: BaseException) -> bool:
         return isinstance(exc, tf.errors.OpError) and any(text in str(exc) for text in PEER_GONE)
+
+
+def _channel() -> StoreClient:
+    client = cluster.channel()
+    if client is None:
+        raise RuntimeError("this rank has not met the others through the rank store")
+    return client
 
 
 def replicated(fn: Callable[[Any, Any], Any], jit_compile: bool) -> Callable[[Any, Any], Any]:

@@ -4,7 +4,7 @@ A trial's launcher follows from its spec: `world_size` 1 runs in one child proce
 ("process"); a data-parallel torch trial (world_size > 1) runs its ranks under torch's
 elastic agent ("torchrun"), another framework's under rigbench's agent ("ranks") if its
 adapter can join a process group, on one node or several (rigbench's agent runs on each
-node; an adapter whose engine cannot says why in its NO_MULTI_NODE). For one that cannot,
+node). For one that cannot,
 `launcher_for` says so with an UnsupportedError, which the session stores as an `unsupported`
 result.
 """
@@ -45,8 +45,6 @@ def launcher_for(spec: TrialSpec) -> Launcher:
         return get_launcher("torchrun")
     adapter = load_adapter(spec.framework)
     if hasattr(adapter, "join"):  # base.DataParallelAdapter
-        if spec.nodes > 1 and hasattr(adapter, "NO_MULTI_NODE"):
-            raise UnsupportedError(f"{spec.framework} has no multi-node launch: {adapter.NO_MULTI_NODE}")
         return get_launcher("ranks")
     raise UnsupportedError(f"{spec.framework} has no data-parallel support: --processes {spec.world_size} "
                            f"needs a framework that trains data-parallel ({no_data_parallel_reason(adapter)})")
