@@ -44,7 +44,8 @@ PROBE_STEPS = 2
 #: configuration is measured, not what it is. `TrialSpec.config_key` is built from this tuple,
 #: so a new configuration field is added here once and every comparison picks it up.
 CONFIG_FIELDS: tuple[str, ...] = (
-    "kind", "workload", "workload_revision", "workload_options", "framework", "device", "world_size", "nodes", "batch_size",
+    "kind", "workload", "workload_revision", "workload_options", "framework", "device", "world_size", "nodes", "data_parallel",
+    "batch_size",
     "precision", "threads", "lr", "compile", "channels_last", "train", "lr_find",
 )
 
@@ -152,6 +153,8 @@ class TrialSpec(BaseModel):
     seed: Int64 = 0
     world_size: Int64 = Field(1, ge=1, description="processes that train this trial together (data parallel)")
     nodes: Int64 = Field(1, ge=1, description="machines the world_size ranks are spread over, as many on each")
+    data_parallel: bool = Field(False, description="one rank through the data-parallel launcher and wrapper "
+                                "(DDP, ...), the wrapper's own cost; read is_data_parallel")
     measure: MeasureOptions = Field(default_factory=MeasureOptions)
     compile: CompileMode = Field("off", description="the framework's graph compiler: off or torch.compile's mode")
     channels_last: bool = Field(False, description="NHWC memory layout for convolutional workloads")
@@ -186,6 +189,12 @@ class TrialSpec(BaseModel):
         return self.compile != "off"
 
     @property
+    def is_data_parallel(self) -> bool:
+        """Runs under the data-parallel launcher and wrapper: more than one rank always, one when
+        asked (`data_parallel`). The configuration key and the row say this, not the field."""
+        return self.world_size > 1 or self.data_parallel
+
+    @property
     def compile_label(self) -> str:
         return compile_label(self.compile)
 
@@ -216,7 +225,7 @@ class TrialSpec(BaseModel):
         if unknown:
             raise ValueError(f"not configuration fields: {', '.join(sorted(unknown))}")
         fields = [f for f in CONFIG_FIELDS if f not in ignore]
-        data = self.model_dump(mode="json", include=set(fields))
+        data = self.model_dump(mode="json", include=set(fields)) | {"data_parallel": self.is_data_parallel}
         return tuple((f, _hashable(data[f])) for f in fields)
 
     def canonical_json_digest(self) -> str:
@@ -368,6 +377,7 @@ class Result(BaseModel):
         ROW_HEAD_COLUMNS, every metric in METRICS order, then `software` and `final_extra`."""
         head = {c: getattr(self if c in Result.model_fields else self.spec, c) for c in ROW_HEAD_COLUMNS}
         head["lr"] = self.spec.effective_lr()  # the lr used, also when it was the default
+        head["data_parallel"] = self.spec.is_data_parallel
         metrics = {m: _flat(getattr(self.metrics, m)) for m in METRIC_NAMES}
         return {
             **head,
@@ -385,7 +395,7 @@ class Result(BaseModel):
 ROW_HEAD_COLUMNS: tuple[str, ...] = (
     "id", "run_id", "created_at", "workload", "workload_options", "framework", "device",
     "device_name", "batch_size", "precision", "threads", "lr", "compile", "channels_last", "kind",
-    "world_size", "status", "error",
+    "world_size", "data_parallel", "status", "error",
 )
 
 

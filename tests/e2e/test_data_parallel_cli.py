@@ -63,6 +63,21 @@ def test_run_with_processes_says_how_many_threads_each_rank_gets(tmp_path):
     assert "threads per rank:" in proc.stderr
 
 
+def test_one_process_under_the_wrapper_is_a_configuration_of_its_own_with_its_rank(tmp_path):
+    # --data-parallel --processes 1: torch's DDP on a gloo group of one, through torchrun; the
+    # same trial without it runs in one plain process and has no ranks.
+    fixed = ["run", "mlp", "-d", "cpu", "--quick", "--threads", "1", "--db", str(tmp_path / "w.db"), "--json"]
+    [plain] = json.loads(rigbench(*fixed).stdout)
+    [wrapped] = json.loads(rigbench(*fixed, "--data-parallel").stdout)
+    assert wrapped["status"] == "ok", wrapped["error"]
+    assert (wrapped["world_size"], wrapped["data_parallel"], len(wrapped["ranks"])) == (1, True, 1)
+    assert (plain["world_size"], plain["data_parallel"], plain["ranks"]) == (1, False, [])
+    assert math.isfinite(wrapped["comm_share"]) and plain["comm_share"] is None
+    assert wrapped["replicas_identical"] is None  # one replica: nothing to compare it with
+    shown = rigbench("results", "list", "--db", str(tmp_path / "w.db")).stdout
+    assert " x1 " in shown  # the wrapped trial reads apart from the plain one
+
+
 @pytest.mark.parametrize("framework", ["torch", *(pytest.param(name, marks=pytest.mark.skipif(
     importlib.util.find_spec(name) is None, reason=f"{name} is not installed")) for name in ("jax", "tensorflow"))])
 def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_one(tmp_path, framework):

@@ -214,7 +214,8 @@ def test_every_configuration_field_takes_part_in_pairing():
     t = [0.1, 0.11, 0.12, 0.1]
     a = make(t)
     for update, words in (({"lr": 0.1}, "lr default vs 0.1"), ({"world_size": 2}, "processes 1 vs 2"),
-                          ({"compile": "reduce-overhead"}, "compile off vs reduce-overhead"), ({"framework": "jax"}, "framework torch vs jax")):
+                          ({"compile": "reduce-overhead"}, "compile off vs reduce-overhead"), ({"framework": "jax"}, "framework torch vs jax"),
+                          ({"data_parallel": True}, "data-parallel wrapper False vs True")):
         other = make(t, run_id="b")
         other.spec = other.spec.model_copy(update=update)
         found = compare_results([a], [other], same_machine=True)

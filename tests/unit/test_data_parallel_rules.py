@@ -126,7 +126,10 @@ def test_rank_metrics_by_hand():
     assert (m["rank_rss_peak_mib_max"], m["rank_rss_peak_mib_sum"]) == (300.0, 400.0)
     assert m["replicas_identical"] is True
     assert rank_metrics([a, b.model_copy(update={"param_digest": "e"})])["replicas_identical"] is False
-    assert rank_metrics([a]) == {}
+    alone = rank_metrics([a])  # --data-parallel with one rank: its own wrapper's cost, nothing to compare
+    assert alone["comm_share"] == pytest.approx(1 - 0.15 / 0.2) and alone["rank_rss_peak_mib_sum"] == 100.0
+    assert alone["straggler_ratio"] is None and alone["replicas_identical"] is None
+    assert rank_metrics([]) == {}
 
 
 def test_a_rank_record_keeps_its_own_figures():

@@ -4,6 +4,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from rigbench.ranks import NodeLaunch, RankInfo
 from rigbench.runner.rank_agent import _first_failure, contract_env, failures, first_failed, node_ranks
 from rigbench.spec import TrialSpec
@@ -62,3 +64,18 @@ def test_every_data_parallel_framework_but_torch_runs_its_nodes_under_rigbenchs_
         spec = TrialSpec(workload="mlp", framework=framework, batch_size=8, world_size=2, nodes=2)
         assert launcher_for(spec).name == "ranks"
     assert launcher_for(TrialSpec(workload="mlp", batch_size=8, world_size=2, nodes=2)).name == "torchrun"
+
+
+def test_one_process_runs_under_the_wrapper_only_when_asked_and_is_then_another_configuration():
+    from rigbench.errors import UnsupportedError
+    from rigbench.runner.launchers import launcher_for
+
+    plain = TrialSpec(workload="mlp", batch_size=8)
+    wrapped = plain.model_copy(update={"data_parallel": True})
+    assert (launcher_for(plain).name, launcher_for(wrapped).name) == ("process", "torchrun")
+    assert launcher_for(wrapped.model_copy(update={"framework": "jax"})).name == "ranks"
+    assert plain.config_key() != wrapped.config_key()
+    many = plain.model_copy(update={"world_size": 2})  # many ranks always are, whatever the field says
+    assert many.is_data_parallel and many.config_key() == many.model_copy(update={"data_parallel": True}).config_key()
+    with pytest.raises(UnsupportedError, match="--data-parallel needs a framework that trains data-parallel"):
+        launcher_for(TrialSpec(workload="mlp", framework="keras-torch", batch_size=8, data_parallel=True))

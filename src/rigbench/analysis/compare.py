@@ -107,7 +107,8 @@ def _by_kind(results: Sequence[Result]) -> bool:
 
 #: Configuration fields under the words a difference names them by (others by their field name).
 FIELD_WORDS: dict[str, str] = {"batch_size": "batch", "workload_revision": "network revision",
-                               "world_size": "processes", "workload_options": "options"}
+                               "world_size": "processes", "workload_options": "options",
+                               "data_parallel": "data-parallel wrapper"}
 
 
 def _key(r: Result, by_kind: bool) -> tuple:
@@ -145,8 +146,10 @@ def differences(a: Result, b: Result, by_kind: bool = False) -> list[str]:
     def shown(value: Any) -> str:
         return "default" if value is None else str(value)
 
-    return [f"{FIELD_WORDS.get(name, name)} {shown(va)} vs {shown(vb)}"
-            for (name, va), (_, vb) in zip(_key(a, by_kind), _key(b, by_kind), strict=True) if va != vb]
+    pairs = [(name, va, vb) for (name, va), (_, vb) in zip(_key(a, by_kind), _key(b, by_kind), strict=True) if va != vb]
+    if any(name == "world_size" for name, _, _ in pairs):  # more than one rank implies the wrapper
+        pairs = [pair for pair in pairs if pair[0] != "data_parallel"]
+    return [f"{FIELD_WORDS.get(name, name)} {shown(va)} vs {shown(vb)}" for name, va, vb in pairs]
 
 
 def _unpaired(r: Result, others: Sequence[Result], by_kind: bool) -> Unpaired:

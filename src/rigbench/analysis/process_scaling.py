@@ -113,7 +113,7 @@ def studies(results: Sequence[Result]) -> dict[tuple, list[Result]]:
     Key: (workload, framework, device, precision, mode, the one-process batch)."""
     trials = [r for r in results if r.status == "ok" and r.spec.kind == "speed" and r.metrics.samples_per_s]
     singles = {(workload_label(r), r.spec.framework, r.spec.device, r.spec.precision, r.spec.batch_size): r
-               for r in sorted(trials, key=lambda r: r.id or 0) if r.spec.world_size == 1}
+               for r in sorted(trials, key=lambda r: r.id or 0) if not r.spec.is_data_parallel}
     studies: dict[tuple, list[Result]] = {}
     for r in trials:
         if r.spec.world_size == 1:

@@ -89,9 +89,12 @@ def _all_reduce_metrics(reports: Sequence[ChildReport]) -> dict[str, Any]:
 
 def rank_metrics(reports: Sequence[ChildReport]) -> dict[str, Any]:
     """The trial's data-parallel metrics (metrics.py, source "ranks") from its ranks' reports,
-    in rank order; {} for a single-process trial."""
-    if len(reports) < 2:
+    in rank order; {} for none. With one rank (--data-parallel), the figures that compare ranks
+    are None: its comm share is the wrapper's own cost, and its all-reduce moves no bytes
+    between ranks (bus bandwidth 0, as nccl-tests reports for one GPU)."""
+    if not reports:
         return {}
+    peers = len(reports) > 1
     means = [statistics.fmean(r.step_times_s) for r in reports if r.step_times_s]
     rss = [r.rss_peak_bytes for r in reports if r.rss_peak_bytes is not None]
     allocated = [r.allocator_peak_bytes for r in reports if r.allocator_peak_bytes is not None]
@@ -99,12 +102,12 @@ def rank_metrics(reports: Sequence[ChildReport]) -> dict[str, Any]:
     steps = per_step_max([r.step_times_s for r in reports])
     nosync = per_step_max([r.nosync_step_times_s for r in reports])
     return {
-        "straggler_ratio": max(means) / min(means) if len(means) == len(reports) and min(means) > 0 else None,
+        "straggler_ratio": max(means) / min(means) if peers and len(means) == len(reports) and min(means) > 0 else None,
         "comm_share": comm_share(steps, nosync),
         "nosync_step_time_ms_median": _ms_median(nosync),
         "rank_rss_peak_mib_max": max(rss) / MIB if rss else None,
         "rank_rss_peak_mib_sum": sum(rss) / MIB if len(rss) == len(reports) else None,
         "rank_allocator_peak_mib_sum": sum(allocated) / MIB if len(allocated) == len(reports) else None,
-        "replicas_identical": (len(digests) == 1 and None not in digests) if digests else None,
+        "replicas_identical": (len(digests) == 1 and None not in digests) if digests and peers else None,
         **_all_reduce_metrics(reports),
     }

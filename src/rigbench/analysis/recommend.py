@@ -319,7 +319,7 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     only (a data-parallel trial's samples/s counts every rank's batch). `lr_find`, `default_lr`:
     the workload's (decide_lr). `bandwidths`: memory bandwidth (B/s) by device, calibrated or
     from the spec sheet, for the step overhead's parameter traffic."""
-    everything, results = results, [r for r in results if r.spec.world_size == 1]
+    everything, results = results, [r for r in results if not r.spec.is_data_parallel]
     device_line = decide_device(results, devices, limits)
     lines = [device_line]
     device = device_line.value

@@ -68,9 +68,10 @@ def run(
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory layout (convolutional workloads only)."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the framework (default: the framework's own choice; with --processes, per rank: the usable cores // the ranks)."),
     processes: int = typer.Option(1, "--processes", metavar="N", help="Data-parallel ranks per trial, each with its share of the global batch: torch (torchrun + DistributedDataParallel; gloo on the CPU, NCCL and one GPU per rank on CUDA), jax (jax.distributed), tensorflow (MultiWorkerMirroredStrategy), keras-jax (keras.distribution.DataParallel on jax.distributed). --batch-size is each rank's batch; the global batch is N times it."),
+    data_parallel: bool = typer.Option(False, "--data-parallel", help="Run even one process (--processes 1) through the data-parallel launcher and wrapper (DDP over NCCL or gloo, jax.distributed, TF's multi-worker strategy): compared with the same trial without it, the wrapper's own cost. Implied by --processes above 1."),
     nnodes: int = typer.Option(1, "--nnodes", metavar="N", help="Machines the trial spans (torch, jax, keras-jax, tensorflow): run the same command on each with its --node-rank; --processes ranks on each."),
     node_rank: int = typer.Option(0, "--node-rank", metavar="R", help="This machine's place, 0 to N-1; node 0 hosts the rendezvous and stores the trial with every rank's record."),
-    rdzv_endpoint: str | None = typer.Option(None, "--rdzv-endpoint", metavar="HOST:PORT", help="Where the nodes meet (torch: torchrun's c10d rendezvous; jax: jax.distributed's coordinator): node 0's address and a free port, the same on every node."),
+    rdzv_endpoint: str | None = typer.Option(None, "--rdzv-endpoint", metavar="HOST:PORT", help="Where the nodes meet (torch: torchrun's c10d rendezvous; jax: jax.distributed's coordinator; tensorflow: rigbench's rank store): node 0's address and a free port, the same on every node."),
     steps: int | None = typer.Option(None, "--steps", help="Time at least this many steps (default 10; 3 with --quick)."),
     seconds: float | None = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
@@ -104,7 +105,7 @@ def run(
         seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
         timeout_s=timeout, lr=lr, compile=_compile_setting(compile_, compile_mode), channels_last=channels_last,
-        energy=energy, processes=processes, nodes=nnodes,
+        energy=energy, processes=processes, nodes=nnodes, data_parallel=data_parallel,
     )
     specs = api.in_rounds(specs, repeat)
     if nnodes > 1:

@@ -33,13 +33,15 @@ def plan_run(
     energy: EnergyMode = "measure",
     processes: int = 1,
     nodes: int = 1,
+    data_parallel: bool = False,
 ) -> list[TrialSpec]:
     """The trials of a run: every workload x framework x device x batch size. Empty lists
     mean every workload, every device each framework can use here, and each workload's
     default batch (a small one with `quick`, the same on every device and framework so
     speed-ups compare). `processes` > 1 makes each trial data-parallel over that many ranks,
     the batch being each rank's; `nodes` > 1 spreads them over that many machines, `processes`
-    on each (world size processes x nodes). `compile`: off or a torch.compile mode (spec.CompileMode;
+    on each (world size processes x nodes); `data_parallel` runs even one process through the
+    framework's data-parallel launcher and wrapper (its own cost). `compile`: off or a torch.compile mode (spec.CompileMode;
     True is "default"). Raises UsageError for bad input."""
     if processes < 1:
         raise UsageError("--processes must be at least 1")
@@ -78,7 +80,7 @@ def plan_run(
                         workload=workload.name, workload_options=options, framework=framework,
                         device=device, batch_size=batch, precision=precision, threads=threads,
                         lr=lr, measure=measure, compile=compile_mode(compile), channels_last=channels_last,
-                        world_size=processes * nodes, nodes=nodes,
+                        world_size=processes * nodes, nodes=nodes, data_parallel=data_parallel,
                     ))
     return specs
 

@@ -135,7 +135,7 @@ def setup_label(r: Result, shown: Collection[str] = ()) -> str:
         "compile": spec.compile_label,  # "" when off
         "layout": "NHWC" if spec.channels_last else "",
         "lr": "" if spec.lr is None else f"lr={spec.lr:g}",
-        "world": f"x{spec.world_size}" if spec.world_size > 1 else "",
+        "world": f"x{spec.world_size}" if spec.is_data_parallel else "",  # x1: one rank, under the wrapper
     }
     return " ".join(text for name, text in parts.items() if text and name not in shown) or "-"
 

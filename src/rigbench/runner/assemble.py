@@ -62,7 +62,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         dataset_size=workload.dataset.train_size,
         final_loss=report.losses[-1] if report.losses else None,
         global_batch=global_batch(spec),
-        **rank_metrics(outcome.reports),
+        **(rank_metrics(outcome.reports) if spec.is_data_parallel else {}),
     )
     if report.allocator_peak_bytes is not None:
         metrics.allocator_peak_mib = report.allocator_peak_bytes / MIB
@@ -103,7 +103,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         epoch_records=report.epochs,
         loss_curve=report.loss_curve,
         lr_curve=report.lr_curve,
-        ranks=[rank_record(r) for r in outcome.reports] if spec.world_size > 1 else [],
+        ranks=[rank_record(r) for r in outcome.reports] if spec.is_data_parallel else [],
     )))
 
 

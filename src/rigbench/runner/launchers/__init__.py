@@ -1,7 +1,7 @@
 """Registry of launchers: how a trial's processes are started (runner/launchers/base.py).
 
-A trial's launcher follows from its spec: `world_size` 1 runs in one child process
-("process"); a data-parallel torch trial (world_size > 1) runs its ranks under torch's
+A trial's launcher follows from its spec: one that is not `is_data_parallel` (world_size 1) runs in
+one child process ("process"); a data-parallel torch trial (any world_size) runs its ranks under torch's
 elastic agent ("torchrun"), another framework's under rigbench's agent ("ranks") if its
 adapter can join a process group, on one node or several (rigbench's agent runs on each
 node). For one that cannot,
@@ -39,12 +39,13 @@ def get_launcher(name: str) -> Launcher:
 
 def launcher_for(spec: TrialSpec) -> Launcher:
     """The launcher that runs `spec`; UnsupportedError (with the reason) if none can."""
-    if spec.world_size == 1:
+    if not spec.is_data_parallel:
         return get_launcher("process")
     if spec.framework == "torch":
         return get_launcher("torchrun")
     adapter = load_adapter(spec.framework)
     if hasattr(adapter, "join"):  # base.DataParallelAdapter
         return get_launcher("ranks")
-    raise UnsupportedError(f"{spec.framework} has no data-parallel support: --processes {spec.world_size} "
+    asked = f"--processes {spec.world_size}" if spec.world_size > 1 else "--data-parallel"
+    raise UnsupportedError(f"{spec.framework} has no data-parallel support: {asked} "
                            f"needs a framework that trains data-parallel ({no_data_parallel_reason(adapter)})")
