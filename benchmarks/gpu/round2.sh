@@ -10,7 +10,8 @@
 # CUDA wheel is too large to carry):
 #   tests         pytest -m gpu: tests/integration/test_gpu_paths.py (every framework's trial and
 #                 memory figures on the GPU, one rank through each data-parallel agent with NCCL
-#                 for torch and the all-reduce check, CUDA trials in a row) and the torch GPU tests
+#                 for torch and the all-reduce check, CUDA trials in a row) and the torch GPU tests,
+#                 then mlp and cnn plain and under --data-parallel (one rank, NCCL)
 #   transformers  gpt small (GPT-2 124M shape) and vit s224 at bf16 in every framework, torch
 #                 also compiled: MFU per framework (issue 24 aims at >= 40% in the best)
 #   frameworks    cnn (b128), resnet, lstm in every framework at fp32 and bf16: compare --frameworks
@@ -49,7 +50,11 @@ case $PART in
     step timeout 420 env RIGBENCH_TEST_GPU_DEVICE="$DEVICE" python3 -m pytest -p no:cacheprovider -n 0 -m gpu -v \
       -rfE tests/integration/test_gpu_paths.py tests/unit/test_torch_models.py > "$OUT/pytest-gpu.log" 2>&1
     grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$OUT/pytest-gpu.log" | tail -25
-    step timeout 60 rigbench devices ;;
+    step timeout 60 rigbench devices
+    # one rank under DDP with NCCL (and jax.distributed) beside the same trials without it:
+    # the wrapper's own cost on the GPU (issue 26, point 2)
+    step timeout 60 rigbench run mlp cnn --framework torch,jax -d "$DEVICE" $QUICK
+    step timeout 120 rigbench run mlp cnn --framework torch,jax -d "$DEVICE" $QUICK --data-parallel ;;
   transformers)
     run 300 sweep "$GPT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-16}" --seconds 3
     run 120 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-16}" --seconds 3
