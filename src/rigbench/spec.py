@@ -44,9 +44,8 @@ PROBE_STEPS = 2
 #: configuration is measured, not what it is. `TrialSpec.config_key` is built from this tuple,
 #: so a new configuration field is added here once and every comparison picks it up.
 CONFIG_FIELDS: tuple[str, ...] = (
-    "kind", "workload", "workload_revision", "workload_options", "framework", "device", "world_size", "nodes", "data_parallel",
-    "batch_size",
-    "precision", "threads", "lr", "compile", "channels_last", "train", "lr_find",
+    "kind", "workload", "workload_revision", "workload_options", "framework", "device", "world_size", "nodes",
+    "data_parallel", "batch_size", "precision", "threads", "lr", "compile", "channels_last", "train", "lr_find",
 )
 
 
@@ -153,8 +152,7 @@ class TrialSpec(BaseModel):
     seed: Int64 = 0
     world_size: Int64 = Field(1, ge=1, description="processes that train this trial together (data parallel)")
     nodes: Int64 = Field(1, ge=1, description="machines the world_size ranks are spread over, as many on each")
-    data_parallel: bool = Field(False, description="one rank through the data-parallel launcher and wrapper "
-                                "(DDP, ...), the wrapper's own cost; read is_data_parallel")
+    data_parallel: bool = Field(False, description="one rank under the data-parallel wrapper (its cost); see is_data_parallel")
     measure: MeasureOptions = Field(default_factory=MeasureOptions)
     compile: CompileMode = Field("off", description="the framework's graph compiler: off or torch.compile's mode")
     channels_last: bool = Field(False, description="NHWC memory layout for convolutional workloads")
@@ -190,8 +188,7 @@ class TrialSpec(BaseModel):
 
     @property
     def is_data_parallel(self) -> bool:
-        """Runs under the data-parallel launcher and wrapper: more than one rank always, one when
-        asked (`data_parallel`). The configuration key and the row say this, not the field."""
+        """Under the data-parallel wrapper: many ranks always, one when asked (the key and row say this)."""
         return self.world_size > 1 or self.data_parallel
 
     @property

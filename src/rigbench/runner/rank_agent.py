@@ -47,11 +47,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def contract_env(rank: int, world_size: int, port: int, local: tuple[int, int] | None = None,
-                 master_addr: str = "127.0.0.1") -> dict[str, str]:
+def contract_env(rank: int, world_size: int, port: int, local: tuple[int, int], master_addr: str) -> dict[str, str]:
     """The launch contract's variables for `rank` of `world_size` ranks; `local` is its (local
-    rank, ranks on its node), by default (rank, world_size): every rank on this machine."""
-    local_rank, local_world_size = local or (rank, world_size)
+    rank, ranks on its node)."""
+    local_rank, local_world_size = local
     return {"RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(world_size),
             "LOCAL_WORLD_SIZE": str(local_world_size), "MASTER_ADDR": master_addr, "MASTER_PORT": str(port)}
 
@@ -89,7 +88,8 @@ def launch(spec_path: Path, folder: Path) -> int:
     """Run the ranks to their end; 0 if every one exited cleanly, else 1 after agent.json."""
     spec = TrialSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
     ranks, shared = node_ranks(spec, NodeLaunch.from_env())
-    base = dict(os.environ, RIGBENCH_PARENT_PID=str(os.getpid()), **{RANK_AGENT_VAR: "1"}) | shared  # the watchdog watches us
+    # RIGBENCH_PARENT_PID: the ranks' watchdog watches this agent (runner/child.exit_with_parent)
+    base = {**os.environ, "RIGBENCH_PARENT_PID": str(os.getpid()), RANK_AGENT_VAR: "1"}
     command = [sys.executable, "-m", "rigbench.runner.child", str(spec_path), RANK_FOLDER_FLAG, str(folder)]
     procs = [subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True,
                               env=base | contract_env(rank, spec.world_size, int(shared["MASTER_PORT"]),

@@ -1,12 +1,11 @@
 """Registry of launchers: how a trial's processes are started (runner/launchers/base.py).
 
-A trial's launcher follows from its spec: one that is not `is_data_parallel` (world_size 1) runs in
-one child process ("process"); a data-parallel torch trial (any world_size) runs its ranks under torch's
-elastic agent ("torchrun"), another framework's under rigbench's agent ("ranks") if its
-adapter can join a process group, on one node or several (rigbench's agent runs on each
-node). For one that cannot,
-`launcher_for` says so with an UnsupportedError, which the session stores as an `unsupported`
-result.
+A trial's launcher follows from its spec: one that is not `is_data_parallel` (world_size 1)
+runs in one child process ("process"); a data-parallel torch trial (any world_size) runs its
+ranks under torch's elastic agent ("torchrun"), another framework's under rigbench's agent
+("ranks") if its adapter can join a process group, on one node or several (rigbench's agent
+runs on each node). For one that cannot, `launcher_for` says so with an UnsupportedError,
+which the session stores as an `unsupported` result.
 """
 
 from __future__ import annotations
