@@ -67,6 +67,9 @@ class Metrics(BaseModel):
     cpu_util_pct_p95: float | None = metric("%", "tracker", "trial's process tree CPU use, 95th percentile")
     system_cpu_pct_mean: float | None = metric("%", "tracker", "whole machine's CPU use, mean")
     system_cpu_pct_p95: float | None = metric("%", "tracker", "whole machine's CPU use, 95th percentile")
+    others_cpu_pct_mean: float | None = metric(
+        "%", "tracker", "other processes' CPU use while the trial was timed, mean: the whole machine's less the "
+                        "trial's, per sample (100 = every logical core); `busy` from analysis/contention.BUSY_OTHERS_PCT")
     rss_peak_mib: float | None = metric("MiB", "tracker", "peak resident memory of the trial's process tree")
     gpu_util_pct_mean: float | None = metric("%", "tracker", "GPU busy time (NVML utilisation), mean")
     gpu_mem_peak_mib: float | None = metric(

@@ -106,10 +106,10 @@ def _gpu_samples(start: float) -> list[dict]:
     before the window at 900 W that must not count."""
     fake = FakeNVML(123)
     base = nvml.gpu_sample(fake, fake.nvmlDeviceGetHandleByIndex(0), 123)
-    out = [{"t": start - 0.5, "proc_cpu_pct": 1.0, "sys_cpu_pct": 1.0, "rss_bytes": float(MIB),
+    out = [{"t": start - 0.5, "proc_cpu_pct": 1.0, "sys_cpu_pct": 1.0, "others_cpu_pct": 0.0, "rss_bytes": float(MIB),
             **base, "gpu_power_w": 900.0}]
     for i in range(4):
-        out.append({"t": start + 0.1 * (i + 1), "proc_cpu_pct": 50.0, "sys_cpu_pct": 60.0,
+        out.append({"t": start + 0.1 * (i + 1), "proc_cpu_pct": 50.0, "sys_cpu_pct": 60.0, "others_cpu_pct": 10.0,
                     "rss_bytes": float(100 * MIB), **base, "gpu_power_w": 200.0 + 20 * i})
     for s in out:  # cumulative energy counters (GPU, RAPL package and DRAM), from before the window
         s.update(gpu_energy_j=(s["t"] - start + 1) * 230.0, cpu_energy_j=(s["t"] - start + 1) * 50.0,

@@ -305,3 +305,23 @@ def test_language_models_chart_their_held_out_loss_against_the_unigram_baseline(
     assert len(held_out) == 3 and baseline.dash and baseline.x == [1, 3] and baseline.y == [3.2163, 3.2163]
     final = charts["lm_loss_lr"].series[0]  # the last epoch's loss against the learning rate
     assert final.x == ["0.0003", "0.001"] and final.y == pytest.approx([2.6, 2.4])
+
+
+def test_busy_trials_are_counted_at_the_top_and_marked_in_the_summary_and_the_list():
+    pytest.importorskip("jinja2")
+    pytest.importorskip("plotly")
+    from rigbench.analysis.summary import summary_rows
+    from rigbench.reports import html
+    from rigbench.reports.summary_table import summary_cells
+
+    quiet_gpu = make_result(device="cuda:0", speed=1000.0, others_cpu_pct_mean=1.0)
+    busy_cpu = make_result(speed=20.0, others_cpu_pct_mean=52.0)
+    [row] = summary_cells(summary_rows([quiet_gpu, busy_cpu]))
+    # the GPU's 50x over the CPU rests on a CPU trial timed under load: the note says so
+    assert row["samples_note"] == f"trial {quiet_gpu.id}"
+    assert row["speedup_note"].startswith(f"over CPU trial {busy_cpu.id} (busy) (20.0 samples/s")
+    page, _ = html.render([quiet_gpu, busy_cpu], {"r1": None})
+    assert "<b>Busy</b>1 trial timed while other processes used 10% or more of the CPU" in page
+    assert page.count("[busy]") == 1
+    quiet_page, _ = html.render([quiet_gpu], {"r1": None})
+    assert "<b>Busy</b>" not in quiet_page and "[busy]" not in quiet_page

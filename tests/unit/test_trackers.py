@@ -71,6 +71,8 @@ def test_tracks_busy_process_cpu_and_rss():
     for s in inside:  # the two CPU units agree, and percentages stay in range
         assert s["proc_cpu_pct"] == pytest.approx(s["proc_cpu_cores"] * 100 / ncpu)
         assert 0 <= s["sys_cpu_pct"] <= 100
+        # other processes' share is the machine's less the tree's, never below 0
+        assert s["others_cpu_pct"] == pytest.approx(max(0.0, s["sys_cpu_pct"] - s["proc_cpu_pct"]))
     summary = summarize(samples, start, end, interval_slack=0.05)
     assert summary["rss_peak_mib"] > 150
     assert summary["gpu_util_pct_mean"] is None and summary["gpu_mem_peak_mib"] is None

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from rigbench.analysis.contention import is_busy
 from rigbench.analysis.stats import bootstrap_ci, mann_whitney_u, median, t_interval, welch_interval
 from rigbench.analysis.trials import is_full_protocol, newest_run_trials
 from rigbench.spec import Result
@@ -259,6 +260,13 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
                       [_unpaired(r, [t[-1] for t in newest_a.values()], by_kind) for r in left_b])
 
 
+def _busy_text(side: str, trials: Sequence[Result]) -> list[str]:
+    """`other processes used 51% of the CPU in A #5` for each of a side's busy trials
+    (analysis/contention.py)."""
+    return [f"other processes used {t.metrics.others_cpu_pct_mean:.0f}% of the CPU in {side} #{t.id}"
+            for t in trials if is_busy(t.metrics)]
+
+
 def _judge(trials_a: list[Result], trials_b: list[Result], by_kind: bool, across_versions: bool,
            alpha: float) -> Pair:
     side_a, side_b = _side(trials_a), _side(trials_b)
@@ -287,6 +295,10 @@ def _judge(trials_a: list[Result], trials_b: list[Result], by_kind: bool, across
         pair.notes.append(f"devices: {ra.device_name} -> {rb.device_name}")
     if ra.threads != rb.threads:
         pair.notes.append(f"threads used: {ra.threads} -> {rb.threads}")
+    busy = _busy_text("A", side_a.trials or [ra]) + _busy_text("B", side_b.trials or [rb])
+    if busy:
+        pair.notes.append("busy machine: " + "; ".join(busy) + " (a difference may be that load, not the "
+                          "configuration)")
     if side_a.trials and side_b.trials:
         judged = trial_significance([_speed(t) for t in side_a.trials], [_speed(t) for t in side_b.trials])
         pair.verdict, pair.ratio, pair.ratio_ci = judged["verdict"], judged["ratio"], judged["ratio_ci"]

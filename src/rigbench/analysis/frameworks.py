@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rigbench.analysis.contention import is_busy
 from rigbench.analysis.published import usable_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
 from rigbench.analysis.roofline import result_roofline
@@ -56,6 +57,7 @@ class FrameworkRow:
     mfu_source: str | None = None  # "spec" | "calibrated"
     threads: int | None = None   # ours: the threads asked for (None: the framework's own choice)
     trials: list[int] = field(default_factory=list)  # ours: the trials the speed is the mean of
+    busy: list[int] = field(default_factory=list)  # ours: those of them timed on a busy machine (contention.py)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,7 +96,7 @@ def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkR
                         _highest(t.metrics.rss_peak_mib for t in figure.trials),
                         _highest(t.metrics.gpu_mem_peak_mib for t in figure.trials) if kind == "gpu" else None,
                         r.id, figure.tokens_per_s, peak.mfu if peak else None, peak.source if peak else None,
-                        r.spec.threads, figure.ids)
+                        r.spec.threads, figure.ids, [t.id for t in figure.trials if is_busy(t.metrics) and t.id])
 
 
 def _highest(values: Iterable[float | None]) -> float | None:

@@ -152,6 +152,11 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
         if t.other_batches:
             out.print(f"  also measured at batch {', '.join(map(str, t.other_batches))} (--batch-size N shows one)",
                       highlight=False, markup=False)
+        busy = [f"#{i}" for row in t.ours for i in row.busy]
+        if busy:
+            out.print(f"  busy ({', '.join(busy)}): other processes used the CPU while these trials were timed "
+                      "(`rigbench results show ID`: others_cpu_pct_mean); their speeds, and any ratio with them, "
+                      "are the machine's under that load", highlight=False, markup=False)
         over = [f"#{row.result_id}" for row in t.ours if row.mfu is not None and row.mfu > 1]
         if over:
             out.print(f"  MFU above 100% ({', '.join(over)}): the peak is too low, e.g. calibrated on a busy "

@@ -121,6 +121,8 @@ def run(
         print(json.dumps([r.row() for r in outcome.results], indent=2))
     elif outcome.results:
         out.print(terminal.results_table(outcome.results, title=f"run {outcome.run_id}"))
+        for line in terminal.busy_lines(outcome.results):
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
         speedups = api.speedups_over_cpu(outcome.results)
         if speedups:
             out.print(terminal.speedup_table(speedups))
@@ -194,7 +196,8 @@ def train(
         print(json.dumps([r.row() for r in outcome.results], indent=2))
     elif outcome.results:
         out.print(terminal.train_table(outcome.results, title=f"run {outcome.run_id}"))
-        for line in terminal.baseline_lines(outcome.results) + terminal.compile_lines(outcome.results):
+        for line in (terminal.baseline_lines(outcome.results) + terminal.compile_lines(outcome.results)
+                     + terminal.busy_lines(outcome.results)):
             out.print(line, highlight=False, markup=False, soft_wrap=True)
         out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
                   f"Per-epoch figures: rigbench results show ID{db_flag(db)}", highlight=False, soft_wrap=True)
@@ -257,6 +260,8 @@ def results_list(
         say_none_match(store, {"--run": run_id, "--workload": workload, "--status": status})
         return
     out.print(terminal.results_table(rows, more="`rigbench results export`"))
+    for line in terminal.busy_lines(rows):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 @results_app.command("show", short_help="Show one trial: every metric, its spec, its machine.")

@@ -259,6 +259,8 @@ def sweep(
                           "results": [r.row() for r in finished]}, indent=2))
     else:
         out.print(_sweep_table(finished, outcome.run_id))
+        for line in terminal.busy_lines(finished):
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
         run_text = f"run {outcome.run_id}" if outcome.run_id else "nothing left to run"
         out.print(f"{len(finished)} of {len(grid)} grid points have a result ({len(outcome.skipped)} "
                   f"from earlier runs). Stored in {outcome.db_url} ({run_text}).",

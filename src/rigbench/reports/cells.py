@@ -8,6 +8,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from rich.text import Text
 
+from rigbench.analysis.contention import is_busy
 from rigbench.analysis.energy import has_energy, samples_per_joule
 from rigbench.reports.table_fit import Column
 from rigbench.spec import Result
@@ -99,11 +100,13 @@ def interval(value: float | None, ci: Sequence[float] | None, fmt: Callable[[flo
 
 
 def speed(r: Result) -> str:
-    """samples/s with its 95% interval, and `noisy` when the protocol flagged the trial."""
+    """samples/s with its 95% interval, `noisy` when the protocol flagged the trial and `busy`
+    when other processes took a share of the CPU while it was timed (analysis/contention.py)."""
     m = r.metrics
     if m.samples_per_s is None:
         return "-"
-    return interval(m.samples_per_s, m.samples_per_s_ci) + (" noisy" if m.noisy else "")
+    return (interval(m.samples_per_s, m.samples_per_s_ci) + (" noisy" if m.noisy else "")
+            + (" busy" if is_busy(m) else ""))
 
 
 def any_energy(results: Sequence[Result]) -> bool:

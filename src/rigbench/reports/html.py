@@ -18,6 +18,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
+from rigbench.analysis.contention import BUSY_OTHERS_PCT, is_busy
 from rigbench.analysis.summary import machines_once, summary_rows
 from rigbench.reports.cells import interval, rate, unknown_mark
 from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series
@@ -171,7 +172,7 @@ def _trial_row(r: Result) -> dict[str, Any]:
     m = r.metrics
     speed = interval(m.samples_per_s, m.samples_per_s_ci) if m.samples_per_s else "-"
     return {"id": r.id, "run_id": r.run_id, "label": r.spec.label() + unknown_mark(r.spec.workload), "status": r.status,
-            "speed": speed, "noisy": bool(m.noisy), "error": r.error or "",
+            "speed": speed, "noisy": bool(m.noisy), "busy": is_busy(m), "error": r.error or "",
             "tokens": "" if m.tokens_per_s is None else f"{rate(m.tokens_per_s)} tokens/s",
             "created": r.created_at[:19].replace("T", " ")}
 
@@ -225,7 +226,8 @@ def render(results: Sequence[Result], machines: dict[str, dict | None],
         devices=sorted({r.spec.device for r in results}),
         summary=summary, any_recommendation=any(row["recommendation"] for row in summary),
         sections=sections, machines=machine_cards(machines_once(results, machines), results, commands),
-        n_runs=len(machines), protocols=protocols,
+        n_runs=len(machines), protocols=protocols, busy_pct=f"{BUSY_OTHERS_PCT:g}",
+        n_busy=sum(is_busy(r.metrics) for r in results),
         trials=[_trial_row(r) for r in results],
         failed=[_trial_row(r) for r in results if r.status != "ok"],
         parallel=[_parallel_row(r) for r in results if r.ranks],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rigbench.analysis.contention import is_busy
 from rigbench.analysis.summary import MachineEntry, SummaryRow
 from rigbench.fingerprint import instruction_sets
 from rigbench.reports.cells import rate, trials_text
@@ -28,6 +29,11 @@ def device_text(r: Result) -> str:
     return f"{r.device_name} ({r.spec.device})" if r.device_name else r.spec.device
 
 
+def _busy(trials: Sequence[Result]) -> str:
+    """" (busy)" after the trials a figure is when one was timed on a busy machine (contention.py)."""
+    return " (busy)" if any(is_busy(t.metrics) for t in trials) else ""
+
+
 def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
     """The summary table's cells, one dict per workload (the page and its test read these)."""
     cells = []
@@ -44,12 +50,12 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
             "config": f"{best.spec.framework} · {best.spec.precision} · batch {best.spec.batch_size}"
                       + (f" · {best.spec.compile_label}" if best.spec.compiled else "")
                       + (" · channels-last" if best.spec.channels_last else ""),
-            "samples_per_s": f"{row.samples_per_s:,.1f}", "samples_note": trials_text(row.configuration.ids),
+            "samples_per_s": f"{row.samples_per_s:,.1f}", "samples_note": trials_text(row.configuration.ids) + _busy(row.configuration.trials),
             "tokens_per_s": "" if tokens is None else f"{rate(tokens)} tokens/s",
             "epoch": format_duration(row.epoch_seconds),
             "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
             "speedup": speedup,
-            "speedup_note": f"over CPU {trials_text(base.ids)} ({base.samples_per_s:,.1f} samples/s, "
+            "speedup_note": f"over CPU {trials_text(base.ids)}{_busy(base.trials)} ({base.samples_per_s:,.1f} samples/s, "
                             f"{device_text(base.newest)})" if base is not None else "no CPU trial",
             "mfu": f"{row.mfu:.1%}" if row.mfu is not None else "-",
             "mfu_note": f"of the {row.mfu_source} peak" if row.mfu_source else "no peak known for this device",

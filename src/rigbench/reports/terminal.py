@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rigbench.analysis.contention import busy_note, is_busy
 from rigbench.analysis.training import bits
 from rigbench.reports.ceiling_tables import calibration_table, roofline_lines, roofline_table
 from rigbench.reports.cells import (
@@ -35,7 +36,7 @@ from rigbench.units import format_bytes
 
 # Re-exported: the cells the CLI's own tables use.
 __all__ = [
-    "UNKNOWN_WORKLOAD", "any_energy", "calibration_table", "cells", "devices_table", "error_line",
+    "UNKNOWN_WORKLOAD", "any_energy", "busy_lines", "calibration_table", "cells", "devices_table", "error_line",
     "framework_column", "framework_short", "interval", "literal", "num", "one_line_outcome",
     "ranks_table", "result_detail", "results_table", "roofline_table", "samples_per_joule_cell",
     "setup_label", "compile_lines", "speed", "speedup_table", "status", "tokens_cell", "train_table", "baseline_lines", "trial_cells",
@@ -63,6 +64,8 @@ def one_line_outcome(r: Result) -> str:
         text = f"{m.samples_per_s:,.1f} samples/s"
         if m.tokens_per_s is not None:
             text += f", {m.tokens_per_s:,.0f} tokens/s"
+        if is_busy(m):
+            text += f" (busy: other processes used {m.others_cpu_pct_mean:.0f}% of the CPU)"
     else:
         text = r.status
     if r.status not in ("ok", "oom") and r.error:
@@ -117,6 +120,13 @@ def compile_lines(results: Sequence[Result]) -> list[str]:
                          f"{epochs[0].train_seconds:.2f} s, compilation included; later epochs in "
                          f"{later:.2f} s each (mean)")
     return lines
+
+
+def busy_lines(results: Sequence[Result]) -> list[str]:
+    """The line under a table of trials that names those timed while other processes took a
+    share of the CPU (`busy`, analysis/contention.py); none when every trial had the machine."""
+    note = busy_note(results)
+    return [note] if note else []
 
 
 def baseline_lines(results: Sequence[Result]) -> list[str]:

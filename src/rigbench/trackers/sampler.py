@@ -11,6 +11,8 @@ the previous sample, the first one the interval since `start()`):
   100 means every logical core of the machine is busy (Task Manager's convention).
 - `proc_cpu_cores`: the same in cores busy (1.9 = almost two cores).
 - `sys_cpu_pct`: CPU use of the whole machine over the same interval (100 = all cores).
+- `others_cpu_pct`: `sys_cpu_pct` less `proc_cpu_pct` (never below 0): what other processes
+  (and a VM's steal time) took over the interval (analysis/contention.py).
 - `rss_bytes`: resident memory of the process plus its descendants. Pages shared between
   them (fork, shared memory) count once per process, so this can overstate.
 - with a GPU (`gpu_index` set and NVML working): `gpu_util_pct`, `gpu_mem_bytes`,
@@ -180,11 +182,15 @@ class Tracker:
 
     def _sample(self) -> dict[str, float | None]:
         cpu_pct, rss, pids = self._process_tree()
+        system_pct = psutil.cpu_percent(interval=None)
         sample: dict[str, float | None] = {
             "t": time.time(),
             "proc_cpu_pct": cpu_pct / self._ncpu,
             "proc_cpu_cores": cpu_pct / 100.0,
-            "sys_cpu_pct": psutil.cpu_percent(interval=None),
+            "sys_cpu_pct": system_pct,
+            # The two readings are a few microseconds apart, so the trial's share can come out a
+            # little above the machine's: other processes' use is never below 0.
+            "others_cpu_pct": max(0.0, system_pct - cpu_pct / self._ncpu),
             "rss_bytes": float(rss),
         }
         if self._gpu is not None:

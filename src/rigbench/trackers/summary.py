@@ -37,6 +37,7 @@ TRACKER_FIELDS: dict[str, tuple[TrackerField, ...]] = {
         TrackerField("cpu_util_pct_p95", "proc_cpu_pct", "p95"),
         TrackerField("system_cpu_pct_mean", "sys_cpu_pct", "mean"),
         TrackerField("system_cpu_pct_p95", "sys_cpu_pct", "p95"),
+        TrackerField("others_cpu_pct_mean", "others_cpu_pct", "mean"),
         TrackerField("rss_peak_mib", "rss_bytes", "peak_mib"),
     ),
     "nvml": (

@@ -1,0 +1,55 @@
+"""A busy machine: other processes' CPU use while a trial was timed, and the `busy` flag.
+
+A trial's speed is this machine's speed only when the trial had the machine to itself. On the
+dev VM (2 cores, docs/METHODOLOGY.md "A busy machine") one other process spinning on one core
+cut `run gpt --quick` in torch at its own 2 threads from 835 to 23 samples/s (x36): torch's
+OpenMP threads wait for each other at every barrier, and one of them is always waiting for the
+core the other process holds. At 1 thread the same load cost 12% (614 -> 543). Neither trial's
+step times were noisy: a steady slowdown does not show in the coefficient of variation, so the
+`noisy` flag cannot catch it.
+
+The CPU tracker samples the whole machine's CPU use and the trial's process tree over the same
+intervals (trackers/sampler.py); `others_cpu_pct_mean` is the mean over the timed window of
+their difference: the CPU that other processes (and steal time on a VM) took, on the same scale
+(100 = every logical core). A trial is `busy` when that is at least BUSY_OTHERS_PCT: on a quiet
+machine it was 0.0-2.1% for every trial measured on the dev VM (the tracker's own sampling
+included); with one other busy process on the 2 cores it was 49-53%.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rigbench.metrics import Metrics
+from rigbench.spec import Result
+
+#: Other processes' mean CPU use over the timed window, in % of the whole machine (100 = every
+#: logical core), from which a trial is flagged `busy`.
+BUSY_OTHERS_PCT = 10.0
+
+
+def is_busy(m: Metrics) -> bool:
+    """Other processes used at least BUSY_OTHERS_PCT of the machine's CPU while the trial was
+    timed. False when not measured (a result stored before the figure existed, no samples)."""
+    return m.others_cpu_pct_mean is not None and m.others_cpu_pct_mean >= BUSY_OTHERS_PCT
+
+
+def busy_note(results: Sequence[Result]) -> str | None:
+    """One sentence naming the busy trials among `results` and how much of the CPU others took,
+    for the foot of a table; None when none was busy."""
+    busy = [r for r in results if is_busy(r.metrics)]
+    if not busy:
+        return None
+    shares = [r.metrics.others_cpu_pct_mean or 0.0 for r in busy]
+    share = f"{min(shares):.0f}%" if round(min(shares)) == round(max(shares)) else f"{min(shares):.0f}-{max(shares):.0f}%"
+    which = ("trial " if len(busy) == 1 else "trials ") + _ids(busy)
+    return (f"busy: other processes used {share} of this machine's CPU while {which} "
+            f"{'was' if len(busy) == 1 else 'were'} timed: the machine's speed under that load, not its "
+            "own (torch at its own thread count can lose most of its speed to it). Run again when the "
+            "machine is quiet.")
+
+
+def _ids(results: Sequence[Result]) -> str:
+    """`3, 5, 7` or, past six, the first five and how many more."""
+    ids = [str(r.id) if r.id is not None else "-" for r in results]
+    return ", ".join(ids) if len(ids) <= 6 else ", ".join(ids[:5]) + f" and {len(ids) - 5} more"

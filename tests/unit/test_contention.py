@@ -1,0 +1,97 @@
+"""A busy machine (analysis/contention.py): other processes' CPU share while a trial was timed,
+measured on real processes, and the `busy` flag in every place that shows a trial's speed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rigbench.analysis.compare import compare_results
+from rigbench.analysis.contention import BUSY_OTHERS_PCT, busy_note, is_busy
+from rigbench.analysis.frameworks import framework_tables
+from rigbench.reports.cells import speed
+from rigbench.reports.terminal import busy_lines, one_line_outcome
+from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.trackers.sampler import Tracker
+from rigbench.trackers.summary import summarize
+
+SPIN = "import time\nend = time.time() + {s}\nwhile time.time() < end: pass\n"
+
+
+def _result(rid: int, others: float | None, run_id: str = "r1", framework: str = "torch",
+            times: list[float] | None = None) -> Result:
+    spec = TrialSpec(workload="mlp", framework=framework, batch_size=64)
+    return Result(id=rid, run_id=run_id, created_at="2026-01-01T00:00:00+00:00", spec=spec, status="ok",
+                  device_name="Test CPU", step_times_s=times or [],
+                  metrics=Metrics(samples_per_s=640.0, samples_per_s_ci=(600.0, 700.0), steps_measured=10,
+                                  cpu_util_pct_mean=50.0, others_cpu_pct_mean=others))
+
+
+@pytest.mark.parametrize("others, busy", [(None, False), (0.0, False), (9.99, False), (BUSY_OTHERS_PCT, True),
+                                          (51.0, True)])
+def test_busy_from_the_threshold_up_and_never_when_not_measured(others, busy):
+    assert is_busy(Metrics(others_cpu_pct_mean=others)) is busy
+
+
+def test_the_note_names_the_busy_trials_and_the_share_others_took():
+    quiet, one, two = _result(1, 1.5), _result(2, 49.4), _result(3, 61.2)
+    assert busy_note([quiet]) is None and busy_lines([quiet]) == []
+    assert busy_note([quiet, one]).startswith(
+        "busy: other processes used 49% of this machine's CPU while trial 2 was timed:")
+    assert busy_note([quiet, one, two]).startswith(
+        "busy: other processes used 49-61% of this machine's CPU while trials 2, 3 were timed:")
+    many = busy_note([_result(i, 50.0) for i in range(10, 20)])
+    assert "trials 10, 11, 12, 13, 14 and 5 more were timed" in many
+
+
+def test_speed_cells_and_progress_lines_say_busy():
+    assert speed(_result(1, 1.0)) == "640 [600–700]"
+    assert speed(_result(2, 50.0)) == "640 [600–700] busy"
+    assert one_line_outcome(_result(2, 50.0)).endswith("(busy: other processes used 50% of the CPU)")
+    assert "busy" not in one_line_outcome(_result(1, 1.0))
+
+
+def test_compare_notes_a_busy_side():
+    fast, slow = [0.1] * 10, [0.2] * 10
+    [pair] = compare_results([_result(1, 55.0, times=slow)], [_result(2, 0.5, "r2", times=fast)],
+                             same_machine=True).pairs
+    assert pair.verdict == "faster"
+    assert any(n.startswith("busy machine: other processes used 55% of the CPU in A #1") for n in pair.notes)
+    [quiet_pair] = compare_results([_result(3, 0.5, times=slow)], [_result(4, 0.5, "r2", times=fast)],
+                                   same_machine=True).pairs
+    assert not any("busy" in n for n in quiet_pair.notes)
+
+
+def test_compare_frameworks_rows_name_their_busy_trials():
+    [table] = framework_tables([_result(1, 52.0, framework="torch"), _result(2, 1.0, framework="jax")])
+    assert {row.framework: row.busy for row in table.ours} == {"torch": [1], "jax": []}
+
+
+def _spinners(n: int, seconds: float) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", SPIN.format(s=seconds)]) for _ in range(n)]
+
+
+def test_a_trial_beside_processes_that_take_every_core_is_busy():
+    """Real processes: the tracked one sleeps while one spinner per logical core keeps the
+    machine busy, so nearly all the CPU the machine used went to other processes."""
+    spinners = _spinners(os.cpu_count() or 1, 3.0)
+    try:
+        time.sleep(0.3)  # the spinners are running
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2.0)"])
+        tracker = Tracker(child.pid, interval=0.05)
+        tracker.start()
+        start = time.time() + 0.5  # past the child's interpreter start
+        child.wait(timeout=30)
+        samples = tracker.stop()
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    summary = summarize(samples, start, start + 1.0, interval_slack=0.05)
+    assert summary["samples_in_window"] >= 5
+    assert summary["others_cpu_pct_mean"] >= 50.0  # the spinners held the cores; the child slept
+    assert is_busy(Metrics(others_cpu_pct_mean=summary["others_cpu_pct_mean"]))
