@@ -137,6 +137,7 @@ SLOW = (
     "tests/unit/test_torch_models.py::test_dcgan_each_update_lowers_its_loss",
     "tests/unit/test_trackers.py::test_counts_descendants_of_the_tracked_process",
     "tests/unit/test_trackers.py::test_tracks_busy_process_cpu_and_rss",
+    "tests/unit/test_contention.py::test_a_trial_beside_processes_that_take_every_core_is_busy",
     "tests/unit/test_api.py::test_core_imports_and_works_without_torch",
     "tests/unit/test_stored_text.py::test_a_trial_of_an_unknown_workload_is_kept_and_never_fatal",
     "tests/unit/test_step_pairs.py::test_ddp_pairs_interleave_in_lockstep_and_keep_the_replicas_identical",

@@ -79,6 +79,25 @@ def test_table_output(db):
     assert f"--db {db} --out report.html" in proc.stdout
 
 
+def test_a_trial_beside_processes_that_take_every_core_is_flagged_busy(db):
+    """The whole chain on real processes: tracker, window summary, the stored figure, the
+    table's flag and the line under it (docs/METHODOLOGY.md, "A busy machine")."""
+    spin = "import time\nend = time.time() + 120\nwhile time.time() < end: pass\n"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
+    try:
+        proc = rigbench("run", "mlp", "-d", "cpu", "-b", "8", "--quick", "--threads", "1", "--db", db)
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    [row] = json.loads(rigbench("results", "export", "--db", db).stdout)
+    assert row["others_cpu_pct_mean"] >= 10.0, row
+    [line] = [t for t in proc.stdout.splitlines() if t.lstrip().startswith(f"{row['id']} ")]  # the trial's row
+    assert " busy " in line and line.rstrip().endswith("ok")
+    assert f"busy: other processes used {row['others_cpu_pct_mean']:.0f}% of this machine's CPU while trial {row['id']} was timed" in proc.stdout.replace("\n", " ")
+    assert "(busy: other processes used" in proc.stderr  # the progress line
+
+
 @pytest.mark.parametrize("args,message", [
     (["run", "nosuchnet"], "unknown workload 'nosuchnet': choose from mlp"),
     (["run", "mlp", "--device", "cuda:3"], "device 'cuda:3' is not available to torch here: choose from cpu"),

@@ -228,3 +228,13 @@ def test_catsdogs_of_the_old_network_is_not_the_published_one():
     assert {m.row.network for m in compare_published([new], ["community"], fake_peak).matches} == {"cats vs dogs CNN"}
     found = compare_published([old], ["community"], fake_peak)
     assert found.matches == [] and {m.mapping.network for m in found.missing} == {"cats vs dogs CNN"}
+
+
+def test_a_busy_trial_of_ours_is_named_in_the_notes():
+    busy = ours()
+    busy.metrics.others_cpu_pct_mean = 47.0
+    gpu = compare_published([busy], ["yin2020"], fake_peak).matches[0]
+    assert ("Our figure is busy: other processes used 47% of the CPU while it was timed, so it is this "
+            "machine under that load.") in gpu.notes
+    quiet = compare_published([ours()], ["yin2020"], fake_peak).matches[0]
+    assert not any("busy:" in note for note in quiet.notes)

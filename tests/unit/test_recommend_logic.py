@@ -330,3 +330,22 @@ def test_a_transformer_recommendation_uses_its_own_options_only_and_its_default_
     # a workload lr-find does not fit (Workload.lr_find: the GAN) gets its default rate, not a command
     line = rules.decide_lr([], 32, "adam", lr_find=False, default_lr=2e-4)
     assert line.value == pytest.approx(2e-4) and "lr-find does not apply" in line.text
+
+
+def test_a_recommendation_that_rests_on_busy_trials_says_which_and_how_to_measure_afresh(tmp_path):
+    from rigbench.fingerprint import machine_fingerprint
+    from rigbench.store import Store
+
+    db = str(tmp_path / "busy.db")
+    store = Store(db)
+    store.add_run("r", "2026-01-01T00:00:00+00:00", "rigbench run", machine_fingerprint())
+    quiet = trial(16, 100.0, metrics={"others_cpu_pct_mean": 1.0})
+    busy = trial(64, 40.0, metrics={"others_cpu_pct_mean": 48.0})
+    quiet.id = store.add_result(quiet)
+    busy.id = store.add_result(busy)
+    outcome = recommend("mlp", devices=["cpu"], run_missing=False, db=db)
+    assert outcome.busy is not None
+    assert outcome.busy.startswith(f"busy: other processes used 48% of this machine's CPU while trial {busy.id} was")
+    assert outcome.busy.endswith("to measure them afresh on a quiet machine, give it a new --db.")
+    assert outcome.to_dict()["busy"] == outcome.busy
+    assert recommend("mlp", devices=["cpu"], run_missing=False, db=str(tmp_path / "empty.db")).busy is None

@@ -239,3 +239,21 @@ def test_this_machines_results_are_its_host_cpu_and_instruction_sets(tmp_path):
     store.add_run("moved", "2026-01-01T00:00:00+00:00", "rigbench run", {**here, "kernel": "x", "os": "y"})
     store.add_result(make("cnn", TIMES, run_id="moved"))  # a new kernel: still this machine
     assert {r.run_id for r in this_machine_results(Store(db))} == {"now", "moved"}
+
+
+def test_score_names_the_busy_trials_it_rests_on(tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+
+    db = str(tmp_path / "mine.db")
+    store = Store(db)
+    store.add_run("minerun", "2026-01-01T00:00:00+00:00", "rigbench run", MINE)
+    busy = make("mlp", TIMES, run_id="minerun")
+    busy.metrics.others_cpu_pct_mean = 55.0
+    rid = store.add_result(busy)
+    store.add_result(make("cnn", TIMES, run_id="minerun"))
+    done = CliRunner().invoke(cli.app, ["score", "minerun", "--reference", "minerun", "--db", db],
+                              env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert f"  busy: other processes used 55% of this machine's CPU while trial {rid} was timed" in done.output

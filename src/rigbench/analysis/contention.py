@@ -34,9 +34,13 @@ def is_busy(m: Metrics) -> bool:
     return m.others_cpu_pct_mean is not None and m.others_cpu_pct_mean >= BUSY_OTHERS_PCT
 
 
-def busy_note(results: Sequence[Result]) -> str | None:
+#: What to do about busy trials, where a new command measures afresh (`run`, `train`, ...).
+RUN_AGAIN = "Run again when the machine is quiet."
+
+
+def busy_note(results: Sequence[Result], then: str = RUN_AGAIN) -> str | None:
     """One sentence naming the busy trials among `results` and how much of the CPU others took,
-    for the foot of a table; None when none was busy."""
+    for the foot of a table, ending with `then` (what to do about it); None when none was busy."""
     busy = [r for r in results if is_busy(r.metrics)]
     if not busy:
         return None
@@ -45,8 +49,7 @@ def busy_note(results: Sequence[Result]) -> str | None:
     which = ("trial " if len(busy) == 1 else "trials ") + _ids(busy)
     return (f"busy: other processes used {share} of this machine's CPU while {which} "
             f"{'was' if len(busy) == 1 else 'were'} timed: the machine's speed under that load, not its "
-            "own (torch at its own thread count can lose most of its speed to it). Run again when the "
-            "machine is quiet.")
+            f"own (torch at its own thread count can lose most of its speed to it). {then}")
 
 
 def _ids(results: Sequence[Result]) -> str:

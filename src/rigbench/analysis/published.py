@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigbench.analysis.contention import is_busy
 from rigbench.analysis.peaks import Peak, clock_assumption, prediction_text, ratio_by_clock, times
 from rigbench.analysis.published_tables import (
     MAPPINGS,
@@ -321,6 +322,9 @@ def explain(m: PublishedMatch) -> list[str]:
     if ours.metrics.noisy:
         notes.append(f"Our figure is noisy (step-time CV {ours.metrics.step_time_cv:.0%}): "
                      f"the machine was busy or the trial short.")
+    if is_busy(ours.metrics):
+        notes.append(f"Our figure is busy: other processes used {ours.metrics.others_cpu_pct_mean:.0f}% of the "
+                     "CPU while it was timed, so it is this machine under that load.")
     return notes
 
 

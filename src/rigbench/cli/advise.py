@@ -206,9 +206,9 @@ def scaling(
         print(json.dumps([r.row() for r in rows], indent=2))
         return
     out.print(scaling_table_view(rows, title=f"{specs[0].label()}: speed-up over the fp32 eager default"))
-    drift = baseline_drift_line(rows)
-    if drift:
-        _print(drift)
+    for line in [baseline_drift_line(rows) or ""] + terminal.busy_lines(outcome.results):
+        if line:
+            _print(line)
     _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). A row measured more than once shows the mean "
            "of its trials and the span of their 95% CIs; a variant whose interval overlaps the baseline's "
            "is marked 'within noise'.")
@@ -228,6 +228,8 @@ def _process_scaling(workload: str, device: str, batch_size: int | None, counts:
     verdict = scaling_verdict(rows)
     if verdict:
         _print(f"{workload} on {device}: {verdict}.")
+    for line in terminal.busy_lines(outcome.results):
+        _print(line)
     _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). Efficiency = speed-up / processes (95% CI); "
            "predicted = one process's step (scaled to the rank's batch) + the measured all-reduce of the "
            "gradients, without overlap (docs/METHODOLOGY.md).")
@@ -343,6 +345,8 @@ def recommend(
             _print(f"  - {line.text}")
         if outcome.other_machines:
             _print(f"Left out: {outcome.other_machines} stored results of {workload} from other machines.")
+        if outcome.busy:
+            _print(outcome.busy)
         for text in outcome.missing:
             _print(f"Missing: {text}")
         for text in outcome.not_tried:

@@ -12,7 +12,7 @@ from rich.text import Text
 from rigbench import api
 from rigbench.cli.common import DB_HELP, app, err, handles_usage_errors, out, results_app
 from rigbench.errors import UsageError
-from rigbench.reports import compare_tables
+from rigbench.reports import compare_tables, terminal
 from rigbench.store.bundle import SHOWN
 
 
@@ -229,6 +229,9 @@ def score(
         if quick:
             out.print(f"  * timed with the short --quick protocol (fewer steps, a wider CI): {', '.join(quick)}; "
                       "a score to keep needs a plain `rigbench run`", highlight=False, markup=False)
+        busy = terminal.busy_lines([r for item in s.items for r in item.ours])
+        for line in busy:
+            out.print(f"  {line}", highlight=False, markup=False)
         if s.missing_ours:
             out.print(f"  not measured here at the reference batch: {', '.join(s.missing_ours)} "
                       f"(run `rigbench run {' '.join(s.missing_ours)}`)", highlight=False, markup=False)

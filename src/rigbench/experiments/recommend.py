@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rigbench.analysis import recommend as rules
+from rigbench.analysis.contention import busy_note
 from rigbench.analysis.recommend_knobs import rows_at
 from rigbench.analysis.recommend_model import Line, MemoryLimit
 from rigbench.analysis.scaling import changed_knobs
@@ -72,6 +73,7 @@ class RecommendOutcome:
     not_tried: list[str] = field(default_factory=list)  # left out on purpose, and why
     results_used: int = 0
     other_machines: int = 0  # stored results of this workload left out: another machine's
+    busy: str | None = None  # the trials used that were timed on a busy machine (analysis/contention.py)
     db_url: str = ""
     run_id: str | None = None
     interrupted: bool = False
@@ -80,7 +82,7 @@ class RecommendOutcome:
         """The JSON of `rigbench recommend --json`: the same lines as printed, with numbers."""
         return {"workload": self.workload, "devices": self.devices, "lines": [line.row() for line in self.lines],
                 "ran": self.ran, "missing": self.missing, "not_tried": self.not_tried, "results_used": self.results_used,
-                "other_machines": self.other_machines, "db": self.db_url, "run_id": self.run_id,
+                "other_machines": self.other_machines, "busy": self.busy, "db": self.db_url, "run_id": self.run_id,
                 "interrupted": self.interrupted}
 
 
@@ -291,6 +293,8 @@ def recommend(
 
     results = stored + run.new
     outcome.results_used = len(results)
+    outcome.busy = busy_note(results, then=(
+        "recommend reuses stored trials: to measure them afresh on a quiet machine, give it a new --db."))
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or ref.dataset.train_size, ref.lr_find, ref.default_lr,
                                     bandwidths)
