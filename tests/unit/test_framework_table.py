@@ -215,3 +215,22 @@ def test_report_draws_grouped_bars_and_table5_from_the_same_rows():
     assert theirs["MXNet 1.5.0"] == {"GTX 1060 (Yin 2020)": 32.22, "i7-8650U (Yin 2020)": 3.65}
     # one framework everywhere: nothing to put side by side, but the thesis's table still has ours beside it
     assert [c.id for c in framework_charts(results[:1])] == ["frameworks_table5"]
+
+
+def test_quick_and_busy_trials_are_marked_in_the_row_and_said_under_the_table(tmp_path):
+    from rigbench.spec import MeasureOptions
+
+    path = tmp_path / "marks.db"
+    store = Store(f"sqlite:///{path}")
+    store.add_run("mrun", "2026-01-01T00:00:00+00:00", "rigbench run mlp", {"hostname": "elsewhere"})
+    quick = make_result("torch", workload="mlp", batch=64, samples_per_s=640.0, others_cpu_pct_mean=0.5)
+    quick.spec = quick.spec.model_copy(update={"measure": MeasureOptions.quick()})
+    busy = make_result("jax", workload="mlp", batch=64, samples_per_s=64.0, others_cpu_pct_mean=50.0)
+    ids = [store.add_result(r.model_copy(update={"id": None, "run_id": "mrun"})) for r in (quick, busy)]
+    [table] = framework_tables(store.list())
+    assert [(r.framework, r.quick, r.busy) for r in table.ours] == [("jax", False, [ids[1]]), ("torch", True, [])]
+    done = CliRunner().invoke(cli.app, ["compare", "--frameworks", "mlp", "--run", "mrun", "--db", str(path)], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert f"trial {ids[0]} quick" in done.output and f"trial {ids[1]} busy" in done.output
+    assert "  quick: timed with the short --quick protocol" in done.output
+    assert f"  busy (#{ids[1]}): other processes used the CPU while these trials were timed" in done.output

@@ -27,7 +27,7 @@ from rigbench.analysis.contention import is_busy
 from rigbench.analysis.published import usable_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import RunSpeed, newest_run_speeds, workload_label
+from rigbench.analysis.trials import RunSpeed, is_quick_protocol, newest_run_speeds, workload_label
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -58,6 +58,7 @@ class FrameworkRow:
     threads: int | None = None   # ours: the threads asked for (None: the framework's own choice)
     trials: list[int] = field(default_factory=list)  # ours: the trials the speed is the mean of
     busy: list[int] = field(default_factory=list)  # ours: those of them timed on a busy machine (contention.py)
+    quick: bool = False          # ours: timed with a shorter window than the default protocol (`--quick`)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,7 +97,8 @@ def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkR
                         _highest(t.metrics.rss_peak_mib for t in figure.trials),
                         _highest(t.metrics.gpu_mem_peak_mib for t in figure.trials) if kind == "gpu" else None,
                         r.id, figure.tokens_per_s, peak.mfu if peak else None, peak.source if peak else None,
-                        r.spec.threads, figure.ids, [t.id for t in figure.trials if is_busy(t.metrics) and t.id])
+                        r.spec.threads, figure.ids, [t.id for t in figure.trials if is_busy(t.metrics) and t.id],
+                        any(is_quick_protocol(t) for t in figure.trials))
 
 
 def _highest(values: Iterable[float | None]) -> float | None:

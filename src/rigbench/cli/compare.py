@@ -157,6 +157,9 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
             out.print(f"  busy ({', '.join(busy)}): other processes used the CPU while these trials were timed "
                       "(`rigbench results show ID`: others_cpu_pct_mean); their speeds, and any ratio with them, "
                       "are the machine's under that load", highlight=False, markup=False)
+        if any(row.quick for row in t.ours):
+            out.print("  quick: timed with the short --quick protocol (fewer steps, a wider CI); figures to keep "
+                      "need a plain `rigbench run`", highlight=False, markup=False)
         over = [f"#{row.result_id}" for row in t.ours if row.mfu is not None and row.mfu > 1]
         if over:
             out.print(f"  MFU above 100% ({', '.join(over)}): the peak is too low, e.g. calibrated on a busy "
@@ -167,7 +170,7 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
     out.print("CPU % is the trial's own use, 100 = every logical core busy (Task Manager's convention, the "
               "thesis's); host MiB its peak resident memory; GPU MiB NVML's per-process peak. MFU: achieved "
               "training FLOP/s over the spec sheet's fp32 peak (* the `rigbench calibrate` peak where the sheet "
-              "has none). Each configuration is its newest run's fp32 full-protocol trials: the mean of their speeds.",
+              "has none). Each configuration is its newest run's plain fp32 speed trials: the mean of their speeds.",
               highlight=False, markup=False)
 
 

@@ -147,7 +147,8 @@ def framework_table(t: Any) -> FitTable:
         table.add_row(*cells(name, f"{row.device} ({row.device_name})", f"{row.steps_per_s:,.3g}",
                              *([tokens_cell(row.tokens_per_s)] if tokens else []), mfu,
                              _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
-                             trials_text(row.trials) + (" busy" if row.busy else "")), end_section=row is t.ours[-1] and bool(t.published))
+                             trials_text(row.trials) + (" quick" if row.quick else "") + (" busy" if row.busy else "")),
+                      end_section=row is t.ours[-1] and bool(t.published))
     for row in t.published:
         table.add_row(*cells(Text(f"{row.framework} ({row.source})", style="dim"), Text(row.device, style="dim"),
                              f"{row.steps_per_s:,.3g}", *(["-"] if tokens else []), "-", _pct(row.cpu_pct),
