@@ -3,6 +3,7 @@ kernels) agrees with a plain torch loop timed in this process, and the command s
 figures, with units, through a child."""
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from rigbench.analysis.matmul_peak import COPY_BYTES, MAX_SINGLE_S, QUICK, Matmu
 from rigbench.frameworks.driver.calibration import bandwidth_row, matmul_row
 from rigbench.reports.terminal import calibration_table
 from rigbench.store import Store
-from rigbench.store.calibrations import latest_calibration
+from rigbench.store.calibrations import latest_calibration, list_calibrations
 
 torch = pytest.importorskip("torch")
 from rigbench.frameworks.torch.calibrate import TorchKernels  # noqa: E402
@@ -118,3 +119,24 @@ def test_bad_precision_is_refused_before_any_child_starts(tmp_path):
     result = CliRunner().invoke(cli.app, ["calibrate", "--precision", "fp64", "--db", str(tmp_path / "x.db")])
     assert result.exit_code == 2
     assert "--precision takes fp32, tf32, bf16, fp16, got 'fp64'" in result.output
+
+
+def test_a_calibration_beside_processes_that_take_every_core_says_it_was_busy(tmp_path):
+    """Real processes: one spinner per core while the calibration child measures; the share
+    other processes took is in the JSON, stored with each figure, and said under the table."""
+    db = str(tmp_path / "busy.db")
+    spin = "import time\nend = time.time() + 120\nwhile time.time() < end: pass\n"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
+    try:
+        proc = subprocess.run([sys.executable, "-m", "rigbench", "calibrate", "--quick", "--device", "cpu",
+                               "--precision", "fp32", "--threads", "1", "--db", db],
+                              capture_output=True, text=True, timeout=200)
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.replace("\n", " ")
+    assert "busy: other processes used " in text and "% of this machine's CPU while cpu was calibrated" in text
+    [row] = [r for r in list_calibrations(Store(db)) if r["kind"] == "matmul"]
+    assert row["detail"]["others_cpu_pct_mean"] >= 10.0

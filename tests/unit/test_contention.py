@@ -11,7 +11,7 @@ import time
 import pytest
 
 from rigbench.analysis.compare import compare_results
-from rigbench.analysis.contention import BUSY_OTHERS_PCT, busy_note, is_busy
+from rigbench.analysis.contention import BUSY_OTHERS_PCT, busy_calibration_note, busy_note, is_busy
 from rigbench.analysis.frameworks import framework_tables
 from rigbench.reports.cells import speed
 from rigbench.reports.terminal import busy_lines, one_line_outcome
@@ -95,3 +95,10 @@ def test_a_trial_beside_processes_that_take_every_core_is_busy():
     assert summary["samples_in_window"] >= 5
     assert summary["others_cpu_pct_mean"] >= 50.0  # the spinners held the cores; the child slept
     assert is_busy(Metrics(others_cpu_pct_mean=summary["others_cpu_pct_mean"]))
+
+
+def test_a_busy_calibration_is_said_and_a_quiet_or_unmeasured_one_is_not():
+    note = busy_calibration_note({"device": "cpu", "others_cpu_pct_mean": 51.4})
+    assert note.startswith("busy: other processes used 51% of this machine's CPU while cpu was calibrated")
+    assert busy_calibration_note({"device": "cpu", "others_cpu_pct_mean": 2.0}) is None
+    assert busy_calibration_note({"device": "cpu"}) is None  # stored before the figure existed

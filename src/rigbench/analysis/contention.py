@@ -56,3 +56,15 @@ def _ids(results: Sequence[Result]) -> str:
     """`3, 5, 7` or, past six, the first five and how many more."""
     ids = [str(r.id) if r.id is not None else "-" for r in results]
     return ", ".join(ids) if len(ids) <= 6 else ", ".join(ids[:5]) + f" and {len(ids) - 5} more"
+
+
+def busy_calibration_note(calibration: dict) -> str | None:
+    """The line under a device's calibration when other processes took BUSY_OTHERS_PCT or more
+    of the CPU while its child measured (`others_cpu_pct_mean`, experiments/calibrate.py): its
+    peaks are then too low, and every MFU against them too high. None otherwise."""
+    others = calibration.get("others_cpu_pct_mean")
+    if others is None or others < BUSY_OTHERS_PCT:
+        return None
+    return (f"busy: other processes used {others:.0f}% of this machine's CPU while {calibration.get('device')} "
+            "was calibrated, so its peaks are the machine's under that load: too low, and MFU against them "
+            "too high. Calibrate again when the machine is quiet (the newest calibration is the one used).")

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from rigbench import api
+from rigbench.analysis.contention import busy_calibration_note
 from rigbench.cli.common import DB_HELP, app, err, framework_option, handles_usage_errors, out
 from rigbench.reports import terminal
 from rigbench.textlimits import NAME_CHARS, clip
@@ -59,6 +60,9 @@ def calibrate(
                 out.print(terminal.calibration_table(found))
                 for line in size_curves(found):
                     out.print(f"  {line}", highlight=False, markup=False)
+                busy = busy_calibration_note(found)
+                if busy:
+                    out.print(busy, highlight=False, markup=False, soft_wrap=True)
         out.print(f"Stored in {done.db_url} (run {done.run_id}). Trials measured on these devices "
                   f"now show MFU against these peaks: rigbench roofline", highlight=False, markup=False)
     for found in failed:

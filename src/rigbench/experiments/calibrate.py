@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rigbench.analysis.stats import mean
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import framework_devices, normalise_device
 from rigbench.experiments.execute import new_run_id, start_run
@@ -28,6 +29,7 @@ from rigbench.spec import PRECISIONS
 from rigbench.store import Store
 from rigbench.store.calibrations import add_calibration
 from rigbench.timestamps import now_iso
+from rigbench.trackers.sampler import Tracker
 
 #: A full calibration of a slow device (a CPU doing fp16 without hardware support) takes
 #: about a minute; this only stops a hung child.
@@ -46,6 +48,10 @@ def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], q
         out_path = Path(tmp) / "calibration.json"
         cmd = [sys.executable, "-m", "rigbench.runner.calibrate", json.dumps(request), str(out_path)]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # Other processes' CPU share while the child measured: a peak taken on a busy machine is
+        # too low, and every MFU against it too high (analysis/contention.py).
+        tracker = Tracker(proc.pid, interval=0.1, rapl_root=None)
+        tracker.start()
         timer = threading.Timer(timeout_s, proc.kill)
         timer.start()
         other: list[str] = []
@@ -63,10 +69,13 @@ def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], q
             if proc.poll() is None:  # Ctrl-C in the parent: do not leave the child measuring
                 proc.kill()
                 proc.wait()
+            samples = tracker.stop()
         if out_path.exists() and proc.returncode == 0:
             found = json.loads(out_path.read_text(encoding="utf-8"))
             if "usage_error" in found:
                 raise UsageError(found["usage_error"])
+            others = [float(v) for v in (s.get("others_cpu_pct") for s in samples) if v is not None]
+            found["others_cpu_pct_mean"] = mean(others) if others else None
             return found
     if proc.returncode in (-9, 137) and not other:
         why = f"killed after {timeout_s:.0f} s" if timer.finished.is_set() else "killed (signal 9)"

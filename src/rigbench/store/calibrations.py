@@ -29,7 +29,7 @@ BANDWIDTH_KEYS: dict[str, str] = {
 def add_calibration(store: Store, run_id: str, created_at: str, calibration: dict[str, Any]) -> list[int]:
     """Store every measurement of one device's calibration (the child's dict, see
     frameworks/driver/calibration.calibrate) in one transaction; returns the new row ids."""
-    context = {k: calibration.get(k) for k in ("threads", "quick", "software")}
+    context = {k: calibration.get(k) for k in ("threads", "quick", "software", "others_cpu_pct_mean")}
     ids = []
     with store.transaction() as tx:
         for m in calibration["measurements"]:
