@@ -1,3 +1,4 @@
+import contextlib
 import functools
 import importlib.util
 import os
@@ -5,6 +6,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -157,3 +160,23 @@ def with_ctrl_c() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+#: A process that spins for `seconds` at the lowest priority (nice 19): it takes whatever CPU the
+#: rest leave idle, which counts as other processes' use, yet yields to the suite's other worker.
+_SPIN = "import os, time\nos.nice(19)\nend = time.time() + {seconds}\nwhile time.time() < end: pass\n"
+
+
+@contextlib.contextmanager
+def busy_machine(seconds: float = 120.0) -> Iterator[None]:
+    """One low-priority spinning process per logical core for the `with` block (a busy machine,
+    analysis/contention.py), killed when it ends."""
+    spinners = [subprocess.Popen([sys.executable, "-c", _SPIN.format(seconds=seconds)])
+                for _ in range(os.cpu_count() or 1)]
+    try:
+        time.sleep(0.3)  # the spinners are running
+        yield
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()

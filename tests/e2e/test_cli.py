@@ -14,7 +14,7 @@ from rich.console import Console
 from rigbench.frameworks import installed_frameworks
 from rigbench.reports import terminal
 from rigbench.workloads import WORKLOADS
-from tests.conftest import framework_rss_mib, with_ctrl_c
+from tests.conftest import busy_machine, framework_rss_mib, with_ctrl_c
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.timeout(300)
@@ -82,14 +82,8 @@ def test_table_output(db):
 def test_a_trial_beside_processes_that_take_every_core_is_flagged_busy(db):
     """The whole chain on real processes: tracker, window summary, the stored figure, the
     table's flag and the line under it (docs/METHODOLOGY.md, "A busy machine")."""
-    spin = "import time\nend = time.time() + 120\nwhile time.time() < end: pass\n"
-    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
-    try:
+    with busy_machine():
         proc = rigbench("run", "mlp", "-d", "cpu", "-b", "8", "--quick", "--threads", "1", "--db", db)
-    finally:
-        for p in spinners:
-            p.kill()
-            p.wait()
     [row] = json.loads(rigbench("results", "export", "--db", db).stdout)
     assert row["others_cpu_pct_mean"] >= 10.0, row
     [line] = [t for t in proc.stdout.splitlines() if t.lstrip().startswith(f"{row['id']} ")]  # the trial's row

@@ -294,6 +294,8 @@ def demo_report(filled_db, tmp_path_factory):
     mlp trial, reported by the CLI with --screenshot (the docs' command): two machines, the H100
     bundle's workloads, GPU:CPU pairs.
     Returns (database, page, screenshot)."""
+    if not Path(CHROMIUM).exists():  # --screenshot drives it, as the browser fixture does
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)")
     base = tmp_path_factory.mktemp("demo")
     db = base / "demo.db"
     db.write_bytes(Path(filled_db).read_bytes())

@@ -3,7 +3,6 @@ kernels) agrees with a plain torch loop timed in this process, and the command s
 figures, with units, through a child."""
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from rigbench.frameworks.driver.calibration import bandwidth_row, matmul_row
 from rigbench.reports.terminal import calibration_table
 from rigbench.store import Store
 from rigbench.store.calibrations import latest_calibration, list_calibrations
+from tests.conftest import busy_machine
 
 torch = pytest.importorskip("torch")
 from rigbench.frameworks.torch.calibrate import TorchKernels  # noqa: E402
@@ -125,16 +125,10 @@ def test_a_calibration_beside_processes_that_take_every_core_says_it_was_busy(tm
     """Real processes: one spinner per core while the calibration child measures; the share
     other processes took is in the JSON, stored with each figure, and said under the table."""
     db = str(tmp_path / "busy.db")
-    spin = "import time\nend = time.time() + 120\nwhile time.time() < end: pass\n"
-    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
-    try:
+    with busy_machine():
         proc = subprocess.run([sys.executable, "-m", "rigbench", "calibrate", "--quick", "--device", "cpu",
                                "--precision", "fp32", "--threads", "1", "--db", db],
                               capture_output=True, text=True, timeout=200)
-    finally:
-        for p in spinners:
-            p.kill()
-            p.wait()
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout.replace("\n", " ")
     assert "busy: other processes used " in text and "% of this machine's CPU while cpu was calibrated" in text

@@ -3,7 +3,6 @@ measured on real processes, and the `busy` flag in every place that shows a tria
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -18,8 +17,7 @@ from rigbench.reports.terminal import busy_lines, one_line_outcome
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.trackers.sampler import Tracker
 from rigbench.trackers.summary import summarize
-
-SPIN = "import time\nend = time.time() + {s}\nwhile time.time() < end: pass\n"
+from tests.conftest import busy_machine
 
 
 def _result(rid: int, others: float | None, run_id: str = "r1", framework: str = "torch",
@@ -71,26 +69,16 @@ def test_compare_frameworks_rows_name_their_busy_trials():
     assert {row.framework: row.busy for row in table.ours} == {"torch": [1], "jax": []}
 
 
-def _spinners(n: int, seconds: float) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, "-c", SPIN.format(s=seconds)]) for _ in range(n)]
-
-
 def test_a_trial_beside_processes_that_take_every_core_is_busy():
-    """Real processes: the tracked one sleeps while one spinner per logical core keeps the
-    machine busy, so nearly all the CPU the machine used went to other processes."""
-    spinners = _spinners(os.cpu_count() or 1, 3.0)
-    try:
-        time.sleep(0.3)  # the spinners are running
+    """Real processes: the tracked one sleeps while a spinner per logical core takes the CPU,
+    so nearly all the CPU the machine used went to other processes."""
+    with busy_machine(seconds=10.0):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2.0)"])
         tracker = Tracker(child.pid, interval=0.05)
         tracker.start()
         start = time.time() + 0.5  # past the child's interpreter start
         child.wait(timeout=30)
         samples = tracker.stop()
-    finally:
-        for p in spinners:
-            p.kill()
-            p.wait()
     summary = summarize(samples, start, start + 1.0, interval_slack=0.05)
     assert summary["samples_in_window"] >= 5
     assert summary["others_cpu_pct_mean"] >= 50.0  # the spinners held the cores; the child slept
