@@ -330,7 +330,7 @@ def recommend(
         text = terminal.one_line_outcome(result)
         if result.spec.kind == "lr_find" and result.metrics.suggested_lr:
             text += f": lr-find suggests {result.metrics.suggested_lr:.3g}"
-        err.print(f"  {result.spec.label()}: {text}", highlight=False, markup=False)
+        err.print(f"  {result.spec.label()}: {text}", highlight=False, markup=False, soft_wrap=True)
 
     outcome = api.recommend(
         workload, devices=split_list(device, "--device"), dataset_size=dataset_size, run_missing=not no_run, quick=quick,

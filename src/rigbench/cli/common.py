@@ -225,7 +225,7 @@ def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
         def ended(i: int, result: Any) -> None:
             progress.advance(task)
             err.print(f"  {result.spec.label()}: {terminal.one_line_outcome(result)}",
-                      highlight=False, markup=False)
+                      highlight=False, markup=False, soft_wrap=True)
 
         return api.run(specs, db=db, on_trial_start=started, on_trial_end=ended)
 

@@ -146,7 +146,7 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
             eta = _eta((time.monotonic() - clock["start"]) / done * (total - done))
             progress.update(task, advance=1, eta=eta)
             err.print(f"  [{done}/{total}] {result.spec.label()}: {terminal.one_line_outcome(result)}"
-                      f"  (ETA {eta})", highlight=False, markup=False)
+                      f"  (ETA {eta})", highlight=False, markup=False, soft_wrap=True)
 
         return run_sweep(grid, db=db, resume=resume, on_plan=planned, on_trial_start=started,
                          on_trial_end=ended)
@@ -376,7 +376,7 @@ def max_batch(
             progress.update(task, description=f"max-batch {workload}: probing batch {batch}")
 
         def probed(r: Result) -> None:
-            err.print(_probe_line(r), highlight=False, markup=False)
+            err.print(_probe_line(r), highlight=False, markup=False, soft_wrap=True)
 
         o = find_max_batch(workload, device, framework=framework, precision=precision,
                            memory_limit_bytes=limit, start=start, max_batch=max_,
