@@ -1,19 +1,18 @@
 """A busy machine: other processes' CPU use while a trial was timed, and the `busy` flag.
 
 A trial's speed is this machine's speed only when the trial had the machine to itself. On the
-dev VM (2 cores, docs/METHODOLOGY.md "A busy machine") one other process spinning on one core
-cut `run gpt --quick` in torch at its own 2 threads from 835 to 23 samples/s (x36): torch's
-OpenMP threads wait for each other at every barrier, and one of them is always waiting for the
-core the other process holds. At 1 thread the same load cost 12% (614 -> 543). Neither trial's
-step times were noisy: a steady slowdown does not show in the coefficient of variation, so the
-`noisy` flag cannot catch it.
+dev VM (2 cores, docs/METHODOLOGY.md "A busy machine") `run gpt --quick` in torch at its own 2
+threads gave 9.2 samples/s beside the test suite against 791 quiet (x86), with a step-time CV
+of 2.9%: torch's OpenMP threads wait for each other at every barrier, and one of them is always
+waiting for a core another process holds. A steady slowdown does not show in the coefficient of
+variation, so the `noisy` flag cannot catch it. At 1 thread one spinning process cost 12%.
 
 The CPU tracker samples the whole machine's CPU use and the trial's process tree over the same
 intervals (trackers/sampler.py); `others_cpu_pct_mean` is the mean over the timed window of
 their difference: the CPU that other processes (and steal time on a VM) took, on the same scale
-(100 = every logical core). A trial is `busy` when that is at least BUSY_OTHERS_PCT: on a quiet
-machine it was 0.0-2.1% for every trial measured on the dev VM (the tracker's own sampling
-included); with one other busy process on the 2 cores it was 49-53%.
+(100 = every logical core). A trial is `busy` when that is at least BUSY_OTHERS_PCT: on the dev
+VM it was 0.0-2.1% in every quiet trial (the tracker's own sampling included) and 47-61% in
+every trial beside the test suite or one spinning process.
 """
 
 from __future__ import annotations

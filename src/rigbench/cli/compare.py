@@ -232,8 +232,7 @@ def score(
         if quick:
             out.print(f"  * timed with the short --quick protocol (fewer steps, a wider CI): {', '.join(quick)}; "
                       "a score to keep needs a plain `rigbench run`", highlight=False, markup=False)
-        busy = terminal.busy_lines([r for item in s.items for r in item.ours])
-        for line in busy:
+        for line in terminal.busy_lines([r for item in s.items for r in item.ours]):
             out.print(f"  {line}", highlight=False, markup=False)
         if s.missing_ours:
             out.print(f"  not measured here at the reference batch: {', '.join(s.missing_ours)} "
