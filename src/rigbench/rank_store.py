@@ -13,11 +13,14 @@ The protocol is one JSON object per line each way:
 - anything else -> {"error": why}
 
 Like torch's store it has no authentication: it listens only while a trial runs, and anyone
-who can reach the port during that time could set a key.
+who can reach the port during that time could set a key. So it listens on the loopback
+interface alone where the endpoint is a loopback address (every one-node trial: MASTER_ADDR is
+127.0.0.1), and on every interface only where other machines must reach it (`listen_host`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 import socketserver
@@ -34,9 +37,22 @@ MAX_WAIT_S = 24 * 3600.0
 RETRY_S, ANSWER_S = 0.2, 30.0
 
 
+def listen_host(master_addr: str) -> str:
+    """Where the store listens for an endpoint at `master_addr`: that loopback address when it
+    is one (only this machine's ranks can come), else every interface ("": other nodes reach
+    node 0 by a name or address this machine may not own, e.g. behind NAT)."""
+    if master_addr == "localhost":
+        return "127.0.0.1"
+    try:
+        return master_addr if ipaddress.ip_address(master_addr).is_loopback else ""
+    except ValueError:  # a host name
+        return ""
+
+
 class RankStore:
-    """The server: keys to texts, kept in this process and served on every interface at `port`
-    (0: a free one) by a daemon thread until `close` or the process's end."""
+    """The server: keys to texts, kept in this process and served at `host` (default: every
+    interface; `listen_host` picks) and `port` (0: a free one) by a daemon thread until `close`
+    or the process's end."""
 
     def __init__(self, port: int, host: str = "") -> None:
         self._values: dict[str, str] = {}

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from rigbench.frameworks.tensorflow import cluster
-from rigbench.rank_store import RankStore, StoreClient
+from rigbench.rank_store import RankStore, StoreClient, listen_host
 from rigbench.ranks import NODE_RANK_VAR, RankInfo
 
 
@@ -116,8 +116,17 @@ def test_a_rank_that_never_comes_is_named(monkeypatch):
     try:
         with pytest.raises(RuntimeError, match=r"rank\(s\) 1, 2 did not join within 0.3 s"):
             cluster.meet(RankInfo(0, 0, 3, 3, "127.0.0.1", port), {NODE_RANK_VAR: "0"})
+        # a one-node endpoint (the agent's 127.0.0.1): the store listens on the loopback alone
+        assert cluster._store._server.server_address == ("127.0.0.1", port)
         assert cluster.tf_config(RankInfo(1, 0, 2, 1, "h", 1), ["a:1", "b:2"]) == {
             "cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}
     finally:
         if cluster._store is not None:
             cluster._store.close()
+
+
+@pytest.mark.parametrize("endpoint, host", [("127.0.0.1", "127.0.0.1"), ("127.0.1.1", "127.0.1.1"),
+                                            ("localhost", "127.0.0.1"), ("::1", "::1"), ("10.0.0.5", ""),
+                                            ("node0.cluster", ""), ("0.0.0.0", "")])
+def test_the_store_listens_on_the_loopback_alone_for_a_loopback_endpoint(endpoint, host):
+    assert listen_host(endpoint) == host

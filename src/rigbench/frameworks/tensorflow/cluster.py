@@ -19,7 +19,7 @@ import os
 import socket
 from collections.abc import Mapping
 
-from rigbench.rank_store import RankStore, StoreClient
+from rigbench.rank_store import RankStore, StoreClient, listen_host
 from rigbench.ranks import RANK_AGENT_VAR, NodeLaunch, RankInfo
 
 #: Seconds a rank waits for the store and for every other rank to announce itself (jax's
@@ -42,7 +42,7 @@ def meet(rank: RankInfo, env: Mapping[str, str] | None = None) -> list[str]:
     the store (rank 0 opens it first); RuntimeError naming the ranks that never did."""
     global _store, _client
     if rank.rank == 0 and _store is None:
-        _store = RankStore(rank.master_port)
+        _store = RankStore(rank.master_port, listen_host(rank.master_addr))
     _client = _client or StoreClient(rank.master_addr, rank.master_port, JOIN_TIMEOUT_S)
     keys = [f"worker/{other}" for other in range(rank.world_size)]
     # The port stays bound until every rank has announced: two ranks of one machine cannot
