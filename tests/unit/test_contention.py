@@ -90,3 +90,24 @@ def test_a_busy_calibration_is_said_and_a_quiet_or_unmeasured_one_is_not():
     assert note.startswith("busy: other processes used 51% of this machine's CPU while cpu was calibrated")
     assert busy_calibration_note({"device": "cpu", "others_cpu_pct_mean": 2.0}) is None
     assert busy_calibration_note({"device": "cpu"}) is None  # stored before the figure existed
+
+
+def test_results_list_and_show_say_which_trials_were_busy(tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+    from rigbench.store import Store
+
+    db = str(tmp_path / "busy.db")
+    store = Store(db)
+    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "here"})
+    busy_id = store.add_result(_result(None, 48.0).model_copy(update={"id": None}))
+    quiet_id = store.add_result(_result(None, 1.0).model_copy(update={"id": None}))
+    runner = CliRunner()
+    listed = runner.invoke(cli.app, ["results", "list", "--db", db], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    assert f"busy: other processes used 48% of this machine's CPU while trial {busy_id} was timed" in listed.output
+    shown = runner.invoke(cli.app, ["results", "show", str(busy_id), "--db", db], env={"COLUMNS": "200"})
+    assert "others_cpu_pct_mean" in shown.output and f"while trial {busy_id} was timed" in shown.output
+    quiet = runner.invoke(cli.app, ["results", "show", str(quiet_id), "--db", db], env={"COLUMNS": "200"})
+    assert "busy:" not in quiet.output

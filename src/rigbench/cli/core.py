@@ -283,6 +283,8 @@ def results_show(
         out.print(terminal.result_detail(result, store.machine(result.run_id), roofline=roof))
         if result.ranks:
             out.print(terminal.ranks_table(result))
+        for line in terminal.busy_lines([result]):
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 @results_app.command("export", short_help="Export results as JSON, CSV or a bundle.")
