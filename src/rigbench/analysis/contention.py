@@ -5,14 +5,15 @@ dev VM (2 cores, docs/METHODOLOGY.md "A busy machine") `run gpt --quick` in torc
 threads gave 9.2 samples/s beside the test suite against 791 quiet (x86), with a step-time CV
 of 2.9%: torch's OpenMP threads wait for each other at every barrier, and one of them is always
 waiting for a core another process holds. A steady slowdown does not show in the coefficient of
-variation, so the `noisy` flag cannot catch it. At 1 thread one spinning process cost 12%.
+variation, so the `noisy` flag cannot catch it. Beside one spinning process the 2-thread trial
+lost x69 and a 1-thread one 5% (`benchmarks/busy_machine.py`).
 
 The CPU tracker samples the whole machine's CPU use and the trial's process tree over the same
 intervals (trackers/sampler.py); `others_cpu_pct_mean` is the mean over the timed window of
 their difference: the CPU that other processes (and steal time on a VM) took, on the same scale
 (100 = every logical core). A trial is `busy` when that is at least BUSY_OTHERS_PCT: on the dev
-VM it was 0.0-2.1% in every quiet trial (the tracker's own sampling included) and 47-61% in
-every trial beside the test suite or one spinning process.
+VM it was 0-5% in every quiet trial (the tracker's own sampling included) and 47-61% in every
+trial beside the test suite or one spinning process.
 """
 
 from __future__ import annotations
