@@ -157,3 +157,14 @@ def test_cpu_time_per_step_is_the_trials_cpu_seconds_over_its_timed_steps():
     spec = TrialSpec(workload="mlp", device="cpu", batch_size=8)
     report = ChildReport(status="ok", step_times_s=[0.1] * 4, measure_cpu_s=0.6, measure_start=1.0, measure_end=2.0)
     assert build_result(spec, Outcome(reports=[report]), "run").metrics.cpu_ms_per_step == pytest.approx(150.0)
+
+
+def test_a_gpts_epoch_time_counts_its_corpus_in_sequences_of_the_trials_context():
+    # 9,035,582,198 tokens // 64 = 141,180,971 sequences at the tiny preset, 16x those of GPT-2's
+    # 1024: an epoch at 100 samples/s is 1,411,809.71 s, not the 88,238 s of 8,823,810 sequences
+    spec = TrialSpec(workload="gpt", batch_size=8)
+    result = build_result(spec, Outcome(reports=[rank(0, [0.08, 0.08, 0.08], world_size=1, losses=[5.0], measure_start=1.0,
+                                                      measure_end=2.0)]), "run")
+    assert result.metrics.samples_per_s == pytest.approx(100.0)
+    assert result.metrics.dataset_size == 141_180_971
+    assert result.metrics.epoch_seconds == pytest.approx(1_411_809.71)

@@ -47,6 +47,17 @@ def test_every_issue_workload_is_registered():
     assert all(w.origin and w.dataset.train_size > 0 for w in WORKLOADS.values())
 
 
+def test_a_language_models_epoch_is_its_corpus_tokens_in_sequences_of_its_own_length():
+    from rigbench.workloads import epoch_samples
+
+    # OpenWebText's 9,035,582,198 GPT-2 tokens (nanoGPT's prepare.py), by hand
+    assert epoch_samples(WORKLOADS["gpt"], {"preset": "small"}) == 8_823_810  # 1024 tokens each
+    assert epoch_samples(WORKLOADS["gpt"], {}) == 141_180_971  # the tiny preset's 64
+    assert epoch_samples(WORKLOADS["gpt"], {"context": 128}) == 70_590_485
+    assert epoch_samples(WORKLOADS["lstm"], {}) == 29_049  # PTB at its 32 tokens, as quoted
+    assert epoch_samples(WORKLOADS["cnn"], {}) == 50_000 and epoch_samples(WORKLOADS["vit"], {"image": 224}) == 50_000
+
+
 def test_workload_refs_with_options():
     w, opts = parse_workload_ref("resnet:depth=56")
     assert w.name == "resnet" and opts == {"depth": 56}

@@ -16,7 +16,7 @@ from rigbench.analysis.roofline import result_roofline
 from rigbench.analysis.trials import RunSpeed, network_label, newest_run_speeds, run_order, speed_figures
 from rigbench.fingerprint import machine_key
 from rigbench.spec import Result
-from rigbench.workloads import WORKLOADS
+from rigbench.workloads import WORKLOADS, epoch_samples
 
 
 def peak_memory_mib(r: Result) -> tuple[float | None, str]:
@@ -105,7 +105,8 @@ def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str,
         memory, kind = _peak_memory(best)
         rows.append(SummaryRow(
             workload=workload, configuration=best,
-            epoch_seconds=ref.dataset.train_size / best.samples_per_s if ref else None,
+            epoch_seconds=(epoch_samples(ref, best.newest.spec.workload_options) / best.samples_per_s
+                           if ref else None),
             dataset=ref.dataset.name if ref else None, cpu_base=base,
             speedup_over_cpu=best.samples_per_s / base.samples_per_s if base else None,
             mfu=mfu, mfu_source=source, peak_memory_mib=memory, memory_kind=kind,

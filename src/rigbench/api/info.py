@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigbench.workloads import WORKLOADS, resolved_options
+from rigbench.workloads import WORKLOADS, epoch_samples, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
 
 
@@ -19,7 +19,7 @@ def workloads_info() -> list[dict[str, Any]]:
         rows.append({
             "name": w.name, "title": w.title, "task": w.task, "input_shape": list(w.input_shape),
             "num_classes": w.num_classes, "dataset": w.dataset.name,
-            "dataset_train_size": w.dataset.train_size, "dataset_source": w.dataset.source,
+            "dataset_train_size": epoch_samples(w, {}), "dataset_source": w.dataset.source,
             "default_batch": w.default_batch, "optimizer": w.optimizer, "default_lr": w.default_lr,
             "options": options,
             "option_choices": {k: list(v) for k, v in w.option_choices.items()},

@@ -50,7 +50,7 @@ from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations
-from rigbench.workloads import Workload, parse_workload_ref
+from rigbench.workloads import Workload, epoch_samples, parse_workload_ref
 
 #: lr-find in a recommendation: fastai's range (1e-7..10 there, 1e-6..10 here) over 100 steps;
 #: with --quick a shorter ramp from 1e-4 (still below where the loss starts to fall on digits).
@@ -296,7 +296,7 @@ def recommend(
     outcome.busy = busy_note(results, then=(
         "recommend reuses stored trials: to measure them afresh on a quiet machine, give it a new --db."))
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
-                                    dataset_size or ref.dataset.train_size, ref.lr_find, ref.default_lr,
+                                    dataset_size or epoch_samples(ref, options), ref.lr_find, ref.default_lr,
                                     bandwidths)
     return outcome
 
@@ -377,5 +377,5 @@ def stored_recommendation(results: Sequence[Result], workload: str, framework: s
             and r.spec.framework == framework]
     devices = list(dict.fromkeys(r.spec.device for r in mine if rules.timed(r)))
     limits = {d: limit for d in devices if (limit := stored_limit(mine, d)) is not None}
-    return rules.recommend(mine, devices, limits, ref.optimizer, ref.dataset.train_size, ref.lr_find, ref.default_lr,
+    return rules.recommend(mine, devices, limits, ref.optimizer, epoch_samples(ref, options), ref.lr_find, ref.default_lr,
                            memory_bandwidths(mine, {}))  # the spec sheets' bandwidths: no store here

@@ -22,7 +22,7 @@ from rigbench.textlimits import clip_result
 from rigbench.timestamps import now_iso
 from rigbench.trackers.energy import COUNTER_UPDATE_S
 from rigbench.trackers.summary import ALL_FIELDS, TRACKER_FIELDS, counter_delta, summarize
-from rigbench.workloads import get_workload, shaped
+from rigbench.workloads import epoch_samples, get_workload, shaped
 
 MIB = 2**20
 
@@ -59,7 +59,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         first_step_s=report.first_step_s,
         warmup_s=report.warmup_s,
         dataset=workload.dataset.name,
-        dataset_size=workload.dataset.train_size,
+        dataset_size=epoch_samples(workload, spec.workload_options),
         final_loss=report.losses[-1] if report.losses else None,
         global_batch=global_batch(spec),
         **(rank_metrics(outcome.reports) if spec.is_data_parallel else {}),
@@ -80,7 +80,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         metrics.samples_per_s_ci = (summary["samples_per_s_ci_low"], summary["samples_per_s_ci_high"])
         if report.measure_cpu_s is not None:  # one process's (data parallel: the merged report's)
             metrics.cpu_ms_per_step = 1e3 * report.measure_cpu_s / len(report.step_times_s)
-        metrics.epoch_seconds = workload.dataset.train_size / summary["samples_per_s"]
+        metrics.epoch_seconds = epoch_samples(workload, spec.workload_options) / summary["samples_per_s"]
     metrics.tokens_per_s = tokens_per_s(spec, metrics.samples_per_s)
     if report.measure_start is not None and report.measure_end is not None:
         window = summarize(outcome.samples, report.measure_start, report.measure_end,

@@ -26,11 +26,15 @@ from rigbench.errors import UsageError
 
 @dataclass(frozen=True)
 class Dataset:
-    """The data set a workload's shape comes from; its size turns speed into epoch time."""
+    """The data set a workload's shape comes from; its size turns speed into epoch time
+    (`epoch_samples`). A text corpus also gives its training `tokens`: a language model's epoch
+    is those tokens in sequences of the trial's own length, and `train_size` is the count at the
+    reference sequence length its source quotes."""
 
     name: str
     train_size: int
     source: str
+    tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,13 +132,15 @@ MNIST = Dataset("mnist", 60_000, "LeCun et al. 1998, 60,000 training images 28x2
 CIFAR10 = Dataset("cifar10", 50_000, "Krizhevsky 2009, 50,000 training images 32x32")
 # A language-model sample is one sequence of 32 tokens: 929,589 training tokens // 32.
 PTB = Dataset("ptb", 929_589 // 32, "Penn Treebank (Mikolov's split): 929,589 training tokens "
-              "= 29,049 sequences of 32 tokens")
+              "= 29,049 sequences of 32 tokens", tokens=929_589)
 # A GPT sample is one sequence of `context` tokens. Its speed figures are for GPT-2's corpus, so
-# the size is nominal: OpenWebText's ~9e9 GPT-2 tokens in sequences of 1024 (rigbench trains it
-# on byte-level text, `rigbench train gpt --dataset pysrc`, never on OpenWebText).
+# the size is nominal: OpenWebText's ~9e9 GPT-2 tokens, 8,823,810 sequences of 1024 (GPT-2's
+# context) and 16 times as many of the tiny preset's 64 (`epoch_samples`). rigbench trains it on
+# byte-level text, `rigbench train gpt --dataset pysrc`, never on OpenWebText.
 OPENWEBTEXT = Dataset("openwebtext", 9_035_582_198 // 1024, "OpenWebText as nanoGPT prepares it: "
                       "9,035,582,198 GPT-2 training tokens = 8,823,810 sequences of 1024 tokens "
-                      "(nominal: rigbench trains the gpt workload on synthetic tokens only)")
+                      "(nominal: rigbench trains the gpt workload on synthetic tokens only)",
+                      tokens=9_035_582_198)
 CATSDOGS = Dataset("catsdogs", 20_000, "Kaggle Dogs vs. Cats as split in seed 001: 20,000 training images")
 
 _WORKLOADS: tuple[Workload, ...] = (
@@ -350,3 +356,13 @@ def shaped(workload: Workload, options: dict[str, Any]) -> Workload:
     if "image" in resolved:
         changes["input_shape"] = (3, int(resolved["image"]), int(resolved["image"]))
     return replace(workload, **changes) if changes else workload
+
+
+def epoch_samples(workload: Workload, options: dict[str, Any]) -> int:
+    """Samples in one epoch of the workload's reference data set with these options: a text
+    corpus's tokens in sequences of the length the options give (gpt at context 64 has 16 times
+    the sequences of context 1024, each a sixteenth as long), else the set's `train_size`."""
+    tokens = workload.dataset.tokens
+    if tokens is None or workload.layout != "tokens":
+        return workload.dataset.train_size
+    return tokens // shaped(workload, options).input_shape[0]
