@@ -73,8 +73,20 @@ def clip_result(result: Result) -> Result:
                                       "software": clip_value(result.software, SOFTWARE_CHARS)})
 
 
+#: TensorFlow ends an op's error with the graph node it failed in ("\t [[{{node sgd/
+#: CollectiveReduceV2}}]] [Op:__inference_run_521]"), after a paragraph whose first line says
+#: what happened ("Collective ops is aborted by: Socket closed").
+_TF_NODE_LINE = re.compile(r"^\s*\[\[\{\{node .*\}\}\]\]")
+
+
 def error_line(error: str | None, limit: int = 240) -> str:
-    """A stored error's last line (a traceback's ends with the exception), cut to `limit`."""
+    """A stored error's last line (a traceback's ends with the exception), cut to `limit`; for
+    a TensorFlow op's error, the first line of the paragraph its node line closes."""
     lines = (error or "").strip().splitlines()
     last = lines[-1] if lines else ""
+    if _TF_NODE_LINE.match(last):
+        body = lines[:-1]
+        blanks = [i for i, line in enumerate(body) if not line.strip()]
+        paragraph = [line for line in body[blanks[-1] + 1 if blanks else 0:] if line.strip()]
+        last = paragraph[0].strip() if paragraph else last
     return last if len(last) <= limit else last[:limit - 3] + "..."

@@ -24,6 +24,32 @@ def test_a_crash_shows_the_last_line_of_its_traceback_cut_to_size():
     assert len(line) < 260
 
 
+#: The end of a TensorFlow rank's error when its peer died in the all-reduce, as stored on the dev VM
+#: (tests/integration/test_data_parallel_tf.py's killed-rank trial, rank 0, shortened).
+TF_COLLECTIVE_ERROR = (
+    'Traceback (most recent call last):\n  File "/x/protocol.py", line 79, in _agreed\n'
+    "tensorflow.python.framework.errors_impl.UnavailableError: Graph execution error:\n\n"
+    "Detected at node allgather/CollectiveGatherV2 defined at (most recent call last):\n"
+    '  File "<frozen runpy>", line 198, in _run_module_as_main\n\n'
+    '  File "/x/parallel.py", line 93, in most\n\n'
+    "Collective ops is aborted by: failed to connect to all addresses; last error: UNKNOWN: "
+    "ipv4:127.0.0.1:33877: Failed to connect to remote host: Connection refused\n"
+    "Additional GRPC error information from remote target /job:worker/replica:0/task:1 while calling "
+    "/tensorflow.WorkerService/RecvBuf:\n"
+    ':UNKNOWN:Error received from peer  {grpc_status:14, grpc_message:"failed to connect"}\n'
+    "The error could be from a previous operation. Restart your program to reset.\n"
+    "\t [[{{node allgather/CollectiveGatherV2}}]] [Op:__inference_most_627]")
+
+
+def test_a_tensorflow_op_error_is_the_line_that_says_what_happened_not_its_graph_node():
+    line = one_line_outcome(result("crash", TF_COLLECTIVE_ERROR))
+    assert line.startswith("crash (Collective ops is aborted by: failed to connect to all addresses;")
+    # no blank line before it: the line above the node line
+    assert one_line_outcome(result("crash", "UnavailableError: Socket closed\n\t [[{{node a/B}}]] [Op:c]")) == (
+        "crash (UnavailableError: Socket closed)")
+    assert one_line_outcome(result("crash", "\t [[{{node a/B}}]]")) == "crash ([[{{node a/B}}]])"
+
+
 def test_ok_and_oom_stay_short():
     assert one_line_outcome(result("oom", "CPU out of memory: tried to allocate 2 GiB")) == "oom"
     ok = result()
