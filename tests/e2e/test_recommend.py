@@ -86,6 +86,30 @@ def test_recommendation_is_consistent_with_the_stored_measurements(tmp_path):
     for line in repeat["lines"]:
         assert f"  - {line['text']}" in printed.output
 
+    # A stored speed trial timed on a busy machine does not count as measured: recommend (not
+    # --no-run) measures that configuration again, and only it. The trials are marked here by
+    # hand (every other one quiet), since this suite's own load decides how busy each really was.
+    again_id = next(r.id for r in at_batch if r.spec.threads == 1)
+    _mark_others_share(db, {r.id: 50.0 if r.id == again_id else 0.0 for r in speed})
+    proc = rigbench("recommend", "mlp", "--quick", "--batch-size", "8,16", "--device", "cpu", "--db", db, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert f"measuring again 1 stored trial(s) timed on a busy machine (#{again_id})" in proc.stderr
+    rerun = json.loads(proc.stdout)["run_id"]
+    fresh = [r for r in Store(db).list(workload="mlp") if r.run_id == rerun]
+    assert [(r.spec.kind, r.spec.batch_size, r.spec.threads) for r in fresh] == [("speed", batch, 1)]
+
+
+def _mark_others_share(db: str, shares: dict[int, float]) -> None:
+    """Set stored trials' others_cpu_pct_mean (trial id -> %), as if the tracker had read it."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        for trial_id, share in shares.items():
+            [text] = conn.execute("SELECT result_json FROM trials WHERE id = ?", (trial_id,)).fetchone()
+            result = json.loads(text)
+            result["metrics"]["others_cpu_pct_mean"] = share
+            conn.execute("UPDATE trials SET result_json = ? WHERE id = ?", (json.dumps(result), trial_id))
+
 
 @pytest.mark.parametrize("args,message", [
     (["lr-find", "mlp", "--dataset", "nosuch"], "unknown data set 'nosuch'"),

@@ -346,6 +346,7 @@ def test_a_recommendation_that_rests_on_busy_trials_says_which_and_how_to_measur
     outcome = recommend("mlp", devices=["cpu"], run_missing=False, db=db)
     assert outcome.busy is not None
     assert outcome.busy.startswith(f"busy: other processes used 48% of this machine's CPU while trial {busy.id} was")
-    assert outcome.busy.endswith("to measure them afresh on a quiet machine, give it a new --db.")
+    assert outcome.busy.endswith("recommend measures them again when it next runs (not with --no-run): run it "
+                                 "when the machine is quiet.")
     assert outcome.to_dict()["busy"] == outcome.busy
     assert recommend("mlp", devices=["cpu"], run_missing=False, db=str(tmp_path / "empty.db")).busy is None

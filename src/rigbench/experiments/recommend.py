@@ -18,8 +18,9 @@ What it measures when missing, chosen to stay cheap on a small CPU:
                        the workload accepts is available offline (digits ships with scikit-learn).
 A measurement counts as present when a stored full-protocol speed trial (analysis/trials.py,
 --quick included) of this machine has the same workload, options, framework and
-configuration; a memory limit, when a stored max-batch search (its trials of kind "probe",
-old ones recognised by spec.TrialSpec) has.
+configuration, and was not timed on a busy machine (analysis/contention.py: such a trial is
+measured again, unless --no-run); a memory limit, when a stored max-batch search (its trials
+of kind "probe", old ones recognised by spec.TrialSpec) has.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rigbench.analysis import recommend as rules
-from rigbench.analysis.contention import busy_note
+from rigbench.analysis.contention import busy_note, is_busy
 from rigbench.analysis.recommend_knobs import rows_at
 from rigbench.analysis.recommend_model import Line, MemoryLimit
 from rigbench.analysis.scaling import changed_knobs
@@ -218,6 +219,12 @@ def recommend(
     stored = [r for r in store.list(workload=ref.name)
               if r.spec.workload_options == options and r.spec.framework == framework]
     stored, others = this_machine(store, stored)
+    if run_missing:  # a speed timed on a busy machine is not this machine's: measured again
+        again = [r for r in stored if r.spec.kind == "speed" and is_busy(r.metrics)]
+        stored = [r for r in stored if not (r.spec.kind == "speed" and is_busy(r.metrics))]
+        if again:
+            on_note(f"measuring again {len(again)} stored trial(s) timed on a busy machine "
+                    f"({', '.join(f'#{r.id}' for r in again[:10])}{' ...' if len(again) > 10 else ''})")
     if run_missing and [normalise_device(d) for d in devices] == ["cpu"]:
         check_framework(framework)  # the CPU is always there: no device probe (a child process)
         chosen = ["cpu"]
@@ -294,7 +301,7 @@ def recommend(
     results = stored + run.new
     outcome.results_used = len(results)
     outcome.busy = busy_note(results, then=(
-        "recommend reuses stored trials: to measure them afresh on a quiet machine, give it a new --db."))
+        "recommend measures them again when it next runs (not with --no-run): run it when the machine is quiet."))
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or epoch_samples(ref, options), ref.lr_find, ref.default_lr,
                                     bandwidths)
