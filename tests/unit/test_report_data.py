@@ -187,6 +187,9 @@ def test_hover_has_value_and_spec_and_escapes_user_text():
     assert "torch cpu b16 fp32" in hover and f"trial {hostile.id} · run r1" in hover
     assert "<img" not in hover and "&lt;img src=x onerror=alert(1)&gt;" in hover
     assert "<br>" in hover  # plotly's line break, the one tag we write
+    assert "[busy]" not in hover
+    busy = make_result(speed=50.0, others_cpu_pct_mean=48.6)
+    assert "[busy] other processes used 49% of the CPU meanwhile" in charts_by_id([busy])["speed"].series[0].hover[0]
 
 
 def test_parse_where():
@@ -322,6 +325,6 @@ def test_busy_trials_are_counted_at_the_top_and_marked_in_the_summary_and_the_li
     assert row["speedup_note"].startswith(f"over CPU trial {busy_cpu.id} (busy) (20.0 samples/s")
     page, _ = html.render([quiet_gpu, busy_cpu], {"r1": None})
     assert "<b>Busy</b>1 trial timed while other processes used 10% or more of the CPU" in page
-    assert page.count("[busy]") == 1
+    assert page.count("20.0 [18.0–24.0] [busy]") == 1 and "1,000 [900–1,200] [busy]" not in page  # the list
     quiet_page, _ = html.render([quiet_gpu], {"r1": None})
     assert "<b>Busy</b>" not in quiet_page and "[busy]" not in quiet_page

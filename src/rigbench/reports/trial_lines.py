@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from rigbench.analysis.contention import is_busy
 from rigbench.reports.chart_model import hover_lines, workload_name
 from rigbench.spec import Result
 
@@ -125,4 +126,5 @@ def trial_hover(r: Result, value: str) -> str:
         f"step {m.step_time_ms_median:.2f} ms median, {m.steps_measured} steps"
         + (" [noisy]" if m.noisy else "") if m.step_time_ms_median else "",
         f"measure: ≥{r.spec.measure.min_steps} steps and ≥{r.spec.measure.min_seconds:g} s",
+        f"[busy] other processes used {m.others_cpu_pct_mean:.0f}% of the CPU meanwhile" if is_busy(m) else "",
     )
