@@ -319,9 +319,12 @@ def explain(m: PublishedMatch) -> list[str]:
     if m.mapping.closeness != "same network":
         alike = "of the same family, not identical" if m.mapping.closeness == "same family" else "loosely alike"
         notes.append(f"The networks are {alike} ({m.mapping.why}): read the ratios as rough.")
+    others = ours.metrics.others_cpu_pct_mean
     if ours.metrics.noisy:
-        notes.append(f"Our figure is noisy (step-time CV {ours.metrics.step_time_cv:.0%}): "
-                     f"the machine was busy or the trial short.")
+        why = ("the machine was busy or the trial short" if others is None or is_busy(ours.metrics) else
+               f"the machine was quiet (others used {others:.0f}% of the CPU), so the trial was short or its "
+               "steps vary")
+        notes.append(f"Our figure is noisy (step-time CV {ours.metrics.step_time_cv:.0%}): {why}.")
     if is_busy(ours.metrics):
         notes.append(f"Our figure is busy: other processes used {ours.metrics.others_cpu_pct_mean:.0f}% of the "
                      "CPU while it was timed, so it is this machine under that load.")
