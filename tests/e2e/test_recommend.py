@@ -89,14 +89,15 @@ def test_recommendation_is_consistent_with_the_stored_measurements(tmp_path):
     # A stored speed trial timed on a busy machine does not count as measured: recommend (not
     # --no-run) measures that configuration again, and only it. The trials are marked here by
     # hand (every other one quiet), since this suite's own load decides how busy each really was.
-    again_id = next(r.id for r in at_batch if r.spec.threads == 1)
+    variant = next(r for r in at_batch if changed_knobs(r) == ["threads"])  # the count other than the default
+    again_id = variant.id
     _mark_others_share(db, {r.id: 50.0 if r.id == again_id else 0.0 for r in speed})
     proc = rigbench("recommend", "mlp", "--quick", "--batch-size", "8,16", "--device", "cpu", "--db", db, "--json")
     assert proc.returncode == 0, proc.stderr
     assert f"measuring again 1 stored trial(s) timed on a busy machine (#{again_id})" in proc.stderr
     rerun = json.loads(proc.stdout)["run_id"]
     fresh = [r for r in Store(db).list(workload="mlp") if r.run_id == rerun]
-    assert [(r.spec.kind, r.spec.batch_size, r.spec.threads) for r in fresh] == [("speed", batch, 1)]
+    assert [(r.spec.kind, r.spec.batch_size, r.spec.threads) for r in fresh] == [("speed", batch, variant.spec.threads)]
 
 
 def _mark_others_share(db: str, shares: dict[int, float]) -> None:
