@@ -21,13 +21,17 @@
 #                 fit), then `rigbench recommend cnn`, which measures torch.compile's modes itself
 #                 where the step proves overhead-bound
 #   suite         the default suite: run it on an H100 and on an H200 for `rigbench compare`
+#   shared        cnn and resnet quiet, then beside a second process that keeps the same GPU busy
+#                 with matmuls: how much a shared GPU costs, and whether anything flags it (the
+#                 `busy` rule reads the CPU only: docs/METHODOLOGY.md "A busy machine"); prints
+#                 each trial's samples/s, GPU %, others' CPU share
 # Then, HERE, on the returned gpu.db: rigbench compare --frameworks, rigbench roofline,
 # rigbench compare RUN_A RUN_B (H100 against H200), rigbench compare --published.
 #
 # Dry run on a machine without a GPU: DEVICE=cpu QUICK=--quick GPT=gpt VIT=vit BATCH=8
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
-PART=${1:?usage: bash benchmarks/gpu/round2.sh tests|transformers|frameworks|small|overhead|suite}
+PART=${1:?usage: bash benchmarks/gpu/round2.sh tests|transformers|frameworks|small|overhead|suite|shared}
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -70,6 +74,22 @@ case $PART in
     step timeout 420 rigbench recommend cnn -d "$DEVICE" $QUICK ;;
   suite)
     step timeout 300 rigbench run -d "$DEVICE" $QUICK ;;
+  shared)
+    step timeout 120 rigbench run cnn resnet -d "$DEVICE" $QUICK
+    # the other tenant: 8192^2 matmuls back to back on the same device, for 100 s at most
+    python3 -c "import time, torch
+x = torch.randn(8192, 8192, device='$DEVICE')
+end = time.time() + 100
+while time.time() < end:
+    x @ x
+    torch.cuda.synchronize() if x.is_cuda else None" &
+    TENANT=$!
+    sleep 5
+    step timeout 120 rigbench run cnn resnet -d "$DEVICE" $QUICK
+    kill $TENANT
+    rigbench results export --format csv | python3 -c "import csv, sys
+for r in list(csv.DictReader(sys.stdin))[-4:]:
+    print(r['id'], r['workload'], r['samples_per_s'], 'GPU %', r['gpu_util_pct_mean'], 'others CPU %', r['others_cpu_pct_mean'])" ;;
   *) echo "unknown part $PART"; exit 2 ;;
 esac
 step rigbench results list --limit 60
