@@ -134,6 +134,10 @@ class Metrics(BaseModel):
         "W", "tracker", "GPU board power draw (NVML), mean over the measured window")
     gpu_power_w_peak: float | None = metric(
         "W", "tracker", "GPU board power draw (NVML), highest sample in the measured window")
+    gpu_other_processes_max: float | None = metric(
+        "processes", "tracker", "other processes holding a context on the trial's GPU in the measured window, most at "
+                                "once (NVML's compute-process list: who holds memory, not who computes; none where "
+                                "ours cannot be told apart, e.g. in a container)")
     gpu_energy_j: float | None = metric(
         "J", "tracker", "GPU energy over the measured window (NVML energy counter; see energy_method)")
     cpu_energy_j: float | None = metric(

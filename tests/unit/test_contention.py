@@ -10,7 +10,13 @@ import time
 import pytest
 
 from rigbench.analysis.compare import compare_results
-from rigbench.analysis.contention import BUSY_OTHERS_PCT, busy_calibration_note, busy_note, is_busy
+from rigbench.analysis.contention import (
+    BUSY_OTHERS_PCT,
+    busy_calibration_note,
+    busy_note,
+    is_busy,
+    shared_gpu_note,
+)
 from rigbench.analysis.frameworks import framework_tables
 from rigbench.reports.cells import speed
 from rigbench.reports.terminal import busy_lines, one_line_outcome
@@ -111,3 +117,16 @@ def test_results_list_and_show_say_which_trials_were_busy(tmp_path):
     assert "others_cpu_pct_mean" in shown.output and f"while trial {busy_id} was timed" in shown.output
     quiet = runner.invoke(cli.app, ["results", "show", str(quiet_id), "--db", db], env={"COLUMNS": "200"})
     assert "busy:" not in quiet.output
+
+
+def test_a_gpu_another_process_held_is_named_apart_from_busy():
+    alone, shared = _result(1, 1.0), _result(2, 1.0)
+    alone.metrics.gpu_other_processes_max = 0.0
+    shared.metrics.gpu_other_processes_max = 2.0
+    assert shared_gpu_note([alone]) is None and not is_busy(shared.metrics)
+    note = shared_gpu_note([alone, shared])
+    assert note.startswith("shared GPU: up to 2 other processes held a context on the GPU of trial 2 while it was timed")
+    assert busy_lines([alone, shared]) == [note]
+    both = _result(3, 40.0)
+    both.metrics.gpu_other_processes_max = 1.0
+    assert [line.split(":")[0] for line in busy_lines([both])] == ["busy", "shared GPU"]

@@ -175,6 +175,7 @@ def test_tracker_gpu_path_uses_the_tracked_pid_memory():
     assert summary["gpu_util_pct_p95"] == 42
     assert summary["gpu_power_w_mean"] == pytest.approx(123.456)
     assert summary["gpu_power_w_peak"] == pytest.approx(123.456)
+    assert summary["gpu_other_processes_max"] == 1  # the fake's other tenant
 
 
 def test_tracker_without_working_nvml_samples_cpu_only():
@@ -226,6 +227,16 @@ def test_gpu_sample_process_list_cases():
     # driver reports no per-process figure (usedGpuMemory None): fallback
     unknown = FakeNVML(123, procs=[SimpleNamespace(pid=123, usedGpuMemory=None)])
     assert nv.gpu_sample(unknown, h, 123)["gpu_mem_bytes"] == 5 * GIB
+
+
+
+def test_gpu_sample_counts_the_other_processes_on_the_gpu_where_ours_is_listed():
+    h = ("handle", 0)
+    assert nv.gpu_sample(FakeNVML(123), h, 123)["gpu_other_procs"] == 1  # OTHER_PID shares it
+    assert nv.gpu_sample(FakeNVML(123), h, [123, OTHER_PID])["gpu_other_procs"] == 0  # both ours
+    assert nv.gpu_sample(FakeNVML(123, procs=[]), h, 123)["gpu_other_procs"] == 0  # nobody yet
+    assert nv.gpu_sample(FakeNVML(123), h, 456)["gpu_other_procs"] is None  # a container: cannot tell
+    assert nv.gpu_sample(FakeNVML(123, procs_fail=True), h, 123)["gpu_other_procs"] is None
 
 
 def test_load_nvml_and_list_gpus_with_fake():

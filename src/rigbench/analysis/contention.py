@@ -52,6 +52,20 @@ def busy_note(results: Sequence[Result], then: str = RUN_AGAIN) -> str | None:
             f"own (torch at its own thread count can lose most of its speed to it). {then}")
 
 
+def shared_gpu_note(results: Sequence[Result]) -> str | None:
+    """One sentence naming the trials whose GPU another process held a context on while they
+    were timed (`gpu_other_processes_max`, NVML's process list); None when none did. Not a
+    `busy` flag: the list says who holds memory on the GPU, not who computes on it."""
+    shared = [r for r in results if (r.metrics.gpu_other_processes_max or 0) >= 1]
+    if not shared:
+        return None
+    most = max(int(r.metrics.gpu_other_processes_max or 0) for r in shared)
+    which = ("trial " if len(shared) == 1 else "trials ") + _ids(shared)
+    return (f"shared GPU: up to {most} other process{'es' if most > 1 else ''} held a context on the GPU of "
+            f"{which} while {'it was' if len(shared) == 1 else 'they were'} timed; if one computed, those "
+            "speeds are the GPU's share, not all of it (`nvidia-smi` lists who).")
+
+
 def _ids(results: Sequence[Result]) -> str:
     """`3, 5, 7` or, past six, the first five and how many more."""
     ids = [str(r.id) if r.id is not None else "-" for r in results]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rigbench.analysis.contention import busy_note, is_busy
+from rigbench.analysis.contention import busy_note, is_busy, shared_gpu_note
 from rigbench.analysis.training import bits
 from rigbench.reports.ceiling_tables import calibration_table, roofline_lines, roofline_table
 from rigbench.reports.cells import (
@@ -123,10 +123,10 @@ def compile_lines(results: Sequence[Result]) -> list[str]:
 
 
 def busy_lines(results: Sequence[Result]) -> list[str]:
-    """The line under a table of trials that names those timed while other processes took a
-    share of the CPU (`busy`, analysis/contention.py); none when every trial had the machine."""
-    note = busy_note(results)
-    return [note] if note else []
+    """The lines under a table of trials that name those timed while other processes took a
+    share of the CPU (`busy`) or held a context on their GPU (analysis/contention.py); none
+    when every trial had the machine to itself."""
+    return [note for note in (busy_note(results), shared_gpu_note(results)) if note]
 
 
 def baseline_lines(results: Sequence[Result]) -> list[str]:

@@ -28,13 +28,18 @@ def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int]) -> dict[str, 
     - `gpu_mem_is_process`: 1.0 when `gpu_mem_bytes` is per-process, 0.0 when it is the
       device-wide fallback, None when neither was readable.
     - `gpu_power_w`: board power draw in watts.
+    - `gpu_other_procs`: how many other processes have a context on the device, from the same
+      process list (a tenant sharing the GPU; it may be idle: the list says who holds memory,
+      not who computes). None where the list cannot tell ours from theirs: the query raises, or
+      our pid is not in a non-empty list (a container's pid namespace).
     """
     pids = {pid} if isinstance(pid, int) else set(pid)
     err = nvml_error(nvml)
     util = query(err, lambda: float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
     device_used = query(err, lambda: float(nvml.nvmlDeviceGetMemoryInfo(handle).used))
     power = query(err, lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0)
-    proc_mem = _process_memory(nvml, handle, pids, err)
+    procs = _compute_processes(nvml, handle, err)
+    proc_mem = _process_memory(procs, pids)
     mem: float | None
     is_process: float | None
     if proc_mem is not None:
@@ -47,14 +52,31 @@ def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int]) -> dict[str, 
         "gpu_mem_device_bytes": device_used,
         "gpu_mem_is_process": is_process,
         "gpu_power_w": power,
+        "gpu_other_procs": _other_processes(procs, pids),
     }
 
 
-def _process_memory(nvml: Any, handle: Any, pids: set[int], err: type[BaseException]) -> float | None:
-    """Bytes used by `pids` on the device, or None when per-process info is unavailable."""
+def _compute_processes(nvml: Any, handle: Any, err: type[BaseException]) -> list[Any] | None:
+    """The device's compute processes (each with `pid`, `usedGpuMemory`), None when unreadable."""
     try:
-        procs = list(nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+        return list(nvml.nvmlDeviceGetComputeRunningProcesses(handle))
     except (err, AttributeError):
+        return None
+
+
+def _other_processes(procs: list[Any] | None, pids: set[int]) -> float | None:
+    """Processes on the device that are not `pids`; None when ours cannot be told apart."""
+    if procs is None:
+        return None
+    listed = {getattr(p, "pid", None) for p in procs}
+    if listed and not listed & pids:
+        return None  # pid namespace mismatch: every process looks like another's
+    return float(len(listed - pids))
+
+
+def _process_memory(procs: list[Any] | None, pids: set[int]) -> float | None:
+    """Bytes used by `pids` on the device, or None when per-process info is unavailable."""
+    if procs is None:
         return None
     if not procs:
         return 0.0

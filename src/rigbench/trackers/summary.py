@@ -46,6 +46,7 @@ TRACKER_FIELDS: dict[str, tuple[TrackerField, ...]] = {
         TrackerField("gpu_mem_peak_mib", "gpu_mem_bytes", "peak_mib"),
         TrackerField("gpu_power_w_mean", "gpu_power_w", "mean"),
         TrackerField("gpu_power_w_peak", "gpu_power_w", "peak"),
+        TrackerField("gpu_other_processes_max", "gpu_other_procs", "peak"),
     ),
     "energy": (
         TrackerField("gpu_energy_j", GPU_KEY, "delta"),
