@@ -10,6 +10,7 @@ context) never enters the CLI's process.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigbench.analysis.stats import mean
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import framework_devices, normalise_device
 from rigbench.experiments.execute import new_run_id, start_run
@@ -30,6 +30,7 @@ from rigbench.store import Store
 from rigbench.store.calibrations import add_calibration
 from rigbench.timestamps import now_iso
 from rigbench.trackers.sampler import Tracker
+from rigbench.trackers.summary import summarize
 
 #: A full calibration of a slow device (a CPU doing fp16 without hardware support) takes
 #: about a minute; this only stops a hung child.
@@ -74,8 +75,8 @@ def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], q
             found = json.loads(out_path.read_text(encoding="utf-8"))
             if "usage_error" in found:
                 raise UsageError(found["usage_error"])
-            others = [float(v) for v in (s.get("others_cpu_pct") for s in samples) if v is not None]
-            found["others_cpu_pct_mean"] = mean(others) if others else None
+            # the tracker's own summary over the child's whole life
+            found["others_cpu_pct_mean"] = summarize(samples, -math.inf, math.inf)["others_cpu_pct_mean"]
             return found
     if proc.returncode in (-9, 137) and not other:
         why = f"killed after {timeout_s:.0f} s" if timer.finished.is_set() else "killed (signal 9)"

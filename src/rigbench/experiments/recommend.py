@@ -221,7 +221,7 @@ def recommend(
     stored, others = this_machine(store, stored)
     if run_missing:  # a speed timed on a busy machine is not this machine's: measured again
         again = [r for r in stored if r.spec.kind == "speed" and is_busy(r.metrics)]
-        stored = [r for r in stored if not (r.spec.kind == "speed" and is_busy(r.metrics))]
+        stored = [r for r in stored if r not in again]
         if again:
             on_note(f"measuring again {len(again)} stored trial(s) timed on a busy machine "
                     f"({', '.join(f'#{r.id}' for r in again[:10])}{' ...' if len(again) > 10 else ''})")

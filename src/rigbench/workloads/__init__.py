@@ -130,17 +130,23 @@ class Workload:
 
 MNIST = Dataset("mnist", 60_000, "LeCun et al. 1998, 60,000 training images 28x28")
 CIFAR10 = Dataset("cifar10", 50_000, "Krizhevsky 2009, 50,000 training images 32x32")
+
+
+def _text_corpus(name: str, tokens: int, quoted_length: int, source: str) -> Dataset:
+    """A text corpus: its tokens, and `train_size` the sequences of the length its source quotes."""
+    return Dataset(name, tokens // quoted_length, source, tokens=tokens)
+
+
 # A language-model sample is one sequence of 32 tokens: 929,589 training tokens // 32.
-PTB = Dataset("ptb", 929_589 // 32, "Penn Treebank (Mikolov's split): 929,589 training tokens "
-              "= 29,049 sequences of 32 tokens", tokens=929_589)
+PTB = _text_corpus("ptb", 929_589, 32, "Penn Treebank (Mikolov's split): 929,589 training tokens "
+                   "= 29,049 sequences of 32 tokens")
 # A GPT sample is one sequence of `context` tokens. Its speed figures are for GPT-2's corpus, so
 # the size is nominal: OpenWebText's ~9e9 GPT-2 tokens, 8,823,810 sequences of 1024 (GPT-2's
 # context) and 16 times as many of the tiny preset's 64 (`epoch_samples`). rigbench trains it on
 # byte-level text, `rigbench train gpt --dataset pysrc`, never on OpenWebText.
-OPENWEBTEXT = Dataset("openwebtext", 9_035_582_198 // 1024, "OpenWebText as nanoGPT prepares it: "
-                      "9,035,582,198 GPT-2 training tokens = 8,823,810 sequences of 1024 tokens "
-                      "(nominal: rigbench trains the gpt workload on synthetic tokens only)",
-                      tokens=9_035_582_198)
+OPENWEBTEXT = _text_corpus("openwebtext", 9_035_582_198, 1024, "OpenWebText as nanoGPT prepares it: "
+                           "9,035,582,198 GPT-2 training tokens = 8,823,810 sequences of 1024 tokens "
+                           "(nominal: rigbench trains the gpt workload on synthetic tokens only)")
 CATSDOGS = Dataset("catsdogs", 20_000, "Kaggle Dogs vs. Cats as split in seed 001: 20,000 training images")
 
 _WORKLOADS: tuple[Workload, ...] = (
