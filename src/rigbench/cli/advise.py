@@ -206,9 +206,9 @@ def scaling(
         print(json.dumps([r.row() for r in rows], indent=2))
         return
     out.print(scaling_table_view(rows, title=f"{specs[0].label()}: speed-up over the fp32 eager default"))
-    for line in [baseline_drift_line(rows) or ""] + terminal.busy_lines(outcome.results):
-        if line:
-            _print(line)
+    drift = baseline_drift_line(rows)
+    for line in ([drift] if drift else []) + terminal.busy_lines(outcome.results):
+        _print(line)
     _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). A row measured more than once shows the mean "
            "of its trials and the span of their 95% CIs; a variant whose interval overlaps the baseline's "
            "is marked 'within noise'.")
