@@ -131,3 +131,14 @@ def test_devices_info_reports_each_framework_as_it_answers(monkeypatch):
     assert asked == [["torch", "jax", "keras-torch"]] and sorted(answered) == ["jax", "keras-torch", "torch"]
     assert sorted(children) == [("jax",), ("torch", "keras-torch")]  # keras-torch asked in torch's child
     assert [r for r in rows if r["id"] == "cpu"][0]["frameworks"] == ["torch", "jax", "keras-torch"]
+
+
+def test_the_fields_two_filtered_sides_are_split_by():
+    from rigbench.api.comparison import split_fields
+
+    assert split_fields(["device=cpu"], ["device=cuda:0"]) == {"device"}
+    assert split_fields(["framework=torch", "workload=mlp"], ["framework=jax", "workload=mlp"]) == {"framework"}
+    # two values on a side would meet each other under one key: no split there
+    assert split_fields(["framework=torch", "framework=jax"], ["framework=tensorflow"]) == set()
+    assert split_fields(["status=ok"], ["status=oom"]) == set()  # not a configuration field
+    assert split_fields(["device=cpu"], []) == set()

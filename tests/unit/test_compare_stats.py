@@ -200,6 +200,36 @@ def test_across_machines_devices_match_by_kind():
     assert "devices: NVIDIA GeForce RTX 3060 -> Apple GPU (MPS)" in pair.notes
 
 
+def test_sides_split_by_a_field_pair_across_it():
+    """`compare RUN --where-a device=cpu --where-b device=cuda:0` (COMPARING.md): one run, one
+    machine, so devices match by id, and without the split no trial could ever pair."""
+    rng = np.random.default_rng(16)
+    cpu = [make(_times(rng, 0.2), rid=1), make(_times(rng, 0.2), batch=8, rid=2)]
+    gpu = [make(_times(rng, 0.02), device="cuda:0", device_name="NVIDIA H100", rid=3),
+           make(_times(rng, 0.02), device="cuda:0", batch=16, rid=4)]
+    assert compare_results(cpu, gpu, same_machine=True).pairs == []
+    found = compare_results(cpu, gpu, same_machine=True, split={"device"})
+    (pair,) = found.pairs
+    assert pair.verdict == "faster" and pair.ratio == pytest.approx(10, rel=0.05)
+    assert "A vs B: device cpu vs cuda:0" in pair.notes
+    # the other fields still have to agree: b8 and b16 stay unpaired, each naming the batch
+    assert [u.differences for u in found.only_a] == [["batch 8 vs 16"]]
+    assert [u.differences for u in found.only_b] == [["batch 16 vs 8"]]
+
+
+def test_two_frameworks_compare_on_the_libraries_both_have():
+    rng = np.random.default_rng(17)
+    torch_side = [make(_times(rng, 0.1), software={"python": "3.11.9", "torch": "2.13.0"})]
+    jax_spec = torch_side[0].spec.model_copy(update={"framework": "jax"})
+    jax_side = [make(_times(rng, 0.1), software={"python": "3.11.9", "jax": "0.10.2"}, run_id="b", rid=2)
+                .model_copy(update={"spec": jax_spec})]
+    (pair,) = compare_results(torch_side, jax_side, same_machine=True, split={"framework"}).pairs
+    assert pair.verdict == "no change" and "A vs B: framework torch vs jax" in pair.notes
+    other_python = [jax_side[0].model_copy(update={"software": {"python": "3.12.1", "jax": "0.10.2"}})]
+    (pair,) = compare_results(torch_side, other_python, same_machine=True, split={"framework"}).pairs
+    assert pair.verdict == "incomparable" and pair.reason == "software differs: python 3.11.9 -> 3.12.1"
+
+
 def test_three_steps_each_can_never_be_significant_and_says_so():
     (pair,) = compare_results([make([0.3, 0.31, 0.32])], [make([0.1, 0.11, 0.12], run_id="b")],
                               same_machine=True).pairs

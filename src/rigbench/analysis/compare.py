@@ -32,7 +32,7 @@ interval leaves out 1.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,10 +112,19 @@ FIELD_WORDS: dict[str, str] = {"batch_size": "batch", "workload_revision": "netw
                                "data_parallel": "data-parallel wrapper"}
 
 
-def _key(r: Result, by_kind: bool) -> tuple:
-    """The configuration key (TrialSpec.config_key), the device by kind when `by_kind`."""
-    device = _device_class(r.spec.device) if by_kind else r.spec.device
-    return (("device", device), *r.spec.config_key(ignore=("device",)))
+@dataclass(frozen=True)
+class Pairing:
+    """How trials pair: by the configuration key (TrialSpec.config_key), the device by kind when
+    `by_kind`, without the fields in `split` (those the two sides were chosen by, e.g. `device`
+    for `--where-a device=cpu --where-b device=cuda:0`: each side has one value of it)."""
+
+    by_kind: bool = False
+    split: frozenset[str] = frozenset()
+
+    def key(self, r: Result) -> tuple:
+        device = _device_class(r.spec.device) if self.by_kind else r.spec.device
+        fields = r.spec.config_key(ignore=("device", *self.split))
+        return fields if "device" in self.split else (("device", device), *fields)
 
 
 @dataclass
@@ -142,26 +151,26 @@ class Comparison:
     only_b: list[Unpaired]
 
 
-def differences(a: Result, b: Result, by_kind: bool = False) -> list[str]:
+def differences(a: Result, b: Result, pairing: Pairing = Pairing()) -> list[str]:
     """`batch 32 vs 64`-style words for every configuration field in which `a` and `b` differ."""
     def shown(value: Any) -> str:
         return "default" if value is None else str(value)
 
-    pairs = [(name, va, vb) for (name, va), (_, vb) in zip(_key(a, by_kind), _key(b, by_kind), strict=True) if va != vb]
+    pairs = [(name, va, vb) for (name, va), (_, vb) in zip(pairing.key(a), pairing.key(b), strict=True) if va != vb]
     if any(name == "world_size" for name, _, _ in pairs):  # more than one rank implies the wrapper
         pairs = [pair for pair in pairs if pair[0] != "data_parallel"]
     return [f"{FIELD_WORDS.get(name, name)} {shown(va)} vs {shown(vb)}" for name, va, vb in pairs]
 
 
-def _unpaired(r: Result, others: Sequence[Result], by_kind: bool) -> Unpaired:
+def _unpaired(r: Result, others: Sequence[Result], pairing: Pairing) -> Unpaired:
     """`r` with the closest trial of its workload among `others` (fewest differences, then the
     nearest batch, then the newest), or none."""
     same = [o for o in others if o.spec.workload == r.spec.workload]
     if not same:
         return Unpaired(r)
-    closest = min(same, key=lambda o: (len(differences(r, o, by_kind)),
+    closest = min(same, key=lambda o: (len(differences(r, o, pairing)),
                                        abs(math.log(o.spec.batch_size / r.spec.batch_size)), -(o.id or 0)))
-    return Unpaired(r, closest, differences(r, closest, by_kind))
+    return Unpaired(r, closest, differences(r, closest, pairing))
 
 
 def _label(r: Result, device: str | None = None) -> str:
@@ -170,8 +179,11 @@ def _label(r: Result, device: str | None = None) -> str:
 
 
 def version_differences(a: Result, b: Result) -> list[str]:
-    """`torch 2.4.0 -> 2.13.0`-style lines for every version that differs between two results."""
+    """`torch 2.4.0 -> 2.13.0`-style lines for every version that differs between two results
+    (between two frameworks, of the libraries both have)."""
     keys = sorted((set(a.software) | set(b.software)) - _NOT_VERSIONS)
+    if a.spec.framework != b.spec.framework:  # each side's own framework libraries are expected
+        keys = [k for k in keys if k in a.software and k in b.software]
     if a.spec.device == "cpu" and b.spec.device == "cpu":
         keys = [k for k in keys if k not in _GPU_LIBRARIES]
     return [f"{k} {a.software.get(k)} -> {b.software.get(k)}" for k in keys
@@ -238,9 +250,11 @@ def significance(a_times: Sequence[float], b_times: Sequence[float], alpha: floa
 
 
 def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool,
-                    across_versions: bool = False, alpha: float = ALPHA) -> Comparison:
+                    across_versions: bool = False, alpha: float = ALPHA,
+                    split: Collection[str] = ()) -> Comparison:
     """Pair the results of `a` and `b` (with raw step times: Store.get) of equal configuration
-    and judge each pair; the rest of each side is listed unpaired.
+    and judge each pair; the rest of each side is listed unpaired. `split`: the configuration
+    fields the sides were chosen by (one value each), left out of the pairing (Pairing).
 
     Only full-protocol speed trials take part (analysis/trials.py): max-batch probes time too
     few steps, training and lr-find runs have no comparable step times.
@@ -249,15 +263,15 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
     """
     a = [r for r in a if is_full_protocol(r)]
     b = [r for r in b if is_full_protocol(r)]
-    by_kind = not same_machine and _by_kind(a) and _by_kind(b)
-    newest_a = newest_run_trials(a, lambda r: _key(r, by_kind))
-    newest_b = newest_run_trials(b, lambda r: _key(r, by_kind))
-    pairs = [_judge(ta, newest_b[key], by_kind, across_versions, alpha)
+    pairing = Pairing(not same_machine and _by_kind(a) and _by_kind(b), frozenset(split))
+    newest_a = newest_run_trials(a, pairing.key)
+    newest_b = newest_run_trials(b, pairing.key)
+    pairs = [_judge(ta, newest_b[key], pairing, across_versions, alpha)
              for key, ta in newest_a.items() if key in newest_b]
     left_a = [t[-1] for k, t in newest_a.items() if k not in newest_b]
     left_b = [t[-1] for k, t in newest_b.items() if k not in newest_a]
-    return Comparison(pairs, [_unpaired(r, [t[-1] for t in newest_b.values()], by_kind) for r in left_a],
-                      [_unpaired(r, [t[-1] for t in newest_a.values()], by_kind) for r in left_b])
+    return Comparison(pairs, [_unpaired(r, [t[-1] for t in newest_b.values()], pairing) for r in left_a],
+                      [_unpaired(r, [t[-1] for t in newest_a.values()], pairing) for r in left_b])
 
 
 def _busy_text(side: str, trials: Sequence[Result]) -> list[str]:
@@ -267,15 +281,17 @@ def _busy_text(side: str, trials: Sequence[Result]) -> list[str]:
             for t in trials if is_busy(t.metrics)]
 
 
-def _judge(trials_a: list[Result], trials_b: list[Result], by_kind: bool, across_versions: bool,
+def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, across_versions: bool,
            alpha: float) -> Pair:
     side_a, side_b = _side(trials_a), _side(trials_b)
     one_sided = bool(side_a.trials) != bool(side_b.trials)
     if one_sided:  # repeats on one side only: the newest trial against the other side's one
         side_a, side_b = _side([side_a.result]), _side([side_b.result])
     ra, rb = side_a.result, side_b.result
-    device = _device_class(ra.spec.device) if by_kind else None
+    device = _device_class(ra.spec.device) if pairing.by_kind else None
     pair = Pair(_label(ra, device), side_a, side_b, "incomparable")
+    if pairing.split:
+        pair.notes.append("A vs B: " + ", ".join(differences(ra, rb)))
     if one_sided:
         pair.notes.append(f"{len(trials_a)} trials in A, {len(trials_b)} in B: the newest of each compared, "
                           "as judging on trials takes at least two a side")

@@ -10,7 +10,7 @@ from typing import Any
 from rigbench.api.results import WHERE_KEYS, parse_where
 from rigbench.errors import UsageError
 from rigbench.fingerprint import instruction_sets, machine_key, this_machine_key
-from rigbench.spec import Result
+from rigbench.spec import CONFIG_FIELDS, Result
 from rigbench.store import Store
 
 
@@ -132,6 +132,15 @@ def machine_text(machines: dict[str, Any]) -> str:
     return ", ".join(sorted(names)) or "unknown machine"
 
 
+def split_fields(where_a: Sequence[str], where_b: Sequence[str]) -> set[str]:
+    """The configuration fields the two sides are chosen by: a --where key each side names with
+    one value, different values (`--where-a device=cpu --where-b device=cuda:0` -> {device}).
+    Pairing leaves them out, else no trial of one side could ever meet one of the other."""
+    accepted_a, accepted_b = parse_where(where_a), parse_where(where_b)
+    return {key for key in accepted_a.keys() & accepted_b.keys() & set(CONFIG_FIELDS)
+            if len(accepted_a[key]) == len(accepted_b[key]) == 1 and accepted_a[key] != accepted_b[key]}
+
+
 def compare(a: str | None = None, b: str | None = None, db: str | None = None,
             where_a: Sequence[str] = (), where_b: Sequence[str] = (),
             across_versions: bool = False) -> CompareOutcome:
@@ -151,7 +160,8 @@ def compare(a: str | None = None, b: str | None = None, db: str | None = None,
         return {machine_key(m) for m in machines.values() if m}
 
     same = ident(machines_a) == ident(machines_b) and len(ident(machines_a)) == 1
-    found = compare_results(results_a, results_b, same_machine=same, across_versions=across_versions)
+    found = compare_results(results_a, results_b, same_machine=same, across_versions=across_versions,
+                            split=split_fields(where_a, where_b))
     return CompareOutcome(found.pairs, found.only_a, found.only_b, label_a, label_b, same,
                           machine_text(machines_a), machine_text(machines_b))
 

@@ -26,7 +26,7 @@ def compare(
     all_frameworks: bool = typer.Option(False, "--all-frameworks", help="With --published: show every framework's published rows (default: only the rows of our framework's family when the source has some)."),
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --published: use these runs' results instead of every stored result of this machine."),
     where_a: list[str] | None = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. Keys: workload, device, framework, precision, status, batch_size."),
-    where_b: list[str] | None = typer.Option(None, "--where-b", metavar="KEY=VALUE", help="Filter side B, as --where-a."),
+    where_b: list[str] | None = typer.Option(None, "--where-b", metavar="KEY=VALUE", help="Filter side B, as --where-a. A key both sides name with different values (device=cpu against device=cuda:0) is what they are split by: trials pair across it."),
     across_versions: bool = typer.Option(False, "--across-versions", help="Compare pairs whose software versions differ (torch, CUDA, cuDNN...) and flag them, instead of marking them incomparable."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout."),
