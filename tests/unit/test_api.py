@@ -41,7 +41,7 @@ def test_speedups_pair_only_one_configuration():
 
 
 def test_speedups_over_repeats_are_the_ratio_of_the_means_of_the_newest_run():
-    """`run --repeat`: one row per configuration, the mean of its trials over the CPU's mean,
+    """`run --repeat`: one row per configuration, the (geometric) mean of its trials over the CPU's,
     never one repeat against another; an older run's trials are superseded."""
     def trial(device, speed, run, rid):
         r = result(device, speed)
@@ -49,8 +49,8 @@ def test_speedups_over_repeats_are_the_ratio_of_the_means_of_the_newest_run():
 
     rows = speedups_over_cpu([
         trial("cuda:0", 9000.0, "old", 1), trial("cpu", 10.0, "old", 2),
-        trial("cpu", 90.0, "new", 3), trial("cuda:0", 1400.0, "new", 4),
-        trial("cpu", 110.0, "new", 5), trial("cuda:0", 1600.0, "new", 6),
+        trial("cpu", 80.0, "new", 3), trial("cuda:0", 1125.0, "new", 4),  # sqrt(80 x 125) = 100
+        trial("cpu", 125.0, "new", 5), trial("cuda:0", 2000.0, "new", 6),  # sqrt(1125 x 2000) = 1500
     ])
     assert len(rows) == 1
     assert rows[0]["speedup"] == pytest.approx(1500 / 100)

@@ -70,13 +70,13 @@ def test_only_fp32_full_protocol_speed_trials_and_the_newest_of_a_configuration(
 
 
 def test_a_configurations_repeats_count_as_their_mean():
-    """`run --framework torch,jax --repeat 2`: each framework's row is the mean of its run's
-    repeats (jax's lucky 1,280 does not put it ahead of torch), memory the highest repeat."""
-    torch = [make_result("torch", samples_per_s=v, rss_peak_mib=m, tokens_per_s=None) for v, m in ((1024.0, 500.0), (896.0, 450.0))]
-    jax = [make_result("jax", samples_per_s=v, cpu_util_pct_mean=u) for v, u in ((1280.0, 90.0), (512.0, 70.0))]
+    """`run --framework torch,jax --repeat 2`: each framework's row is the geometric mean of its
+    run's repeats (jax's lucky 1,568 does not put it ahead of torch), memory the highest repeat."""
+    torch = [make_result("torch", samples_per_s=v, rss_peak_mib=m, tokens_per_s=None) for v, m in ((1152.0, 500.0), (800.0, 450.0))]
+    jax = [make_result("jax", samples_per_s=v, cpu_util_pct_mean=u) for v, u in ((1568.0, 90.0), (512.0, 70.0))]
     [table] = framework_tables([torch[0], jax[0], torch[1], jax[1]])
     rows = {row.framework: row for row in table.ours}
-    assert (rows["torch"].steps_per_s, rows["jax"].steps_per_s) == (7.5, 7.0)  # 960 and 896 over 128
+    assert (rows["torch"].steps_per_s, rows["jax"].steps_per_s) == (pytest.approx(7.5), pytest.approx(7.0))  # sqrt(1152 x 800) = 960 and sqrt(1568 x 512) = 896, over 128
     assert rows["torch"].trials == [torch[0].id, torch[1].id] and rows["torch"].result_id == torch[1].id
     assert rows["torch"].host_mem_mib == 500.0 and rows["jax"].cpu_pct == 70.0  # the newest trial's use
     assert slowest_to_fastest(table) == {"cpu": pytest.approx(7.5 / 7.0)}

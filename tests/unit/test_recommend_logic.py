@@ -93,10 +93,10 @@ def test_learning_rate_is_scaled_linearly_to_the_batch():
 
 
 def test_batch_figures_are_the_mean_of_the_newest_runs_repeats():
-    """`run --repeat 2` at b64 (150 and 250, mean 200) supersedes an older run's 999 there; the
-    knee reads the means: b16's 185 is 92% of 200, so b16."""
+    """`run --repeat 2` at b64 (160 and 250, geometric mean 200) supersedes an older run's 999
+    there; the knee reads the means: b16's 185 is 92% of 200, so b16."""
     old = trial(64, 999.0).model_copy(update={"run_id": "old", "id": 1})
-    results = [old, trial(16, 185.0), trial(64, 150.0), trial(64, 250.0)]
+    results = [old, trial(16, 185.0), trial(64, 160.0), trial(64, 250.0)]
     line = rules.decide_batch(results, "cpu", None)
     assert line.value == 16 and line.numbers["samples_per_s"] == {16: 185.0, 64: pytest.approx(200.0)}
     assert line.numbers["trials"] == {16: [results[1].id], 64: [results[2].id, results[3].id]}
@@ -125,9 +125,9 @@ def test_a_faster_precision_within_noise_keeps_fp32():
 
 
 def test_repeats_count_as_one_configuration_in_the_precision_line():
-    """fp32 repeats at 80 and 120 (one run): mean 100, interval 76-126; bf16 at 118 [112.1-123.9]
-    beats the first fp32 trial's interval but not the pair's, so fp32 stays."""
-    results = [trial(64, 80.0), trial(64, 118.0, precision="bf16"), trial(64, 120.0)]
+    """fp32 repeats at 80 and 125 (one run): geometric mean 100, interval 76-131.25; bf16 at 118
+    [112.1-123.9] beats the first fp32 trial's interval but not the pair's, so fp32 stays."""
+    results = [trial(64, 80.0), trial(64, 118.0, precision="bf16"), trial(64, 125.0)]
     line = rules.decide_precision(results, "cpu", 64)
     assert line.value == "fp32" and line.numbers["fp32"]["samples_per_s"] == pytest.approx(100.0)
     assert line.numbers["fp32"]["trials"] == [results[0].id, results[2].id]
@@ -135,14 +135,14 @@ def test_repeats_count_as_one_configuration_in_the_precision_line():
 
 
 def test_threads_are_the_fastest_resolved_count():
-    results = [trial(64, 100.0), trial(64, 120.0, threads=1), trial(64, 90.0, threads=2), trial(32, 999.0, threads=2)]
+    results = [trial(64, 100.0), trial(64, 120.0, threads=1), trial(64, 81.0, threads=2), trial(32, 999.0, threads=2)]
     line = rules.decide_threads(results, "cpu", 64)
     # threads=2 is the default's own count (it ran with 2): one more baseline trial, so the
-    # default is (100 + 90) / 2 = 95 [85.5-105]; threads=1 at 120 [114-126] is resolved faster
-    assert line.value == 1 and line.text.startswith("threads: 1, 1.26x the default 2's samples/s with the intervals apart")
+    # default is sqrt(100 x 81) = 90 [76.95-105]; threads=1 at 120 [114-126] is resolved faster
+    assert line.value == 1 and line.text.startswith("threads: 1, 1.33x the default 2's samples/s with the intervals apart")
     assert line.numbers == {
         1: {"samples_per_s": 120.0, "trial": results[1].id, "trials": [results[1].id], "within_noise": False},
-        2: {"samples_per_s": pytest.approx(95.0), "trial": results[2].id, "trials": [results[0].id, results[2].id],
+        2: {"samples_per_s": pytest.approx(90.0), "trial": results[2].id, "trials": [results[0].id, results[2].id],
             "within_noise": None}}
     assert rules.decide_threads(results, "cuda:0", 64) is None
 

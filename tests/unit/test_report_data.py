@@ -1,6 +1,7 @@
 """What the report draws from a given list of Results: series, points, sections, escaping."""
 
 import json
+import math
 import sys
 
 import pytest
@@ -143,10 +144,11 @@ def test_repeats_are_one_bar_the_mean_of_the_newest_runs_trials():
     assert bf16.err_minus == [pytest.approx(1.5 - 270 / 220)] and bf16.err_plus == [pytest.approx(330 / 180 - 1.5)]
     assert "mean of 2 over mean of 2" in bf16.hover[0]
     line = charts["threads"].series[0]
-    assert (line.x, line.y) == ([1, 2], [1.0, pytest.approx(210 / 200)])
+    base, two = math.sqrt(180 * 220), math.sqrt(120 * 300)  # the geometric means: 199.0 and 189.7
+    assert (line.x, line.y) == ([1, 2], [1.0, pytest.approx(two / base)])
     # the 1-thread point: its own trials' spread around their mean
-    assert line.err_minus == [pytest.approx(0.1), pytest.approx(1.05 - 120 / 220)]
-    assert line.err_plus == [pytest.approx(0.1), pytest.approx(300 / 180 - 1.05)]
+    assert line.err_minus == [pytest.approx(1 - 180 / base), pytest.approx(two / base - 120 / 220)]
+    assert line.err_plus == [pytest.approx(220 / base - 1), pytest.approx(300 / 180 - two / base)]
 
 
 def test_single_trials_draw_no_error_bars():

@@ -58,13 +58,14 @@ def test_the_cpu_base_is_the_best_trials_own_machine_where_it_has_one():
 
 
 def test_a_configuration_is_the_mean_of_its_newest_runs_repeats():
-    """Repeats of one run count as their mean, so a lucky repeat does not make a configuration
+    """Repeats of one run count as their geometric mean, so a lucky repeat does not make a configuration
     the headline; an older run of a configuration is superseded; MFU, tokens/s and the speed-up
     read the mean; the peak memory is the highest of the repeats."""
     gpt = {"workload": "gpt", "flops_per_sample": 1e9}
     b8 = [make_result(batch=8, speed=s, run_id="r2", tokens_per_s=64 * s, rss_peak_mib=m, **gpt)
-          for s, m in ((400.0, 500.0), (500.0, 700.0), (600.0, 600.0))]  # mean 500
-    b16 = [make_result(batch=16, speed=s, run_id="r2", tokens_per_s=64 * s, **gpt) for s in (300.0, 650.0)]  # mean 475
+          for s, m in ((250.0, 500.0), (500.0, 700.0), (1000.0, 600.0))]  # geometric mean 500
+    # its fastest trial beats b8's, but its geometric mean is 469
+    b16 = [make_result(batch=16, speed=s, run_id="r2", tokens_per_s=64 * s, **gpt) for s in (200.0, 1100.0)]
     old = make_result(batch=8, speed=900.0, run_id="r1", **gpt)  # an older run of b8: superseded
     old = old.model_copy(update={"id": 0})
     [row] = summary_rows([old, *b8, *b16], calibrations={"": {"matmul_flops": {"fp32": 1e13}}})
@@ -79,7 +80,7 @@ def test_a_configuration_is_the_mean_of_its_newest_runs_repeats():
     assert cell["samples_note"] == f"mean of trials {ids}" and cell["speedup"].startswith("1.00×")
     assert cell["speedup_note"].startswith(f"over CPU mean of trials {ids} (500.0 samples/s")
     # a GPU configuration's repeats over the CPU configuration's: a ratio of means
-    gpus = [make_result(batch=8, device="cuda:0", speed=s, run_id="r2", **gpt) for s in (4000.0, 6000.0)]
+    gpus = [make_result(batch=8, device="cuda:0", speed=s, run_id="r2", **gpt) for s in (2500.0, 10000.0)]
     [row] = summary_rows([*b8, *gpus])
     assert row.speedup_over_cpu == pytest.approx(10.0) and summary_cells([row])[0]["speedup"] == "10.00×"
 

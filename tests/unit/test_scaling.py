@@ -73,24 +73,24 @@ def test_no_baseline_no_table_and_the_newest_run_wins():
 
 
 def test_repeats_in_one_run_are_one_row_whose_interval_spans_them():
-    """The baseline first and last (as `rigbench scaling` runs it): 180 and 220 samples/s, each
-    +-5%, make a baseline of 200 whose interval is 171..231. A bf16 trial at 225 +-5%
-    (213.75..236.25) is apart from the first baseline trial's CI (171..189) but within the drift
-    the two show: within noise. 300 is outside it."""
-    rows = by_label(scaling_table([result(180.0), result(225.0, precision="bf16"), result(300.0, threads=1),
-                                   result(220.0)]))
+    """The baseline first and last (as `rigbench scaling` runs it): 160 and 250 samples/s, each
+    +-5%, make a baseline of 200 (their geometric mean) whose interval is 152..262.5. A bf16
+    trial at 225 +-5% (213.75..236.25) is apart from the first baseline trial's CI (152..168) but
+    within the drift the two show: within noise. 300 is outside it."""
+    rows = by_label(scaling_table([result(160.0), result(225.0, precision="bf16"), result(300.0, threads=1),
+                                   result(250.0)]))
     base = rows["fp32 eager, default threads"]
-    assert base.samples_per_s == pytest.approx(200.0) and base.samples_per_s_trials == [180.0, 220.0]
-    assert base.samples_per_s_ci == pytest.approx((171.0, 231.0))
-    assert base.spread == pytest.approx(220 / 180 - 1) and base.speedup == 1.0
+    assert base.samples_per_s == pytest.approx(200.0) and base.samples_per_s_trials == [160.0, 250.0]
+    assert base.samples_per_s_ci == pytest.approx((152.0, 262.5))
+    assert base.spread == pytest.approx(250 / 160 - 1) and base.speedup == 1.0
     assert rows["bf16"].speedup == pytest.approx(1.125) and rows["bf16"].within_noise is True
     assert rows["threads=1"].speedup == pytest.approx(1.5) and rows["threads=1"].within_noise is False
     assert rows["bf16"].spread is None  # one trial
     assert base.trial_ids[0] < rows["bf16"].trial_ids[0] < base.trial_ids[1] == base.trial_id
-    # the same bf16 against the first baseline trial alone: the CIs are apart (171 < 213.75)
-    alone = by_label(scaling_table([result(180.0), result(225.0, precision="bf16")]))
+    # the same bf16 against the first baseline trial alone: the CIs are apart (168 < 213.75)
+    alone = by_label(scaling_table([result(160.0), result(225.0, precision="bf16")]))
     assert alone["bf16"].within_noise is False
-    assert json.loads(json.dumps(base.row()))["samples_per_s_trials"] == [180.0, 220.0]
+    assert json.loads(json.dumps(base.row()))["samples_per_s_trials"] == [160.0, 250.0]
 
 
 def test_a_repeat_that_failed_leaves_the_ones_that_did_not():
@@ -102,13 +102,13 @@ def test_a_repeat_that_failed_leaves_the_ones_that_did_not():
 
 def test_a_thread_count_the_baseline_ran_with_counts_as_one_more_baseline_trial():
     """threads=2 where the framework's own count is 2 is the baseline's configuration again:
-    the baseline row takes its trial (mean of 200, 240 and 220; CIs from 190 to 252), so the
-    spread between identical trials shows, and the repeat itself is within noise."""
-    rows = by_label(scaling_table([result(200.0), result(150.0, threads=1), result(240.0, threads=2),
+    the baseline row takes its trial (geometric mean of 200, 242 and 220: 220; CIs from 190 to
+    254.1), so the spread between identical trials shows, and the repeat itself is within noise."""
+    rows = by_label(scaling_table([result(200.0), result(150.0, threads=1), result(242.0, threads=2),
                                    result(220.0)]))
     base = rows["fp32 eager, default threads"]
-    assert base.samples_per_s_trials == [200.0, 240.0, 220.0] and base.samples_per_s == pytest.approx(220.0)
-    assert base.samples_per_s_ci == pytest.approx((190.0, 252.0)) and base.trial_id == base.trial_ids[-1]
+    assert base.samples_per_s_trials == [200.0, 242.0, 220.0] and base.samples_per_s == pytest.approx(220.0)
+    assert base.samples_per_s_ci == pytest.approx((190.0, 254.1)) and base.trial_id == base.trial_ids[-1]
     assert rows["threads=2"].repeats_baseline and rows["threads=2"].within_noise is True
     assert not rows["threads=1"].repeats_baseline and rows["threads=1"].speedup == pytest.approx(150 / 220)
     # a baseline whose reported thread count differs takes nothing from threads=2

@@ -6,7 +6,8 @@ import math
 import pytest
 
 from rigbench import api
-from rigbench.analysis.score import compute_score, default_suite, geometric_mean, suite_results
+from rigbench.analysis.score import compute_score, default_suite, suite_results
+from rigbench.analysis.stats import geometric_mean
 from rigbench.errors import UsageError
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
@@ -201,8 +202,9 @@ def test_a_quick_result_is_said_and_loses_to_a_full_one():
 
 def test_a_runs_repeats_count_together_as_their_mean():
     # ours: run "new" repeats mlp three times at constant 0.1, 0.2 and 0.1 s a step (batch 64:
-    # 640, 320 and 640 samples/s, mean 533.3); an older run's faster trial is superseded. The
-    # reference's single trial takes 0.2 s a step (320 samples/s): speed-up 533.3 / 320 = 1.667.
+    # 640, 320 and 640 samples/s, geometric mean 508.0, as compare takes repeats); an older run's
+    # faster trial is superseded. The reference's single trial takes 0.2 s a step (320
+    # samples/s): speed-up 508.0 / 320 = 1.587.
     older = make("mlp", [0.05] * 5, rid=1, run_id="old")
     repeats = [make("mlp", [t] * 5, rid=rid, run_id="new") for rid, t in ((2, 0.1), (3, 0.2), (4, 0.1))]
     # one run over two GPUs: the newest trial's device is the configuration, the other GPU's is not pooled
@@ -212,9 +214,9 @@ def test_a_runs_repeats_count_together_as_their_mean():
     assert [r.id for r in chosen["mlp"]] == [2, 3, 4]
     score = compute_score(chosen, {"mlp": (make("mlp", [0.2] * 5, rid=9, run_id="ref"),)}, "cpu")
     (item,) = score.items
-    assert item.speedup == pytest.approx((640 + 320 + 640) / 3 / 320)
+    assert item.speedup == pytest.approx((640 * 320 * 640) ** (1 / 3) / 320)
     assert item.as_dict()["ours"] == {"id": 4, "trials": [2, 3, 4], "device_name": "cpu name",
-                                      "samples_per_s": pytest.approx(1600 / 3)}
+                                      "samples_per_s": pytest.approx((640 * 320 * 640) ** (1 / 3))}
     # constant steps: only the repeats vary, so the CI spans what redrawing them gives, from
     # all three slow (320/320 = 1.0) to all fast (640/320 = 2.0), never past either
     low, high = score.ci

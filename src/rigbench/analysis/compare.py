@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.contention import is_busy
-from rigbench.analysis.stats import bootstrap_ci, mann_whitney_u, median, t_interval, welch_interval
+from rigbench.analysis.stats import bootstrap_ci, geometric_mean, mann_whitney_u, median, t_interval, welch_interval
 from rigbench.analysis.trials import is_full_protocol, newest_run_trials
 from rigbench.spec import Result
 
@@ -200,9 +200,8 @@ def _side(trials: Sequence[Result]) -> Side:
     succeeded (module docstring: the geometric mean and its t interval), else on the newest."""
     ok = [t for t in trials if t.status == "ok" and t.step_times_s]
     if len(ok) >= 2:
-        logs = [math.log(_speed(t)) for t in ok]
-        low, high = t_interval(logs)
-        return Side(ok[-1], math.exp(sum(logs) / len(logs)), (math.exp(low), math.exp(high)), ok)
+        low, high = t_interval([math.log(_speed(t)) for t in ok])
+        return Side(ok[-1], geometric_mean([_speed(t) for t in ok]), (math.exp(low), math.exp(high)), ok)
     r = trials[-1]
     if r.status != "ok" or len(r.step_times_s) == 0:
         return Side(r)

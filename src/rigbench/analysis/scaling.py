@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rigbench.analysis.energy import samples_per_joule
-from rigbench.analysis.stats import mean
+from rigbench.analysis.stats import geometric_mean, mean
 from rigbench.analysis.trials import has_speed, is_full_protocol, newest_run_trials, run_order, speed
 from rigbench.compile_modes import COMPILE_MODES, compile_label
 from rigbench.spec import PRECISIONS, Result, TrialSpec
@@ -167,7 +167,7 @@ def _row(knob: str, value: Any, trials: list[Result], base: ScalingRow | None = 
     cis = [r.metrics.samples_per_s_ci for r in ok]
     band = (min(c[0] for c in cis if c), max(c[1] for c in cis if c)) if ok and all(cis) else None
     energies = [e for r in ok if (e := r.metrics.energy_per_sample_j) is not None]
-    samples_per_s = mean(speeds) if speeds else None
+    samples_per_s = geometric_mean(speeds) if speeds else None  # as RunSpeed takes repeats
     speedup, within_noise = (1.0 if speeds else None), None  # the baseline's own row
     if base is not None:
         speedup = samples_per_s / base.samples_per_s if samples_per_s and base.samples_per_s else None

@@ -5,9 +5,9 @@ default options and a fixed batch size, and otherwise TrialSpec's
 default configuration (fp32, torch, the framework's threads, the workload's lr, no compile, no
 channels-last, one process, full-protocol speed trials only: analysis/trials.py; never
 max-batch probes). For each workload found on both machines (per device
-class: cpu with cpu, gpu with gpu) a side's figure is the newest run that measured it: the mean
-samples/s (batch / median step time) of that run's repeats (`run --repeat N`; one trial
-without), as the report and `compare` take a configuration. The speed-up is our figure over
+class: cpu with cpu, gpu with gpu) a side's figure is the newest run that measured it: the geometric
+mean samples/s (batch / median step time) of that run's repeats (`run --repeat N`; one trial
+without), as the report and `compare` take a configuration (analysis/trials.RunSpeed). The speed-up is our figure over
 the reference's, at the same batch. The score is the geometric mean of those speed-ups; 1.0
 means as fast as the reference.
 
@@ -24,7 +24,6 @@ data/reference_machines/NAME.json, or any bundle file, or a stored run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -32,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rigbench.analysis.stats import median
+from rigbench.analysis.stats import geometric_mean, median
 from rigbench.analysis.trials import is_full_protocol, is_quick_protocol, newest_run_trials
 from rigbench.spec import Result, TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
@@ -147,26 +146,20 @@ class Score:
                 "missing_here": self.missing_ours, "missing_in_reference": self.missing_reference}
 
 
-def geometric_mean(values: Sequence[float]) -> float:
-    if not values or any(v <= 0 for v in values):
-        raise ValueError("geometric mean needs positive values")
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
 def mean_speed(trials: Sequence[Result]) -> float:
-    """A side's figure: the mean of its repeats' samples/s."""
-    return sum(trial_speed(r) for r in trials) / len(trials)
+    """A side's figure: the geometric mean of its repeats' samples/s (RunSpeed's)."""
+    return geometric_mean([trial_speed(r) for r in trials])
 
 
 def resampled_speeds(trials: Sequence[Result], rng: np.random.Generator, resamples: int) -> np.ndarray:
     """`resamples` bootstrap replicates of mean_speed: draw the repeats with replacement, then
     each drawn repeat's step times with replacement (a two-stage bootstrap)."""
     picks = rng.integers(0, len(trials), size=(resamples, len(trials)))
-    total = np.zeros(resamples)
+    log_total = np.zeros(resamples)
     for slot in range(len(trials)):  # each slot draws a repeat, then fresh step times of it
         drawn = np.stack([_resampled_speed(r, rng, resamples) for r in trials])
-        total += drawn[picks[:, slot], np.arange(resamples)]
-    return total / len(trials)
+        log_total += np.log(drawn[picks[:, slot], np.arange(resamples)])
+    return np.exp(log_total / len(trials))
 
 
 def _resampled_speed(r: Result, rng: np.random.Generator, resamples: int) -> np.ndarray:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from rigbench.analysis.stats import mean
+from rigbench.analysis.stats import geometric_mean
 from rigbench.spec import MeasureOptions, Result
 
 K = TypeVar("K", bound=Hashable)
@@ -90,8 +90,9 @@ def newest_run_trials(results: Sequence[Result], key: Callable[[Result], K | Non
 @dataclass(frozen=True)
 class RunSpeed:
     """One configuration's successful trials from the newest run that measured it, in the
-    order they ran, and the figure they give together: the mean of their samples/s (as
-    `rigbench scaling` takes it)."""
+    order they ran, and the figure they give together: the geometric mean of their samples/s
+    (every command takes repeats so: compare's interval is on log speeds, a ratio of two
+    geometric means is the geometric mean of the ratios, and score averages ratios so)."""
 
     trials: tuple[Result, ...]
 
@@ -101,7 +102,7 @@ class RunSpeed:
 
     @property
     def samples_per_s(self) -> float:
-        return mean(self.speeds)
+        return geometric_mean(self.speeds)
 
     @property
     def tokens_per_s(self) -> float | None:
