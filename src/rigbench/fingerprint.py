@@ -95,11 +95,16 @@ def _key_flags_of(machine: Mapping[str, Any]) -> dict[str, bool | None]:
     return {name: flags[name] for name in KEY_FLAGS if name in flags and flags[name] in (True, False, None)}
 
 
-def this_machine_key() -> tuple[Any, ...]:
-    """machine_key of this machine, without the slow parts of a full fingerprint (GPUs, packages)."""
+def this_machine_identity() -> dict[str, Any]:
+    """The fingerprint fields machine_key reads, of this machine, without the slow parts of a
+    full fingerprint (GPUs, packages)."""
     cpu = cpu_identity()
-    return machine_key({"hostname": socket.gethostname(), "cpu_model": cpu["model"],
-                        "cpu_flags": key_flags(cpu["flags"])})
+    return {"hostname": socket.gethostname(), "cpu_model": cpu["model"], "cpu_flags": key_flags(cpu["flags"])}
+
+
+def this_machine_key() -> tuple[Any, ...]:
+    """machine_key of this machine."""
+    return machine_key(this_machine_identity())
 
 
 def gpus() -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from rigbench.cli import app
 from rigbench.errors import UsageError
 from rigbench.experiments import devices as experiment_devices
 from rigbench.experiments.sweep import load_sweep_file, plan_sweep, spec_key, sweep, sweep_spec
+from rigbench.fingerprint import this_machine_identity
 from rigbench.spec import MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.sweep_spec import SweepSpec
@@ -128,7 +129,7 @@ def _stored(store, spec, status="ok", run_id="old"):
 def test_resume_skips_exactly_the_stored_points_whatever_their_status(tmp_path):
     db = str(tmp_path / "s.db")
     store = Store(db)
-    store.add_run("old", "t", "test", {})
+    store.add_run("old", "t", "test", this_machine_identity())
     grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16, 32], quick=True))
     _stored(store, grid[0])
     _stored(store, grid[2], status="oom")
@@ -146,10 +147,30 @@ def test_resume_skips_exactly_the_stored_points_whatever_their_status(tmp_path):
     assert [(r.spec.batch_size, r.status) for r in seen["skipped"]] == [(8, "ok"), (32, "oom")]
 
 
+def test_resume_leaves_another_machines_points_to_run(tmp_path):
+    """A fleet's shared database: machine B's stored point is not machine A's measurement."""
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    store.add_run("here", "t", "test", this_machine_identity())
+    store.add_run("there", "t", "test", {**this_machine_identity(), "hostname": "node-b"})
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16], quick=True))
+    _stored(store, grid[0], run_id="there")
+    _stored(store, grid[1], run_id="here")
+    seen = {}
+
+    def stop_before_any_child(pending, skipped):
+        seen.update(pending=pending, skipped=skipped)
+        raise Planned
+
+    with pytest.raises(Planned):
+        sweep(grid, db=db, resume=True, on_plan=stop_before_any_child)
+    assert seen["pending"] == [grid[0]] and [r.run_id for r in seen["skipped"]] == ["here"]
+
+
 def test_resume_with_everything_stored_runs_nothing(tmp_path):
     db = str(tmp_path / "s.db")
     store = Store(db)
-    store.add_run("old", "t", "test", {})
+    store.add_run("old", "t", "test", this_machine_identity())
     grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16], quick=True))
     for spec in grid:
         _stored(store, spec)
@@ -163,7 +184,7 @@ def test_cli_dry_run_and_input_errors(tmp_path):
     runner = CliRunner()
     db = str(tmp_path / "d.db")
     store = Store(db)
-    store.add_run("old", "t", "test", {})
+    store.add_run("old", "t", "test", this_machine_identity())
     grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8], threads=[1], quick=True))
     _stored(store, grid[0])
     args = ["sweep", "mlp", "-d", "cpu", "-b", "8,16", "--threads", "1", "--quick", "--db", db]

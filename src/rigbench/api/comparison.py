@@ -9,7 +9,7 @@ from typing import Any
 
 from rigbench.api.results import WHERE_KEYS, parse_where
 from rigbench.errors import UsageError
-from rigbench.fingerprint import instruction_sets, machine_key, this_machine_key
+from rigbench.fingerprint import instruction_sets, machine_key
 from rigbench.spec import CONFIG_FIELDS, Result
 from rigbench.store import Store
 
@@ -18,11 +18,9 @@ def this_machine_results(store: Store) -> list[Result]:
     """Stored results (without raw samples) of runs made on this machine: same host name, CPU
     model and instruction sets as now (fingerprint.machine_key). Imported results from other
     machines are left out."""
-    from rigbench.store.bundle import stored_runs
+    from rigbench.store.this_machine import split_by_machine
 
-    here = this_machine_key()
-    mine = {r.id for r in stored_runs(store) if machine_key(r.machine) == here}
-    return [r for r in store.list() if r.run_id in mine]
+    return split_by_machine(store, store.list())[0]
 
 
 def _selected_results(store: Store, run_ids: Sequence[str]) -> list[Result]:

@@ -209,7 +209,7 @@ def sweep(
     memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB; past it the trial ends as `oom`."),
     energy: EnergyMode | None = energy_option(default=None),
     config: str | None = typer.Option(None, "--config", "-c", metavar="FILE", help="A sweep TOML file (see examples/sweep.toml); flags given as well replace the file's keys."),
-    resume: bool = typer.Option(False, "--resume", help="Skip every grid point that already has a stored result with the identical spec (any status) in --db; run the rest."),
+    resume: bool = typer.Option(False, "--resume", help="Skip every grid point that already has a stored result with the identical spec (any status) from this machine in --db; run the rest."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and which points are already stored, and run nothing."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     yes: bool = typer.Option(False, "--yes", "-y", help=f"Start without asking, however long the estimate (a terminal is asked above {CONFIRM_ABOVE_S // 60} minutes)."),

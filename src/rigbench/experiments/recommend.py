@@ -44,13 +44,13 @@ from rigbench.experiments.execute import start_run
 from rigbench.experiments.plan import prepare_data
 from rigbench.experiments.scaling import default_compile_modes, default_thread_counts
 from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
-from rigbench.fingerprint import machine_key, this_machine_key
 from rigbench.frameworks import check_framework
 from rigbench.hw.cpu import cpu_identity, native_bf16
 from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations
+from rigbench.store.this_machine import split_by_machine
 from rigbench.workloads import Workload, epoch_samples, parse_workload_ref
 
 #: lr-find in a recommendation: fastai's range (1e-7..10 there, 1e-6..10 here) over 100 steps;
@@ -132,20 +132,6 @@ def offline_dataset(workload: str) -> str | None:
     return None
 
 
-def this_machine(store: Store, results: Sequence[Result]) -> tuple[list[Result], int]:
-    """(results measured on this machine, how many were not): same host name, CPU model and
-    instruction sets (fingerprint.machine_key)."""
-    here = this_machine_key()
-    same: dict[str, bool] = {}
-    kept = []
-    for r in results:
-        if r.run_id not in same:
-            same[r.run_id] = machine_key(store.machine(r.run_id)) == here
-        if same[r.run_id]:
-            kept.append(r)
-    return kept, len(results) - len(kept)
-
-
 def stored_limit(results: Sequence[Result], device: str) -> MemoryLimit | None:
     """The newest stored fp32 max-batch search on `device`, rebuilt from its probes with
     max_batch's own model and recommendation (10% margin)."""
@@ -218,7 +204,7 @@ def recommend(
     store = Store(db)
     stored = [r for r in store.list(workload=ref.name)
               if r.spec.workload_options == options and r.spec.framework == framework]
-    stored, others = this_machine(store, stored)
+    stored, others = split_by_machine(store, stored)
     if run_missing:  # a speed timed on a busy machine is not this machine's: measured again
         again = [r for r in stored if r.spec.kind == "speed" and is_busy(r.metrics)]
         stored = [r for r in stored if r not in again]

@@ -23,6 +23,7 @@ from rigbench.experiments.execute import run
 from rigbench.experiments.plan import plan_run
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
+from rigbench.store.this_machine import split_by_machine
 from rigbench.sweep_spec import SweepSpec
 
 
@@ -116,11 +117,12 @@ def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
 
 
 def stored_results(store: Store, grid: Sequence[TrialSpec]) -> dict[str, Result]:
-    """The first stored result of each grid point that has one, by spec_key."""
+    """The first stored result of each grid point that has one, by spec_key, measured on this
+    machine: on a fleet's shared database another machine's result is not this one's point."""
     found: dict[str, Result] = {}
     wanted = {spec_key(s) for s in grid}
     for workload in dict.fromkeys(s.workload for s in grid):
-        for result in store.list(workload=workload):
+        for result in split_by_machine(store, store.list(workload=workload))[0]:
             key = spec_key(result.spec)
             if key in wanted and key not in found:
                 found[key] = result
