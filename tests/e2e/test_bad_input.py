@@ -135,3 +135,13 @@ def test_results_list_tells_apart_what_only_the_setup_changes(tmp_path):
     assert len(rows) == 4 and len(set(rows)) == 4
     for text in ("t2", "compile", "NHWC"):
         assert sum(text in row for row in rows) == 1
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--framework", "nope"], ["nope"]),
+    (["-d", "gpu9"], ["'gpu9' is not available to torch here"]),
+])
+def test_recommend_no_run_checks_names_as_a_run_would(tmp_path, args, fragments):
+    """--no-run only reads, but a misspelt framework or device must not plan for nothing."""
+    result = invoke("recommend", "mlp", "--no-run", "--db", str(tmp_path / "r.db"), *args)
+    assert_one_line_error(result, *fragments)

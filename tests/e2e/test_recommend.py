@@ -94,10 +94,19 @@ def test_recommendation_is_consistent_with_the_stored_measurements(tmp_path):
     _mark_others_share(db, {r.id: 50.0 if r.id == again_id else 0.0 for r in speed})
     proc = rigbench("recommend", "mlp", "--quick", "--batch-size", "8,16", "--device", "cpu", "--db", db, "--json")
     assert proc.returncode == 0, proc.stderr
-    assert f"measuring again 1 stored trial(s) timed on a busy machine (#{again_id})" in proc.stderr
+    assert f"leaving out 1 stored trial(s) timed on a busy machine (#{again_id})" in proc.stderr
     rerun = json.loads(proc.stdout)["run_id"]
     fresh = [r for r in Store(db).list(workload="mlp") if r.run_id == rerun]
     assert [(r.spec.kind, r.spec.batch_size, r.spec.threads) for r in fresh] == [("speed", batch, variant.spec.threads)]
+    # a busy baseline outside the asked batch sizes is measured again too, not dropped unmeasured
+    other = 8 if batch == 16 else 16
+    [base] = [r for r in speed if r.spec.batch_size == other and not changed_knobs(r)]
+    _mark_others_share(db, {base.id: 50.0})
+    proc = rigbench("recommend", "mlp", "--quick", "--batch-size", str(batch), "--device", "cpu", "--db", db, "--json")
+    assert proc.returncode == 0, proc.stderr
+    rerun = json.loads(proc.stdout)["run_id"]
+    fresh = [r for r in Store(db).list(workload="mlp") if r.run_id == rerun]
+    assert ("speed", other, None) in [(r.spec.kind, r.spec.batch_size, r.spec.threads) for r in fresh]
 
 
 def _mark_others_share(db: str, shares: dict[int, float]) -> None:

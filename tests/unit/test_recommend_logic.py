@@ -58,6 +58,16 @@ def test_batch_decision_respects_the_memory_limit_and_ignores_probes():
     assert "memory limit not measured" in unlimited and "larger ones may be faster still" in unlimited
 
 
+def test_a_max_batch_search_that_met_no_oom_caps_nothing():
+    """The search stops at its reach (2x the grid's largest batch): a batch beyond it is not
+    known not to fit, so it is measured and counted, not left out."""
+    reached = MemoryLimit("cpu", 512, None, 512, 11 * 2**30)
+    assert reached.cap is None and MemoryLimit("cpu", 512, 1024, 496, 2**30).cap == 496
+    results = [trial(256, 150.0), trial(1024, 200.0)]
+    line = rules.decide_batch(results, "cpu", reached)
+    assert line.value == 1024 and line.numbers["left_out_over_memory_limit"] == []
+
+
 def test_accuracy_caveat_from_train_runs_at_larger_batches():
     speed = [trial(16, 100.0), trial(64, 180.0), trial(256, 195.0)]
     runs = [train_run(16, 0.93), train_run(64, 0.925), train_run(256, 0.85), train_run(256, 0.99, epochs=10)]

@@ -33,7 +33,11 @@ class MemoryLimit:
 
     @property
     def cap(self) -> int | None:
-        """The largest batch to recommend: max-batch's recommendation, else its largest ok."""
+        """The largest batch to recommend: max-batch's recommendation, else its largest ok;
+        None where no probe ran out of memory (the search stopped at its reach, e.g. 2x the
+        grid's largest batch: that is where it stopped looking, not a limit)."""
+        if self.smallest_oom is None:
+            return None
         return self.recommended if self.recommended is not None else self.largest_ok
 
 

@@ -205,20 +205,26 @@ def recommend(
     stored = [r for r in store.list(workload=ref.name)
               if r.spec.workload_options == options and r.spec.framework == framework]
     stored, others = split_by_machine(store, stored)
+    again: list[Result] = []
     if run_missing:  # a speed timed on a busy machine is not this machine's: measured again
         again = [r for r in stored if r.spec.kind == "speed" and is_busy(r.metrics)]
         stored = [r for r in stored if r not in again]
         if again:
-            on_note(f"measuring again {len(again)} stored trial(s) timed on a busy machine "
-                    f"({', '.join(f'#{r.id}' for r in again[:10])}{' ...' if len(again) > 10 else ''})")
+            on_note(f"leaving out {len(again)} stored trial(s) timed on a busy machine "
+                    f"({', '.join(f'#{r.id}' for r in again[:10])}{' ...' if len(again) > 10 else ''}); "
+                    "those the recommendation needs are measured again")
     if run_missing and [normalise_device(d) for d in devices] == ["cpu"]:
         check_framework(framework)  # the CPU is always there: no device probe (a child process)
         chosen = ["cpu"]
     elif run_missing:
         chosen = chosen_devices(framework, devices, default=None)
     else:  # --no-run: the devices asked for, else those measured, else the CPU (always there)
-        chosen = [normalise_device(d) for d in devices] or list(dict.fromkeys(
-            r.spec.device for r in stored if rules.timed(r))) or ["cpu"]
+        check_framework(framework)
+        measured = list(dict.fromkeys(r.spec.device for r in stored if rules.timed(r)))
+        asked = [normalise_device(d) for d in devices]
+        if any(d not in measured and d != "cpu" for d in asked):  # a typo must not plan for nothing
+            asked = chosen_devices(framework, asked, default=None)
+        chosen = asked or measured or ["cpu"]
     outcome = RecommendOutcome(workload, chosen, [], other_machines=others, db_url=store.url)
     run = _Session(store, run_missing, outcome, on_note, on_trial_end)
     measure = MeasureOptions.quick() if quick else MeasureOptions()
@@ -251,7 +257,14 @@ def recommend(
             limits[device] = limit
         have = rules.baseline_by_batch(stored + run.new, device)
         cap = limits[device].cap if device in limits else None
-        todo = [b for b in grid if b not in have and (cap is None or b <= cap)]
+        # the batches of busy baseline trials left out above are measured again, as promised
+        busy = {r.spec.batch_size for r in again if r.spec.device == device and not changed_knobs(r)}
+        wanted = sorted(set(grid) | busy)
+        over = [b for b in wanted if cap is not None and b > cap]
+        if over:
+            outcome.not_tried.append(f"batch sizes {', '.join(map(str, over))} on {device}: over max-batch's "
+                                     f"cap of {cap} (first oom {limits[device].smallest_oom})")
+        todo = [b for b in wanted if b not in have and b not in over]
         run.measure(f"batch sizes {', '.join(map(str, todo))} on {device}",
                     "fp32, default threads; not measured yet", [spec(device, b) for b in todo])
 
