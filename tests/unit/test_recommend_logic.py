@@ -181,12 +181,18 @@ def test_pipeline_bound_and_workers_from_loader_runs():
     assert [line.value for line in missing] == [None, None] and "--input loader" in missing[0].text
 
 
-def test_epoch_time_from_the_fastest_trial_at_the_batch():
+def test_epoch_time_from_the_fastest_configuration_at_the_batch():
     results = [trial(64, 100.0), trial(64, 200.0, threads=1), trial(128, 900.0)]
     line = rules.decide_epoch_time(results, "cpu", 64, 60_000, input_share=0.25)
     assert line.value == pytest.approx(300.0)  # 60,000 / 200
     assert line.numbers["seconds_with_input_pipeline"] == pytest.approx(400.0)
     assert line.numbers["trial"] == results[1].id
+    # repeats of one run count together: the lucky 300 gives way to (200 x 120 x 300)^(1/3) = 193.1
+    repeats = [*results, trial(64, 120.0, threads=1), trial(64, 300.0, threads=1)]
+    again = rules.decide_epoch_time(repeats, "cpu", 64, 60_000)
+    ids = [repeats[i].id for i in (1, 3, 4)]
+    assert again.value == pytest.approx(60_000 / (200 * 120 * 300) ** (1 / 3)) and again.numbers["trials"] == ids
+    assert "mean of trials " + ", ".join(map(str, ids)) in again.text
 
 
 def test_full_recommendation_in_order():

@@ -39,7 +39,7 @@ from rigbench.analysis.recommend_knobs import decide_precision, decide_threads
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee, sps_text
 from rigbench.analysis.scaling import changed_knobs
 from rigbench.analysis.step_overhead import decide_overhead, parameter_bytes
-from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, speed, workload_label
+from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, speed, trials_text, workload_label
 from rigbench.spec import Result
 
 #: A throughput needs at least this many timed steps (as --quick times at least; max-batch
@@ -278,18 +278,19 @@ def _workers(r: Result) -> int:
 
 def decide_epoch_time(results: Sequence[Result], device: str, batch: int, dataset_size: int,
                       input_share: float | None = None) -> Line:
-    """dataset_size / samples/s of the fastest measured speed trial at the batch on the device."""
-    candidates = [r for r in _newest_first(results)
-                  if timed(r) and r.spec.device == device and r.spec.batch_size == batch]
+    """dataset_size / samples/s of the fastest configuration measured at the batch on the device,
+    its repeats taken together as everywhere (analysis/trials.RunSpeed), never a lucky trial."""
+    candidates = [r for r in results if timed(r) and r.spec.device == device and r.spec.batch_size == batch]
     if not candidates:
         return Line("epoch_seconds", None, f"epoch time: no speed measured at b{batch} on {device}", {})
-    fastest = max(candidates, key=speed)
-    sps = speed(fastest)
+    fastest = max(newest_run_speeds(candidates, lambda r: r.spec.config_key()).values(),
+                  key=lambda side: side.samples_per_s)
+    sps, newest = fastest.samples_per_s, fastest.newest
     seconds = dataset_size / sps
-    numbers = {"dataset_size": dataset_size, "samples_per_s": sps, "trial": fastest.id, "seconds": seconds,
-               "configuration": fastest.spec.label()}
-    text = (f"epoch time: {seconds:,.1f} s for {dataset_size:,} samples at {sps_text(sps)} (trial {fastest.id}, "
-            f"{fastest.spec.label()}, the fastest measured at b{batch}; compute only)")
+    numbers = {"dataset_size": dataset_size, "samples_per_s": sps, "trial": newest.id, "trials": fastest.ids,
+               "seconds": seconds, "configuration": newest.spec.label()}
+    text = (f"epoch time: {seconds:,.1f} s for {dataset_size:,} samples at {sps_text(sps)} "
+            f"({trials_text(fastest.ids)}, {newest.spec.label()}, the fastest measured at b{batch}; compute only)")
     if input_share:
         with_input = seconds / max(1e-9, 1.0 - input_share)
         numbers["seconds_with_input_pipeline"] = with_input

@@ -127,3 +127,9 @@ def newest_run_speeds(results: Sequence[Result], key: Callable[[Result], K | Non
     figure, and repeats of one run count together instead of the newest alone)."""
     ok = [r for r in results if has_speed(r)]
     return {k: RunSpeed(tuple(trials)) for k, trials in newest_run_trials(ok, key).items()}
+
+
+def trials_text(ids: Sequence[int]) -> str:
+    """Which stored trials a figure is: "trial 7", or "mean of trials 3, 5, 9" (repeats)."""
+    listed = ", ".join(str(i) for i in ids)
+    return f"mean of trials {listed}" if len(ids) > 1 else f"trial {listed}"

@@ -141,9 +141,3 @@ def setup_label(r: Result, shown: Collection[str] = ()) -> str:
         "world": f"x{spec.world_size}" if spec.is_data_parallel else "",  # x1: one rank, under the wrapper
     }
     return " ".join(text for name, text in parts.items() if text and name not in shown) or "-"
-
-
-def trials_text(ids: Sequence[int]) -> str:
-    """Which stored trials a figure is: "trial 7", or "mean of trials 3, 5, 9" (repeats)."""
-    listed = ", ".join(str(i) for i in ids)
-    return f"mean of trials {listed}" if len(ids) > 1 else f"trial {listed}"

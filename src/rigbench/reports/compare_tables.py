@@ -10,6 +10,7 @@ from typing import Any
 from rich.text import Text
 
 from rigbench.analysis.peaks import prediction_text
+from rigbench.analysis.trials import trials_text
 from rigbench.reports.cells import (
     cells,
     framework_column,
@@ -18,7 +19,6 @@ from rigbench.reports.cells import (
     tokens_cell,
     trial_cells,
     trial_columns,
-    trials_text,
     unknown_mark,
 )
 from rigbench.reports.table_fit import Column, FitTable

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rigbench.analysis.frameworks import FrameworkRow, FrameworkTable, framework_tables
-from rigbench.reports.cells import trials_text
+from rigbench.analysis.trials import trials_text
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
 from rigbench.reports.scaling_charts import PUBLISHED_COLOURS, PUBLISHED_LABELS
 from rigbench.spec import Result

@@ -8,8 +8,9 @@ from typing import Any
 
 from rigbench.analysis.contention import is_busy
 from rigbench.analysis.summary import MachineEntry, SummaryRow
+from rigbench.analysis.trials import trials_text
 from rigbench.fingerprint import instruction_sets
-from rigbench.reports.cells import rate, trials_text
+from rigbench.reports.cells import rate
 from rigbench.spec import Result
 from rigbench.units import format_bytes
 
