@@ -145,3 +145,22 @@ def test_recommend_no_run_checks_names_as_a_run_would(tmp_path, args, fragments)
     """--no-run only reads, but a misspelt framework or device must not plan for nothing."""
     result = invoke("recommend", "mlp", "--no-run", "--db", str(tmp_path / "r.db"), *args)
     assert_one_line_error(result, *fragments)
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--processes", "1,2", "--precision", "bf16", "--threads", "1"], ["drop --threads, --precision"]),
+    (["--processes", "1,2", "--rounds", "3"], ["drop --rounds"]),
+    (["--strong"], ["--strong is for the process study"]),
+])
+def test_scaling_refuses_options_its_study_would_ignore(tmp_path, args, fragments):
+    result = invoke("scaling", "mlp", "--quick", "--db", str(tmp_path / "r.db"), *args)
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "r.db").exists()  # refused before anything ran or was stored
+
+
+@pytest.mark.parametrize("command", [["run", "mlp", "-d", "cpu"], ["sweep", "mlp", "-d", "cpu", "-b", "8"]])
+def test_a_timing_window_longer_than_the_timeout_is_refused(tmp_path, command):
+    """Every trial would end `timeout`, and a sweep's --resume would then count them as done."""
+    result = invoke(*command, "--seconds", "30", "--timeout", "5", "--db", str(tmp_path / "r.db"))
+    assert_one_line_error(result, "--seconds 30", "--timeout 5")
+    assert not (tmp_path / "r.db").exists()

@@ -188,6 +188,17 @@ def scaling(
     """Speed-up of thread counts, precisions, torch.compile and channels-last over the fp32 eager
     default; with --processes, how the workload scales over data-parallel processes."""
     _check_positive(batch_size=batch_size)
+    # the process study times one fp32 configuration per count: a knob given with it would be
+    # silently ignored, so it is refused (and --strong means nothing without --processes)
+    ignored = [flag for flag, given in (("--threads", threads), ("--precision", precision),
+                                        ("--compile-mode", compile_mode), ("--no-compile", not compile_),
+                                        ("--no-channels-last", not channels_last), ("--rounds", rounds != 1))
+               if given]
+    if processes and ignored:
+        raise UsageError(f"--processes studies process counts alone: drop {', '.join(ignored)} "
+                         "(run the thread/precision study without --processes)")
+    if strong and not processes:
+        raise UsageError("--strong is for the process study: give --processes too, e.g. --processes 1,2")
     if processes:
         _process_scaling(workload, device, batch_size, parse_positive_ints(processes, "--processes"),
                          "strong" if strong else "weak", quick, framework, energy, db, as_json)

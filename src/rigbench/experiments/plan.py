@@ -68,6 +68,9 @@ def plan_run(
         measure = MeasureOptions.quick(**overrides) if quick else MeasureOptions(**overrides)
     except ValueError as exc:
         raise UsageError(validation_message(exc)) from None
+    if measure.warmup_seconds + measure.min_seconds >= measure.timeout_s:  # every trial would time out
+        raise UsageError(f"--seconds {measure.min_seconds:g} (after {measure.warmup_seconds:g} s of warm-up) cannot "
+                         f"finish within --timeout {measure.timeout_s:g}: raise --timeout or lower --seconds")
     # After the checks that need no framework: asking one for its devices may start it
     chosen = {name: chosen_devices(name, devices, default=None) for name in names}
     specs = []
