@@ -164,3 +164,14 @@ def test_a_timing_window_longer_than_the_timeout_is_refused(tmp_path, command):
     result = invoke(*command, "--seconds", "30", "--timeout", "5", "--db", str(tmp_path / "r.db"))
     assert_one_line_error(result, "--seconds 30", "--timeout 5")
     assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["dcgan", "--dataset", "digits"], ["dcgan", "choose another workload"]),
+    (["mlp", "--dataset", "digits", "--steps", "5"], ["--steps must be at least 6"]),
+    (["mlp", "--dataset", "digits", "--start-lr", "1e-200", "--end-lr", "1e200"], ["beyond a float"]),
+])
+def test_lr_find_refuses_what_could_never_give_a_suggestion(tmp_path, args, fragments):
+    result = invoke("lr-find", *args, "--db", str(tmp_path / "r.db"))
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "r.db").exists()  # before any child process ran

@@ -33,7 +33,7 @@ from rigbench.errors import UsageError
 from rigbench.experiments.calibrate import CalibrateOutcome, calibrate
 from rigbench.experiments.devices import devices_info, framework_devices
 from rigbench.experiments.execute import RunOutcome, run
-from rigbench.experiments.lr_find import plan_lr_find
+from rigbench.experiments.lr_find import check_lr_find_workload, plan_lr_find
 from rigbench.experiments.max_batch import MaxBatchOutcome, find_max_batch
 from rigbench.experiments.plan import check_rounds, in_rounds, node_launch, plan_run, plan_train, prepare_data
 from rigbench.experiments.recommend import RecommendOutcome, recommend
@@ -53,7 +53,7 @@ __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     "WHERE_KEYS", "parse_where", "select_results", "report", "ReportOutcome", "speedups_over_cpu",
     # strategies over many trials (experiments/)
     "sweep", "plan_sweep", "SweepOutcome", "find_max_batch", "MaxBatchOutcome",
-    "plan_lr_find", "plan_scaling", "plan_process_scaling", "default_thread_counts", "default_precisions",
+    "plan_lr_find", "check_lr_find_workload", "plan_scaling", "plan_process_scaling", "default_thread_counts", "default_precisions",
     "recommend", "RecommendOutcome",
     # ceilings (experiments/calibrate.py, api/calibration.py)
     "calibrate", "CalibrateOutcome", "device_calibrations", "spec_sheet", "result_roofline", "roofline", "overhead_bound_notes",

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from rigbench import api
-from rigbench.analysis.lr_find import compact_curve, suggest_lr
+from rigbench.analysis.lr_find import MIN_POINTS, compact_curve, suggest_lr
 from rigbench.analysis.process_scaling import ProcessRow, process_scaling_rows, scaling_verdict
 from rigbench.analysis.scaling import ScalingRow, scaling_table
 from rigbench.cli import interrupts
@@ -98,9 +98,11 @@ def lr_find(
     _check_precision(precision)
     if not 0 < start_lr < end_lr:
         raise UsageError(f"--start-lr must be more than 0 and less than --end-lr ({end_lr:g}), got {start_lr:g}")
-    if steps < 5:
-        raise UsageError("--steps must be at least 5")
+    if steps < MIN_POINTS + 1:  # the first step is always skipped (analysis/lr_find.py)
+        raise UsageError(f"--steps must be at least {MIN_POINTS + 1}: a suggestion needs {MIN_POINTS} points "
+                         "after the first, which is skipped")
     _check_positive(batch_size=batch_size, threads=threads)
+    api.check_lr_find_workload(workload)
     name = api.prepare_data(workload, dataset, data_dir, download=not offline)
     spec = api.plan_lr_find(workload, name, device=device, batch_size=batch_size, start_lr=start_lr,
                             end_lr=end_lr, steps=steps, data_dir=data_dir, precision=precision,  # type: ignore[arg-type]

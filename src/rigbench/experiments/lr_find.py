@@ -3,11 +3,22 @@ runs the adapter's `lr_find` and analysis/lr_find.py suggests a rate from the cu
 
 from __future__ import annotations
 
+import math
+
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.experiments.plan import validation_message
 from rigbench.spec import LrFindOptions, MeasureOptions, Precision, TrialSpec
 from rigbench.workloads import parse_workload_ref
+
+
+def check_lr_find_workload(workload: str) -> None:
+    """Refuse a workload the range test does not fit (Workload.lr_find) before any data set is
+    prepared or child process started: it is known from the workload alone."""
+    ref, _ = parse_workload_ref(workload)
+    if not ref.lr_find:
+        raise UsageError(f"lr-find needs one loss on a real data set; {ref.name} ({ref.task}) has not: "
+                         "choose another workload")
 
 
 def plan_lr_find(
@@ -31,8 +42,11 @@ def plan_lr_find(
     ref, options = parse_workload_ref(workload)
     options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
     chosen = chosen_devices(framework, [device] if device else [], default=["cpu"])[0]
+    check_lr_find_workload(ref.name)
     if end_lr <= start_lr:
         raise UsageError(f"--end-lr ({end_lr:g}) must be larger than --start-lr ({start_lr:g})")
+    if not math.isfinite(end_lr / start_lr):  # the ramp's ratio: past a float it is inf, and every lr with it
+        raise UsageError(f"--end-lr / --start-lr ({end_lr:g} / {start_lr:g}) is beyond a float: narrow the range")
     try:
         lr_find = LrFindOptions(dataset=dataset, data_dir=data_dir, start_lr=start_lr,
                                 end_lr=end_lr, steps=steps)
