@@ -175,3 +175,9 @@ def test_lr_find_refuses_what_could_never_give_a_suggestion(tmp_path, args, frag
     result = invoke("lr-find", *args, "--db", str(tmp_path / "r.db"))
     assert_one_line_error(result, *fragments)
     assert not (tmp_path / "r.db").exists()  # before any child process ran
+
+
+@pytest.mark.parametrize("args, given", [(["--workers", "2"], "--workers"), (["--pin-memory"], "--pin-memory")])
+def test_loader_options_without_the_loader_are_refused(tmp_path, args, given):
+    result = invoke("train", "mlp", "--dataset", "digits", *args, "--db", str(tmp_path / "r.db"))
+    assert_one_line_error(result, given, "--input loader")

@@ -161,6 +161,9 @@ def plan_train(
     falls in epoch 1's time and so in the time to a target, as a user waits for it."""
     from rigbench.data import training_options
 
+    if input_mode == "resident" and (workers or pin_memory):  # else stored as used, and never used
+        given = " and ".join(flag for flag, on in (("--workers", workers), ("--pin-memory", pin_memory)) if on)
+        raise UsageError(f"{given} feed a DataLoader: add --input loader (the resident data set has no loader)")
     ref, options = parse_workload_ref(workload)
     options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
     names = list(dict.fromkeys([frameworks] if isinstance(frameworks, str) else frameworks)) or ["torch"]
