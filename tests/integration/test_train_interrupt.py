@@ -53,3 +53,18 @@ def test_a_stopped_training_run_keeps_its_finished_epochs(tmp_path):
     assert f"interrupted (Ctrl-C); mlp torch cpu b64 fp32 t1 stopped after {kept.metrics.epochs} of 1000 epochs: " \
            f"the finished epochs are stored as trial {kept.id} (status interrupted)" in err
     assert "Stored in" in out and "interrupted" in out
+
+
+def test_a_training_run_at_its_timeout_keeps_its_finished_epochs(tmp_path):
+    """A long run (an rcnn CIFAR-10 epoch takes half an hour on 2 cores) that meets --timeout
+    is stored `timeout` with the epochs it finished, not with none."""
+    db = str(tmp_path / "train.db")
+    proc = subprocess.run([sys.executable, "-m", "rigbench", "train", "mlp", "--dataset", "digits", "-d", "cpu",
+                           "--epochs", "1000", "--threads", "1", "--timeout", "12", "--db", db, "--json"],
+                          capture_output=True, text=True, timeout=120)
+    (stored,) = Store(db).list()
+    kept = Store(db).get(stored.id)
+    assert kept.status == "timeout", (proc.stdout, proc.stderr)
+    assert kept.metrics.epochs == len(kept.epoch_records) >= 1
+    assert kept.epoch_records[-1].accuracy is not None and kept.loss_curve
+    assert f"the {kept.metrics.epochs} epoch" in kept.error and " kept (raise --timeout for more)" in kept.error

@@ -22,6 +22,7 @@ from rigbench.runner.launchers.steps import (
     child_env,
     describe_exit,
     ending_on_error,
+    exited_within,
     interrupt_for_report,
     kill_group,
     new_session_args,
@@ -59,7 +60,14 @@ class ProcessLauncher(Launcher):
                 if on_start:
                     on_start(started[0].pid)
                 try:
-                    [timed_out] = wait_all(started, spec.measure.timeout_s)
+                    if spec.train and not exited_within(started[0], spec.measure.timeout_s):
+                        kept = self._finished_epochs(spec, started[0], report_path)
+                        if kept is not None:  # a long training run keeps what it finished
+                            return self._timed_out_with_epochs(spec, kept)
+                        wait_all(started, 0.0)  # killed, if the interrupt did not end it
+                        timed_out = True
+                    else:
+                        [timed_out] = wait_all(started, spec.measure.timeout_s)
                 except KeyboardInterrupt:
                     kept = self._finished_epochs(spec, started[0], report_path) if spec.train else None
                     if kept is None:
@@ -75,6 +83,17 @@ class ProcessLauncher(Launcher):
         method, note = child.tracker.energy_description()
         return Outcome(reports=[report], samples=samples, returncode=child.proc.returncode,
                        energy_method=method, energy_note=note)
+
+    @staticmethod
+    def _timed_out_with_epochs(spec: TrialSpec, kept: Outcome) -> Outcome:
+        """A training run stopped at its timeout, with the epochs it finished: status `timeout`
+        (what happened), its finished epochs and their figures kept, as Ctrl-C keeps them."""
+        report = kept.report
+        done = len(report.epochs)
+        report.status = "timeout"
+        finished = f"the {done} epochs it finished are" if done != 1 else "the 1 epoch it finished is"
+        report.error = f"the trial did not finish within {spec.measure.timeout_s:g} s; {finished} kept (raise --timeout for more)"
+        return kept
 
     def _finished_epochs(self, spec: TrialSpec, child: Started, report_path: Path) -> Outcome | None:
         """A training child stopped with SIGINT reports the epochs it finished (status

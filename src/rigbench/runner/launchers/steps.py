@@ -268,6 +268,16 @@ def interrupt_for_report(one: Started, grace_s: float = INTERRUPT_GRACE_S) -> bo
     return True
 
 
+def exited_within(one: Started, timeout_s: float) -> bool:
+    """Wait up to `timeout_s` for one process to exit; True if it did (it is left running if
+    not, for the caller to ask for a report first)."""
+    try:
+        one.proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def wait_all(started: Sequence[Started], timeout_s: float) -> list[bool]:
     """Wait until every process has exited, `timeout_s` for all of them together. Returns,
     per process, whether it was still running when the time was up. If any was, every
