@@ -351,7 +351,7 @@ def max_batch(
     memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory the probes may use, e.g. 2GiB (default: 50% of the RAM available now). GPUs use their own memory."),
     start: int = typer.Option(8, "--start", help="First batch to probe; it doubles until a probe runs out of memory."),
     max_: int = typer.Option(65536, "--max", help="Never probe a batch above this."),
-    tolerance: float = typer.Option(0.0, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok); 0 finds the exact batch, 0.25 needs fewer probes."),
+    tolerance: float = typer.Option(0.0, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok); 0 bisects down to one sample (the boundary itself moves between runs: keep the --margin), 0.25 needs fewer probes."),
     margin: float = typer.Option(0.1, "--margin", help="Fraction of the limit the recommended batch leaves free, by the fitted memory model."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a probe after this many seconds (status `timeout`, which stops the search; default 600)."),
     framework: str = framework_option(),
