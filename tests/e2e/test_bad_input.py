@@ -135,6 +135,21 @@ def test_results_list_tells_apart_what_only_the_setup_changes(tmp_path):
     assert len(rows) == 4 and len(set(rows)) == 4
     for text in ("t2", "compile", "NHWC"):
         assert sum(text in row for row in rows) == 1
+    # --limit keeps the newest and says that older rows exist
+    newest = invoke("results", "list", "--limit", "3", "--db", db)
+    assert newest.exit_code == 0 and [line.split()[0] for line in newest.stdout.splitlines() if " mlp " in line] == [
+        "2", "3", "4"]
+    assert "The newest 3 shown; older ones: --limit 12" in newest.stdout
+    assert "The newest" not in listed.stdout
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--limit", "0"], ["--limit must be at least 1"]),
+    (["--limit", "-1"], ["--limit must be at least 1"]),
+    (["--status", "bogus"], ["'bogus' is not a status", "interrupted"]),
+])
+def test_results_list_refuses_a_limit_or_status_that_means_nothing(tmp_path, args, fragments):
+    assert_one_line_error(invoke("results", "list", "--db", stored_db(tmp_path), *args), *fragments)
 
 
 @pytest.mark.parametrize("args, fragments", [

@@ -32,7 +32,7 @@ from rigbench.cli.common import (
 from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
-from rigbench.spec import EnergyMode
+from rigbench.spec import STATUSES, EnergyMode
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
 from rigbench.units import (
@@ -254,14 +254,23 @@ def results_list(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """List stored results, newest last."""
+    if limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit} (every result: `rigbench results export`)")
+    if status is not None and status not in STATUSES:
+        raise UsageError(f"--status {status!r} is not a status: use one of {', '.join(STATUSES)}")
     store = Store(db, create=False)
-    rows = store.list(run_id=run_id, workload=workload, status=status, limit=limit)
+    rows = store.list(run_id=run_id, workload=workload, status=status, limit=limit + 1)
     if not rows:
         say_none_match(store, {"--run": run_id, "--workload": workload, "--status": status})
         return
+    hidden = len(rows) > limit  # one more than asked for: older rows exist, and are said to
+    rows = rows[1:] if hidden else rows
     out.print(terminal.results_table(rows, more="`rigbench results export`"))
     for line in terminal.busy_lines(rows):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
+    if hidden:
+        out.print(f"The newest {limit} shown; older ones: --limit {limit * 4} or `rigbench results export`.",
+                  highlight=False, markup=False, soft_wrap=True)
 
 
 @results_app.command("show", short_help="Show one trial: every metric, its spec, its machine.")
