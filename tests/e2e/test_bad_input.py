@@ -2,6 +2,7 @@
 code 2, no traceback, and nothing stored is lost (issue 11). In process, with typer's
 CliRunner: no trial runs here."""
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,16 @@ def test_lr_find_refuses_what_could_never_give_a_suggestion(tmp_path, args, frag
 def test_loader_options_without_the_loader_are_refused(tmp_path, args, given):
     result = invoke("train", "mlp", "--dataset", "digits", *args, "--db", str(tmp_path / "r.db"))
     assert_one_line_error(result, given, "--input loader")
+
+
+@pytest.mark.parametrize("args, fragment", [(["--timeout", "0"], "--timeout must be more than 0 seconds"),
+                                            (["--threads", "0"], "--threads must be at least 1")])
+def test_train_names_the_flag_as_run_does(tmp_path, args, fragment):
+    assert_one_line_error(invoke("train", "mlp", "--dataset", "digits", *args, "--db", str(tmp_path / "r.db")), fragment)
+
+
+def test_max_batch_refuses_an_unknown_framework_before_it_starts_a_run(tmp_path):
+    db = str(tmp_path / "r.db")
+    assert_one_line_error(invoke("max-batch", "mlp", "--framework", "nope", "--db", db), "unknown framework 'nope'")
+    with sqlite3.connect(db) as conn:  # not even an empty run
+        assert conn.execute("select count(*) from runs").fetchone() == (0,)

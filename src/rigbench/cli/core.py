@@ -172,6 +172,10 @@ def train(
         raise UsageError(f"--input must be resident or loader, got {input_mode!r}")
     if epochs < 1:
         raise UsageError("--epochs must be at least 1")
+    if threads is not None and threads < 1:  # as `run` says it, not the spec field's words
+        raise UsageError("--threads must be at least 1")
+    if timeout <= 0:
+        raise UsageError("--timeout must be more than 0 seconds")
     if target_accuracy is not None:
         target_accuracy = target_accuracy / 100 if target_accuracy > 1 else target_accuracy
         if not 0 < target_accuracy <= 1:

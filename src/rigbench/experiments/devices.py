@@ -60,7 +60,9 @@ def chosen_devices(framework: str, devices: Sequence[str], default: list[str] | 
     """The requested devices, normalised and checked against what the framework can use;
     none requested gives `default` (None: every available device). The CPU alone is taken
     without asking the framework: every adapter trains on it (base.FrameworkAdapter), and
-    asking starts the framework in a child process (2-3 s for torch, more for TensorFlow)."""
+    asking starts the framework in a child process (2-3 s for torch, more for TensorFlow).
+    An unknown or missing framework is refused first, the CPU's shortcut included."""
+    check_framework(framework)
     chosen = [normalise_device(d) for d in devices] or default or []
     if chosen and all(device == "cpu" for device in chosen):
         return chosen
