@@ -207,15 +207,16 @@ def test_rounds_alternate_so_every_variant_sits_where_the_baseline_does_on_avera
         for i, name in enumerate(order(rounds)):
             positions.setdefault(name, []).append(i)
         assert len({sum(p) / len(p) for p in positions.values()}) == 1
-    with pytest.raises(api.UsageError, match="--rounds takes a count of at least 1"):
+    with pytest.raises(api.UsageError, match="--rounds takes a count from 1 to 1000"):
         order(0)
 
 
 @pytest.mark.parametrize("args,message", [
-    (["run", "mlp", "-d", "cpu", "--repeat", "0"], "--repeat takes a count of at least 1, got 0"),
-    (["scaling", "mlp", "--rounds", "0"], "--rounds takes a count of at least 1, got 0"),
+    (["run", "mlp", "-d", "cpu", "--repeat", "0"], "--repeat takes a count from 1 to 1000, got 0"),
+    (["scaling", "mlp", "--rounds", "0"], "--rounds takes a count from 1 to 1000, got 0"),
+    (["scaling", "mlp", "--rounds", "100000000"], "--rounds takes a count from 1 to 1000, got 100000000"),
 ])
-def test_a_count_of_rounds_below_one_is_one_line_exit_2(args, message, monkeypatch):
+def test_a_count_of_rounds_out_of_range_is_one_line_exit_2(args, message, monkeypatch):
     from typer.testing import CliRunner
 
     from rigbench import cli

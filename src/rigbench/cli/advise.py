@@ -42,7 +42,8 @@ def _print(text: str) -> None:
 
 def _finish(outcome: api.RunOutcome, planned: int) -> None:
     if outcome.interrupted:
-        err.print(f"interrupted ({interrupts.signal_name()}): {len(outcome.results)} of {planned} trials finished and were stored")
+        err.print(f"interrupted ({interrupts.signal_name()}): {len(outcome.results)} of {planned} trials finished and "
+                  f"were stored in {outcome.db_url} (run {outcome.run_id})", highlight=False, markup=False)
         raise interrupts.interrupted_exit()
 
 

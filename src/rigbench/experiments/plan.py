@@ -88,10 +88,15 @@ def plan_run(
     return specs
 
 
+#: The most rounds of repeats a command plans: beyond, one trial's figure moves nothing, and
+#: planning 10^8 rounds was a silent hang before the first trial.
+MAX_ROUNDS = 1000
+
+
 def check_rounds(rounds: int, option: str = "--repeat") -> None:
-    """A count of rounds is at least 1 (checked before any device is asked)."""
-    if rounds < 1:
-        raise UsageError(f"{option} takes a count of at least 1, got {rounds}")
+    """A count of rounds is 1 to MAX_ROUNDS (checked before any device is asked)."""
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise UsageError(f"{option} takes a count from 1 to {MAX_ROUNDS}, got {rounds}")
 
 
 def in_rounds(specs: Sequence[TrialSpec], rounds: int, option: str = "--repeat") -> list[TrialSpec]:
