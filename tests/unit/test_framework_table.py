@@ -234,3 +234,60 @@ def test_quick_and_busy_trials_are_marked_in_the_row_and_said_under_the_table(tm
     assert f"trial {ids[0]} quick" in done.output and f"trial {ids[1]} busy" in done.output
     assert "  quick: timed with the short --quick protocol" in done.output
     assert f"  busy (#{ids[1]}): other processes used the CPU while these trials were timed" in done.output
+
+
+def test_data_parallel_trials_are_left_out_and_steps_count_the_global_batch():
+    """`sweep mlp --processes 1,2 -b 64 --framework jax`: the jax row is the one-process trial
+    (980 samples/s / 64 = 15.3 steps/s), not a mean with the 2-process one (297 samples/s at a
+    global batch of 128), nor with a 1-rank trial under the data-parallel wrapper; its memory is
+    the one-process trial's too."""
+    single = make_result("jax", workload="mlp", batch=64, samples_per_s=980.0, rss_peak_mib=430.0)
+    two = make_result("jax", workload="mlp", batch=64, samples_per_s=297.0, rss_peak_mib=1089.0, global_batch=128)
+    two.spec = two.spec.model_copy(update={"world_size": 2})
+    wrapped = make_result("jax", workload="mlp", batch=64, samples_per_s=500.0)
+    wrapped.spec = wrapped.spec.model_copy(update={"data_parallel": True})
+    [table] = framework_tables([single, two, wrapped])
+    [row] = table.ours
+    assert (row.trials, row.steps_per_s, row.host_mem_mib) == ([single.id], pytest.approx(980 / 64), 430.0)
+    assert framework_tables([two, wrapped]) == []
+
+
+def test_steps_per_second_divide_by_the_global_batch():
+    """A run's figure in steps: samples/s over every rank's batch (the stored global_batch, 128 for
+    two ranks of 64), never the per-rank batch_size; a result stored before that metric existed
+    (one process) divides by its batch."""
+    from rigbench.analysis.trials import RunSpeed
+
+    two = make_result("torch", workload="mlp", batch=64, samples_per_s=256.0, global_batch=128)
+    two.spec = two.spec.model_copy(update={"world_size": 2})
+    assert RunSpeed((two,)).steps_per_s == pytest.approx(2.0)
+    old = make_result("torch", workload="mlp", batch=64, samples_per_s=256.0)
+    assert old.metrics.global_batch is None and RunSpeed((old,)).steps_per_s == pytest.approx(4.0)
+
+
+def test_the_framework_ratio_compares_frameworks_at_the_same_settings(tmp_path):
+    """mlp torch at its default threads (4.39 steps/s), torch --threads 1 (6.95) and jax (5.68):
+    the fastest / slowest framework is jax over torch at the default settings, 5.68 / 4.39 = 1.29;
+    torch t1 over torch is a thread-count ratio and never enters it. With jax at 1 thread too, the
+    t1 rows get a ratio of their own."""
+    torch = make_result("torch", workload="mlp", batch=64, samples_per_s=4.39 * 64)
+    torch1 = make_result("torch", workload="mlp", batch=64, samples_per_s=6.95 * 64, threads=1)
+    jax = make_result("jax", workload="mlp", batch=64, samples_per_s=5.68 * 64)
+    [table] = framework_tables([torch, torch1, jax])
+    assert slowest_to_fastest(table) == {"cpu": pytest.approx(5.68 / 4.39)}
+    jax1 = make_result("jax", workload="mlp", batch=64, samples_per_s=3.475 * 64, threads=1)
+    [table] = framework_tables([torch, torch1, jax, jax1])
+    assert slowest_to_fastest(table) == {"cpu": pytest.approx(5.68 / 4.39), "cpu t1": pytest.approx(2.0)}
+    # two frameworks, but none at the same settings as another: no ratio, and the command says so
+    path = tmp_path / "settings.db"
+    store = Store(f"sqlite:///{path}")
+    store.add_run("srun", "2026-01-01T00:00:00+00:00", "rigbench run mlp", {"hostname": "elsewhere"})
+    for r in (torch1, jax):
+        store.add_result(r.model_copy(update={"id": None, "run_id": "srun"}))
+    [table] = framework_tables(store.list())
+    assert slowest_to_fastest(table) == {}
+    done = CliRunner().invoke(cli.app, ["compare", "--frameworks", "mlp", "--run", "srun", "--db", str(path)],
+                              env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert "no two frameworks measured at the same settings" in done.output
+    assert "fastest / slowest framework:" not in done.output

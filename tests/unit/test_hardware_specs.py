@@ -305,12 +305,14 @@ def test_specs_command_shows_a_match_with_its_full_source():
     assert "NVIDIA GeForce GTX 1060 6GB" in shown.stdout
     assert "https://www.techpowerup.com/gpu-specs/geforce-gtx-1060-6-gb.c2862" in shown.stdout
     assert "4.375 TFLOP/s" in shown.stdout
+    assert "memory: 6 GiB" in shown.stdout  # memory_gib: the data file's binary sizes, not "6 GB"
 
     cpu = runner.invoke(cli.app, ["specs", "i7-8650U"])
     assert "fp32 by clock: 0.5376 TFLOP/s at max turbo, 0.2432 TFLOP/s at base clock" in cpu.stdout
     assert json.loads(runner.invoke(cli.app, ["specs", "i7-8650U", "--json"]).stdout)["fp32_flops_by_clock"] \
         == {"max_turbo": 537.6e9, "base": 243.2e9}
 
+    assert "memory GiB" in runner.invoke(cli.app, ["specs", "--kind", "gpu"], env={"COLUMNS": "200"}).stdout
     listed = runner.invoke(cli.app, ["specs", "--kind", "cpu"])
     assert listed.exit_code == 0 and "Intel Core i7-8650U" in listed.stdout and "RTX" not in listed.stdout
 

@@ -242,3 +242,78 @@ def test_a_busy_trial_of_ours_is_named_in_the_notes():
     noisy.metrics = noisy.metrics.model_copy(update={"noisy": True, "step_time_cv": 0.16, "others_cpu_pct_mean": 3.0})
     assert ("Our figure is noisy (step-time CV 16%): the machine was quiet (others used 3% of the CPU), so the "
             "trial was short or its steps vary.") in compare_published([noisy], ["yin2020"], fake_peak).matches[0].notes
+
+
+# ---------------------------------------------------------------- audit fixes
+
+def test_data_parallel_trials_are_not_plain_speed_trials():
+    """A 2-process trial (global batch 128, its samples/s over both ranks) and a 1-rank trial under
+    the data-parallel wrapper are other configurations: the FCN-S rows stand beside the one-process
+    mlp trial, at its samples/s over its batch, even though the data-parallel ones are newer."""
+    single = ours("mlp", batch=64, samples_per_s=980.0, rid=1)
+    two = ours("mlp", batch=64, samples_per_s=297.0, rid=2)
+    two.spec = two.spec.model_copy(update={"world_size": 2})
+    two.metrics.global_batch = 128
+    wrapped = ours("mlp", batch=64, samples_per_s=500.0, rid=3)
+    wrapped.spec = wrapped.spec.model_copy(update={"data_parallel": True})
+    found = compare_published([single, two, wrapped], ["shi2016"], fake_peak)
+    fcn = [m for m in found.matches if m.row.network == "FCN-S"]
+    assert fcn and {tuple(m.ours_trials) for m in fcn} == {(1,)}
+    assert fcn[0].ours_steps_per_s == pytest.approx(980 / 64)
+    only_parallel = compare_published([two, wrapped], ["shi2016"], fake_peak)
+    assert not only_parallel.matches and "FCN-S" in {m.mapping.network for m in only_parallel.missing}
+
+
+def sheet_peak(name, kind):
+    """The spec sheets' peaks (published devices), with a made-up peak and bandwidth for ours."""
+    return Peak(1e11, "test peak", 10e9) if name == "Test CPU" else peak_resolver(None)(name, kind)
+
+
+def test_the_memory_note_takes_the_rooflines_intensity():
+    """mlp at b64 (COMPARING.md's roofline example): 56.88 MFLOP and 2.07 MB per sample, 10,020,874
+    parameters under SGD (x4 B x5). By hand: 64 x 56.88e6 = 3.640 GFLOP over 64 x 2.07e6 + 200.4e6
+    = 332.9 MB is 10.9 FLOP/byte, below the GTX 1080's ridge (8.873 TFLOP/s / 320 GB/s = 28)."""
+    from rigbench.analysis.roofline import result_roofline
+
+    r = ours("mlp", batch=64, samples_per_s=1500.0)
+    r.metrics = r.metrics.model_copy(update={"flops_per_sample": 56.88e6, "bytes_per_sample": 2.07e6,
+                                             "params": 10_020_874})
+    gtx1080 = next(m for m in compare_published([r], ["shi2016"], sheet_peak).matches if m.row.device == "GTX 1080")
+    assert result_roofline(r, None).intensity == pytest.approx(64 * 56.88e6 / (64 * 2.07e6 + 10_020_874 * 20))
+    assert "At 10.9 FLOP/byte the network is below the GTX 1080's ridge point (28 FLOP/byte)" in " ".join(gtx1080.notes)
+
+
+def test_a_thread_column_of_the_desktop_cpu_is_set_against_that_many_cores():
+    """Shi et al.'s i7-3820 has 4 cores (hardware.toml): 4 x 1 multiply-add x 8 lanes x 2 x 3.8 GHz
+    = 243.2 GFLOP/s, 230.4 at the 3.6 GHz base. Its 2-thread column runs on 2 cores: 121.6 and
+    115.2. FCN-S Torch at 2 threads is 0.710 s for 64 samples: at 40 MFLOP a sample 3.606 GFLOP/s,
+    3.0% of 121.6 (not 1.5% of 243.2). The GTX 980 (4.981 TFLOP/s) over that CPU: x41.0-43.2."""
+    found = compare_published([ours("mlp", batch=64, threads=2)], ["shi2016"], sheet_peak)
+    cpu = next(m for m in found.matches if m.row.device == "desktop CPU")
+    assert cpu.row.threads == 2 and cpu.peak_published.flops == pytest.approx(121.6e9)
+    assert dict(cpu.peak_published.by_clock) == pytest.approx({"max_turbo": 121.6e9, "base": 115.2e9})
+    assert "3.6 GFLOP/s = 3.0% of its peak on 2 of its 4 cores at max turbo (3.1% at base clock)" in " ".join(cpu.notes)
+    assert cpu.as_dict()["peak_published"]["cores_used"] == 2
+    gtx980 = next(m for m in found.matches if m.row.device == "GTX 980")
+    assert gtx980.paper_predicted_by_clock == pytest.approx({"max_turbo": 4981 / 121.6, "base": 4981 / 115.2})
+    assert "desktop CPU, 2 threads ratio is x17.8 against x41-43.2" in " ".join(gtx980.notes)
+    # 8 threads on 4 cores (Hyper-Threading) add no FMA units: the whole 243.2 (FCN-R at b1024 has
+    # an 8-thread Torch column; FCN-S's is empty in the source)
+    eight = compare_published([ours("mlp", batch=1024, threads=8)], ["shi2016"], sheet_peak)
+    cpu8 = next(m for m in eight.matches if m.row.device == "desktop CPU")
+    assert cpu8.row.threads == 8 and cpu8.peak_published.flops == pytest.approx(243.2e9)
+    assert cpu8.row.label() == "FCN-R · Torch · desktop CPU, 8 threads · b1024"
+    assert cpu.row.device_label() == "desktop CPU, 2 threads"
+    one = published_rows(["shi2016"])
+    assert any(r.label() == "FCN-S · Torch · desktop CPU, 1 thread · b64" for r in one)
+
+
+def test_repeats_normalise_by_their_mean_cpu_use():
+    """Two repeats at 128 and 512 samples/s (geometric mean 256, 2 steps/s) that kept the CPU 40% and
+    80% busy: the normalised ratio takes their mean use, 60%, not the newest trial's 80%."""
+    repeats = [ours(samples_per_s=128.0, util=40.0, rid=1), ours(samples_per_s=512.0, util=80.0, rid=2)]
+    gpu = compare_published(repeats, ["yin2020"], fake_peak).matches[0]
+    assert gpu.ours_cpu_pct == pytest.approx(60.0)
+    assert gpu.normalised == pytest.approx(11.917 / 2 * 0.60)
+    assert gpu.as_dict()["ours"]["cpu_util_pct_mean"] == pytest.approx(60.0)
+    assert "Our run kept 60% of the machine's logical cores busy" in " ".join(gpu.notes)

@@ -259,3 +259,31 @@ def test_score_names_the_busy_trials_it_rests_on(tmp_path):
                               env={"COLUMNS": "200"})
     assert done.exit_code == 0, done.output
     assert f"  busy: other processes used 55% of this machine's CPU while trial {rid} was timed" in done.output
+
+
+def test_a_cpu_run_against_a_gpu_only_reference_says_the_device_classes_differ(tmp_path):
+    """`score --reference h100-sxm-80gb` on a CPU-only machine: the reason is that a score sets cpu
+    against cpu and gpu against gpu, not that nothing was run (exit 2 stays: a UsageError)."""
+    db = str(tmp_path / "mine.db")
+    _store(db, MINE, "minerun", 1.0)
+    with pytest.raises(UsageError, match=r"reference machine h100-sxm-80gb measured the suite on gpu only, and run "
+                                         r"minerun on cpu only: a score sets cpu against cpu and gpu against gpu"):
+        api.score("minerun", "h100-sxm-80gb", db=db)
+
+
+def test_a_run_whose_trials_were_all_left_out_says_which_and_why(tmp_path):
+    """A run of mlp with --threads 1 (and cnn at batch 32) holds no suite trial: the error names
+    the trials and the settings that kept them out."""
+    db = str(tmp_path / "mine.db")
+    store = Store(db)
+    store.add_run("t1run", "2026-01-01T00:00:00+00:00", "rigbench run mlp --threads 1", MINE)
+    one = make("mlp", TIMES, run_id="t1run")
+    one.spec = one.spec.model_copy(update={"threads": 1})
+    mlp_id = store.add_result(one)
+    cnn_id = store.add_result(make("cnn", TIMES, run_id="t1run", batch=32))
+    with pytest.raises(UsageError) as caught:
+        api.score("t1run", db=db)
+    message = str(caught.value)
+    assert message.startswith(f"no suite result in run t1run: its trials of suite workloads were left out for their "
+                              f"settings (#{mlp_id} mlp: threads 1; #{cnn_id} cnn: batch_size 32)")
+    assert "run `rigbench run`" in message

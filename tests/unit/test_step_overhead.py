@@ -88,8 +88,8 @@ def test_an_overhead_bound_step_with_compile_measured_points_at_the_compile_line
     assert line is not None and line.text.endswith("; the compile line says what compiling the step did to it")
     jax = decide_overhead(speeds_of(2e-3, 1e-7), 512, "cuda:0", "cnn", None, None, False, framework="jax")
     assert jax is not None and jax.text.endswith("the step is overhead-bound")  # every JAX step is compiled
-    # a negative intercept (steps growing faster than the batch) leaves nothing fixed
-    steep = decide_overhead({16: 1000.0, 64: 500.0, 256: 100.0}, 64, "cpu", "mlp", None, None, False)
+    # a negative intercept on a line that fits (4, 20, 84 ms: -1.33 ms + 333 µs a sample) leaves nothing fixed
+    steep = decide_overhead({16: 16 / 4e-3, 64: 64 / 20e-3, 256: 256 / 84e-3}, 64, "cpu", "mlp", None, None, False)
     assert steep is not None and steep.numbers["overhead_s"] == 0.0 and steep.value == "work-bound"
 
 
@@ -148,3 +148,51 @@ def test_the_scaling_command_keeps_the_workloads_options():
     line = rules.step_overhead_line(results, "cpu", 4, "adamw", None, compile_measured=False)
     assert line is not None and line.value == "overhead-bound"
     assert "`rigbench scaling gpt:preset=tiny -d cpu` measures what torch.compile does to it" in line.text
+
+
+def test_step_times_that_do_not_fit_a_line_get_no_verdict():
+    """The audit's case: 8.99, 256 and 628 ms at b16, b64, b256. The least-squares line is 29.5 ms +
+    2.39 ms a sample (by hand: mean b 112, mean t 297.6 ms; slope = sum (b - 112)(t - 297.6) /
+    sum (b - 112)^2 = 77,213 / 32,256 = 2.394 ms; intercept 297.6 - 2.394 x 112 = 29.5 ms), whose
+    fixed part is more than the whole b16 step: no verdict, rather than '8.99 ms of the 8.99 ms step
+    does not grow with the batch'."""
+    audit = decide_overhead({16: 1779.7, 64: 249.8, 256: 407.9}, 16, "cpu", "cnn", None, None, False)
+    assert audit is not None and audit.value is None and "overhead_share" not in audit.numbers
+    assert audit.numbers["fixed_s"] == pytest.approx(29.5e-3, rel=0.01)
+    assert audit.numbers["per_sample_s"] == pytest.approx(2.39e-3, rel=0.01)
+    assert audit.text.startswith("step overhead: no verdict: the step times do not fit a line (the line through "
+                                 "b16, b64, b256 is 29.5 ms + 2.39 ms per sample, worst point off by 654%)")
+    assert audit.text.endswith("its fixed part, 29.5 ms, is more than the whole b16 step (8.99 ms)")
+    # falling: 453 ms - 2.13 ms a sample from b16 to b128 (419 ms down to 180 ms)
+    falling = decide_overhead({b: b / (0.453 - 0.00213 * b) for b in (16, 64, 128)}, 16, "cpu", "cnn", None, None,
+                              False)
+    assert falling is not None and falling.value is None
+    assert "the line falls as the batch grows, from 419 ms at b16 to 180 ms at b128" in falling.text
+    # rising, with a small fixed part, but bent: 10, 12, 60 ms is 2.67 ms + 220 µs a sample, b64 off by 40%
+    bent = decide_overhead({16: 16 / 0.010, 64: 64 / 0.012, 256: 256 / 0.060}, 64, "cpu", "mlp", None, None, False)
+    assert bent is not None and bent.value is None and bent.numbers["worst_residual"] == pytest.approx(0.397, abs=1e-3)
+    assert "more than 25% of its step" in bent.text
+    # a flat step that leans a little the other way (2.15, 2.08, 2.07 ms) is still all overhead
+    flat = decide_overhead({32: 32 / 2.15e-3, 128: 128 / 2.08e-3, 512: 512 / 2.07e-3}, 512, "cuda:0", "cnn", None,
+                           None, False)
+    assert flat is not None and flat.value == "overhead-bound"
+
+
+def test_no_verdict_measures_no_compile_and_adds_no_roofline_note(tmp_path):
+    """recommend measures torch.compile only for an overhead-bound step, and `roofline` notes only
+    those: step times that fit no line (8.99, 256, 628 ms at b16, b64, b256) get neither."""
+    from rigbench import api
+
+    db = str(tmp_path / "r.db")
+    store = Store(db)
+    run_id = start_run(store, "test")
+    for batch, speed in ((16, 1779.7), (64, 249.8), (256, 407.9)):
+        spec = TrialSpec(workload="mlp", device="cpu", batch_size=batch, measure=MeasureOptions())
+        store.add_result(Result(run_id=run_id, created_at="2026-11-26T00:00:00+00:00", spec=spec, status="ok",
+                                metrics=Metrics(samples_per_s=speed, samples_per_s_ci=(speed * 0.99, speed * 1.01),
+                                                steps_measured=10)))
+    outcome = recommend("mlp", devices=["cpu"], batch_sizes=[16, 64, 256], run_missing=False, db=db)
+    lines = {line.decision: line for line in outcome.lines}
+    assert lines["step_overhead"].value is None and "do not fit a line" in lines["step_overhead"].text
+    assert not any("torch.compile" in text for text in outcome.missing), outcome.missing
+    assert api.overhead_bound_notes([r for r, _ in api.roofline(db=db)], db=db) == []

@@ -8,10 +8,12 @@ memory and GPU memory. The thesis's own rows (CIFAR-10 CNN at batch 128 on a GTX
 i7-8650U, in TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5) sit beside the workload its mapping
 names (analysis/published_tables.MAPPINGS), so the layout and the figures can be read together.
 
-Which trials count: plain fp32 full-protocol speed trials (published.usable_speed_trial, the rule the
-published comparison uses). A configuration stands for the trials of the newest run that
-measured it (analysis/trials.newest_run_speeds; older runs are earlier runs of the same thing,
-not more frameworks): its speed columns are their mean (`run --framework torch,jax --repeat 3`
+Which trials count: plain fp32 full-protocol speed trials of one process
+(published.usable_speed_trial, the rule the published comparison uses; a data-parallel trial is
+another configuration). Steps/s is samples/s over the global batch (RunSpeed.steps_per_s). A
+configuration stands for the trials of the newest run that measured it
+(analysis/trials.newest_run_speeds; older runs are earlier runs of the same thing, not more
+frameworks): its speed columns are their mean (`run --framework torch,jax --repeat 3`
 ranks frameworks on means, not on each one's luckiest trial), its memory columns the highest of
 them, its utilisation columns the newest trial's.
 """
@@ -92,7 +94,7 @@ def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkR
     peak = result_roofline(r, calibration, samples_per_s=figure.samples_per_s).headline_mfu
     return FrameworkRow("ours", r.spec.workload, r.spec.framework, r.spec.device,
                         r.device_name or r.spec.device, kind, r.spec.batch_size,
-                        figure.samples_per_s / r.spec.batch_size, m.cpu_util_pct_mean,
+                        figure.steps_per_s, m.cpu_util_pct_mean,
                         m.gpu_util_pct_mean if kind == "gpu" else None,
                         _highest(t.metrics.rss_peak_mib for t in figure.trials),
                         _highest(t.metrics.gpu_mem_peak_mib for t in figure.trials) if kind == "gpu" else None,
@@ -182,10 +184,23 @@ def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: 
                           sorted(b for b in batches if b != batch), workload_label(first), options)
 
 
+def settings(row: FrameworkRow) -> str:
+    """The settings a row was measured at beyond its framework and device: '' at the framework's
+    own thread count, ' t1' for `--threads 1` (the table names the row `torch t1`)."""
+    return f" t{row.threads}" if row.threads else ""
+
+
+def settings_label(row: FrameworkRow) -> str:
+    """The device and the row's settings: `cpu`, `cpu t1`."""
+    return row.device + settings(row)
+
+
 def slowest_to_fastest(table: FrameworkTable) -> dict[str, float]:
-    """Device -> the fastest framework's steps/s over the slowest's there (devices measured in
-    more than one framework): how much the choice of framework alone is worth."""
-    by_device: dict[str, list[float]] = {}
-    for row in table.ours:
-        by_device.setdefault(row.device, []).append(row.steps_per_s)
-    return {device: max(speeds) / min(speeds) for device, speeds in by_device.items() if len(speeds) > 1}
+    """Device and settings (settings_label) -> the fastest framework's steps/s over the slowest's
+    among the rows measured at those settings, where more than one framework was: how much the
+    choice of framework alone is worth. Rows at other settings are never set against each other
+    (torch at 1 thread over torch at its default is a thread-count ratio, not a framework's)."""
+    groups: dict[str, list[float]] = {}
+    for row in table.ours:  # one row per framework in a group: the configuration key has both
+        groups.setdefault(settings_label(row), []).append(row.steps_per_s)
+    return {label: max(speeds) / min(speeds) for label, speeds in groups.items() if len(speeds) > 1}

@@ -11,7 +11,7 @@ per clock, printed with its assumption: "x8.14-18 (CPU at max turbo .. base cloc
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rigbench.analysis.specs import CLOCKS, fp32_flops_by_clock, lookup, peak_flops
@@ -33,6 +33,24 @@ class Peak:
     # A CPU's spec-sheet FP32 peak per clock (analysis.specs.CLOCKS keys, fastest first); `flops`
     # is the max-turbo one. Empty for one-figure peaks (GPUs, calibrated).
     by_clock: tuple[tuple[str, float], ...] = ()
+    cores: int | None = None                 # a CPU's physical cores, from its spec sheet
+    threads: int | None = None               # set by on_threads: the peak is of this many of the cores
+
+    def on_threads(self, threads: int | None) -> Peak:
+        """The peak of the cores `threads` threads can keep busy: x min(threads, cores) / cores.
+        A CPU's sheet peak counts every core, but a run on 2 threads of a 4-core CPU has 2 cores'
+        FMA units; threads beyond the cores (Hyper-Threading) share them and add none. Unchanged
+        without a thread count or a core count (a GPU's or a calibrated peak)."""
+        if not threads or not self.cores or threads >= self.cores:
+            return self
+        share = threads / self.cores
+        return replace(self, flops=self.flops * share, threads=threads,
+                       by_clock=tuple((clock, flops * share) for clock, flops in self.by_clock))
+
+    @property
+    def cores_text(self) -> str:
+        """' on 2 of its 4 cores' for a peak on_threads scaled; '' otherwise."""
+        return f" on {self.threads} of its {self.cores} cores" if self.threads else ""
 
     def at(self, clock: str) -> float | None:
         """FLOP/s with CPUs at `clock` ("max_turbo", "all_core", "base"); None if not published."""
@@ -41,11 +59,11 @@ class Peak:
     def text(self) -> str:
         """'0.538 TFLOP/s at max turbo, 0.243 at base clock (spec sheet: ...)'."""
         if not self.by_clock:
-            return f"{self.flops / 1e12:.3g} TFLOP/s ({self.basis})"
+            return f"{self.flops / 1e12:.3g} TFLOP/s{self.cores_text} ({self.basis})"
         first, *rest = self.by_clock
         parts = [f"{first[1] / 1e12:.3g} TFLOP/s at {CLOCKS[first[0]]}",
                  *(f"{flops / 1e12:.3g} at {CLOCKS[clock]}" for clock, flops in rest)]
-        return f"{', '.join(parts)} ({self.basis})"
+        return f"{', '.join(parts)}{self.cores_text} ({self.basis})"
 
 
 def ratio_by_clock(num: Peak, den: Peak) -> dict[str, float]:
@@ -93,7 +111,7 @@ def peak_resolver(store: Any | None) -> Callable[[str | None, str], Peak | None]
             low = [f for f in (peak_flops(spec, "fp16"), peak_flops(spec, "bf16")) if f]
             bandwidth = spec.memory_bandwidth_gbs * 1e9 if spec.memory_bandwidth_gbs else None
             return Peak(fp32, f"spec sheet: {spec.name}", bandwidth, max(low) if low else None,
-                        tuple(fp32_flops_by_clock(spec).items()))
+                        tuple(fp32_flops_by_clock(spec).items()), spec.cores if spec.kind == "cpu" else None)
         calibration = latest_calibration(store, name) if store is not None else None
         measured = (calibration or {}).get("matmul_flops", {}).get("fp32")
         if measured:

@@ -12,10 +12,13 @@ configuration of that workload at the same batch (the mean of its newest run's t
   back to its calibrated matmul peak when the spec file lacks it; analysis/peaks.py). A CPU's
   spec-sheet peak depends on the clock assumed, so where a CPU with published clocks is
   involved the prediction is a range, one ratio per clock (max turbo on every core .. base clock);
+  a published CPU column run on fewer threads than the CPU has cores (Shi et al.'s) is set
+  against the peak of that many cores (Peak.on_threads);
 - normalised speed-up (seed 000, "performance ratios should be normalized relative to the
   CPU utilization percentile of the specific library used"): every throughput measured on a
   CPU is divided by the fraction of the CPU it kept busy, i.e. scaled to what it would be at
-  100% utilisation if it scaled linearly; an accelerator's throughput is left as it is.
+  100% utilisation if it scaled linearly (ours: the mean use of the trials its speed is the
+  mean of); an accelerator's throughput is left as it is.
   So a GPU over a CPU that was u% busy: measured x u/100.
 - a few sentences explaining the gap between predicted and measured, computed from the numbers.
 """
@@ -36,7 +39,8 @@ from rigbench.analysis.published_tables import (
     framework_family,
     published_rows,
 )
-from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, run_order
+from rigbench.analysis.roofline import result_roofline
+from rigbench.analysis.trials import RunSpeed, global_batch, is_full_protocol, newest_run_speeds, run_order
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -54,6 +58,7 @@ class PublishedMatch:
     ours_steps_per_s: float               # the mean of its newest run's trials
     measured: float                       # published steps/s / ours
     ours_trials: list[int] = field(default_factory=list)  # the trials ours_steps_per_s is the mean of
+    ours_cpu_pct: float | None = None     # their mean CPU use (100 = every logical core busy)
     paper_cpu: PublishedRow | None = None
     paper_ratio: float | None = None      # published accelerator / the paper's own CPU
     predicted: float | None = None        # FP32 peak of the published device / ours (CPUs at max turbo)
@@ -68,7 +73,6 @@ class PublishedMatch:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (`rigbench compare --published --json`)."""
-        m = self.ours.metrics
         return {
             "source": self.row.source, "table": self.row.table, "network": self.row.network,
             "framework": self.row.framework, "device": self.row.device, "threads": self.row.threads,
@@ -82,8 +86,8 @@ class PublishedMatch:
                      "device_name": self.ours.device_name, "framework": self.ours.spec.framework,
                      "workload_options": self.ours.spec.workload_options,
                      "steps_per_s": self.ours_steps_per_s,
-                     "samples_per_s": self.ours_steps_per_s * self.ours.spec.batch_size,
-                     "cpu_util_pct_mean": m.cpu_util_pct_mean, "threads": self.ours.threads},
+                     "samples_per_s": self.ours_steps_per_s * global_batch(self.ours),
+                     "cpu_util_pct_mean": self.ours_cpu_pct, "threads": self.ours.threads},
             "measured_speedup": self.measured,
             "paper_cpu": self.paper_cpu.label() if self.paper_cpu else None,
             "paper_speedup": self.paper_ratio,
@@ -102,7 +106,8 @@ class PublishedMatch:
 def _peak_dict(peak: Peak | None) -> dict[str, Any] | None:
     return None if peak is None else {"fp32_flops": peak.flops, "basis": peak.basis,
                                       "bandwidth_bytes_s": peak.bandwidth_bytes_s,
-                                      "fp32_flops_by_clock": dict(peak.by_clock) or None}
+                                      "fp32_flops_by_clock": dict(peak.by_clock) or None,
+                                      "cores": peak.cores, "cores_used": peak.threads or peak.cores}
 
 
 def _prediction_dict(name: str, by_clock: dict[str, float]) -> dict[str, Any]:
@@ -129,11 +134,13 @@ class PublishedComparison:
 
 
 def usable_speed_trial(r: Result) -> bool:
-    """Plain fp32 full-protocol speed trials (analysis/trials.py): what the published tables
-    measured."""
+    """Plain fp32 full-protocol speed trials of one process (analysis/trials.py): what the
+    published tables measured. A data-parallel trial (several ranks, or one under the wrapper:
+    TrialSpec.is_data_parallel) is another configuration, its samples/s counting every rank's
+    batch, so it is left out (`rigbench scaling` and `compare` read it)."""
     s = r.spec
     return (r.status == "ok" and bool(r.metrics.samples_per_s) and is_full_protocol(r)
-            and s.precision == "fp32" and not s.compiled and not s.channels_last)
+            and s.precision == "fp32" and not s.compiled and not s.channels_last and not s.is_data_parallel)
 
 
 def _matches_mapping(r: Result, m: Mapping) -> bool:
@@ -209,6 +216,10 @@ def _utilisation_fraction(kind: str, pct: float | None) -> float | None:
     return pct / 100 if pct else None
 
 
+def _on_threads(peak: Peak | None, threads: int | None) -> Peak | None:
+    return None if peak is None else peak.on_threads(threads)
+
+
 def _ours_kind(r: Result) -> str:
     return "cpu" if r.spec.device == "cpu" else "gpu"
 
@@ -216,8 +227,8 @@ def _ours_kind(r: Result) -> str:
 def _match(prow: PublishedRow, mapping: Mapping, figure: RunSpeed, candidates: list[PublishedRow],
            peak_of: Callable[[str | None, str], Peak | None]) -> PublishedMatch:
     ours = figure.newest
-    ours_sps = figure.samples_per_s / ours.spec.batch_size
-    match = PublishedMatch(prow, mapping, ours, ours_sps, prow.steps_per_s / ours_sps, figure.ids)
+    match = PublishedMatch(prow, mapping, ours, figure.steps_per_s, prow.steps_per_s / figure.steps_per_s,
+                           figure.ids, figure.cpu_util_pct_mean)
     # the paper's own CPU for the same framework, network and batch (Shi: closest thread count)
     if prow.device_kind == "gpu":
         cpus = _closest_threads([p for p in candidates if p.device_kind == "cpu"
@@ -225,18 +236,22 @@ def _match(prow: PublishedRow, mapping: Mapping, figure: RunSpeed, candidates: l
         match.paper_cpu = cpus[0] if cpus else None
     if match.paper_cpu:
         match.paper_ratio = prow.steps_per_s / match.paper_cpu.steps_per_s
-    match.peak_published = peak_of(prow.spec_name, prow.device_kind) if prow.spec_name else None
+    # a published CPU column's peak is of the cores its threads used (Shi et al.'s 1-8 thread columns
+    # on a 4-core i7-3820): a 2-thread time set against all 4 cores would read half as busy. Ours
+    # stays the device's whole peak, as `rigbench roofline`'s MFU takes it.
+    match.peak_published = _on_threads(peak_of(prow.spec_name, prow.device_kind) if prow.spec_name else None,
+                                       prow.threads)
     match.peak_ours = peak_of(ours.device_name, _ours_kind(ours))
     if match.peak_published and match.peak_ours:
         match.predicted = match.peak_published.flops / match.peak_ours.flops
         match.predicted_by_clock = ratio_by_clock(match.peak_published, match.peak_ours)
     if match.paper_cpu and match.paper_cpu.spec_name and match.peak_published:
-        paper_cpu_peak = peak_of(match.paper_cpu.spec_name, "cpu")
+        paper_cpu_peak = _on_threads(peak_of(match.paper_cpu.spec_name, "cpu"), match.paper_cpu.threads)
         if paper_cpu_peak:
             match.paper_predicted = match.peak_published.flops / paper_cpu_peak.flops
             match.paper_predicted_by_clock = ratio_by_clock(match.peak_published, paper_cpu_peak)
     pub_u = _utilisation_fraction(prow.device_kind, prow.cpu_usage_pct)
-    ours_u = _utilisation_fraction(_ours_kind(ours), ours.metrics.cpu_util_pct_mean)
+    ours_u = _utilisation_fraction(_ours_kind(ours), match.ours_cpu_pct)
     if pub_u and ours_u:
         match.normalised = match.measured * ours_u / pub_u
     if match.paper_ratio and match.paper_cpu and match.paper_cpu.cpu_usage_pct:
@@ -267,8 +282,9 @@ def explain(m: PublishedMatch) -> list[str]:
             notes.append(
                 f"At our {ours.spec.workload}'s {flops / 1e6:,.1f} MFLOP per sample{same}, the "
                 f"{row.device} ran at {achieved_pub / 1e9:,.1f} GFLOP/s = {mfu_pub:.1%} of its peak"
-                f"{_at_base(m.peak_published, achieved_pub)}, ours at {achieved_ours / 1e9:,.1f} GFLOP/s = "
-                f"{mfu_ours:.1%} of its peak{_at_base(m.peak_ours, achieved_ours)}; measured = predicted"
+                f"{m.peak_published.cores_text}{_at_base(m.peak_published, achieved_pub)}, ours at "
+                f"{achieved_ours / 1e9:,.1f} GFLOP/s = {mfu_ours:.1%} of its peak"
+                f"{_at_base(m.peak_ours, achieved_ours)}; measured = predicted"
                 f"{turbo} x {mfu_pub / mfu_ours:.3g}, the ratio of the two utilisations.")
             if mfu_ours > 1:
                 notes.append(f"Our trial beat our peak ({m.peak_ours.basis}), so that peak is too low: "
@@ -290,7 +306,7 @@ def explain(m: PublishedMatch) -> list[str]:
     elif m.peak_ours is None:
         notes.append(f"No peak known for {ours_dev}: neither in the spec file nor calibrated "
                      f"(run `rigbench calibrate`), so no predicted ratio.")
-    ours_u = ours.metrics.cpu_util_pct_mean
+    ours_u = m.ours_cpu_pct
     if _ours_kind(ours) == "cpu" and ours_u and m.normalised is not None:
         closer = ""
         if m.predicted is not None:
@@ -299,7 +315,7 @@ def explain(m: PublishedMatch) -> list[str]:
         notes.append(f"Our run kept {ours_u:.0f}% of the machine's logical cores busy; with every CPU "
                      f"throughput scaled to 100% (seed 000) the ratio is {times(m.normalised)}{closer}.")
     if m.paper_ratio is not None and m.paper_cpu is not None:
-        text = f"The source's own {row.device} : {m.paper_cpu.device} ratio is {times(m.paper_ratio)}"
+        text = f"The source's own {row.device} : {m.paper_cpu.device_label()} ratio is {times(m.paper_ratio)}"
         if m.paper_predicted is not None:
             text += f" against {prediction_text(m.paper_predicted, m.paper_predicted_by_clock)} from the spec sheets"
         if m.paper_normalised is not None:
@@ -338,12 +354,13 @@ def _at_base(peak: Peak, achieved: float) -> str:
 
 
 def _memory_note(m: PublishedMatch, notes: list[str], flops: float | None) -> None:
-    """Below the published device's ridge point the bandwidth ratio, not the FLOP ratio, applies."""
-    per_sample = m.ours.metrics.bytes_per_sample
+    """Below the published device's ridge point the bandwidth ratio, not the FLOP ratio, applies.
+    The intensity is the roofline's (analysis/roofline.py: the step's FLOPs over its estimated
+    bytes, the optimiser update's included), so `rigbench roofline` gives the same figure."""
+    intensity = result_roofline(m.ours, None).intensity
     pub, ours = m.peak_published, m.peak_ours
-    if not (flops and per_sample and pub and ours and pub.bandwidth_bytes_s and ours.bandwidth_bytes_s):
+    if not (flops and intensity and pub and ours and pub.bandwidth_bytes_s and ours.bandwidth_bytes_s):
         return
-    intensity = flops / per_sample
     ridge = pub.flops / pub.bandwidth_bytes_s
     if intensity < ridge:
         notes.append(f"At {intensity:,.1f} FLOP/byte the network is below the {m.row.device}'s ridge "

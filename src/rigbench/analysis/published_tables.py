@@ -108,9 +108,13 @@ class PublishedRow:
     gpu_mem_mib: float | None = None
     threads: int | None = None   # CPU threads (Shi et al.'s columns)
 
+    def device_label(self) -> str:
+        """'desktop CPU, 2 threads' for one of Shi et al.'s thread columns, else the device."""
+        threads = f", {self.threads} thread{'s' if self.threads > 1 else ''}" if self.threads else ""
+        return self.device + threads
+
     def label(self) -> str:
-        threads = f", {self.threads} threads" if self.threads else ""
-        return f"{self.network} · {self.framework} · {self.device}{threads} · b{self.batch_size}"
+        return f"{self.network} · {self.framework} · {self.device_label()} · b{self.batch_size}"
 
 
 def _read(name: str) -> list[dict[str, str]]:

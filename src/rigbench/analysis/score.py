@@ -77,15 +77,41 @@ def _in_suite(r: Result, batch: int, revision: int) -> bool:
     the workload by default (TrialSpec's defaults at the reference batch: fp32, torch, default
     threads and lr, no compile...), on any device; options count as default when they resolve
     to the workload's defaults."""
-    s = r.spec
-    workload = WORKLOADS.get(s.workload)
+    workload = WORKLOADS.get(r.spec.workload)
     if workload is None or r.status != "ok" or not is_full_protocol(r):
         return False
+    return not _settings_apart(r, batch, revision)
+
+
+def _settings_apart(r: Result, batch: int, revision: int) -> list[str]:
+    """The settings in which `r` differs from the suite's configuration of its workload (the
+    `rigbench run` defaults at `batch`), as 'threads 1', 'batch_size 32', 'options depth=56'."""
+    s = r.spec
     default = TrialSpec.model_validate({"workload": s.workload, "batch_size": batch,
                                         "workload_revision": revision})
     ignore = ("device", "workload_options")
-    return (s.config_key(ignore=ignore) == default.config_key(ignore=ignore)
-            and resolved_options(workload, s.workload_options) == resolved_options(workload, {}))
+    mine, suite = dict(s.config_key(ignore=ignore)), dict(default.config_key(ignore=ignore))
+    apart = [f"{name} {_shown(mine[name])}" for name in mine if mine[name] != suite[name]]
+    workload = WORKLOADS.get(s.workload)
+    if workload is not None and resolved_options(workload, s.workload_options) != resolved_options(workload, {}):
+        apart.append("options " + ",".join(f"{k}={v}" for k, v in sorted(s.workload_options.items())))
+    return apart
+
+
+def _shown(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def left_out_for_settings(results: Iterable[Result], cls: str | None = None,
+                          version: str = SUITE_VERSION) -> list[tuple[Result, list[str]]]:
+    """The ok speed trials of suite workloads (on class `cls`, default any) that the suite leaves
+    out for their settings (`--threads 1`, another batch, bf16, ...), each with those settings:
+    what `rigbench score` names when nothing of a run is in the suite."""
+    batches, revisions = dict(default_suite(version)), suite_revisions(version)
+    return [(r, apart) for r in results
+            if r.spec.workload in batches and r.status == "ok" and is_full_protocol(r)
+            and (cls is None or device_class(r) == cls)
+            and (apart := _settings_apart(r, batches[r.spec.workload], revisions[r.spec.workload]))]
 
 
 def suite_results(results: Iterable[Result], cls: str, version: str = SUITE_VERSION) -> dict[str, tuple[Result, ...]]:

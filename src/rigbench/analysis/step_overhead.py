@@ -16,6 +16,10 @@ launches as one CUDA graph) is what can pay (docs/STRATEGY.md, "Where a step's t
 On a GPU a step's launches overlap its kernels, so step time is nearer max(launches, kernels)
 than their sum: flat while launch-bound, then rising. A line through such points still puts
 most of a flat region's time in the fixed part; the worst residual says how well it fits.
+Where the step times do not fit a line at all (`misfit`: they fall as the batch grows, the
+line's fixed part is more than a whole measured step, or a point is off by more than
+MAX_MISFIT), there is no verdict, and the line says why: a split of the step read off such a
+line is the noise's, not the step's.
 """
 
 from __future__ import annotations
@@ -33,6 +37,12 @@ from rigbench.spec import Result
 MIN_BATCHES = 3
 #: Overhead above this share of the step at the recommended batch: overhead-bound.
 OVERHEAD_BOUND = 0.5
+#: The most a line may miss a measured step by (|measured - fitted| / measured) and still split
+#: the step. The verdict splits the step at OVERHEAD_BOUND (half of it); a line off by more than
+#: a quarter of a step could move the fixed part across that split. The flat-then-rising steps
+#: of a GPU (module docstring) stay within it: the H100's resnet line is off by 20% at worst.
+#: The misfits seen were off by 39% (a falling line) and 654%.
+MAX_MISFIT = 0.25
 #: Parameter passes outside the optimiser per step: the forward and backward passes each read
 #: the weights, and the backward writes their gradients.
 PARAMETER_PASSES = 3
@@ -63,6 +73,23 @@ def fit_step_time(samples_per_s: Mapping[int, float]) -> StepFit | None:
     fixed = mean_t - slope * mean_b
     worst = max(abs(t - (fixed + slope * b)) / t for b, t in points)
     return StepFit(fixed, slope, tuple(b for b, _ in points), worst)
+
+
+def misfit(fit: StepFit, samples_per_s: Mapping[int, float]) -> str | None:
+    """Why the step times do not fit `fit`'s line, or None when they do (within MAX_MISFIT, the
+    noise a line may leave; a flat step's line can lean a little either way)."""
+    steps = {b: b / samples_per_s[b] for b in fit.batches}
+    first, last = fit.batches[0], fit.batches[-1]
+    if fit.per_sample_s < 0 and fit.step_s(last) < (1 - MAX_MISFIT) * fit.step_s(first):
+        return (f"the line falls as the batch grows, from {duration(fit.step_s(first))} at b{first} to "
+                f"{duration(fit.step_s(last))} at b{last}, and a step does not cost less for more samples")
+    smallest = min(steps, key=lambda b: steps[b])
+    if fit.fixed_s > (1 + MAX_MISFIT) * steps[smallest]:
+        return (f"its fixed part, {duration(fit.fixed_s)}, is more than the whole b{smallest} step "
+                f"({duration(steps[smallest])})")
+    if fit.worst_residual > MAX_MISFIT:
+        return f"a point off it by more than {MAX_MISFIT:.0%} of its step leaves no split of the step to read"
+    return None
 
 
 def parameter_bytes(params: int | None, optimizer: str) -> float | None:
@@ -98,13 +125,25 @@ def decide_overhead(samples_per_s: Mapping[int, float], batch: int, device: str,
                     parameter_bytes_: float | None, bandwidth_bytes_s: float | None,
                     compile_measured: bool, framework: str = "torch") -> Line | None:
     """The step-overhead line at the recommended `batch`, from the fp32 eager speeds by batch on
-    `device`; None with fewer than MIN_BATCHES batches. `workload`: as `rigbench scaling` takes it
+    `device`; None with fewer than MIN_BATCHES batches, a line of value None (no verdict, the text
+    says why) where the step times do not fit a line (`misfit`). `workload`: as `rigbench scaling` takes it
     (NAME:key=value). `compile_measured`: a compile line is
     already in the recommendation, so the overhead-bound hint points at it instead of at
     `rigbench scaling`."""
     fit = fit_step_time(samples_per_s)
     if fit is None:
         return None
+    batches = ", ".join(f"b{b}" for b in fit.batches)
+    line = f"{duration(fit.fixed_s)} + {duration(fit.per_sample_s)} per sample"
+    numbers: dict[str, Any] = {
+        "batch_size": batch, "fixed_s": fit.fixed_s, "per_sample_s": fit.per_sample_s,
+        "fitted_batches": list(fit.batches), "worst_residual": fit.worst_residual,
+    }
+    why = misfit(fit, samples_per_s)
+    if why is not None:  # no verdict, so recommend measures no compile for it and roofline adds no note
+        return Line("step_overhead", None, f"step overhead: no verdict: the step times do not fit a line (the "
+                    f"line through {batches} is {line}, worst point off by {fit.worst_residual:.0%}): {why}",
+                    {**numbers, "misfit": why})
     step = batch / samples_per_s[batch] if batch in samples_per_s else fit.step_s(batch)
     fixed = min(max(fit.fixed_s, 0.0), step)  # a negative intercept: nothing is fixed
     floor = None
@@ -116,17 +155,13 @@ def decide_overhead(samples_per_s: Mapping[int, float], batch: int, device: str,
                       f"({parameter_bytes_ / 1e6:,.0f} MB at {gbs:,.{0 if gbs >= 100 else 1}f} GB/s)")
     overhead = fixed - (floor or 0.0)
     share = overhead / step
-    numbers: dict[str, Any] = {
-        "batch_size": batch, "step_s": step, "fixed_s": fit.fixed_s, "per_sample_s": fit.per_sample_s,
-        "fitted_batches": list(fit.batches), "worst_residual": fit.worst_residual,
-        "parameter_bytes": parameter_bytes_, "bandwidth_bytes_s": bandwidth_bytes_s,
+    numbers.update({
+        "step_s": step, "parameter_bytes": parameter_bytes_, "bandwidth_bytes_s": bandwidth_bytes_s,
         "parameter_floor_s": floor, "overhead_s": overhead, "overhead_share": share,
         "overhead_bound": share >= OVERHEAD_BOUND,
-    }
-    batches = ", ".join(f"b{b}" for b in fit.batches)
+    })
     text = (f"step overhead: {duration(fixed)} of the {duration(step)} step at b{batch} does not grow with the "
-            f"batch (a line through the step times at {batches}: {duration(fit.fixed_s)} + "
-            f"{duration(fit.per_sample_s)} per sample")
+            f"batch (a line through the step times at {batches}: {line}")
     text += f"; worst point off by {fit.worst_residual:.0%})" if fit.worst_residual > 0.1 else ")"
     text += parameters
     if share < OVERHEAD_BOUND:

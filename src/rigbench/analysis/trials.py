@@ -70,6 +70,13 @@ def speed(r: Result) -> float:
     return r.metrics.samples_per_s or 0.0
 
 
+def global_batch(r: Result) -> int:
+    """The samples one training step of the trial processed over every rank: the stored
+    `global_batch` metric, which the runner sets on every result (runner/assemble.global_batch);
+    a result stored before that metric existed gets the same rule from its spec."""
+    return r.metrics.global_batch or r.spec.batch_size * r.spec.world_size
+
+
 def run_order(r: Result) -> tuple:
     """The order trials ran in: by id (the database's), then by creation time."""
     return (r.id or 0, r.created_at)
@@ -111,6 +118,19 @@ class RunSpeed:
         other workloads."""
         tokens = self.newest.metrics.tokens_per_s
         return None if tokens is None else tokens * self.samples_per_s / speed(self.newest)
+
+    @property
+    def steps_per_s(self) -> float:
+        """Training steps per second at the mean samples/s: a step takes the global batch (one
+        batch per rank of a data-parallel trial), not the per-rank `spec.batch_size`."""
+        return self.samples_per_s / global_batch(self.newest)
+
+    @property
+    def cpu_util_pct_mean(self) -> float | None:
+        """The mean CPU use over the same trials as the speed (None when no trial has one), so a
+        ratio of the two is of one set of trials, not the mean speed over the newest trial's use."""
+        known = [u for r in self.trials if (u := r.metrics.cpu_util_pct_mean) is not None]
+        return sum(known) / len(known) if known else None
 
     @property
     def newest(self) -> Result:

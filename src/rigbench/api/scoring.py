@@ -70,7 +70,7 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
     """The geometric mean of this machine's speed-ups over a reference machine across the
     default suite (analysis/score.py), per device class ("cpu", "gpu"). Without `reference`,
     each class is scored against the shipped reference machine that measured that class."""
-    from rigbench.analysis.score import compute_score, default_suite, suite_results
+    from rigbench.analysis.score import compute_score, suite_results
 
     if device_class not in (None, "cpu", "gpu"):
         raise UsageError(f"--device must be cpu or gpu, got {device_class!r}")
@@ -103,9 +103,38 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
             scores.append(result)
     ref_label = ", ".join(used) or (named.label if named else "the shipped reference machines")
     if not scores:
-        suite = " ".join(f"{w}" for w, _ in default_suite())
-        raise UsageError(f"no suite workload measured both here ({ours_label}) and in {ref_label}"
-                         f"{' on ' + device_class if device_class else ''}: run `rigbench run` "
-                         f"(the default suite: {suite}, each at its reference batch)")
+        raise UsageError(_nothing_in_common(listed, named, ours_label, ref_label, device_class))
     machines = ", ".join(dict.fromkeys(used.values())) or (named.machine if named else "")
     return ScoreOutcome(scores, ours_label, ref_label, machines, lacking)
+
+
+#: Trials named in the message when a run's trials are all left out for their settings.
+_NAMED = 5
+
+
+def _nothing_in_common(ours: list[Result], named: Reference | None, ours_label: str, ref_label: str,
+                       device_class: str | None) -> str:
+    """Why `score` has no workload to score, most specific first: the two sides measured the suite
+    on different device classes (a score sets cpu against cpu, gpu against gpu); our trials of suite
+    workloads were all left out for their settings; else that nothing of the suite is in common."""
+    from rigbench.analysis.score import default_suite, left_out_for_settings, suite_results
+
+    classes = [device_class] if device_class else ["cpu", "gpu"]
+    suite = " ".join(f"{w}" for w, _ in default_suite())
+    on = f" on {device_class}" if device_class else ""
+    mine = [cls for cls in classes if suite_results(ours, cls)]
+    theirs = [cls for cls in classes if named is not None and suite_results(named.results, cls)]
+    if mine and theirs and not set(mine) & set(theirs):
+        return (f"{ref_label} measured the suite on {' and '.join(theirs)} only, and {ours_label} on "
+                f"{' and '.join(mine)} only: a score sets cpu against cpu and gpu against gpu, so pick a "
+                f"reference that measured {' or '.join(mine)} (`rigbench score --list-references`, a bundle "
+                f"file or a stored run)")
+    apart = left_out_for_settings(ours, device_class)
+    if not mine and apart:
+        named_trials = "; ".join(f"#{r.id} {r.spec.workload}: {', '.join(settings)}" for r, settings in apart[:_NAMED])
+        more = f"; and {len(apart) - _NAMED} more" if len(apart) > _NAMED else ""
+        return (f"no suite result in {ours_label}{on}: its trials of suite workloads were left out for their "
+                f"settings ({named_trials}{more}); the suite is each workload as a plain `rigbench run` runs it, at "
+                f"its reference batch: run `rigbench run` (the default suite: {suite})")
+    return (f"no suite workload measured both here ({ours_label}) and in {ref_label}{on}: run `rigbench run` "
+            f"(the default suite: {suite}, each at its reference batch)")

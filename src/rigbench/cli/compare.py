@@ -144,8 +144,12 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
         out.print(compare_tables.framework_table(t))
         spread = slowest_to_fastest(t)
         if spread:
+            # per device and settings (`cpu`, `cpu t1`): frameworks are only set against each other at equal ones
             out.print("  fastest / slowest framework: " + ", ".join(f"{d} x{v:.2f}" for d, v in spread.items()),
                       highlight=False, markup=False)
+        elif len(t.frameworks) > 1:
+            out.print("  no two frameworks measured at the same settings (device, --threads): no fastest / "
+                      "slowest ratio", highlight=False, markup=False)
         elif len(t.frameworks) == 1:
             out.print(f"  only {t.frameworks[0]} measured here; add others with `rigbench run {t.label or t.workload} "
                       f"-b {t.batch_size} --framework torch,jax`", highlight=False, markup=False)
@@ -170,7 +174,9 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
     out.print("CPU % is the trial's own use, 100 = every logical core busy (Task Manager's convention, the "
               "thesis's); host MiB its peak resident memory; GPU MiB NVML's per-process peak. MFU: achieved "
               "training FLOP/s over the spec sheet's fp32 peak (* the `rigbench calibrate` peak where the sheet "
-              "has none). Each configuration is its newest run's plain fp32 speed trials: the mean of their speeds.",
+              "has none). Each configuration is its newest run's plain fp32 one-process speed trials (data-parallel "
+              "ones are left out: `rigbench scaling` reads them): the mean of their speeds; steps/s = samples/s "
+              "over the batch.",
               highlight=False, markup=False)
 
 
@@ -184,8 +190,8 @@ def _print_matches(matches: list[Any]) -> None:
                   f"clock, its max turbo on every core first)", highlight=False, markup=False)
     peaks: dict[str, str] = {}
     for m in matches:
-        if m.peak_published:
-            peaks[m.row.device] = m.peak_published.text()
+        if m.peak_published:  # a CPU column's peak is of the cores its threads used: one line per column
+            peaks[m.row.device_label()] = m.peak_published.text()
         if m.peak_ours:
             peaks[f"ours: {m.ours.device_name}"] = m.peak_ours.text()
     for device, text in peaks.items():

@@ -47,7 +47,8 @@ def specs_table(rows: list[HardwareSpec]) -> FitTable:
     table = FitTable([
         Column("name", cut=True), Column("kind", priority=40), Column("fp32", "right"),
         Column("tf32", "right", priority=55), Column("fp16", "right", priority=60), Column("bf16", "right", priority=58),
-        Column("memory GB", "right", priority=50, short="GB"), Column("GB/s", "right", priority=65),
+        # memory_gib: GPU DRAM in binary sizes (the data file's header), so GiB; bandwidth in 10^9 B/s
+        Column("memory GiB", "right", priority=50, short="GiB"), Column("GB/s", "right", priority=65),
         Column("TDP W", "right", priority=45, short="W"), Column("year", "right", priority=35),
         Column("source", priority=30, cut=True),
     ], title="Hardware spec sheets (dense peaks, TFLOP/s; * = derived, see `rigbench specs NAME`)", more="--json")
@@ -74,7 +75,7 @@ def _detail(spec: HardwareSpec, asked: str) -> str:
     all_core = f", all-core {spec.all_core_clock_ghz:g}" if spec.all_core_clock_ghz else ""
     cpu = [f"{spec.cores} cores" if spec.cores else "", f"{spec.threads} threads" if spec.threads else "",
            f"{spec.base_clock_ghz:g}-{spec.boost_clock_ghz:g} GHz{all_core}" if spec.base_clock_ghz and spec.boost_clock_ghz else ""]
-    facts = [("memory", _num(spec.memory_gib, "{:g} GB")), ("bandwidth", _num(spec.memory_bandwidth_gbs, "{:,g} GB/s")),
+    facts = [("memory", _num(spec.memory_gib, "{:g} GiB")), ("bandwidth", _num(spec.memory_bandwidth_gbs, "{:,g} GB/s")),
              ("TDP", _num(spec.tdp_w, "{:g} W")), ("launched", _num(spec.launch_year, "{}")),
              ("cpu", ", ".join(c for c in cpu if c) or "-"),
              ("geekbench opencl", _num(spec.geekbench_opencl, "{:,}")), ("aliases", ", ".join(spec.aliases) or "-")]

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
+from rigbench.analysis.frameworks import settings
 from rigbench.analysis.peaks import prediction_text
 from rigbench.analysis.trials import trials_text
 from rigbench.reports.cells import (
@@ -112,7 +113,7 @@ def published_table(matches: Sequence[Any]) -> FitTable:
     ], more="--json")
     for i, m in enumerate(matches, 1):
         r = m.ours
-        util = r.metrics.cpu_util_pct_mean
+        util = m.ours_cpu_pct  # the mean over the trials the speed is of
         table.add_row(*cells(str(i), m.row.label(), m.row.figure, ",".join(f"#{t}" for t in m.ours_trials), *trial_cells(r),
                              f"{m.ours_steps_per_s:,.3g}", "-" if util is None else f"{util:.0f}", _x(m.measured),
                              _x(m.paper_ratio), prediction_text(m.predicted, m.predicted_by_clock, assumption=False),
@@ -143,7 +144,7 @@ def framework_table(t: Any) -> FitTable:
     for row in t.ours:
         mfu = "-" if row.mfu is None else f"{row.mfu:.1%}" + ("*" if row.mfu_source == "calibrated" else "")
         # threads asked for set a row apart (torch at t1 beside torch at its own choice)
-        name = row.framework + (f" t{row.threads}" if row.threads else "")
+        name = row.framework + settings(row)
         table.add_row(*cells(name, f"{row.device} ({row.device_name})", f"{row.steps_per_s:,.3g}",
                              *([tokens_cell(row.tokens_per_s)] if tokens else []), mfu,
                              _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
