@@ -6,7 +6,8 @@ trusted to be short: a 200 MB error string once made `results show` run for 12 m
 report 210 MB. Text is clipped where it enters the database (runner/assemble.py, an import
 in store/bundle.py) and again where it is shown (reports/terminal.py, reports/html.py), so
 old databases display quickly too. A clipped text ends with the length it had, e.g.
-"... [truncated: 209,715,200 characters]".
+"... [truncated: 209,715,200 characters]". Where text is shown, `visible` also writes out the
+control characters a terminal would act on (an ESC sequence that clears the screen).
 """
 
 from __future__ import annotations
@@ -43,6 +44,20 @@ def clip(text: str, limit: int) -> str:
     if note and note.start() <= limit:
         return text
     return f"{text[:limit]} ... [truncated: {len(text):,} characters]"
+
+
+#: Control characters a terminal acts on instead of showing: C0 but a line break and a tab
+#: (which a wrapped cell or a traceback needs), DEL and C1. An ESC starts a sequence that can
+#: clear the screen or set the window's title, so it is shown and not sent.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` as a terminal may print it: each control character written out as `\\xNN`
+    (`\\x1b[2J` instead of clearing the screen), everything else as it is. Applied where
+    stored text becomes a cell or a line (reports/cells.literal, reports/table_fit.FitTable,
+    error_line), never to what is stored or exported."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def clip_optional(text: str | None, limit: int) -> str | None:
@@ -89,4 +104,5 @@ def error_line(error: str | None, limit: int = 240) -> str:
         blanks = [i for i, line in enumerate(body) if not line.strip()]
         paragraph = [line for line in body[blanks[-1] + 1 if blanks else 0:] if line.strip()]
         last = paragraph[0].strip() if paragraph else last
+    last = visible(last)
     return last if len(last) <= limit else last[:limit - 3] + "..."

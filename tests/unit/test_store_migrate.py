@@ -200,6 +200,43 @@ def test_a_newer_revision_is_refused_and_left_alone(db_url):
     assert sql(db_url, "select version_num from alembic_version") == [("ffff_from_the_future",)]
 
 
+def _tables(url):
+    with connection(url) as conn:
+        return sorted(inspect(conn).get_table_names())
+
+
+@pytest.mark.parametrize("table,revision", [("customers", None), ("customers", "abc123"), ("meta", None)])
+def test_another_applications_database_is_refused_and_left_alone(db_url, table, revision):
+    # an unrelated table (a `meta` of its own too), perhaps its own Alembic revision: not "newer
+    # than this rigbench", and never migrated
+    with connection(db_url) as conn:
+        conn.execute(text(f"create table {table} (id integer)"))
+        if revision:
+            conn.execute(text("create table alembic_version (version_num varchar(32) not null)"))
+            conn.execute(text("insert into alembic_version values (:r)"), {"r": revision})
+    before = _tables(db_url)
+    for create in (False, True):  # read-only commands and writing ones alike
+        with pytest.raises(UsageError) as refused:
+            Store(db_url, create=create)
+        assert str(refused.value).endswith(
+            f"is not a rigbench database (it has tables: {', '.join(before)}); give an empty database or a rigbench one")
+    assert _tables(db_url) == before
+
+
+def test_a_foreign_database_is_one_line_exit_2(tmp_path):
+    path = tmp_path / "foreign.db"
+    con = sqlite3.connect(path)
+    con.execute("create table customers (id integer)")
+    con.commit()
+    con.close()
+    done = subprocess.run([sys.executable, "-m", "rigbench", "results", "list", "--db", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"rigbench: error: the database sqlite:///{path} is not a rigbench database (it has "
+                           "tables: customers); give an empty database or a rigbench one\n")
+    assert _tables(f"sqlite:///{path}") == ["customers"]
+
+
 def test_opening_an_up_to_date_database_does_not_load_alembic(db_url):
     Store(db_url)
     code = ("import sys; from rigbench.store import Store; Store(sys.argv[1]); "

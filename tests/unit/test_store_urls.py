@@ -115,3 +115,52 @@ def test_a_database_in_a_missing_folder_says_it_made_the_folder(tmp_path, caplog
         Store(str(path))  # the second time the folder is there: nothing to say
     assert [r.getMessage() for r in caplog.records] == [f"created the folder {path.parent} for the database results.db"]
     assert path.exists()
+
+
+@pytest.mark.parametrize("argv,stored", [
+    # a space or a quote in the password: the argument is the whole URL, masked whole
+    (["rigbench", "run", "--db", "postgresql://rb:top secret@127.0.0.1:5432/rb"],
+     "rigbench run --db postgresql://rb:***@127.0.0.1:5432/rb"),
+    (["rigbench", "run", "--db", "postgresql://rb:it's \"x\"@h/rb"], "rigbench run --db postgresql://rb:***@h/rb"),
+    # an unencoded `@` or `:`: the password runs to the last `@`
+    (["rigbench", "run", "--db", "postgresql://u:se:cr@et@h/db"], "rigbench run --db postgresql://u:***@h/db"),
+    (["rigbench", "run", "--db=postgresql://u:top secret@h/db"], "rigbench run --db=postgresql://u:***@h/db"),
+    (["rigbench", "score", "--reference=postgres://u:a b@h/d"], "rigbench score --reference=postgres://u:***@h/d"),
+    (["rigbench", "run", "--db", "postgresql://u@h/db?password=a b&sslmode=require"],
+     "rigbench run --db 'postgresql://u@h/db?password=***&sslmode=require'"),
+    # a path stays as it was, quoted for the shell
+    (["rigbench", "run", "--db", "/tmp/my runs/r.db", "-b", "8,16"], "rigbench run --db '/tmp/my runs/r.db' -b 8,16"),
+])
+def test_a_stored_command_masks_each_argument_whole(argv, stored):
+    import shlex
+
+    from rigbench.store.engine import mask_command
+    from rigbench.store.rows import stored_command
+
+    assert stored_command(shlex.join(argv)) == stored
+    assert mask_command(stored) == stored  # masked again on reading: unchanged
+
+
+def test_a_url_in_free_text_is_masked_to_its_last_at():
+    line = "RIGBENCH_DB=postgresql://u:se:cr@et@h/db rigbench run mlp; RIGBENCH_DB=postgres://v:x@y@h2/d2"
+    assert mask_urls(line) == "RIGBENCH_DB=postgresql://u:***@h/db rigbench run mlp; RIGBENCH_DB=postgres://v:***@h2/d2"
+    assert display_url("postgresql+psycopg://u:se:cr@et@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
+    from rigbench.cli.common import db_flag
+
+    assert "se" not in db_flag("postgresql://u:se:cr@et@h/db").split("//")[1]  # SQLAlchemy's host is "et@h"
+
+
+def test_a_run_started_from_argv_stores_no_part_of_the_password(tmp_path, monkeypatch):
+    # the real path: experiments.start_run stores shlex.join(sys.argv) with this machine
+    from rigbench.experiments.execute import start_run
+
+    secret = "top 's3cret\"@pw"
+    monkeypatch.setattr(sys, "argv", ["rigbench", "run", "mlp", "--db", f"postgresql://rb:{secret}@127.0.0.1:5/rb"])
+    store = Store(str(tmp_path / "r.db"))
+    run_id = start_run(store)
+    store.add_result(make_result(run_id))
+    (command,) = store.commands([run_id]).values()
+    assert command == "rigbench run mlp --db postgresql://rb:***@127.0.0.1:5/rb"
+    bundle = dump_bundle(export_bundle(store))
+    for part in ("top", "s3cret", "@pw"):
+        assert part not in bundle

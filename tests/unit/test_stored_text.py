@@ -215,3 +215,44 @@ def test_filters_that_match_nothing_say_so(hostile, tmp_path):
     empty = str(tmp_path / "empty.db")
     Store(empty)
     assert "no results stored yet in" in invoke("results", "list", "--db", empty).stderr
+
+
+# ------------------------------------------------------------------ terminal control characters
+
+SCREEN = "\x1b[2J\x1b]0;pwned\x07evil"
+
+
+def test_control_characters_in_stored_text_are_shown_not_sent(tmp_path):
+    # a bundle's workload clears the screen and sets the window's title; its error turns red
+    source = Store(str(tmp_path / "s.db"))
+    source.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", {**MACHINE, "cpu_model": "CPU\x1b[5m"})
+    source.add_result(result("r1", workload=SCREEN, status="crash", error="boom \x1b[31mred\x1b[0m\x9b\x7f\r")
+                      .model_copy(update={"metrics": Metrics()}))
+    bundle = tmp_path / "b.json"
+    bundle.write_text(dump_bundle(export_bundle(source)))
+    db = str(tmp_path / "d.db")
+    invoke("results", "import", str(bundle), "--db", db)
+    assert Store(db).list()[0].spec.workload == SCREEN  # stored as it came: data, not display
+    listed = invoke("results", "list", "--db", db).stdout
+    shown = invoke("results", "show", "1", "--db", db).stdout
+    for printed in (listed, shown):
+        assert not any(c in printed for c in "\x1b\x07\x9b\x7f\r"), repr(printed)
+        assert r"\x1b[2J\x1b]0;pwned\x07evil" in printed
+    assert r"boom \x1b[31mred\x1b[0m\x9b\x7f\x0d" in shown and r"CPU\x1b[5m" in shown
+
+
+def test_a_cell_keeps_its_style_and_line_breaks_when_control_characters_are_written_out():
+    from rich.console import Console
+    from rich.text import Text
+
+    from rigbench.reports.table_fit import Column, FitTable
+    from rigbench.textlimits import visible
+
+    assert visible("a\tb\nc\x00\x1b\x7f\x85") == "a\tb\nc\\x00\\x1b\\x7f\\x85"
+    table = FitTable([Column("a"), Column("b", wrap=True)], title="t\x1b[2J")
+    table.add_row(Text("x\x1b[1m", style="bold"), "line 1\nline\x1b 2")
+    assert table.cells("a")[0].plain == "x\\x1b[1m" and table.cells("a")[0].style == "bold"
+    console = Console(width=80, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "\x1b" not in text and "t\\x1b[2J" in text and "line\\x1b 2" in text

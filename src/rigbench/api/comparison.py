@@ -112,7 +112,7 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
             raise UsageError(f"{name}: no run {ref!r} in {store.url} and no such file: "
                              f"see `rigbench results list`")
         listed = [r for r in listed if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]
-        results = [full for r in listed if r.id is not None and (full := store.get(r.id)) is not None]
+        results = store.full(listed)  # raw samples; an unreadable trial skipped with a warning
         machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}
         label = f"run {ref}" if ref is not None else "all stored results"
     if where:

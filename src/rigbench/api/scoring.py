@@ -49,7 +49,7 @@ def reference_results(store: Store, reference: str) -> Reference:
     if not listed:
         raise UsageError(f"--reference {reference!r} is not a shipped reference "
                          f"({', '.join(shipped) or 'none ship yet'}), a bundle file or a stored run")
-    results = [full for r in listed if r.id is not None and (full := store.get(r.id)) is not None]
+    results = store.full(listed)
     return Reference(results, f"run {reference}", machine_text({reference: store.machine(reference)}))
 
 
@@ -94,8 +94,7 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
         if ref is not None:
             used[ref.label + ("" if named else f" ({cls})")] = ref.machine
             # the listing leaves the raw step times out: the bootstrap needs them
-            mine = {w: tuple(full for r in trials if r.id is not None and (full := store.get(r.id)) is not None)
-                    for w, trials in mine.items()}
+            mine = {w: tuple(store.full(trials)) for w, trials in mine.items()}
             result = compute_score(mine, suite_results(ref.results, cls), cls)
         if result is None:
             lacking.append(cls)

@@ -12,7 +12,7 @@ from rigbench.analysis.contention import is_busy
 from rigbench.analysis.energy import has_energy, samples_per_joule
 from rigbench.reports.table_fit import Column
 from rigbench.spec import Result
-from rigbench.textlimits import NAME_CHARS, clip
+from rigbench.textlimits import NAME_CHARS, clip, visible
 from rigbench.workloads import WORKLOADS
 
 _STATUS_STYLE = {"ok": "green", "oom": "yellow", "diverged": "yellow", "interrupted": "yellow",
@@ -55,8 +55,9 @@ def unknown_mark(workload: str) -> str:
 
 def literal(text: str, style: str = "") -> Text:
     """Stored or user-supplied text as rich shows it verbatim: never read as markup, so an
-    error's "[enforce fail at ...]" stays and a "[/]" cannot crash the table."""
-    return Text(text, style=style)
+    error's "[enforce fail at ...]" stays and a "[/]" cannot crash the table; a control
+    character is written out (textlimits.visible), so a stored ESC sequence cannot act."""
+    return Text(visible(text), style=style)
 
 
 def cells(*values: str | Text) -> list[Text]:

@@ -16,7 +16,8 @@ of a field/value listing) folds onto more lines instead: the one exception to on
 
 The look is compact (a rule under the header, two spaces between columns, no outer border), so
 that 80 columns hold as much as they can. Cells are rich Text, never markup: stored text is
-printed as it is (cells.literal).
+printed as it is (cells.literal), but for control characters, which are written out
+(textlimits.visible) in every cell and title.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.table import Table
 from rich.text import Text
+
+from rigbench.textlimits import visible
 
 #: Never left out; the row means nothing without it.
 ESSENTIAL = 100
@@ -69,6 +72,15 @@ def _width(text: Text | str) -> int:
     return max((cell_len(line) for line in plain.splitlines()), default=0)
 
 
+def _shown(cell: Text | str) -> Text:
+    """A cell as the terminal may print it: literal, its control characters written out
+    (textlimits.visible: a stored ESC sequence must not clear the screen), its style kept."""
+    if isinstance(cell, str):
+        return Text(visible(cell))
+    shown = visible(cell.plain)
+    return cell if shown == cell.plain else Text(shown, style=cell.style, justify=cell.justify)
+
+
 def _short_cell(cell: Text, abbreviate: Callable[[str], str]) -> Text:
     """The cell's text abbreviated, its style kept."""
     return Text(abbreviate(cell.plain), style=cell.style)
@@ -80,7 +92,7 @@ class FitTable:
     def __init__(self, columns: Sequence[Column], title: str | Text | None = None, more: str = "",
                  show_header: bool = True, title_justify: JustifyMethod = "center") -> None:
         self.columns = list(columns)
-        self.title = Text(title) if isinstance(title, str) else title
+        self.title = None if title is None else _shown(title)
         #: where the columns left out can be seen, besides a wider terminal (e.g. "--json")
         self.more = more
         self.show_header = show_header
@@ -90,7 +102,7 @@ class FitTable:
     def add_row(self, *cells: Text | str, style: str | None = None, end_section: bool = False) -> None:
         if len(cells) != len(self.columns):
             raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
-        self.rows.append(_Row([c if isinstance(c, Text) else Text(c) for c in cells], style, end_section))
+        self.rows.append(_Row([_shown(c) for c in cells], style, end_section))
 
     @property
     def headers(self) -> list[str]:

@@ -31,7 +31,7 @@ from rigbench.reports.cells import (
 )
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import Result
-from rigbench.textlimits import NAME_CHARS, clip, clip_result, clip_value, error_line
+from rigbench.textlimits import NAME_CHARS, clip, clip_result, clip_value, error_line, visible
 from rigbench.units import format_bytes
 
 # Re-exported: the cells the CLI's own tables use.
@@ -125,8 +125,9 @@ def compile_lines(results: Sequence[Result]) -> list[str]:
 def busy_lines(results: Sequence[Result]) -> list[str]:
     """The lines under a table of trials that name those timed while other processes took a
     share of the CPU (`busy`) or held a context on their GPU (analysis/contention.py); none
-    when every trial had the machine to itself."""
-    return [note for note in (busy_note(results), shared_gpu_note(results)) if note]
+    when every trial had the machine to itself. A trial not stored (kept in the spool) is named
+    by its label, as stored text is shown (textlimits.visible)."""
+    return [visible(note) for note in (busy_note(results), shared_gpu_note(results)) if note]
 
 
 def baseline_lines(results: Sequence[Result]) -> list[str]:

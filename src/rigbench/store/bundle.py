@@ -41,6 +41,7 @@ from rigbench.errors import UsageError, validation_line
 from rigbench.result_rules import result_problems
 from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.db import Store
+from rigbench.store.machines import machine_problem, read_machine
 from rigbench.store.rows import stored_command, trial_key
 from rigbench.store.schema import runs
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, TEXT_LIMITS, clip, clip_result, clip_value
@@ -104,7 +105,7 @@ def stored_runs(store: Store, run_ids: Sequence[str] | None = None) -> list[RunR
     with store.engine.connect() as conn:
         rows = conn.execute(query).all()
     return [RunRecord(id=r.id, created_at=r.created_at, command=stored_command(r.command),
-                      machine=json.loads(r.machine_json)) for r in rows]
+                      machine=read_machine(r.machine_json, r.id, store.url)) for r in rows]
 
 
 def export_bundle(store: Store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
@@ -114,7 +115,7 @@ def export_bundle(store: Store, run_ids: Sequence[str] | None = None) -> dict[st
         listed = store.list(run_id=run_id)
         if run_id is not None and not listed:
             raise UsageError(f"no results stored for --run {run_id!r} in {store.url}: see `rigbench results list`")
-        results += [store.get(r.id) for r in listed if r.id is not None]  # type: ignore[misc]
+        results += store.full(listed)  # a trial whose raw samples cannot be read: skipped, said
     used = list(dict.fromkeys(r.run_id for r in results))
     return {
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
@@ -174,6 +175,9 @@ def parse_bundle(text: str, origin: str = "bundle") -> Bundle:
         if run.id in run_ids:
             raise fail(f"runs[{i}].id: run {run.id!r} appears twice")
         run_ids.add(run.id)
+        problem = machine_problem(run.machine)  # a field every report reads, of the wrong type
+        if problem:
+            raise fail(f"runs[{i}].machine.{problem}")
     results, refused, notes = [], [], []
     row_of_id: dict[int, int] = {}
     for i, raw in enumerate(envelope.results):

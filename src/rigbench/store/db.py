@@ -32,7 +32,7 @@ from rigbench.store.engine import (
     write_lock,
 )
 from rigbench.store.migrate import ensure_current
-from rigbench.store.waiting import Unavailable, retry_unreachable, wait_bound
+from rigbench.store.waiting import Unavailable, is_busy, retry_unreachable, wait_bound
 
 __all__ = ["SpoolOutcome", "Store", "Transaction", "default_db_url", "resolve_db_url"]
 
@@ -65,7 +65,7 @@ class Transaction:
 
     def machines(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """run id -> machine fingerprint, for those of `run_ids` that are stored."""
-        return rows.run_machines(self.conn, run_ids)
+        return rows.run_machines(self.conn, run_ids, self.url)
 
 
 def _filters(where: dict[str, Any]) -> dict[str, Any]:
@@ -282,13 +282,33 @@ class Store:
             log.warning("%d spooled file(s) cannot be read and were set aside: %s",
                         len(done.unreadable), "; ".join(done.unreadable))
 
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """A connection for reads. A SQLite lock another process took after this Store opened
+        and held past the busy timeout (RIGBENCH_DB_WAIT_S, store/waiting.py) is one line
+        naming the variable, not a traceback."""
+        with self.engine.connect() as conn:
+            try:
+                yield conn
+            except OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                raise UsageError(f"cannot read the database {self.url}: {error_text(exc)} ({Unavailable.hint})") from None
+
     def get(self, trial_id: int) -> Result | None:
         """One result with its raw samples, or None; UsageError if its row cannot be read."""
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             try:
                 return rows.get_result(conn, trial_id)
             except ValueError as exc:
                 raise UsageError(f"{exc} in {self.url}") from None
+
+    def full(self, results: Sequence[Result]) -> list[Result]:
+        """`results` (as listed, without raw samples) read again with their raw samples; one
+        that cannot be read is skipped with a warning naming it (as `list` does), so one bad
+        row does not stop an export or a score over the whole database."""
+        with self._reading() as conn:
+            return rows.full_results(conn, [r.id for r in results if r.id is not None], self.url)
 
     def list(self, run_id: str | None = None, workload: str | None = None,
              status: str | None = None, limit: int | None = None, *, kind: str | None = None,
@@ -299,14 +319,14 @@ class Store:
         where = _filters({"run_id": run_id, "workload": workload, "status": status, "kind": kind,
                           "framework": framework, "device": device, "precision": precision,
                           "batch_size": batch_size, "world_size": world_size})
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return rows.list_results(conn, where, limit, self.url)
 
     def machine(self, run_id: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            return rows.run_machines(conn, [run_id]).get(run_id)
+        with self._reading() as conn:
+            return rows.run_machines(conn, [run_id], self.url).get(run_id)
 
     def commands(self, run_ids: Sequence[str]) -> dict[str, str]:
         """run id -> its stored command line, for those of `run_ids` that are stored."""
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return rows.run_commands(conn, run_ids)

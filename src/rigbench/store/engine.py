@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from rigbench.errors import UsageError
-from rigbench.store.waiting import SQLITE_BUSY_TIMEOUT_S, begin_immediate, wait_bound
+from rigbench.store.waiting import T, begin_immediate, sqlite_busy_timeout_s, wait_bound, while_busy
 
 log = logging.getLogger("rigbench.store")
 #: any constant: the key of the PostgreSQL advisory lock that stands for SQLite's write lock
@@ -25,13 +27,23 @@ _PG_WRITE_LOCK_KEY = 7_210_101
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 POSTGRES_DRIVER = "postgresql+psycopg"
 POSTGRES_INSTALL = "pip install 'rigbench[postgres]'"
-#: A URL inside free text (a stored command line), up to whitespace or a quote.
+#: A URL inside free text (an error message, a command line that cannot be split into its
+#: arguments), up to whitespace or a quote: there a password with a space cannot be told from
+#: the text after it, so a command line is masked argument by argument (mask_command).
 _URL_IN_TEXT = re.compile(r"[A-Za-z][\w+.-]*://[^\s'\"]+")
-#: The password of `scheme://user:password@`, for text SQLAlchemy cannot parse as a URL.
-_USERINFO_PASSWORD = re.compile(r"\A([^:/]+://[^:/@]*:)[^@]*@")
-#: libpq also takes a password as a query parameter (`?password=...`), which SQLAlchemy's
-#: masking leaves alone.
+_SCHEME = re.compile(r"\A[A-Za-z][\w+.-]*://")
+#: The password of `scheme://user:password@host`: from the user's first colon to the LAST `@`
+#: (greedy), so an unencoded `@` or `:` in the password is masked whole. SQLAlchemy and libpq
+#: stop at the first `@`; masking more than they read shows less, never a part of a secret.
+_USERINFO_PASSWORD = re.compile(r"\A([A-Za-z][\w+.-]*://[^:/]*:).*@", re.DOTALL)
+#: libpq also takes a password as a query parameter (`?password=...`): in free text up to
+#: whitespace, in a whole argument (mask_url) up to the next parameter.
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\s]*", re.IGNORECASE)
+_WHOLE_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
+#: The options whose whole value is a database URL (or a path), masked whatever it holds.
+_DB_OPTIONS = ("--db",)
+#: An argument a shell takes as it is (shlex.quote's safe characters, and `*`).
+_BARE_ARG = re.compile(r"[\w@%+=:,./*-]+", re.ASCII)
 #: Seconds one connection attempt to a PostgreSQL server may take (libpq waits forever by
 #: default): a server that went away must fail the attempt, so the retries stay bounded.
 PG_CONNECT_TIMEOUT_S = 10
@@ -61,15 +73,15 @@ def resolve_db_url(text: str) -> str:
 
 
 def display_url(url: str) -> str:
-    """`url` as it may be printed, logged or stored: any password replaced by `***`. A URL
-    without one is returned unchanged (SQLAlchemy would re-render a SQLite `file:` URI)."""
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
-        shown = _USERINFO_PASSWORD.sub(r"\1***@", url)
-    else:
-        shown = parsed.render_as_string(hide_password=True) if parsed.password is not None else url
-    return _QUERY_PASSWORD.sub(r"\1***", shown)
+    """`url` as it may be printed, logged or stored: any password replaced by `***`, the rest
+    of the text as it was (SQLAlchemy would re-render a SQLite `file:` URI or a query)."""
+    return _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", url))
+
+
+def mask_url(value: str) -> str:
+    """A whole value known to be one URL (a --db argument): as display_url, but a password
+    with spaces or quotes is masked whole too, up to the last `@` or the next parameter."""
+    return _WHOLE_QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", value))
 
 
 def url_without_password(url: str) -> str:
@@ -80,6 +92,8 @@ def url_without_password(url: str) -> str:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
         return display_url(url)
+    if url.split("?")[0].count("@") > 1:  # SQLAlchemy's host would hold the password's rest
+        return display_url(url)
     secret_keys = [key for key in parsed.query if key.lower() == "password"]
     if parsed.password is None and not secret_keys:
         return url
@@ -89,8 +103,39 @@ def url_without_password(url: str) -> str:
 
 
 def mask_urls(text: str) -> str:
-    """`text` (a command line, an error message) with the password of every URL in it masked."""
+    """`text` (an error message, a line of free text) with the password of every URL in it
+    masked. A command line: mask_command, which knows where each argument ends."""
     return _URL_IN_TEXT.sub(lambda found: display_url(found.group()), text)
+
+
+def mask_argv(argv: Sequence[str]) -> list[str]:
+    """A command's arguments with every password masked: the whole value of `--db X` and
+    `--db=X`, any argument that is a URL (`--opt=URL` too), and URLs inside other arguments."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        option, eq, value = arg.partition("=")
+        if (i > 0 and argv[i - 1] in _DB_OPTIONS) or _SCHEME.match(arg):
+            out.append(mask_url(arg))
+        elif eq and option.startswith("-") and (option in _DB_OPTIONS or _SCHEME.match(value)):
+            out.append(f"{option}={mask_url(value)}")
+        else:
+            out.append(mask_urls(arg))
+    return out
+
+
+def mask_command(command: str) -> str:
+    """A stored command line (`shlex.join(sys.argv)`) with every password masked, argument by
+    argument (mask_argv), so `--db 'postgresql://u:top secret@h/db'` hides all of `top secret`;
+    text that is not a shell command line: mask_urls."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:  # an unclosed quote: free text
+        return mask_urls(command)
+    masked = mask_argv(argv)
+    if masked == argv:
+        return mask_urls(command)
+    # quoted as shlex.join would, but a mask's `***` left bare, as mask_urls writes it
+    return mask_urls(" ".join(arg if _BARE_ARG.fullmatch(arg) else shlex.quote(arg) for arg in masked))
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -129,7 +174,8 @@ def make_engine(url: str, create: bool = True) -> Engine:
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     is_sqlite = backend == "sqlite"
-    options: dict[str, Any] = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    # no silent wait for another process's lock outlasts RIGBENCH_DB_WAIT_S (store/waiting.py)
+    options: dict[str, Any] = {"connect_args": {"timeout": sqlite_busy_timeout_s()}}
     if not is_sqlite:
         # a pooled connection that died with its server (a restart) is replaced on checkout
         options = {"pool_pre_ping": True, "connect_args": {}}
@@ -170,3 +216,13 @@ def write_lock(conn: Connection, url: str = "", wait_s: float | None = None) -> 
                         wait_bound() if wait_s is None else wait_s)
     elif conn.dialect.name == "postgresql":
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_WRITE_LOCK_KEY})")
+
+
+def first_read(conn: Connection, url: str, attempt: Callable[[], T]) -> T:
+    """A command's first read of the database (store/migrate.peek): on SQLite, while another
+    process holds a lock that blocks reads (`BEGIN EXCLUSIVE`), waited for out loud up to
+    RIGBENCH_DB_WAIT_S as a write is (store/waiting.py), then waiting.Unavailable."""
+    if conn.dialect.name != "sqlite":
+        return attempt()
+    path = sqlite_file(conn.engine.url.render_as_string(hide_password=False))
+    return while_busy(conn, url or display_url(str(conn.engine.url)), path, wait_bound(), attempt)

@@ -13,7 +13,9 @@ the migration runs under the database's write lock, in one transaction:
 
 A v0.1 database (meta.schema_version = 1, no alembic_version table) is stamped at the base
 revision, then upgraded. A revision this code does not know means a newer rigbench wrote the
-database: refused, never touched.
+database: refused, never touched. A database with tables but not rigbench's own (`meta`,
+`runs`, `trials`) is another application's, whatever its own alembic_version says: refused,
+never touched.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION
-from rigbench.store.engine import write_lock
+from rigbench.store.engine import first_read, write_lock
 from rigbench.store.schema import meta
+from rigbench.textlimits import clip, visible
 
 #: The newest revision in migrations/versions/ (a test checks Alembic agrees): comparing with
 #: it keeps opening an up-to-date database free of Alembic's start-up cost.
@@ -39,13 +42,14 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 _ALEMBIC_VERSION = table("alembic_version", column("version_num"))
 
 
-def peek(conn: Connection) -> tuple[str | None, str | None] | None:
+def peek(conn: Connection, url: str = "") -> tuple[str | None, str | None] | None:
     """(alembic revision, stored Result schema version) in one query; None when either table
-    is missing (a fresh or v0.1 database)."""
+    is missing (a fresh or v0.1 database). A SQLite file another process locks against reads
+    is waited for out loud, up to RIGBENCH_DB_WAIT_S (engine.first_read), then Unavailable."""
     query = select(select(_ALEMBIC_VERSION.c.version_num).scalar_subquery(),
                    select(meta.c.value).where(meta.c.key == "schema_version").scalar_subquery())
     try:
-        row = conn.execute(query).first()
+        row = first_read(conn, url, lambda: conn.execute(query).first())
     except (OperationalError, ProgrammingError):
         conn.rollback()
         return None
@@ -57,7 +61,7 @@ def ensure_current(engine: Engine, url: str) -> None:
     """Create or migrate the database at `engine` to HEAD_REVISION; UsageError if it was
     written by a newer rigbench."""
     with engine.connect() as conn:
-        state = peek(conn)
+        state = peek(conn, url)
     if state is not None:
         _refuse_newer_results(state[1], url)
         if state[0] == HEAD_REVISION and state[1] is not None:
@@ -78,6 +82,25 @@ def _refuse_newer_results(schema_version: str | None, url: str) -> None:
                          f"this rigbench understands ({SCHEMA_VERSION}): upgrade rigbench")
 
 
+#: Table names a refusal lists before it counts the rest.
+_NAMED_TABLES = 8
+#: Tables every rigbench database has had, v0.1's included.
+_OWN_TABLES = {"meta", "runs", "trials"}
+
+
+def _refuse_foreign(tables: set[str], url: str) -> None:
+    """A database with tables but without rigbench's own (`meta`, `runs`, `trials`: every
+    version has them, v0.1's included) belongs to something else: refused before anything is
+    written to it."""
+    if not tables or _OWN_TABLES <= tables:
+        return
+    names = sorted(tables)
+    shown = ", ".join(clip(visible(name), 64) for name in names[:_NAMED_TABLES])
+    more = f" and {len(names) - _NAMED_TABLES} more" if len(names) > _NAMED_TABLES else ""
+    raise UsageError(f"the database {url} is not a rigbench database (it has tables: {shown}{more}); "
+                     "give an empty database or a rigbench one")
+
+
 def _migrate(conn: Connection, url: str) -> None:
     """Under the lock: look again (another process may have done it), then stamp and upgrade."""
     from alembic import command
@@ -88,6 +111,7 @@ def _migrate(conn: Connection, url: str) -> None:
     config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
     config.attributes["connection"] = conn
     tables = set(inspect(conn).get_table_names())
+    _refuse_foreign(tables, url)
     revision = (conn.execute(select(_ALEMBIC_VERSION.c.version_num)).scalar()
                 if "alembic_version" in tables else None)
     known = {script.revision for script in ScriptDirectory.from_config(config).walk_revisions()}

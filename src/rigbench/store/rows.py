@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,8 +12,9 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
 from rigbench.spec import Result
-from rigbench.store.engine import mask_urls
+from rigbench.store.engine import mask_command
 from rigbench.store.lenient import read_result
+from rigbench.store.machines import read_machine
 from rigbench.store.schema import runs, trial_samples, trials
 
 log = logging.getLogger("rigbench.store")
@@ -40,8 +41,9 @@ def column_text(text: str) -> str:
 
 def stored_command(command: str) -> str:
     """A run's command line as stored and shown: `rigbench run --db postgresql://u:pw@h/db`
-    must not keep the password (masked again on reading, for rows stored before this)."""
-    return column_text(mask_urls(command))
+    must not keep the password, whatever it holds (engine.mask_command: argument by argument;
+    masked again on reading, for rows stored before this)."""
+    return column_text(mask_command(command))
 
 
 def insert_run(conn: Connection, run_id: str, created_at: str, command: str, machine: dict[str, Any]) -> None:
@@ -80,8 +82,11 @@ def _decode(row: Any, raw: bool) -> Result:
         raise TypeError("result_json is not an object")
     data["id"] = row.id
     if raw:
-        data["step_times_s"] = json.loads(row.step_times_json or "[]")
-        data["tracker_samples"] = json.loads(row.tracker_json or "[]")
+        try:
+            data["step_times_s"] = json.loads(row.step_times_json or "[]")
+            data["tracker_samples"] = json.loads(row.tracker_json or "[]")
+        except ValueError as exc:
+            raise ValueError(f"its raw samples: {exc}") from None
     return read_result(data)
 
 
@@ -116,10 +121,30 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
         query = query.where(trials.c[name] == value)
     if limit:
         query = query.limit(limit)
+    return _readable(reversed(conn.execute(query).all()), False, url)
+
+
+def full_results(conn: Connection, trial_ids: Sequence[int], url: str) -> list[Result]:
+    """The results of `trial_ids` with their raw samples, in that order; a row that cannot be
+    read (its result or its raw samples) is skipped with one warning per call, as in
+    list_results, and a missing one left out."""
+    query = (select(trials.c.id, trials.c.result_json, trial_samples.c.step_times_json,
+                    trial_samples.c.tracker_json)
+             .join(trial_samples, trial_samples.c.trial_id == trials.c.id, isouter=True))
+    found: dict[int, Any] = {}
+    ids = list(dict.fromkeys(trial_ids))
+    for start in range(0, len(ids), 500):  # bounded IN lists: SQLite's variable limit
+        found.update((row.id, row) for row in conn.execute(query.where(trials.c.id.in_(ids[start:start + 500]))))
+    return _readable((found[i] for i in ids if i in found), True, url)
+
+
+def _readable(rows: Iterable[Any], raw: bool, url: str) -> list[Result]:
+    """Each row as a Result, skipping those that cannot be read, with one warning naming the
+    first and counting the rest: one bad row never breaks a command over the whole database."""
     out, skipped = [], []
-    for row in reversed(conn.execute(query).all()):
+    for row in rows:
         try:
-            out.append(_decode(row, raw=False))
+            out.append(_decode(row, raw=raw))
         except (ValueError, TypeError, ValidationError) as exc:
             skipped.append((row.id, _why(exc)))
     if skipped:
@@ -130,10 +155,11 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
     return out
 
 
-def run_machines(conn: Connection, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """run id -> machine fingerprint, for the runs of `run_ids` that are stored."""
+def run_machines(conn: Connection, run_ids: Sequence[str], url: str) -> dict[str, dict[str, Any]]:
+    """run id -> machine fingerprint, for the runs of `run_ids` that are stored; one that
+    cannot be read is `{}` or keeps its readable fields, with a warning (machines.read_machine)."""
     rows = conn.execute(select(runs.c.id, runs.c.machine_json).where(runs.c.id.in_(list(run_ids)))).all()
-    return {r.id: json.loads(r.machine_json) for r in rows}
+    return {r.id: read_machine(r.machine_json, r.id, url) for r in rows}
 
 
 def run_commands(conn: Connection, run_ids: Sequence[str]) -> dict[str, str]:

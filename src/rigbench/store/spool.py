@@ -33,7 +33,7 @@ from sqlalchemy.engine import make_url
 
 from rigbench.errors import UsageError
 from rigbench.spec import Result
-from rigbench.store.engine import display_url, mask_urls, sqlite_file
+from rigbench.store.engine import display_url, mask_command, sqlite_file
 from rigbench.store.lenient import read_result
 from rigbench.timestamps import now_iso
 
@@ -94,7 +94,7 @@ def write(url: str, result: Result, run: dict[str, Any], reason: str) -> Path:
     stamp = "".join(c for c in result.created_at if c.isalnum())[:20]
     name = f"{stamp}-{''.join(c for c in result.run_id if c.isalnum())[:36]}-{uuid.uuid4().hex[:8]}.json"
     record = {"format": FORMAT, "version": VERSION, "database": display_url(url), "reason": reason,
-              "spooled_at": now_iso(), "run": {**run, "command": mask_urls(str(run.get("command", "")))},
+              "spooled_at": now_iso(), "run": {**run, "command": mask_command(str(run.get("command", "")))},
               "result": result.model_dump(mode="json", exclude={"id"})}
     tmp = directory / f".{name}.tmp"
     try:

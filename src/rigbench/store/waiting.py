@@ -2,11 +2,14 @@
 
 Two waits share one bound, `RIGBENCH_DB_WAIT_S` (default 60 s):
 
-- SQLite's write lock held by another process (a sweep storing a result, a bundle import, a
-  script in `BEGIN IMMEDIATE`). SQLite's own busy timeout would wait in silence and then say
-  only "database is locked", so each `BEGIN IMMEDIATE` attempt waits a quarter of a second and
-  this loop speaks between attempts: within a second one line names the database, who holds
-  the lock (Linux: /proc/locks) and who waits; then a countdown line every 10 s.
+- SQLite's lock held by another process (a sweep storing a result, a bundle import, a
+  script in `BEGIN IMMEDIATE`, or `BEGIN EXCLUSIVE`, which blocks reads too). SQLite's own busy
+  timeout would wait in silence and then say only "database is locked", so each attempt (a
+  `BEGIN IMMEDIATE`, or the first read of a command: store/migrate.peek) waits a quarter of a
+  second and this loop speaks between attempts: within a second one line names the database,
+  who holds the lock (Linux: /proc/locks) and who waits; then a countdown line every 10 s.
+  Reads and commits outside the loop wait in silence, but only up to the same bound
+  (sqlite_busy_timeout_s).
 - A PostgreSQL server that went away (restarted, failed over, the network blinked): the
   write is tried again with backoff, saying so on the first failure and counting down.
 
@@ -37,9 +40,9 @@ T = TypeVar("T")
 
 WAIT_ENV = "RIGBENCH_DB_WAIT_S"
 DEFAULT_WAIT_S = 60.0
-#: Seconds a SQLite connection waits for another process's lock outside the write loop below
-#: (a read during another's commit, a commit waiting for readers): SQLite's busy timeout.
-SQLITE_BUSY_TIMEOUT_S = 60.0
+#: The least SQLite busy timeout outside the loop below (a read during another's commit, a
+#: commit waiting for readers: milliseconds), so that RIGBENCH_DB_WAIT_S=0 does not fail them.
+_MIN_BUSY_TIMEOUT_S = 0.5
 #: One `BEGIN IMMEDIATE` attempt: short, so that the loop can speak within a second.
 _ATTEMPT_S = 0.25
 #: A lock released this soon (another writer committing a result) is not worth a line.
@@ -68,6 +71,13 @@ def wait_bound() -> float:
         raise UsageError(f"{WAIT_ENV}={text!r}: give the seconds to wait for a busy or unreachable "
                          f"database, e.g. {DEFAULT_WAIT_S:.0f}")
     return value
+
+
+def sqlite_busy_timeout_s() -> float:
+    """Seconds a SQLite connection waits in silence for another process's lock outside the
+    loop below (SQLite's busy timeout): the wait bound, so no wait outlasts it, at least
+    _MIN_BUSY_TIMEOUT_S."""
+    return max(wait_bound(), _MIN_BUSY_TIMEOUT_S)
 
 
 class Countdown:
@@ -129,13 +139,19 @@ def lock_holders(path: Path) -> list[str]:
 def begin_immediate(conn: Connection, url: str, path: Path | None, bound_s: float) -> None:
     """SQLite's `BEGIN IMMEDIATE` (the write lock), waiting up to `bound_s` for another
     process to release it, saying so within a second; Unavailable past the bound."""
+    while_busy(conn, url, path, bound_s, lambda: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+
+
+def while_busy(conn: Connection, url: str, path: Path | None, bound_s: float, attempt: Callable[[], T]) -> T:
+    """`attempt()` on SQLite connection `conn`, tried again while another process's lock
+    makes it busy, up to `bound_s`, saying so within a second; Unavailable past the bound.
+    Its other errors pass through as they are."""
     countdown = Countdown(bound_s)
     conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(_ATTEMPT_S * 1000)}")
     try:
         while True:
             try:
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-                return
+                return attempt()
             except OperationalError as exc:
                 if not is_busy(exc):
                     raise
@@ -147,8 +163,8 @@ def begin_immediate(conn: Connection, url: str, path: Path | None, bound_s: floa
                 countdown.tell(lambda: _busy_line(url, path, bound_s),
                                lambda left: f"the database {url} is still busy: waiting {left:.0f} s more")
     finally:
-        # the pooled connection goes back with SQLite's usual timeout (reads, commits)
-        conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        # the pooled connection goes back with its usual timeout (reads, commits)
+        conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(sqlite_busy_timeout_s() * 1000)}")
 
 
 def _busy_line(url: str, path: Path | None, bound_s: float) -> str:
