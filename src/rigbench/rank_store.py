@@ -139,6 +139,7 @@ class StoreClient:
                     raise ConnectionError(f"no rank store answered at {host}:{port} within {timeout_s:g} s "
                                           f"({exc}): did rank 0 start?") from exc
                 time.sleep(RETRY_S)
+        self._where = f"{host}:{port}"
         self._file = self._sock.makefile("rwb")
         self._lock = threading.Lock()
 
@@ -162,7 +163,13 @@ class StoreClient:
             line = self._file.readline(MAX_LINE_BYTES + 1)
         if not line:
             raise ConnectionError("the rank store closed the connection (did rank 0 end?)")
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:  # e.g. an HTTP server's status line
+            reply = None
+        if not isinstance(reply, dict):  # another program answered at the endpoint
+            raise ConnectionError(f"the server at {self._where} is not a rigbench rank store (port in use by "
+                                  f"another program?): it answered {line[:80]!r}")
         if "error" in reply:
             raise RuntimeError(f"the rank store refused a request: {reply['error']}")
         return dict(reply)

@@ -68,6 +68,12 @@ class NodeLaunch:
         env = os.environ if env is None else env
         return cls(int(env.get(NODE_RANK_VAR) or 0), env.get(RDZV_ENDPOINT_VAR) or None)
 
+    def ranks(self, world_size: int, nodes: int) -> list[int]:
+        """The global ranks this node starts: world_size / nodes of them, node_rank x that onwards
+        (rigbench's agent; torch's rendezvous may place them otherwise, once it has met)."""
+        local = world_size // nodes
+        return list(range(self.node_rank * local, (self.node_rank + 1) * local))
+
     def env(self) -> dict[str, str]:
         """The variables that carry it to the agent (and the ranks)."""
         return {NODE_RANK_VAR: str(self.node_rank), **({RDZV_ENDPOINT_VAR: self.endpoint} if self.endpoint else {})}

@@ -195,6 +195,11 @@ class TrialSpec(BaseModel):
     def compile_label(self) -> str:
         return compile_label(self.compile)
 
+    @property
+    def world_label(self) -> str:
+        """`x2` for two ranks, `x1` for one rank under the data-parallel wrapper, "" otherwise."""
+        return f"x{self.world_size}" if self.is_data_parallel else ""
+
     @model_validator(mode="before")
     @classmethod
     def _current_revision(cls, data: Any) -> Any:
@@ -246,13 +251,16 @@ class TrialSpec(BaseModel):
         return workload.default_lr if workload is not None else None
 
     def label(self) -> str:
-        """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, compile, channels-last, and
-        `probe` for a max-batch probe, so that it never reads as a speed trial)."""
+        """Short human label, e.g. `cnn torch cpu b128 fp32` (+ t4, x2 for two data-parallel ranks
+        (`world_label`), compile, channels-last, and `probe` for a max-batch probe, so that it
+        never reads as a speed trial)."""
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.workload_options.items()))
         name = f"{self.workload}:{opts}" if opts else self.workload
         text = f"{name} {self.framework} {self.device} b{self.batch_size} {self.precision}"
         if self.threads:
             text += f" t{self.threads}"
+        if self.world_label:
+            text += f" {self.world_label}"
         if self.compiled:
             text += f" {self.compile_label}"
         if self.channels_last:

@@ -126,3 +126,17 @@ def test_bad_node_flags_name_the_flag(tmp_path):
                        (["--nnodes", "2", "--rdzv-endpoint", "nohost"], "is not HOST:PORT")):
         proc = rigbench("run", "mlp", "-d", "cpu", "--quick", *args, "--db", str(tmp_path / "x.db"), check=False)
         assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+def test_a_node_whose_ranks_never_started_says_so_and_not_that_they_ran(tmp_path):
+    # Node 1 alone, no node 0: torch's agent waits at a rendezvous nobody hosts until --timeout.
+    # Nothing ran there, so node 1 prints its own failure (node 0 could only say no report came).
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = rigbench("run", "mlp", "-d", "cpu", "--quick", "--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint",
+                    f"127.0.0.1:{port}", "--timeout", "5", "--db", str(tmp_path / "n1.db"))
+    assert "x2 rank 1: timeout: no rank started on node 1 within 5 s (--timeout): torch's agent waits" in proc.stderr
+    assert "node 1: this node's ranks failed in 1 of 1 trial(s)" in proc.stderr and "ran 1 trial" not in proc.stderr

@@ -166,10 +166,109 @@ def test_a_node_other_than_0_prints_why_its_own_ranks_failed():
                ChildReport(status="ok", rank=1, world_size=4),
                ChildReport(status="crash", error="Traceback ...\nRuntimeError: Connection reset by peer", rank=2,
                            world_size=4, collateral=True),
-               ChildReport(status="crash", error="the trial's process was killed by SIGKILL", rank=3, world_size=4)]
+               ChildReport(status="crash", error="what it printed last\nthe trial's process was killed by SIGKILL",
+                           rank=3, world_size=4)]
     lines = local_failures(two_nodes, Outcome(reports=reports, ran_here=[1, 2, 3]), node_rank=1)
-    assert lines == ["node 1: mlp torch cpu b8 fp32 rank 2: crash: RuntimeError: Connection reset by peer",
-                     "node 1: mlp torch cpu b8 fp32 rank 3: crash: the trial's process was killed by SIGKILL"]
+    # the cause's stderr tail under its line (node 0 never sees it), not a collateral rank's
+    assert lines == ["node 1: mlp torch cpu b8 fp32 x4 rank 2: crash: RuntimeError: Connection reset by peer",
+                     "node 1: mlp torch cpu b8 fp32 x4 rank 3: crash: the trial's process was killed by SIGKILL\n"
+                     "  what it printed last"]
     refused = Outcome(reports=[ChildReport(status="unsupported", error="tensorflow has no multi-node launch")])
     assert local_failures(two_nodes, refused, node_rank=1) == [
-        "node 1: mlp torch cpu b8 fp32: unsupported: tensorflow has no multi-node launch"]
+        "node 1: mlp torch cpu b8 fp32 x4: unsupported: tensorflow has no multi-node launch"]
+
+
+def test_node_flags_are_checked_before_anything_runs():
+    import socket
+
+    from rigbench.experiments.plan import node_launch
+    from rigbench.ranks import NodeLaunch
+
+    with pytest.raises(UsageError, match="^--nnodes must be at least 1$"):
+        node_launch(0, 0, None)
+    with pytest.raises(UsageError, match="the host nosuchhost.invalid does not resolve on this machine"):
+        node_launch(2, 1, "nosuchhost.invalid:29500")
+    assert node_launch(1, 0, "10.0.0.1:29500") == NodeLaunch(0)  # one node: ignored (the CLI says so)
+    with socket.socket() as taken:  # another program listens at node 0's port
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(UsageError, match=f"127.0.0.1:{port}: port {port} is in use on this machine"):
+            node_launch(2, 0, f"127.0.0.1:{port}")
+        assert node_launch(2, 1, f"127.0.0.1:{port}") == NodeLaunch(1, f"127.0.0.1:{port}")  # node 1 only connects
+
+
+def _two_nodes_on(monkeypatch, node_rank):
+    from rigbench.ranks import NODE_RANK_VAR, RDZV_ENDPOINT_VAR
+
+    monkeypatch.setenv(NODE_RANK_VAR, str(node_rank))
+    monkeypatch.setenv(RDZV_ENDPOINT_VAR, "10.0.0.1:29500")
+    return spec(world_size=4).model_copy(update={"nodes": 2})
+
+
+def test_a_node_where_no_rank_started_prints_its_own_failure_with_the_agents_stderr(tmp_path, monkeypatch):
+    from rigbench.runner.launchers import Outcome
+    from rigbench.runner.launchers.rank_outcome import ran_here
+    from rigbench.runner.session import local_failures
+
+    two_nodes = _two_nodes_on(monkeypatch, 1)
+    said = "[c10d] The client socket has failed to connect to [10.0.0.1]:29500 (errno: 111 - Connection refused)."
+    rank_files.agent_stderr_path(tmp_path).write_text(said + "\n")
+    # torch's agent waited at its rendezvous past the timeout: no rank ran here, and its ranks
+    # are the ones this node was to start, not "another node's"
+    reports = rank_reports(tmp_path, two_nodes, timed_out=True, stopped_at=0.0)
+    assert ran_here(tmp_path, two_nodes) == [2, 3]
+    assert local_failures(two_nodes, Outcome(reports=reports, ran_here=ran_here(tmp_path, two_nodes)), 1) == [
+        "node 1: mlp torch cpu b8 fp32 x4 ranks 2, 3: timeout: no rank started on node 1 within 30 s (--timeout): "
+        f"torch's agent waits at its rendezvous, 10.0.0.1:29500, for all 2 nodes\n  {said}"]
+
+
+def test_on_node_0_an_agent_that_started_no_rank_is_the_cause_not_another_node(tmp_path, monkeypatch):
+    two_nodes = _two_nodes_on(monkeypatch, 0)
+    # torch's agent: a chain of exceptions, the cause first; the frames of the last would fill the tail
+    frame = '  File "/venv/torch/distributed/launcher/api.py", line 343, in launch_agent\n    store = create()\n'
+    rank_files.agent_stderr_path(tmp_path).write_text(
+        "Traceback (most recent call last):\n" + frame * 3 +
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+        "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n" + frame * 40 +
+        "RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.\n")
+    reports = rank_reports(tmp_path, two_nodes, timed_out=False, stopped_at=0.0, returncode=1)
+    trial = merge_reports(reports)
+    assert error_line(trial.error) == "rank 0: no rank started on node 0: the launch agent exited with code 1 first"
+    assert "EADDRINUSE" in trial.error and "RendezvousConnectionError" in trial.error
+    assert "launch_agent" not in trial.error and "another node" not in trial.error
+    assert [r.collateral for r in reports] == [False, True, True, True]
+    assert reports[2].error == "no report from this rank: no rank started on node 0"
+
+
+def test_more_ranks_than_cores_or_memory_are_said_before_any_trial():
+    from rigbench.runner.launchers.agent import threads_per_rank_line
+    from rigbench.runner.session import RANK_FLOOR_BYTES, oversubscription, per_rank_memory_cap, ranks_beyond_memory
+
+    # threads left to the default: 1 each for 4 ranks on 2 cores is oversubscribed too
+    assert oversubscription([spec(world_size=4)], cores=2) == (
+        "--processes 4 is more ranks than the 2 CPUs this process may use, at 1 thread each: the threads share "
+        "them (oversubscribed), and the results measure that")
+    assert oversubscription([spec(world_size=2)], cores=2) is None
+    line = threads_per_rank_line(spec(world_size=10_000))
+    assert line.startswith("threads per rank: 1 (10000 ranks, more than the ") and "shared out" not in line
+    # memory: a coarse floor per rank; one process is never refused
+    assert ranks_beyond_memory([spec(world_size=4)], 4 * RANK_FLOOR_BYTES) is None
+    assert ranks_beyond_memory([spec(world_size=1)], 0) is None
+    assert ranks_beyond_memory([spec(world_size=100)], 10 * RANK_FLOOR_BYTES) == (
+        "--processes 100 cannot fit in this machine's memory: each rank takes at least 256.0 MiB (its framework, "
+        "imported), and 2.5 GiB is available, room for 10; use fewer processes")
+    # across nodes only this machine's ranks count
+    assert ranks_beyond_memory([spec(world_size=20).model_copy(update={"nodes": 2})], 10 * RANK_FLOOR_BYTES) is None
+    capped = spec(world_size=2).model_copy(update={"measure": MeasureOptions(memory_limit_bytes=700 * 2**20)})
+    assert per_rank_memory_cap([capped]) == (
+        "--memory-limit caps each rank's process, not the trial: in all, 2 x 700.0 MiB = 1.4 GiB on this machine")
+    assert per_rank_memory_cap([capped.model_copy(update={"world_size": 1})]) is None
+
+
+def test_a_data_parallel_label_shows_its_world_size():
+    assert spec(world_size=1).label() == "mlp torch cpu b8 fp32"
+    assert spec(world_size=2, threads=1).label() == "mlp torch cpu b8 fp32 t1 x2"
+    assert spec(world_size=1).model_copy(update={"data_parallel": True}).label() == "mlp torch cpu b8 fp32 x1"

@@ -40,6 +40,10 @@ def test_a_framework_that_cannot_join_a_group_has_no_launcher():
     with pytest.raises(UnsupportedError, match=r"keras-torch has no data-parallel support: --processes 4 .*"
                                                 r"runs on the JAX backend only"):
         launcher_for(spec)
+    # across nodes the world size is not the count typed: say where it comes from
+    across = spec.model_copy(update={"world_size": 2, "nodes": 2})
+    with pytest.raises(UnsupportedError, match=r"support: 2 processes in all \(--processes 1 x --nnodes 2\) needs"):
+        launcher_for(across)
 
 
 def test_session_stores_a_trial_no_launcher_can_run_as_unsupported(tmp_path, monkeypatch):

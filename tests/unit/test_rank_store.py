@@ -50,6 +50,23 @@ def test_bad_requests_are_refused_with_the_reason_and_the_connection_stays_usabl
     client.close()
 
 
+def test_another_program_at_the_endpoint_is_named_as_such_not_a_json_error():
+    # The port taken by a web server (python -m http.server), as a user's busy port would be
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    web = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        client = StoreClient("127.0.0.1", web.server_address[1], 5)
+        with pytest.raises(ConnectionError, match=rf"the server at 127.0.0.1:{web.server_address[1]} is not a "
+                                                  r"rigbench rank store \(port in use by another program\?\)"):
+            client.set("a", "b")
+        client.close()
+    finally:
+        web.shutdown()
+        web.server_close()
+
+
 def test_a_client_retries_until_the_store_opens_and_names_the_endpoint_when_it_never_does():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

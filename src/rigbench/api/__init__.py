@@ -39,14 +39,15 @@ from rigbench.experiments.plan import check_rounds, in_rounds, node_launch, plan
 from rigbench.experiments.recommend import RecommendOutcome, recommend
 from rigbench.experiments.scaling import default_precisions, default_thread_counts, plan_process_scaling, plan_scaling
 from rigbench.experiments.sweep import SweepOutcome, plan_sweep, sweep
-from rigbench.runner.launchers.agent import threads_per_rank
+from rigbench.runner.launchers.agent import threads_per_rank, threads_per_rank_line
 from rigbench.spec import MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations
 
 __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     # running trials (experiments/plan.py, execute.py)
-    "plan_run", "in_rounds", "check_rounds", "run", "RunOutcome", "plan_train", "prepare_data", "threads_per_rank", "node_launch",
+    "plan_run", "in_rounds", "check_rounds", "run", "RunOutcome", "plan_train", "prepare_data", "threads_per_rank",
+    "threads_per_rank_line", "node_launch",
     # this machine (api/info.py, experiments/devices.py)
     "workloads_info", "devices_info", "framework_devices",
     # stored results and the report (api/results.py)

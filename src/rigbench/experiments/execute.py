@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rigbench.fingerprint import machine_fingerprint
-from rigbench.runner.session import SessionOutcome, run_trials
+from rigbench.runner.session import SessionOutcome, check_ranks_fit, run_trials
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.limits import check_storable
@@ -36,6 +36,8 @@ class RunOutcome:
     results: list[Result]
     interrupted: bool
     stopped: TrialSpec | None = None  # the trial in flight when interrupted: not stored
+    node_trials: int = 0  # on a node other than 0: the trials its ranks took part in (SessionOutcome)
+    node_failed: int = 0  # ... and those in which one of them failed
 
 
 def run(
@@ -48,8 +50,10 @@ def run(
 ) -> RunOutcome:
     """Run trials one by one in child processes; every result is stored as it finishes."""
     check_storable(specs)  # before the run is recorded: a refused spec leaves no empty run
+    check_ranks_fit(specs)
     store = Store(db)
     run_id = start_run(store, command)
     session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,
                                          on_trial_end=on_trial_end, on_child_start=on_child_start)
-    return RunOutcome(run_id, store.url, session.results, session.interrupted, session.stopped)
+    return RunOutcome(run_id, store.url, session.results, session.interrupted, session.stopped,
+                      session.node_trials, session.node_failed)

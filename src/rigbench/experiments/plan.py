@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +13,7 @@ from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.frameworks import check_framework
 from rigbench.ranks import NodeLaunch
+from rigbench.runner.session import check_ranks_fit
 from rigbench.spec import EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec
 from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref
 
@@ -85,6 +88,7 @@ def plan_run(
                         lr=lr, measure=measure, compile=compile_mode(compile), channels_last=channels_last,
                         world_size=processes * nodes, nodes=nodes, data_parallel=data_parallel,
                     ))
+    check_ranks_fit(specs)  # here too: refused before `run` says how many threads each rank gets
     return specs
 
 
@@ -195,13 +199,47 @@ def plan_train(
 
 def node_launch(nnodes: int, node_rank: int, endpoint: str | None) -> NodeLaunch:
     """This machine's part of a multi-node run (`--nnodes --node-rank --rdzv-endpoint`), checked;
-    UsageError naming the flag to change."""
+    UsageError naming the flag to change. The endpoint's host must resolve here, and on node 0,
+    which listens there (torch's rendezvous store, jax's coordinator, the rank store), its port
+    must be free: either failure otherwise shows only after the trial's whole --timeout, or is
+    blamed on another node."""
+    if nnodes < 1:
+        raise UsageError("--nnodes must be at least 1")
     if nnodes > 1 and not endpoint:
         raise UsageError("--nnodes above 1 needs --rdzv-endpoint HOST:PORT (node 0's address and a free port)")
     if not 0 <= node_rank < nnodes:
         raise UsageError(f"--node-rank must be 0 to {nnodes - 1} for --nnodes {nnodes}, not {node_rank}")
-    if endpoint is not None:
-        host, _, port = endpoint.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UsageError(f"--rdzv-endpoint {endpoint!r} is not HOST:PORT, e.g. 10.0.0.1:29500")
+    if endpoint is None or nnodes == 1:
+        # One machine's ranks meet at a free port of their own: an endpoint is ignored (the CLI
+        # says so), not refused, so one script can serve allocations of one node and of several.
+        return NodeLaunch(node_rank)
+    host, _, port = endpoint.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--rdzv-endpoint {endpoint!r} is not HOST:PORT, e.g. 10.0.0.1:29500")
+    try:
+        socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
+    except OSError as exc:  # socket.gaierror: the name is unknown here
+        raise UsageError(f"--rdzv-endpoint {endpoint}: the host {host} does not resolve on this machine "
+                         f"({exc.strerror or exc}); give node 0's address or a name this machine can look up") from None
+    if node_rank == 0:
+        _check_port_free(endpoint, int(port))
     return NodeLaunch(node_rank, endpoint)
+
+
+def _check_port_free(endpoint: str, port: int) -> None:
+    """UsageError unless node 0 can listen on `port`: the frameworks bind it on every interface
+    (the rank store on the loopback alone for a loopback endpoint), so a program listening on any
+    interface there takes it. SO_REUSEADDR as those servers set it: a socket of an earlier trial
+    that is only closing does not count."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("", port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise UsageError(f"--rdzv-endpoint {endpoint}: port {port} is in use on this machine (node 0, which "
+                                 "listens there) by another program; pick a free port on every node") from None
+            if exc.errno == errno.EACCES:
+                raise UsageError(f"--rdzv-endpoint {endpoint}: this user may not listen on port {port} here "
+                                 "(node 0 listens there); pick a port above 1023 on every node") from None
+            # any other refusal (no IPv4 here, ...): the framework's own error will say

@@ -139,6 +139,6 @@ def setup_label(r: Result, shown: Collection[str] = ()) -> str:
         "compile": spec.compile_label,  # "" when off
         "layout": "NHWC" if spec.channels_last else "",
         "lr": "" if spec.lr is None else f"lr={spec.lr:g}",
-        "world": f"x{spec.world_size}" if spec.is_data_parallel else "",  # x1: one rank, under the wrapper
+        "world": spec.world_label,  # x1: one rank, under the wrapper
     }
     return " ".join(text for name, text in parts.items() if text and name not in shown) or "-"

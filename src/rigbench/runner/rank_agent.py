@@ -63,9 +63,7 @@ def node_ranks(spec: TrialSpec, node: NodeLaunch) -> tuple[list[int], dict[str, 
     if node.endpoint is None:
         raise UsageError("a multi-node trial needs --rdzv-endpoint HOST:PORT")
     host, _, port_text = node.endpoint.rpartition(":")
-    local = spec.world_size // spec.nodes
-    return list(range(node.node_rank * local, (node.node_rank + 1) * local)), {"MASTER_ADDR": host,
-                                                                               "MASTER_PORT": port_text}
+    return node.ranks(spec.world_size, spec.nodes), {"MASTER_ADDR": host, "MASTER_PORT": port_text}
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:

@@ -28,6 +28,11 @@ def stderr_path(folder: Path, rank: int) -> Path:
     return folder / f"stderr-rank{rank}.txt"
 
 
+def agent_stderr_path(folder: Path) -> Path:
+    """The agent's own stderr (torch's elastic agent's rendezvous errors land there)."""
+    return folder / "stderr.txt"
+
+
 def agent_path(folder: Path) -> Path:
     """What the launch engine's agent saw of failed ranks (JSON), if any failed."""
     return folder / "agent.json"

@@ -12,7 +12,9 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rigbench.errors import UnsupportedError
+import psutil
+
+from rigbench.errors import UnsupportedError, UsageError
 from rigbench.hw.cpu import usable_cores
 from rigbench.ranks import NodeLaunch
 from rigbench.runner.assemble import build_result
@@ -22,6 +24,7 @@ from rigbench.spec import ChildReport, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.limits import check_storable
 from rigbench.textlimits import error_line
+from rigbench.units import format_bytes
 
 log = logging.getLogger("rigbench.runner")
 
@@ -31,6 +34,10 @@ class SessionOutcome:
     results: list[Result] = field(default_factory=list)
     interrupted: bool = False
     stopped: TrialSpec | None = None  # the trial in flight at the interrupt, not stored
+    #: On a node other than 0 (which stores nothing): the trials its ranks took part in, and
+    #: those in which one of them did not end `ok` (local_failures printed why).
+    node_trials: int = 0
+    node_failed: int = 0
 
 
 def launch_trial(spec: TrialSpec, on_start: Callable[[int], None] | None = None) -> Outcome:
@@ -53,11 +60,15 @@ def run_trials(
     on_child_start: Callable[[int], None] | None = None,
 ) -> SessionOutcome:
     """Run `specs` in order, one launch each (one trial per device at a time). A spec the
-    database could not store is refused before any of them runs (store/limits.py)."""
+    database could not store is refused before any of them runs (store/limits.py), and so is
+    one with more ranks than this machine's memory can hold (check_ranks_fit)."""
     check_storable(specs)
+    check_ranks_fit(specs)
     warning = oversubscription(specs, usable_cores())
     if warning:
         log.warning("rigbench: warning: %s", warning)
+    if note := per_rank_memory_cap(specs):
+        log.warning("rigbench: note: %s", note)
     outcome = SessionOutcome()
     for index, spec in enumerate(specs):
         if on_trial_start:
@@ -71,8 +82,13 @@ def run_trials(
             break
         node_rank = NodeLaunch.from_env().node_rank if spec.nodes > 1 else 0
         if node_rank != 0:  # node 0 stores the trial with every rank's record (runner/rank.send_to_node_zero)
-            for line in local_failures(spec, launched, node_rank):
-                log.warning("rigbench: %s", line)
+            failures = local_failures(spec, launched, node_rank)
+            for text in failures:
+                log.warning("rigbench: %s", text)
+            outcome.node_trials += 1
+            outcome.node_failed += bool(failures)
+            if outcome.interrupted:
+                break
             continue
         result = build_result(spec, launched, run_id)  # every rank's report, merged there
         store.add_result(result)
@@ -84,18 +100,34 @@ def run_trials(
     return outcome
 
 
+#: Lines of a cause's text (what its process printed last) shown under its line on a node other
+#: than 0: node 0, which stores the trial, never sees them.
+TAIL_LINES = 10
+
+
 def local_failures(spec: TrialSpec, launched: Outcome, node_rank: int) -> list[str]:
-    """One line per rank of this node (not node 0) that did not end `ok`: node 0 stores the
-    trial, and names a rank whose report did not reach it only as such, so this node's output
-    is where its cause is read."""
+    """One line per failure of this node's ranks (not node 0), ranks that failed alike on one
+    line: node 0 stores the trial, and names a rank whose report did not reach it only as such,
+    so this node's output is where its cause is read. Under a cause (not `collateral`), the last
+    TAIL_LINES of its text: a traceback, or the launch agent's stderr where no rank started."""
     def line(report: ChildReport, rank: str) -> str:
         return f"node {node_rank}: {spec.label()}{rank}: {report.status}: {error_line(report.error or report.status)}"
 
     if len(launched.reports) < spec.world_size:  # no rank started (e.g. unsupported)
         return [line(launched.report, "")] if launched.report.status != "ok" else []
     here = launched.ran_here if launched.ran_here is not None else range(spec.world_size)
-    return [line(report, f" rank {rank}") for rank, report in enumerate(launched.reports)
-            if rank in here and report.status != "ok"]
+    alike: dict[tuple[str, str], list[int]] = {}
+    for rank, report in enumerate(launched.reports):
+        if rank in here and report.status != "ok":
+            alike.setdefault((report.status, report.error or ""), []).append(rank)
+    texts = []
+    for (_, error), ranks in alike.items():
+        first = launched.reports[ranks[0]]
+        text = line(first, f" rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}")
+        if not all(launched.reports[r].collateral for r in ranks):
+            text += "".join(f"\n  {before}" for before in error.strip().splitlines()[:-1][-TAIL_LINES:])
+        texts.append(text)
+    return texts
 
 
 def oversubscription(specs: Sequence[TrialSpec], cores: int | None) -> str | None:
@@ -105,8 +137,53 @@ def oversubscription(specs: Sequence[TrialSpec], cores: int | None) -> str | Non
     mean to measure oversubscription; the trials then share the cores."""
     over = sorted({(s.threads, s.world_size // s.nodes) for s in specs
                    if cores and s.threads and s.threads * (s.world_size // s.nodes) > cores})
-    if not over:
+    # Left to its default, each rank gets the cores // its ranks, at least 1 (threads_per_rank):
+    # more ranks than cores is then oversubscribed just the same.
+    crowded = sorted({s.world_size // s.nodes for s in specs if cores and not s.threads and s.world_size // s.nodes > cores})
+    if not over and not crowded:
         return None
     asked = ", ".join(str(t) if ranks == 1 else f"{t} x {ranks} processes" for t, ranks in over)
-    return (f"--threads {asked} is more than the {cores} CPUs this process may use: the threads share "
-            "them (oversubscribed), and the results measure that")
+    said = [f"--threads {asked} is more than the {cores} CPUs this process may use"] if over else []
+    if crowded:
+        said.append(f"--processes {', '.join(map(str, crowded))} is more ranks than the {cores} CPUs this process "
+                    "may use, at 1 thread each")
+    return f"{'; '.join(said)}: the threads share them (oversubscribed), and the results measure that"
+
+
+#: The least memory a data-parallel rank takes, whatever it trains: its framework, imported (torch
+#: 2.13 alone ~220 MiB resident here; a --quick mlp rank peaked at 530-540 MiB in torch and jax,
+#: 950 MiB in TensorFlow). A coarse floor, so that only a count that surely cannot fit is refused.
+RANK_FLOOR_BYTES = 256 * 2**20
+
+
+def ranks_beyond_memory(specs: Sequence[TrialSpec], available_bytes: int) -> str | None:
+    """Why the trial with the most ranks on this machine cannot fit in `available_bytes` (at
+    RANK_FLOOR_BYTES a rank), else None. GPU ranks take host memory too (their framework and
+    CUDA context), so the rule holds on any device."""
+    ranks = max((s.world_size // s.nodes for s in specs if s.is_data_parallel), default=1)
+    fits = available_bytes // RANK_FLOOR_BYTES
+    if ranks <= max(1, fits):
+        return None
+    return (f"--processes {ranks} cannot fit in this machine's memory: each rank takes at least "
+            f"{format_bytes(RANK_FLOOR_BYTES)} (its framework, imported), and {format_bytes(available_bytes)} "
+            f"is available, room for {fits}; use fewer processes")
+
+
+def check_ranks_fit(specs: Sequence[TrialSpec]) -> None:
+    """UsageError (ranks_beyond_memory) before any trial starts: 100 torch ranks would otherwise
+    each take ~450 MiB until the kernel's out-of-memory killer stepped in."""
+    if any(s.world_size // s.nodes > 1 for s in specs):
+        why = ranks_beyond_memory(specs, int(psutil.virtual_memory().available))
+        if why:
+            raise UsageError(why)
+
+
+def per_rank_memory_cap(specs: Sequence[TrialSpec]) -> str | None:
+    """A note where a trial with several ranks on this machine runs under --memory-limit: the
+    cap (RLIMIT_AS) is each process's, so the trial may take its ranks x the limit here."""
+    capped = sorted({(s.world_size // s.nodes, s.measure.memory_limit_bytes) for s in specs
+                     if s.measure.memory_limit_bytes and s.world_size // s.nodes > 1})
+    if not capped:
+        return None
+    each = ", ".join(f"{n} x {format_bytes(cap)} = {format_bytes(n * cap)}" for n, cap in capped)
+    return f"--memory-limit caps each rank's process, not the trial: in all, {each} on this machine"

@@ -45,6 +45,11 @@ def launcher_for(spec: TrialSpec) -> Launcher:
     adapter = load_adapter(spec.framework)
     if hasattr(adapter, "join"):  # base.DataParallelAdapter
         return get_launcher("ranks")
-    asked = f"--processes {spec.world_size}" if spec.world_size > 1 else "--data-parallel"
+    if spec.nodes > 1:  # the world size is not what the user typed: say where it comes from
+        asked = f"{spec.world_size} processes in all (--processes {spec.world_size // spec.nodes} x --nnodes {spec.nodes})"
+    elif spec.world_size > 1:
+        asked = f"--processes {spec.world_size}"
+    else:
+        asked = "--data-parallel"
     raise UnsupportedError(f"{spec.framework} has no data-parallel support: {asked} "
                            f"needs a framework that trains data-parallel ({no_data_parallel_reason(adapter)})")

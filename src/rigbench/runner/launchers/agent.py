@@ -20,13 +20,14 @@ ask (--threads) gets `threads_per_rank`: the usable cores shared out between the
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from rigbench.hw.cpu import usable_cores
+from rigbench.runner import rank_files
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
 from rigbench.runner.launchers.rank_outcome import ran_here, rank_reports
 from rigbench.runner.launchers.steps import (
@@ -41,17 +42,19 @@ from rigbench.runner.launchers.steps import (
 from rigbench.spec import TrialSpec
 
 
-def usable_cores() -> int:
-    """Logical CPUs this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def threads_per_rank(spec: TrialSpec) -> int:
     """The CPU threads each rank uses: --threads if given, else the usable cores shared out
     between the ranks on this machine (world_size / nodes of them; at least 1)."""
-    return spec.threads or max(1, usable_cores() // (spec.world_size // spec.nodes))
+    return spec.threads or max(1, (usable_cores() or 1) // (spec.world_size // spec.nodes))
+
+
+def threads_per_rank_line(spec: TrialSpec) -> str:
+    """What `rigbench run` says of the threads each rank got without --threads: shared out, or,
+    with more ranks than cores, 1 each (session.oversubscription warns of that too)."""
+    ranks, cores = spec.world_size // spec.nodes, usable_cores() or 1
+    how = (f"{ranks} ranks, more than the {cores} usable cores: 1 each" if ranks > cores
+           else f"the usable cores shared out between {ranks} ranks")
+    return f"threads per rank: {threads_per_rank(spec)} ({how}; --threads to choose)"
 
 
 class AgentLauncher(Launcher):
@@ -73,7 +76,7 @@ class AgentLauncher(Launcher):
             started: list[Started] = []
             with ending_on_error(started):
                 started.append(start_process(self.agent_command(spec_path, folder), child_env(ranks_spec),
-                                             folder / "stderr.txt", tracking))
+                                             rank_files.agent_stderr_path(folder), tracking))
                 if on_start:
                     on_start(started[0].pid)
                 deadline = time.time() + spec.measure.timeout_s
@@ -82,7 +85,8 @@ class AgentLauncher(Launcher):
             stopped_at = min(time.time(), deadline)
             [agent] = started
             samples = agent.tracker.stop()
-            reports = rank_reports(folder, spec, timed_out=timed_out, stopped_at=stopped_at)
+            reports = rank_reports(folder, spec, timed_out=timed_out, stopped_at=stopped_at,
+                                   returncode=agent.proc.returncode)
             method, note = agent.tracker.energy_description()
             return Outcome(reports=reports, samples=samples, returncode=agent.proc.returncode,
                            energy_method=method, energy_note=note, ran_here=ran_here(folder, spec))

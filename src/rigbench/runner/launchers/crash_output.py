@@ -40,6 +40,23 @@ def stderr_tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
     return fitted_tail(text, chars)
 
 
+def without_frames(text: str) -> str:
+    """`text` with its Python tracebacks' frames left out (each `File ...` line and the source and
+    caret lines under it), keeping every exception's line. A launch agent's failed rendezvous is a
+    chain of exceptions whose cause comes first (torch: EADDRINUSE, a refused connection), and
+    the frames of the last one alone would fill a tail."""
+    kept: list[str] = []
+    in_frame = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("  File "):
+            in_frame = True
+        elif not (in_frame and line.startswith("    ")):
+            in_frame = False
+            if not line.startswith("Traceback (most recent call last):"):
+                kept.append(line)
+    return "".join(kept)
+
+
 def fitted_tail(text: str, chars: int = STDERR_TAIL_CHARS) -> str:
     """`text`'s end in `chars` characters; with a faulthandler dump, the dump without its noise
     after the end of what came before it (module docstring)."""

@@ -10,6 +10,11 @@ ended (runner/rank_files.py names the files).
 - A rank that the launch engine saw fail (agent.json) has its exit described as the one
   process of a single-process trial would (steps.describe_exit); a rank the engine stopped
   because another failed first is a `collateral` crash naming that rank.
+- No rank started on this machine (none wrote its stderr file or a heartbeat, the agent saw none
+  fail): the launch agent failed first, or past the timeout had not got them going (torch's
+  waits at its rendezvous for every node). This node's ranks carry that failure with the
+  agent's stderr tail (`never_started`); on node 0 it is the trial's cause, not a rank on
+  "another node".
 - Anything else: a crash without a report, with the rank's stderr tail.
 
 A rank that wrote its own failure can be collateral too: one whose collective failed because
@@ -24,8 +29,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from rigbench.ranks import NodeLaunch
 from rigbench.runner import rank_files
-from rigbench.runner.launchers.crash_output import stderr_tail
+from rigbench.runner.launchers.crash_output import READ_BYTES, fitted_tail, stderr_tail, without_frames
 from rigbench.runner.launchers.steps import describe_exit, with_stderr
 from rigbench.spec import ChildReport, TrialSpec
 
@@ -97,14 +103,19 @@ def _failure_report(rank: int, spec: TrialSpec, failure: dict, first: int, stder
     return report.model_copy(update={"rank": rank, "world_size": spec.world_size})
 
 
-def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: float) -> list[ChildReport]:
-    """One report per rank, in rank order (rules in the module docstring)."""
+def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: float,
+                 returncode: int | None = None) -> list[ChildReport]:
+    """One report per rank, in rank order (rules in the module docstring); `returncode` is the
+    agent's exit (None while it ran at the deadline)."""
     written: dict[int, ChildReport] = {}
     for rank in range(spec.world_size):
         path = rank_files.report_path(folder, rank)
         if path.exists():
             written[rank] = ChildReport.model_validate_json(path.read_text(encoding="utf-8"))
     missing = [r for r in range(spec.world_size) if r not in written]
+    if missing and not _started(folder, spec):
+        written.update(never_started(folder, spec, missing, timed_out=timed_out, returncode=returncode))
+        return [written[r] for r in range(spec.world_size)]
     if timed_out and missing:
         written.update(timeout_reports(folder, spec, missing, stopped_at))
         return [written[r] for r in range(spec.world_size)]
@@ -130,13 +141,50 @@ def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: 
     return [written[r] for r in range(spec.world_size)]
 
 
+def never_started(folder: Path, spec: TrialSpec, missing: list[int], *, timed_out: bool,
+                  returncode: int | None) -> dict[int, ChildReport]:
+    """The reports of `missing` ranks when no rank started on this machine: the launch agent
+    failed first (torch's: at its rendezvous, e.g. node 0's port taken, a node that never came).
+    That is this node's own failure, told with the agent's stderr tail: on node 0 the cause of
+    the trial (every other rank's report would have come through a rank of node 0), on another
+    node the line it prints (runner/session.local_failures)."""
+    node = NodeLaunch.from_env().node_rank if spec.nodes > 1 else None
+    where = "on this machine" if node is None else f"on node {node}"
+    if timed_out:
+        why = f"no rank started {where} within {spec.measure.timeout_s:g} s (--timeout)"
+        if spec.framework == "torch" and node is not None:
+            why += f": torch's agent waits at its rendezvous, {NodeLaunch.from_env().endpoint}, for all {spec.nodes} nodes"
+    else:
+        why = f"no rank started {where}: the launch agent exited with code {returncode} first"
+    error = with_stderr(fitted_tail(without_frames(stderr_tail(rank_files.agent_stderr_path(folder), READ_BYTES))), why)
+    here = ran_here(folder, spec)
+    reports = {}
+    for rank in missing:
+        if rank in here:  # the first is the cause, the others the same failure
+            reports[rank] = ChildReport(status="timeout" if timed_out else "crash", error=error, rank=rank,
+                                        world_size=spec.world_size, collateral=rank != here[0])
+        else:
+            reports[rank] = ChildReport(status="crash", rank=rank, world_size=spec.world_size, collateral=True,
+                                        error=f"no report from this rank: no rank started {where}")
+    return reports
+
+
 def ran_here(folder: Path, spec: TrialSpec) -> list[int]:
     """The ranks that ran on this machine: each one writes its stderr into the trial's folder
-    (runner/rank.redirect_stderr), and the agent names those it saw fail. On one node, all."""
+    (runner/rank.redirect_stderr), and the agent names those it saw fail. On one node, all.
+    Where none started (the agent failed first), the ranks this node was to start
+    (NodeLaunch.ranks): their failure is this node's."""
     if spec.nodes == 1:
         return list(range(spec.world_size))
+    return _started(folder, spec) or NodeLaunch.from_env().ranks(spec.world_size, spec.nodes)
+
+
+def _started(folder: Path, spec: TrialSpec) -> list[int]:
+    """The ranks seen starting on this machine: a stderr file or a heartbeat of their own, or a
+    failure the agent saw."""
     failed = {int(rank) for rank in _agent(folder).get("failures", {})}
-    return [r for r in range(spec.world_size) if r in failed or rank_files.stderr_path(folder, r).exists()]
+    return [r for r in range(spec.world_size) if r in failed or rank_files.stderr_path(folder, r).exists()
+            or rank_files.progress_path(folder, r).exists()]
 
 
 def _agent(folder: Path) -> dict:
