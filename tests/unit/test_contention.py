@@ -52,6 +52,13 @@ def test_the_note_names_the_busy_trials_and_the_share_others_took():
     assert "trials 10, 11, 12, 13, 14 and 5 more were timed" in many
 
 
+def test_the_note_names_torch_only_for_torch_trials():
+    assert "(torch at its own thread count" in busy_note([_result(1, 50.0)])
+    for framework in ("jax", "tensorflow", "keras-jax"):
+        assert "(a framework at its own thread count" in busy_note([_result(1, 50.0, framework=framework)])
+    assert "(a framework at its own" in busy_note([_result(1, 50.0), _result(2, 50.0, framework="jax")])
+
+
 def test_speed_cells_and_progress_lines_say_busy():
     assert speed(_result(1, 1.0)) == "640 [600–700]"
     assert speed(_result(2, 50.0)) == "640 [600–700] busy"

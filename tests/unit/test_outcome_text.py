@@ -116,6 +116,22 @@ def test_an_interrupt_says_exactly_what_was_kept():
     assert kept_text([done], 3, "trial", speed.model_copy(update={"batch_size": 8}), "db (run r)") == (
         "interrupted (Ctrl-C); 1 of 3 trials finished and were stored in db (run r); "
         "mlp torch cpu b8 fp32 was stopped and not stored; 1 not started")
+    # a result the database could not take went to the spool: kept, not stored
+    spooled = done.model_copy(update={"id": None})
+    assert kept_text([done, spooled], 2, "trial", None, "db (run r)") == (
+        "interrupted (Ctrl-C); 2 of 2 trials finished: 1 stored in db (run r), 1 kept in the spool "
+        "(`rigbench results flush` stores them)")
+
+
+def test_the_closing_line_tells_stored_from_spooled_results():
+    from rigbench.cli.common import stored_text
+    from rigbench.spec import Result, TrialSpec
+
+    done = Result(id=7, run_id="r", created_at="t", spec=TrialSpec(workload="mlp", batch_size=64), status="ok")
+    assert stored_text([done], "sqlite:///x.db", "r", None) == "Stored in sqlite:///x.db (run r)."
+    text = stored_text([done, done.model_copy(update={"id": None})], "sqlite:///x.db", "r", "x.db")
+    assert text.startswith("Stored 1 of 2 results in sqlite:///x.db (run r); 1 (id -) could not be stored")
+    assert "`rigbench results flush --db x.db` stores them" in text
 
 
 def test_an_interrupt_swallowed_by_a_finaliser_is_sent_again(monkeypatch):

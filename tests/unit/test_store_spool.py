@@ -17,9 +17,11 @@ from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
 from rigbench.cli import app
-from rigbench.errors import UnsupportedError
+from rigbench.errors import UnsupportedError, UsageError
 from rigbench.runner import session
-from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.runner.assemble import build_result
+from rigbench.runner.launchers import Outcome
+from rigbench.spec import ChildReport, Metrics, Result, TrialSpec
 from rigbench.store import Store, spool
 from rigbench.store.waiting import WAIT_ENV, Countdown, wait_bound
 from tests.conftest import quick_spec
@@ -51,14 +53,15 @@ def store_lines(caplog):
 
 @pytest.fixture
 def held_lock(tmp_path):
-    """Another process holding the write lock of a SQLite file (`BEGIN IMMEDIATE`), as a
-    script or a second rigbench would: call it with the file; released at the test's end."""
+    """Another process holding the write lock of a SQLite file (`BEGIN IMMEDIATE`; `EXCLUSIVE`
+    blocks reads too), as a script or a second rigbench would: call it with the file; released
+    at the test's end."""
     holders = []
 
-    def hold(path: Path) -> subprocess.Popen:
+    def hold(path: Path, mode: str = "IMMEDIATE") -> subprocess.Popen:
         proc = subprocess.Popen(
             [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
-             "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.read()", str(path)],
+             f"c.execute('BEGIN {mode}'); print('locked', flush=True); sys.stdin.read()", str(path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline().strip() == "locked"
         holders.append(proc)
@@ -125,6 +128,74 @@ def test_a_run_goes_on_past_a_locked_database_and_waits_only_once(tmp_path, monk
     release(holder)
     Store(url)
     assert sorted(r.spec.batch_size for r in Store(url).list()) == [8, 16, 32]
+
+
+def test_run_says_which_results_went_to_the_spool_instead_of_stored(tmp_path, monkeypatch, held_lock):
+    # `rigbench run` against a real SQLite file that another process locks once the run is
+    # recorded: every result is spooled, and the end of the run must say so, not "Stored in"
+    db = tmp_path / "busy.db"
+    monkeypatch.setenv(WAIT_ENV, "1")
+    locked = []
+
+    def launch(spec, on_start=None):
+        if not locked:
+            locked.append(held_lock(db))
+        return Outcome(reports=[ChildReport(status="unsupported", error="no")])
+
+    def busy_result(*args):  # timed beside another process: the busy line names it
+        result = build_result(*args)
+        result.metrics.others_cpu_pct_mean = 55.0
+        return result
+
+    monkeypatch.setattr(session, "launch_trial", launch)
+    monkeypatch.setattr(session, "build_result", busy_result)
+    done = CliRunner().invoke(app, ["run", "mlp", "-b", "8,16", "-d", "cpu", "--db", str(db)], env={"COLUMNS": "250"})
+    assert done.exit_code == 0, done.output
+    text = " ".join(done.stdout.split())
+    assert "Stored in" not in text
+    assert (f"Stored 0 of 2 results in sqlite:///{db} (run " in text
+            and f"2 (id -) could not be stored and were kept in the spool: `rigbench results flush --db {db}` "
+            "stores them" in text)
+    assert "while trials mlp torch cpu b8 fp32, mlp torch cpu b16 fp32 were timed" in text
+    assert " -, " not in text and "trials -" not in text
+    assert len(spool.pending(f"sqlite:///{db}")) == 2
+    release(locked[0])
+    assert len(Store(str(db)).list()) == 2
+
+
+@pytest.mark.timeout(45)  # SQLite's own busy timeout (60 s) used to run out first, in silence
+def test_an_exclusive_lock_is_waited_for_out_loud_and_only_up_to_the_bound(tmp_path, monkeypatch, caplog, held_lock):
+    from rigbench.store.engine import make_engine
+    from rigbench.store.migrate import peek
+    from rigbench.store.waiting import Unavailable
+
+    db = tmp_path / "x.db"
+    url = f"sqlite:///{db}"
+    new_store(url).add_result(make_result())
+    monkeypatch.setenv(WAIT_ENV, "1")
+    opened = Store(url, create=False)  # before the lock: its reads meet the lock later
+    holder = held_lock(db, "EXCLUSIVE")  # blocks reads too: the schema check of every command
+    with pytest.raises(UsageError, match=rf"cannot read the database {url}: database is locked \({WAIT_ENV} sets"):
+        opened.list()
+    with caplog.at_level(logging.WARNING, "rigbench.store"):
+        done = CliRunner().invoke(app, ["results", "list", "--db", str(db)])
+    assert done.exit_code == 2
+    assert done.output.endswith(f"rigbench: error: cannot open the database {url}: busy for 1 s: another process "
+                                f"holds its write lock ({WAIT_ENV} sets how long to wait)\n")
+    first = store_lines(caplog)[0]
+    assert first.startswith(f"the database {url} is busy: another process") and first.endswith("waits up to 1 s")
+    if Path("/proc/locks").exists():
+        assert f"(pid {holder.pid}, python" in first
+    engine = make_engine(url, create=False)
+    with engine.connect() as conn:
+        # the first read waits out loud and then says so; it used to wait 60 s and read "no tables"
+        with pytest.raises(Unavailable, match="busy for 1 s"):
+            peek(conn, url)
+        # any other wait for a lock is SQLite's silent one: bounded by the same variable
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 1000
+    engine.dispose()
+    release(holder)
+    assert [r.spec.batch_size for r in Store(url, create=False).list()] == [32]
 
 
 def test_importing_the_spool_twice_stores_each_result_once(db_url, caplog):

@@ -47,9 +47,11 @@ def busy_note(results: Sequence[Result], then: str = RUN_AGAIN) -> str | None:
     shares = [r.metrics.others_cpu_pct_mean or 0.0 for r in busy]
     share = f"{min(shares):.0f}%" if round(min(shares)) == round(max(shares)) else f"{min(shares):.0f}-{max(shares):.0f}%"
     which = ("trial " if len(busy) == 1 else "trials ") + _ids(busy)
+    # torch is the framework measured losing x86 (module docstring); the others were not measured
+    who = "torch" if all(r.spec.framework == "torch" for r in busy) else "a framework"
     return (f"busy: other processes used {share} of this machine's CPU while {which} "
             f"{'was' if len(busy) == 1 else 'were'} timed: the machine's speed under that load, not its "
-            f"own (torch at its own thread count can lose most of its speed to it). {then}")
+            f"own ({who} at its own thread count can lose most of its speed to it). {then}")
 
 
 def shared_gpu_note(results: Sequence[Result]) -> str | None:
@@ -67,8 +69,9 @@ def shared_gpu_note(results: Sequence[Result]) -> str | None:
 
 
 def _ids(results: Sequence[Result]) -> str:
-    """`3, 5, 7` or, past six, the first five and how many more."""
-    ids = [str(r.id) if r.id is not None else "-" for r in results]
+    """`3, 5, 7` or, past six, the first five and how many more; a trial without an id (kept
+    in the spool, not stored) by its label, e.g. `mlp torch cpu b64 fp32 t2`."""
+    ids = [str(r.id) if r.id is not None else r.spec.label() for r in results]
     return ", ".join(ids) if len(ids) <= 6 else ", ".join(ids[:5]) + f" and {len(ids) - 5} more"
 
 

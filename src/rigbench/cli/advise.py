@@ -26,6 +26,7 @@ from rigbench.cli.common import (
     handles_usage_errors,
     out,
     parse_compile,
+    stored_text,
 )
 from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
@@ -223,7 +224,7 @@ def scaling(
     drift = baseline_drift_line(rows)
     for line in ([drift] if drift else []) + terminal.busy_lines(outcome.results):
         _print(line)
-    _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). A row measured more than once shows the mean "
+    _print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} A row measured more than once shows the mean "
            "of its trials and the span of their 95% CIs; a variant whose interval overlaps the baseline's "
            "is marked 'within noise'.")
 
@@ -244,7 +245,7 @@ def _process_scaling(workload: str, device: str, batch_size: int | None, counts:
         _print(f"{workload} on {device}: {verdict}.")
     for line in terminal.busy_lines(outcome.results):
         _print(line)
-    _print(f"Stored in {outcome.db_url} (run {outcome.run_id}). Efficiency = speed-up / processes (95% CI); "
+    _print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} Efficiency = speed-up / processes (95% CI); "
            "predicted = one process's step (scaled to the rank's batch) + the measured all-reduce of the "
            "gradients, without overlap (docs/METHODOLOGY.md).")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any, cast
 
@@ -24,7 +24,7 @@ from rigbench.errors import UsageError, validation_line
 from rigbench.frameworks import framework_names
 from rigbench.numlimits import number_problem, seconds_problem
 from rigbench.reports import terminal
-from rigbench.spec import ENERGY_MODES, PRECISIONS
+from rigbench.spec import ENERGY_MODES, PRECISIONS, Result
 from rigbench.store import Store
 from rigbench.store.engine import url_without_password
 from rigbench.store.limits import check_storable
@@ -65,6 +65,18 @@ def db_flag(db: str | None) -> str:
     """` --db URL` for a next-step hint when the command was given one, without its password
     (PGPASSWORD or ~/.pgpass supplies it again: docs/fleet.md); "" without --db."""
     return f" --db {shlex.quote(url_without_password(db))}" if db else ""
+
+
+def stored_text(results: Sequence[Result], db_url: str, run_id: str | None, db: str | None) -> str:
+    """"Stored in URL (run ID)", or, where the database could not take some results and the
+    spool kept them (a result without an id), how many of each and the command that stores them:
+    a spooled result is kept, not stored."""
+    spooled = sum(r.id is None for r in results)
+    if not spooled:
+        return f"Stored in {db_url} (run {run_id})."
+    return (f"Stored {len(results) - spooled} of {len(results)} results in {db_url} (run {run_id}); {spooled} "
+            f"(id -) could not be stored and were kept in the spool: `rigbench results flush{db_flag(db)}` stores "
+            "them (so does the next command that opens this database).")
 
 
 DATASET_HELP = ("Real data set: digits, mnist, fashion_mnist, cifar10 or image_folder; byte-level text for the "

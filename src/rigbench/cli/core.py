@@ -28,6 +28,7 @@ from rigbench.cli.common import (
     progress_bar,
     results_app,
     say_none_match,
+    stored_text,
 )
 from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
@@ -76,7 +77,7 @@ def run(
     seconds: float | None = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
     repeat: int = typer.Option(1, "--repeat", metavar="N", help="Run every trial N times, every other round in reverse order. A trial's CI covers the noise between its steps, not between trials: `rigbench compare` judges configurations with at least two trials a side on the trials (docs/COMPARING.md)."),
-    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each process's memory (each rank of a data-parallel trial: N ranks may take N x SIZE), e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
     lr: float | None = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
     framework: list[str] | None = framework_option(many=True),
@@ -110,13 +111,17 @@ def run(
     specs = api.in_rounds(specs, repeat)
     if nnodes > 1:
         os.environ.update(node.env())  # the agent's part of the launch (rigbench/ranks.NodeLaunch)
+    elif rdzv_endpoint:
+        err.print("note: --rdzv-endpoint is ignored with --nnodes 1 (one machine's ranks meet at a free port "
+                  "of their own)", highlight=False)
     if processes > 1 and threads is None:
-        err.print(f"threads per rank: {api.threads_per_rank(specs[0])} (the usable cores shared out "
-                  f"between {processes} ranks; --threads to choose)", highlight=False)
+        err.print(api.threads_per_rank_line(specs[0]), highlight=False)
     outcome = _run_with_progress(specs, db)
     if nnodes > 1 and node_rank != 0:
-        err.print(f"node {node_rank}: this node's ranks ran {len(specs)} trial(s); node 0 stores them "
-                  "with every rank's record", highlight=False)
+        ran = (f"failed in {outcome.node_failed} of {outcome.node_trials} trial(s) (why: above)" if outcome.node_failed
+               else f"ran {outcome.node_trials} trial(s)")
+        err.print(f"node {node_rank}: this node's ranks {ran}; node 0 stores the trials with every rank's record",
+                  highlight=False, soft_wrap=True)
     if as_json:
         print(json.dumps([r.row() for r in outcome.results], indent=2))
     elif outcome.results:
@@ -126,8 +131,9 @@ def run(
         speedups = api.speedups_over_cpu(outcome.results)
         if speedups:
             out.print(terminal.speedup_table(speedups))
-        out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
-                  f"See one trial with: rigbench results show ID{db_flag(db)}", highlight=False, soft_wrap=True)
+        out.print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} "
+                  f"See one trial with: rigbench results show ID{db_flag(db)}", highlight=False, markup=False,
+                  soft_wrap=True)
         out.print(f"Report: rigbench report --run {outcome.run_id}{db_flag(db)} --out report.html",
                   highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
@@ -203,8 +209,9 @@ def train(
         for line in (terminal.baseline_lines(outcome.results) + terminal.compile_lines(outcome.results)
                      + terminal.busy_lines(outcome.results)):
             out.print(line, highlight=False, markup=False, soft_wrap=True)
-        out.print(f"Stored in {outcome.db_url} (run {outcome.run_id}). "
-                  f"Per-epoch figures: rigbench results show ID{db_flag(db)}", highlight=False, soft_wrap=True)
+        out.print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} "
+                  f"Per-epoch figures: rigbench results show ID{db_flag(db)}", highlight=False, markup=False,
+                  soft_wrap=True)
     if outcome.interrupted:
         err.print(interrupts.kept_text(outcome.results, len(specs), "training run", outcome.stopped,
                                        f"{outcome.db_url} (run {outcome.run_id})"),

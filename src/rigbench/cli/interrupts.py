@@ -74,7 +74,11 @@ def kept_text(results: Sequence[Result], total: int, noun: str, stopped: TrialSp
     run kept its finished epochs, what was stopped and not stored, and what never started."""
     finished = [r for r in results if r.status != "interrupted"]
     parts = [f"interrupted ({signal_name()})"]
-    if finished:
+    spooled = sum(r.id is None for r in finished)  # the database could not take them: the spool kept them
+    if finished and spooled:
+        parts.append(f"{len(finished)} of {total} {noun}s finished: {len(finished) - spooled} stored in {where}, "
+                     f"{spooled} kept in the spool (`rigbench results flush` stores them)")
+    elif finished:
         parts.append(f"{len(finished)} of {total} {noun}s finished and were stored in {where}")
     elif len(results) == 0:
         parts.append(f"no {noun} had finished: nothing was stored")

@@ -27,6 +27,7 @@ from rigbench.cli.common import (
     open_store_for,
     out,
     parse_compile,
+    stored_text,
 )
 from rigbench.errors import UsageError
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
@@ -206,7 +207,7 @@ def sweep(
     seconds: float | None = typer.Option(None, "--seconds", help="...and at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool | None = typer.Option(None, "--quick/--no-quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
-    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each trial's memory, e.g. 2GiB; past it the trial ends as `oom`."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each process's memory (each rank of a data-parallel trial: N ranks may take N x SIZE), e.g. 2GiB; past it the trial ends as `oom`."),
     energy: EnergyMode | None = energy_option(default=None),
     config: str | None = typer.Option(None, "--config", "-c", metavar="FILE", help="A sweep TOML file (see examples/sweep.toml); flags given as well replace the file's keys."),
     resume: bool = typer.Option(False, "--resume", help="Skip every grid point that already has a stored result with the identical spec (any status) from this machine in --db; run the rest."),
@@ -261,10 +262,10 @@ def sweep(
         out.print(_sweep_table(finished, outcome.run_id))
         for line in terminal.busy_lines(finished):
             out.print(line, highlight=False, markup=False, soft_wrap=True)
-        run_text = f"run {outcome.run_id}" if outcome.run_id else "nothing left to run"
+        where = (stored_text(outcome.results, outcome.db_url, outcome.run_id, db) if outcome.run_id
+                 else f"Stored in {outcome.db_url} (nothing left to run).")
         out.print(f"{len(finished)} of {len(grid)} grid points have a result ({len(outcome.skipped)} "
-                  f"from earlier runs). Stored in {outcome.db_url} ({run_text}).",
-                  highlight=False, markup=False, soft_wrap=True)
+                  f"from earlier runs). {where}", highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
         ran = len(grid) - len(outcome.skipped)
         kept = interrupts.kept_text(outcome.results, ran, "trial", outcome.stopped,
