@@ -272,3 +272,17 @@ def test_a_data_parallel_label_shows_its_world_size():
     assert spec(world_size=1).label() == "mlp torch cpu b8 fp32"
     assert spec(world_size=2, threads=1).label() == "mlp torch cpu b8 fp32 t1 x2"
     assert spec(world_size=1).model_copy(update={"data_parallel": True}).label() == "mlp torch cpu b8 fp32 x1"
+
+
+def test_ranks_take_the_gpus_from_the_first_so_another_start_is_refused():
+    """Rank k trains on cuda:k in every framework: `-d cuda:1 --processes 2` would train on
+    cuda:0 and cuda:1 while the trackers watched cuda:1 (found reading the code; no GPU here)."""
+    from rigbench.experiments.plan import check_rank_devices
+
+    def spec_on(device, **fields):
+        return TrialSpec(workload="mlp", device=device, batch_size=8, **fields)
+
+    check_rank_devices([spec_on("cuda:0", world_size=2), spec_on("cpu", world_size=2), spec_on("cuda:1")])
+    for fields in ({"world_size": 2}, {"data_parallel": True}):
+        with pytest.raises(UsageError, match="give -d cuda and choose the GPUs with CUDA_VISIBLE_DEVICES"):
+            check_rank_devices([spec_on("cuda:1", **fields)])

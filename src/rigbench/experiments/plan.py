@@ -89,8 +89,19 @@ def plan_run(
                         world_size=processes * nodes, nodes=nodes, data_parallel=data_parallel,
                     ))
     check_ranks_fit(specs)  # here too: refused before `run` says how many threads each rank gets
+    check_rank_devices(specs)
     return specs
 
+
+def check_rank_devices(specs: Sequence[TrialSpec]) -> None:
+    """A data-parallel trial's ranks take the node's GPUs from the first, one each (rank k on
+    `cuda:k`, as a torchrun script does, in every framework), so `-d cuda:1` would train on
+    cuda:0 while rigbench watched cuda:1: refused, with how to pick the GPUs instead."""
+    for spec in specs:
+        kind, _, index = spec.device.partition(":")
+        if spec.is_data_parallel and index not in ("", "0") and kind != "cpu":
+            raise UsageError(f"-d {spec.device} with data-parallel ranks: rank k trains on {kind}:k, one GPU each "
+                             f"from {kind}:0; give -d {kind} and choose the GPUs with CUDA_VISIBLE_DEVICES")
 
 #: The most rounds of repeats a command plans: beyond, one trial's figure moves nothing, and
 #: planning 10^8 rounds was a silent hang before the first trial.

@@ -20,11 +20,13 @@ from pydantic import ValidationError
 
 from rigbench.errors import UsageError
 from rigbench.experiments.execute import run
-from rigbench.experiments.plan import plan_run
+from rigbench.experiments.plan import check_rank_devices, plan_run
+from rigbench.frameworks import check_framework
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.this_machine import split_by_machine
 from rigbench.sweep_spec import SweepSpec
+from rigbench.workloads import parse_workload_ref
 
 
 def load_sweep_file(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepSpec:
@@ -41,9 +43,15 @@ def load_sweep_file(path: str | Path, overrides: dict[str, Any] | None = None) -
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"--config {path} is not valid TOML: {exc}") from None
     try:
-        SweepSpec.model_validate(data)
+        from_file = SweepSpec.model_validate(data)
+        for workload in from_file.workloads:  # names the registries know, said with the file's name
+            parse_workload_ref(workload)
+        for framework in from_file.framework if "framework" in data else []:
+            check_framework(framework)
     except ValidationError as exc:
         raise UsageError(f"{path}: {_first_error(exc)}") from None
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
     return sweep_spec({**data, **(overrides or {})})
 
 
@@ -113,6 +121,7 @@ def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
                 "compile": compile_, "channels_last": channels_last, "world_size": processes,
             })
             grid.setdefault(spec_key(point), point)  # a value listed twice is one point
+    check_rank_devices(list(grid.values()))
     return list(grid.values())
 
 
