@@ -34,13 +34,13 @@ class SweepSpec(BaseModel):
     threads: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(default_factory=list)
     lrs: list[Annotated[float, Field(gt=0, strict=True)]] = Field(default_factory=list)
     compile: list[CompileMode] = Field(default_factory=list, description='off, on ("default") or a torch.compile mode')
-    channels_last: list[bool] = Field(default_factory=list)
+    channels_last: list[Annotated[bool, Field(strict=True)]] = Field(default_factory=list)
     processes: list[Annotated[Int64, Field(ge=1, strict=True)]] = Field(
         default_factory=list, description="data-parallel ranks per trial (world size); default 1")
     framework: list[str] = Field(default_factory=lambda: ["torch"], description="one or more frameworks")
     steps: Int64 | None = Field(None, ge=2, strict=True, description="time at least this many steps")
     seconds: Seconds | None = Field(None, ge=0, strict=True, description="...and at least this many seconds")
-    quick: bool = False
+    quick: bool = Field(False, strict=True)  # `quick = "yes"` is a mistake, not true
     timeout: Seconds | None = Field(None, gt=0, strict=True, description="seconds per trial")
     memory_limit: Int64 | None = Field(None, gt=0, strict=True,
                                      description="bytes per trial; a file may write '2GiB'")

@@ -71,6 +71,9 @@ def test_read_only_database_on_run_keeps_what_is_stored(tmp_path):
     (b"batch_sizes = [true]\n", ("'batch_sizes'[0]", "valid integer", "True")),
     (b"lrs = [false]\n", ("'lrs'[0]", "valid number")),
     (b"steps = true\n", ("'steps'", "valid integer")),
+    (b'quick = "yes"\n', ("'quick'", "valid boolean")),
+    (b'workloads = ["mlpp"]\n', ("sweep.toml: ", "mlpp")),
+    (b'framework = ["nope"]\n', ("sweep.toml: ", "unknown framework 'nope'")),
 ])
 def test_bad_sweep_files(tmp_path, content, fragments):
     config = tmp_path / "sweep.toml"
@@ -210,3 +213,8 @@ def test_max_batch_refuses_an_unknown_framework_before_it_starts_a_run(tmp_path)
     assert_one_line_error(invoke("max-batch", "mlp", "--framework", "nope", "--db", db), "unknown framework 'nope'")
     with sqlite3.connect(db) as conn:  # not even an empty run
         assert conn.execute("select count(*) from runs").fetchone() == (0,)
+
+
+def test_an_empty_db_is_refused_not_the_default_database():
+    """`--db "$UNSET"` must not write to (or read) the default database without a word."""
+    assert_one_line_error(invoke("results", "list", "--db", ""), "--db is empty")

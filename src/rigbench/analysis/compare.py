@@ -292,7 +292,8 @@ def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, acr
     if pairing.split:
         pair.notes.append("A vs B: " + ", ".join(differences(ra, rb)))
     if one_sided:
-        pair.notes.append(f"{len(trials_a)} trials in A, {len(trials_b)} in B: the newest of each compared, "
+        counts = f"{len(trials_a)} trial{'s' * (len(trials_a) != 1)} in A, {len(trials_b)} in B"
+        pair.notes.append(f"{counts}: the newest of each compared, "
                           "as judging on trials takes at least two a side")
     if ra.status != "ok" or rb.status != "ok":
         pair.reason = f"status {ra.status} in A, {rb.status} in B"

@@ -193,7 +193,7 @@ def _dry_run(grid: list[TrialSpec], db: str | None, resume: bool, as_json: bool)
 @app.command(short_help="Run every combination of lists of settings.")
 @handles_usage_errors
 def sweep(
-    workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads (default: the file's, else all). Options as NAME:key=value."),
+    workloads: list[str] | None = typer.Argument(None, metavar="WORKLOAD", help="Workloads (default: the file's, else all but the transformers gpt and vit). Options as NAME:key=value."),
     device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Device(s), comma-separated or repeated (default: every available one)."),
     batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes, e.g. 16,64,256 (default: each workload's reference batch)."),
     precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="Precisions, e.g. fp32,bf16 (fp32, tf32, bf16, fp16; default fp32)."),

@@ -125,6 +125,8 @@ class Store:
 
     def __init__(self, url: str | None = None, *, create: bool = True, import_spool: bool = True):
         wait_bound()  # a bad RIGBENCH_DB_WAIT_S is refused now, not when a finished result is stored
+        if url is not None and not url.strip():  # `--db "$UNSET_VAR"`: not the default database silently
+            raise UsageError("--db is empty: give a file or a URL, or leave --db out for the default database")
         real = resolve_db_url(url) if url else default_db_url()
         self.url = display_url(real)
         self._runs: dict[str, dict[str, Any]] = {}  # runs added here: a spooled result keeps its run
