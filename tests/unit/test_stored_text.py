@@ -256,3 +256,16 @@ def test_a_cell_keeps_its_style_and_line_breaks_when_control_characters_are_writ
     console.print(table)
     text = console.export_text()
     assert "\x1b" not in text and "t\\x1b[2J" in text and "line\\x1b 2" in text
+
+
+def test_the_commands_consoles_write_control_characters_out_in_plain_lines():
+    """A note or message quoting stored text (a device name in `compare`'s notes, an error in a
+    one-line outcome) goes through cli.common's consoles, which write control characters out."""
+    import io
+
+    from rigbench.cli.common import _Console
+
+    buffer = io.StringIO()
+    console = _Console(file=buffer, markup=False, width=100)
+    console.print("devices: GPU\x1b[2J -> CPU\x07", "[bold]kept[/bold]", highlight=False)
+    assert buffer.getvalue() == "devices: GPU\\x1b[2J -> CPU\\x07 [bold]kept[/bold]\n"

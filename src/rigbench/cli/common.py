@@ -28,6 +28,7 @@ from rigbench.spec import ENERGY_MODES, PRECISIONS, Result
 from rigbench.store import Store
 from rigbench.store.engine import url_without_password
 from rigbench.store.limits import check_storable
+from rigbench.textlimits import visible
 from rigbench.units import split_list
 
 #: The order `rigbench --help` and `rigbench results --help` list the commands in: a user's way
@@ -58,8 +59,17 @@ app.add_typer(results_app, name="results", short_help="Stored results: list, sho
 # assume 80 columns; there tables are laid out for 200, so rows keep their columns.
 # markup=False: what is printed is often stored text (an error's "[enforce fail at ...]", a
 # workload option), shown verbatim; styles are given as rich.text.Text, never as markup.
-out = Console(markup=False) if sys.stdout.isatty() else Console(width=200, markup=False)
-err = Console(stderr=True, markup=False)
+class _Console(Console):
+    """A Console whose plain-string lines have their control characters written out
+    (textlimits.visible): notes and messages quote stored text (a device name, an error), and a
+    stored ESC sequence must not act on the terminal. Tables and Text cells are already so."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+out = _Console(markup=False) if sys.stdout.isatty() else _Console(width=200, markup=False)
+err = _Console(stderr=True, markup=False)
 
 def db_flag(db: str | None) -> str:
     """` --db URL` for a next-step hint when the command was given one, without its password
