@@ -68,3 +68,19 @@ def test_a_training_run_at_its_timeout_keeps_its_finished_epochs(tmp_path):
     assert kept.metrics.epochs == len(kept.epoch_records) >= 1
     assert kept.epoch_records[-1].accuracy is not None and kept.loss_curve
     assert f"the {kept.metrics.epochs} epoch" in kept.error and " kept (raise --timeout for more)" in kept.error
+
+
+def test_a_training_run_tells_its_progress_epoch_by_epoch(tmp_path, monkeypatch):
+    """`rigbench train`'s bar shows the newest finished epoch: the launcher reads the child's
+    epoch lines and hands them on (polled often here, so that no epoch of a fast run is missed)."""
+    from rigbench import api
+    from rigbench.runner.launchers import process
+
+    monkeypatch.setattr(process, "PROGRESS_POLL_S", 0.05)
+    specs = api.plan_train("mlp", "digits", epochs=4, threads=1)
+    heard: list[tuple[int, str]] = []
+    outcome = api.run(specs, db=str(tmp_path / "t.db"), on_trial_progress=lambda i, text: heard.append((i, text)))
+    assert outcome.results[0].status == "ok" and heard, outcome.results[0].error
+    epochs = [int(text.split()[1].split("/")[0]) for _, text in heard]
+    assert all(i == 0 for i, _ in heard) and epochs == sorted(set(epochs)) and set(epochs) <= {1, 2, 3, 4}
+    assert all(text.startswith(f"epoch {e}/4, train loss ") for e, (_, text) in zip(epochs, heard, strict=True))

@@ -244,11 +244,14 @@ def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
         def started(i: int, spec: Any) -> None:
             progress.update(task, description=f"trial {i + 1}/{len(specs)}: {spec.label()}")
 
+        def advanced(i: int, text: str) -> None:  # a training run's newest epoch
+            progress.update(task, description=f"trial {i + 1}/{len(specs)}: {specs[i].label()}: {text}")
+
         def ended(i: int, result: Any) -> None:
             progress.advance(task)
             err.print(f"  {result.spec.label()}: {terminal.one_line_outcome(result)}",
                       highlight=False, markup=False, soft_wrap=True)
 
-        return api.run(specs, db=db, on_trial_start=started, on_trial_end=ended)
+        return api.run(specs, db=db, on_trial_start=started, on_trial_end=ended, on_trial_progress=advanced)
 
 

@@ -47,6 +47,7 @@ def run(
     on_trial_start: Callable[[int, TrialSpec], None] | None = None,
     on_trial_end: Callable[[int, Result], None] | None = None,
     on_child_start: Callable[[int], None] | None = None,
+    on_trial_progress: Callable[[int, str], None] | None = None,
 ) -> RunOutcome:
     """Run trials one by one in child processes; every result is stored as it finishes."""
     check_storable(specs)  # before the run is recorded: a refused spec leaves no empty run
@@ -54,6 +55,7 @@ def run(
     store = Store(db)
     run_id = start_run(store, command)
     session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,
-                                         on_trial_end=on_trial_end, on_child_start=on_child_start)
+                                         on_trial_end=on_trial_end, on_child_start=on_child_start,
+                                         on_trial_progress=on_trial_progress)
     return RunOutcome(run_id, store.url, session.results, session.interrupted, session.stopped,
                       session.node_trials, session.node_failed)

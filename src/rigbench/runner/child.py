@@ -33,6 +33,7 @@ from rigbench.frameworks.run_records import TrainingDiverged, TrainingInterrupte
 from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.count_cache import cached_count, cached_traffic
+from rigbench.runner.epoch_lines import epoch_line
 from rigbench.runner.protocol import measure
 from rigbench.spec import ChildReport, EpochRecord, LrFindOptions, TrainOptions, TrialSpec
 from rigbench.workloads import Workload, get_workload, resolved_options, shaped
@@ -313,9 +314,9 @@ def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, repor
 
 
 def _epoch_line(record: EpochRecord) -> None:
-    """One line per finished epoch on the trial's stderr file (read when a run is stuck or
-    interrupted: how far it got)."""
-    print(f"rigbench: epoch {record.epoch} finished: train loss {record.train_loss:.4g}", file=sys.stderr, flush=True)
+    """One line per finished epoch on the trial's stderr file: the parent's progress reads it
+    (runner/epoch_lines.py), and so does whoever looks at a run that is stuck or interrupted."""
+    print(epoch_line(record.epoch, record.train_loss), file=sys.stderr, flush=True)
 
 
 def _describe_training(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport,

@@ -40,7 +40,8 @@ class SessionOutcome:
     node_failed: int = 0
 
 
-def launch_trial(spec: TrialSpec, on_start: Callable[[int], None] | None = None) -> Outcome:
+def launch_trial(spec: TrialSpec, on_start: Callable[[int], None] | None = None,
+                 on_progress: Callable[[str], None] | None = None) -> Outcome:
     """Run one trial through the launcher its spec needs (runner/launchers). A trial no
     launcher can run is an `unsupported` outcome with the reason; nothing is started."""
     try:
@@ -48,7 +49,7 @@ def launch_trial(spec: TrialSpec, on_start: Callable[[int], None] | None = None)
     except UnsupportedError as exc:
         # One report stands for the whole trial: no rank ever started.
         return Outcome(reports=[ChildReport(status="unsupported", error=str(exc))])
-    return launcher.launch(spec, TrackerSettings.for_spec(spec), on_start=on_start)
+    return launcher.launch(spec, TrackerSettings.for_spec(spec), on_start=on_start, on_progress=on_progress)
 
 
 def run_trials(
@@ -58,6 +59,7 @@ def run_trials(
     on_trial_start: Callable[[int, TrialSpec], None] | None = None,
     on_trial_end: Callable[[int, Result], None] | None = None,
     on_child_start: Callable[[int], None] | None = None,
+    on_trial_progress: Callable[[int, str], None] | None = None,
 ) -> SessionOutcome:
     """Run `specs` in order, one launch each (one trial per device at a time). A spec the
     database could not store is refused before any of them runs (store/limits.py), and so is
@@ -74,7 +76,8 @@ def run_trials(
         if on_trial_start:
             on_trial_start(index, spec)
         try:
-            launched = launch_trial(spec, on_start=on_child_start)
+            progress = (lambda text, i=index: on_trial_progress(i, text)) if on_trial_progress else None
+            launched = launch_trial(spec, on_start=on_child_start, on_progress=progress)
         except TrialInterrupted as kept:  # stored below, then the session stops
             launched, outcome.interrupted = kept.outcome, True
         except KeyboardInterrupt:

@@ -67,7 +67,8 @@ class AgentLauncher(Launcher):
         return [sys.executable, "-m", self.agent_module, str(spec_path), str(folder)]
 
     def launch(self, spec: TrialSpec, tracking: TrackerSettings,
-               on_start: Callable[[int], None] | None = None) -> Outcome:
+               on_start: Callable[[int], None] | None = None,
+               on_progress: Callable[[str], None] | None = None) -> Outcome:
         """Run `spec` on spec.world_size ranks and return one report per rank; never raises
         for a failing trial. KeyboardInterrupt kills the agent and every rank and propagates."""
         ranks_spec = spec.model_copy(update={"threads": threads_per_rank(spec)})

@@ -103,6 +103,8 @@ class Launcher(ABC):
 
     @abstractmethod
     def launch(self, spec: TrialSpec, tracking: TrackerSettings,
-               on_start: Callable[[int], None] | None = None) -> Outcome:
+               on_start: Callable[[int], None] | None = None,
+               on_progress: Callable[[str], None] | None = None) -> Outcome:
         """Run `spec` and return its outcome; never raises for a failing trial.
-        KeyboardInterrupt ends the trial's processes and propagates."""
+        KeyboardInterrupt ends the trial's processes and propagates. `on_progress` hears how
+        far a training run has got ("epoch 3/30, train loss 0.41"), where the launcher can tell."""

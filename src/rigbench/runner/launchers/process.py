@@ -10,9 +10,11 @@ those is a step in launchers/steps.py; this launcher is their composition for wo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rigbench.runner.epoch_lines import newest_epoch
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings, TrialInterrupted
 from rigbench.runner.launchers.crash_output import STDERR_TAIL_CHARS, stderr_tail
 from rigbench.runner.launchers.steps import (
@@ -41,13 +43,18 @@ __all__ = ["STDERR_TAIL_CHARS", "TRIAL_DIR_PREFIX", "ProcessLauncher", "child_en
            "kill_group", "new_session_args", "remove_stale_trial_dirs"]
 
 
+#: How often a training child's stderr file is read for its newest finished epoch.
+PROGRESS_POLL_S = 1.0
+
+
 class ProcessLauncher(Launcher):
     """One child process per trial (world size 1); the tracker follows its process tree."""
 
     name = "process"
 
     def launch(self, spec: TrialSpec, tracking: TrackerSettings,
-               on_start: Callable[[int], None] | None = None) -> Outcome:
+               on_start: Callable[[int], None] | None = None,
+               on_progress: Callable[[str], None] | None = None) -> Outcome:
         """Run `spec` in a fresh child process and return its outcome; never raises for a
         failing trial. KeyboardInterrupt kills the child and propagates; a training run first
         gets the chance to report its finished epochs, raised as TrialInterrupted."""
@@ -60,7 +67,7 @@ class ProcessLauncher(Launcher):
                 if on_start:
                     on_start(started[0].pid)
                 try:
-                    if spec.train and not exited_within(started[0], spec.measure.timeout_s):
+                    if spec.train and not self._training_ended(spec, started[0], on_progress):
                         kept = self._finished_epochs(spec, started[0], report_path)
                         if kept is not None:  # a long training run keeps what it finished
                             return self._timed_out_with_epochs(spec, kept)
@@ -83,6 +90,22 @@ class ProcessLauncher(Launcher):
         method, note = child.tracker.energy_description()
         return Outcome(reports=[report], samples=samples, returncode=child.proc.returncode,
                        energy_method=method, energy_note=note)
+
+    @staticmethod
+    def _training_ended(spec: TrialSpec, child: Started, on_progress: Callable[[str], None] | None) -> bool:
+        """Wait for a training child up to its timeout, telling `on_progress` of each epoch it
+        finishes (its stderr file, once a second); True if it exited in time."""
+        deadline = time.monotonic() + spec.measure.timeout_s
+        planned = spec.train.epochs if spec.train else "?"
+        said = None
+        while (left := deadline - time.monotonic()) > 0:
+            if exited_within(child, min(PROGRESS_POLL_S, left)):
+                return True
+            newest = newest_epoch(child.stderr_path) if on_progress else None
+            if on_progress and newest is not None and newest != said:
+                said = newest
+                on_progress(f"epoch {newest[0]}/{planned}, train loss {newest[1]}")
+        return child.proc.poll() is not None
 
     @staticmethod
     def _timed_out_with_epochs(spec: TrialSpec, kept: Outcome) -> Outcome:
