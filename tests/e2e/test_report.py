@@ -339,9 +339,9 @@ def test_summary_table_is_the_database_fastest_configuration_per_workload(demo_r
     for r in sorted(_speed_trials(demo_report[0]), key=lambda r: r.id):
         key = (_network(r), store.machine(r.run_id)["cpu_model"], r.spec.config_key())
         newest[key] = [t for t in newest.get(key, []) if t.run_id == r.run_id] + [r]
-    best, cpu = {}, {}  # cpu: (network, CPU model) -> the fastest CPU configuration's mean there
+    best, cpu = {}, {}  # cpu: (network, CPU model) -> the fastest CPU configuration's geometric mean there
     for (network, model, _), trials in newest.items():
-        figure = statistics.mean(t.metrics.samples_per_s for t in trials)
+        figure = statistics.geometric_mean(t.metrics.samples_per_s for t in trials)
         if trials[0].spec.device == "cpu":
             cpu[(network, model)] = max(figure, cpu.get((network, model), 0.0))
         if network not in best or figure > best[network][0]:
