@@ -67,7 +67,7 @@ def test_session_stores_a_trial_no_launcher_can_run_as_unsupported(tmp_path, mon
 def test_session_hands_the_spec_and_its_tracker_settings_to_the_launcher(monkeypatch):
     seen = {}
 
-    def fake_launch(self, spec, tracking, on_start=None):
+    def fake_launch(self, spec, tracking, on_start=None, on_progress=None):
         seen.update(spec=spec, tracking=tracking, on_start=on_start)
         return "outcome"
 

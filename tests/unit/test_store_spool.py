@@ -137,7 +137,7 @@ def test_run_says_which_results_went_to_the_spool_instead_of_stored(tmp_path, mo
     monkeypatch.setenv(WAIT_ENV, "1")
     locked = []
 
-    def launch(spec, on_start=None):
+    def launch(spec, on_start=None, on_progress=None):
         if not locked:
             locked.append(held_lock(db))
         return Outcome(reports=[ChildReport(status="unsupported", error="no")])

@@ -49,7 +49,7 @@ def test_run_trials_warns_once_before_the_first_trial(tmp_path, monkeypatch, cap
     store = Store(str(tmp_path / "w.db"))
     store.add_run("r1", "2026-01-01T00:00:00+00:00", "test", {})
     monkeypatch.setattr(session, "usable_cores", lambda: 2)
-    monkeypatch.setattr(session, "launch_trial", lambda spec, on_start=None: Outcome(
+    monkeypatch.setattr(session, "launch_trial", lambda spec, on_start=None, on_progress=None: Outcome(
         reports=[ChildReport(status="unsupported", error="not here")]))
     with caplog.at_level(logging.WARNING, logger="rigbench.runner"):
         session.run_trials([_spec(4), _spec(4, "jax")], store, "r1")
