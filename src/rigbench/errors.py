@@ -8,6 +8,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+#: What a child says when `--memory-limit` is below what its framework took on import: no batch
+#: can fit, which max-batch reads to stop at once instead of bisecting down to batch 1.
+BELOW_FRAMEWORK = "is below what the framework alone takes"
+
 
 class UsageError(Exception):
     """Bad input from the user: the CLI prints the message on one line and exits with 2."""

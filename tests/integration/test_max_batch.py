@@ -61,3 +61,12 @@ def test_finds_the_largest_batch_under_a_memory_limit(tmp_path, monkeypatch):
             modelled = outcome.fixed_bytes + outcome.per_sample_bytes * r.spec.batch_size
             assert modelled == pytest.approx(r.metrics.capped_peak_mib * MIB, rel=0.25)
             assert r.metrics.capped_peak_mib * MIB <= limit
+
+
+def test_a_limit_below_the_framework_stops_at_the_first_probe_and_says_why(tmp_path):
+    """No batch fits a cap below what the framework holds on import: one probe, not a bisection
+    down to batch 1, and the reason is the child's own words."""
+    outcome = find_max_batch("mlp", "cpu", memory_limit_bytes=8 * MIB, start=8, db=str(tmp_path / "mb.db"))
+    assert [(r.spec.batch_size, r.status) for r in outcome.probes] == [(8, "oom")]
+    assert outcome.recommended is None and outcome.largest_ok is None
+    assert "is below what the framework alone takes" in outcome.reason and "raise --memory-limit" in outcome.reason

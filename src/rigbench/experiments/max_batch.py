@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from rigbench.errors import UsageError
+from rigbench.errors import BELOW_FRAMEWORK, UsageError
 from rigbench.experiments.devices import chosen_devices, devices_info
 from rigbench.experiments.execute import start_run
 from rigbench.runner.session import run_trials
@@ -96,6 +96,9 @@ class MaxBatchOutcome:
     #: CPU probes that crashed where the model put them over the limit: (batch, the crash's
     #: headline, the model's bytes), counted as out of memory (module docstring)
     crashes_over_limit: list[tuple[int, str, float]] = field(default_factory=list)
+    #: The child's words when the limit is below what the framework takes on import (the search
+    #: then stops at its first probe: no batch can fit), else None
+    below_framework: str | None = None
 
     @property
     def stopped_by_crash(self) -> bool:
@@ -306,6 +309,9 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
             ok.append(batch)
         elif result.status == "oom":
             oom.append(batch)
+            if BELOW_FRAMEWORK in (result.error or ""):  # no batch can fit: no more probes
+                outcome.below_framework = error_line(result.error or "")
+                break
         elif device == "cpu" and (counted := counted_crash(result, outcome.probes, limit)) is not None:
             oom.append(batch)
             outcome.crashes_over_limit.append(counted)
@@ -319,6 +325,8 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
         outcome.fixed_bytes, outcome.per_sample_bytes = model
     tried = [(r.spec.batch_size, r.status) for r in outcome.probes]
     outcome.recommended, outcome.reason = recommend(limit, model, margin, outcome.largest_ok, tried)
+    if outcome.below_framework and outcome.largest_ok is None:
+        outcome.reason = f"{outcome.below_framework}: no batch fits; raise --memory-limit"
     return outcome
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rigbench.errors import DivergedError, UnsupportedError, UsageError
+from rigbench.errors import BELOW_FRAMEWORK, DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
 from rigbench.frameworks.base import modules_to_preload
 from rigbench.frameworks.driver import lr_range, training
@@ -67,8 +67,7 @@ def apply_memory_limit(limit_bytes: int) -> None:
     headroom = limit_bytes - info.rss
     if headroom <= 0:
         raise MemoryError(
-            f"the memory limit ({limit_bytes / 2**20:.0f} MiB) is below what the framework "
-            f"alone takes ({info.rss / 2**20:.0f} MiB)"
+            f"the memory limit ({limit_bytes / 2**20:.0f} MiB) {BELOW_FRAMEWORK} ({info.rss / 2**20:.0f} MiB)"
         )
     cap = info.vms + headroom
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
