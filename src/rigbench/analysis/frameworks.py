@@ -89,13 +89,12 @@ class FrameworkTable:
 
 def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkRow:
     r = figure.newest
-    m = r.metrics
     kind = "cpu" if r.spec.device == "cpu" else "gpu"
     peak = result_roofline(r, calibration, samples_per_s=figure.samples_per_s).headline_mfu
     return FrameworkRow("ours", r.spec.workload, r.spec.framework, r.spec.device,
                         r.device_name or r.spec.device, kind, r.spec.batch_size,
-                        figure.steps_per_s, m.cpu_util_pct_mean,
-                        m.gpu_util_pct_mean if kind == "gpu" else None,
+                        figure.steps_per_s, figure.cpu_util_pct_mean,  # of the trials the speed is of
+                        figure.mean_of("gpu_util_pct_mean") if kind == "gpu" else None,
                         _highest(t.metrics.rss_peak_mib for t in figure.trials),
                         _highest(t.metrics.gpu_mem_peak_mib for t in figure.trials) if kind == "gpu" else None,
                         r.id, figure.tokens_per_s, peak.mfu if peak else None, peak.source if peak else None,
