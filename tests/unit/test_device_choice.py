@@ -44,3 +44,11 @@ def test_bad_input_is_refused_before_any_framework_is_asked(asked):
     with pytest.raises(UsageError):
         plan_run(["mlp"], timeout_s=-1)
     assert asked == []
+
+
+def test_a_workload_or_batch_listed_twice_is_one_trial(asked):
+    """`run mlp,mlp -b 16,16 -d cpu,cpu` is one trial, as a sweep's grid is; --repeat repeats."""
+    specs = plan_run(["resnet", "resnet", "resnet:depth=56", "resnet"], devices=["cpu", "cpu"],
+                     batch_sizes=[16, 16, 8])
+    assert [(s.workload, s.workload_options, s.batch_size) for s in specs] == [
+        ("resnet", {}, 16), ("resnet", {}, 8), ("resnet", {"depth": 56}, 16), ("resnet", {"depth": 56}, 8)]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -56,6 +57,8 @@ def plan_run(
     refs: list[tuple[Workload, dict[str, Any]]] = [parse_workload_ref(w) for w in workloads] or [
         (w, {}) for w in WORKLOADS.values() if w.default_run
     ]
+    # a workload listed twice (same options) is one trial, as in a sweep; --repeat repeats
+    refs = list({(w.name, json.dumps(o, sort_keys=True)): (w, o) for w, o in refs}.values())
     if any(b < 1 for b in batch_sizes):
         raise UsageError("batch sizes must be at least 1")
     overrides: dict[str, Any] = {"energy": energy}
@@ -81,7 +84,7 @@ def plan_run(
         default = workload.quick_batch if quick else workload.default_batch
         for framework in names:
             for device in dict.fromkeys(chosen[framework]):
-                for batch in batch_sizes or [default]:
+                for batch in dict.fromkeys(batch_sizes) or [default]:  # a batch listed twice is one trial
                     specs.append(TrialSpec(
                         workload=workload.name, workload_options=options, framework=framework,
                         device=device, batch_size=batch, precision=precision, threads=threads,
