@@ -210,8 +210,10 @@ def test_filters_that_match_nothing_say_so(hostile, tmp_path):
     db = hostile.url
     listed = invoke("results", "list", "--workload", "nosuch", "--status", "oom", "--db", db)
     assert listed.stdout == "" and f"no results match --workload nosuch --status oom in {db}" in listed.stderr
-    exported = invoke("results", "export", "--run", "nosuch", "--db", db)
-    assert exported.stdout == "[]\n" and "no results match --run nosuch" in exported.stderr
+    # a run id that names no stored run is a typo, said as `report` says it: exit 2, nothing printed
+    for command in (["results", "export"], ["results", "export", "--format", "csv"], ["results", "list"]):
+        typo = CliRunner().invoke(cli.app, [*command, "--run", "nosuch", "--db", db])
+        assert typo.exit_code == 2 and typo.stdout == "" and "no run 'nosuch' in" in typo.stderr
     empty = str(tmp_path / "empty.db")
     Store(empty)
     assert "no results stored yet in" in invoke("results", "list", "--db", empty).stderr

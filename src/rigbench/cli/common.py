@@ -101,7 +101,11 @@ ENERGY_HELP = ("measure: read energy counters only (default). estimate: also sto
 
 def say_none_match(store: Store, filters: dict[str, Any]) -> None:
     """One line on stderr for a listing that found nothing: which filters matched nothing, or
-    that the database holds no result yet (an empty table alone looks like a fault)."""
+    that the database holds no result yet (an empty table alone looks like a fault). A `--run`
+    that names no stored run is a mistyped id, not an empty match: exit 2, as `report` says it."""
+    run_id = filters.get("--run")
+    if run_id is not None and not store.commands([run_id]):
+        raise UsageError(f"no run {run_id!r} in {store.url}: see `rigbench results list`")
     given = " ".join(f"{flag} {value}" for flag, value in filters.items() if value is not None)
     what = f"no results match {given}" if given else "no results stored yet"
     err.print(f"{what} in {store.url}", highlight=False, markup=False, soft_wrap=True)
