@@ -7,13 +7,14 @@ import json
 import pytest
 
 from rigbench.analysis.ranks import all_reduce_table, bus_bandwidth, comm_share, rank_metrics, rank_record
+from rigbench.child_report import ChildReport
 from rigbench.errors import UsageError
 from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.launchers.agent import threads_per_rank, usable_cores
 from rigbench.runner.launchers.merge import merge_reports
 from rigbench.runner.launchers.rank_outcome import Beat, holding_up, rank_reports
-from rigbench.spec import ChildReport, MeasureOptions, TrialSpec
+from rigbench.spec import MeasureOptions, TrialSpec
 from rigbench.textlimits import error_line
 
 ENV = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from rigbench.child_report import ChildReport
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import ChildReport, EpochRecord, TrainOptions, TrialSpec
+from rigbench.spec import EpochRecord, TrainOptions, TrialSpec
 from rigbench.trackers.energy import GPU_COUNTER, GPU_POWER, EnergyMeter
 from rigbench.trackers.sampler import Tracker
 from rigbench.trackers.summary import counter_delta, summarize

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from rigbench.analysis.energy_estimate import cpu_estimate, estimate_energy, gpu_estimate
 from rigbench.analysis.specs import lookup
+from rigbench.child_report import ChildReport
 from rigbench.cli import app
 from rigbench.experiments import devices as experiment_devices
 from rigbench.experiments.plan import plan_run, plan_train
@@ -25,7 +26,7 @@ from rigbench.experiments.sweep import plan_sweep
 from rigbench.runner import assemble
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import ChildReport, MeasureOptions, TrialSpec
+from rigbench.spec import MeasureOptions, TrialSpec
 from rigbench.sweep_spec import SweepSpec
 
 RYZEN = "AMD Ryzen 5 3600 6-Core Processor"  # as /proc/cpuinfo names it

@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from rigbench.child_report import ChildReport
 from rigbench.runner.launchers.base import TrackerSettings
 from rigbench.runner.launchers.crash_output import stderr_tail
 from rigbench.runner.launchers.steps import (
@@ -27,7 +28,7 @@ from rigbench.runner.launchers.steps import (
     wait_all,
     write_spec,
 )
-from rigbench.spec import ChildReport, TrialSpec
+from rigbench.spec import TrialSpec
 from rigbench.trackers.sampler import Tracker
 from tests.conftest import quick_spec
 

@@ -10,10 +10,11 @@ import time
 
 import pytest
 
+from rigbench.child_report import ChildReport
 from rigbench.metrics import METRIC_NAMES, METRICS, SOURCES, Metrics
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import ROW_HEAD_COLUMNS, ChildReport, EpochRecord, Result, TrialSpec
+from rigbench.spec import ROW_HEAD_COLUMNS, EpochRecord, Result, TrialSpec
 from rigbench.store.export import to_csv
 from rigbench.trackers import nvml
 from rigbench.trackers.sampler import Tracker

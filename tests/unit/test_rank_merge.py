@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from rigbench.child_report import ChildReport
 from rigbench.runner.assemble import build_result, global_batch
 from rigbench.runner.launchers import Outcome
 from rigbench.runner.launchers.merge import merge_reports, step_count_disagreement
-from rigbench.spec import ChildReport, EpochRecord, TrainOptions, TrialSpec
+from rigbench.spec import EpochRecord, TrainOptions, TrialSpec
 from rigbench.workloads import get_workload
 
 

@@ -16,12 +16,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
+from rigbench.child_report import ChildReport
 from rigbench.cli import app
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.runner import session
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import ChildReport, Metrics, Result, TrialSpec
+from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store, spool
 from rigbench.store.waiting import WAIT_ENV, Countdown, wait_bound
 from tests.conftest import quick_spec

@@ -11,10 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from rigbench import api, cli
+from rigbench.child_report import ChildReport
 from rigbench.reports import terminal
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import ChildReport, Metrics, Result, TrialSpec
+from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.bundle import dump_bundle, export_bundle
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result

@@ -6,10 +6,11 @@ cores is a one-line warning, not an error. tests/integration/test_threads.py run
 import logging
 from types import SimpleNamespace
 
+from rigbench.child_report import ChildReport
 from rigbench.frameworks.jax import devices as jax_devices
 from rigbench.runner import child, session
 from rigbench.runner.launchers import Outcome
-from rigbench.spec import ChildReport, TrialSpec
+from rigbench.spec import TrialSpec
 from rigbench.store import Store
 
 

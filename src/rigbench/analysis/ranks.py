@@ -19,8 +19,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from rigbench.child_report import ChildReport
 from rigbench.rank_record import RankRecord
-from rigbench.spec import ChildReport
 from rigbench.textlimits import error_line
 
 MIB = 2**20

@@ -12,12 +12,13 @@ from rigbench.analysis.lr_find import suggest_lr
 from rigbench.analysis.ranks import rank_metrics, rank_record
 from rigbench.analysis.stats import throughput_summary
 from rigbench.analysis.training import train_summary
+from rigbench.child_report import ChildReport
 from rigbench.hw.cpu import cpu_identity
 from rigbench.metrics import METRIC_NAMES, Metrics
 from rigbench.result_rules import result_problems
 from rigbench.runner.launchers import Outcome
 from rigbench.runner.launchers.merge import merge_reports
-from rigbench.spec import ChildReport, LrFindOptions, Result, TrainOptions, TrialSpec
+from rigbench.spec import LrFindOptions, Result, TrainOptions, TrialSpec
 from rigbench.textlimits import clip_result
 from rigbench.timestamps import now_iso
 from rigbench.trackers.energy import COUNTER_UPDATE_S

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rigbench.child_report import ChildReport
 from rigbench.errors import BELOW_FRAMEWORK, DivergedError, UnsupportedError, UsageError
 from rigbench.frameworks import load_adapter
 from rigbench.frameworks.base import modules_to_preload
@@ -35,7 +36,7 @@ from rigbench.runner import rank_files
 from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.epoch_lines import epoch_line
 from rigbench.runner.protocol import measure
-from rigbench.spec import ChildReport, EpochRecord, LrFindOptions, TrainOptions, TrialSpec
+from rigbench.spec import EpochRecord, LrFindOptions, TrainOptions, TrialSpec
 from rigbench.workloads import Workload, get_workload, resolved_options, shaped
 from rigbench.workloads.flops import train_flops_per_sample
 

@@ -32,6 +32,7 @@ from typing import Any, cast
 
 import psutil
 
+from rigbench.child_report import ChildReport
 from rigbench.errors import UnsupportedError
 from rigbench.frameworks.base import (
     Collective,
@@ -44,7 +45,7 @@ from rigbench.frameworks.base import (
 from rigbench.ranks import NodeLaunch, RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.protocol import measure
-from rigbench.spec import ChildReport, TrialSpec
+from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
 
 #: Message sizes of the pre-run all-reduce check (bytes), besides the model's gradients: a

@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from rigbench.child_report import ChildReport
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.hw.cpu import usable_cores
 from rigbench.ranks import NodeLaunch
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.runner.launchers.base import TrialInterrupted
-from rigbench.spec import ChildReport, Result, TrialSpec
+from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.limits import check_storable
 from rigbench.textlimits import error_line
@@ -138,11 +139,11 @@ def oversubscription(specs: Sequence[TrialSpec], cores: int | None) -> str | Non
     machine) than the `cores` this process may use, else None. Not an error: every framework
     runs the threads asked for (runner/child._describe_software), and a thread-count study may
     mean to measure oversubscription; the trials then share the cores."""
-    over = sorted({(s.threads, s.world_size // s.nodes) for s in specs
-                   if cores and s.threads and s.threads * (s.world_size // s.nodes) > cores})
+    over = sorted({(s.threads, s.ranks_per_node) for s in specs
+                   if cores and s.threads and s.threads * s.ranks_per_node > cores})
     # Left to its default, each rank gets the cores // its ranks, at least 1 (threads_per_rank):
     # more ranks than cores is then oversubscribed just the same.
-    crowded = sorted({s.world_size // s.nodes for s in specs if cores and not s.threads and s.world_size // s.nodes > cores})
+    crowded = sorted({s.ranks_per_node for s in specs if cores and not s.threads and s.ranks_per_node > cores})
     if not over and not crowded:
         return None
     asked = ", ".join(str(t) if ranks == 1 else f"{t} x {ranks} processes" for t, ranks in over)
@@ -163,7 +164,7 @@ def ranks_beyond_memory(specs: Sequence[TrialSpec], available_bytes: int) -> str
     """Why the trial with the most ranks on this machine cannot fit in `available_bytes` (at
     RANK_FLOOR_BYTES a rank), else None. GPU ranks take host memory too (their framework and
     CUDA context), so the rule holds on any device."""
-    ranks = max((s.world_size // s.nodes for s in specs if s.is_data_parallel), default=1)
+    ranks = max((s.ranks_per_node for s in specs if s.is_data_parallel), default=1)
     fits = available_bytes // RANK_FLOOR_BYTES
     if ranks <= max(1, fits):
         return None
@@ -175,7 +176,7 @@ def ranks_beyond_memory(specs: Sequence[TrialSpec], available_bytes: int) -> str
 def check_ranks_fit(specs: Sequence[TrialSpec]) -> None:
     """UsageError (ranks_beyond_memory) before any trial starts: 100 torch ranks would otherwise
     each take ~450 MiB until the kernel's out-of-memory killer stepped in."""
-    if any(s.world_size // s.nodes > 1 for s in specs):
+    if any(s.ranks_per_node > 1 for s in specs):
         why = ranks_beyond_memory(specs, int(psutil.virtual_memory().available))
         if why:
             raise UsageError(why)
@@ -184,8 +185,8 @@ def check_ranks_fit(specs: Sequence[TrialSpec]) -> None:
 def per_rank_memory_cap(specs: Sequence[TrialSpec]) -> str | None:
     """A note where a trial with several ranks on this machine runs under --memory-limit: the
     cap (RLIMIT_AS) is each process's, so the trial may take its ranks x the limit here."""
-    capped = sorted({(s.world_size // s.nodes, s.measure.memory_limit_bytes) for s in specs
-                     if s.measure.memory_limit_bytes and s.world_size // s.nodes > 1})
+    capped = sorted({(s.ranks_per_node, s.measure.memory_limit_bytes) for s in specs
+                     if s.measure.memory_limit_bytes and s.ranks_per_node > 1})
     if not capped:
         return None
     each = ", ".join(f"{n} x {format_bytes(cap)} = {format_bytes(n * cap)}" for n, cap in capped)

@@ -51,7 +51,7 @@ def launch(spec_path: Path, folder: Path) -> int:
         rdzv = {"rdzv_endpoint": node.endpoint, "run_id": RUN_ID_PREFIX + spec.model_copy(update={"threads": None}).canonical_json_digest(),
                 "rdzv_configs": {"is_host": node.node_rank == 0, "timeout": RENDEZVOUS_TIMEOUT_S}}
     config = LaunchConfig(
-        min_nodes=spec.nodes, max_nodes=spec.nodes, nproc_per_node=spec.world_size // spec.nodes,
+        min_nodes=spec.nodes, max_nodes=spec.nodes, nproc_per_node=spec.ranks_per_node,
         rdzv_backend="c10d", max_restarts=0, monitor_interval=MONITOR_INTERVAL_S,
         # the agent's log folder inside the trial's, which the launcher removes: by default it
         # makes a torchelastic_* folder in the temporary directory per trial and never removes it

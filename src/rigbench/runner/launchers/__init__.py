@@ -46,7 +46,7 @@ def launcher_for(spec: TrialSpec) -> Launcher:
     if hasattr(adapter, "join"):  # base.DataParallelAdapter
         return get_launcher("ranks")
     if spec.nodes > 1:  # the world size is not what the user typed: say where it comes from
-        asked = f"{spec.world_size} processes in all (--processes {spec.world_size // spec.nodes} x --nnodes {spec.nodes})"
+        asked = f"{spec.world_size} processes in all (--processes {spec.ranks_per_node} x --nnodes {spec.nodes})"
     elif spec.world_size > 1:
         asked = f"--processes {spec.world_size}"
     else:

@@ -45,13 +45,13 @@ from rigbench.spec import TrialSpec
 def threads_per_rank(spec: TrialSpec) -> int:
     """The CPU threads each rank uses: --threads if given, else the usable cores shared out
     between the ranks on this machine (world_size / nodes of them; at least 1)."""
-    return spec.threads or max(1, (usable_cores() or 1) // (spec.world_size // spec.nodes))
+    return spec.threads or max(1, (usable_cores() or 1) // spec.ranks_per_node)
 
 
 def threads_per_rank_line(spec: TrialSpec) -> str:
     """What `rigbench run` says of the threads each rank got without --threads: shared out, or,
     with more ranks than cores, 1 each (session.oversubscription warns of that too)."""
-    ranks, cores = spec.world_size // spec.nodes, usable_cores() or 1
+    ranks, cores = spec.ranks_per_node, usable_cores() or 1
     how = (f"{ranks} ranks, more than the {cores} usable cores: 1 each" if ranks > cores
            else f"the usable cores shared out between {ranks} ranks")
     return f"threads per rank: {threads_per_rank(spec)} ({how}; --threads to choose)"

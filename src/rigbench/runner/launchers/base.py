@@ -26,9 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from rigbench.child_report import ChildReport
 from rigbench.hw.nvml import nvml_index_for_cuda_device
 from rigbench.runner.launchers.merge import merge_reports
-from rigbench.spec import ChildReport, TrialSpec
+from rigbench.spec import TrialSpec
 
 
 @dataclass

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from rigbench.spec import ChildReport
+from rigbench.child_report import ChildReport
 
 #: an int field (allocator bytes) stays an int, a float one a float
 Number = TypeVar("Number", int, float)

@@ -29,11 +29,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from rigbench.child_report import ChildReport
 from rigbench.ranks import NodeLaunch
 from rigbench.runner import rank_files
 from rigbench.runner.launchers.crash_output import READ_BYTES, fitted_tail, stderr_tail, without_frames
 from rigbench.runner.launchers.steps import describe_exit, with_stderr
-from rigbench.spec import ChildReport, TrialSpec
+from rigbench.spec import TrialSpec
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,13 @@ from typing import Protocol
 
 import psutil
 
+from rigbench.child_report import ChildReport
 from rigbench.frameworks import load_adapter
 from rigbench.runner import rank_files
 from rigbench.runner.launchers import warm_start
 from rigbench.runner.launchers.base import TrackerSettings
 from rigbench.runner.signal_names import signal_name
-from rigbench.spec import ChildReport, TrialSpec
+from rigbench.spec import TrialSpec
 from rigbench.trackers.sampler import Tracker
 
 #: Seconds a kill waits for a trial's descendant processes to end.
