@@ -102,18 +102,23 @@ def test_bandwidth_is_the_calibrated_figure_else_the_spec_sheets():
     assert cpu and memory_bandwidths(cpu, {}) == {"cpu": None}  # a CPU the sheets lack
 
 
-def test_recommend_measures_compile_where_the_step_is_overhead_bound(tmp_path):
-    """Three stored batches whose step is 20 ms whatever the batch: the recommendation asks for
-    torch.compile at the chosen batch (listed as missing with --no-run), with the reason."""
-    db = str(tmp_path / "r.db")
+def _stored_speeds(db: str, speeds: dict[int, float]) -> None:
+    """fp32 eager speed trials of mlp on the CPU at each batch, in a run of this machine (recommend
+    reads this machine's results only)."""
     store = Store(db)
-    run_id = start_run(store, "test")  # this machine's fingerprint: recommend reads this machine only
-    for batch in (16, 32, 64):
-        speed = batch / (20e-3 + 1e-5 * batch)
+    run_id = start_run(store, "test")
+    for batch, speed in speeds.items():
         spec = TrialSpec(workload="mlp", device="cpu", batch_size=batch, measure=MeasureOptions())
         store.add_result(Result(run_id=run_id, created_at="2026-11-26T00:00:00+00:00", spec=spec, status="ok",
                                 metrics=Metrics(samples_per_s=speed, samples_per_s_ci=(speed * 0.99, speed * 1.01),
                                                 steps_measured=10)))
+
+
+def test_recommend_measures_compile_where_the_step_is_overhead_bound(tmp_path):
+    """Three stored batches whose step is 20 ms whatever the batch: the recommendation asks for
+    torch.compile at the chosen batch (listed as missing with --no-run), with the reason."""
+    db = str(tmp_path / "r.db")
+    _stored_speeds(db, {batch: batch / (20e-3 + 1e-5 * batch) for batch in (16, 32, 64)})
     outcome = recommend("mlp", devices=["cpu"], batch_sizes=[16, 32, 64], run_missing=False, db=db)
     lines = {line.decision: line for line in outcome.lines}
     assert lines["batch_size"].value == 64 and lines["step_overhead"].value == "overhead-bound"
@@ -184,13 +189,7 @@ def test_no_verdict_measures_no_compile_and_adds_no_roofline_note(tmp_path):
     from rigbench import api
 
     db = str(tmp_path / "r.db")
-    store = Store(db)
-    run_id = start_run(store, "test")
-    for batch, speed in ((16, 1779.7), (64, 249.8), (256, 407.9)):
-        spec = TrialSpec(workload="mlp", device="cpu", batch_size=batch, measure=MeasureOptions())
-        store.add_result(Result(run_id=run_id, created_at="2026-11-26T00:00:00+00:00", spec=spec, status="ok",
-                                metrics=Metrics(samples_per_s=speed, samples_per_s_ci=(speed * 0.99, speed * 1.01),
-                                                steps_measured=10)))
+    _stored_speeds(db, {16: 1779.7, 64: 249.8, 256: 407.9})
     outcome = recommend("mlp", devices=["cpu"], batch_sizes=[16, 64, 256], run_missing=False, db=db)
     lines = {line.decision: line for line in outcome.lines}
     assert lines["step_overhead"].value is None and "do not fit a line" in lines["step_overhead"].text

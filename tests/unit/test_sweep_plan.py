@@ -126,6 +126,19 @@ def _stored(store, spec, status="ok", run_id="old"):
     store.add_result(Result(run_id=run_id, created_at="t", spec=spec, status=status))
 
 
+def _planned_resume(grid, db):
+    """What `sweep --resume` plans for `grid` (pending, skipped), stopped before any child runs."""
+    seen = {}
+
+    def stop_before_any_child(pending, skipped):
+        seen.update(pending=pending, skipped=skipped)
+        raise Planned
+
+    with pytest.raises(Planned):
+        sweep(grid, db=db, resume=True, on_plan=stop_before_any_child)
+    return seen["pending"], seen["skipped"]
+
+
 def test_resume_skips_exactly_the_stored_points_whatever_their_status(tmp_path):
     db = str(tmp_path / "s.db")
     store = Store(db)
@@ -135,16 +148,9 @@ def test_resume_skips_exactly_the_stored_points_whatever_their_status(tmp_path):
     _stored(store, grid[2], status="oom")
     _stored(store, grid[2])  # a point stored twice (e.g. by two `run`s) is still one point
     _stored(store, grid[1].model_copy(update={"measure": MeasureOptions()}))  # other protocol
-    seen = {}
-
-    def stop_before_any_child(pending, skipped):
-        seen.update(pending=pending, skipped=skipped)
-        raise Planned
-
-    with pytest.raises(Planned):
-        sweep(grid, db=db, resume=True, on_plan=stop_before_any_child)
-    assert seen["pending"] == [grid[1]]
-    assert [(r.spec.batch_size, r.status) for r in seen["skipped"]] == [(8, "ok"), (32, "oom")]
+    pending, skipped = _planned_resume(grid, db)
+    assert pending == [grid[1]]
+    assert [(r.spec.batch_size, r.status) for r in skipped] == [(8, "ok"), (32, "oom")]
 
 
 def test_resume_leaves_another_machines_points_to_run(tmp_path):
@@ -156,15 +162,8 @@ def test_resume_leaves_another_machines_points_to_run(tmp_path):
     grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16], quick=True))
     _stored(store, grid[0], run_id="there")
     _stored(store, grid[1], run_id="here")
-    seen = {}
-
-    def stop_before_any_child(pending, skipped):
-        seen.update(pending=pending, skipped=skipped)
-        raise Planned
-
-    with pytest.raises(Planned):
-        sweep(grid, db=db, resume=True, on_plan=stop_before_any_child)
-    assert seen["pending"] == [grid[0]] and [r.run_id for r in seen["skipped"]] == ["here"]
+    pending, skipped = _planned_resume(grid, db)
+    assert pending == [grid[0]] and [r.run_id for r in skipped] == ["here"]
 
 
 def test_resume_with_everything_stored_runs_nothing(tmp_path):
