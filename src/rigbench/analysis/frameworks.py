@@ -13,9 +13,9 @@ Which trials count: plain fp32 full-protocol speed trials of one process
 another configuration). Steps/s is samples/s over the global batch (RunSpeed.steps_per_s). A
 configuration stands for the trials of the newest run that measured it
 (analysis/trials.newest_run_speeds; older runs are earlier runs of the same thing, not more
-frameworks): its speed columns are their mean (`run --framework torch,jax --repeat 3`
+frameworks): its speed columns are their geometric mean (`run --framework torch,jax --repeat 3`
 ranks frameworks on means, not on each one's luckiest trial), its memory columns the highest of
-them, its utilisation columns the newest trial's.
+them, its utilisation columns the mean of them.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkR
     peak = result_roofline(r, calibration, samples_per_s=figure.samples_per_s).headline_mfu
     return FrameworkRow("ours", r.spec.workload, r.spec.framework, r.spec.device,
                         r.device_name or r.spec.device, kind, r.spec.batch_size,
-                        figure.steps_per_s, figure.cpu_util_pct_mean,  # of the trials the speed is of
+                        figure.steps_per_s, figure.mean_of("cpu_util_pct_mean"),  # of the trials the speed is of
                         figure.mean_of("gpu_util_pct_mean") if kind == "gpu" else None,
                         _highest(t.metrics.rss_peak_mib for t in figure.trials),
                         _highest(t.metrics.gpu_mem_peak_mib for t in figure.trials) if kind == "gpu" else None,

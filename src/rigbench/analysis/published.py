@@ -228,7 +228,7 @@ def _match(prow: PublishedRow, mapping: Mapping, figure: RunSpeed, candidates: l
            peak_of: Callable[[str | None, str], Peak | None]) -> PublishedMatch:
     ours = figure.newest
     match = PublishedMatch(prow, mapping, ours, figure.steps_per_s, prow.steps_per_s / figure.steps_per_s,
-                           figure.ids, figure.cpu_util_pct_mean)
+                           figure.ids, figure.mean_of("cpu_util_pct_mean"))
     # the paper's own CPU for the same framework, network and batch (Shi: closest thread count)
     if prow.device_kind == "gpu":
         cpus = _closest_threads([p for p in candidates if p.device_kind == "cpu"

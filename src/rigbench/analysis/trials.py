@@ -125,15 +125,10 @@ class RunSpeed:
         batch per rank of a data-parallel trial), not the per-rank `spec.batch_size`."""
         return self.samples_per_s / global_batch(self.newest)
 
-    @property
-    def cpu_util_pct_mean(self) -> float | None:
-        """The mean CPU use over the same trials as the speed (None when no trial has one), so a
-        ratio of the two is of one set of trials, not the mean speed over the newest trial's use."""
-        return self.mean_of("cpu_util_pct_mean")
-
     def mean_of(self, metric: str) -> float | None:
-        """A utilisation-like metric's mean over the same trials as the speed; None when no
-        trial has it."""
+        """A utilisation-like metric's mean over the same trials as the speed (None when no trial
+        has it), so a ratio of the two is of one set of trials, not the mean speed over the newest
+        trial's use."""
         known = [u for r in self.trials if (u := getattr(r.metrics, metric)) is not None]
         return sum(known) / len(known) if known else None
 

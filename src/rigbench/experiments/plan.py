@@ -106,6 +106,7 @@ def check_rank_devices(specs: Sequence[TrialSpec]) -> None:
             raise UsageError(f"-d {spec.device} with data-parallel ranks: rank k trains on {kind}:k, one GPU each "
                              f"from {kind}:0; give -d {kind} and choose the GPUs with CUDA_VISIBLE_DEVICES")
 
+
 #: The most rounds of repeats a command plans: beyond, one trial's figure moves nothing, and
 #: planning 10^8 rounds was a silent hang before the first trial.
 MAX_ROUNDS = 1000

@@ -101,8 +101,7 @@ class ProcessLauncher(Launcher):
         while (left := deadline - time.monotonic()) > 0:
             if exited_within(child, min(PROGRESS_POLL_S, left)):
                 return True
-            newest = newest_epoch(child.stderr_path) if on_progress else None
-            if on_progress and newest is not None and newest != said:
+            if on_progress and (newest := newest_epoch(child.stderr_path)) not in (None, said):
                 said = newest
                 on_progress(f"epoch {newest[0]}/{planned}, train loss {newest[1]}")
         return child.proc.poll() is not None
