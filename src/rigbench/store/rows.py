@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import insert, select
+from sqlalchemy import Select, insert, select
 from sqlalchemy.engine import Connection
 
 from rigbench.spec import Result
@@ -97,13 +97,15 @@ def _why(exc: Exception) -> str:
     return str(exc)
 
 
+def _with_samples() -> Select:
+    """Trials' rows with their raw samples (a trial without them still comes, its samples None)."""
+    return (select(trials.c.id, trials.c.result_json, trial_samples.c.step_times_json, trial_samples.c.tracker_json)
+            .join(trial_samples, trial_samples.c.trial_id == trials.c.id, isouter=True))
+
+
 def get_result(conn: Connection, trial_id: int) -> Result | None:
     """One result with its raw samples, or None; ValueError if the row cannot be read."""
-    query = (select(trials.c.id, trials.c.result_json, trial_samples.c.step_times_json,
-                    trial_samples.c.tracker_json)
-             .join(trial_samples, trial_samples.c.trial_id == trials.c.id, isouter=True)
-             .where(trials.c.id == trial_id))
-    row = conn.execute(query).first()
+    row = conn.execute(_with_samples().where(trials.c.id == trial_id)).first()
     if row is None:
         return None
     try:
@@ -128,9 +130,7 @@ def full_results(conn: Connection, trial_ids: Sequence[int], url: str) -> list[R
     """The results of `trial_ids` with their raw samples, in that order; a row that cannot be
     read (its result or its raw samples) is skipped with one warning per call, as in
     list_results, and a missing one left out."""
-    query = (select(trials.c.id, trials.c.result_json, trial_samples.c.step_times_json,
-                    trial_samples.c.tracker_json)
-             .join(trial_samples, trial_samples.c.trial_id == trials.c.id, isouter=True))
+    query = _with_samples()
     found: dict[int, Any] = {}
     ids = list(dict.fromkeys(trial_ids))
     for start in range(0, len(ids), 500):  # bounded IN lists: SQLite's variable limit
