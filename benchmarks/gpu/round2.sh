@@ -2,9 +2,10 @@
 #
 # Before the session, HERE: bash benchmarks/gpu/fetch_wheels.sh (fills the git-ignored .whl/).
 # On the lent GPU machine, from the repository root, carrying .whl (and .gpu, holding gpu.db, from
-# an earlier part): bash benchmarks/gpu/round2.sh PART. Results go to $OUT/gpu.db, the pytest log
-# to $OUT. Each part ends well inside one 10-minute call; the machine goes back 30 s after a call,
-# so every part installs again (seconds) and starts from the database carried in .gpu/.
+# an earlier part): bash benchmarks/gpu/round2.sh PART [PART...]. Results go to $OUT/gpu.db, the
+# pytest log to $OUT. Each part ends well inside one 10-minute call (several parts in one call
+# share its set-up); the machine goes back 30 s after a call, so every call installs again
+# (seconds) and starts from the database carried in .gpu/.
 #
 # Parts (the frameworks the machine's image has: torch, JAX, Keras 3 from the wheels; TensorFlow's
 # CUDA wheel is too large to carry):
@@ -12,8 +13,11 @@
 #                 memory figures on the GPU, one rank through each data-parallel agent with NCCL
 #                 for torch and the all-reduce check, CUDA trials in a row) and the torch GPU tests,
 #                 then mlp and cnn plain and under --data-parallel (one rank, NCCL)
-#   transformers  gpt small (GPT-2 124M shape) and vit s224 at bf16 in every framework, torch
-#                 also compiled: MFU per framework (issue 24 aims at >= 40% in the best)
+#   gpt           gpt small (GPT-2 124M shape) at bf16 in every framework, then torch compiled
+#                 at two batches: MFU per framework (issue 24 aims at >= 40% in the best)
+#   vit           vit s224 at bf16 in every framework
+#   transformers  gpt, then vit
+#   calibrate     the measured bf16 and fp32 matmul peaks (MFU against the measured peak)
 #   frameworks    cnn (b128), resnet, lstm in every framework at fp32 and bf16: compare --frameworks
 #   small         the launch-bound small networks eager, compiled and as CUDA graphs (torch.compile
 #                 reduce-overhead), and JAX's always-compiled step beside them (issue 26, point 3)
@@ -31,7 +35,8 @@
 # Dry run on a machine without a GPU: DEVICE=cpu QUICK=--quick GPT=gpt VIT=vit BATCH=8
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
-PART=${1:?usage: bash benchmarks/gpu/round2.sh tests|transformers|frameworks|small|overhead|suite|shared}
+[ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
+  "(tests gpt vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -49,9 +54,10 @@ fi
 export RIGBENCH_DB=$OUT/gpu.db
 step() { echo; echo "=== $(date +%T) $*"; "$@"; echo "=== rc=$?"; }
 run() { step timeout "$1" rigbench "${@:2}" -d "$DEVICE" $QUICK -y; }
-case $PART in
+part() {
+case $1 in
   tests)
-    step timeout 420 env RIGBENCH_TEST_GPU_DEVICE="$DEVICE" python3 -m pytest -p no:cacheprovider -n 0 -m gpu -v \
+    step timeout 240 env RIGBENCH_TEST_GPU_DEVICE="$DEVICE" python3 -m pytest -p no:cacheprovider -n 0 -m gpu -v \
       -rfE tests/integration/test_gpu_paths.py tests/unit/test_torch_models.py > "$OUT/pytest-gpu.log" 2>&1
     grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$OUT/pytest-gpu.log" | tail -25
     step timeout 60 rigbench devices
@@ -59,10 +65,14 @@ case $PART in
     # the wrapper's own cost on the GPU (issue 26, point 2)
     step timeout 60 rigbench run mlp cnn --framework torch,jax -d "$DEVICE" $QUICK
     step timeout 120 rigbench run mlp cnn --framework torch,jax -d "$DEVICE" $QUICK --data-parallel ;;
-  transformers)
-    run 300 sweep "$GPT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-16}" --seconds 3
-    run 120 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-16}" --seconds 3
+  gpt)
+    run 210 sweep "$GPT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-16}" --seconds 3
+    run 100 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-16,32}" --seconds 3 ;;
+  vit)
     run 150 sweep "$VIT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-64}" --seconds 2 ;;
+  transformers) part gpt; part vit ;;
+  calibrate)
+    step timeout 60 rigbench calibrate -d "$DEVICE" --precision bf16,fp32 ;;
   frameworks)
     run 200 sweep cnn -b "${BATCH:-128}" --precision fp32,bf16 --framework "$FRAMEWORKS"
     run 330 sweep resnet lstm ${BATCH:+-b $BATCH} --precision fp32,bf16 --framework "$FRAMEWORKS" ;;
@@ -90,6 +100,8 @@ while time.time() < end:
     rigbench results export --format csv | python3 -c "import csv, sys
 for r in list(csv.DictReader(sys.stdin))[-4:]:
     print(r['id'], r['workload'], r['samples_per_s'], 'GPU %', r['gpu_util_pct_mean'], 'others CPU %', r['others_cpu_pct_mean'])" ;;
-  *) echo "unknown part $PART"; exit 2 ;;
+  *) echo "unknown part $1"; exit 2 ;;
 esac
+}
+for name in "$@"; do part "$name"; done
 step rigbench results list --limit 60
