@@ -1,16 +1,16 @@
 """Frameworks side by side: the thesis's Table 5 layout (seed 003) for this machine.
 
-For each workload (and each set of its options: `gpt` and `gpt:preset=small` are two networks,
-two tables), one row per framework and device at one batch size: steps/s, tokens/s for a
+For each workload, set of its options and precision (`gpt` and `gpt:preset=small` are two
+networks, two tables; fp32 and bf16 two more), one row per framework and device at one batch size: steps/s, tokens/s for a
 language model, MFU (analysis/roofline.py: the spec sheet's peak, else the calibrated one), the
 trial's CPU use (100 = every logical core, the thesis's Task Manager convention), GPU use, host
 memory and GPU memory. The thesis's own rows (CIFAR-10 CNN at batch 128 on a GTX 1060 and an
 i7-8650U, in TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5) sit beside the workload its mapping
 names (analysis/published_tables.MAPPINGS), so the layout and the figures can be read together.
 
-Which trials count: plain fp32 full-protocol speed trials of one process
-(published.usable_speed_trial, the rule the published comparison uses; a data-parallel trial is
-another configuration). Steps/s is samples/s over the global batch (RunSpeed.steps_per_s). A
+Which trials count: plain full-protocol speed trials of one process (published.plain_speed_trial:
+eager, the rule the published comparison uses at fp32; a data-parallel trial is another
+configuration). MFU is against the peak at the trial's precision (bf16 against the bf16 peak). Steps/s is samples/s over the global batch (RunSpeed.steps_per_s). A
 configuration stands for the trials of the newest run that measured it
 (analysis/trials.newest_run_speeds; older runs are earlier runs of the same thing, not more
 frameworks): its speed columns are their geometric mean (`run --framework torch,jax --repeat 3`
@@ -26,11 +26,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rigbench.analysis.contention import is_busy
-from rigbench.analysis.published import usable_speed_trial
+from rigbench.analysis.published import plain_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
 from rigbench.analysis.roofline import result_roofline
 from rigbench.analysis.trials import RunSpeed, is_quick_protocol, newest_run_speeds, workload_label
-from rigbench.spec import Result
+from rigbench.spec import PRECISIONS, Result
 from rigbench.workloads import WORKLOADS
 
 #: The published source whose Table 5 this layout is, and its network.
@@ -68,8 +68,8 @@ class FrameworkRow:
 
 @dataclass
 class FrameworkTable:
-    """The rows of one workload (with one set of options) at one batch size: ours first (by
-    device, then framework), then the published ones."""
+    """The rows of one workload (with one set of options) at one precision and batch size: ours
+    first (by device, then framework), then the published ones (fp32 only: what they measured)."""
 
     workload: str
     batch_size: int
@@ -79,10 +79,11 @@ class FrameworkTable:
     other_batches: list[int]     # batch sizes measured here that the table leaves out
     label: str = ""              # NAME or NAME:key=value,... as `rigbench run` takes it
     options: dict[str, Any] = field(default_factory=dict)
+    precision: str = "fp32"
 
     def as_dict(self) -> dict[str, Any]:
         return {"workload": self.workload, "label": self.label, "options": self.options,
-                "batch_size": self.batch_size, "frameworks": self.frameworks,
+                "precision": self.precision, "batch_size": self.batch_size, "frameworks": self.frameworks,
                 "other_batches": self.other_batches, "ours": [r.as_dict() for r in self.ours],
                 "published": [r.as_dict() for r in self.published]}
 
@@ -137,17 +138,20 @@ def _options_key(options: Mapping[str, Any]) -> tuple:
 
 def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[str, dict[str, Any]]] = (),
                      batch_size: int | None = None,
-                     calibrations: Mapping[str, dict[str, Any]] | None = None) -> list[FrameworkTable]:
-    """One table per workload and set of options with usable speed trials, in the workload
-    registry's order (a workload's option sets in the order of their labels). `workloads`
-    (default every one measured): names, each for all its option sets, or (name, options)
-    pairs for the trials run with exactly those options. `batch_size` picks the batch
-    (default: _default_batch). `calibrations`: device name -> its latest calibration, for
-    MFU against the calibrated peak where the spec sheet has none."""
+                     calibrations: Mapping[str, dict[str, Any]] | None = None,
+                     precisions: Sequence[str] = ()) -> list[FrameworkTable]:
+    """One table per workload, set of options and precision with usable speed trials, in the
+    workload registry's order (a workload's option sets in the order of their labels, each set's
+    precisions in PRECISIONS order). `workloads` (default every one measured): names, each for
+    all its option sets, or (name, options) pairs for the trials run with exactly those options.
+    `batch_size` picks the batch (default: _default_batch). `calibrations`: device name -> its
+    latest calibration, for MFU against the calibrated peak where the spec sheet has none.
+    `precisions` (default every one measured) keeps those precisions' tables."""
     newest = newest_run_speeds(
-        [r for r in results if usable_speed_trial(r) and r.spec.workload in WORKLOADS],
-        lambda r: (r.spec.workload, _options_key(r.spec.workload_options), r.spec.framework, r.spec.device,
-                   r.spec.batch_size, r.spec.threads))
+        [r for r in results if plain_speed_trial(r) and r.spec.workload in WORKLOADS
+         and (not precisions or r.spec.precision in precisions)],
+        lambda r: (r.spec.workload, _options_key(r.spec.workload_options), r.spec.precision, r.spec.framework,
+                   r.spec.device, r.spec.batch_size, r.spec.threads))
     wanted = [(w, None) if isinstance(w, str) else (w[0], _options_key(w[1])) for w in workloads]
     table5 = _table5_rows()
     tables = []
@@ -157,8 +161,9 @@ def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[
             spec = figure.newest.spec
             key = _options_key(spec.workload_options)
             if spec.workload == workload and (not wanted or (workload, None) in wanted or (workload, key) in wanted):
-                groups.setdefault(key, []).append(figure)
-        for mine in sorted(groups.values(), key=lambda figures: workload_label(figures[0].newest)):
+                groups.setdefault((key, spec.precision), []).append(figure)
+        for mine in sorted(groups.values(), key=lambda figures: (workload_label(figures[0].newest),
+                                                                 PRECISIONS.index(figures[0].newest.spec.precision))):
             table = _table(workload, mine, batch_size, table5.get(workload, []), calibrations or {})
             if table is not None:
                 tables.append(table)
@@ -167,8 +172,9 @@ def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[
 
 def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: list[PublishedRow],
            calibrations: Mapping[str, dict[str, Any]]) -> FrameworkTable | None:
-    """One workload's configurations with one set of options as a table at the chosen batch, or
-    None when none was measured at it. The thesis's rows go beside the plain workload only."""
+    """One workload's configurations with one set of options and one precision as a table at the
+    chosen batch, or None when none was measured at it. The thesis's rows (fp32) go beside the
+    plain workload at fp32 only."""
     batches = Counter(figure.newest.spec.batch_size for figure in mine)
     batch = batch_size if batch_size is not None else _default_batch(workload, batches, table5)
     chosen = [figure for figure in mine if figure.newest.spec.batch_size == batch]
@@ -178,9 +184,11 @@ def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: 
                   key=lambda row: (row.device_kind != "cpu", row.device, row.framework, row.result_id or 0))
     first = mine[0].newest
     options = dict(first.spec.workload_options)
-    published = [_published_row(p, workload) for p in table5 if p.batch_size == batch and not options]
+    precision = first.spec.precision
+    published = [_published_row(p, workload) for p in table5
+                 if p.batch_size == batch and not options and precision == "fp32"]
     return FrameworkTable(workload, batch, rows, published, list(dict.fromkeys(row.framework for row in rows)),
-                          sorted(b for b in batches if b != batch), workload_label(first), options)
+                          sorted(b for b in batches if b != batch), workload_label(first), options, precision)
 
 
 def settings(row: FrameworkRow) -> str:

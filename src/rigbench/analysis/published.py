@@ -133,14 +133,19 @@ class PublishedComparison:
     missing: list[Missing]
 
 
-def usable_speed_trial(r: Result) -> bool:
-    """Plain fp32 full-protocol speed trials of one process (analysis/trials.py): what the
-    published tables measured. A data-parallel trial (several ranks, or one under the wrapper:
+def plain_speed_trial(r: Result) -> bool:
+    """Plain full-protocol speed trials of one process at any precision (analysis/trials.py):
+    eager, default memory layout. A data-parallel trial (several ranks, or one under the wrapper:
     TrialSpec.is_data_parallel) is another configuration, its samples/s counting every rank's
     batch, so it is left out (`rigbench scaling` and `compare` read it)."""
     s = r.spec
     return (r.status == "ok" and bool(r.metrics.samples_per_s) and is_full_protocol(r)
-            and s.precision == "fp32" and not s.compiled and not s.channels_last and not s.is_data_parallel)
+            and not s.compiled and not s.channels_last and not s.is_data_parallel)
+
+
+def usable_speed_trial(r: Result) -> bool:
+    """Plain fp32 speed trials (plain_speed_trial): what the published tables measured."""
+    return plain_speed_trial(r) and r.spec.precision == "fp32"
 
 
 def _matches_mapping(r: Result, m: Mapping) -> bool:

@@ -50,11 +50,12 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
 
 
 def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run_ids: Sequence[str] = (),
-                       batch_size: int | None = None) -> Any:
+                       batch_size: int | None = None, precisions: Sequence[str] = ()) -> Any:
     """Frameworks side by side per workload, the thesis's Table 5 layout, over this machine's
     results (or those of `run_ids`); returns analysis.frameworks.FrameworkTable rows, one per
     workload and set of options. `workloads`: names (every option set measured) or
-    NAME:key=value refs (those options only), validated like `rigbench run`'s."""
+    NAME:key=value refs (those options only), validated like `rigbench run`'s. `precisions`
+    (default every one measured): the precisions whose tables to keep."""
     from rigbench.analysis.frameworks import framework_tables
     from rigbench.store.calibrations import device_calibrations
     from rigbench.workloads import parse_workload_ref
@@ -67,7 +68,7 @@ def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run
         raise UsageError("--batch-size must be at least 1")
     store = Store(db, create=False)
     results = _selected_results(store, run_ids)
-    return framework_tables(results, wanted, batch_size, device_calibrations(store, results))
+    return framework_tables(results, wanted, batch_size, device_calibrations(store, results), precisions)
 
 
 @dataclass

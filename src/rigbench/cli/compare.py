@@ -10,10 +10,11 @@ import typer
 from rich.text import Text
 
 from rigbench import api
-from rigbench.cli.common import DB_HELP, app, err, handles_usage_errors, out, results_app
+from rigbench.cli.common import DB_HELP, _check_precision, app, err, handles_usage_errors, out, results_app
 from rigbench.errors import UsageError
 from rigbench.reports import compare_tables, terminal
 from rigbench.store.bundle import SHOWN
+from rigbench.units import split_list
 
 
 @app.command(short_help="Compare with published results, machines or frameworks.")
@@ -23,6 +24,7 @@ def compare(
     published: bool = typer.Option(False, "--published", help="Put this machine's stored results beside published tables (the thesis's GTX 1060, Shi et al. 2016, community epoch times): measured, spec-predicted and CPU-utilisation-normalised speed-ups."),
     frameworks: bool = typer.Option(False, "--frameworks", help="Frameworks side by side, the thesis's Table 5 layout: per workload and set of options, each framework and device's steps/s (and tokens/s for a language model), MFU, CPU %, GPU %, host and GPU memory at one batch size, with the thesis's own rows beside the CIFAR-10 CNN (cnn)."),
     batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="With --frameworks: the batch size to show (default: the thesis's 128 for cnn, else each workload's default batch, else its --quick batch, where measured)."),
+    precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="With --frameworks: the precisions to show, repeated or comma-separated, e.g. --precision bf16 (default: every one measured, a table each; MFU against the peak at that precision)."),
     all_frameworks: bool = typer.Option(False, "--all-frameworks", help="With --published: show every framework's published rows (default: only the rows of our framework's family when the source has some)."),
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --published: use these runs' results instead of every stored result of this machine."),
     where_a: list[str] | None = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. Keys: workload, device, framework, precision, status, batch_size."),
@@ -35,11 +37,15 @@ def compare(
     items = items or []
     if frameworks:
         if published or where_a or where_b or across_versions or all_frameworks:
-            raise UsageError("--frameworks takes workloads, --run, --batch-size and --json; leave the other options out")
-        _frameworks(items, run_id or [], batch_size, db, as_json)
+            raise UsageError("--frameworks takes workloads, --run, --batch-size, --precision and --json; "
+                             "leave the other options out")
+        precisions = split_list(precision, "--precision")
+        for p in precisions:
+            _check_precision(p)
+        _frameworks(items, run_id or [], batch_size, precisions, db, as_json)
         return
-    if batch_size is not None:
-        raise UsageError("--batch-size goes with --frameworks")
+    if batch_size is not None or precision:
+        raise UsageError("--batch-size and --precision go with --frameworks")
     if published:
         if where_a or where_b or across_versions:
             raise UsageError("--where-a/--where-b/--across-versions compare two runs; leave them out with --published")
@@ -126,18 +132,19 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
               "divided by the fraction of the CPU it kept busy (seed 000).", highlight=False, markup=False)
 
 
-def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None, db: str | None,
-                as_json: bool) -> None:
+def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None, precisions: list[str],
+                db: str | None, as_json: bool) -> None:
     from rigbench.analysis.frameworks import TABLE5, slowest_to_fastest
     from rigbench.analysis.published_tables import SOURCES
 
-    tables = api.compare_frameworks(db=db, workloads=workloads, run_ids=run_ids, batch_size=batch_size)
+    tables = api.compare_frameworks(db=db, workloads=workloads, run_ids=run_ids, batch_size=batch_size,
+                                    precisions=precisions)
     if as_json:
         print(json.dumps([t.as_dict() for t in tables], indent=2))
         return
     if not tables:
-        at = f" at batch {batch_size}" if batch_size else ""
-        out.print(f"No fp32 speed results{at} to compare. Measure some with e.g. "
+        at = (f" at {'/'.join(precisions)}" if precisions else "") + (f" at batch {batch_size}" if batch_size else "")
+        out.print(f"No plain speed results{at} to compare. Measure some with e.g. "
                   f"`rigbench run cnn -b 128 --framework torch,jax -d cpu`.", highlight=False, markup=False)
         return
     for t in tables:
@@ -173,9 +180,10 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
                       highlight=False, markup=False)
     out.print("CPU % is the trial's own use, 100 = every logical core busy (Task Manager's convention, the "
               "thesis's); host MiB its peak resident memory; GPU MiB NVML's per-process peak. MFU: achieved "
-              "training FLOP/s over the spec sheet's fp32 peak (* the `rigbench calibrate` peak where the sheet "
-              "has none). Each configuration is its newest run's plain fp32 one-process speed trials (data-parallel "
-              "ones are left out: `rigbench scaling` reads them): the mean of their speeds; steps/s = samples/s "
+              "training FLOP/s over the spec sheet's peak at the table's precision (* the `rigbench calibrate` peak "
+              "where the sheet has none). Each configuration is its newest run's plain (eager) one-process speed "
+              "trials (data-parallel ones are left out: `rigbench scaling` reads them; compiled ones: `rigbench "
+              "compare RUN_A RUN_B`): the mean of their speeds; steps/s = samples/s "
               "over the batch.",
               highlight=False, markup=False)
 

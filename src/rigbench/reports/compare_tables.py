@@ -140,7 +140,7 @@ def framework_table(t: Any) -> FitTable:
         Column("CPU %", "right", priority=60), Column("GPU %", "right", priority=40),
         Column("host MiB", "right", priority=50), Column("GPU MiB", "right", priority=45),
         Column("trials", "right", priority=30),
-    ], title=f"{t.label or t.workload}, batch {t.batch_size}", title_justify="left", more="--json")
+    ], title=f"{t.label or t.workload}, {t.precision}, batch {t.batch_size}", title_justify="left", more="--json")
     for row in t.ours:
         mfu = "-" if row.mfu is None else f"{row.mfu:.1%}" + ("*" if row.mfu_source == "calibrated" else "")
         # threads asked for set a row apart (torch at t1 beside torch at its own choice)

@@ -18,12 +18,18 @@ from rigbench.spec import Result
 def _hover(row: FrameworkRow, table: FrameworkTable) -> str:
     def part(label: str, value: float | None, unit: str) -> str:
         return f"{label} {value:,.1f}{unit}" if value is not None else ""
-    return hover_lines(f"{row.steps_per_s:,.3g} steps/s", f"{table.label or table.workload} b{table.batch_size} · "
+    return hover_lines(f"{row.steps_per_s:,.3g} steps/s", f"{_x(table)} · "
                        f"{row.framework} · {row.device_name}", part("", row.tokens_per_s, " tokens/s").strip(),
                        f"MFU {row.mfu:.1%} of the {row.mfu_source} peak" if row.mfu is not None else "",
                        part("CPU", row.cpu_pct, "%"), part("GPU", row.gpu_pct, "%"),
                        part("host", row.host_mem_mib, " MiB"), part("GPU memory", row.gpu_mem_mib, " MiB"),
                        trials_text(row.trials) if row.trials else row.source)
+
+
+def _x(table: FrameworkTable) -> str:
+    """The bar group's label: workload and batch, and the precision where it is not fp32."""
+    precision = "" if table.precision == "fp32" else f" {table.precision}"
+    return f"{table.label or table.workload} b{table.batch_size}{precision}"
 
 
 def _ours(tables: list[FrameworkTable]) -> Chart:
@@ -34,14 +40,14 @@ def _ours(tables: list[FrameworkTable]) -> Chart:
             threads = f" t{row.threads}" if row.threads else ""  # threads asked for: a series of its own
             s = series.setdefault(key + threads, Series(name=f"{row.framework}{threads} · {row.device_name}",
                                                         colour_key=key))
-            s.x.append(f"{t.label or t.workload} b{t.batch_size}")
+            s.x.append(_x(t))
             s.y.append(row.steps_per_s)
             s.hover.append(_hover(row, t))
     values = [y for s in series.values() for y in s.y]
     return Chart(id="frameworks", title="Frameworks side by side: training steps/s per workload",
                  x_title="workload and batch", y_title="steps/s", series=list(series.values()), kind="bar",
                  x_scale="category", y_scale=y_scale_for(values), bar_format=".3g", bar_suffix="",
-                 note="fp32, eager; the newest result of each configuration (rigbench compare --frameworks)")
+                 note="eager, fp32 unless the label names a precision; the newest result of each configuration (rigbench compare --frameworks)")
 
 
 def _table5(table: FrameworkTable) -> Chart:
