@@ -48,7 +48,7 @@ mkdir -p "$OUT"
 if [ "$DEVICE" != cpu ]; then
   . benchmarks/gpu/setup.sh
   python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
-  python3 -c "import keras; print('keras', keras.__version__)"
+  KERAS_BACKEND=jax python3 -c "import keras; print('keras', keras.__version__, keras.backend.backend())"
 fi
 [ -f .gpu/gpu.db ] && cp .gpu/gpu.db "$OUT/gpu.db"
 export RIGBENCH_DB=$OUT/gpu.db
@@ -63,8 +63,8 @@ case $1 in
     step timeout 60 rigbench devices
     # one rank under DDP with NCCL (and jax.distributed) beside the same trials without it:
     # the wrapper's own cost on the GPU (issue 26, point 2)
-    step timeout 60 rigbench run mlp cnn --framework torch,jax -d "$DEVICE" $QUICK
-    step timeout 120 rigbench run mlp cnn --framework torch,jax -d "$DEVICE" $QUICK --data-parallel ;;
+    step timeout 120 rigbench run mlp cnn --framework torch,jax -d "$DEVICE" $QUICK
+    step timeout 150 rigbench run mlp cnn --framework torch,jax -d "$DEVICE" $QUICK --data-parallel ;;
   gpt)
     run 210 sweep "$GPT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-16}" --seconds 3
     run 100 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-16,32}" --seconds 3 ;;
