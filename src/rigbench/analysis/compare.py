@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.contention import is_busy
+from rigbench.analysis.device_prediction import Prediction, predict
 from rigbench.analysis.stats import bootstrap_ci, geometric_mean, mann_whitney_u, median, t_interval, welch_interval
 from rigbench.analysis.trials import is_full_protocol, newest_run_trials
 from rigbench.spec import Result
@@ -77,6 +78,8 @@ class Pair:
     p_value: float | None = None
     u: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: on two different devices: what the spec sheets predict for B/A (device_prediction.py)
+    predicted: Prediction | None = None
 
     def as_dict(self) -> dict[str, Any]:
         def side(s: Side | None) -> dict[str, Any] | None:
@@ -91,6 +94,7 @@ class Pair:
         return {"trial": self.key, "verdict": self.verdict, "reason": self.reason,
                 "ratio": self.ratio, "ratio_ci": list(self.ratio_ci) if self.ratio_ci else None,
                 "p_value": self.p_value, "u": self.u, "notes": self.notes,
+                "predicted": self.predicted.as_dict() if self.predicted else None,
                 "a": side(self.a), "b": side(self.b)}
 
 
@@ -309,6 +313,9 @@ def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, acr
         pair.notes.append("versions differ: " + ", ".join(versions))
     if ra.device_name != rb.device_name:
         pair.notes.append(f"devices: {ra.device_name} -> {rb.device_name}")
+        pair.predicted = predict(ra, rb, side_a.samples_per_s, side_b.samples_per_s)
+        if pair.predicted is not None:
+            pair.notes.append(pair.predicted.note())
     if ra.threads != rb.threads:
         pair.notes.append(f"threads used: {ra.threads} -> {rb.threads}")
     busy = _busy_text("A", side_a.trials or [ra]) + _busy_text("B", side_b.trials or [rb])

@@ -90,6 +90,12 @@ def _print_pairs(outcome: Any) -> None:
     counts: dict[str, int] = {}
     for p in outcome.pairs:
         counts[p.verdict] = counts.get(p.verdict, 0) + 1
+    if any(p.predicted is not None for p in outcome.pairs):
+        from rigbench.analysis.device_prediction import NEAR_CEILING
+
+        _say(f"spec B/A: the ratio of the trial's roofline ceilings on the two devices' spec sheets (`rigbench "
+             f"roofline`); in parentheses where a trial reached under {NEAR_CEILING:.0%} of its ceiling, which then "
+             "does not limit it, so the ratio does not predict its speed.")
     on_trials = any(p.a.trials and p.b.trials for p in outcome.pairs)
     _say("Trials pair only when their configurations are equal. Changes count only when Mann-Whitney U "
          "gives p < 0.05 AND the 95% CIs of the two median step times do not overlap"

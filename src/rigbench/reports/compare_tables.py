@@ -51,14 +51,26 @@ def _device(p: Any) -> str:
     return a if a == b else f"{a}/{b}"
 
 
+def _predicted(prediction: Any) -> str:
+    """The spec sheets' B/A, in parentheses where it does not apply (a trial far below its
+    ceiling: analysis/device_prediction.py)."""
+    if prediction is None:
+        return "-"
+    return f"{prediction.ratio:.2f}" if prediction.applies else f"({prediction.ratio:.2f})"
+
+
 def pairs_table(pairs: Sequence[Any]) -> FitTable:
     """`rigbench compare A B`: one row per pair of equal configurations (analysis/compare.Pair):
-    both speeds with their 95% intervals, B/A with its interval, p, the verdict. Why a pair is
-    incomparable, and its notes, are `pair_notes` lines under the table (never cut)."""
+    both speeds with their 95% intervals, B/A with its interval, on two devices the spec sheets'
+    B/A (where they give one), p, the verdict. Why a pair is incomparable, and its notes, are
+    `pair_notes` lines under the table (never cut)."""
+    predicted = any(p.predicted is not None for p in pairs)
     table = FitTable([
         *trial_columns(), Column("A samples/s [95% CI]", "right", priority=45, short="A samples/s"),
         Column("B samples/s [95% CI]", "right", priority=46, short="B samples/s"),
-        Column("B/A [95% CI]", "right", short="B/A"), Column("p", "right", priority=40), Column("verdict"),
+        Column("B/A [95% CI]", "right", short="B/A"),
+        *([Column("spec B/A", "right", priority=35)] if predicted else []),
+        Column("p", "right", priority=40), Column("verdict"),
     ], more="--json")
     for p in pairs:
         r = p.a.result
@@ -70,6 +82,7 @@ def pairs_table(pairs: Sequence[Any]) -> FitTable:
         marked = verdict + ("*" if p.reason or p.notes else "")
         table.add_row(*cells(*trial_cells(r, _device(p)), _side_speed(p.a), _side_speed(p.b),
                              "-" if p.ratio is None else interval(p.ratio, p.ratio_ci, _ratio),
+                             *([_predicted(p.predicted)] if predicted else []),
                              "-" if p.p_value is None else f"{p.p_value:.2g}",
                              literal(marked, _VERDICT_STYLE.get(p.verdict, ""))))
     return table
