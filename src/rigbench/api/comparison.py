@@ -173,7 +173,7 @@ def export_bundle(db: str | None = None, run_ids: Sequence[str] | None = None) -
 
 
 def import_bundle(path: str, db: str | None = None) -> Any:
-    """Validate a bundle file completely, then add its runs and results (ImportOutcome)."""
+    """Validate a bundle file completely, then add its runs, results and calibrations (ImportOutcome)."""
     from rigbench.store.bundle import import_bundle as _import
     from rigbench.store.bundle import load_bundle
 

@@ -273,12 +273,16 @@ def results_import(
     """Import a results bundle: validated in full first; a malformed file changes nothing (exit 2)."""
     done = api.import_bundle(file, db=db)
     text = f"Imported {done.added_results} results in {len(done.added_runs)} new runs from {file}"
-    if done.present_runs or done.skipped_results:
+    if done.added_calibrations:
+        text += f", and {done.added_calibrations} calibration measurements (`rigbench roofline` reads them)"
+    if done.present_runs or done.skipped_results or done.skipped_calibrations:
         text += (f"; {len(done.present_runs)} runs were already stored, {done.skipped_results} results "
                  f"already present were skipped")
-    out.print(text + ".", highlight=False, markup=False)
+        if done.skipped_calibrations:
+            text += f", and {done.skipped_calibrations} calibration measurements"
+    out.print(text + ".", highlight=False, markup=False, soft_wrap=True)
     for note in done.notes[:SHOWN]:
         err.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     if len(done.notes) > SHOWN:
-        err.print(f"note: and {len(done.notes) - SHOWN} more results with text stored clipped",
+        err.print(f"note: and {len(done.notes) - SHOWN} more entries with text stored clipped",
                   highlight=False, markup=False)

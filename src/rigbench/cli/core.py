@@ -310,9 +310,9 @@ def results_show(
 @results_app.command("export", short_help="Export results as JSON, CSV or a bundle.")
 @handles_usage_errors
 def results_export(
-    fmt: str = typer.Option("json", "--format", help="json or csv (flat rows, the fields of `rigbench run --json`), or bundle (every field, raw samples and runs included: what `rigbench results import` reads)."),
+    fmt: str = typer.Option("json", "--format", help="json or csv (flat rows, the fields of `rigbench run --json`), or bundle (every field, raw samples, runs and the runs' `rigbench calibrate` peaks included: what `rigbench results import` reads)."),
     output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    run_id: str | None = typer.Option(None, "--run", help="Only this run."),
+    run_id: str | None = typer.Option(None, "--run", help="Only this run (with --format bundle, a `rigbench calibrate` run exports its calibrations)."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Export stored results as flat JSON or CSV rows, or as a full bundle for `results import`."""
@@ -323,10 +323,12 @@ def results_export(
 
         bundle = api.export_bundle(db, [run_id] if run_id else None)
         rows, text = bundle["results"], dump_bundle(bundle)
+        measured = len(bundle.get("calibrations", []))  # a calibrate run: calibrations, no results
     else:
         rows = Store(db, create=False).list(run_id=run_id)
         text = to_json(rows) if fmt == "json" else to_csv(rows)
-    if not rows:
+        measured = 0
+    if not rows and not measured:
         say_none_match(Store(db, create=False), {"--run": run_id})
     if output:
         try:
@@ -334,7 +336,8 @@ def results_export(
                 fh.write(text)
         except OSError as exc:
             raise UsageError(f"cannot write --output {output}: {exc.strerror}") from None
-        err.print(f"wrote {len(rows)} results to {output}")
+        also = f" and {measured} calibration measurements" if measured else ""
+        err.print(f"wrote {len(rows)} results{also} to {output}")
     else:
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
 

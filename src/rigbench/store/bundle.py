@@ -3,7 +3,8 @@ between machines (`rigbench results export --format bundle`, `rigbench results i
 
     {"format": "rigbench-results", "schema_version": 1, "exported_at": ..., "rigbench_version": ...,
      "runs": [{"id", "created_at", "command", "machine"}],
-     "results": [Result as JSON, raw step times and tracker samples included]}
+     "results": [Result as JSON, raw step times and tracker samples included],
+     "calibrations": [a device's measured peaks: store/bundle_calibrations.py; only when any]}
 
 JSON only, never pickle: a bundle comes from another machine, so reading one must not run code.
 An import checks everything before it writes anything, and refuses the whole bundle when any
@@ -11,7 +12,8 @@ part is wrong, so a bad file leaves the database as it was: first the envelope (
 version, runs), then every result, which must validate as a Result (its spec bound by
 rigbench.numlimits: finite numbers, integers the database holds) and follow
 rigbench.result_rules (finite figures; an `ok` speed, probe or training trial has a throughput
-above 0), with an `id` no other result of the bundle has. The refusal names each refused result
+above 0), with an `id` no other result of the bundle has; then every calibration
+(store/bundle_calibrations.py). The refusal names each refused result
 and why, e.g. `results[3].status: Input should be 'ok', 'oom', ...` (the first SHOWN,
 then how many more). Text longer than rigbench.textlimits allows (a 50 MB error string) is stored
 clipped, with its length noted in the text, and the import says which results were clipped.
@@ -21,8 +23,9 @@ is the same trial as a stored one when its run, creation time and whole spec are
 (`rows.trial_key`); with the same content too it is skipped and counted, with other content
 (an edited or re-measured bundle) the import is refused: two versions of one trial would both
 count in every comparison, and neither silently replacing the stored one nor adding a copy is
-what a re-import means. A result with another spec is another trial and is added. An import is
-one transaction: all of it lands, or nothing.
+what a re-import means. A result with another spec is another trial and is added. Calibrations
+follow the same rule (store/bundle_calibrations.py). An import is one transaction: all of it
+lands, or nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ from rigbench import __version__
 from rigbench.errors import UsageError, validation_line
 from rigbench.result_rules import result_problems
 from rigbench.spec import SCHEMA_VERSION, Result
+from rigbench.store.bundle_calibrations import (
+    CalibrationRecord,
+    check_calibrations,
+    exported_calibrations,
+    insert_calibrations,
+    new_calibrations,
+)
 from rigbench.store.db import Store
 from rigbench.store.machines import machine_problem, read_machine
 from rigbench.store.rows import stored_command, trial_key
@@ -72,6 +82,9 @@ class BundleEnvelope(BaseModel):
     rigbench_version: str | None = None
     runs: list[RunRecord]
     results: list[dict[str, Any]]
+    # checked entry by entry (bundle_calibrations.check_calibrations), so the refusal names one;
+    # absent in a bundle without calibrations, as in every bundle written before they travelled
+    calibrations: Any = None
 
 
 @dataclass
@@ -83,6 +96,7 @@ class Bundle:
     results: list[Result]
     origin: str = "bundle"
     notes: list[str] = field(default_factory=list)
+    calibrations: list[CalibrationRecord] = field(default_factory=list)
 
     def machine(self, run_id: str) -> dict[str, Any] | None:
         return next((r.machine for r in self.runs if r.id == run_id), None)
@@ -95,6 +109,8 @@ class ImportOutcome:
     added_results: int
     skipped_results: int         # already stored in their run
     notes: list[str] = field(default_factory=list)  # text stored clipped, per result
+    added_calibrations: int = 0    # calibration measurements (rows) stored now
+    skipped_calibrations: int = 0  # already stored in their run
 
 
 def stored_runs(store: Store, run_ids: Sequence[str] | None = None) -> list[RunRecord]:
@@ -109,20 +125,28 @@ def stored_runs(store: Store, run_ids: Sequence[str] | None = None) -> list[RunR
 
 
 def export_bundle(store: Store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
-    """Every result of `run_ids` (default: all) with raw samples, and their runs, as a dict."""
+    """Every result of `run_ids` (default: all) with raw samples, the calibrations stored under
+    them (a `rigbench calibrate` run has calibrations and no results), and their runs, as a dict."""
     results: list[Result] = []
-    for run_id in (list(dict.fromkeys(run_ids)) if run_ids else [None]):
+    chosen = list(dict.fromkeys(run_ids)) if run_ids else None
+    calibrated = exported_calibrations(store, chosen)
+    selected: list[str | None] = list(chosen) if chosen else [None]
+    for run_id in selected:
         listed = store.list(run_id=run_id)
-        if run_id is not None and not listed:
-            raise UsageError(f"no results stored for --run {run_id!r} in {store.url}: see `rigbench results list`")
+        if run_id is not None and not listed and not any(c["run_id"] == run_id for c in calibrated):
+            raise UsageError(f"no results stored for --run {run_id!r} in {store.url}, nor calibrations: "
+                             "see `rigbench results list`")
         results += store.full(listed)  # a trial whose raw samples cannot be read: skipped, said
-    used = list(dict.fromkeys(r.run_id for r in results))
-    return {
+    used = list(dict.fromkeys([r.run_id for r in results] + [c["run_id"] for c in calibrated]))
+    bundle = {
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
         "rigbench_version": __version__,
         "runs": [r.model_dump() for r in stored_runs(store, used)],
         "results": [r.model_dump(mode="json") for r in results],
     }
+    if calibrated:  # only then: a bundle without calibrations stays readable by an older rigbench
+        bundle["calibrations"] = calibrated
+    return bundle
 
 
 def dump_bundle(bundle: dict[str, Any]) -> str:
@@ -197,9 +221,12 @@ def parse_bundle(text: str, origin: str = "bundle") -> Bundle:
         results.append(clipped)
     if refused:
         raise fail(refusal(refused, len(envelope.results)))
+    calibrated = check_calibrations(envelope.calibrations, run_ids)
+    if isinstance(calibrated, str):
+        raise fail(calibrated)
     runs_ = [_clip_run(r) for r in envelope.runs]
     notes += [f"runs[{i}]: text over its limit stored clipped" for i, (a, b) in enumerate(zip(envelope.runs, runs_)) if a != b]
-    return Bundle(runs_, results, origin, notes)
+    return Bundle(runs_, results, origin, notes + calibrated[1], calibrated[0])
 
 
 def _clipped_note(where: str, value: Any, limit: int) -> str:
@@ -280,14 +307,19 @@ def import_bundle(store: Store, bundle: Bundle) -> ImportOutcome:
                                f"stored with other content ({differences[0]}): an edited or re-measured copy")
         if refused:
             raise UsageError(f"{bundle.origin}: {refusal(refused, len(bundle.results))}")
+        new_cals, cal_refusal = new_calibrations(tx.conn, bundle.calibrations, list(present))
+        if cal_refusal:
+            raise UsageError(f"{bundle.origin}: {cal_refusal}")
         new_runs = [r for r in bundle.runs if r.id not in present]
         for run in new_runs:
             tx.add_run(run.id, run.created_at, run.command, run.machine)
         for result in new_results:
             tx.add_result(result.model_copy(update={"id": None}))
+        insert_calibrations(tx.conn, new_cals)  # after their runs: a row's run_id must exist
     present_ids = [r.id for r in bundle.runs if r.id in present]
     return ImportOutcome([r.id for r in new_runs], present_ids, len(new_results),
-                         len(bundle.results) - len(new_results), bundle.notes)
+                         len(bundle.results) - len(new_results), bundle.notes,
+                         len(new_cals), len(bundle.calibrations) - len(new_cals))
 
 
 def _content(result: Result) -> dict[str, Any]:
