@@ -260,6 +260,7 @@ def bad_bundle(seed: Seed, run_id: str, change: Callable[[dict[str, Any]], None]
     run = next(r for r in bundle["runs"] if r["id"] == result["run_id"])
     run["id"] = result["run_id"] = run_id
     bundle["runs"], bundle["results"] = [run], [result]
+    bundle.pop("calibrations", None)  # the seed's calibrate run is not among the runs kept
     change(result)
     return bundle
 
