@@ -207,3 +207,15 @@ def test_over_long_calibration_text_is_stored_clipped_and_reimports_as_the_same(
     assert stored[1]["detail"]["reason"].endswith("[truncated: 5,000 characters]")
     again = import_bundle(target, parse_bundle(json.dumps(data)))
     assert (again.added_calibrations, again.skipped_calibrations) == (0, 4)
+
+
+def test_export_says_what_it_wrote_with_the_file_named_literally(source, tmp_path):
+    """A path is data: `[bold]` in it is printed, not read as markup, and the line is not wrapped."""
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+
+    path = tmp_path / ("[bold]x" * 12 + ".json")
+    done = CliRunner().invoke(cli.app, ["results", "export", "--format", "bundle", "--db", source.url, "-o", str(path)])
+    assert done.exit_code == 0, done.output
+    assert f"wrote 1 results and {len(rows(source))} calibration measurements to {path}\n" in done.output

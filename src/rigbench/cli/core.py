@@ -337,7 +337,7 @@ def results_export(
         except OSError as exc:
             raise UsageError(f"cannot write --output {output}: {exc.strerror}") from None
         also = f" and {measured} calibration measurements" if measured else ""
-        err.print(f"wrote {len(rows)} results{also} to {output}")
+        err.print(f"wrote {len(rows)} results{also} to {output}", highlight=False, markup=False, soft_wrap=True)
     else:
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
 
