@@ -13,7 +13,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from rigbench import cli
-from rigbench.analysis.frameworks import framework_tables, slowest_to_fastest
+from rigbench.analysis.frameworks import framework_tables, settings, slowest_to_fastest
 from rigbench.reports.compare_tables import framework_table
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
@@ -23,10 +23,10 @@ _ids = itertools.count(1)
 
 def make_result(framework="torch", workload="cnn", device="cpu", batch=128, samples_per_s=512.0, *,
                 created="2026-01-01T00:00:00+00:00", kind_train=False, precision="fp32", status="ok", options=None,
-                threads=None, run_id="r1", **metrics):
+                threads=None, run_id="r1", compile="off", **metrics):
     train = {"train": {"dataset": "digits", "epochs": 1}} if kind_train else {}
     spec = TrialSpec(workload=workload, framework=framework, device=device, batch_size=batch, precision=precision,
-                     workload_options=options or {}, threads=threads, **train)
+                     workload_options=options or {}, threads=threads, compile=compile, **train)
     values = {"samples_per_s": samples_per_s, "cpu_util_pct_mean": 48.0, "rss_peak_mib": 400.0, "steps_measured": 10}
     values.update(metrics)
     return Result(id=next(_ids), run_id=run_id, created_at=created, spec=spec,
@@ -104,15 +104,33 @@ def test_a_configurations_repeats_count_as_their_mean():
     assert f"mean of trials {torch[0].id}, {torch[1].id}" in text
 
 
-def test_default_batch_is_the_workloads_then_the_most_measured_and_batch_can_be_chosen():
-    mlp = [make_result(workload="mlp", batch=b) for b in (16, 16, 64, 8)]
-    mlp[1] = make_result("jax", workload="mlp", batch=16)
-    assert framework_tables(mlp)[0].batch_size == 64  # mlp's default batch
-    del mlp[2]
-    assert framework_tables(mlp)[0].batch_size == 16  # the batch measured in most configurations
+def test_default_batch_is_the_one_most_frameworks_ran_then_the_workloads_and_batch_can_be_chosen():
+    mlp = [make_result("torch", workload="mlp", batch=16), make_result("jax", workload="mlp", batch=16),
+           make_result("torch", workload="mlp", batch=64), make_result("torch", workload="mlp", batch=8)]
+    assert framework_tables(mlp)[0].batch_size == 16  # two frameworks there, one at mlp's default 64
+    # a compiled torch trial is another row, not another framework: 64 stays the default on a tie
+    one_each = [mlp[0], mlp[2], mlp[3], make_result("torch", workload="mlp", batch=16, compile="default")]
+    assert framework_tables(one_each)[0].batch_size == 64
+    assert framework_tables([mlp[0], mlp[3]])[0].batch_size == 16  # neither default nor quick: the largest
     assert framework_tables(mlp, batch_size=8)[0].batch_size == 8
     assert framework_tables(mlp, batch_size=999) == []
     assert framework_tables(mlp, workloads=["cnn"]) == []
+
+
+def test_a_compiled_step_is_a_row_of_its_own_beside_the_frameworks():
+    """torch --compile beside JAX (which compiles every step): a row `torch compile`, never
+    merged with eager torch nor set against the eager frameworks in the fastest/slowest ratio."""
+    results = [make_result("torch", samples_per_s=256.0), make_result("jax", samples_per_s=512.0),
+               make_result("torch", samples_per_s=640.0, compile="default"),
+               make_result("torch", samples_per_s=768.0, compile="reduce-overhead")]
+    [table] = framework_tables(results)
+    assert [(r.framework + settings(r), r.steps_per_s) for r in table.ours] == [
+        ("jax", 4.0), ("torch", 2.0), ("torch compile", 5.0), ("torch compile reduce-overhead", 6.0)]
+    assert table.frameworks == ["jax", "torch"] and slowest_to_fastest(table) == {"cpu": 2.0}
+    assert len(table.published) == 6  # the thesis's rows still beside the fp32 cnn
+    console = Console(width=200, record=True)
+    console.print(framework_table(table))
+    assert "torch compile reduce-overhead" in console.export_text()
 
 
 #: A calibration as store/calibrations.latest_calibration gives it: "Test CPU" has no spec sheet.

@@ -8,9 +8,10 @@ memory and GPU memory. The thesis's own rows (CIFAR-10 CNN at batch 128 on a GTX
 i7-8650U, in TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5) sit beside the workload its mapping
 names (analysis/published_tables.MAPPINGS), so the layout and the figures can be read together.
 
-Which trials count: plain full-protocol speed trials of one process (published.plain_speed_trial:
-eager, the rule the published comparison uses at fp32; a data-parallel trial is another
-configuration). MFU is against the peak at the trial's precision (bf16 against the bf16 peak). Steps/s is samples/s over the global batch (RunSpeed.steps_per_s). A
+Which trials count: full-protocol speed trials of one process (published.one_process_speed_trial;
+a data-parallel trial is another configuration). A compiled trial (`--compile`) is a row of its
+own, `torch compile`, as a thread count is (`torch t1`): JAX and XLA compile every step, so torch
+compiled is the like-for-like row beside them. MFU is against the peak at the trial's precision. Steps/s is samples/s over the global batch (RunSpeed.steps_per_s). A
 configuration stands for the trials of the newest run that measured it
 (analysis/trials.newest_run_speeds; older runs are earlier runs of the same thing, not more
 frameworks): its speed columns are their geometric mean (`run --framework torch,jax --repeat 3`
@@ -26,10 +27,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rigbench.analysis.contention import is_busy
-from rigbench.analysis.published import plain_speed_trial
+from rigbench.analysis.published import one_process_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
 from rigbench.analysis.roofline import result_roofline
 from rigbench.analysis.trials import RunSpeed, is_quick_protocol, newest_run_speeds, workload_label
+from rigbench.compile_modes import compile_label
 from rigbench.spec import PRECISIONS, Result
 from rigbench.workloads import WORKLOADS
 
@@ -58,6 +60,7 @@ class FrameworkRow:
     mfu: float | None = None     # ours: achieved / peak FLOP/s (spec sheet, else calibrated)
     mfu_source: str | None = None  # "spec" | "calibrated"
     threads: int | None = None   # ours: the threads asked for (None: the framework's own choice)
+    compile: str = "off"         # ours: the compile setting (spec.CompileMode)
     trials: list[int] = field(default_factory=list)  # ours: the trials the speed is the mean of
     busy: list[int] = field(default_factory=list)  # ours: those of them timed on a busy machine (contention.py)
     quick: bool = False          # ours: timed with a shorter window than the default protocol (`--quick`)
@@ -99,7 +102,8 @@ def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkR
                         _highest(t.metrics.rss_peak_mib for t in figure.trials),
                         _highest(t.metrics.gpu_mem_peak_mib for t in figure.trials) if kind == "gpu" else None,
                         r.id, figure.tokens_per_s, peak.mfu if peak else None, peak.source if peak else None,
-                        r.spec.threads, figure.ids, [t.id for t in figure.trials if is_busy(t.metrics) and t.id],
+                        r.spec.threads, r.spec.compile, figure.ids,
+                        [t.id for t in figure.trials if is_busy(t.metrics) and t.id],
                         any(is_quick_protocol(t) for t in figure.trials))
 
 
@@ -121,15 +125,19 @@ def _table5_rows() -> dict[str, list[PublishedRow]]:
     return {mapping.workload: [p for p in published_rows([source]) if p.table == table]}
 
 
-def _default_batch(workload: str, batches: Counter[int], published: list[PublishedRow]) -> int:
-    """The published table's batch where we measured it, else the workload's default batch,
-    else its `--quick` batch, else the batch measured in the most configurations (the
-    largest on a tie)."""
-    w = WORKLOADS[workload]
-    for batch in [p.batch_size for p in published] + [w.default_batch, w.quick_batch]:
-        if batches[batch]:
+def _default_batch(workload: str, figures: Sequence[RunSpeed], published: list[PublishedRow]) -> int:
+    """The published table's batch where we measured it, else the batch the most frameworks were
+    measured at (a table is for setting frameworks side by side: one torch --compile trial at
+    another batch must not hide four frameworks), ties going to the workload's default batch,
+    then its `--quick` batch, then the largest."""
+    frameworks: dict[int, set[str]] = {}
+    for figure in figures:
+        frameworks.setdefault(figure.newest.spec.batch_size, set()).add(figure.newest.spec.framework)
+    for batch in (p.batch_size for p in published):
+        if batch in frameworks:
             return batch
-    return max(batches, key=lambda b: (batches[b], b))
+    w = WORKLOADS[workload]
+    return max(frameworks, key=lambda b: (len(frameworks[b]), b == w.default_batch, b == w.quick_batch, b))
 
 
 def _options_key(options: Mapping[str, Any]) -> tuple:
@@ -148,10 +156,10 @@ def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[
     latest calibration, for MFU against the calibrated peak where the spec sheet has none.
     `precisions` (default every one measured) keeps those precisions' tables."""
     newest = newest_run_speeds(
-        [r for r in results if plain_speed_trial(r) and r.spec.workload in WORKLOADS
+        [r for r in results if one_process_speed_trial(r) and r.spec.workload in WORKLOADS
          and (not precisions or r.spec.precision in precisions)],
         lambda r: (r.spec.workload, _options_key(r.spec.workload_options), r.spec.precision, r.spec.framework,
-                   r.spec.device, r.spec.batch_size, r.spec.threads))
+                   r.spec.device, r.spec.batch_size, r.spec.threads, r.spec.compile))
     wanted = [(w, None) if isinstance(w, str) else (w[0], _options_key(w[1])) for w in workloads]
     table5 = _table5_rows()
     tables = []
@@ -176,12 +184,13 @@ def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: 
     chosen batch, or None when none was measured at it. The thesis's rows (fp32) go beside the
     plain workload at fp32 only."""
     batches = Counter(figure.newest.spec.batch_size for figure in mine)
-    batch = batch_size if batch_size is not None else _default_batch(workload, batches, table5)
+    batch = batch_size if batch_size is not None else _default_batch(workload, mine, table5)
     chosen = [figure for figure in mine if figure.newest.spec.batch_size == batch]
     if not chosen:
         return None
     rows = sorted((_our_row(figure, calibrations.get(figure.newest.device_name or "")) for figure in chosen),
-                  key=lambda row: (row.device_kind != "cpu", row.device, row.framework, row.result_id or 0))
+                  key=lambda row: (row.device_kind != "cpu", row.device, row.framework, row.compile != "off",
+                                   row.result_id or 0))
     first = mine[0].newest
     options = dict(first.spec.workload_options)
     precision = first.spec.precision
@@ -193,8 +202,9 @@ def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: 
 
 def settings(row: FrameworkRow) -> str:
     """The settings a row was measured at beyond its framework and device: '' at the framework's
-    own thread count, ' t1' for `--threads 1` (the table names the row `torch t1`)."""
-    return f" t{row.threads}" if row.threads else ""
+    own thread count and eager, ' t1' for `--threads 1`, ' compile' for `--compile` (the table
+    names the rows `torch t1`, `torch compile`)."""
+    return (f" t{row.threads}" if row.threads else "") + (f" {compile_label(row.compile)}" if row.compile != "off" else "")
 
 
 def settings_label(row: FrameworkRow) -> str:

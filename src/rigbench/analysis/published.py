@@ -133,19 +133,20 @@ class PublishedComparison:
     missing: list[Missing]
 
 
-def plain_speed_trial(r: Result) -> bool:
-    """Plain full-protocol speed trials of one process at any precision (analysis/trials.py):
-    eager, default memory layout. A data-parallel trial (several ranks, or one under the wrapper:
-    TrialSpec.is_data_parallel) is another configuration, its samples/s counting every rank's
-    batch, so it is left out (`rigbench scaling` and `compare` read it)."""
+def one_process_speed_trial(r: Result) -> bool:
+    """Full-protocol speed trials of one process at any precision and compile setting
+    (analysis/trials.py), in the default memory layout. A data-parallel trial (several ranks, or
+    one under the wrapper: TrialSpec.is_data_parallel) is another configuration, its samples/s
+    counting every rank's batch, so it is left out (`rigbench scaling` and `compare` read it)."""
     s = r.spec
     return (r.status == "ok" and bool(r.metrics.samples_per_s) and is_full_protocol(r)
-            and not s.compiled and not s.channels_last and not s.is_data_parallel)
+            and not s.channels_last and not s.is_data_parallel)
 
 
 def usable_speed_trial(r: Result) -> bool:
-    """Plain fp32 speed trials (plain_speed_trial): what the published tables measured."""
-    return plain_speed_trial(r) and r.spec.precision == "fp32"
+    """Plain fp32 eager speed trials of one process (one_process_speed_trial): what the
+    published tables measured."""
+    return one_process_speed_trial(r) and r.spec.precision == "fp32" and not r.spec.compiled
 
 
 def _matches_mapping(r: Result, m: Mapping) -> bool:

@@ -187,9 +187,9 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
     out.print("CPU % is the trial's own use, 100 = every logical core busy (Task Manager's convention, the "
               "thesis's); host MiB its peak resident memory; GPU MiB NVML's per-process peak. MFU: achieved "
               "training FLOP/s over the spec sheet's peak at the table's precision (* the `rigbench calibrate` peak "
-              "where the sheet has none). Each configuration is its newest run's plain (eager) one-process speed "
-              "trials (data-parallel ones are left out: `rigbench scaling` reads them; compiled ones: `rigbench "
-              "compare RUN_A RUN_B`): the mean of their speeds; steps/s = samples/s "
+              "where the sheet has none). Each configuration is its newest run's one-process speed trials (data-parallel "
+              "ones are left out: `rigbench scaling` reads them; a compiled step is a row of its own, `torch "
+              "compile`): the mean of their speeds; steps/s = samples/s "
               "over the batch.",
               highlight=False, markup=False)
 

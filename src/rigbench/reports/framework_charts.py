@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rigbench.analysis.frameworks import FrameworkRow, FrameworkTable, framework_tables
+from rigbench.analysis.frameworks import FrameworkRow, FrameworkTable, framework_tables, settings
 from rigbench.analysis.trials import trials_text
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
 from rigbench.reports.scaling_charts import PUBLISHED_COLOURS, PUBLISHED_LABELS
@@ -37,9 +37,9 @@ def _ours(tables: list[FrameworkTable]) -> Chart:
     for t in tables:
         for row in t.ours:
             key = f"{row.device_name} · {row.framework}"  # the page-wide colour of device and framework
-            threads = f" t{row.threads}" if row.threads else ""  # threads asked for: a series of its own
-            s = series.setdefault(key + threads, Series(name=f"{row.framework}{threads} · {row.device_name}",
-                                                        colour_key=key))
+            extra = settings(row)  # threads asked for, a compiled step: a series of its own
+            s = series.setdefault(key + extra, Series(name=f"{row.framework}{extra} · {row.device_name}",
+                                                      colour_key=key))
             s.x.append(_x(t))
             s.y.append(row.steps_per_s)
             s.hover.append(_hover(row, t))
@@ -47,7 +47,7 @@ def _ours(tables: list[FrameworkTable]) -> Chart:
     return Chart(id="frameworks", title="Frameworks side by side: training steps/s per workload",
                  x_title="workload and batch", y_title="steps/s", series=list(series.values()), kind="bar",
                  x_scale="category", y_scale=y_scale_for(values), bar_format=".3g", bar_suffix="",
-                 note="eager, fp32 unless the label names a precision; the newest result of each configuration (rigbench compare --frameworks)")
+                 note="fp32 unless the label names a precision; the newest result of each configuration (rigbench compare --frameworks)")
 
 
 def _table5(table: FrameworkTable) -> Chart:
