@@ -88,6 +88,43 @@ def test_missing_pieces_leave_their_figures_empty():
     assert no_speed.achieved_flops is None and no_speed.calibrated.mfu is None
 
 
+def test_a_trial_above_its_estimated_memory_roof_gets_a_note_and_no_bound():
+    """No trial outruns bandwidth x intensity, so one that did disproves its bytes estimate: no
+    "memory-bound" and no ceiling from that estimate, a note, and the fact as a field."""
+    # spec sheet: 45.45 FLOP/B x 1 GB/s = 45.5 GFLOP/s, below the 100 GFLOP/s achieved (220%)
+    roof = rl.trial_roofline(**TRIAL, spec_name="Some GPU", spec_peak=1e12, spec_bandwidth=1e9,
+                             calibration=CALIBRATION, trial="trial 7")
+    assert roof.above_memory_roof and roof.spec.above_memory_roof
+    assert roof.spec.bound is None and roof.spec.ceiling_flops is None and roof.spec.of_ceiling is None
+    assert roof.spec.memory_roof == pytest.approx(INTENSITY * 1e9) and roof.spec.of_memory_roof == pytest.approx(2.2)
+    assert roof.spec.missing == () and roof.spec.mfu == pytest.approx(0.1)  # MFU needs no traffic estimate
+    assert not roof.calibrated.above_memory_roof and roof.calibrated.bound == "compute-bound"  # 227 > 100 GFLOP/s
+    assert roof.notes == ["trial 7 ran above its estimated memory roof (220% of the spec sheet's 0.0455 TFLOP/s): "
+                          "the bytes estimate is too high for it, so its real FLOP/byte is above 45.5 (at least "
+                          "100 by the spec sheet's bandwidth) and its bound is unknown"]
+    # above the calibrated roof only: a measured bandwidth may itself be low, and the note says so
+    slow = rl.trial_roofline(**TRIAL, calibration={**CALIBRATION, "memory_bandwidth_bytes_s": 1e9})
+    assert slow.above_memory_roof and slow.calibrated.bound is None
+    assert slow.notes[-1].startswith("the trial ran above its estimated memory roof (220% of the calibrated ")
+    assert slow.notes[-1].endswith("(or the calibrated bandwidth is too low: rerun `rigbench calibrate` without --quick)")
+
+
+def test_a_trial_at_or_below_its_memory_roof_gets_no_above_roof_note():
+    # 1 GB of traffic per step for 10 GFLOP: 10 FLOP/byte x 10 GB/s = 100 GFLOP/s = achieved
+    at_roof = rl.trial_roofline(**{**TRIAL, "bytes_per_sample": 1e8, "params": 0}, spec_name="G",
+                                spec_peak=1e12, spec_bandwidth=1e10)
+    assert at_roof.intensity == pytest.approx(10.0)
+    assert not at_roof.above_memory_roof and at_roof.spec.bound == "memory-bound"
+    assert at_roof.spec.of_ceiling == pytest.approx(1.0)
+    assert at_roof.notes == ["device not calibrated: run `rigbench calibrate`"]  # and no above-roof note
+    below = rl.trial_roofline(**TRIAL, spec_name="Some GPU", spec_peak=1e12, spec_bandwidth=1e10)
+    assert not below.above_memory_roof and not below.spec.above_memory_roof
+    assert not any("memory roof" in note for note in below.notes)
+    unknown = rl.trial_roofline(**{**TRIAL, "bytes_per_sample": None}, spec_name="G", spec_peak=1e12,
+                                spec_bandwidth=1e3)  # no intensity: nothing to be above
+    assert not unknown.above_memory_roof and unknown.spec.memory_roof is None
+
+
 def _calibration(device_name, measurements):
     return {"device": "cpu", "device_name": device_name, "threads": 2, "quick": True,
             "software": {"torch": "x"}, "measurements": measurements}
@@ -226,6 +263,24 @@ def test_a_calibration_below_the_measured_flops_warns_everywhere(tmp_path, monke
                for c in cs if c.id == "roofline"]
     assert chart.title.endswith(f" · WARNING: CPU X: {WARNING}")
     assert "WARNING: MFU 200% &gt; 100%" in chart.series[0].hover[0]
+
+
+def test_roofline_notes_a_trial_above_its_memory_roof_under_the_table(tmp_path, monkeypatch):
+    monkeypatch.setattr(rl, "spec_sheet", lambda result: None)
+    store, ok = stored_trials(tmp_path)  # 45.5 FLOP/byte, 100 GFLOP/s achieved
+    store.add_run("slow", "2026-01-06T00:00:00+00:00", "test", {})  # a newer bandwidth: 1 GB/s
+    add_calibration(store, "slow", "2026-01-06T00:00:00+00:00",
+                    _calibration("CPU X", [_bandwidth("memory_bandwidth", 1e9)]))
+    runner = CliRunner()
+    table = runner.invoke(cli.app, ["roofline", "--db", store.url])
+    assert table.exit_code == 0, table.output
+    assert "above est. memory roof 0.0455 (220%)" in table.stdout and "memory-bound" not in table.stdout
+    assert f"note: CPU X: trial {ok.id} ran above its estimated memory roof (220% of the calibrated" in table.stdout
+    [row] = json.loads(runner.invoke(cli.app, ["roofline", "--db", store.url, "--json"]).stdout)
+    assert row["above_memory_roof"] is True and row["calibrated"]["above_memory_roof"] is True
+    assert row["calibrated"]["bound"] is None and row["calibrated"]["of_memory_roof"] == pytest.approx(2.2)
+    detail = runner.invoke(cli.app, ["results", "show", str(ok.id), "--db", store.url])
+    assert "above est. memory roof 0.0455 TFLOP/s (220%); bound unknown" in detail.stdout
 
 
 def test_a_fresh_jax_trial_right_after_calibrate_says_what_is_missing(tmp_path, monkeypatch):

@@ -8,6 +8,9 @@
     intensity        = step FLOPs / step bytes                        (FLOP per byte)
     ceiling          = min(peak, intensity x bandwidth)
     bound            = "compute-bound" if peak <= intensity x bandwidth, else "memory-bound"
+    above the roof   = achieved > intensity x bandwidth: no trial outruns a true memory roof,
+                       so the bytes estimate is too high for this trial (or the bandwidth too
+                       low); it gets no ceiling and no bound, and a note says so
 
 Peaks and bandwidths come from two places, kept apart: the spec sheet (analysis/specs.py)
 and this machine's calibration (`rigbench calibrate`). A figure that is not known stays None,
@@ -108,6 +111,10 @@ class Roof:
     of_ceiling: float | None = None  # achieved / ceiling
     #: what the bound lacks when it is None: "peak", "bandwidth", "FLOP/byte" (the trial's intensity)
     missing: tuple[str, ...] = ()
+    memory_roof: float | None = None  # intensity x bandwidth, FLOP/s
+    of_memory_roof: float | None = None  # achieved / memory_roof
+    #: achieved > memory_roof: the estimate contradicted by the measurement, so bound and ceiling are None
+    above_memory_roof: bool = False
 
 
 @dataclass
@@ -123,6 +130,8 @@ class TrialRoofline:
     notes: list[str] = field(default_factory=list)
     #: MFU above 100%: a peak below what the trial sustained (see `mfu_warning`)
     warnings: list[str] = field(default_factory=list)
+    #: either roof's `above_memory_roof` (`above_roof_note` says what it means)
+    above_memory_roof: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,8 +148,35 @@ def _roof(source: str, name: str, peak: float | None, bandwidth: float | None,
     ceiling, which = bound(intensity_, peak, bandwidth)
     missing = tuple(what for what, value in (("peak", peak), ("bandwidth", bandwidth), ("FLOP/byte", intensity_))
                     if value is None)
+    memory_roof = None if intensity_ is None or bandwidth is None else intensity_ * bandwidth
+    above = achieved is not None and memory_roof is not None and 0 < memory_roof < achieved
+    if above:  # the bound rests on the bytes estimate, which this trial just disproved
+        ceiling, which = None, None
     return Roof(source, name, peak, bandwidth, ceiling, which, ratio(achieved, peak), ratio(achieved, ceiling),
-                missing)
+                missing, memory_roof, ratio(achieved, memory_roof), above)
+
+
+def above_roof_note(trial: str, spec: Roof | None, calibrated: Roof | None, intensity_: float | None,
+                    achieved: float | None) -> str | None:
+    """The note for a trial that ran above its estimated memory roof, or None. Bandwidth x
+    FLOP/byte caps what any trial can sustain, so the bytes estimate (an unfused count) is too
+    high for it: its true intensity is above the one shown, at least achieved / bandwidth, and
+    whether it is memory- or compute-bound is not known."""
+    above = [src for src in (spec, calibrated) if src is not None and src.above_memory_roof]
+    if not above or intensity_ is None or achieved is None:
+        return None
+    names = {"spec": "spec sheet's", "calibrated": "calibrated"}
+    shares = ", ".join(f"{src.of_memory_roof or 0.0:.0%} of the {names[src.source]} "
+                       f"{(src.memory_roof or 0.0) / 1e12:.3g} TFLOP/s" for src in above)
+    # The spec sheet's bandwidth is a true maximum, so achieved / it bounds the real intensity
+    # from below; a calibrated one may itself be low, which the note then names as a cause.
+    by = above[0]
+    text = (f"{trial} ran above its estimated memory roof ({shares}): the bytes estimate is too high for it, "
+            f"so its real FLOP/byte is above {intensity_:.3g} (at least {achieved / (by.bandwidth_bytes_s or 1.0):.3g} "
+            f"by the {names[by.source]} bandwidth) and its bound is unknown")
+    if by.source == "calibrated":
+        text += " (or the calibrated bandwidth is too low: rerun `rigbench calibrate` without --quick)"
+    return text
 
 
 def traffic_note(framework: str) -> str:
@@ -171,12 +207,12 @@ def trial_roofline(*, framework: str, precision: str, batch_size: int, samples_p
                    params: int | None, optimizer: str,
                    spec_name: str | None = None, spec_peak: float | None = None,
                    spec_bandwidth: float | None = None,
-                   calibration: dict[str, Any] | None = None) -> TrialRoofline:
+                   calibration: dict[str, Any] | None = None, trial: str = "the trial") -> TrialRoofline:
     """The roofline of one trial.
 
     `spec_*`: the spec sheet's name, peak FLOP/s for `precision` and bandwidth (B/s), None
     for hardware not in the sheet. `calibration`: `store.calibrations.latest_calibration`'s
-    dict for the trial's device, or None.
+    dict for the trial's device, or None. `trial`: how a note names it ("trial 7").
     """
     notes: list[str] = []
     achieved = achieved_flops(flops_per_sample, samples_per_s)
@@ -204,8 +240,11 @@ def trial_roofline(*, framework: str, precision: str, batch_size: int, samples_p
         if peak is None:
             why = calibration.get("unsupported", {}).get(precision)
             notes.append(f"no calibrated {precision} peak" + (f" ({why})" if why else ""))
+    above = above_roof_note(trial, spec, calibrated, ai, achieved)
+    if above:
+        notes.append(above)
     warnings = [w for w in (mfu_warning(spec, precision), mfu_warning(calibrated, precision)) if w]
-    return TrialRoofline(achieved, flops, moved, ai, spec, calibrated, notes, warnings)
+    return TrialRoofline(achieved, flops, moved, ai, spec, calibrated, notes, warnings, above is not None)
 
 
 def result_roofline(result: Result, calibration: dict[str, Any] | None,
@@ -227,7 +266,7 @@ def result_roofline(result: Result, calibration: dict[str, Any] | None,
         spec_name=sheet.name if sheet else None,
         spec_peak=peak_flops(sheet, precision) if sheet else None,
         spec_bandwidth=sheet.memory_bandwidth_gbs * 1e9 if sheet and sheet.memory_bandwidth_gbs else None,
-        calibration=calibration,
+        calibration=calibration, trial="the trial" if result.id is None else f"trial {result.id}",
     )
     if workload is None:
         roof.notes.insert(0, f"workload {clip(result.spec.workload, NAME_CHARS)!r} is unknown to this rigbench: "

@@ -294,10 +294,12 @@ class FrameworkAdapter(Protocol):
         (e.g. "torch.compile reduce-overhead: 1 graph, 0 graph breaks; CUDA graphs: 2 recorded"),
         None for an eager trial; stored as software key "compile". Optional."""
 
-    def count_traffic(self, workload: Workload, options: dict[str, Any]) -> tuple[float, float]:
+    def count_traffic(self, workload: Workload, options: dict[str, Any], precision: str = "fp32") -> tuple[float, float]:
         """Estimated (bytes per step, bytes per sample) that a step's forward and backward
-        passes read and write in device memory: traffic(batch) = per_step + per_sample * batch.
-        Optional: the runner leaves `bytes_per_sample` empty for adapters without it."""
+        passes read and write in device memory at the trial's `precision` (the element sizes
+        it moves: 2 bytes where bf16/fp16 autocast casts): traffic(batch) = per_step +
+        per_sample * batch. Optional: the runner leaves `bytes_per_sample` empty for adapters
+        without it."""
 
     def calibration_kernels(self, device: str) -> CalibrationKernels:
         """The kernels of `device` (a matmul, a copy, a device clock, host copies) that

@@ -62,8 +62,9 @@ def calibration_table(calibration: dict[str, Any]) -> FitTable:
 def roof_text(roof: Any, table: bool = False) -> str:
     """"memory-bound, ceiling 1.2 TFLOP/s (34% of it)": the bound, its ceiling and the share of
     it achieved; or what the bound lacks and the peak if known: "no FLOP/byte; peak 0.185
-    TFLOP/s" for a trial without a traffic estimate. `table`: the short form, "memory-bound 1.2
-    (34%)", for a column whose header names the unit."""
+    TFLOP/s" for a trial without a traffic estimate; or, for a trial that ran above its
+    estimated memory roof, that roof and no bound (a note under the table says why). `table`:
+    the short form, "memory-bound 1.2 (34%)", for a column whose header names the unit."""
     if roof is None:
         return "-"
     unit = "" if table else " TFLOP/s"
@@ -71,6 +72,10 @@ def roof_text(roof: Any, table: bool = False) -> str:
     def flops(value: float | None) -> str:
         return f"{rate(value / 1e12)}{unit}" if value else "-"
 
+    if getattr(roof, "above_memory_roof", False):
+        share = roof.of_memory_roof
+        text = f"above est. memory roof {flops(roof.memory_roof)}" + (f" ({share:.0%})" if share else "")
+        return text if table else text + "; bound unknown (see the notes)"
     if roof.bound is None:
         return f"no {', no '.join(roof.missing)}" + (f"; peak {flops(roof.peak_flops)}" if roof.peak_flops else "")
     if table:

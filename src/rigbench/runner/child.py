@@ -98,12 +98,12 @@ def capped_peak_bytes() -> int | None:
 
 
 def traffic_per_sample(adapter: FrameworkAdapter, workload: Workload, options: dict[str, Any],
-                       batch_size: int) -> float | None:
+                       batch_size: int, precision: str = "fp32") -> float | None:
     """Estimated bytes read and written by one step's forward and backward passes at this
-    batch size, per sample (frameworks/torch/traffic.py). An estimate for the roofline: if it
-    cannot be made, the trial's measurement still stands, without it."""
+    batch size and precision, per sample (frameworks/torch/traffic.py). An estimate for the
+    roofline: if it cannot be made, the trial's measurement still stands, without it."""
     try:
-        counted = cached_traffic(adapter, workload, options)
+        counted = cached_traffic(adapter, workload, options, precision)
     except Exception as exc:  # noqa: BLE001 - never lose a measurement to an estimate
         print(f"rigbench: memory-traffic estimate failed: {exc}", file=sys.stderr)
         return None
@@ -201,7 +201,7 @@ def _count(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, repor
     # The analytic figure, the same for every framework (MFU and the roofline use it);
     # the adapter's own FLOP count only cross-checks it (tests/contract/).
     report.flops_per_sample = train_flops_per_sample(workload, options)
-    report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size)
+    report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size, spec.precision)
     if spec.measure.memory_limit_bytes:
         apply_memory_limit(spec.measure.memory_limit_bytes)
 

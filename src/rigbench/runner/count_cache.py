@@ -5,7 +5,7 @@ process costs seconds; every trial is a fresh process, so the counts are cached 
 `<cache dir>/counts.json`. The key holds everything a count depends on: rigbench's version
 (model definitions), the framework and its version, the workload, its network revision
 (Workload.revision: a rebuilt network under an unchanged version) and its options. The
-memory-traffic estimate (roofline) is cached in the same file under `<key>|traffic`.
+memory-traffic estimate (roofline) is cached in the same file under `<key>|traffic@<precision>`.
 """
 
 from __future__ import annotations
@@ -60,12 +60,20 @@ def cached_count(adapter: FrameworkAdapter, workload: Workload, options: dict[st
     return int(params), float(flops)
 
 
-def cached_traffic(adapter: FrameworkAdapter, workload: Workload, options: dict[str, Any]) -> tuple[float, float] | None:
-    """`adapter.count_traffic(workload, options)` = (bytes per step, bytes per sample), cached
-    under its own key (`<count key>|traffic`), so that entries written before it existed
-    still load; None for an adapter that cannot estimate traffic."""
+#: The element sizes a precision's step moves (frameworks/torch/traffic.py): tf32 stores fp32.
+TRAFFIC_PRECISIONS = {"tf32": "fp32"}
+
+
+def cached_traffic(adapter: FrameworkAdapter, workload: Workload, options: dict[str, Any],
+                   precision: str = "fp32") -> tuple[float, float] | None:
+    """`adapter.count_traffic(workload, options, precision)` = (bytes per step, bytes per
+    sample), cached under its own key (`<count key>|traffic@<precision>`), so that count entries
+    written before it existed still load; None for an adapter that cannot estimate traffic.
+    Entries under the former key, `<count key>|traffic`, were counted at fp32 on the meta
+    device (attention unfused) and are not read."""
     if not hasattr(adapter, "count_traffic"):
         return None
-    per_step, per_sample = _cached(_adapter_key(adapter, workload, options) + "|traffic",
-                                   lambda: list(adapter.count_traffic(workload, options)))
+    moved = TRAFFIC_PRECISIONS.get(precision, precision)
+    per_step, per_sample = _cached(_adapter_key(adapter, workload, options) + f"|traffic@{moved}",
+                                   lambda: list(adapter.count_traffic(workload, options, moved)))
     return float(per_step), float(per_sample)

@@ -95,12 +95,12 @@ def compilation(spec: TrialSpec) -> str | None:
     return compile_report.describe(spec.compile, torch.cuda.current_device() if on_cuda else None)
 
 
-def count_traffic(workload: Workload, options: dict[str, Any]) -> tuple[float, float]:
+def count_traffic(workload: Workload, options: dict[str, Any], precision: str = "fp32") -> tuple[float, float]:
     """Estimated (bytes per step, bytes per sample) read and written by a training step's
-    forward and backward passes, counted on the meta device (see traffic.py)."""
+    forward and backward passes at `precision`, counted on fake tensors (see traffic.py)."""
     from rigbench.frameworks.torch import traffic
 
-    return traffic.count_traffic(workload, options)
+    return traffic.count_traffic(workload, options, precision)
 
 
 def calibration_kernels(device: str) -> CalibrationKernels:
