@@ -15,6 +15,8 @@
 #                 then mlp and cnn plain and under --data-parallel (one rank, NCCL)
 #   gpt           gpt small (GPT-2 124M shape) at bf16 in every framework, then torch compiled
 #                 at two batches: MFU per framework (issue 24 aims at >= 40% in the best)
+#   gpt-batches   gpt small at bf16, torch compiled at batch 64 and JAX at 32 and 64: the
+#                 batches the H200 lease (docs/results/gpu-h200.md) had no time for
 #   vit           vit s224 at bf16 in every framework
 #   transformers  gpt, then vit
 #   calibrate     the measured bf16 and fp32 matmul peaks (MFU against the measured peak)
@@ -36,7 +38,7 @@
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
-  "(tests gpt vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
+  "(tests gpt gpt-batches vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -68,6 +70,10 @@ case $1 in
   gpt)
     run 210 sweep "$GPT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-16}" --seconds 3
     run 100 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-16,32}" --seconds 3 ;;
+  gpt-batches)
+    # the two fastest at larger batches (the H200 lease: torch compiled 38.5% MFU at 32, JAX 36.4% at 16)
+    run 150 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-64}" --seconds 3
+    run 150 sweep "$GPT" --precision bf16 --framework jax -b "${BATCH:-32,64}" --seconds 3 ;;
   vit)
     run 150 sweep "$VIT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-64}" --seconds 2 ;;
   transformers) part gpt; part vit ;;

@@ -161,17 +161,33 @@ def test_api_score_against_a_bundle_file_and_a_run(tmp_path):
     assert math.isfinite(score.ci[0])
 
 
-def test_the_shipped_h100_reference_is_a_full_gpu_suite():
-    # Measured on a lent H100 (docs/results/gpu-h100.md); scoring it against itself gives 1.
+@pytest.mark.parametrize("name, device_name", [("h100-sxm-80gb", "NVIDIA H100 80GB HBM3"),
+                                               ("h200-sxm-141gb", "NVIDIA H200")])
+def test_the_shipped_gpu_references_are_full_gpu_suites(name, device_name):
+    # Measured on lent machines (docs/results/gpu-h100.md, gpu-h200.md); each against itself gives 1.
     from rigbench.analysis.score import read_shipped_reference, shipped_references
     from rigbench.store.bundle import parse_bundle
 
-    assert {"dev-vm-epyc-2core", "h100-sxm-80gb"} <= set(shipped_references())
-    results = parse_bundle(read_shipped_reference("h100-sxm-80gb")).results
+    assert {"dev-vm-epyc-2core", name} <= set(shipped_references())
+    results = parse_bundle(read_shipped_reference(name)).results
     gpu = suite_results(results, "gpu")
     assert sorted(gpu) == sorted(name for name, _ in default_suite())
-    assert all(r.device_name == "NVIDIA H100 80GB HBM3" and r.metrics.gpu_util_pct_mean for trials in gpu.values() for r in trials)
+    assert all(r.device_name == device_name and r.metrics.gpu_util_pct_mean for trials in gpu.values() for r in trials)
     assert compute_score(gpu, gpu, "gpu").value == pytest.approx(1.0)
+
+
+def test_the_h200_scores_as_the_h100_did_by_hand():
+    """The two shipped GPU suites against each other: 0.981 (docs/results/gpu-h200.md), the
+    geometric mean of the eight speed-ups computed here from the stored samples/s."""
+    from rigbench.analysis.score import read_shipped_reference
+    from rigbench.store.bundle import parse_bundle
+
+    h100, h200 = (suite_results(parse_bundle(read_shipped_reference(n)).results, "gpu")
+                  for n in ("h100-sxm-80gb", "h200-sxm-141gb"))
+    ratios = [h200[w][-1].metrics.samples_per_s / h100[w][-1].metrics.samples_per_s for w in h100]
+    by_hand = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    score = compute_score(h200, h100, "gpu")
+    assert score.value == pytest.approx(by_hand, rel=1e-6) and round(score.value, 3) == 0.981
 
 
 def test_score_without_reference_uses_the_shipped_machine_of_each_class(tmp_path):
