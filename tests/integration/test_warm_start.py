@@ -163,3 +163,22 @@ def test_rigbench_variables_do_not_need_a_new_server():
     base = {"PATH": "/bin", "RIGBENCH_DB": "a.db", "PYTEST_CURRENT_TEST": "x"}
     assert key({**base, "RIGBENCH_DB": "b.db", "PYTEST_CURRENT_TEST": "y"}, ["m"]) == key(base, ["m"])
     assert key({**base, "OMP_NUM_THREADS": "1"}, ["m"]) != key(base, ["m"])  # read at import
+
+
+def test_two_frameworks_taking_turns_keep_their_servers():
+    """`run --framework torch,jax` alternates the two: each keeps its own warm server (one
+    server at a time started torch's again after every JAX trial); a third key stops the least
+    recently used."""
+    pytest.importorskip("jax")
+    parents = []
+    for framework in ("torch", "jax", "torch", "jax"):
+        outcome, seen = launch(quick_spec("mlp", batch_size=16).model_copy(update={"framework": framework}))
+        assert outcome.report.status == "ok", outcome.report.error
+        parents.append(seen["ppid"])
+    assert parents[0] == parents[2] and parents[1] == parents[3] and parents[0] != parents[1]
+    assert len(warm_start._servers) == warm_start.MAX_SERVERS == 2
+    first = warm_start._servers[next(iter(warm_start._servers))]  # torch's, the least recent
+    env = dict(os.environ, OMP_NUM_THREADS="1")  # another environment: a third server
+    third = warm_start._server_for(env, warm_start.preload_modules("torch"), "torch")
+    assert not third.refused and first.proc.wait(timeout=10) is not None  # stopped
+    assert list(warm_start._servers.values())[-1] is third and len(warm_start._servers) == 2
