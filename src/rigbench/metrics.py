@@ -17,6 +17,8 @@ Sources:
 - `counting`: facts counted rather than timed: parameters, FLOPs, bytes, data set sizes.
 - `ranks`: a data-parallel trial's per-rank reports combined (analysis/ranks.py: straggler
   ratio, communication share, memory per rank as max and sum); empty for one process.
+- `launch`: the parent's own clock around the whole trial, from starting its process to its
+  result (runner/session.py).
 - `energy`: the energy tracker's sources combined (runner/assemble.py): the total, per sample,
   what was read and why anything was not; with `--energy estimate`, a separate, labelled
   estimate for the sources that were not read (analysis/energy_estimate.py).
@@ -29,7 +31,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-Source = Literal["protocol", "tracker", "training", "lr_find", "counting", "energy", "ranks"]
+Source = Literal["protocol", "tracker", "training", "lr_find", "counting", "energy", "ranks", "launch"]
 SOURCES: tuple[str, ...] = get_args(Source)
 
 
@@ -195,6 +197,10 @@ class Metrics(BaseModel):
         "us", "ranks", "pre-run check: all-reduce time of the smallest message (4 KiB)")
     allreduce_table: list[list[float]] | None = metric(
         "", "ranks", "pre-run check: [bytes, seconds, bus bandwidth B/s] per message size")
+    trial_s: float | None = metric(
+        "s", "launch", "the whole trial on the parent's clock: starting its process, the framework's import and "
+                       "set-up, counting, warm-up and compilation, timing, shutdown (a sweep's estimate reads it "
+                       "from this machine's earlier trial of the same configuration)")
 
 
 @dataclass(frozen=True)

@@ -238,3 +238,44 @@ def test_a_long_sweep_says_its_estimate_and_asks_first(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep_cli, "_interactive", lambda: False)  # a script is never asked
     res = CliRunner().invoke(app, args)
     assert "Start it?" not in res.output and started == [10_000, 10_000]
+
+
+def test_the_estimate_takes_what_this_machines_earlier_trial_of_a_configuration_took(tmp_path, monkeypatch):
+    """On an H200, GPT-2 small's trials took 18-60 s (starting, compiling) where the estimate
+    said 3 s beyond the windows each: a configuration this machine ran before now counts what
+    that trial took beyond its own windows, whatever protocol it was timed with; another
+    machine's trial counts for nothing."""
+    from rigbench.cli import sweep as sweep_cli
+    from rigbench.experiments.sweep import TRIAL_OVERHEAD_S, earlier_trials, estimate
+    from rigbench.metrics import Metrics
+
+    db = str(tmp_path / "e.db")
+    store = Store(db)
+    store.add_run("here", "t", "test", this_machine_identity())
+    store.add_run("there", "t", "test", {**this_machine_identity(), "hostname": "node-b"})
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], devices=["cpu"], batch_sizes=[8, 16, 32]))  # 2.5 s windows
+    quick = grid[0].model_copy(update={"measure": MeasureOptions.quick()})  # b8, timed another way
+    windows = quick.measure.warmup_seconds + quick.measure.min_seconds
+    for spec, run_id, took in ((quick, "here", windows + 40.0), (grid[1], "there", 99.0), (grid[0], "here", None)):
+        store.add_result(Result(run_id=run_id, created_at="t", spec=spec, status="ok", metrics=Metrics(trial_s=took)))
+    earlier = earlier_trials(store, grid)
+    assert list(earlier.values())[0].metrics.trial_s == pytest.approx(windows + 40.0)  # no trial_s: not a time
+    guess = estimate(grid, earlier)
+    assert guess.from_history == 1
+    assert guess.least_s == pytest.approx((2.5 + 40.0) + 2 * (2.5 + TRIAL_OVERHEAD_S))
+    monkeypatch.setattr(sweep_cli, "_sweep_with_progress", lambda grid, db, resume: 1 / 0)
+    res = CliRunner().invoke(app, ["sweep", "mlp", "-d", "cpu", "-b", "8,16,32", "--db", db])
+    assert "sweep: 3 trials to run, at least about 0:00:54 (" in res.output  # 42.5 + 2 x 5.5, rounded
+    assert "or what this machine's earlier trial of the same configuration took, for 1 of them" in res.output
+
+
+def test_a_trial_stores_how_long_it_took_on_the_parents_clock(tmp_path):
+    from rigbench.runner.session import run_trials
+    from tests.conftest import quick_spec
+
+    store = Store(str(tmp_path / "t.db"))
+    store.add_run("r", "t", "test", this_machine_identity())
+    [result] = run_trials([quick_spec("mlp")], store, "r").results
+    stored = store.get(result.id)
+    windows = quick_spec("mlp").measure.warmup_seconds + quick_spec("mlp").measure.min_seconds
+    assert stored.status == "ok" and stored.metrics.trial_s > windows  # start, build, count beyond the windows

@@ -33,6 +33,7 @@ from rigbench.errors import UsageError
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
 from rigbench.experiments.sweep import (
     SweepOutcome,
+    earlier_trials,
     estimate,
     load_sweep_file,
     plan_sweep,
@@ -85,9 +86,12 @@ def _announce(grid: list[TrialSpec], db: str | None, resume: bool, yes: bool) ->
     if resume:
         _, stored = _stored_if_any(grid, db)
         pending = [s for s in grid if spec_key(s) not in stored]
-    guess = estimate(pending)
+    store = _store_if_any(db)
+    guess = estimate(pending, earlier_trials(store, pending) if store else None)
+    known = (f", or what this machine's earlier trial of the same configuration took, for {guess.from_history} "
+             f"of them" if guess.from_history else "")
     err.print(f"sweep: {guess.trials} trials to run, at least about {_eta(guess.least_s)} (each trial's warm-up "
-              f"and timing windows plus a few seconds to start; slow steps take longer), at most "
+              f"and timing windows plus a few seconds to start{known}; slow steps take longer), at most "
               f"{_eta(guess.most_s)} (every trial to its timeout)", highlight=False, markup=False, soft_wrap=True)
     if guess.least_s > CONFIRM_ABOVE_S and not yes and _interactive():
         if not typer.confirm("Start it?", default=False, err=True):
@@ -153,13 +157,18 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
                          on_trial_end=ended)
 
 
-def _stored_if_any(grid: list[TrialSpec], db: str | None) -> tuple[str, dict[str, Result]]:
-    """The database's URL and the grid points it holds; a dry run never creates a database."""
+def _store_if_any(db: str | None) -> Store | None:
+    """The database, or None where it is an SQLite file not made yet (looking never creates one)."""
     url = resolve_db_url(db) if db else default_db_url()
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        return url, {}
-    store = Store(db)
-    return store.url, stored_results(store, grid)
+        return None
+    return Store(db)
+
+
+def _stored_if_any(grid: list[TrialSpec], db: str | None) -> tuple[str, dict[str, Result]]:
+    """The database's URL and the grid points it holds; a dry run never creates a database."""
+    store = _store_if_any(db)
+    return (store.url, stored_results(store, grid)) if store else (resolve_db_url(db) if db else default_db_url(), {})
 
 
 def _dry_run(grid: list[TrialSpec], db: str | None, resume: bool, as_json: bool) -> None:

@@ -81,18 +81,47 @@ TRIAL_OVERHEAD_S = 3.0
 
 @dataclass
 class SweepEstimate:
-    """How long `grid` takes: at least every trial's warm-up and timing windows plus the start
+    """How long `grid` takes: at least every trial's warm-up and timing windows plus its start
     overhead (a slow step stretches it: the step count is a minimum too); at most every trial
-    running to its timeout."""
+    running to its timeout. `from_history`: the trials whose overhead came from this machine's
+    earlier trial of the same configuration instead of TRIAL_OVERHEAD_S."""
 
     trials: int
     least_s: float
     most_s: float
+    from_history: int = 0
 
 
-def estimate(grid: Sequence[TrialSpec]) -> SweepEstimate:
-    least = sum(s.measure.warmup_seconds + s.measure.min_seconds + TRIAL_OVERHEAD_S for s in grid)
-    return SweepEstimate(len(grid), least, sum(s.measure.timeout_s for s in grid))
+def _windows(spec: TrialSpec) -> float:
+    return spec.measure.warmup_seconds + spec.measure.min_seconds
+
+
+def estimate(grid: Sequence[TrialSpec], earlier: dict[tuple, Result] | None = None) -> SweepEstimate:
+    """`earlier` (earlier_trials): this machine's newest trial of each configuration; where a
+    grid point has one, what that trial took beyond its own windows (metrics.trial_s) is the
+    point's overhead: a JAX or compiled trial on a GPU spent 18-60 s starting and compiling on
+    an H200 (docs/results/gpu-h200.md), where TRIAL_OVERHEAD_S says 3."""
+    least, known = 0.0, 0
+    for spec in grid:
+        before = (earlier or {}).get(spec.config_key())
+        overhead = TRIAL_OVERHEAD_S
+        if before is not None and before.metrics.trial_s is not None:
+            overhead, known = max(0.0, before.metrics.trial_s - _windows(before.spec)), known + 1
+        least += _windows(spec) + overhead
+    return SweepEstimate(len(grid), least, sum(s.measure.timeout_s for s in grid), known)
+
+
+def earlier_trials(store: Store, grid: Sequence[TrialSpec]) -> dict[tuple, Result]:
+    """This machine's newest stored trial with a `trial_s` of each configuration of `grid`
+    (TrialSpec.config_key: its timing options aside), for `estimate`."""
+    wanted = {s.config_key() for s in grid}
+    found: dict[tuple, Result] = {}
+    for workload in dict.fromkeys(s.workload for s in grid):
+        for result in split_by_machine(store, store.list(workload=workload))[0]:
+            key = result.spec.config_key()
+            if key in wanted and result.metrics.trial_s is not None:
+                found[key] = result  # listed oldest first: the newest stays
+    return found
 
 
 def spec_key(spec: TrialSpec) -> str:

@@ -9,6 +9,7 @@ killed and nothing half-finished is stored, except a training run's finished epo
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -76,6 +77,7 @@ def run_trials(
     for index, spec in enumerate(specs):
         if on_trial_start:
             on_trial_start(index, spec)
+        started = time.monotonic()
         try:
             progress = (lambda text, i=index: on_trial_progress(i, text)) if on_trial_progress else None
             launched = launch_trial(spec, on_start=on_child_start, on_progress=progress)
@@ -95,6 +97,7 @@ def run_trials(
                 break
             continue
         result = build_result(spec, launched, run_id)  # every rank's report, merged there
+        result.metrics.trial_s = time.monotonic() - started
         store.add_result(result)
         outcome.results.append(result)
         if on_trial_end:
