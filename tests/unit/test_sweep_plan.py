@@ -258,15 +258,19 @@ def test_the_estimate_takes_what_this_machines_earlier_trial_of_a_configuration_
     windows = quick.measure.warmup_seconds + quick.measure.min_seconds
     for spec, run_id, took in ((quick, "here", windows + 40.0), (grid[1], "there", 99.0), (grid[0], "here", None)):
         store.add_result(Result(run_id=run_id, created_at="t", spec=spec, status="ok", metrics=Metrics(trial_s=took)))
+    # b32 timed 1,000 steps of 30 ms (`--steps 1000`) after a 1 s warm-up whose first step took 0.8 s:
+    # 3 s to start, so 34 s in all, of which 3 + 0.8 carry over, not the 30 s of timing
+    long = Metrics(trial_s=34.0, warmup_s=1.0, first_step_s=0.8, steps_measured=1000, step_time_ms_mean=30.0)
+    store.add_result(Result(run_id="here", created_at="t", spec=grid[2], status="ok", metrics=long))
     earlier = earlier_trials(store, grid)
-    assert list(earlier.values())[0].metrics.trial_s == pytest.approx(windows + 40.0)  # no trial_s: not a time
+    assert earlier[grid[0].config_key()].metrics.trial_s == pytest.approx(windows + 40.0)  # no trial_s: not a time
     guess = estimate(grid, earlier)
-    assert guess.from_history == 1
-    assert guess.least_s == pytest.approx((2.5 + 40.0) + 2 * (2.5 + TRIAL_OVERHEAD_S))
+    assert guess.from_history == 2
+    assert guess.least_s == pytest.approx((2.5 + 40.0) + (2.5 + TRIAL_OVERHEAD_S) + (2.5 + 3.8))
     monkeypatch.setattr(sweep_cli, "_sweep_with_progress", lambda grid, db, resume: 1 / 0)
     res = CliRunner().invoke(app, ["sweep", "mlp", "-d", "cpu", "-b", "8,16,32", "--db", db])
-    assert "sweep: 3 trials to run, at least about 0:00:54 (" in res.output  # 42.5 + 2 x 5.5, rounded
-    assert "or what this machine's earlier trial of the same configuration took, for 1 of them" in res.output
+    assert "sweep: 3 trials to run, at least about 0:00:54 (" in res.output  # 42.5 + 5.5 + 6.3 = 54.3
+    assert "or what this machine's earlier trial of the same configuration took, for 2 of them" in res.output
 
 
 def test_a_trial_stores_how_long_it_took_on_the_parents_clock(tmp_path):

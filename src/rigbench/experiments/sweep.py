@@ -96,17 +96,29 @@ def _windows(spec: TrialSpec) -> float:
     return spec.measure.warmup_seconds + spec.measure.min_seconds
 
 
+def _overhead(before: Result) -> float:
+    """What an earlier trial took beyond its warm-up and timed steps, its first step (start-up,
+    build, counting, compilation) kept: `--steps 1000` timed for longer, which a quick point of
+    the same configuration will not."""
+    m = before.metrics
+    assert m.trial_s is not None
+    if m.warmup_s is None or m.step_time_ms_mean is None or not m.steps_measured:
+        return max(0.0, m.trial_s - _windows(before.spec))
+    timed = m.steps_measured * m.step_time_ms_mean / 1000
+    return max(0.0, m.trial_s - timed - m.warmup_s + (m.first_step_s or 0.0))
+
+
 def estimate(grid: Sequence[TrialSpec], earlier: dict[tuple, Result] | None = None) -> SweepEstimate:
     """`earlier` (earlier_trials): this machine's newest trial of each configuration; where a
-    grid point has one, what that trial took beyond its own windows (metrics.trial_s) is the
-    point's overhead: a JAX or compiled trial on a GPU spent 18-60 s starting and compiling on
-    an H200 (docs/results/gpu-h200.md), where TRIAL_OVERHEAD_S says 3."""
+    grid point has one, what that trial took beyond its warm-up and timed steps (_overhead) is
+    the point's overhead: a JAX or compiled trial on a GPU spent 18-60 s starting and compiling
+    on an H200 (docs/results/gpu-h200.md), where TRIAL_OVERHEAD_S says 3."""
     least, known = 0.0, 0
     for spec in grid:
         before = (earlier or {}).get(spec.config_key())
         overhead = TRIAL_OVERHEAD_S
         if before is not None and before.metrics.trial_s is not None:
-            overhead, known = max(0.0, before.metrics.trial_s - _windows(before.spec)), known + 1
+            overhead, known = _overhead(before), known + 1
         least += _windows(spec) + overhead
     return SweepEstimate(len(grid), least, sum(s.measure.timeout_s for s in grid), known)
 
