@@ -8,8 +8,9 @@ says what the devices allow, not what the trial will do: a trial that reaches on
 of its ceiling is limited by something the roofline does not model (kernel launches, the host
 CPU, the framework), and then the ratio of ceilings does not apply. Measured on an H100 against
 an H200 (docs/results/gpu-h200.md): the networks at 23-35% of their ceilings followed it within
-5% (predicted x1.00, measured x0.95-1.03); those at 1-7% did not (predicted x1.07-1.43, measured
-x0.73-1.15). NEAR_CEILING draws that line between the two groups.
+5% (predicted x1.00, measured x0.95-1.03), lstm at 18-20% within 10% (x1.07, x0.96); those at 1-7%
+did not (predicted x1.15-1.43, measured x0.73-1.15). NEAR_CEILING draws the line in the gap
+between 7% and 18%: one comparison's evidence, to revisit as more pairs of devices are measured.
 """
 
 from __future__ import annotations
