@@ -223,7 +223,23 @@ def test_command_prints_the_table_and_json(db):
     [table] = json.loads(done.output)
     assert [(r["framework"], r["steps_per_s"]) for r in table["ours"]] == [("jax", 4.0), ("torch", 2.0)]
     done = runner.invoke(cli.app, ["compare", "--frameworks", "--precision", "bf16", "--db", db])
-    assert done.exit_code == 0 and "No plain speed results at bf16 to compare" in done.output
+    assert done.exit_code == 0 and "No plain speed results at bf16 to compare. Measure some with e.g. `rigbench " \
+        "run cnn -b 128 --framework torch,jax -d cpu --precision bf16`." in " ".join(done.output.split())
+    done = runner.invoke(cli.app, ["compare", "--frameworks", "--precision", "bf16,fp32", "--run", "fwrun", "--db", db])
+    assert "No plain speed results at bf16: no table for it." in done.output and "cnn, fp32, batch 128" in done.output
+
+
+def test_the_hint_to_add_frameworks_keeps_the_tables_settings(tmp_path):
+    """A bf16 table's hint said `rigbench run ... --framework torch,jax` without the precision:
+    following it measured fp32 trials, which land in another table."""
+    path = str(tmp_path / "one.db")
+    store = Store(f"sqlite:///{path}")
+    store.add_run("r", "2026-01-01T00:00:00+00:00", "rigbench run mlp", {"hostname": "elsewhere"})
+    store.add_result(make_result("torch", "mlp", device="cuda:0", batch=32, precision="bf16", run_id="r")
+                     .model_copy(update={"id": None}))
+    done = CliRunner().invoke(cli.app, ["compare", "--frameworks", "--run", "r", "--db", path])
+    assert "only torch measured here; add others with `rigbench run mlp -b 32 --framework jax -d cuda:0 " \
+        "--precision bf16`" in " ".join(done.output.split())
 
 
 @pytest.mark.parametrize("args, message", [

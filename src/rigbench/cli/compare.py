@@ -23,10 +23,10 @@ def compare(
     items: list[str] | None = typer.Argument(None, metavar="[RUN_A RUN_B | SOURCE... | WORKLOAD...]", help="Two run ids or results-bundle files to compare (A before, B after); with --published, the published sources to use: yin2020, shi2016, community (default: all); with --frameworks, the workloads, NAME or NAME:key=value for one set of options (default: every one measured)."),
     published: bool = typer.Option(False, "--published", help="Put this machine's stored results beside published tables (the thesis's GTX 1060, Shi et al. 2016, community epoch times): measured, spec-predicted and CPU-utilisation-normalised speed-ups."),
     frameworks: bool = typer.Option(False, "--frameworks", help="Frameworks side by side, the thesis's Table 5 layout: per workload and set of options, each framework and device's steps/s (and tokens/s for a language model), MFU, CPU %, GPU %, host and GPU memory at one batch size, with the thesis's own rows beside the CIFAR-10 CNN (cnn)."),
-    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="With --frameworks: the batch size to show (default: the thesis's 128 for cnn, else each workload's default batch, else its --quick batch, where measured)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="With --frameworks: the batch size to show (default: the thesis's 128 for cnn where measured, else the batch the most frameworks were measured at; on a tie the workload's default batch, then its --quick batch, then the largest)."),
     precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="With --frameworks: the precisions to show, repeated or comma-separated, e.g. --precision bf16 (default: every one measured, a table each; MFU against the peak at that precision)."),
     all_frameworks: bool = typer.Option(False, "--all-frameworks", help="With --published: show every framework's published rows (default: only the rows of our framework's family when the source has some)."),
-    run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --published: use these runs' results instead of every stored result of this machine."),
+    run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --published or --frameworks: use these runs' results instead of every stored result of this machine."),
     where_a: list[str] | None = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. Keys: workload, device, framework, precision, status, batch_size."),
     where_b: list[str] | None = typer.Option(None, "--where-b", metavar="KEY=VALUE", help="Filter side B, as --where-a. A key both sides name with different values (device=cpu against device=cuda:0) is what they are split by: trials pair across it."),
     across_versions: bool = typer.Option(False, "--across-versions", help="Compare pairs whose software versions differ (torch, CUDA, cuDNN...) and flag them, instead of marking them incomparable."),
@@ -150,9 +150,15 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
         return
     if not tables:
         at = (f" at {'/'.join(precisions)}" if precisions else "") + (f" at batch {batch_size}" if batch_size else "")
-        out.print(f"No plain speed results{at} to compare. Measure some with e.g. "
-                  f"`rigbench run cnn -b 128 --framework torch,jax -d cpu`.", highlight=False, markup=False)
+        example = _measure_command(workloads[0] if workloads else "cnn", batch_size or 128, ["torch", "jax"],
+                                   precisions[0] if precisions else "fp32", "cpu")
+        out.print(f"No plain speed results{at} to compare. Measure some with e.g. `{example}`.",
+                  highlight=False, markup=False)
         return
+    missing = [p for p in precisions if p not in {t.precision for t in tables}]
+    if missing:
+        out.print(f"No plain speed results at {', '.join(missing)}" + (f" at batch {batch_size}" if batch_size else "")
+                  + ": no table for it.", highlight=False, markup=False)
     for t in tables:
         out.print(compare_tables.framework_table(t))
         spread = slowest_to_fastest(t)
@@ -164,8 +170,10 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
             out.print("  no two frameworks measured at the same settings (device, --threads): no fastest / "
                       "slowest ratio", highlight=False, markup=False)
         elif len(t.frameworks) == 1:
-            out.print(f"  only {t.frameworks[0]} measured here; add others with `rigbench run {t.label or t.workload} "
-                      f"-b {t.batch_size} --framework torch,jax`", highlight=False, markup=False)
+            others = [name for name in ("torch", "jax") if name not in t.frameworks] or ["jax"]
+            command = _measure_command(t.label or t.workload, t.batch_size, others, t.precision, t.ours[0].device)
+            out.print(f"  only {t.frameworks[0]} measured here; add others with `{command}`",
+                      highlight=False, markup=False)
         if t.other_batches:
             out.print(f"  also measured at batch {', '.join(map(str, t.other_batches))} (--batch-size N shows one)",
                       highlight=False, markup=False)
@@ -192,6 +200,12 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
               "compile`): the mean of their speeds; steps/s = samples/s "
               "over the batch.",
               highlight=False, markup=False)
+
+
+def _measure_command(workload: str, batch_size: int, frameworks: list[str], precision: str, device: str) -> str:
+    """The `rigbench run` that adds rows to a frameworks table of these settings."""
+    return (f"rigbench run {workload} -b {batch_size} --framework {','.join(frameworks)} -d {device}"
+            + ("" if precision == "fp32" else f" --precision {precision}"))
 
 
 def _print_matches(matches: list[Any]) -> None:
