@@ -49,7 +49,7 @@ def test_a_real_calibration_travels_to_another_database(tmp_path):
     assert row["calibrated"]["peak_flops"] == peak
     assert row["calibrated"]["mfu"] == pytest.approx(100.0 * 1e6 / peak)
     said = rigbench("results", "import", path, "--db", b)  # again: nothing added, and it says so
-    assert f"1 results already present were skipped, and {n} calibration measurements." in said
+    assert f"1 results already present were skipped, as were {n} calibration measurements already stored." in said
     with Store(b).engine.connect() as conn:
         stored = conn.exec_driver_sql("select count(*) from calibrations").scalar()
     assert stored == n

@@ -163,6 +163,7 @@ def _drop(key):
     (_cal(0, run_id="elsewhere"), r"calibrations\[0\]\.run_id: run 'elsewhere' is not in the bundle's runs"),
     (_cal(0, id=3), r"calibrations\[0\]\.id: Extra inputs are not permitted"),
     (_drop("created_at"), r"calibrations\[0\]\.created_at: Field required"),
+    (_cal(0, created_at="yesterday"), r"calibrations\[0\]\.created_at: not an ISO 8601 time, got 'yesterday'"),
     (_cal(3, kind="matmul", precision="fp32", status="ok", value=PEAK, unit="FLOP/s", detail={}),
      r"calibrations\[3\]: the same measurement .* as calibrations\[0\]"),
     (lambda d: {**d, "calibrations": {"kind": "matmul"}}, r"calibrations: expected a list of calibration rows, got dict"),
@@ -219,3 +220,24 @@ def test_export_says_what_it_wrote_with_the_file_named_literally(source, tmp_pat
     done = CliRunner().invoke(cli.app, ["results", "export", "--format", "bundle", "--db", source.url, "-o", str(path)])
     assert done.exit_code == 0, done.output
     assert f"wrote 1 results and {len(rows(source))} calibration measurements to {path}\n" in done.output
+
+
+def test_an_imported_calibration_of_another_machine_or_an_older_one_does_not_replace_ours(source, tmp_path):
+    """The calibrated MFU of this machine's trials fell from 10.3% to 0.7% when a bundle from
+    another host brought a calibration of the same device name: the last row stored won. Now a
+    trial's calibration is its machine's, and the newest by measurement time."""
+    from rigbench.store.calibrations import device_calibrations
+
+    other = Store(str(tmp_path / "other.db"))
+    other.add_run("far1", "2026-02-01T00:00:00+00:00", "rigbench calibrate -d cpu", {**MACHINE, "hostname": "far"})
+    add_calibration(other, "far1", "2026-02-01T00:00:05+00:00", {**calibration(), "measurements": [
+        {"kind": "matmul", "precision": "fp32", "unit": "FLOP/s", "status": "ok", "value": 5e12, "detail": {}}]})
+    # and an older calibration of this machine, measured before `source`'s, stored after it
+    other.add_run("old1", "2025-12-01T00:00:00+00:00", "rigbench calibrate -d cpu", MACHINE)
+    add_calibration(other, "old1", "2025-12-01T00:00:05+00:00", {**calibration(), "measurements": [
+        {"kind": "matmul", "precision": "fp32", "unit": "FLOP/s", "status": "ok", "value": 3e9, "detail": {}}]})
+    path = write(tmp_path, api.export_bundle(other.url))
+    done = CliRunner().invoke(cli.app, ["results", "import", str(path), "--db", source.url])
+    assert done.exit_code == 0, done.output
+    found = device_calibrations(source, source.list())
+    assert found[DEVICE]["matmul_flops"] == {"fp32": PEAK} and found[DEVICE]["created_at"] == "2026-01-01T01:00:05+00:00"

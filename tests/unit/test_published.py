@@ -136,7 +136,16 @@ def test_peaks_from_spec_sheet_or_calibration(tmp_path):
     store = Store(str(tmp_path / "c.db"))
     peak_of = peak_resolver(store)
     assert peak_of("Never Seen CPU 9000", "cpu") is None
-    store.add_run("cal1", "2026-03-01T00:00:00+00:00", "rigbench calibrate", {})  # calibrations belong to a run
+    from rigbench.fingerprint import this_machine_identity
+
+    # another machine's calibration of a CPU of the same name (an imported bundle) is not ours
+    store.add_run("cal0", "2026-04-01T00:00:00+00:00", "rigbench calibrate", {"hostname": "elsewhere"})
+    add_calibration(store, "cal0", "2026-04-01T00:00:00+00:00", {
+        "device": "cpu", "device_name": "Never Seen CPU 9000",
+        "measurements": [{"kind": "matmul", "precision": "fp32", "status": "ok", "value": 9e12, "unit": "FLOP/s"}],
+    })
+    assert peak_of("Never Seen CPU 9000", "cpu") is None
+    store.add_run("cal1", "2026-03-01T00:00:00+00:00", "rigbench calibrate", this_machine_identity())
     add_calibration(store, "cal1", "2026-03-01T00:00:00+00:00", {
         "device": "cpu", "device_name": "Never Seen CPU 9000",
         "measurements": [{"kind": "matmul", "precision": "fp32", "status": "ok", "value": 1.5e11, "unit": "FLOP/s"}],

@@ -98,8 +98,9 @@ def prediction_text(single: float | None, by_clock: dict[str, float], *, assumpt
 
 def peak_resolver(store: Any | None) -> Callable[[str | None, str], Peak | None]:
     """`peak_of(device_name, kind)` for compare_published: the spec sheet's FP32 peak
-    (analysis.specs), else the newest calibrated matmul peak of that device name in `store`
-    (store.calibrations), else None. The Peak says which was used."""
+    (analysis.specs), else this machine's newest calibrated matmul peak of that device name in
+    `store` (store.calibrations), else None. The Peak says which was used."""
+    from rigbench.fingerprint import this_machine_key
     from rigbench.store.calibrations import latest_calibration
 
     def peak_of(name: str | None, kind: str) -> Peak | None:
@@ -112,7 +113,7 @@ def peak_resolver(store: Any | None) -> Callable[[str | None, str], Peak | None]
             bandwidth = spec.memory_bandwidth_gbs * 1e9 if spec.memory_bandwidth_gbs else None
             return Peak(fp32, f"spec sheet: {spec.name}", bandwidth, max(low) if low else None,
                         tuple(fp32_flops_by_clock(spec).items()), spec.cores if spec.kind == "cpu" else None)
-        calibration = latest_calibration(store, name) if store is not None else None
+        calibration = latest_calibration(store, name, this_machine_key()) if store is not None else None
         measured = (calibration or {}).get("matmul_flops", {}).get("fp32")
         if measured:
             bandwidth = calibration.get("memory_bandwidth_bytes_s")  # type: ignore[union-attr]

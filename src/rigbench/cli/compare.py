@@ -293,7 +293,7 @@ def results_import(
         text += (f"; {len(done.present_runs)} runs were already stored, {done.skipped_results} results "
                  f"already present were skipped")
         if done.skipped_calibrations:
-            text += f", and {done.skipped_calibrations} calibration measurements"
+            text += f", as were {done.skipped_calibrations} calibration measurements already stored"
     out.print(text + ".", highlight=False, markup=False, soft_wrap=True)
     for note in done.notes[:SHOWN]:
         err.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)

@@ -6,11 +6,14 @@ Values are kept in SI base units (FLOP/s, B/s); the terminal shows TFLOP/s and G
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import insert, select
 
+from rigbench.fingerprint import machine_key
 from rigbench.spec import Result
 from rigbench.store.db import Store
 from rigbench.store.rows import column_text
@@ -59,8 +62,25 @@ def list_calibrations(store: Store, device_name: str | None = None, run_id: str 
     return out
 
 
-def latest_calibration(store: Store, device_name: str) -> dict[str, Any] | None:
-    """The newest calibration of a device name, or None if it was never calibrated.
+def measured_at(text: Any) -> datetime:
+    """A row's `created_at` as a UTC time for ordering by measurement (an import can bring an
+    older calibration in after a newer one); the earliest time where it cannot be read."""
+    try:
+        moment = datetime.fromisoformat(str(text))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _machines(store: Store, run_ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+    return {run_id: machine_key(store.machine(run_id)) for run_id in dict.fromkeys(run_ids)}
+
+
+def latest_calibration(store: Store, device_name: str, machine: tuple[Any, ...] | None = None) -> dict[str, Any] | None:
+    """The newest calibration of a device name, or None if it was never calibrated. `machine`
+    (fingerprint.machine_key): only that machine's calibrations, since a name is not a device
+    ("Intel(R) Xeon(R) Processor" names many, and an imported bundle brings other machines').
+    Newest is by measurement time, not by the order the rows were stored in.
 
     Each figure is the newest successful measurement of that figure, so calibrating only
     `--precision bf16` later keeps the earlier fp32 peak. Returns {"device", "device_name",
@@ -70,6 +90,10 @@ def latest_calibration(store: Store, device_name: str) -> dict[str, Any] | None:
     "unsupported": {precision: reason} for matmul precisions never measured here}.
     """
     rows = list_calibrations(store, device_name=device_name)
+    if machine is not None:
+        machines = _machines(store, (row["run_id"] for row in rows))
+        rows = [row for row in rows if machines[row["run_id"]] == machine]
+    rows.sort(key=lambda row: (measured_at(row["created_at"]), row["id"]))
     if not rows:
         return None
     out: dict[str, Any] = {"device": rows[-1]["device"], "device_name": device_name,
@@ -92,14 +116,20 @@ def latest_calibration(store: Store, device_name: str) -> dict[str, Any] | None:
     for precision in out["matmul_flops"]:  # measured once: a later failure does not erase it
         out["unsupported"].pop(precision, None)
     if used:
-        out["created_at"] = max(r["created_at"] for r in used)
-        out["device"] = max(used, key=lambda r: r["id"])["device"]
+        out["created_at"] = used[-1]["created_at"]
+        out["device"] = used[-1]["device"]
         out["run_ids"] = list(dict.fromkeys(r["run_id"] for r in used))
     return out
 
 
 def device_calibrations(store: Store, results: Sequence[Result]) -> dict[str, dict[str, Any]]:
-    """device name -> its latest calibration, for the devices of `results` that have one."""
-    names = dict.fromkeys(r.device_name for r in results if r.device_name)
-    found = {name: latest_calibration(store, name) for name in names}
+    """device name -> its latest calibration on the machine that measured those of `results`
+    (the one that measured most of them, where several machines share the name), for the
+    devices of `results` that have one."""
+    machines = _machines(store, (r.run_id for r in results))
+    by_name: dict[str, Counter[tuple[Any, ...]]] = {}
+    for r in results:
+        if r.device_name:
+            by_name.setdefault(r.device_name, Counter())[machines[r.run_id]] += 1
+    found = {name: latest_calibration(store, name, counts.most_common(1)[0][0]) for name, counts in by_name.items()}
     return {name: cal for name, cal in found.items() if cal is not None}
