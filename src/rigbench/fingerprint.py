@@ -68,12 +68,23 @@ def machine_fingerprint() -> dict[str, Any]:
 
 def machine_key(machine: Mapping[str, Any] | None) -> tuple[Any, ...]:
     """What makes two fingerprints the same computer for "this machine" and "same machine"
-    questions: host name, CPU model and the CPU's key instruction sets. The sets matter because a
-    cloud VM keeps its host name and a masked model name ("AMD EPYC") across CPU generations: the
-    dev VM ran on an AVX2-only EPYC on 2026-11-23 and on an AVX-512 one on 2026-11-26, where mlp
-    trained 3x as fast. Full flag lists (`cpu_flags_hash`) change with the kernel; these do not."""
+    questions: host name, CPU model, the CPU's key instruction sets and the GPUs' names. The sets
+    matter because a cloud VM keeps its host name and a masked model name ("AMD EPYC") across CPU
+    generations: the dev VM ran on an AVX2-only EPYC on 2026-11-23 and on an AVX-512 one on
+    2026-11-26, where mlp trained 3x as fast. Full flag lists (`cpu_flags_hash`) change with the
+    kernel; these do not. The GPUs matter because lent GPU VMs share all of that with the dev VM
+    (host "vm", "Intel(R) Xeon(R) Processor", the same sets): an imported H200 bundle counted as
+    this machine's results."""
     m = machine or {}
-    return (m.get("hostname"), m.get("cpu_model"), tuple(_key_flags_of(m).items()))
+    return (m.get("hostname"), m.get("cpu_model"), tuple(_key_flags_of(m).items()), _gpu_names(m))
+
+
+def _gpu_names(machine: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of a fingerprint's GPUs, sorted; () for none or an unreadable list."""
+    listed = machine.get("gpus")
+    if not isinstance(listed, list):
+        return ()
+    return tuple(sorted(str(g.get("name")) for g in listed if isinstance(g, Mapping)))
 
 
 def instruction_sets(machine: Mapping[str, Any] | None) -> str | None:
@@ -97,9 +108,10 @@ def _key_flags_of(machine: Mapping[str, Any]) -> dict[str, bool | None]:
 
 def this_machine_identity() -> dict[str, Any]:
     """The fingerprint fields machine_key reads, of this machine, without the slow parts of a
-    full fingerprint (GPUs, packages)."""
+    full fingerprint (packages, RAM, clocks): the GPUs' list costs one NVML call."""
     cpu = cpu_identity()
-    return {"hostname": socket.gethostname(), "cpu_model": cpu["model"], "cpu_flags": key_flags(cpu["flags"])}
+    return {"hostname": socket.gethostname(), "cpu_model": cpu["model"], "cpu_flags": key_flags(cpu["flags"]),
+            "gpus": [{"name": g.get("name")} for g in gpus()]}
 
 
 def this_machine_key() -> tuple[Any, ...]:

@@ -178,3 +178,19 @@ def test_fingerprint_lists_gpus_from_nvml(cache_dir, fake_cpuinfo, monkeypatch):
     gpus = machine_fingerprint()["gpus"]
     assert [g["vendor"] for g in gpus] == ["nvidia", "nvidia"]
     assert gpus[0]["driver"] == "550.54.15" and gpus[0]["cuda_driver"] == "12.4"
+
+
+def test_a_gpu_machine_is_another_machine_than_its_cpu_twin(cache_dir, fake_cpuinfo, monkeypatch):
+    """Lent GPU VMs share host name, CPU model and instruction sets with the dev VM: an imported
+    H200 bundle counted as this machine's results. The GPUs' names are part of the key, read
+    from the full fingerprint and from this machine's quick identity alike."""
+    from rigbench.fingerprint import machine_key, this_machine_identity, this_machine_key
+
+    monkeypatch.setattr(fingerprint, "load_nvml", lambda: FakeNVML(1))
+    full = machine_fingerprint()
+    assert machine_key(full) == this_machine_key() == machine_key(this_machine_identity())
+    names = tuple(sorted(g["name"] for g in full["gpus"]))
+    assert machine_key(full)[-1] == names and names
+    assert machine_key({**full, "gpus": []}) != machine_key(full)  # the same VM without its GPUs
+    assert machine_key({**full, "gpus": [{"name": "NVIDIA H200"}]}) != machine_key(full)
+    assert machine_key({**full, "gpus": "garbage"})[-1] == ()  # an imported bundle's odd list

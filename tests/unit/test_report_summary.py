@@ -139,9 +139,9 @@ def test_one_host_name_on_two_cpu_generations_is_two_machines():
     assert machine_text({"r": {"hostname": "old", "cpu_model": "Xeon"}}) == "old (Xeon)"  # flags never read
     # an imported bundle's odd flags neither break the key nor reach the page: known flags only
     odd = {**avx2, "cpu_flags": {"avx2": True, "avx512f": [1], "[b]x[/b]": True, "fma": {"a": 1}}}
-    assert machine_key(odd) == ("vm", "AMD EPYC", (("avx2", True),)) and hash(machine_key(odd))
+    assert machine_key(odd) == ("vm", "AMD EPYC", (("avx2", True),), ()) and hash(machine_key(odd))
     assert machine_text({"r": odd}) == "vm (AMD EPYC; avx2)"
-    assert machine_key({**avx2, "cpu_flags": "garbage"}) == ("vm", "AMD EPYC", ())
+    assert machine_key({**avx2, "cpu_flags": "garbage"}) == ("vm", "AMD EPYC", (), ())
 
 
 def test_recommendation_in_one_line():

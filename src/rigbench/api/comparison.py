@@ -16,7 +16,7 @@ from rigbench.store import Store
 
 def this_machine_results(store: Store) -> list[Result]:
     """Stored results (without raw samples) of runs made on this machine: same host name, CPU
-    model and instruction sets as now (fingerprint.machine_key). Imported results from other
+    model, instruction sets and GPUs as now (fingerprint.machine_key). Imported results from other
     machines are left out."""
     from rigbench.store.this_machine import split_by_machine
 

@@ -11,8 +11,8 @@ from rigbench.store.db import Store
 
 
 def split_by_machine(store: Store, results: Sequence[Result]) -> tuple[list[Result], int]:
-    """(the results measured on this machine, how many were not): same host name, CPU model
-    and instruction sets (fingerprint.machine_key), read once per run."""
+    """(the results measured on this machine, how many were not): same host name, CPU model,
+    instruction sets and GPUs (fingerprint.machine_key), read once per run."""
     here = this_machine_key()
     same: dict[str, bool] = {}
     kept = []
