@@ -225,6 +225,9 @@ def test_command_prints_the_table_and_json(db):
     done = runner.invoke(cli.app, ["compare", "--frameworks", "--precision", "bf16", "--db", db])
     assert done.exit_code == 0 and "No plain speed results at bf16 to compare. Measure some with e.g. `rigbench " \
         "run cnn -b 128 --framework torch,jax -d cpu --precision bf16`." in " ".join(done.output.split())
+    # the database's trials are another machine's: said, with the way to compare them
+    assert "2 stored results are other machines' (imported, or a fleet's): `--run ID` compares those." \
+        in " ".join(done.output.split())
     done = runner.invoke(cli.app, ["compare", "--frameworks", "--precision", "bf16,fp32", "--run", "fwrun", "--db", db])
     assert "No plain speed results at bf16: no table for it." in done.output and "cnn, fp32, batch 128" in done.output
 

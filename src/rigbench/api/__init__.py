@@ -24,6 +24,7 @@ from rigbench.api.comparison import (
                                      compare_published,
                                      export_bundle,
                                      import_bundle,
+                                     other_machines_results,
                                      this_machine_results,
 )
 from rigbench.api.info import workloads_info
@@ -59,7 +60,7 @@ __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     # ceilings (experiments/calibrate.py, api/calibration.py)
     "calibrate", "CalibrateOutcome", "device_calibrations", "spec_sheet", "result_roofline", "roofline", "overhead_bound_notes",
     # against known results (api/comparison.py, api/scoring.py)
-    "this_machine_results", "compare_published", "compare_frameworks", "compare", "CompareOutcome",
+    "this_machine_results", "other_machines_results", "compare_published", "compare_frameworks", "compare", "CompareOutcome",
     "export_bundle", "import_bundle", "score", "ScoreOutcome",
     # the types the functions take and give
     "UsageError", "TrialSpec", "MeasureOptions", "Result", "Store",

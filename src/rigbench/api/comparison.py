@@ -23,6 +23,15 @@ def this_machine_results(store: Store) -> list[Result]:
     return split_by_machine(store, store.list())[0]
 
 
+def other_machines_results(db: str | None = None) -> int:
+    """How many stored results other machines measured (imported bundles, a fleet's database):
+    what "this machine's results" leave out, for a command that found none of its own."""
+    from rigbench.store.this_machine import split_by_machine
+
+    store = Store(db, create=False)
+    return split_by_machine(store, store.list())[1]
+
+
 def _selected_results(store: Store, run_ids: Sequence[str]) -> list[Result]:
     """The results of `run_ids`, or every stored result of this machine when none is given."""
     if not run_ids:

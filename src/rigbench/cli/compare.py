@@ -150,9 +150,12 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
         return
     if not tables:
         at = (f" at {'/'.join(precisions)}" if precisions else "") + (f" at batch {batch_size}" if batch_size else "")
-        example = _measure_command(workloads[0] if workloads else "cnn", batch_size or 128, ["torch", "jax"],
-                                   precisions[0] if precisions else "fp32", "cpu")
-        out.print(f"No plain speed results{at} to compare. Measure some with e.g. `{example}`.",
+        example = _measure_command(workloads[0] if workloads else "cnn", batch_size or (None if workloads else 128),
+                                   ["torch", "jax"], precisions[0] if precisions else "fp32", "cpu")
+        elsewhere = 0 if run_ids else api.other_machines_results(db)
+        also = (f" {elsewhere} stored results are other machines' (imported, or a fleet's): `--run ID` "
+                f"compares those." if elsewhere else "")
+        out.print(f"No plain speed results{at} to compare. Measure some with e.g. `{example}`.{also}",
                   highlight=False, markup=False)
         return
     missing = [p for p in precisions if p not in {t.precision for t in tables}]
@@ -202,9 +205,11 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
               highlight=False, markup=False)
 
 
-def _measure_command(workload: str, batch_size: int, frameworks: list[str], precision: str, device: str) -> str:
+def _measure_command(workload: str, batch_size: int | None, frameworks: list[str], precision: str,
+                     device: str) -> str:
     """The `rigbench run` that adds rows to a frameworks table of these settings."""
-    return (f"rigbench run {workload} -b {batch_size} --framework {','.join(frameworks)} -d {device}"
+    return (f"rigbench run {workload}" + (f" -b {batch_size}" if batch_size else "")
+            + f" --framework {','.join(frameworks)} -d {device}"
             + ("" if precision == "fp32" else f" --precision {precision}"))
 
 
