@@ -241,3 +241,10 @@ def test_an_imported_calibration_of_another_machine_or_an_older_one_does_not_rep
     assert done.exit_code == 0, done.output
     found = device_calibrations(source, source.list())
     assert found[DEVICE]["matmul_flops"] == {"fp32": PEAK} and found[DEVICE]["created_at"] == "2026-01-01T01:00:05+00:00"
+
+
+def test_compare_names_a_calibrate_run_as_one_with_no_trials(source):
+    """`compare CALIBRATE_RUN RUN` said there was no such run."""
+    done = CliRunner().invoke(cli.app, ["compare", "cal1", "run1", "--db", source.url])
+    assert done.exit_code == 2
+    assert "A: run 'cal1' is a `rigbench calibrate` run, with no trials to compare" in " ".join(done.output.split())

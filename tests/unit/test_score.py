@@ -303,3 +303,14 @@ def test_a_run_whose_trials_were_all_left_out_says_which_and_why(tmp_path):
     assert message.startswith(f"no suite result in run t1run: its trials of suite workloads were left out for their "
                               f"settings (#{mlp_id} mlp: threads 1; #{cnn_id} cnn: batch_size 32)")
     assert "run `rigbench run`" in message
+
+
+def test_list_references_lists_and_refuses_what_it_would_ignore():
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+
+    done = CliRunner().invoke(cli.app, ["score", "--list-references"])
+    assert done.exit_code == 0 and {"dev-vm-epyc-2core", "h100-sxm-80gb", "h200-sxm-141gb"} <= set(done.output.split())
+    done = CliRunner().invoke(cli.app, ["score", "--list-references", "--reference", "x"])
+    assert done.exit_code == 2 and "--list-references only lists the shipped reference machines" in done.output

@@ -106,6 +106,7 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
     stored results, filtered by --where; with the machine of each run. `store` may be None
     only when `ref` is a bundle file."""
     from rigbench.store.bundle import load_bundle
+    from rigbench.store.calibrations import list_calibrations
 
     accepted = parse_where(where)
     machines: dict[str, Any] = {}
@@ -119,6 +120,9 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
             raise UsageError(f"{name}: {ref!r} needs the results database")
         listed = store.list(run_id=ref) if ref is not None else store.list()
         if ref is not None and not listed:
+            if list_calibrations(store, run_id=ref):
+                raise UsageError(f"{name}: run {ref!r} is a `rigbench calibrate` run, with no trials to compare "
+                                 f"(`rigbench roofline` reads its peaks)")
             raise UsageError(f"{name}: no run {ref!r} in {store.url} and no such file: "
                              f"see `rigbench results list`")
         listed = [r for r in listed if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]

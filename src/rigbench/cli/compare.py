@@ -247,6 +247,10 @@ def score(
     if list_references:
         from rigbench.analysis.score import shipped_references
 
+        if run_id is not None or reference is not None or device_class is not None:
+            raise UsageError("--list-references only lists the shipped reference machines: leave RUN, "
+                             "--reference and --device out")
+
         names = shipped_references()
         if as_json:
             print(json.dumps(names))
