@@ -106,6 +106,8 @@ def _bundle(source):
     (lambda d: _set(d, 2, "schema_version", SCHEMA_VERSION + 1), r"results\[2\]\.schema_version: .* is newer"),
     (lambda d: _set(d, 2, "run_id", "elsewhere"), r"results\[2\]\.run_id: run 'elsewhere' is not in the bundle"),
     (lambda d: {**d, "runs": [d["runs"][0], d["runs"][0]]}, r"runs\[1\]\.id: run 'run1' appears twice"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "created_at": "yesterday"}, d["runs"][1]]},
+     r"runs\[0\]\.created_at: not an ISO 8601 time, got 'yesterday'"),
 ])
 def test_malformed_bundles_are_refused_and_change_nothing(source, tmp_path, mutate, message):
     data = mutate(_bundle(source))
@@ -173,6 +175,8 @@ def _import_text(tmp_path, data, target=None):
      r"results\[0\]\.spec\.lr: Input should be a finite number"),
     (lambda d: _set(d, 0, "spec", {**d["results"][0]["spec"], "batch_size": 2**64}),
      r"results\[0\]\.spec\.batch_size: Input should be less than or equal to 9223372036854775807"),
+    (lambda d: _set(d, 1, "created_at", "9999-99-99 not a time"),
+     r"results\[1\]\.created_at: not an ISO 8601 time, got '9999-99-99 not a time'"),
 ])
 def test_a_result_breaking_the_rules_is_refused_with_its_reason(source, tmp_path, mutate, reason):
     with pytest.raises(UsageError, match=r"1 of 3 results refused, nothing imported: " + reason):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -149,6 +150,15 @@ def export_bundle(store: Store, run_ids: Sequence[str] | None = None) -> dict[st
     return bundle
 
 
+def not_a_time(text: str) -> str | None:
+    """Why `text` is not an ISO 8601 time (what rigbench writes), or None when it is one."""
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return f"not an ISO 8601 time, got {clip(text, NAME_CHARS)!r}"
+    return None
+
+
 def dump_bundle(bundle: dict[str, Any]) -> str:
     return json.dumps(bundle, indent=1) + "\n"
 
@@ -202,6 +212,8 @@ def parse_bundle(text: str, origin: str = "bundle") -> Bundle:
         problem = machine_problem(run.machine)  # a field every report reads, of the wrong type
         if problem:
             raise fail(f"runs[{i}].machine.{problem}")
+        if not_a_time(run.created_at):
+            raise fail(f"runs[{i}].created_at: {not_a_time(run.created_at)}")
     results, refused, notes = [], [], []
     row_of_id: dict[int, int] = {}
     for i, raw in enumerate(envelope.results):
@@ -209,6 +221,9 @@ def parse_bundle(text: str, origin: str = "bundle") -> Bundle:
         checked = _check_result(raw, where, run_ids)
         if isinstance(checked, str):
             refused.append(checked)
+            continue
+        if not_a_time(checked.created_at):  # results are ordered and chosen by it
+            refused.append(f"{where}.created_at: {not_a_time(checked.created_at)}")
             continue
         if checked.id is not None and checked.id in row_of_id:
             refused.append(f"{where}.id: {checked.id} is also the id of results[{row_of_id[checked.id]}]")
