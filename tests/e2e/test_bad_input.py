@@ -218,3 +218,15 @@ def test_max_batch_refuses_an_unknown_framework_before_it_starts_a_run(tmp_path)
 def test_an_empty_db_is_refused_not_the_default_database():
     """`--db "$UNSET"` must not write to (or read) the default database without a word."""
     assert_one_line_error(invoke("results", "list", "--db", ""), "--db is empty")
+
+
+@pytest.mark.parametrize("args", [
+    ("run", "mlp", "--compile", "on", "--quick"),
+    ("run", "--compile", "reduce-overhead", "mlp"),
+    ("run", "mlp,off", "--compile"),
+])
+def test_a_value_after_compile_on_run_is_named_as_such(tmp_path, args):
+    """`run mlp --compile on` (sweep's spelling) said "unknown workload 'on'"."""
+    result = invoke(*args, "--db", str(tmp_path / "c.db"))
+    assert_one_line_error(result, "--compile takes no value here", "was read as a workload", "--compile-mode MODE")
+    assert not (tmp_path / "c.db").exists()

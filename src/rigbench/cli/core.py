@@ -15,6 +15,7 @@ from rigbench.cli.common import (
     DATA_DIR_HELP,
     DATASET_HELP,
     DB_HELP,
+    SWITCHES,
     _check_precision,
     _run_with_progress,
     app,
@@ -30,7 +31,7 @@ from rigbench.cli.common import (
     say_none_match,
     stored_text,
 )
-from rigbench.compile_modes import CompileMode
+from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
 from rigbench.reports import terminal
 from rigbench.spec import STATUSES, EnergyMode
@@ -49,8 +50,15 @@ PRESET_HELP = ("The named workloads' preset, e.g. `gpt --preset small` (the same
                "presets: rigbench workloads.")
 
 
-def _compile_setting(compile_: bool, mode: str | None) -> CompileMode:
-    """`--compile` is torch.compile's default mode; `--compile-mode MODE` names another."""
+def _compile_setting(compile_: bool, mode: str | None, workloads: list[str] | None) -> CompileMode:
+    """`--compile` is torch.compile's default mode; `--compile-mode MODE` names another. It
+    takes no value here, so `--compile on` made `on` a workload: said as what it is."""
+    given = {w.strip() for text in workloads or [] for w in text.split(",")}
+    value = next((w for w in given if w in SWITCHES or w in COMPILE_MODES), None) if compile_ else None
+    if value is not None:
+        raise UsageError(f"--compile takes no value here ({value!r} was read as a workload): `--compile` alone is "
+                         "torch.compile's default mode, `--compile-mode MODE` another; `rigbench sweep --compile "
+                         "off,on` tries several")
     if mode is not None:
         return parse_compile([mode], "--compile-mode", switches=False)[0]
     return "default" if compile_ else "off"
@@ -105,7 +113,7 @@ def run(
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], steps=steps,
         seconds=seconds, quick=quick,
         memory_limit_bytes=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
-        timeout_s=timeout, lr=lr, compile=_compile_setting(compile_, compile_mode), channels_last=channels_last,
+        timeout_s=timeout, lr=lr, compile=_compile_setting(compile_, compile_mode, workloads), channels_last=channels_last,
         energy=energy, processes=processes, nodes=nnodes, data_parallel=data_parallel,
     )
     specs = api.in_rounds(specs, repeat)
@@ -199,7 +207,7 @@ def train(
         precision=precision,  # type: ignore[arg-type]
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], data_dir=data_dir,
         input_mode=input_mode, workers=workers, max_train_samples=max_train_samples,
-        pin_memory=pin_memory, timeout_s=timeout, energy=energy, compile=_compile_setting(compile_, compile_mode),
+        pin_memory=pin_memory, timeout_s=timeout, energy=energy, compile=_compile_setting(compile_, compile_mode, [workload]),
     )
     outcome = _run_with_progress(specs, db)
     if as_json:
