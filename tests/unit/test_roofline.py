@@ -281,6 +281,10 @@ def test_roofline_notes_a_trial_above_its_memory_roof_under_the_table(tmp_path, 
     assert row["calibrated"]["bound"] is None and row["calibrated"]["of_memory_roof"] == pytest.approx(2.2)
     detail = runner.invoke(cli.app, ["results", "show", str(ok.id), "--db", store.url])
     assert "above est. memory roof 0.0455 TFLOP/s (220%); bound unknown" in detail.stdout
+    results = store.list()  # and the report's roofline chart says it where the point is hovered
+    [chart] = [c for s, cs in gather(results, api.device_calibrations(store, results)) if s.id == "roofline"
+               for c in cs if c.id == "roofline"]
+    assert "above its estimated memory roof" in chart.series[0].hover[0]
 
 
 def test_a_fresh_jax_trial_right_after_calibrate_says_what_is_missing(tmp_path, monkeypatch):

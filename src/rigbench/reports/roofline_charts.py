@@ -61,7 +61,9 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
                for src in (roof.spec, roof.calibrated) if src is not None and src.mfu is not None]
         s.hover.append(trial_hover(r, f"{flops / 1e12:.3g} TFLOP/s at "
                                       f"{intensity:.3g} FLOP/byte" + (" · " + "; ".join(mfu) if mfu else ""))
-                       + "".join("<br>" + hover_lines(f"WARNING: {w}") for w in roof.warnings))
+                       + "".join("<br>" + hover_lines(f"WARNING: {w}") for w in roof.warnings)
+                       + ("<br>" + hover_lines("above its estimated memory roof: the bytes estimate is too high for "
+                                               "this trial, its real FLOP/byte higher") if roof.above_memory_roof else ""))
     roofs: dict[tuple[str, str, str], tuple[float | None, float | None]] = {}
     worst: dict[tuple[str, str, str], Roof] = {}  # the highest MFU above 100% per roof
     for r, roof, *_ in points:
