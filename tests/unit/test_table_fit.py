@@ -21,12 +21,13 @@ from rigbench.analysis.specs import all_specs
 from rigbench.api.info import workloads_info
 from rigbench.cli.advise import lr_curve_table, process_scaling_view, scaling_table_view
 from rigbench.cli.specs import specs_table
-from rigbench.cli.sweep import _sweep_table, max_batch_table
+from rigbench.cli.sweep import _sweep_table
 from rigbench.experiments.max_batch import MaxBatchOutcome
 from rigbench.rank_record import RankRecord
 from rigbench.reports import compare_tables, terminal
 from rigbench.reports.html import _trial_row
 from rigbench.reports.table_fit import CUT_MIN, Column, FitTable
+from rigbench.reports.terminal import max_batch_table
 from rigbench.spec import Metrics, Result, TrialSpec
 
 WIDTHS = (80, 120)

@@ -298,21 +298,8 @@ def _probe_line(r: Result) -> str:
     return text
 
 
-def max_batch_table(o: MaxBatchOutcome) -> FitTable:
-    """max-batch's probes in order: batch, status, memory peak, samples/s."""
-    table = FitTable([
-        Column("id", "right"), Column("batch", "right"), Column("status"),
-        Column(f"peak MiB ({o.memory_metric})", "right", short="peak MiB"), Column("samples/s", "right", priority=50),
-    ], title=f"max-batch {o.workload} on {o.device} ({o.precision}): probes in order", more="--json")
-    for r in o.probes:
-        peak = getattr(r.metrics, o.memory_metric)
-        table.add_row(*cells(str(r.id), str(r.spec.batch_size), terminal.status(r.status), terminal.num(peak, "{:,.0f}"),
-                             terminal.num(r.metrics.samples_per_s, "{:,.1f}")))
-    return table
-
-
 def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
-    out.print(max_batch_table(o))
+    out.print(terminal.max_batch_table(o))
 
     def say(text: str) -> None:
         out.print(text, highlight=False, markup=False, soft_wrap=True)

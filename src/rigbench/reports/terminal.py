@@ -278,3 +278,17 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     if value is None:
         return "-"
     return f"{value:.{digits}f}" if digits < 3 else f"{value:.4g}"
+
+
+def max_batch_table(o: Any) -> FitTable:
+    """`rigbench max-batch`'s probes in order (experiments/max_batch.MaxBatchOutcome): batch,
+    status, memory peak, samples/s."""
+    table = FitTable([
+        Column("id", "right"), Column("batch", "right"), Column("status"),
+        Column(f"peak MiB ({o.memory_metric})", "right", short="peak MiB"), Column("samples/s", "right", priority=50),
+    ], title=f"max-batch {o.workload} on {o.device} ({o.precision}): probes in order", more="--json")
+    for r in o.probes:
+        peak = getattr(r.metrics, o.memory_metric)
+        table.add_row(*cells(str(r.id), str(r.spec.batch_size), status(r.status), num(peak, "{:,.0f}"),
+                             num(r.metrics.samples_per_s, "{:,.1f}")))
+    return table
