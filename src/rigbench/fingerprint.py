@@ -76,7 +76,10 @@ def machine_key(machine: Mapping[str, Any] | None) -> tuple[Any, ...]:
     (host "vm", "Intel(R) Xeon(R) Processor", the same sets): an imported H200 bundle counted as
     this machine's results."""
     m = machine or {}
-    return (m.get("hostname"), m.get("cpu_model"), tuple(_key_flags_of(m).items()), _gpu_names(m))
+    # the sets the CPU has, not those it lacks: a fingerprint from before a key flag was added to
+    # KEY_FLAGS (arm_bf16, 2026-11-25) does not list it, and that must not make its machine another
+    has = tuple(name for name, value in _key_flags_of(m).items() if value is True)
+    return (m.get("hostname"), m.get("cpu_model"), has, _gpu_names(m))
 
 
 def _gpu_names(machine: Mapping[str, Any]) -> tuple[str, ...]:

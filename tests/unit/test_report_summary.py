@@ -139,9 +139,15 @@ def test_one_host_name_on_two_cpu_generations_is_two_machines():
     assert machine_text({"r": {"hostname": "old", "cpu_model": "Xeon"}}) == "old (Xeon)"  # flags never read
     # an imported bundle's odd flags neither break the key nor reach the page: known flags only
     odd = {**avx2, "cpu_flags": {"avx2": True, "avx512f": [1], "[b]x[/b]": True, "fma": {"a": 1}}}
-    assert machine_key(odd) == ("vm", "AMD EPYC", (("avx2", True),), ()) and hash(machine_key(odd))
+    assert machine_key(odd) == ("vm", "AMD EPYC", ("avx2",), ()) and hash(machine_key(odd))
     assert machine_text({"r": odd}) == "vm (AMD EPYC; avx2)"
+    # two lent VMs alike but for their GPUs: `compare` said "Different machines" of two equal texts
+    gpu = {**avx2, "gpus": [{"name": "NVIDIA H200"}]}
+    assert machine_text({"a": avx2, "b": gpu}) == "vm (AMD EPYC; avx2), vm (AMD EPYC; avx2; NVIDIA H200)"
     assert machine_key({**avx2, "cpu_flags": "garbage"}) == ("vm", "AMD EPYC", (), ())
+    # a fingerprint from before a flag was a key flag does not list it: the same machine still
+    newer = {**avx2, "cpu_flags": {"avx2": True, "avx512f": False, "arm_bf16": False}}
+    assert machine_key(newer) == machine_key({**avx2, "cpu_flags": {"avx2": True, "avx512f": False}})
 
 
 def test_recommendation_in_one_line():

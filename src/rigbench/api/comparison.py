@@ -137,10 +137,14 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
 
 
 def machine_text(machines: dict[str, Any]) -> str:
-    """`host (cpu model; instruction sets)` of each distinct machine, sorted; "unknown machine"
-    for none. The sets tell apart two CPU generations behind one masked model name."""
-    names = {f"{m.get('hostname')} ({m.get('cpu_model')}" + (f"; {sets})" if (sets := instruction_sets(m)) else ")")
-             for m in machines.values() if m}
+    """`host (cpu model; instruction sets; GPUs)` of each distinct machine, sorted; "unknown
+    machine" for none. The sets tell apart two CPU generations behind one masked model name, the
+    GPUs two lent VMs that share the rest (fingerprint.machine_key)."""
+    names = set()
+    for m in machines.values():
+        if m:
+            parts = [str(m.get("cpu_model")), instruction_sets(m), ", ".join(machine_key(m)[-1])]
+            names.add(f"{m.get('hostname')} ({'; '.join(p for p in parts if p)})")
     return ", ".join(sorted(names)) or "unknown machine"
 
 
