@@ -165,7 +165,7 @@ def test_rigbench_variables_do_not_need_a_new_server():
     assert key({**base, "OMP_NUM_THREADS": "1"}, ["m"]) != key(base, ["m"])  # read at import
 
 
-def test_two_frameworks_taking_turns_keep_their_servers():
+def test_two_frameworks_taking_turns_keep_their_servers(monkeypatch):
     """`run --framework torch,jax` alternates the two: each keeps its own warm server (one
     server at a time started torch's again after every JAX trial); a third key stops the least
     recently used."""
@@ -179,6 +179,14 @@ def test_two_frameworks_taking_turns_keep_their_servers():
     assert len(warm_start._servers) == warm_start.MAX_SERVERS == 2
     first = warm_start._servers[next(iter(warm_start._servers))]  # torch's, the least recent
     env = dict(os.environ, OMP_NUM_THREADS="1")  # another environment: a third server
+    alive_at_start, real = [], warm_start.ForkServer
+
+    def counted(*args):  # how many servers run while the new one starts: never MAX_SERVERS + 1
+        alive_at_start.append(sum(s.proc.poll() is None for s in warm_start._servers.values()))
+        return real(*args)
+
+    monkeypatch.setattr(warm_start, "ForkServer", counted)
     third = warm_start._server_for(env, warm_start.preload_modules("torch"), "torch")
+    assert alive_at_start == [1]
     assert not third.refused and first.proc.wait(timeout=10) is not None  # stopped
     assert list(warm_start._servers.values())[-1] is third and len(warm_start._servers) == 2

@@ -258,6 +258,8 @@ def test_the_estimate_takes_what_this_machines_earlier_trial_of_a_configuration_
     windows = quick.measure.warmup_seconds + quick.measure.min_seconds
     for spec, run_id, took in ((quick, "here", windows + 40.0), (grid[1], "there", 99.0), (grid[0], "here", None)):
         store.add_result(Result(run_id=run_id, created_at="t", spec=spec, status="ok", metrics=Metrics(trial_s=took)))
+    # a trial that ended in an oom stopped early: it says nothing of how long one takes
+    store.add_result(Result(run_id="here", created_at="t", spec=grid[1], status="oom", metrics=Metrics(trial_s=0.5)))
     # b32 timed 1,000 steps of 30 ms (`--steps 1000`) after a 1 s warm-up whose first step took 0.8 s:
     # 3 s to start, so 34 s in all, of which 3 + 0.8 carry over, not the 30 s of timing
     long = Metrics(trial_s=34.0, warmup_s=1.0, first_step_s=0.8, steps_measured=1000, step_time_ms_mean=30.0)

@@ -125,13 +125,14 @@ def estimate(grid: Sequence[TrialSpec], earlier: dict[tuple, Result] | None = No
 
 def earlier_trials(store: Store, grid: Sequence[TrialSpec]) -> dict[tuple, Result]:
     """This machine's newest stored trial with a `trial_s` of each configuration of `grid`
-    (TrialSpec.config_key: its timing options aside), for `estimate`."""
+    (TrialSpec.config_key: its timing options aside) that ended ok, for `estimate`: an `oom`,
+    a crash or a timeout stopped early and says nothing of how long a trial takes."""
     wanted = {s.config_key() for s in grid}
     found: dict[tuple, Result] = {}
     for workload in dict.fromkeys(s.workload for s in grid):
         for result in split_by_machine(store, store.list(workload=workload))[0]:
             key = result.spec.config_key()
-            if key in wanted and result.metrics.trial_s is not None:
+            if key in wanted and result.status == "ok" and result.metrics.trial_s is not None:
                 found[key] = result  # listed oldest first: the newest stays
     return found
 

@@ -87,7 +87,12 @@ class ForkServer:
                                      env=dict(env), start_new_session=True)
         self._pending = b""  # read from the server, not yet a whole line
         self.refused: str | None = None
-        first = self._read(START_TIMEOUT_S)
+        try:
+            first = self._read(START_TIMEOUT_S)
+        except BaseException:  # Ctrl-C while it imports: it is in no list yet, so end it here, at once
+            self.proc.kill()
+            self.proc.wait()
+            raise
         if first is None or "ready" not in first:
             self.refused = (first or {}).get("refused") or "the warm-start server did not start"
             self.stop()
@@ -164,12 +169,12 @@ def _server_for(env: Mapping[str, str], modules: Sequence[str], framework: str) 
     key = _key(env, modules)
     server = _servers.pop(key, None)
     if server is None:
+        while len(_servers) >= MAX_SERVERS:  # stopped before the new one starts: never more than MAX_SERVERS
+            _servers.pop(next(iter(_servers))).stop()
         server = ForkServer(env, modules)
         if server.refused:
             _say_once(f"rigbench: cold start for {framework} trials: {server.refused}")
     _servers[key] = server
-    while len(_servers) > MAX_SERVERS:
-        _servers.pop(next(iter(_servers))).stop()
     return server
 
 
