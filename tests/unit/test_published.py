@@ -152,6 +152,10 @@ def test_peaks_from_spec_sheet_or_calibration(tmp_path):
     })
     calibrated = peak_of("Never Seen CPU 9000", "cpu")
     assert calibrated.flops == 1.5e11 and calibrated.basis.startswith("calibrated")
+    # `compare --published --run` of the other machine's run reads that machine's peak
+    from rigbench.fingerprint import machine_key
+
+    assert peak_resolver(store, machine_key({"hostname": "elsewhere"}))("Never Seen CPU 9000", "cpu").flops == 9e12
     sheet = peak_of("NVIDIA GeForce GTX 1060 6GB", "gpu")
     assert sheet.basis.startswith("spec sheet") and sheet.flops > 1e12
 

@@ -96,10 +96,11 @@ def prediction_text(single: float | None, by_clock: dict[str, float], *, assumpt
     return f"{values} ({said})" if assumption else values
 
 
-def peak_resolver(store: Any | None) -> Callable[[str | None, str], Peak | None]:
+def peak_resolver(store: Any | None, machine: tuple[Any, ...] | None = None) -> Callable[[str | None, str], Peak | None]:
     """`peak_of(device_name, kind)` for compare_published: the spec sheet's FP32 peak
-    (analysis.specs), else this machine's newest calibrated matmul peak of that device name in
-    `store` (store.calibrations), else None. The Peak says which was used."""
+    (analysis.specs), else the newest calibrated matmul peak of that device name in `store`
+    (store.calibrations) on `machine` (fingerprint.machine_key; default this machine: the one
+    our trials ran on), else None. The Peak says which was used."""
     from rigbench.fingerprint import this_machine_key
     from rigbench.store.calibrations import latest_calibration
 
@@ -113,7 +114,7 @@ def peak_resolver(store: Any | None) -> Callable[[str | None, str], Peak | None]
             bandwidth = spec.memory_bandwidth_gbs * 1e9 if spec.memory_bandwidth_gbs else None
             return Peak(fp32, f"spec sheet: {spec.name}", bandwidth, max(low) if low else None,
                         tuple(fp32_flops_by_clock(spec).items()), spec.cores if spec.kind == "cpu" else None)
-        calibration = latest_calibration(store, name, this_machine_key()) if store is not None else None
+        calibration = latest_calibration(store, name, machine or this_machine_key()) if store is not None else None
         measured = (calibration or {}).get("matmul_flops", {}).get("fp32")
         if measured:
             bandwidth = calibration.get("memory_bandwidth_bytes_s")  # type: ignore[union-attr]

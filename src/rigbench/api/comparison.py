@@ -3,6 +3,7 @@ Imports are local so that `import rigbench.api` stays cheap."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +56,11 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
         raise UsageError(f"unknown published source {unknown[0]!r}: choose from {', '.join(SOURCES)}")
     store = Store(db, create=False)
     results = _selected_results(store, run_ids)
-    return _compare(results, sources, peak_resolver(store), all_frameworks=all_frameworks)
+    # our peaks are calibrated on the machine our trials ran on: `--run` may name another's
+    keys = {run_id: machine_key(store.machine(run_id)) for run_id in dict.fromkeys(r.run_id for r in results)}
+    machines = Counter(keys[r.run_id] for r in results)
+    machine = machines.most_common(1)[0][0] if machines else None
+    return _compare(results, sources, peak_resolver(store, machine), all_frameworks=all_frameworks)
 
 
 def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run_ids: Sequence[str] = (),
