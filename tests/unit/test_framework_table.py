@@ -350,3 +350,12 @@ def test_the_framework_ratio_compares_frameworks_at_the_same_settings(tmp_path):
     assert done.exit_code == 0, done.output
     assert "no two frameworks measured at the same settings" in done.output
     assert "fastest / slowest framework:" not in done.output
+
+
+def test_published_of_a_database_of_other_machines_says_how_to_compare_them(db):
+    done = CliRunner().invoke(cli.app, ["compare", "--published", "--db", db])
+    assert done.exit_code == 0
+    assert ("No result of this machine matched; 2 stored results are other machines' (imported, or a fleet's): "
+            "`--run ID` puts one of their runs beside the published tables.") in " ".join(done.output.split())
+    done = CliRunner().invoke(cli.app, ["compare", "--published", "--run", "fwrun", "--db", db])
+    assert "No result of this machine matched" not in done.output and "MXNet" in done.output

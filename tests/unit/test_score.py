@@ -314,3 +314,15 @@ def test_list_references_lists_and_refuses_what_it_would_ignore():
     assert done.exit_code == 0 and {"dev-vm-epyc-2core", "h100-sxm-80gb", "h200-sxm-141gb"} <= set(done.output.split())
     done = CliRunner().invoke(cli.app, ["score", "--list-references", "--reference", "x"])
     assert done.exit_code == 2 and "--list-references only lists the shipped reference machines" in done.output
+
+
+def test_score_of_a_database_of_other_machines_says_how_to_score_them(tmp_path):
+    """An imported bundle (another machine's) looked like nothing to score: the refusal now says
+    the results are there and that `score RUN` scores them."""
+    db = str(tmp_path / "imported.db")
+    store = Store(db)
+    store.add_run("theirs", "2026-01-01T00:00:00+00:00", "rigbench run", THEIRS)
+    store.add_result(make("mlp", TIMES, run_id="theirs"))
+    with pytest.raises(UsageError, match=r"\(1 stored results are other machines': `rigbench score RUN` scores"):
+        api.score(db=db)
+    assert api.score("theirs", "dev-vm-epyc-2core", db=db).scores  # and so it does

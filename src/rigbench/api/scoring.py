@@ -10,6 +10,7 @@ from rigbench.api.comparison import machine_text, this_machine_results
 from rigbench.errors import UsageError
 from rigbench.spec import Result
 from rigbench.store import Store
+from rigbench.store.this_machine import split_by_machine
 
 
 @dataclass
@@ -102,7 +103,11 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
             scores.append(result)
     ref_label = ", ".join(used) or (named.label if named else "the shipped reference machines")
     if not scores:
-        raise UsageError(_nothing_in_common(listed, named, ours_label, ref_label, device_class))
+        why = _nothing_in_common(listed, named, ours_label, ref_label, device_class)
+        elsewhere = split_by_machine(store, store.list())[1] if run_id is None and not listed else 0
+        if elsewhere:  # an imported bundle is another machine's: its run id scores it
+            why += f" ({elsewhere} stored results are other machines': `rigbench score RUN` scores one of their runs)"
+        raise UsageError(why)
     machines = ", ".join(dict.fromkeys(used.values())) or (named.machine if named else "")
     return ScoreOutcome(scores, ours_label, ref_label, machines, lacking)
 

@@ -116,6 +116,11 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
                                        "workload": m.mapping.ref, "batches": m.batches,
                                        "command": m.command} for m in found.missing]}, indent=2))
         return
+    elsewhere = 0 if run_ids or found.matches else api.other_machines_results(db)
+    if elsewhere:
+        out.print(f"No result of this machine matched; {elsewhere} stored results are other machines' (imported, or "
+                  f"a fleet's): `--run ID` puts one of their runs beside the published tables.",
+                  highlight=False, markup=False)
     for source in sources or list(SOURCES):
         matches = [m for m in found.matches if m.row.source == source]
         out.print(Text.assemble("\n", (source, "bold"), f": {SOURCES[source][1]}"), highlight=False)
