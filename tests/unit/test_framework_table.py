@@ -359,3 +359,22 @@ def test_published_of_a_database_of_other_machines_says_how_to_compare_them(db):
             "`--run ID` puts one of their runs beside the published tables.") in " ".join(done.output.split())
     done = CliRunner().invoke(cli.app, ["compare", "--published", "--run", "fwrun", "--db", db])
     assert "No result of this machine matched" not in done.output and "MXNet" in done.output
+
+
+def test_a_view_of_this_machines_results_says_how_many_of_other_machines_it_left_out(tmp_path):
+    from rigbench.fingerprint import this_machine_identity
+
+    path = str(tmp_path / "mixed.db")
+    store = Store(f"sqlite:///{path}")
+    store.add_run("mine", "2026-01-01T00:00:00+00:00", "rigbench run cnn", this_machine_identity())
+    store.add_run("theirs", "2026-01-01T00:00:00+00:00", "rigbench run cnn", {"hostname": "elsewhere"})
+    store.add_result(make_result("torch", run_id="mine").model_copy(update={"id": None}))
+    store.add_result(make_result("jax", run_id="theirs").model_copy(update={"id": None}))
+    runner = CliRunner()
+    done = runner.invoke(cli.app, ["compare", "--frameworks", "--db", path])
+    assert done.exit_code == 0 and "cnn, fp32, batch 128" in done.output
+    assert "Left out: 1 stored results of other machines (`--run ID` shows one of their runs)." in done.output
+    done = runner.invoke(cli.app, ["compare", "--published", "--db", path])
+    assert "Left out: 1 stored results of other machines (`--run ID` puts one of their runs beside" in done.output
+    done = runner.invoke(cli.app, ["compare", "--frameworks", "--run", "theirs", "--db", path])
+    assert "Left out" not in done.output and "jax" in done.output

@@ -326,3 +326,21 @@ def test_score_of_a_database_of_other_machines_says_how_to_score_them(tmp_path):
     with pytest.raises(UsageError, match=r"\(1 stored results are other machines': `rigbench score RUN` scores"):
         api.score(db=db)
     assert api.score("theirs", "dev-vm-epyc-2core", db=db).scores  # and so it does
+
+
+def test_score_of_this_machine_says_how_many_results_of_other_machines_it_left_out(tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+    from rigbench.fingerprint import this_machine_identity
+
+    db = str(tmp_path / "mixed.db")
+    store = Store(db)
+    store.add_run("mine", "2026-01-01T00:00:00+00:00", "rigbench run", this_machine_identity())
+    store.add_run("theirs", "2026-01-01T00:00:00+00:00", "rigbench run", THEIRS)
+    store.add_result(make("mlp", TIMES, run_id="mine"))
+    store.add_result(make("mlp", TIMES, run_id="theirs"))
+    done = CliRunner().invoke(cli.app, ["score", "--db", db])
+    assert done.exit_code == 0, done.output
+    assert "Left out: 1 stored results of other machines (`rigbench score RUN` scores one of their runs)." \
+        in " ".join(done.output.split())

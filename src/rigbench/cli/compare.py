@@ -141,6 +141,8 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
               "CPU; predicted = ratio of FP32 peaks, a range where a CPU's spec-sheet peak depends on the clock "
               "assumed (max turbo on every core .. base clock); normalised = measured with every CPU throughput "
               "divided by the fraction of the CPU it kept busy (seed 000).", highlight=False, markup=False)
+    if not run_ids and found.matches:  # with none matched, the line at the top said it
+        _say_left_out(db, "`--run ID` puts one of their runs beside the tables")
 
 
 def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None, precisions: list[str],
@@ -208,6 +210,16 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
               "compile`): the mean of their speeds; steps/s = samples/s "
               "over the batch.",
               highlight=False, markup=False)
+    if not run_ids:
+        _say_left_out(db, "`--run ID` shows one of their runs")
+
+
+def _say_left_out(db: str | None, how: str) -> None:
+    """The line under a view of this machine's results: how many stored results other machines
+    measured (imported bundles, a fleet's database), which it left out, and how to see them."""
+    elsewhere = api.other_machines_results(db)
+    if elsewhere:
+        _say(f"Left out: {elsewhere} stored results of other machines ({how}).")
 
 
 def _measure_command(workload: str, batch_size: int | None, frameworks: list[str], precision: str,
@@ -290,6 +302,8 @@ def score(
                       highlight=False, markup=False)
     for cls in outcome.missing_everywhere:
         out.print(f"No {cls} workload in common with the reference.", highlight=False)
+    if run_id is None:
+        _say_left_out(db, "`rigbench score RUN` scores one of their runs")
 
 
 @results_app.command("import", short_help="Import a bundle of results.")
