@@ -246,7 +246,7 @@ def test_the_estimate_takes_what_this_machines_earlier_trial_of_a_configuration_
     that trial took beyond its own windows, whatever protocol it was timed with; another
     machine's trial counts for nothing."""
     from rigbench.cli import sweep as sweep_cli
-    from rigbench.experiments.sweep import TRIAL_OVERHEAD_S, earlier_trials, estimate
+    from rigbench.experiments.sweep import SERVER_START_S, TRIAL_OVERHEAD_S, earlier_trials, estimate
     from rigbench.metrics import Metrics
 
     db = str(tmp_path / "e.db")
@@ -268,10 +268,11 @@ def test_the_estimate_takes_what_this_machines_earlier_trial_of_a_configuration_
     assert earlier[grid[0].config_key()].metrics.trial_s == pytest.approx(windows + 40.0)  # no trial_s: not a time
     guess = estimate(grid, earlier)
     assert guess.from_history == 2
-    assert guess.least_s == pytest.approx((2.5 + 40.0) + (2.5 + TRIAL_OVERHEAD_S) + (2.5 + 3.8))
+    # and one server start for torch, which this sweep pays again (its earlier trials may have reused one)
+    assert guess.least_s == pytest.approx((2.5 + 40.0) + (2.5 + TRIAL_OVERHEAD_S) + (2.5 + 3.8) + SERVER_START_S)
     monkeypatch.setattr(sweep_cli, "_sweep_with_progress", lambda grid, db, resume: 1 / 0)
     res = CliRunner().invoke(app, ["sweep", "mlp", "-d", "cpu", "-b", "8,16,32", "--db", db])
-    assert "sweep: 3 trials to run, at least about 0:00:54 (" in res.output  # 42.5 + 5.5 + 6.3 = 54.3
+    assert "sweep: 3 trials to run, at least about 0:00:56 (" in res.output  # 42.5 + 5.5 + 6.3 + 1.9 = 56.2
     assert "or what this machine's earlier trial of the same configuration took, for 2 of them" in res.output
 
 

@@ -77,6 +77,10 @@ def _first_error(exc: ValidationError) -> str:
 #: 2.6 s a trial warm and 4.5 s cold on the 2-core dev VM (`rigbench run --quick -d cpu`, 8
 #: trials of 0.5 s timing: 20.7 s warm, 35.9 s cold, benchmarks/quick_suite.py).
 TRIAL_OVERHEAD_S = 3.0
+#: Seconds a warm-start server takes to import its framework, paid once per framework a sweep
+#: runs (the difference of the two figures above, 4.5 - 2.6 s): a trial that reused a server
+#: stored a `trial_s` without it, so an estimate from such trials adds it back once.
+SERVER_START_S = 1.9
 
 
 @dataclass
@@ -113,13 +117,15 @@ def estimate(grid: Sequence[TrialSpec], earlier: dict[tuple, Result] | None = No
     grid point has one, what that trial took beyond its warm-up and timed steps (_overhead) is
     the point's overhead: a JAX or compiled trial on a GPU spent 18-60 s starting and compiling
     on an H200 (docs/results/gpu-h200.md), where TRIAL_OVERHEAD_S says 3."""
-    least, known = 0.0, 0
+    least, known, frameworks = 0.0, 0, set()
     for spec in grid:
         before = (earlier or {}).get(spec.config_key())
         overhead = TRIAL_OVERHEAD_S
         if before is not None and before.metrics.trial_s is not None:
             overhead, known = _overhead(before), known + 1
+            frameworks.add(spec.framework)
         least += _windows(spec) + overhead
+    least += SERVER_START_S * len(frameworks)  # this sweep starts its servers again
     return SweepEstimate(len(grid), least, sum(s.measure.timeout_s for s in grid), known)
 
 
