@@ -3,7 +3,6 @@ Imports are local so that `import rigbench.api` stays cheap."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ from rigbench.errors import UsageError
 from rigbench.fingerprint import instruction_sets, machine_key
 from rigbench.spec import CONFIG_FIELDS, Result
 from rigbench.store import Store
+from rigbench.store.this_machine import most_common_machine, other_machines_count
 
 
 def this_machine_results(store: Store) -> list[Result]:
@@ -27,10 +27,7 @@ def this_machine_results(store: Store) -> list[Result]:
 def other_machines_results(db: str | None = None) -> int:
     """How many stored results other machines measured (imported bundles, a fleet's database):
     what "this machine's results" leave out, for a command that found none of its own."""
-    from rigbench.store.this_machine import split_by_machine
-
-    store = Store(db, create=False)
-    return split_by_machine(store, store.list())[1]
+    return other_machines_count(Store(db, create=False))
 
 
 def _selected_results(store: Store, run_ids: Sequence[str]) -> list[Result]:
@@ -57,10 +54,8 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
     store = Store(db, create=False)
     results = _selected_results(store, run_ids)
     # our peaks are calibrated on the machine our trials ran on: `--run` may name another's
-    keys = {run_id: machine_key(store.machine(run_id)) for run_id in dict.fromkeys(r.run_id for r in results)}
-    machines = Counter(keys[r.run_id] for r in results)
-    machine = machines.most_common(1)[0][0] if machines else None
-    return _compare(results, sources, peak_resolver(store, machine), all_frameworks=all_frameworks)
+    return _compare(results, sources, peak_resolver(store, most_common_machine(store, results)),
+                    all_frameworks=all_frameworks)
 
 
 def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run_ids: Sequence[str] = (),

@@ -10,7 +10,7 @@ from rigbench.api.comparison import machine_text, this_machine_results
 from rigbench.errors import UsageError
 from rigbench.spec import Result
 from rigbench.store import Store
-from rigbench.store.this_machine import split_by_machine
+from rigbench.store.this_machine import other_machines_count
 
 
 @dataclass
@@ -104,7 +104,7 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
     ref_label = ", ".join(used) or (named.label if named else "the shipped reference machines")
     if not scores:
         why = _nothing_in_common(listed, named, ours_label, ref_label, device_class)
-        elsewhere = split_by_machine(store, store.list())[1] if run_id is None and not listed else 0
+        elsewhere = other_machines_count(store) if run_id is None and not listed else 0
         if elsewhere:  # an imported bundle is another machine's: its run id scores it
             why += f" ({elsewhere} stored results are other machines': `rigbench score RUN` scores one of their runs)"
         raise UsageError(why)

@@ -6,18 +6,17 @@ Values are kept in SI base units (FLOP/s, B/s); the terminal shows TFLOP/s and G
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import insert, select
 
-from rigbench.fingerprint import machine_key
 from rigbench.spec import Result
 from rigbench.store.db import Store
 from rigbench.store.rows import column_text
 from rigbench.store.schema import calibrations
+from rigbench.store.this_machine import most_common_machine, run_machines
 
 #: measurement kind -> key of `latest_calibration`'s dict (bandwidths in bytes per second)
 BANDWIDTH_KEYS: dict[str, str] = {
@@ -72,10 +71,6 @@ def measured_at(text: Any) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _machines(store: Store, run_ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
-    return {run_id: machine_key(store.machine(run_id)) for run_id in dict.fromkeys(run_ids)}
-
-
 def latest_calibration(store: Store, device_name: str, machine: tuple[Any, ...] | None = None) -> dict[str, Any] | None:
     """The newest calibration of a device name, or None if it was never calibrated. `machine`
     (fingerprint.machine_key): only that machine's calibrations, since a name is not a device
@@ -91,7 +86,7 @@ def latest_calibration(store: Store, device_name: str, machine: tuple[Any, ...] 
     """
     rows = list_calibrations(store, device_name=device_name)
     if machine is not None:
-        machines = _machines(store, (row["run_id"] for row in rows))
+        machines = run_machines(store, (row["run_id"] for row in rows))
         rows = [row for row in rows if machines[row["run_id"]] == machine]
     rows.sort(key=lambda row: (measured_at(row["created_at"]), row["id"]))
     if not rows:
@@ -126,10 +121,10 @@ def device_calibrations(store: Store, results: Sequence[Result]) -> dict[str, di
     """device name -> its latest calibration on the machine that measured those of `results`
     (the one that measured most of them, where several machines share the name), for the
     devices of `results` that have one."""
-    machines = _machines(store, (r.run_id for r in results))
-    by_name: dict[str, Counter[tuple[Any, ...]]] = {}
+    by_name: dict[str, list[Result]] = {}
     for r in results:
         if r.device_name:
-            by_name.setdefault(r.device_name, Counter())[machines[r.run_id]] += 1
-    found = {name: latest_calibration(store, name, counts.most_common(1)[0][0]) for name, counts in by_name.items()}
+            by_name.setdefault(r.device_name, []).append(r)
+    found = {name: latest_calibration(store, name, most_common_machine(store, named))
+             for name, named in by_name.items()}
     return {name: cal for name, cal in found.items() if cal is not None}

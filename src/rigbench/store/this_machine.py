@@ -3,22 +3,38 @@ another machine is no measurement of this one (a sweep's resume, a recommendatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rigbench.fingerprint import machine_key, this_machine_key
 from rigbench.spec import Result
 from rigbench.store.db import Store
 
 
+def run_machines(store: Store, run_ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+    """run id -> the machine it ran on (fingerprint.machine_key), each run's fingerprint read once."""
+    return {run_id: machine_key(store.machine(run_id)) for run_id in dict.fromkeys(run_ids)}
+
+
+def most_common_machine(store: Store, results: Sequence[Result]) -> tuple[Any, ...] | None:
+    """The machine that measured most of `results` (None for none): whose calibration a view
+    of them reads."""
+    machines = run_machines(store, (r.run_id for r in results))
+    counts = Counter(machines[r.run_id] for r in results)
+    return counts.most_common(1)[0][0] if counts else None
+
+
 def split_by_machine(store: Store, results: Sequence[Result]) -> tuple[list[Result], int]:
     """(the results measured on this machine, how many were not): same host name, CPU model,
     instruction sets and GPUs (fingerprint.machine_key), read once per run."""
     here = this_machine_key()
-    same: dict[str, bool] = {}
-    kept = []
-    for r in results:
-        if r.run_id not in same:
-            same[r.run_id] = machine_key(store.machine(r.run_id)) == here
-        if same[r.run_id]:
-            kept.append(r)
+    machines = run_machines(store, (r.run_id for r in results))
+    kept = [r for r in results if machines[r.run_id] == here]
     return kept, len(results) - len(kept)
+
+
+def other_machines_count(store: Store) -> int:
+    """How many stored results other machines measured (imported bundles, a fleet's database):
+    what a view of this machine's results leaves out."""
+    return split_by_machine(store, store.list())[1]
