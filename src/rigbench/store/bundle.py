@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,7 +55,7 @@ from rigbench.store.machines import machine_problem, read_machine
 from rigbench.store.rows import stored_command, trial_key
 from rigbench.store.schema import runs
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, TEXT_LIMITS, clip, clip_result, clip_value
-from rigbench.timestamps import now_iso
+from rigbench.timestamps import not_a_time, now_iso
 
 FORMAT = "rigbench-results"
 
@@ -148,15 +147,6 @@ def export_bundle(store: Store, run_ids: Sequence[str] | None = None) -> dict[st
     if calibrated:  # only then: a bundle without calibrations stays readable by an older rigbench
         bundle["calibrations"] = calibrated
     return bundle
-
-
-def not_a_time(text: str) -> str | None:
-    """Why `text` is not an ISO 8601 time (what rigbench writes), or None when it is one."""
-    try:
-        datetime.fromisoformat(text)
-    except ValueError:
-        return f"not an ISO 8601 time, got {clip(text, NAME_CHARS)!r}"
-    return None
 
 
 def dump_bundle(bundle: dict[str, Any]) -> str:

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -51,6 +50,7 @@ from rigbench.store.db import Store
 from rigbench.store.rows import column_text
 from rigbench.store.schema import calibrations
 from rigbench.textlimits import NAME_CHARS, clip, clip_value
+from rigbench.timestamps import not_a_time
 
 #: The unit each known kind's value is in (store/calibrations.py keeps SI base units).
 KIND_UNITS = {"matmul": "FLOP/s", **dict.fromkeys(BANDWIDTH_KEYS, "B/s")}
@@ -100,10 +100,8 @@ def exported_calibrations(store: Store, run_ids: Sequence[str] | None = None) ->
 def _problem(record: CalibrationRecord) -> str | None:
     """The first rule `record` breaks (its field named), or None. Its time must be one: the
     newest calibration is chosen by it (store/calibrations.measured_at)."""
-    try:
-        datetime.fromisoformat(record.created_at)
-    except ValueError:
-        return f"created_at: not an ISO 8601 time, got {clip(record.created_at, NAME_CHARS)!r}"
+    if why := not_a_time(record.created_at):
+        return f"created_at: {why}"
     if record.status == "ok" and (record.value is None or not record.value > 0):
         return f"value: must be a number more than 0 when status is 'ok', got {record.value}"
     if record.status != "ok" and record.value is not None:

@@ -17,6 +17,7 @@ from rigbench.store.db import Store
 from rigbench.store.rows import column_text
 from rigbench.store.schema import calibrations
 from rigbench.store.this_machine import most_common_machine, run_machines
+from rigbench.timestamps import parse_iso
 
 #: measurement kind -> key of `latest_calibration`'s dict (bandwidths in bytes per second)
 BANDWIDTH_KEYS: dict[str, str] = {
@@ -64,11 +65,7 @@ def list_calibrations(store: Store, device_name: str | None = None, run_id: str 
 def measured_at(text: Any) -> datetime:
     """A row's `created_at` as a UTC time for ordering by measurement (an import can bring an
     older calibration in after a newer one); the earliest time where it cannot be read."""
-    try:
-        moment = datetime.fromisoformat(str(text))
-    except ValueError:
-        return datetime.min.replace(tzinfo=UTC)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return parse_iso(str(text)) or datetime.min.replace(tzinfo=UTC)
 
 
 def latest_calibration(store: Store, device_name: str, machine: tuple[Any, ...] | None = None) -> dict[str, Any] | None:
