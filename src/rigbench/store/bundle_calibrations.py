@@ -58,6 +58,12 @@ KIND_UNITS = {"matmul": "FLOP/s", **dict.fromkeys(BANDWIDTH_KEYS, "B/s")}
 FIELDS = ("run_id", "created_at", "device", "device_name", "kind", "precision", "status", "value", "unit", "detail")
 
 Key = tuple[str, str, str, str, str, str | None]
+#: What makes two entries the same measurement (see the module doc), in a record and a row alike.
+KEY_FIELDS = ("run_id", "created_at", "device", "device_name", "kind", "precision")
+
+
+def _row_key(row: Any) -> Key:
+    return tuple(row[name] for name in KEY_FIELDS)
 
 
 class CalibrationRecord(BaseModel):
@@ -77,8 +83,8 @@ class CalibrationRecord(BaseModel):
     detail: dict[str, Any]
 
     def key(self) -> Key:
-        """What makes two entries the same measurement (see the module doc)."""
-        return (self.run_id, self.created_at, self.device, self.device_name, self.kind, self.precision)
+        """What makes two entries the same measurement (KEY_FIELDS)."""
+        return _row_key(self.__dict__)
 
     def columns(self) -> dict[str, Any]:
         """The row as the table stores it: no NUL in a text column (PostgreSQL refuses it)."""
@@ -158,13 +164,11 @@ def new_calibrations(conn: Connection, records: Sequence[CalibrationRecord],
     if present_runs:
         query = select(calibrations).where(calibrations.c.run_id.in_(list(present_runs)))
         for row in conn.execute(query).mappings():
-            stored[(row["run_id"], row["created_at"], row["device"], row["device_name"], row["kind"],
-                    row["precision"])] = dict(row)
+            stored[_row_key(row)] = dict(row)
     new, refused = [], []
     for i, record in enumerate(records):
         columns = record.columns()
-        key = (columns["run_id"], columns["created_at"], columns["device"], columns["device_name"],
-               columns["kind"], columns["precision"])
+        key = _row_key(columns)
         if key not in stored:
             new.append(record)
             continue
