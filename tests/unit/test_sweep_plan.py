@@ -153,6 +153,26 @@ def test_resume_skips_exactly_the_stored_points_whatever_their_status(tmp_path):
     assert [(r.spec.batch_size, r.status) for r in skipped] == [(8, "ok"), (32, "oom")]
 
 
+def test_a_sweep_runs_the_trials_of_one_warm_server_together(tmp_path):
+    """Threads x frameworks over two workloads: four servers (framework, thread variables), and
+    in grid order every trial would start one (two are kept). The sweep runs each server's
+    trials in a row, groups in order of their first pending point, grid order within; a resumed
+    point stays out."""
+    db = str(tmp_path / "s.db")
+    grid = plan_sweep(SweepSpec(workloads=["mlp", "cnn"], framework=["torch", "jax"], threads=[1, 2], quick=True))
+    assert [(s.workload, s.framework, s.threads) for s in grid][:4] == [
+        ("mlp", "torch", 1), ("mlp", "torch", 2), ("mlp", "jax", 1), ("mlp", "jax", 2)]
+    store = Store(db)
+    store.add_run("old", "t", "test", this_machine_identity())
+    _stored(store, grid[0])
+    pending, _ = _planned_resume(grid, db)
+    assert [(s.workload, s.framework, s.threads) for s in pending] == [
+        ("mlp", "torch", 2), ("cnn", "torch", 2), ("mlp", "jax", 1), ("cnn", "jax", 1),
+        ("mlp", "jax", 2), ("cnn", "jax", 2), ("cnn", "torch", 1)]
+    switches = sum(a.framework != b.framework or a.threads != b.threads for a, b in zip(pending, pending[1:]))
+    assert switches == 3  # one server start per group: 4 instead of 7
+
+
 def test_resume_leaves_another_machines_points_to_run(tmp_path):
     """A fleet's shared database: machine B's stored point is not machine A's measurement."""
     db = str(tmp_path / "s.db")

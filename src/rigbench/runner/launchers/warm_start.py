@@ -34,6 +34,7 @@ from typing import Any
 
 from rigbench.frameworks import load_adapter
 from rigbench.frameworks.base import modules_to_preload
+from rigbench.spec import TrialSpec
 
 #: Set to 1 to start every trial cold.
 COLD_START_VAR = "RIGBENCH_COLD_START"
@@ -54,6 +55,23 @@ def preload_modules(framework: str) -> tuple[str, ...]:
 def _key(env: Mapping[str, str], modules: Sequence[str]) -> tuple:
     kept = {k: v for k, v in env.items() if not k.startswith(RUNTIME_ONLY)}
     return tuple(modules), tuple(sorted(kept.items()))
+
+
+def server_group(spec: TrialSpec) -> tuple:
+    """What decides which server a trial of this launching process forks from (_key, less the
+    environment all its trials share): its framework and the variables its adapter sets."""
+    return spec.framework, tuple(sorted(load_adapter(spec.framework).environment(spec).items()))
+
+
+def by_server(specs: Sequence[TrialSpec]) -> list[TrialSpec]:
+    """`specs` with the trials of one server next to each other, groups in order of first
+    appearance and each group in its given order. Where the order carries no meaning (a sweep's
+    grid), this keeps each server warm: `sweep --threads 1,2 --framework torch,jax` over two
+    workloads needs four servers, and in grid order each of its 8 trials started one."""
+    groups: dict[tuple, list[TrialSpec]] = {}
+    for spec in specs:
+        groups.setdefault(server_group(spec), []).append(spec)
+    return [spec for group in groups.values() for spec in group]
 
 
 class ForkedTrial:
