@@ -115,3 +115,10 @@ def test_a_native_allocation_failure_under_a_memory_cap_is_oom():
     assert capped.error.startswith(stderr.strip())
     uncapped = describe_exit(1, stderr, quick_spec())  # no cap: nothing says memory ran out
     assert uncapped.status == "crash"
+    # glibc starting a thread (JAX's cnn under a 1 GiB cap on the dev VM), in lower case.
+    tls = describe_exit(127, "cannot allocate memory for thread-local data: ABORT\n", quick_spec(memory_limit_bytes=2**30))
+    assert tls.status == "oom" and "1024 MiB" in tls.error
+    # A segfault stays a crash (it may be anything), but under a cap it says what it may be.
+    segv = describe_exit(-11, "Fatal Python error: Segmentation fault\n", quick_spec(memory_limit_bytes=2**30))
+    assert segv.status == "crash" and "try a larger limit" in error_line(segv.error)
+    assert "larger limit" not in describe_exit(-11, "", quick_spec()).error

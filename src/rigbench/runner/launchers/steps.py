@@ -302,9 +302,16 @@ def wait_all(started: Sequence[Started], timeout_s: float) -> list[bool]:
 #: What a native runtime prints when it cannot start a thread or get memory. Under
 #: --memory-limit (an address-space cap) that means the cap was reached: thread stacks and
 #: malloc arenas reserve address space. Seen on a 16-core GPU machine with CUDA torch:
-#: "libgomp: Thread creation failed: Resource temporarily unavailable", exit code 1.
-_CAP_EXHAUSTED = ("Thread creation failed", "Resource temporarily unavailable", "std::bad_alloc",
-                  "Cannot allocate memory")
+#: "libgomp: Thread creation failed: Resource temporarily unavailable", exit code 1. And on the
+#: dev VM, JAX's cnn under a 1 GiB cap, from glibc starting a thread: "cannot allocate memory for
+#: thread-local data: ABORT", exit code 127. Matched whatever the case.
+_CAP_EXHAUSTED = ("thread creation failed", "resource temporarily unavailable", "std::bad_alloc",
+                  "cannot allocate memory")
+
+
+#: Signals of native code that used a failed allocation: JAX's cnn under a 1 GiB cap on the dev
+#: VM ended as oom, by SIGSEGV in XLA's compiler or by glibc's message, from run to run.
+_UNCHECKED_ALLOCATION = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS)
 
 
 def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildReport:
@@ -312,7 +319,7 @@ def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildRe
     `oom` when it ran under --memory-limit and the native runtime said it ran out. The error is
     the tail of stderr, then the headline: its last line, as for a traceback, which is the line
     the short displays show (textlimits.error_line)."""
-    if spec.measure.memory_limit_bytes and any(text in stderr_tail for text in _CAP_EXHAUSTED):
+    if spec.measure.memory_limit_bytes and any(text in stderr_tail.lower() for text in _CAP_EXHAUSTED):
         limit = spec.measure.memory_limit_bytes / 2**20
         return ChildReport(status="oom", error=with_stderr(stderr_tail, (
             f"the trial's process exited with code {returncode}: the memory limit ({limit:.0f} MiB, an "
@@ -323,6 +330,9 @@ def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildRe
             hint = " (if no one killed it, likely the kernel's out-of-memory killer"
             hint += "; try --memory-limit" if not spec.measure.memory_limit_bytes else ""
             hint += ")"
+        elif spec.measure.memory_limit_bytes and -returncode in _UNCHECKED_ALLOCATION:
+            hint = (" (under --memory-limit, native code that uses an allocation without checking it "
+                    "crashes this way when the cap is reached: try a larger limit)")
         message = f"the trial's process was killed by {signal_name(-returncode)}{hint}"
     else:
         message = f"the trial's process exited with code {returncode} without a report"
