@@ -77,6 +77,20 @@ def test_a_wrong_password_is_one_line_without_the_password():
     assert_one_masked_line(proc, f'password authentication failed for user "{server.username}"')
 
 
+def test_an_unescaped_at_in_the_password_is_refused_before_any_driver_names_its_rest(monkeypatch):
+    """psycopg's error named `failed to resolve host 'SECRETTAIL@127.0.0.1'`: SQLAlchemy had cut
+    the password at its first `@`. Such a URL is refused whole; a SQLite path may hold `@`."""
+    for url in ("postgresql://fleet2:abc@SECRETTAIL@127.0.0.1:5/fleet2", "postgres://u:a@b@localhost/db?x=1"):
+        with pytest.raises(UsageError, match="%40") as refused:
+            resolve_db_url(url)
+        assert "SECRETTAIL" not in str(refused.value) and "a@b" not in str(refused.value)
+        monkeypatch.setenv("RIGBENCH_DB", url)
+        with pytest.raises(UsageError, match="more than one '@'"):
+            Store()
+    assert resolve_db_url("sqlite:////tmp/a@b/c@d.db") == "sqlite:////tmp/a@b/c@d.db"
+    assert resolve_db_url("postgresql://u:a%40b@h/db?password_hint=x@y") == "postgresql+psycopg://u:a%40b@h/db?password_hint=x@y"
+
+
 def test_stored_commands_and_bundles_never_hold_the_password(db_url):
     store = Store(db_url)
     password = make_url(db_url).password  # None on SQLite
