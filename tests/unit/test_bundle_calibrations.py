@@ -156,6 +156,8 @@ def _drop(key):
     (_cal(0, kind="k" * 33), r"calibrations\[0\]\.kind: String should have at most 32 characters"),
     (_cal(0, precision="fp32" * 3), r"calibrations\[0\]\.precision: String should have at most 8 characters"),
     (_cal(0, precision=None), r"calibrations\[0\]\.precision: missing, which every matmul measurement has"),
+    (_cal(0, value=1e-300), r"calibrations\[0\]\.value: 1e-300 FLOP/s is outside 1e\+06 to 1e\+18"),
+    (_cal(2, value=1e300), r"calibrations\[2\]\.value: 1e\+300 B/s is outside 1e\+06 to 1e\+16"),
     (_cal(0, unit="TFLOP/s"), r"calibrations\[0\]\.unit: a matmul value is in FLOP/s, got 'TFLOP/s'"),
     (_cal(2, unit="GB/s"), r"calibrations\[2\]\.unit: a memory_bandwidth value is in B/s, got 'GB/s'"),
     (_cal(0, device_name=7), r"calibrations\[0\]\.device_name: Input should be a valid string"),
@@ -180,6 +182,23 @@ def test_a_malformed_calibration_is_refused_with_exit_2_and_nothing_imported(sou
     assert line.startswith(f"rigbench: error: {path}: ")
     assert re.search(message, line), line
     assert counts(target) == before
+
+
+@pytest.mark.parametrize("column,value", [("detail_json", "{"), ("value", "x"), ("value", 1e-300),
+                                          ("created_at", "yesterday")])
+def test_a_stored_calibration_row_that_breaks_the_rules_is_skipped_with_a_warning(source, column, value, caplog):
+    """One row edited by hand (bad JSON, a text value, a peak that makes MFU infinite) broke
+    results show, report, roofline, compare and export with a traceback: it is skipped, said
+    once, and the device's other measurements still count."""
+    with source.engine.begin() as conn:
+        conn.exec_driver_sql(f"UPDATE calibrations SET {column} = ? WHERE kind = 'memory_bandwidth'", (value,))
+    latest = latest_calibration(source, DEVICE)
+    assert latest["matmul_flops"] == {"fp32": PEAK} and latest["memory_bandwidth_bytes_s"] is None
+    assert len(list_calibrations(source)) == 3
+    warning = next(r.getMessage() for r in caplog.records if "calibration row" in r.getMessage())
+    assert warning.startswith("skipped 1 stored calibration row(s) in sqlite:") and "cannot be read: row 3 (" in warning
+    done = CliRunner().invoke(cli.app, ["roofline", "--db", source.url.removeprefix("sqlite:///")])
+    assert done.exit_code == 0, done.output
 
 
 def test_an_edited_calibration_is_refused_on_reimport(source, tmp_path):

@@ -44,12 +44,12 @@ from rigbench.errors import UsageError, validation_line
 from rigbench.result_rules import result_problems
 from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.bundle_calibrations import (
-    CalibrationRecord,
     check_calibrations,
     exported_calibrations,
     insert_calibrations,
     new_calibrations,
 )
+from rigbench.store.calibrations import CalibrationRecord
 from rigbench.store.db import Store
 from rigbench.store.machines import machine_problem, read_machine
 from rigbench.store.rows import stored_command, trial_key

@@ -38,60 +38,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
 from rigbench.errors import validation_line
-from rigbench.store.calibrations import BANDWIDTH_KEYS, list_calibrations
+from rigbench.store.calibrations import FIELDS, CalibrationRecord, Key, calibration_problem, list_calibrations, row_key
 from rigbench.store.db import Store
-from rigbench.store.rows import column_text
 from rigbench.store.schema import calibrations
 from rigbench.textlimits import NAME_CHARS, clip, clip_value
-from rigbench.timestamps import not_a_time
-
-#: The unit each known kind's value is in (store/calibrations.py keeps SI base units).
-KIND_UNITS = {"matmul": "FLOP/s", **dict.fromkeys(BANDWIDTH_KEYS, "B/s")}
-#: A stored calibration row's fields, in the order a bundle writes them.
-FIELDS = ("run_id", "created_at", "device", "device_name", "kind", "precision", "status", "value", "unit", "detail")
-
-Key = tuple[str, str, str, str, str, str | None]
-#: What makes two entries the same measurement (see the module doc), in a record and a row alike.
-KEY_FIELDS = ("run_id", "created_at", "device", "device_name", "kind", "precision")
-
-
-def _row_key(row: Any) -> Key:
-    return tuple(row[name] for name in KEY_FIELDS)
-
-
-class CalibrationRecord(BaseModel):
-    """One measurement of a bundle's calibrations; lengths as the table's columns."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(min_length=1, max_length=36)
-    created_at: str = Field(min_length=1)
-    device: str = Field(min_length=1)
-    device_name: str = Field(min_length=1)
-    kind: str = Field(min_length=1, max_length=32)
-    precision: str | None = Field(max_length=8)
-    status: Literal["ok", "unsupported", "n/a", "failed"]
-    value: float | None = Field(allow_inf_nan=False)
-    unit: str = Field(min_length=1, max_length=16)
-    detail: dict[str, Any]
-
-    def key(self) -> Key:
-        """What makes two entries the same measurement (KEY_FIELDS)."""
-        return _row_key(self.__dict__)
-
-    def columns(self) -> dict[str, Any]:
-        """The row as the table stores it: no NUL in a text column (PostgreSQL refuses it)."""
-        text = {name: column_text(getattr(self, name)) for name in ("created_at", "device", "device_name", "kind", "unit")}
-        return {"run_id": self.run_id, **text, "status": self.status, "value": self.value,
-                "precision": None if self.precision is None else column_text(self.precision),
-                "detail_json": json.dumps(self.detail)}
 
 
 def exported_calibrations(store: Store, run_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -101,23 +58,6 @@ def exported_calibrations(store: Store, run_ids: Sequence[str] | None = None) ->
     else:
         rows = [row for run_id in dict.fromkeys(run_ids) for row in list_calibrations(store, run_id=run_id)]
     return [{name: row[name] for name in FIELDS} for row in rows]
-
-
-def _problem(record: CalibrationRecord) -> str | None:
-    """The first rule `record` breaks (its field named), or None. Its time must be one: the
-    newest calibration is chosen by it (store/calibrations.measured_at)."""
-    if why := not_a_time(record.created_at):
-        return f"created_at: {why}"
-    if record.status == "ok" and (record.value is None or not record.value > 0):
-        return f"value: must be a number more than 0 when status is 'ok', got {record.value}"
-    if record.status != "ok" and record.value is not None:
-        return f"value: must be null when status is {record.status!r} (only an ok measurement has one)"
-    unit = KIND_UNITS.get(record.kind)
-    if unit is not None and record.unit != unit:
-        return f"unit: a {record.kind} value is in {unit}, got {record.unit!r}"
-    if record.kind == "matmul" and record.precision is None:
-        return "precision: missing, which every matmul measurement has"
-    return None
 
 
 def check_calibrations(entries: Any, run_ids: set[str]) -> tuple[list[CalibrationRecord], list[str]] | str:
@@ -138,7 +78,7 @@ def check_calibrations(entries: Any, run_ids: set[str]) -> tuple[list[Calibratio
             record = CalibrationRecord.model_validate_json(json.dumps(raw), strict=True)
         except ValidationError as exc:
             return validation_line(exc, where)
-        problem = _problem(record)
+        problem = calibration_problem(record)
         if problem:
             return f"{where}.{problem}"
         if record.run_id not in run_ids:
@@ -164,11 +104,11 @@ def new_calibrations(conn: Connection, records: Sequence[CalibrationRecord],
     if present_runs:
         query = select(calibrations).where(calibrations.c.run_id.in_(list(present_runs)))
         for row in conn.execute(query).mappings():
-            stored[_row_key(row)] = dict(row)
+            stored[row_key(row)] = dict(row)
     new, refused = [], []
     for i, record in enumerate(records):
         columns = record.columns()
-        key = _row_key(columns)
+        key = row_key(columns)
         if key not in stored:
             new.append(record)
             continue

@@ -6,18 +6,23 @@ Values are kept in SI base units (FLOP/s, B/s); the terminal shows TFLOP/s and G
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import insert, select
 
+from rigbench.errors import validation_line
 from rigbench.spec import Result
 from rigbench.store.db import Store
 from rigbench.store.rows import column_text
 from rigbench.store.schema import calibrations
 from rigbench.store.this_machine import most_common_machine, run_machines
-from rigbench.timestamps import parse_iso
+from rigbench.timestamps import not_a_time, parse_iso
+
+log = logging.getLogger("rigbench.store")
 
 #: measurement kind -> key of `latest_calibration`'s dict (bandwidths in bytes per second)
 BANDWIDTH_KEYS: dict[str, str] = {
@@ -27,6 +32,78 @@ BANDWIDTH_KEYS: dict[str, str] = {
     "d2h_pageable": "d2h_pageable_bytes_s",
     "d2h_pinned": "d2h_pinned_bytes_s",
 }
+
+
+#: The unit each known kind's value is in (store/calibrations.py keeps SI base units).
+KIND_UNITS = {"matmul": "FLOP/s", **dict.fromkeys(BANDWIDTH_KEYS, "B/s")}
+#: A stored calibration row's fields, in the order a bundle writes them.
+FIELDS = ("run_id", "created_at", "device", "device_name", "kind", "precision", "status", "value", "unit", "detail")
+
+Key = tuple[str, str, str, str, str, str | None]
+#: What makes two entries the same measurement (store/bundle_calibrations.py), in a record and a row alike.
+KEY_FIELDS = ("run_id", "created_at", "device", "device_name", "kind", "precision")
+
+
+def row_key(row: Any) -> Key:
+    """The KEY_FIELDS of a record or a stored row."""
+    return tuple(row[name] for name in KEY_FIELDS)
+
+
+class CalibrationRecord(BaseModel):
+    """One calibration measurement as a bundle carries it and a stored row is read back;
+    lengths as the table's columns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(min_length=1, max_length=36)
+    created_at: str = Field(min_length=1)
+    device: str = Field(min_length=1)
+    device_name: str = Field(min_length=1)
+    kind: str = Field(min_length=1, max_length=32)
+    precision: str | None = Field(max_length=8)
+    status: Literal["ok", "unsupported", "n/a", "failed"]
+    value: float | None = Field(allow_inf_nan=False)
+    unit: str = Field(min_length=1, max_length=16)
+    detail: dict[str, Any]
+
+    def key(self) -> Key:
+        """What makes two entries the same measurement (KEY_FIELDS)."""
+        return row_key(self.__dict__)
+
+    def columns(self) -> dict[str, Any]:
+        """The row as the table stores it: no NUL in a text column (PostgreSQL refuses it)."""
+        text = {name: column_text(getattr(self, name)) for name in ("created_at", "device", "device_name", "kind", "unit")}
+        return {"run_id": self.run_id, **text, "status": self.status, "value": self.value,
+                "precision": None if self.precision is None else column_text(self.precision),
+                "detail_json": json.dumps(self.detail)}
+
+
+#: The values a measured ceiling can have, by unit. A bundle's peak of 1e-300 FLOP/s imported
+#: (only 0 and below were refused) and made every calibrated MFU infinite, which no JSON holds.
+#: From a million per second (slower than any CPU that could train a reference network) to a
+#: thousand times today's largest single devices' (H200: 989 TFLOP/s dense bf16, 4.8 TB/s).
+PLAUSIBLE = {"FLOP/s": (1e6, 1e18), "B/s": (1e6, 1e16)}
+
+
+def calibration_problem(record: CalibrationRecord) -> str | None:
+    """The first rule `record` breaks (its field named), or None: checked on a bundle's entries
+    before import and on each stored row read. Its time must be one: the newest calibration is
+    chosen by it (measured_at)."""
+    if why := not_a_time(record.created_at):
+        return f"created_at: {why}"
+    if record.status == "ok" and (record.value is None or not record.value > 0):
+        return f"value: must be a number more than 0 when status is 'ok', got {record.value}"
+    low, high = PLAUSIBLE.get(record.unit, (0.0, float("inf")))
+    if record.status == "ok" and record.value is not None and not low <= record.value <= high:
+        return f"value: {record.value:g} {record.unit} is outside {low:g} to {high:g}, what any device measures"
+    if record.status != "ok" and record.value is not None:
+        return f"value: must be null when status is {record.status!r} (only an ok measurement has one)"
+    unit = KIND_UNITS.get(record.kind)
+    if unit is not None and record.unit != unit:
+        return f"unit: a {record.kind} value is in {unit}, got {record.unit!r}"
+    if record.kind == "matmul" and record.precision is None:
+        return "precision: missing, which every matmul measurement has"
+    return None
 
 
 def add_calibration(store: Store, run_id: str, created_at: str, calibration: dict[str, Any]) -> list[int]:
@@ -46,7 +123,9 @@ def add_calibration(store: Store, run_id: str, created_at: str, calibration: dic
 
 
 def list_calibrations(store: Store, device_name: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Stored measurements, oldest first, as dicts with the table's columns (`detail` parsed)."""
+    """Stored measurements, oldest first, as dicts with the table's columns (`detail` parsed);
+    a row that breaks calibration_problem's rules (edited by hand, or from before them) is
+    skipped with one warning per call, as unreadable trials are (store/rows.py)."""
     query = select(calibrations).order_by(calibrations.c.id)
     if device_name is not None:
         query = query.where(calibrations.c.device_name == device_name)
@@ -54,12 +133,32 @@ def list_calibrations(store: Store, device_name: str | None = None, run_id: str 
         query = query.where(calibrations.c.run_id == run_id)
     with store.engine.connect() as conn:
         rows = conn.execute(query).mappings().all()
-    out = []
+    out, skipped = [], []
     for row in rows:
         item = dict(row)
-        item["detail"] = json.loads(item.pop("detail_json"))
-        out.append(item)
+        try:
+            item["detail"] = json.loads(item.pop("detail_json"))
+            problem = calibration_problem(CalibrationRecord.model_validate({name: item[name] for name in FIELDS}))
+        except ValidationError as exc:
+            problem = validation_line(exc)
+        except (ValueError, TypeError) as exc:  # detail_json's JSONDecodeError is a ValueError
+            problem = f"detail_json: {exc}"
+        if problem:
+            skipped.append((row["id"], problem))
+        else:
+            out.append(item)
+    if skipped:  # one bad row never breaks a command over the whole database
+        more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+        warning = (f"skipped {len(skipped)} stored calibration row(s) in {store.url} that cannot be read: "
+                   f"row {skipped[0][0]} ({skipped[0][1]}){more}")
+        if warning not in _warned:  # a command reads the calibrations once per device or table
+            _warned.add(warning)
+            log.warning("%s", warning)
     return out
+
+
+#: The skipped-rows warnings this process has given.
+_warned: set[str] = set()
 
 
 def measured_at(text: Any) -> datetime:
