@@ -121,7 +121,9 @@ def lr_find(
 
 
 def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome, db: str | None) -> None:
-    _print(f"lr-find {s['workload']} on {s['dataset']} ({s['train_samples'] or '?'} training samples), "
+    # A trial that did not end ok may not have counted its samples: then the header leaves them out
+    samples = f" ({s['train_samples']} training samples)" if s["train_samples"] is not None else ""
+    _print(f"lr-find {s['workload']} on {s['dataset']}{samples}, "
            f"{s['device']} b{s['batch_size']} {s['precision']}, {s['optimizer']}: lr {s['start_lr']:g} -> "
            f"{s['end_lr']:g} over up to {s['planned_steps']} steps")
     if s["status"] != "ok":

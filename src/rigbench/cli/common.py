@@ -92,8 +92,8 @@ def stored_text(results: Sequence[Result], db_url: str, run_id: str | None, db: 
 DATASET_HELP = ("Real data set: digits, mnist, fashion_mnist, cifar10 or image_folder; byte-level text for the "
                 "language models (lstm, gpt): pysrc (this Python's own sources, no download), tinyshakespeare, "
                 "wikitext2 or ptb (default: the workload's reference data set).")
-DATA_DIR_HELP = ("Where the data set's files are (default: rigbench's cache directory; for pysrc, this Python's "
-                 "standard library).")
+DATA_DIR_HELP = ("Where the data set's files are (default: data/NAME in rigbench's cache directory, e.g. "
+                 "data/image_folder/ for your own images; for pysrc, this Python's standard library).")
 
 ENERGY_HELP = ("measure: read energy counters only (default). estimate: also store a TDP x utilisation "
                "estimate, labelled as such, for sources without a counter; never mixed with measured figures.")

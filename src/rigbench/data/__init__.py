@@ -30,6 +30,7 @@ from rigbench.data.cache import FileProgress, dataset_dir, ensure_files, verify_
 from rigbench.data.download import fetch
 from rigbench.data.errors import ChecksumError, CorpusMismatchError, CorruptFileError, DownloadError
 from rigbench.data.registry import DATASETS, TEXT_FORMATS, DatasetInfo, RemoteFile, get_dataset, list_datasets
+from rigbench.data.sizes import train_samples
 from rigbench.data.text import BYTE_VOCAB, ByteCorpus, UnigramBaseline, next_byte_windows, unigram_entropy
 from rigbench.data.transforms import resize_images, to_channels, to_workload_shape
 from rigbench.errors import UsageError
@@ -38,9 +39,9 @@ from rigbench.workloads import get_workload, shaped
 __all__ = [
     "ACCEPTS", "BYTE_VOCAB", "DATASETS", "ByteCorpus", "ChecksumError", "CorpusMismatchError",
     "CorruptFileError", "DatasetInfo", "DownloadError", "LoadedData", "RemoteFile", "UnigramBaseline",
-    "accepted_datasets", "check_compatible", "dataset_dir", "ensure_files", "fetch", "get_dataset",
+    "accepted_datasets", "check_classes", "check_compatible", "dataset_dir", "ensure_files", "fetch", "get_dataset",
     "list_datasets", "load", "load_corpus", "load_for_workload", "next_byte_windows", "reference_dataset",
-    "resize_images", "to_channels", "to_workload_shape", "training_options", "unigram_entropy", "verify_file",
+    "resize_images", "to_channels", "to_workload_shape", "train_samples", "training_options", "unigram_entropy", "verify_file",
 ]
 
 
@@ -116,10 +117,19 @@ def load_for_workload(workload_name: str, dataset_name: str | None = None,
     check_compatible(workload_name, dataset_name, options)
     data = load(dataset_name, data_dir, shape=workload.input_shape, download=download, verify=verify,
                 progress=progress)
-    if workload.num_classes is not None and len(data.classes) > workload.num_classes:
-        raise UsageError(f"{dataset_name} has {len(data.classes)} classes ({', '.join(data.classes)}) but "
-                         f"workload {workload_name!r} has {workload.num_classes} outputs")
+    check_classes(workload_name, dataset_name, data.classes, options)
     return data
+
+
+def check_classes(workload_name: str, dataset_name: str, classes: tuple[str, ...],
+                  options: dict[str, Any] | None = None) -> None:
+    """UsageError when the data has more `classes` than the workload has outputs (an image
+    folder's class folders are the user's: the parent checks them before any trial)."""
+    workload = shaped(get_workload(workload_name), options or {})
+    if workload.num_classes is not None and len(classes) > workload.num_classes:
+        raise UsageError(f"{dataset_name} has {len(classes)} classes ({', '.join(classes)}) but "
+                         f"workload {workload_name!r} has {workload.num_classes} outputs: "
+                         f"keep at most {workload.num_classes} classes")
 
 
 def load_corpus(dataset: str | DatasetInfo, data_dir: str | os.PathLike[str] | None = None, *,

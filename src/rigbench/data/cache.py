@@ -42,11 +42,17 @@ def ensure_files(dataset: DatasetInfo | str, data_dir: str | os.PathLike[str] | 
 
     A present file with the wrong digest raises ChecksumError and is left alone. Missing
     files are downloaded when `download` is true; otherwise, or when the network fails, a
-    UsageError lists each missing file, the directory it belongs in and its URLs. `pysrc` has
+    UsageError lists each missing file, the directory it belongs in and its URLs. An image folder
+    is checked as image_folder.check_image_folder says, and {} comes back. `pysrc` has
     no files to fetch: its stdlib sources are checked against the manifest (CorpusMismatchError),
     whatever `verify` says, and {} comes back.
     """
     info = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    if info.format == "image_folder":  # the user's files: nothing to fetch, their folder checked
+        from rigbench.data.image_folder import check_image_folder
+
+        check_image_folder(dataset_dir(info, data_dir), default=data_dir is None)
+        return {}
     if info.format == "pysrc":  # nothing to fetch: check the stdlib (or data_dir) against the manifest
         from rigbench.data.pysrc import load_manifest, read_checked, stdlib_root
 

@@ -11,6 +11,7 @@ Hidden entries (.DS_Store, .ipynb_checkpoints) are skipped.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,12 @@ from rigbench.data.split import stratified_split
 from rigbench.errors import UsageError
 
 IMAGE_FORMATS = ("PNG", "JPEG")
+#: How a folder without train/ and test/ is split: each class's held-out share, and the seed.
+TEST_FRACTION = 0.2
+SEED = 0
+#: The first bytes of each format read, as Pillow identifies them (by content, not by name).
+_SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff")
+_NEEDS_PILLOW = "image folders need Pillow: pip install 'rigbench[data]'"
 
 
 def find_classes(root: str | Path) -> tuple[str, ...]:
@@ -26,8 +33,42 @@ def find_classes(root: str | Path) -> tuple[str, ...]:
     return tuple(sorted(_class_dirs(_layout(Path(root))[0])))
 
 
+def check_image_folder(root: str | Path, default: bool = False) -> tuple[str, ...]:
+    """Check the folder without decoding it and return its classes: done in the parent
+    (data.ensure_files) before any trial, so that a folder the user must fix is one error
+    (exit 2), not an `unsupported` trial stored per configuration. `default`: `root` is the
+    cache's folder, not one the user gave, so the error names both it and --data-dir.
+
+    Checked here: the folder exists and is not empty, its train/ and test/ layout, its class
+    folders (the same in both parts, none empty, none holding a folder), Pillow installed, and
+    every file readable and starting with a PNG or JPEG signature (8 bytes read per file). Not
+    checked: that each image decodes, which means reading every image whole, the trial's own
+    loading; a file damaged past its first bytes still ends the trial `unsupported`, naming it.
+    The class count against the workload's outputs is data.check_classes'."""
+    root = Path(root)
+    if default and not (root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir())):
+        raise UsageError(f"no images in the default image folder {root}: put one sub-folder of PNG/JPEG "
+                         f"images per class there, or give --data-dir DIR")
+    if importlib.util.find_spec("PIL") is None:
+        raise UsageError(_NEEDS_PILLOW)
+    train_root, test_root = _layout(root)
+    classes = find_classes(root)
+    for folder in (train_root, test_root):
+        if folder is not None:
+            for path in _listing(folder, classes)[0]:
+                _check_signature(path)
+    return classes
+
+
+def training_images(root: str | Path) -> int:
+    """How many images `root` gives for training (after the split), from the listing alone."""
+    train_root, test_root = _layout(Path(root))
+    labels = _listing(train_root, find_classes(root))[1]
+    return len(labels) if test_root is not None else len(stratified_split(labels, TEST_FRACTION, SEED)[0])
+
+
 def load_image_folder(root: str | Path, size: tuple[int, int], channels: int = 3,
-                      test_fraction: float = 0.2, seed: int = 0
+                      test_fraction: float = TEST_FRACTION, seed: int = SEED
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(x_train uint8 [N,C,H,W], y_train int64, x_test, y_test) from the folder tree at `root`.
 
@@ -92,6 +133,20 @@ def _listing(folder: Path, classes: tuple[str, ...]) -> tuple[list[Path], np.nda
     return files, np.asarray(labels, dtype=np.int64)
 
 
+def _check_signature(path: Path) -> None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise UsageError(f"{path} cannot be read ({exc.strerror}): make it readable or remove it") from None
+    if not head.startswith(_SIGNATURES):
+        raise UsageError(_not_an_image(path))
+
+
+def _not_an_image(path: Path) -> str:
+    return f"{path} is not an image: class folders may hold only PNG and JPEG files"
+
+
 def _decode_all(files: list[Path], size: tuple[int, int], channels: int) -> np.ndarray:
     out = np.empty((len(files), channels, *size), dtype=np.uint8)
     for i, path in enumerate(files):
@@ -104,7 +159,7 @@ def _decode(path: Path, size: tuple[int, int], channels: int) -> np.ndarray:
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
-        raise UsageError("image folders need Pillow: pip install 'rigbench[data]'") from None
+        raise UsageError(_NEEDS_PILLOW) from None
     if channels not in (1, 3):
         raise UsageError(f"image folders give 1 or 3 channels, the workload wants {channels}")
     try:
@@ -115,7 +170,7 @@ def _decode(path: Path, size: tuple[int, int], channels: int) -> np.ndarray:
             image = opened.convert("RGB" if channels == 3 else "L").resize((width, height), Image.Resampling.BILINEAR)
             pixels = np.asarray(image, dtype=np.uint8)
     except UnidentifiedImageError:
-        raise UsageError(f"{path} is not an image: class folders may hold only PNG and JPEG files") from None
+        raise UsageError(_not_an_image(path)) from None
     except (OSError, SyntaxError, ValueError) as error:
         # Pillow reports truncated or damaged files with OSError/SyntaxError/ValueError.
         raise UsageError(f"{path} is not a readable PNG or JPEG image ({error})") from None

@@ -42,21 +42,31 @@ def next_byte_windows(stream: np.ndarray, seq_len: int) -> tuple[np.ndarray, np.
     are dropped. Both are views of `stream` (no copy). They stay uint8: the framework casts them
     to its index type on the device, as it scales images there.
     """
-    if seq_len < 1:
-        raise ValueError(f"seq_len must be at least 1, got {seq_len}")
-    n = max(0, (len(stream) - 1) // seq_len)
+    n = window_count(len(stream), seq_len)
     inputs = stream[: n * seq_len].reshape(n, seq_len)
     targets = stream[1 : n * seq_len + 1].reshape(n, seq_len)
     return inputs, targets
 
 
+def window_count(n_bytes: int, seq_len: int) -> int:
+    """How many next-byte windows of `seq_len` a stream of `n_bytes` gives: (n - 1) // T."""
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be at least 1, got {seq_len}")
+    return max(0, (n_bytes - 1) // seq_len)
+
+
 def split_tail(stream: np.ndarray, valid_fraction: float) -> tuple[np.ndarray, np.ndarray]:
     """(train, valid): the first bytes and the last `valid_fraction` of them, for a corpus that is
-    one file. Cut at int(len * (1 - fraction)), as nanoGPT cuts TinyShakespeare at 90%."""
+    one file."""
+    cut = tail_cut(len(stream), valid_fraction)
+    return stream[:cut], stream[cut:]
+
+
+def tail_cut(n_bytes: int, valid_fraction: float) -> int:
+    """Where split_tail cuts `n_bytes`: int(n * (1 - fraction)), as nanoGPT cuts TinyShakespeare at 90%."""
     if not 0.0 < valid_fraction < 1.0:
         raise ValueError(f"valid_fraction must be in (0, 1), got {valid_fraction}")
-    cut = int(len(stream) * (1.0 - valid_fraction))
-    return stream[:cut], stream[cut:]
+    return int(n_bytes * (1.0 - valid_fraction))
 
 
 @dataclass(frozen=True)

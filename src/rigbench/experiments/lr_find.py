@@ -7,7 +7,7 @@ import math
 
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
-from rigbench.experiments.plan import validation_message
+from rigbench.experiments.plan import check_batches_fill, validation_message
 from rigbench.spec import LrFindOptions, MeasureOptions, Precision, TrialSpec
 from rigbench.workloads import parse_workload_ref
 
@@ -36,8 +36,9 @@ def plan_lr_find(
     timeout_s: float = 1800.0,
 ) -> TrialSpec:
     """A learning-rate range test (`rigbench lr-find`) on `dataset`, already checked by
-    `prepare_data`: one trial, at the workload's reference batch unless `batch_size`."""
-    from rigbench.data import training_options
+    `prepare_data`: one trial, at the workload's reference batch unless `batch_size`, which the
+    training set must fill (check_batches_fill)."""
+    from rigbench.data import train_samples, training_options
 
     ref, options = parse_workload_ref(workload)
     options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
@@ -51,8 +52,10 @@ def plan_lr_find(
         lr_find = LrFindOptions(dataset=dataset, data_dir=data_dir, start_lr=start_lr,
                                 end_lr=end_lr, steps=steps)
         measure = MeasureOptions(timeout_s=timeout_s)
-        return TrialSpec(workload=ref.name, workload_options=options, framework=framework,
+        spec = TrialSpec(workload=ref.name, workload_options=options, framework=framework,
                          device=chosen, batch_size=batch_size or ref.default_batch,
                          precision=precision, threads=threads, measure=measure, lr_find=lr_find)
     except ValueError as exc:
         raise UsageError(validation_message(exc)) from None
+    check_batches_fill([spec], dataset, train_samples(ref.name, dataset, data_dir, options))
+    return spec

@@ -142,19 +142,51 @@ def prepare_data(workload: str, dataset: str | None, data_dir: str | None = None
                  download: bool = True) -> str:
     """Check that `workload` (a name, with options as NAME:key=value) can train on `dataset`
     (default: its reference data set) and that
-    the files are here and verified, fetching them when allowed. Done in the parent, before
-    any trial, so that a missing or corrupt file is one clear error (exit 2), not a failed
-    trial. Returns the data set's name."""
-    from rigbench.data import check_compatible, ensure_files, get_dataset, reference_dataset, training_options
+    the files are here and verified, fetching them when allowed; an image folder (at `data_dir`,
+    else the cache's `data/image_folder/`) is checked for its layout, class folders, class
+    count and files' first bytes (data/image_folder.check_image_folder). Done in the parent,
+    before any trial, so that a missing or corrupt file is one clear error (exit 2), not a
+    failed trial. Returns the data set's name."""
+    from rigbench.data import (
+        check_classes,
+        check_compatible,
+        dataset_dir,
+        ensure_files,
+        get_dataset,
+        reference_dataset,
+        training_options,
+    )
 
     ref, options = parse_workload_ref(workload)
     dataset = dataset or reference_dataset(ref.name)
     get_dataset(dataset)  # unknown name: lists the known ones
-    check_compatible(ref.name, dataset, training_options(ref.name, options, dataset))
-    if dataset == "image_folder" and not data_dir:
-        raise UsageError("--dataset image_folder needs --data-dir DIR with one sub-folder per class")
+    options = training_options(ref.name, options, dataset)
+    check_compatible(ref.name, dataset, options)
     ensure_files(dataset, data_dir, download=download)
+    if dataset == "image_folder":  # the user's class folders against the network's outputs
+        from rigbench.data.image_folder import find_classes
+
+        check_classes(ref.name, dataset, find_classes(dataset_dir(dataset, data_dir)), options)
     return dataset
+
+
+def check_batches_fill(specs: Sequence[TrialSpec], dataset: str, samples: int | None) -> None:
+    """UsageError when a trial's batch is larger than its training set (each rank's share of it):
+    not one step would train. `samples` is data.train_samples' count (None: not known without
+    loading), and --max-train-samples bounds it. Refused here rather than by the child
+    (frameworks/driver), which would store an `unsupported` trial after loading the data."""
+    for spec in specs:
+        limit = spec.train.max_train_samples if spec.train is not None else None
+        known = [n for n in (samples, limit) if n is not None]
+        if not known or min(known) // spec.world_size >= spec.batch_size:
+            continue
+        n = min(known)
+        ranks = f" split over {spec.world_size} ranks" if spec.world_size > 1 else ""
+        if limit is not None and limit == n:
+            raise UsageError(f"--max-train-samples {n:,}{ranks} does not fill one batch of {spec.batch_size}: "
+                             f"raise --max-train-samples or lower --batch-size")
+        raise UsageError(f"{dataset} has {n:,} training samples{ranks}, fewer than one batch of {spec.batch_size}: "
+                         f"lower --batch-size to at most {n // spec.world_size:,}")
 
 
 def plan_train(
@@ -182,8 +214,9 @@ def plan_train(
     Tables 9-10 come from a list of learning rates or batch sizes). Defaults: torch, the CPU,
     the workload's reference batch size and learning rate. `target_loss` is a held-out loss to
     reach (a language model's, in nats per token). `compile` as for plan_run: its compilation
-    falls in epoch 1's time and so in the time to a target, as a user waits for it."""
-    from rigbench.data import training_options
+    falls in epoch 1's time and so in the time to a target, as a user waits for it. A batch the
+    training set cannot fill is refused (check_batches_fill)."""
+    from rigbench.data import train_samples, training_options
 
     if input_mode == "resident" and (workers or pin_memory):  # else stored as used, and never used
         given = " and ".join(flag for flag, on in (("--workers", workers), ("--pin-memory", pin_memory)) if on)
@@ -201,7 +234,7 @@ def plan_train(
     except ValueError as exc:
         raise UsageError(validation_message(exc)) from None
     lr_values: Sequence[float | None] = lrs or [None]  # None: the workload's default
-    return [
+    specs = [
         TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
                   batch_size=batch, precision=precision, threads=threads, lr=lr,
                   compile=compile_mode(compile), measure=measure, train=train)
@@ -210,6 +243,8 @@ def plan_train(
         for batch in (batch_sizes or [ref.default_batch])
         for lr in lr_values
     ]
+    check_batches_fill(specs, dataset, train_samples(ref.name, dataset, data_dir, options))
+    return specs
 
 
 def node_launch(nnodes: int, node_rank: int, endpoint: str | None) -> NodeLaunch:

@@ -1,0 +1,139 @@
+"""What the parent checks of a training's data before any trial (experiments/plan.prepare_data,
+plan_train, plan_lr_find): an image folder's structure, its default place, and a batch the
+training set cannot fill. Each is one line and exit 2 with nothing stored; no trial runs here."""
+
+import zipfile
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from rigbench.cli import app
+from rigbench.cli.advise import _print_lr_find, lr_find_summary
+from rigbench.data import load_for_workload, train_samples
+from rigbench.errors import UsageError
+from rigbench.experiments.lr_find import plan_lr_find
+from rigbench.experiments.plan import plan_train, prepare_data
+from rigbench.spec import LrFindOptions, Metrics, Result, TrialSpec
+
+
+def pngs(folder, n):
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        Image.fromarray(np.full((4, 4, 3), i, np.uint8)).save(folder / f"{i}.png")
+
+
+def refused(tmp_path, *args):
+    """The command's one stderr line; it exited 2 and created no database."""
+    db = tmp_path / "r.db"
+    result = CliRunner().invoke(app, [*args, "--db", str(db)])
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rigbench: error: "), result.stderr
+    assert not db.exists()  # refused before any run was recorded
+    return lines[0]
+
+
+def test_a_missing_image_folder_is_refused_before_anything_is_stored(tmp_path):
+    line = refused(tmp_path, "train", "catsdogs", "--dataset", "image_folder", "--data-dir",
+                   str(tmp_path / "nope"), "--epochs", "1")
+    assert "nope does not exist" in line and "--data-dir" in line
+
+
+def empty_dogs(root):
+    for path in (root / "dogs").iterdir():
+        path.unlink()
+
+
+def a_third_class(root):
+    pngs(root / "birds", 1)
+
+
+def a_text_file(root):
+    (root / "cats" / "notes.jpg").write_text("not a picture")
+
+
+def a_bmp(root):
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(root / "cats" / "a.bmp")
+
+
+@pytest.mark.parametrize("spoil, fragment", [
+    (empty_dogs, "dogs is empty"),
+    (a_third_class, "3 classes (birds, cats, dogs) but workload 'catsdogs' has 2 outputs"),
+    (a_text_file, "notes.jpg is not an image"),
+    (a_bmp, "a.bmp is not an image"),
+])
+def test_an_image_folder_a_trial_could_not_load_is_refused_up_front(tmp_path, spoil, fragment):
+    root = tmp_path / "pets"
+    pngs(root / "cats", 3)
+    pngs(root / "dogs", 3)
+    assert prepare_data("catsdogs", "image_folder", str(root)) == "image_folder"
+    spoil(root)
+    with pytest.raises(UsageError) as caught:
+        prepare_data("catsdogs", "image_folder", str(root))
+    assert fragment in str(caught.value)
+    assert fragment in refused(tmp_path, "train", "catsdogs", "--dataset", "image_folder", "--data-dir", str(root))
+
+
+def test_the_cache_folder_is_the_image_folder_without_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    default = tmp_path / "cache" / "data" / "image_folder"
+    line = refused(tmp_path, "train", "catsdogs", "--dataset", "image_folder")
+    assert str(default) in line and "--data-dir" in line
+    default.mkdir(parents=True)
+    assert str(default) in refused(tmp_path, "train", "catsdogs", "--dataset", "image_folder")  # empty
+    pngs(default / "cats", 5)
+    pngs(default / "dogs", 5)
+    assert prepare_data("catsdogs", "image_folder") == "image_folder"
+    (spec,) = plan_train("catsdogs", "image_folder", 1, batch_sizes=[8])
+    assert spec.train is not None and spec.train.data_dir is None  # the child looks in the same place
+
+
+def test_a_batch_the_training_set_cannot_fill_is_refused_in_the_parent(tmp_path):
+    with pytest.raises(UsageError, match="digits has 1,438 training samples, fewer than one batch of 5000"):
+        plan_lr_find("mlp", "digits", batch_size=5000)
+    with pytest.raises(UsageError, match="--max-train-samples 10 does not fill one batch of 64"):
+        plan_train("mlp", "digits", 1, batch_sizes=[8, 64], max_train_samples=10)
+    assert [s.batch_size for s in plan_train("mlp", "digits", 1, batch_sizes=[1438])] == [1438]
+    assert "lower --batch-size" in refused(tmp_path, "lr-find", "mlp", "--dataset", "digits", "-b", "5000")
+    assert "raise --max-train-samples" in refused(tmp_path, "train", "mlp", "--dataset", "digits",
+                                                  "--max-train-samples", "10", "-b", "64")
+
+
+def test_training_counts_known_without_loading_are_the_loaded_ones(tmp_path):
+    """train_samples reads sizes from the registry, a folder's listing, a manifest, files' sizes and
+    a zip's directory: each must be the count the loader then gives."""
+    pngs(tmp_path / "pets" / "cats", 7)
+    pngs(tmp_path / "pets" / "dogs", 3)
+    text = bytes(range(256)) * 40
+    (tmp_path / "shakespeare").mkdir()
+    (tmp_path / "shakespeare" / "input.txt").write_bytes(text)
+    (tmp_path / "ptb").mkdir()
+    for split in ("train", "valid", "test"):
+        (tmp_path / "ptb" / f"ptb.{split}.txt").write_bytes(text[: 5000 if split == "train" else 600])
+    (tmp_path / "wiki").mkdir()
+    with zipfile.ZipFile(tmp_path / "wiki" / "wikitext-2-raw-v1.zip", "w") as z:
+        z.writestr("wikitext-2-raw/wiki.train.raw", text[:7001])
+        z.writestr("wikitext-2-raw/wiki.valid.raw", text[:500])
+    cases = [("mlp", "digits", None), ("catsdogs", "image_folder", tmp_path / "pets"), ("gpt", "pysrc", None),
+             ("lstm", "tinyshakespeare", tmp_path / "shakespeare"), ("gpt", "ptb", tmp_path / "ptb"),
+             ("gpt", "wikitext2", tmp_path / "wiki")]
+    for workload, dataset, folder in cases:
+        loaded = load_for_workload(workload, dataset, folder, download=False, verify=False)
+        assert train_samples(workload, dataset, folder) == len(loaded.x_train), dataset
+    assert train_samples("mlp", "mnist", tmp_path / "empty") == 60_000  # the registry's, for checked files
+    assert train_samples("gpt", "ptb", tmp_path / "empty") is None  # not fetched: the trial decides
+
+
+def test_lr_find_header_leaves_out_a_count_the_trial_never_made(capsys):
+    spec = TrialSpec(workload="mlp", device="cpu", batch_size=64, lr_find=LrFindOptions(dataset="digits"))
+    result = Result(run_id="r", created_at="2026-01-01T00:00:00+00:00", spec=spec, status="crash",
+                    error="killed", metrics=Metrics())
+    _print_lr_find(lr_find_summary(result), None, None)  # type: ignore[arg-type]
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.startswith("lr-find mlp on digits, cpu b64") and "?" not in header
+    counted = result.model_copy(update={"metrics": Metrics(dataset_size=1438)})
+    _print_lr_find(lr_find_summary(counted), None, None)  # type: ignore[arg-type]
+    assert "lr-find mlp on digits (1438 training samples), cpu b64" in capsys.readouterr().out
+
