@@ -56,8 +56,9 @@ def visible(text: str) -> str:
     """`text` as a terminal may print it: each control character written out as `\\xNN`
     (`\\x1b[2J` instead of clearing the screen), everything else as it is. Applied where
     stored text becomes a cell or a line (reports/cells.literal, reports/table_fit.FitTable,
-    error_line, every plain line the commands print: cli/common's consoles), never to what is
-    stored or exported."""
+    error_line, every plain line the commands print: cli/common's consoles; the report's page
+    and charts: reports/html's template, reports/chart_model.shown for the page's charts and
+    the PNGs), never to what is stored or exported."""
     return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 

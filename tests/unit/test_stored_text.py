@@ -209,8 +209,18 @@ def test_a_trial_of_an_unknown_workload_is_kept_and_never_fatal(tmp_path, monkey
 def test_filters_that_match_nothing_say_so(hostile, tmp_path):
     # `results list --workload nosuch` printed an empty table and exit 0, as if nothing were wrong.
     db = hostile.url
-    listed = invoke("results", "list", "--workload", "nosuch", "--status", "oom", "--db", db)
-    assert listed.stdout == "" and f"no results match --workload nosuch --status oom in {db}" in listed.stderr
+    listed = invoke("results", "list", "--workload", "cnn", "--status", "oom", "--db", db)
+    assert listed.stdout == "" and f"no results match --workload cnn --status oom in {db}" in listed.stderr
+    # a workload that is neither rigbench's nor stored is a typo: exit 2, naming the known ones
+    typo = CliRunner().invoke(cli.app, ["results", "list", "--workload", "cnnn", "--db", db])
+    assert typo.exit_code == 2 and typo.stdout == "" and typo.stderr.count("\n") == 1
+    assert "--workload 'cnnn' is neither a workload rigbench knows nor one stored in" in typo.stderr
+    assert "choose from mlp, autoencoder, cnn," in typo.stderr
+    # a stored workload this rigbench does not define is found, even by a status it has none of
+    hostile.add_result(result("runA", workload="newnet"))
+    assert "newnet" in invoke("results", "list", "--workload", "newnet", "--db", db).stdout
+    none = invoke("results", "list", "--workload", "newnet", "--status", "oom", "--db", db)
+    assert f"no results match --workload newnet --status oom in {db}" in none.stderr
     # a run id that names no stored run is a typo, said as `report` says it: exit 2, nothing printed
     for command in (["results", "export"], ["results", "export", "--format", "csv"], ["results", "list"]):
         typo = CliRunner().invoke(cli.app, [*command, "--run", "nosuch", "--db", db])
@@ -272,3 +282,30 @@ def test_the_commands_consoles_write_control_characters_out_in_plain_lines():
     console = _Console(file=buffer, markup=False, width=100)
     console.print("devices: GPU\x1b[2J -> CPU\x07", "[bold]kept[/bold]", highlight=False)
     assert buffer.getvalue() == "devices: GPU\\x1b[2J -> CPU\\x07 [bold]kept[/bold]\n"
+
+
+def test_control_characters_in_stored_text_are_written_out_in_the_report_and_its_pngs(tmp_path):
+    """The HTML report (text, chart names, labels, hover text) and the PNGs show stored text as
+    the terminal does: a raw ESC was written into the page, and matplotlib warned "Glyph 27 ()
+    missing from font(s)" for each PNG label that held one."""
+    import warnings
+
+    store = Store(str(tmp_path / "c.db"))
+    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run \x1b[2J", {**MACHINE, "cpu_model": "CPU\x1b[5m"})
+    for batch in (16, 32):
+        store.add_result(result("r1", options={"tag": "<b>\x1b[31m"}, device_name="CPU\x1b[5m &amp;", batch_size=batch))
+    store.add_result(result("r1", workload=SCREEN, status="crash", error="boom \x1b[31mred")
+                     .model_copy(update={"metrics": Metrics()}))
+    out, pngs = tmp_path / "r.html", tmp_path / "png"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        invoke("report", "--db", store.url, "--out", str(out), "--png", str(pngs))
+    assert not [str(w.message) for w in caught if "Glyph" in str(w.message)]
+    assert list(pngs.glob("*.png"))
+    page = out.read_text()
+    assert not any(c in page for c in "\x1b\x07")
+    assert r"boom \x1b[31mred" in page and r"CPU\x1b[5m &amp;amp;" in page  # escaped once, as before
+    charts = page.split('id="rigbench-charts">', 1)[1].split("</script>", 1)[0]
+    assert "\\u001b" not in charts  # JSON's escape of a raw ESC, which plotly would draw
+    text = json.dumps(json.loads(charts))
+    assert r"CPU\\x1b[5m &amp;amp;" in text and r"tag=&lt;b&gt;\\x1b[31m" in text  # names, hover: HTML-escaped once

@@ -30,6 +30,7 @@ from rigbench.store.engine import url_without_password
 from rigbench.store.limits import check_storable
 from rigbench.textlimits import visible
 from rigbench.units import split_list
+from rigbench.workloads import WORKLOADS
 
 #: The order `rigbench --help` and `rigbench results --help` list the commands in: a user's way
 #: through them, from measuring to advice to what is stored. A command not named here comes last.
@@ -102,10 +103,16 @@ ENERGY_HELP = ("measure: read energy counters only (default). estimate: also sto
 def say_none_match(store: Store, filters: dict[str, Any]) -> None:
     """One line on stderr for a listing that found nothing: which filters matched nothing, or
     that the database holds no result yet (an empty table alone looks like a fault). A `--run`
-    that names no stored run is a mistyped id, not an empty match: exit 2, as `report` says it."""
+    that names no stored run is a mistyped id, not an empty match: exit 2, as `report` says it;
+    so is a `--workload` that is neither one of rigbench's workloads nor stored (an imported
+    workload this rigbench does not define is still found)."""
     run_id = filters.get("--run")
     if run_id is not None and not store.commands([run_id]):
         raise UsageError(f"no run {run_id!r} in {store.url}: see `rigbench results list`")
+    workload = filters.get("--workload")
+    if workload is not None and workload not in WORKLOADS and not store.list(workload=workload, limit=1):
+        raise UsageError(f"--workload {workload!r} is neither a workload rigbench knows nor one stored in {store.url}: "
+                         f"choose from {', '.join(WORKLOADS)}")
     given = " ".join(f"{flag} {value}" for flag, value in filters.items() if value is not None)
     what = f"no results match {given}" if given else "no results stored yet"
     err.print(f"{what} in {store.url}", highlight=False, markup=False, soft_wrap=True)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rigbench.analysis.trials import workload_label
 from rigbench.spec import Result
+from rigbench.textlimits import visible
 
 #: Series colours, in order, shared by the page and the PNGs so that both read alike.
 COLOURS: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
@@ -109,6 +110,23 @@ class Section:
     # latest calibration): two signatures, hence the `...`
     builders: tuple[Callable[..., list[Chart]], ...]
     uses_calibrations: bool = False
+
+
+def _shown_text(value: Any) -> Any:
+    return visible(value) if isinstance(value, str) else value
+
+
+def shown(chart: Chart) -> Chart:
+    """`chart` with every text a drawer shows (titles, note, panel and series names, category
+    labels, hover text) passed through textlimits.visible, as the terminal shows stored text: a
+    stored ESC becomes `\\x1b` instead of a raw byte in the page or a glyph matplotlib lacks.
+    Both html.py and png.py draw what this returns. visible() writes out only control
+    characters, so text that hover_lines already HTML-escaped is not escaped twice."""
+    series = [replace(s, name=visible(s.name), x=[_shown_text(x) for x in s.x], hover=[visible(h) for h in s.hover],
+                      panel=_shown_text(s.panel)) for s in chart.series]
+    return replace(chart, title=visible(chart.title), x_title=visible(chart.x_title), y_title=visible(chart.y_title),
+                   note=visible(chart.note), panels=[visible(p) for p in chart.panels],
+                   panel_y_scales={visible(k): v for k, v in chart.panel_y_scales.items()}, series=series)
 
 
 def hover_lines(*lines: str) -> str:

@@ -21,14 +21,22 @@ from rigbench import __version__
 from rigbench.analysis.contention import BUSY_OTHERS_PCT, is_busy
 from rigbench.analysis.summary import machines_once, summary_rows
 from rigbench.reports.cells import interval, rate, unknown_mark
-from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series
+from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series, shown
 from rigbench.reports.charts import gather
 from rigbench.reports.summary_table import machine_cards, summary_cells
 from rigbench.spec import Result
-from rigbench.textlimits import NAME_CHARS, clip_result, clip_value
+from rigbench.textlimits import NAME_CHARS, clip_result, clip_value, visible
+
+
+def _literal(value: Any) -> Any:
+    """What the template prints of `value`: text with its control characters written out
+    (textlimits.visible: a stored ESC as `\\x1b`, not a raw byte in the page), then escaped by
+    autoescaping; Markup (plotly.js, the charts' JSON) as it is."""
+    return visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("rigbench.reports", "templates"),
-                          autoescape=True, undefined=jinja2.StrictUndefined,
+                          autoescape=True, undefined=jinja2.StrictUndefined, finalize=_literal,
                           trim_blocks=True, lstrip_blocks=True)
 
 
@@ -128,6 +136,7 @@ def _panel_layout(chart: Chart, data: list[dict[str, Any]], layout: dict[str, An
 
 def plotly_figure(chart: Chart) -> dict[str, Any]:
     """`{"id", "data", "layout"}` for Plotly.newPlot."""
+    chart = shown(chart)
     data = [_trace(chart, s, s.colour or COLOURS[i % len(COLOURS)]) for i, s in enumerate(chart.series)]
     seen: set[str] = set()
     for trace in data:  # one legend entry per name (a name recurs across panels and runs)

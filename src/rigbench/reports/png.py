@@ -13,7 +13,7 @@ matplotlib.use("Agg")  # no display needed, and never pick an interactive backen
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, MultipleLocator, NullLocator  # noqa: E402
 
-from rigbench.reports.chart_model import COLOURS, Chart, Series  # noqa: E402
+from rigbench.reports.chart_model import COLOURS, Chart, Series, shown  # noqa: E402
 
 #: chart_model.DASHES and SYMBOLS as matplotlib names them, in the same order.
 LINESTYLES = ("-", ":", "--", (0, (8, 3)), "-.")
@@ -90,6 +90,7 @@ def _draw(ax: plt.Axes, chart: Chart, series: list[Series], y_scale: str) -> Non
 def write_png(chart: Chart, path: Path) -> Path:
     """Draw one chart to `path` at 150 dpi (6.4 x 4 in; small multiples a 4-wide grid of
     panels), with the legend below the plot area, outside it, one entry per name."""
+    chart = shown(chart)  # a stored ESC drawn as \x1b, not a glyph the font lacks
     panels: list[str | None] = list(chart.panels) or [None]  # None: one plot of every series
     columns = min(4, len(panels))
     rows = -(-len(panels) // columns)
