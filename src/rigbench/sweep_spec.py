@@ -62,11 +62,12 @@ class SweepSpec(BaseModel):
     @classmethod
     def _size(cls, value: Any) -> Any:
         from rigbench.errors import UsageError
-        from rigbench.units import parse_size
+        from rigbench.units import parse_memory_limit
 
-        if isinstance(value, str):
+        # a whole number is bytes (a bool is left to the strict type, which refuses it)
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
             try:
-                return parse_size(value, "memory_limit")
+                return parse_memory_limit(value, "memory_limit")
             except UsageError as exc:
                 raise ValueError(str(exc)) from None
         return value

@@ -9,7 +9,7 @@ from rigbench.errors import UsageError
 from rigbench.numlimits import MAX_INT, number_problem
 
 _SIZE_UNITS = {
-    "": 1, "b": 1,
+    "b": 1,
     "k": 1000, "kb": 1000, "kib": 1024,
     "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
     "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
@@ -19,9 +19,12 @@ _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str, what: str = "size") -> int:
-    """`2GiB` -> 2147483648; `512MiB`, `1.5GB`, `1000000` (bytes). Raises UsageError."""
+    """`2GiB` -> 2147483648; `512MiB`, `1.5GB`, `1000B`. Raises UsageError, also for a number
+    without a unit: `--memory-limit 1.5` meant 1.5 GiB and was read as 1.5 bytes."""
     match = _SIZE_RE.match(text)
     unit = match.group(2).lower() if match else None
+    if match and unit == "":
+        raise UsageError(f"{what} {text!r} has no unit: give a unit, e.g. {match.group(1)}GiB or {match.group(1)}MiB")
     if not match or unit not in _SIZE_UNITS:
         raise UsageError(f"{what} {text!r} is not a size: write e.g. 2GiB, 512MiB or 1.5GB")
     value = float(match.group(1)) * _SIZE_UNITS[unit]  # inf for a few hundred digits
@@ -30,6 +33,23 @@ def parse_size(text: str, what: str = "size") -> int:
     if int(value) <= 0:
         raise UsageError(f"{what} must be larger than 0, got {text!r}")
     return int(value)
+
+
+#: The smallest memory limit accepted. The interpreter and numpy alone keep about 27 MiB
+#: resident (CPython 3.11 with numpy 2 here; torch's import about 220 MiB), so under a smaller
+#: cap no framework can even start: every trial would end `oom` with "memory limit (0 MiB)".
+MIN_MEMORY_LIMIT = 64 * 2**20
+
+
+def parse_memory_limit(value: str | int, what: str = "--memory-limit") -> int:
+    """A memory limit in bytes: a size (`2GiB`, parse_size) or, from a sweep file, a whole
+    number of bytes; one below MIN_MEMORY_LIMIT is a UsageError naming `what`. Every way a
+    limit is given (run, sweep and max-batch flags, a sweep file's `memory_limit`) comes here."""
+    limit = parse_size(value, what) if isinstance(value, str) else value
+    if limit < MIN_MEMORY_LIMIT:
+        raise UsageError(f"{what} must be at least {MIN_MEMORY_LIMIT // 2**20}MiB (no framework starts in less), "
+                         f"got {value!r}")
+    return limit
 
 
 def split_list(values: Iterable[str] | None, what: str = "a list") -> list[str]:

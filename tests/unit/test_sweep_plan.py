@@ -102,6 +102,16 @@ def test_toml_file_keys_flags_override_and_errors_name_key_and_file(tmp_path):
     path.write_text('memory_limit = "lots"\n')
     with pytest.raises(UsageError, match="key 'memory_limit'.*not a size"):
         load_sweep_file(path)
+    # the limits --memory-limit refuses: a string without a unit, one below the floor (in bytes too)
+    path.write_text('memory_limit = "1.5"\n')
+    with pytest.raises(UsageError, match="key 'memory_limit'.*has no unit"):
+        load_sweep_file(path)
+    for tiny in ('"1KiB"', "1024"):
+        path.write_text(f"memory_limit = {tiny}\n")
+        with pytest.raises(UsageError, match="key 'memory_limit'.*must be at least 64MiB"):
+            load_sweep_file(path)
+    path.write_text("memory_limit = 1073741824\n")
+    assert load_sweep_file(path).memory_limit == 2**30
     path.write_text('batch_sizes = [8\n')
     with pytest.raises(UsageError, match="not valid TOML"):
         load_sweep_file(path)

@@ -4,23 +4,54 @@ import itertools
 import pytest
 
 from rigbench.errors import UsageError
-from rigbench.units import format_bytes, parse_positive_ints, parse_size, split_list, with_preset
+from rigbench.units import (
+    MIN_MEMORY_LIMIT,
+    format_bytes,
+    parse_memory_limit,
+    parse_positive_ints,
+    parse_size,
+    split_list,
+    with_preset,
+)
 from rigbench.workloads import WORKLOADS, parse_workload_ref, resolved_options
 from rigbench.workloads.flops import train_flops_per_sample, trainable_params
 
 
 @pytest.mark.parametrize("text,expected", [
     ("2GiB", 2 * 1024**3), ("512MiB", 512 * 1024**2), ("1.5GB", 1_500_000_000),
-    ("1000", 1000), ("64 kib", 65536),
+    ("1000B", 1000), ("64 kib", 65536),
 ])
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "2 parsecs", "GiB", "-1GiB", "0"])
+@pytest.mark.parametrize("text", ["", "2 parsecs", "GiB", "-1GiB", "0GiB"])
 def test_parse_size_rejects(text):
     with pytest.raises(UsageError):
         parse_size(text)
+
+
+def test_a_size_needs_a_unit_and_a_memory_limit_a_floor():
+    # `--memory-limit 1.5` was read as 1.5 bytes; `1KiB` was taken and every trial ended `oom`
+    for bare in ("1.5", "1000", "0"):
+        with pytest.raises(UsageError, match=f"--memory-limit '{bare}' has no unit: give a unit, e.g. {bare}GiB"):
+            parse_memory_limit(bare)
+    for tiny in ("1KiB", "63MiB", "1000B"):
+        with pytest.raises(UsageError, match=f"--memory-limit must be at least 64MiB .*, got '{tiny}'"):
+            parse_memory_limit(tiny)
+    assert parse_memory_limit("64MiB") == MIN_MEMORY_LIMIT == 64 * 2**20
+    assert parse_memory_limit("1.5GiB") == 3 * 2**29
+
+
+@pytest.mark.parametrize("command", [["run", "mlp"], ["sweep", "mlp"], ["max-batch", "mlp"]])
+def test_every_command_with_a_memory_limit_refuses_a_bare_number_and_a_tiny_limit(command, tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+
+    for limit, message in (("1.5", "--memory-limit '1.5' has no unit"), ("1KiB", "--memory-limit must be at least")):
+        proc = CliRunner().invoke(cli.app, [*command, "-d", "cpu", "--memory-limit", limit, "--db", str(tmp_path / "x.db")])
+        assert proc.exit_code == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.output
 
 
 def test_lists_from_repeats_and_commas():
