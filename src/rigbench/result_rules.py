@@ -5,7 +5,12 @@ already bound by numlimits (TrialSpec); these are the rules of the figures.
 - Every figure is finite: JSON has no inf or NaN, so a stored one would come back as null, a
   number that silently went missing. The raw tracker samples and the software versions are
   records, not figures, and are left as they are.
-- A throughput, when there is one, is more than 0, and so is every timed step.
+- A throughput, when there is one, is more than 0, and every timed step (and their median)
+  takes at least MIN_STEP_S.
+- An `ok` speed or probe trial's throughput is its global batch (batch x ranks) over its median
+  step time, as the protocol computes it (analysis/stats.throughput_summary): an imported result
+  whose samples/s was ten times its own step times' showed one figure in `results list` and
+  `roofline` and another in `score` and `compare`, which work from the step times.
 - An `ok` trial of a kind that measures a throughput (speed, probe, train) has one: an `ok`
   without it would rank as a measured configuration with nothing measured. An lr range test
   steps at changing rates and has none.
@@ -20,6 +25,14 @@ from rigbench.spec import Result
 
 #: Result fields that are records rather than figures (see the module doc).
 _RECORDS = {"spec", "tracker_samples", "software"}
+#: The shortest training step: one launches at least one kernel, and no framework dispatches
+#: even the smallest network's step in under a microsecond (torch's mlp on a CPU: about 2 ms).
+#: Without a floor, a step of 1e-306 s was a throughput of 1e307 samples/s, 300 digits wide.
+MIN_STEP_S = 1e-6
+#: How far a stored throughput may differ from global batch / median step time (rounding only).
+SPEED_TOLERANCE = 1e-6
+#: The kinds whose throughput the timing protocol computes from their step times.
+_PROTOCOL_KINDS = ("speed", "probe")
 
 
 def result_problems(result: Result) -> list[str]:
@@ -34,10 +47,27 @@ def result_problems(result: Result) -> list[str]:
         problems.append(f"metrics.samples_per_s: must be more than 0, got {speed:g}")
     if result.status == "ok" and result.spec.kind != "lr_find" and speed is None:
         problems.append(f"metrics.samples_per_s: missing, which an ok {result.spec.kind} trial always measures")
-    bad_step = next((i for i, t in enumerate(result.step_times_s) if math.isfinite(t) and not t > 0), None)
+    bad_step = next((i for i, t in enumerate(result.step_times_s) if math.isfinite(t) and not t >= MIN_STEP_S), None)
     if bad_step is not None:
-        problems.append(f"step_times_s[{bad_step}]: a step time must be more than 0, got {result.step_times_s[bad_step]:g}")
+        problems.append(f"step_times_s[{bad_step}]: a step time must be at least {MIN_STEP_S:g} s, "
+                        f"got {result.step_times_s[bad_step]:g}")
+    median_ms = result.metrics.step_time_ms_median
+    if median_ms is not None and math.isfinite(median_ms) and not median_ms >= MIN_STEP_S * 1e3:
+        problems.append(f"metrics.step_time_ms_median: must be at least {MIN_STEP_S * 1e3:g} ms, got {median_ms:g}")
+    elif speed is not None and (expected := protocol_speed(result)) is not None \
+            and not abs(speed / expected - 1) <= SPEED_TOLERANCE:
+        problems.append(f"metrics.samples_per_s: {speed:g} is not the global batch over the median step time "
+                        f"({expected:g})")
     return problems
+
+
+def protocol_speed(result: Result) -> float | None:
+    """What an ok speed or probe trial's samples/s must be: its global batch (batch x ranks)
+    over its median step time; None where the rule does not apply or a figure is missing."""
+    median_ms = result.metrics.step_time_ms_median
+    if result.status != "ok" or result.spec.kind not in _PROTOCOL_KINDS or not median_ms:
+        return None
+    return result.spec.batch_size * result.spec.world_size * 1e3 / median_ms
 
 
 def non_finite_figure(result: Result) -> str | None:

@@ -66,4 +66,20 @@ def test_result_rules():
     nan = _result(samples_per_s=10.0, energy_j=float("nan"))
     assert result_problems(nan) == ["metrics.energy_j: must be a finite number"]
     steps = _result(samples_per_s=10.0).model_copy(update={"step_times_s": [0.1, -0.1], "tracker_samples": [{"x": float("nan")}]})
-    assert result_problems(steps) == ["step_times_s[1]: a step time must be more than 0, got -0.1"]
+    assert result_problems(steps) == ["step_times_s[1]: a step time must be at least 1e-06 s, got -0.1"]
+    tiny = _result(samples_per_s=8e306).model_copy(update={"step_times_s": [1e-306]})
+    assert result_problems(tiny) == ["step_times_s[0]: a step time must be at least 1e-06 s, got 1e-306"]
+
+
+def test_an_ok_trials_throughput_is_its_global_batch_over_its_median_step():
+    """An imported samples/s ten times its own step times' showed one figure in `results list`
+    and `roofline`, another in `score` and `compare` (which work from the step times)."""
+    assert result_problems(_result(samples_per_s=80.0, step_time_ms_median=100.0)) == []
+    assert result_problems(_result(samples_per_s=800.0, step_time_ms_median=100.0)) == [
+        "metrics.samples_per_s: 800 is not the global batch over the median step time (80)"]
+    assert result_problems(_result(samples_per_s=80.0, step_time_ms_median=1e-300)) == [
+        "metrics.step_time_ms_median: must be at least 0.001 ms, got 1e-300"]
+    two_ranks = _result(samples_per_s=160.0, step_time_ms_median=100.0)
+    two_ranks.spec = two_ranks.spec.model_copy(update={"world_size": 2})
+    assert result_problems(two_ranks) == []  # 2 ranks x batch 8 a step
+    assert result_problems(_result(status="crash", samples_per_s=800.0, step_time_ms_median=100.0)) == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import typer
@@ -30,6 +29,7 @@ from rigbench.cli.common import (
 )
 from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
+from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import EnergyMode, Result
@@ -113,7 +113,7 @@ def lr_find(
     _finish(outcome, 1)
     summary = lr_find_summary(outcome.results[0])
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(strict_json(summary, indent=2))
     else:
         _print_lr_find(summary, outcome, db)
     if summary["status"] != "ok":
@@ -220,7 +220,7 @@ def scaling(
     _finish(outcome, len(specs))
     rows = scaling_table(outcome.results)
     if as_json:
-        print(json.dumps([r.row() for r in rows], indent=2))
+        print(strict_json([r.row() for r in rows], indent=2))
         return
     out.print(scaling_table_view(rows, title=f"{specs[0].label()}: speed-up over the fp32 eager default"))
     drift = baseline_drift_line(rows)
@@ -239,7 +239,7 @@ def _process_scaling(workload: str, device: str, batch_size: int | None, counts:
     _finish(outcome, len(specs))
     rows = process_scaling_rows(outcome.results)
     if as_json:
-        print(json.dumps([r.row() for r in rows], indent=2))
+        print(strict_json([r.row() for r in rows], indent=2))
         return
     out.print(process_scaling_view(rows, title=f"{specs[0].label()}: {mode} scaling over processes"))
     verdict = scaling_verdict(rows)
@@ -354,7 +354,7 @@ def recommend(
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), db=db, framework=framework,
         on_note=lambda text: err.print(text, highlight=False, markup=False), on_trial_end=ended)
     if as_json:
-        print(json.dumps(outcome.to_dict(), indent=2))
+        print(strict_json(outcome.to_dict(), indent=2))
     else:
         _print(f"Recommendation for {workload} on this machine ({outcome.results_used} results of "
                f"{outcome.db_url}" + (f", run {outcome.run_id} measured now" if outcome.run_id else "") + "):")

@@ -3,7 +3,6 @@ roofline of stored trials)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import typer
@@ -11,6 +10,7 @@ import typer
 from rigbench import api
 from rigbench.analysis.contention import busy_calibration_note
 from rigbench.cli.common import DB_HELP, app, err, framework_option, handles_usage_errors, out
+from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.textlimits import NAME_CHARS, clip
 from rigbench.units import split_list
@@ -53,7 +53,7 @@ def calibrate(
                          threads=threads, framework=framework, db=db, on_device=started, on_progress=progress)
     failed = [c for c in done.calibrations if c.get("error")]
     if as_json:
-        print(json.dumps({"run_id": done.run_id, "db": done.db_url, "devices": done.calibrations}, indent=2))
+        print(strict_json({"run_id": done.run_id, "db": done.db_url, "devices": done.calibrations}, indent=2))
     else:
         for found in done.calibrations:
             if not found.get("error"):
@@ -82,7 +82,7 @@ def roofline(
     """Per successful trial: achieved TFLOP/s, MFU against the spec-sheet and the calibrated peak, arithmetic intensity, and the roofline bound that limits it; then each workload whose fp32 steps are mostly per-step overhead (measured at three batches or more), which neither roof describes."""
     rows = api.roofline(db=db, run_ids=run_id or [], where=where or [])
     if as_json:
-        print(json.dumps([{"id": r.id, "run_id": r.run_id, "label": r.spec.label(),
+        print(strict_json([{"id": r.id, "run_id": r.run_id, "label": r.spec.label(),
                            "device_name": r.device_name, "samples_per_s": r.metrics.samples_per_s,
                            **roof.as_dict()} for r, roof in rows], indent=2))
         return

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import typer
@@ -12,6 +11,7 @@ from rich.text import Text
 from rigbench import api
 from rigbench.cli.common import DB_HELP, _check_precision, app, err, handles_usage_errors, out, results_app
 from rigbench.errors import UsageError
+from rigbench.json_text import strict_json
 from rigbench.reports import compare_tables, terminal
 from rigbench.store.bundle import SHOWN
 from rigbench.units import split_list
@@ -62,7 +62,7 @@ def compare(
     outcome = api.compare(a, b, db=db, where_a=where_a or [], where_b=where_b or [],
                           across_versions=across_versions)
     if as_json:
-        print(json.dumps({"a": outcome.label_a, "b": outcome.label_b, "same_machine": outcome.same_machine,
+        print(strict_json({"a": outcome.label_a, "b": outcome.label_b, "same_machine": outcome.same_machine,
                           "pairs": [p.as_dict() for p in outcome.pairs],
                           "only_in_a": [u.as_dict() for u in outcome.only_a],
                           "only_in_b": [u.as_dict() for u in outcome.only_b]}, indent=2))
@@ -111,7 +111,7 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
 
     found = api.compare_published(db=db, sources=sources, run_ids=run_ids, all_frameworks=all_frameworks)
     if as_json:
-        print(json.dumps({"matches": [m.as_dict() for m in found.matches],
+        print(strict_json({"matches": [m.as_dict() for m in found.matches],
                           "missing": [{"source": m.mapping.source, "network": m.mapping.network,
                                        "workload": m.mapping.ref, "batches": m.batches,
                                        "command": m.command} for m in found.missing]}, indent=2))
@@ -153,7 +153,7 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
     tables = api.compare_frameworks(db=db, workloads=workloads, run_ids=run_ids, batch_size=batch_size,
                                     precisions=precisions)
     if as_json:
-        print(json.dumps([t.as_dict() for t in tables], indent=2))
+        print(strict_json([t.as_dict() for t in tables], indent=2))
         return
     if not tables:
         at = (f" at {'/'.join(precisions)}" if precisions else "") + (f" at batch {batch_size}" if batch_size else "")
@@ -270,14 +270,14 @@ def score(
 
         names = shipped_references()
         if as_json:
-            print(json.dumps(names))
+            print(strict_json(names))
         else:
             out.print("\n".join(names) if names else "No reference machine ships with this rigbench yet: "
                       "pass --reference FILE (a bundle) or a run id.", highlight=False, markup=False)
         return
     outcome = api.score(run_id, reference, db=db, device_class=device_class)
     if as_json:
-        print(json.dumps({"ours": outcome.ours_label, "reference": outcome.reference_label,
+        print(strict_json({"ours": outcome.ours_label, "reference": outcome.reference_label,
                           "reference_machine": outcome.reference_machine,
                           "scores": [s.as_dict() for s in outcome.scores]}, indent=2))
         return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -33,6 +32,7 @@ from rigbench.cli.common import (
 )
 from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
+from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.spec import STATUSES, EnergyMode
 from rigbench.store import Store
@@ -131,7 +131,7 @@ def run(
         err.print(f"node {node_rank}: this node's ranks {ran}; node 0 stores the trials with every rank's record",
                   highlight=False, soft_wrap=True)
     if as_json:
-        print(json.dumps([r.row() for r in outcome.results], indent=2))
+        print(strict_json([r.row() for r in outcome.results], indent=2))
     elif outcome.results:
         out.print(terminal.results_table(outcome.results, title=f"run {outcome.run_id}"))
         for line in terminal.busy_lines(outcome.results):
@@ -211,7 +211,7 @@ def train(
     )
     outcome = _run_with_progress(specs, db)
     if as_json:
-        print(json.dumps([r.row() for r in outcome.results], indent=2))
+        print(strict_json([r.row() for r in outcome.results], indent=2))
     elif outcome.results:
         out.print(terminal.train_table(outcome.results, title=f"run {outcome.run_id}"))
         for line in (terminal.baseline_lines(outcome.results) + terminal.compile_lines(outcome.results)
@@ -233,7 +233,7 @@ def workloads(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     """List the reference workloads: shapes, data set size, parameters, FLOPs, origin."""
     rows = api.workloads_info()
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(strict_json(rows, indent=2))
     else:
         out.print(terminal.workloads_table(rows))
 
@@ -258,7 +258,7 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
     with progress:
         rows = api.devices_info(on_probing=probing, on_probed=probed)
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(strict_json(rows, indent=2))
     else:
         out.print(terminal.devices_table(rows))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from typing import Any
 from urllib.parse import urlparse
@@ -22,6 +21,7 @@ from rigbench.analysis.specs import (
 )
 from rigbench.cli.common import app, handles_usage_errors, out
 from rigbench.errors import UsageError
+from rigbench.json_text import strict_json
 from rigbench.reports.cells import cells
 from rigbench.reports.table_fit import Column, FitTable
 
@@ -106,7 +106,7 @@ def specs(
     if name is None:
         rows = [s for s in all_specs() if kind is None or s.kind == kind]
         if as_json:
-            print(json.dumps([_as_json(s) for s in rows], indent=2))
+            print(strict_json([_as_json(s) for s in rows], indent=2))
         else:
             out.print(specs_table(rows))
         return
@@ -115,6 +115,6 @@ def specs(
         raise UsageError(f"no spec sheet matches {name!r}; `rigbench specs` lists the known devices "
                          f"(unknown hardware: `rigbench calibrate` measures its peaks)")
     if as_json:
-        print(json.dumps(_as_json(spec), indent=2))
+        print(strict_json(_as_json(spec), indent=2))
     else:
         out.print(_detail(spec, name), highlight=False, markup=False)

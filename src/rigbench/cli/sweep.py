@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import time
@@ -42,6 +41,7 @@ from rigbench.experiments.sweep import (
     sweep_spec,
 )
 from rigbench.experiments.sweep import sweep as run_sweep
+from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.reports.cells import cells
 from rigbench.reports.table_fit import Column, FitTable
@@ -176,7 +176,7 @@ def _dry_run(grid: list[TrialSpec], db: str | None, resume: bool, as_json: bool)
     keys = [spec_key(s) for s in grid]
     n_stored = sum(k in stored for k in keys)
     if as_json:
-        print(json.dumps({
+        print(strict_json({
             "grid_points": len(grid), "stored": n_stored, "resume": resume,
             "would_run": len(grid) - n_stored if resume else len(grid),
             "grid": [{"label": s.label(), "spec": s.model_dump(mode="json"),
@@ -263,7 +263,7 @@ def sweep(
         raise interrupts.interrupted_exit() from None
     finished = outcome.grid_results()
     if as_json:
-        print(json.dumps({"run_id": outcome.run_id, "db": outcome.db_url, "grid_points": len(grid),
+        print(strict_json({"run_id": outcome.run_id, "db": outcome.db_url, "grid_points": len(grid),
                           "skipped": len(outcome.skipped), "ran": len(outcome.results),
                           "interrupted": outcome.interrupted,
                           "results": [r.row() for r in finished]}, indent=2))
@@ -380,7 +380,7 @@ def max_batch(
                            tolerance=tolerance, margin=margin, db=db, on_probe=probed,
                            on_probe_start=probing, timeout_s=timeout)
     if as_json:
-        print(json.dumps(o.to_dict(), indent=2))
+        print(strict_json(o.to_dict(), indent=2))
     else:
         _print_max_batch(o, db)
     if o.interrupted:

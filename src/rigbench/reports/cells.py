@@ -69,13 +69,20 @@ def status(value: str) -> Text:
     return literal(value, _STATUS_STYLE.get(value, ""))
 
 
+#: From this size on a figure is written in 3 significant digits with an exponent: a fixed
+#: format wrote an imported 1e308 samples/s as 309 digits and pushed every other column off.
+HUGE = 1e15
+
+
 def num(value: float | None, fmt: str = "{:.1f}") -> str:
-    return "-" if value is None else fmt.format(value)
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if not abs(value) < HUGE else fmt.format(value)
 
 
 def rate(value: float) -> str:
     """A measured rate (samples/s, steps/s): whole numbers from 100 up, 3 significant digits below."""
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"{value:,.0f}" if 100 <= abs(value) < HUGE else f"{value:.3g}"
 
 
 def tokens_cell(tokens_per_s: float | None) -> str:
@@ -87,7 +94,7 @@ def _same_decimals(value: float) -> Callable[[float], str]:
     """A formatter giving every number the decimals `rate` gives `value` (3 significant digits,
     none from 100 up), so that an interval's bounds line up with it: 26.4 [12.9–31.0]."""
     digits = 0 if value == 0 or not math.isfinite(value) else max(0, 2 - math.floor(math.log10(abs(value))))
-    return lambda v: f"{v:,.{digits}f}"
+    return lambda v: f"{v:,.{digits}f}" if abs(v) < HUGE else f"{v:.3g}"
 
 
 def interval(value: float | None, ci: Sequence[float] | None, fmt: Callable[[float], str] | None = None) -> str:

@@ -8,7 +8,6 @@ becomes JavaScript source. Everything else goes through jinja2 with autoescaping
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +19,7 @@ from plotly.offline import get_plotlyjs
 from rigbench import __version__
 from rigbench.analysis.contention import BUSY_OTHERS_PCT, is_busy
 from rigbench.analysis.summary import machines_once, summary_rows
+from rigbench.json_text import strict_json
 from rigbench.reports.cells import interval, rate, unknown_mark
 from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series, shown
 from rigbench.reports.charts import gather
@@ -167,8 +167,9 @@ def plotly_figure(chart: Chart) -> dict[str, Any]:
 
 
 def safe_json(value: Any) -> str:
-    """JSON that cannot end the surrounding <script> block or open a comment in it."""
-    return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")
+    """JSON that cannot end the surrounding <script> block or open a comment in it, and that
+    JSON.parse reads (no Infinity: json_text)."""
+    return strict_json(value, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def _plotly_js() -> str:
