@@ -32,7 +32,7 @@ MIN_STEP_S = 1e-6
 #: How far a stored throughput may differ from global batch / median step time (rounding only).
 SPEED_TOLERANCE = 1e-6
 #: The kinds whose throughput the timing protocol computes from their step times.
-_PROTOCOL_KINDS = ("speed", "probe")
+PROTOCOL_KINDS = ("speed", "probe")
 
 
 def result_problems(result: Result) -> list[str]:
@@ -65,7 +65,7 @@ def protocol_speed(result: Result) -> float | None:
     """What an ok speed or probe trial's samples/s must be: its global batch (batch x ranks)
     over its median step time; None where the rule does not apply or a figure is missing."""
     median_ms = result.metrics.step_time_ms_median
-    if result.status != "ok" or result.spec.kind not in _PROTOCOL_KINDS or not median_ms:
+    if result.status != "ok" or result.spec.kind not in PROTOCOL_KINDS or not median_ms:
         return None
     return result.spec.batch_size * result.spec.world_size * 1e3 / median_ms
 

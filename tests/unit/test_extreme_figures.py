@@ -35,3 +35,12 @@ def test_a_huge_stored_speed_keeps_the_results_table_inside_the_terminal(tmp_pat
     assert done.exit_code == 0, done.output
     assert "1e+308 [1e+307–1.7e+308]" in done.output
     assert max(map(len, done.output.splitlines())) <= 160
+
+
+def test_a_crashed_speed_trial_shows_no_speed():
+    """An ok trial that broke result_rules is stored as a crash with its figures; an imported
+    crash may carry any: neither is a measurement to list."""
+    from rigbench.reports.cells import speed
+
+    assert speed(make_result(status="crash", samples_per_s=320.0)) == "-"
+    assert speed(make_result(samples_per_s=320.0)) == "320"

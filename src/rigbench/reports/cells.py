@@ -11,6 +11,7 @@ from rich.text import Text
 from rigbench.analysis.contention import is_busy
 from rigbench.analysis.energy import has_energy, samples_per_joule
 from rigbench.reports.table_fit import Column
+from rigbench.result_rules import PROTOCOL_KINDS
 from rigbench.spec import Result
 from rigbench.textlimits import NAME_CHARS, clip, visible
 from rigbench.workloads import WORKLOADS
@@ -111,8 +112,8 @@ def speed(r: Result) -> str:
     """samples/s with its 95% interval, `noisy` when the protocol flagged the trial and `busy`
     when other processes took a share of the CPU while it was timed (analysis/contention.py)."""
     m = r.metrics
-    if m.samples_per_s is None:
-        return "-"
+    if m.samples_per_s is None or (r.status != "ok" and r.spec.kind in PROTOCOL_KINDS):
+        return "-"  # a crashed speed trial's figure (an ok one that broke result_rules) is no measurement
     return (interval(m.samples_per_s, m.samples_per_s_ci) + (" noisy" if m.noisy else "")
             + (" busy" if is_busy(m) else ""))
 
