@@ -92,3 +92,43 @@ def test_compact_curve_keeps_both_ends_and_the_minimum():
     xs = [lr for lr, _ in rows]
     assert xs[0] == lrs()[0] and xs[-1] == lrs()[len(y) - 1] and lrs()[70] in xs
     assert xs == sorted(xs) and len(rows) == 6
+
+
+def ramp_of(losses, start=1e-6, end=1e-5):
+    """[lr, loss, smoothed] rows as the runner writes them: the bias-corrected moving average
+    (weight 0.05) of `losses` on the exponential ramp from start to end."""
+    rows, average = [], 0.0
+    for i, (lr, loss) in enumerate(zip(lrs(len(losses), start, end), losses), start=1):
+        average = 0.95 * average + 0.05 * loss
+        rows.append([lr, loss, average / (1 - 0.95 ** i)])
+    return rows
+
+
+#: The raw losses of `lr-find mlp --dataset digits --start-lr 1e-6 --end-lr 1e-5 --steps 8` (2-core
+#: dev VM): the smoothed loss fell 0.001 (0.04%) to a minimum at 3.73e-06, which min/10 turned
+#: into a 'suggestion' of 3.73e-07. Their step-to-step noise is 0.0029.
+FLAT_DIGITS_LOSSES = [2.311, 2.3093, 2.3113, 2.3054, 2.3089, 2.3135, 2.3061, 2.3088]
+
+
+def test_a_flat_noisy_curve_gives_no_suggestion_and_says_what_range_to_try():
+    s = suggest_lr(ramp_of(FLAT_DIGITS_LOSSES), planned_steps=8)
+    assert s.lr is None and s.lr_at_min == pytest.approx(lrs(8, 1e-6, 1e-5)[4])
+    (note,) = s.notes
+    assert note.startswith("no clear fall: the smoothed loss fell 0.00103 (0.04%)")
+    assert "2 x the raw losses' step-to-step noise (0.0029) and 1% of its start" in note
+    assert note.endswith("rates up to 1e-05 barely move it: try a range reaching higher rates "
+                         "(a larger --end-lr, e.g. the default 10)")
+
+
+def test_a_fall_within_the_noise_before_diverging_gives_no_suggestion():
+    """Losses alternating +-0.1 around a line from 2.3 down 0.004 a step (step noise 0.2 / 0.954
+    = 0.21) before blowing up: the smoothed loss falls 0.045, 2% of its start, but far less than
+    2 x the noise."""
+    losses = [2.3 + (0.1 if i % 2 else -0.1) - 0.004 * i for i in range(30)] + [9.0, 30.0, 90.0]
+    s = suggest_lr(ramp_of(losses, 1e-4, 10.0), planned_steps=40)
+    assert s.lr is None and "exceeded 4 x" in s.stop
+    assert "step-to-step noise (0.21)" in s.notes[0] and "1% of its start" not in s.notes[0]
+    assert "a smaller --start-lr" in s.notes[0]
+    # the same fall with quiet losses is clear: the rule is relative to the noise
+    quiet = [2.3 - 0.004 * i for i in range(30)] + [9.0, 30.0, 90.0]
+    assert suggest_lr(ramp_of(quiet, 1e-4, 10.0), planned_steps=40).lr is not None

@@ -11,6 +11,7 @@ from rigbench.experiments.max_batch import (
     fit_memory_model,
     next_probe,
     recommend,
+    replay,
     round_batch,
 )
 from rigbench.spec import Metrics, Result, TrialSpec
@@ -204,3 +205,22 @@ def test_a_crash_without_a_model_stops_the_search_and_says_how_to_tell():
         _print_max_batch(within, db=None)
     text = captured.get()
     assert "the memory model puts batch 512 at 556 MiB, within the 1,024 MiB limit" in text and "--start" not in text
+
+
+def test_a_stored_search_that_ran_to_its_end_reads_as_complete_and_one_stopped_early_does_not():
+    """replay on the probes next_probe makes: every finished search at any tolerance may have
+    ended by its rule; cut right after its first oom (Ctrl-C before the bisection), it did not.
+    A counted crash is an oom; the framework alone above the limit ends a search at once."""
+    for tolerance in (0.0, 0.25, 0.9):
+        order, _, _ = search(lambda b: b <= 300, start=8, tolerance=tolerance)
+        probes = [probe(b, "ok" if b <= 300 else "oom", 300.0 + b) for b in order]
+        assert replay(probes, 1024 * MIB)[2] is None, tolerance
+        assert replay(probes[:7], 1024 * MIB)[2] == "it stopped before trying the batches between 256 and 512"
+    downwards = [probe(b, "oom", None) for b in (8, 4)]
+    assert replay(downwards, 1024 * MIB) == ([], [8, 4], "it stopped before trying the batches below 4")
+    below = probe(8, "oom", None, "the memory limit (300 MiB) is below what the framework alone takes (306 MiB)")
+    assert replay([below], 300 * MIB)[2] is None
+    crashed = [probe(128, "ok", 556.0), probe(256, "ok", 812.0), probe(512, "crash", None, SEGFAULT),
+               probe(384, "ok", 1068.0)]  # the line puts 512 at 1,324 MiB, over 1 GiB: counted
+    assert replay(crashed, 1024 * MIB) == ([128, 256, 384], [512], None)
+    assert replay(crashed, 2048 * MIB)[2] == "it stopped at batch 512, which ended crash"

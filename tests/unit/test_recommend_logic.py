@@ -11,6 +11,7 @@ from rigbench.experiments.recommend import batch_grid, recommend, stored_limit
 from rigbench.spec import LrFindOptions, MeasureOptions, Metrics, Result, TrainOptions, TrialSpec
 from rigbench.store.bundle import load_bundle
 from rigbench.workloads import get_workload
+from tests.unit.test_lr_find_rule import FLAT_DIGITS_LOSSES, ramp_of
 
 MIB = 2**20
 _ids = iter(range(1, 10_000))
@@ -102,6 +103,23 @@ def test_learning_rate_is_scaled_linearly_to_the_batch():
     assert rules.decide_lr([], 256, "sgd").value is None
 
 
+def test_learning_rate_from_the_newest_lr_find_with_a_suggestion_by_todays_rule():
+    """A newer lr-find over a flat curve (1e-6 to 1e-5, 8 steps) stored 3.73e-07 under the old
+    rule; the recommendation took it as the newest. Its curve gives no suggestion now, so the
+    older 0.0215 is used, and the line names the newer trial that gave none."""
+    good = trial(64, None, lr_find=LrFindOptions(dataset="digits"), metrics={"suggested_lr": 0.0215})
+    flat = trial(64, None, lr_find=LrFindOptions(dataset="digits", start_lr=1e-6, end_lr=1e-5, steps=8),
+                 metrics={"suggested_lr": 3.73e-07})
+    flat.lr_curve = [tuple(row) for row in ramp_of(FLAT_DIGITS_LOSSES)]
+    assert rules.lr_find_result([good, flat], 64) is good and rules.lr_suggestion(flat) is None
+    line = rules.decide_lr([good, flat], 64, "sgd")
+    assert line.value == pytest.approx(0.0215) and line.numbers["lr_find_trial"] == good.id
+    assert f"(trial {good.id}, digits; " in line.text
+    assert f"; newer lr-find trial {flat.id} gave no suggestion)" in line.text
+    alone = rules.decide_lr([flat], 64, "sgd")
+    assert alone.value is None and f"lr-find trial {flat.id} gave no suggestion" in alone.text
+
+
 def test_batch_figures_are_the_mean_of_the_newest_runs_repeats():
     """`run --repeat 2` at b64 (160 and 250, geometric mean 200) supersedes an older run's 999
     there; the knee reads the means: b16's 185 is 92% of 200, so b16."""
@@ -181,18 +199,48 @@ def test_pipeline_bound_and_workers_from_loader_runs():
     assert [line.value for line in missing] == [None, None] and "--input loader" in missing[0].text
 
 
-def test_epoch_time_from_the_fastest_configuration_at_the_batch():
+def test_epoch_time_is_the_recommended_configurations():
+    """The configuration the precision and threads lines chose, not a faster one they kept out
+    (`recommend --framework jax` recommended 2 threads, the default, and timed the epoch at the
+    1-thread trial's speed)."""
     results = [trial(64, 100.0), trial(64, 200.0, threads=1), trial(128, 900.0)]
     line = rules.decide_epoch_time(results, "cpu", 64, 60_000, input_share=0.25)
-    assert line.value == pytest.approx(300.0)  # 60,000 / 200
-    assert line.numbers["seconds_with_input_pipeline"] == pytest.approx(400.0)
-    assert line.numbers["trial"] == results[1].id
+    assert line.value == pytest.approx(600.0)  # 60,000 / 100: the default threads, not threads=1's 200
+    assert line.numbers["seconds_with_input_pipeline"] == pytest.approx(800.0)
+    assert line.numbers["trial"] == results[0].id and "the recommended configuration" in line.text
+    one = rules.decide_epoch_time(results, "cpu", 64, 60_000, threads=1)
+    assert one.value == pytest.approx(300.0) and one.numbers["trial"] == results[1].id
     # repeats of one run count together: the lucky 300 gives way to (200 x 120 x 300)^(1/3) = 193.1
     repeats = [*results, trial(64, 120.0, threads=1), trial(64, 300.0, threads=1)]
-    again = rules.decide_epoch_time(repeats, "cpu", 64, 60_000)
+    again = rules.decide_epoch_time(repeats, "cpu", 64, 60_000, threads=1)
     ids = [repeats[i].id for i in (1, 3, 4)]
     assert again.value == pytest.approx(60_000 / (200 * 120 * 300) ** (1 / 3)) and again.numbers["trials"] == ids
     assert "mean of trials " + ", ".join(map(str, ids)) in again.text
+    # bf16 and 1 thread were each recommended, but never measured together: the faster of the two
+    both = rules.decide_epoch_time([*results, trial(64, 150.0, precision="bf16")], "cpu", 64, 60_000,
+                                   precision="bf16", threads=1)
+    assert both.value == pytest.approx(300.0)
+    assert "the faster of the recommended threads=1 and bf16, measured one at a time: together not measured" in both.text
+
+
+def test_one_configuration_has_one_figure_in_every_line():
+    """After `rigbench scaling`: the baseline ran twice (150, 157) and threads=2, the default's own
+    count, once (151): three trials of one configuration. The device, batch, precision, threads
+    and epoch lines all give their geometric mean (a `recommend` printed 153.4 samples/s from two
+    of them in the device and batch lines and fp32 152.6 from three in the precision line)."""
+    results = [trial(64, 150.0), trial(64, 151.0, threads=2), trial(64, 157.0), trial(16, 60.0),
+               trial(64, 120.0, threads=1), trial(64, 140.0, precision="bf16")]
+    lines = {line.decision: line for line in rules.recommend(results, ["cpu"], {}, "sgd", 60_000)}
+    mean = (150.0 * 151.0 * 157.0) ** (1 / 3)
+    assert f"{mean:,.1f} samples/s" == "152.6 samples/s"
+    assert lines["device"].numbers["cpu"]["samples_per_s"] == pytest.approx(mean)
+    assert lines["batch_size"].numbers["samples_per_s"][64] == pytest.approx(mean)
+    assert lines["precision"].numbers["fp32"]["samples_per_s"] == pytest.approx(mean)
+    assert lines["threads"].numbers[2]["samples_per_s"] == pytest.approx(mean)
+    assert lines["epoch_seconds"].numbers["samples_per_s"] == pytest.approx(mean)
+    for decision in ("device", "batch_size", "precision", "epoch_seconds"):
+        assert "152.6 samples/s" in lines[decision].text, decision
+    assert lines["batch_size"].numbers["trials"][64] == [results[i].id for i in (0, 1, 2)]
 
 
 def test_full_recommendation_in_order():
@@ -259,6 +307,45 @@ def test_stored_max_batch_probes_rebuild_the_limit():
     assert (limit.largest_ok, limit.smallest_oom, limit.recommended) == (512, 1024, 416)
     assert limit.limit_bytes == 700 * MIB and limit.cap == 416
     assert stored_limit([trial(64, 100.0)], "cpu") is None
+
+
+def search(run, *probes, device="cpu"):
+    """One stored max-batch search: (batch, status) probes in the order they ran, under `run`."""
+    measure = MeasureOptions.quick(min_steps=2, min_seconds=0.0, memory_limit_bytes=2**30 if device == "cpu" else None)
+    return [trial(b, 50.0 if status == "ok" else None, status=status, steps=2, measure=measure, device=device)
+            .model_copy(update={"run_id": run}) for b, status in probes]
+
+
+def test_a_complete_max_batch_search_is_preferred_to_a_newer_incomplete_one():
+    """A search stopped by Ctrl-C after a doubling ran out of memory (1024 ok, 2048 oom: never
+    bisected) hid an older complete one: it is used only when alone, and the line says so."""
+    complete = search("a", (512, "ok"), (1024, "oom"), (768, "ok"), (896, "oom"), (832, "ok"), (864, "oom"))
+    stopped = search("b", (128, "ok"), (256, "ok"), (512, "ok"), (1024, "ok"), (2048, "oom"))
+    limit = stored_limit(complete + stopped, "cpu")
+    assert (limit.run_id, limit.largest_ok, limit.smallest_oom, limit.unfinished) == ("a", 832, 864, None)
+    alone = stored_limit(stopped, "cpu")
+    assert alone.run_id == "b" and alone.unfinished == "it stopped before trying the batches between 1024 and 2048"
+    line = rules.decide_batch([trial(64, 100.0)], "cpu", alone)
+    assert ("max-batch: largest that ran 1024, recommended 1024, first oom 2048; an incomplete search (run b): "
+            "it stopped before trying the batches between 1024 and 2048") in line.text
+    assert line.numbers["max_batch"]["unfinished"] == alone.unfinished
+    assert "incomplete" not in rules.decide_batch([trial(64, 100.0)], "cpu", limit).text
+    # a probe that ended neither ok nor oom stopped its search: incomplete too (a GPU crash is no oom)
+    crashed = search("c", (256, "ok"), (512, "oom"), (384, "timeout"), device="cuda:0")
+    assert stored_limit(crashed, "cuda:0").unfinished == "it stopped at batch 384, which ended timeout"
+
+
+def test_a_max_batch_search_without_an_oom_is_said_to_cap_nothing():
+    """`largest that ran 128, recommended 128` read as a cap; such a search stopped at its reach.
+    A complete search that found a limit is preferred to a newer one that found none."""
+    reach = search("c", (64, "ok"), (128, "ok"))
+    limit = stored_limit(reach, "cpu")
+    assert limit.cap is None and limit.smallest_oom is None
+    line = rules.decide_batch([trial(64, 100.0), trial(256, 150.0)], "cpu", limit)
+    assert "max-batch: no out-of-memory up to b128, where its search stopped (run c), so it caps nothing" in line.text
+    assert "largest that ran" not in line.text and line.value == 256
+    capped = search("a", (512, "ok"), (1024, "oom"), (768, "ok"), (896, "oom"), (832, "ok"), (864, "oom"))
+    assert stored_limit(capped + reach, "cpu").run_id == "a"
 
 
 def test_batch_grid():

@@ -9,10 +9,10 @@ The rules (docs/STRATEGY.md, "The recommendation"):
   the memory limit max-batch found. Going from the knee to the best batch would buy at most
   ~10% more throughput, for more memory and usually fewer updates per epoch. With stored
   `train` results that show lower held-out accuracy at a larger batch, the line says so.
-- learning rate: lr-find's suggestion at its batch, scaled to the recommended batch by the
-  linear-scaling rule (Goyal et al. 2017).
-- precision: the fastest of the precisions measured at the recommended batch.
-- threads (CPU): the thread count of the fastest trial at the recommended batch.
+- learning rate: the suggestion of the newest lr-find that gives one (by today's rule on its
+  stored curve), at its batch, scaled to the recommended batch by the linear-scaling rule
+  (Goyal et al. 2017).
+- precision, threads (CPU): analysis/recommend_knobs.py.
 - compile, where a compiled trial is stored: analysis/recommend_compile.py.
 - step overhead, with fp32 eager speeds at three batches or more: the part of the step that does
   not grow with the batch, less the parameters' memory traffic (analysis/step_overhead.py).
@@ -22,7 +22,8 @@ The rules (docs/STRATEGY.md, "The recommendation"):
 - energy: among the fp32 and reduced-precision speed trials on the device within the memory
   limit (default threads, eager), the one with the least measured energy per sample, beside the
   fastest of them with the time it costs; when none has a measured energy, why (their notes).
-- epoch time: data set size / samples/s of the fastest measured trial at the recommended batch.
+- epoch time: data set size / samples/s of the recommended configuration at the recommended batch
+  (its precision and threads; of a combination never measured, the faster single-knob trial).
 """
 
 from __future__ import annotations
@@ -32,14 +33,22 @@ from typing import Any
 
 from rigbench.analysis.energy import energy_notes, format_joules, has_energy
 from rigbench.analysis.lr_find import RULE as LR_RULE
-from rigbench.analysis.lr_find import scale_lr
+from rigbench.analysis.lr_find import scale_lr, suggest_lr
 from rigbench.analysis.process_scaling import decide_processes
 from rigbench.analysis.recommend_compile import decide_compile
-from rigbench.analysis.recommend_knobs import decide_precision, decide_threads
+from rigbench.analysis.recommend_knobs import decide_precision, decide_threads, recommended_row
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee, sps_text
-from rigbench.analysis.scaling import changed_knobs
+from rigbench.analysis.scaling import changed_knobs, pooled_trials
 from rigbench.analysis.step_overhead import decide_overhead, parameter_bytes
-from rigbench.analysis.trials import RunSpeed, is_full_protocol, newest_run_speeds, speed, trials_text, workload_label
+from rigbench.analysis.trials import (
+    RunSpeed,
+    is_full_protocol,
+    newest_run_speeds,
+    run_order,
+    speed,
+    trials_text,
+    workload_label,
+)
 from rigbench.spec import Result
 
 #: A throughput needs at least this many timed steps (as --quick times at least; max-batch
@@ -63,10 +72,19 @@ def timed(r: Result) -> bool:
 
 
 def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, RunSpeed]:
-    """Per batch size on `device`, the fp32 eager default-threads speed trials of the newest run
-    that has them (their mean samples/s: repeats count together, as in `rigbench scaling`)."""
-    at_default = [r for r in results if timed(r) and r.spec.device == device and not changed_knobs(r)]
-    return dict(sorted(newest_run_speeds(at_default, lambda r: r.spec.batch_size).items()))
+    """Per batch size on `device`, the fp32 eager default-threads configuration's timed trials as
+    the scaling table counts them (scaling.pooled_trials: the newest run's, with those of a thread
+    count equal to the default's), so that the device and batch lines give the figure the
+    precision and threads lines do; of two configurations at one batch (another lr), the one
+    measured last."""
+    mine = [r for r in results if timed(r) and r.spec.device == device]
+    found: dict[int, RunSpeed] = {}
+    for (_, knob, _), trials in pooled_trials(mine).items():
+        side = RunSpeed(tuple(trials))
+        b = side.newest.spec.batch_size
+        if knob == "baseline" and (b not in found or run_order(side.newest) > run_order(found[b].newest)):
+            found[b] = side
+    return dict(sorted(found.items()))
 
 
 # --------------------------------------------------------------------------- decisions
@@ -105,7 +123,8 @@ def decide_batch(results: Sequence[Result], device: str, limit: MemoryLimit | No
         "left_out_over_memory_limit": over,
         "max_batch": None if limit is None else {
             "largest_ok": limit.largest_ok, "smallest_oom": limit.smallest_oom,
-            "recommended": limit.recommended, "limit_bytes": limit.limit_bytes, "run_id": limit.run_id},
+            "recommended": limit.recommended, "limit_bytes": limit.limit_bytes, "run_id": limit.run_id,
+            "unfinished": limit.unfinished},
     }
     if not speeds:
         return Line("batch_size", None, f"batch size: not measured on {device} within the memory limit", numbers)
@@ -121,10 +140,7 @@ def decide_batch(results: Sequence[Result], device: str, limit: MemoryLimit | No
     if limit is None:
         text += "; memory limit not measured (rigbench max-batch)"
     else:
-        fit = (f"max-batch: largest that ran {limit.largest_ok}"
-               + (f", recommended {limit.recommended}" if limit.recommended is not None else "")
-               + (f", first oom {limit.smallest_oom}" if limit.smallest_oom is not None else ""))
-        text += f"; {fit}" + (f"; left out over the limit: {', '.join(map(str, over))}" if over else "")
+        text += f"; {limit.text()}" + (f"; left out over the limit: {', '.join(map(str, over))}" if over else "")
     if best == max(sps) and (limit is None or limit.cap is None or limit.cap > best):
         text += ("; the fastest is the largest batch measured, so larger ones"
                  + (f" (up to {limit.cap})" if limit is not None and limit.cap else "")
@@ -159,10 +175,21 @@ def accuracy_caveat(results: Sequence[Result], batch: int) -> dict[str, Any] | N
     return worst
 
 
+def lr_suggestion(r: Result) -> float | None:
+    """An ok lr-find trial's suggestion by today's rule (analysis/lr_find.suggest_lr) on its stored
+    curve: a trial stored before the rule asked for a clear fall keeps a figure it would not get
+    now (3.7e-07 from a flat curve). The stored figure where no curve is stored."""
+    if r.spec.kind != "lr_find" or r.status != "ok":
+        return None
+    if r.lr_curve and r.spec.lr_find is not None:
+        return suggest_lr(r.lr_curve, r.spec.lr_find.steps, r.spec.lr_find.diverge_factor).lr
+    return r.metrics.suggested_lr
+
+
 def lr_find_result(results: Sequence[Result], batch: int | None = None) -> Result | None:
-    """The newest lr-find trial with a suggestion, one at `batch` preferred."""
-    found = [r for r in _newest_first(results)
-             if r.spec.kind == "lr_find" and r.status == "ok" and r.metrics.suggested_lr]
+    """The newest lr-find trial with a suggestion (lr_suggestion), one at `batch` preferred; a newer
+    one that gave none (a flat curve) does not hide it."""
+    found = [r for r in _newest_first(results) if lr_suggestion(r)]
     same = [r for r in found if r.spec.batch_size == batch]
     return (same or found or [None])[0]  # type: ignore[list-item]  # None when nothing found
 
@@ -178,15 +205,23 @@ def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str, lr_f
         return Line("learning_rate", default_lr, f"learning rate: the workload's default{rate}; lr-find does not "
                     f"apply to this workload (workloads: lr-find applicability)", {"default_lr": default_lr})
     if found is None or batch is None:
-        return Line("learning_rate", None, "learning rate: not measured: run `rigbench lr-find WORKLOAD "
-                    "--dataset DATASET` (a real data set is needed)", {})
-    lr, at = found.metrics.suggested_lr or 0.0, found.spec.batch_size  # lr_find_result: set
+        tried = [r.id for r in _newest_first(results) if r.spec.kind == "lr_find" and r.status == "ok"]
+        why = (f"stored lr-find trial{'s' if len(tried) > 1 else ''} {', '.join(map(str, tried))} gave no "
+               "suggestion (`rigbench lr-find` says why and what range to try)" if tried else "not measured")
+        return Line("learning_rate", None, f"learning rate: {why}: run `rigbench lr-find WORKLOAD "
+                    "--dataset DATASET` (a real data set is needed)", {"without_suggestion": tried})
+    lr, at = lr_suggestion(found) or 0.0, found.spec.batch_size  # lr_find_result: set
     dataset = found.spec.lr_find.dataset if found.spec.lr_find else None
     scaled = scale_lr(lr, at, batch)
+    # newer range tests without a suggestion (a flat curve): named, so the choice can be seen
+    none = [r.id for r in _newest_first(results) if r.spec.kind == "lr_find" and r.status == "ok"
+            and run_order(r) > run_order(found) and not lr_suggestion(r)]
     numbers = {"suggested_lr": lr, "lr_find_batch": at, "batch_size": batch, "scaled_lr": scaled,
-               "lr_find_trial": found.id, "dataset": dataset, "rule": LR_RULE}
+               "lr_find_trial": found.id, "dataset": dataset, "rule": LR_RULE, "newer_without_suggestion": none}
     text = (f"learning rate: {scaled:.3g}, from lr-find's {lr:.3g} at batch {at} (trial {found.id}, "
-            f"{dataset}; {LR_RULE})")
+            f"{dataset}; {LR_RULE}"
+            + (f"; newer lr-find trial{'s' if len(none) > 1 else ''} {', '.join(map(str, none))} gave no "
+               "suggestion" if none else "") + ")")
     if at != batch:
         text += (f", scaled x{batch / at:g} to batch {batch} by the linear-scaling rule "
                  f"(Goyal et al. 2017: lr proportional to batch size)")
@@ -277,20 +312,31 @@ def _workers(r: Result) -> int:
 
 
 def decide_epoch_time(results: Sequence[Result], device: str, batch: int, dataset_size: int,
-                      input_share: float | None = None) -> Line:
-    """dataset_size / samples/s of the fastest configuration measured at the batch on the device,
-    its repeats taken together as everywhere (analysis/trials.RunSpeed), never a lucky trial."""
+                      input_share: float | None = None, precision: str | None = None,
+                      threads: int | None = None) -> Line:
+    """dataset_size / samples/s of the recommended configuration at the batch (`precision` and
+    `threads`: the values the precision and threads lines chose; recommend_knobs.recommended_row),
+    with the figure those lines give it; where it has no speed, of the fastest configuration
+    measured there. Repeats count together as everywhere (analysis/trials.RunSpeed), never a lucky
+    trial."""
     candidates = [r for r in results if timed(r) and r.spec.device == device and r.spec.batch_size == batch]
     if not candidates:
         return Line("epoch_seconds", None, f"epoch time: no speed measured at b{batch} on {device}", {})
-    fastest = max(newest_run_speeds(candidates, lambda r: r.spec.config_key()).values(),
-                  key=lambda side: side.samples_per_s)
-    sps, newest = fastest.samples_per_s, fastest.newest
+    row, which = recommended_row(results, device, batch, precision, threads)
+    by_id = {r.id: r for r in candidates if r.id is not None}
+    trials = [by_id[i] for i in row.trial_ids if i in by_id] if row is not None else []
+    if row is not None and row.samples_per_s and trials:
+        sps, ids, newest = row.samples_per_s, [r.id for r in trials if r.id is not None], trials[-1]
+    else:
+        fastest = max(newest_run_speeds(candidates, lambda r: r.spec.config_key()).values(),
+                      key=lambda side: side.samples_per_s)
+        sps, ids, newest = fastest.samples_per_s, fastest.ids, fastest.newest
+        which = f"the fastest measured at b{batch}"
     seconds = dataset_size / sps
-    numbers = {"dataset_size": dataset_size, "samples_per_s": sps, "trial": newest.id, "trials": fastest.ids,
-               "seconds": seconds, "configuration": newest.spec.label()}
+    numbers = {"dataset_size": dataset_size, "samples_per_s": sps, "trial": newest.id, "trials": ids,
+               "seconds": seconds, "configuration": newest.spec.label(), "which": which}
     text = (f"epoch time: {seconds:,.1f} s for {dataset_size:,} samples at {sps_text(sps)} "
-            f"({trials_text(fastest.ids)}, {newest.spec.label()}, the fastest measured at b{batch}; compute only)")
+            f"({trials_text(ids)}, {newest.spec.label()}, {which}; compute only)")
     if input_share:
         with_input = seconds / max(1e-9, 1.0 - input_share)
         numbers["seconds_with_input_pipeline"] = with_input
@@ -331,7 +377,8 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     lines += [batch_line, decide_lr(results, batch, optimizer, lr_find, default_lr)]
     if batch is None:
         return lines
-    lines += [decide_precision(results, device, batch), decide_energy(results, device, limits.get(device))]
+    precision = decide_precision(results, device, batch)
+    lines += [precision, decide_energy(results, device, limits.get(device))]
     threads = decide_threads(results, device, batch)
     if threads is not None:
         lines.append(threads)
@@ -348,5 +395,6 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     lines += pipeline
     bound = pipeline[1].numbers
     share = (bound.get("input", 0.0) + bound.get("copy", 0.0)) if bound else None
-    lines.append(decide_epoch_time(results, device, batch, dataset_size, share))
+    lines.append(decide_epoch_time(results, device, batch, dataset_size, share, precision.value,
+                                   threads.value if threads is not None else None))
     return lines

@@ -111,3 +111,23 @@ def decide_threads(results: Sequence[Result], device: str, batch: int) -> Line |
 
 def _count(threads: int | None) -> str:
     return "default" if threads is None else str(threads)
+
+
+def recommended_row(results: Sequence[Result], device: str, batch: int, precision: str | None,
+                    threads: int | None) -> tuple[ScalingRow | None, str]:
+    """The row of the configuration the precision and threads lines recommend at the batch (their
+    values; None: the default), and what it is in words: the baseline, or the one knob changed.
+    Both changed is a combination never measured (one knob at a time): the faster of the two rows,
+    said so. None where that row has no speed."""
+    base, variants = rows_at(results, device, batch)
+    if base is None:
+        return None, ""
+    changed = [row for row in variants if (row.knob == "precision" and row.value == precision != "fp32")
+               or (row.knob == "threads" and row.value == threads != base.threads)]
+    row = max(changed, key=lambda r: r.samples_per_s or 0.0, default=base)
+    if row.status != "ok" or not row.samples_per_s:
+        return None, ""
+    if len(changed) < 2:
+        return row, "the recommended configuration"
+    return row, (f"the faster of the recommended {' and '.join(r.label for r in changed)}, measured one at a "
+                 "time: together not measured")

@@ -30,6 +30,9 @@ class MemoryLimit:
     recommended: int | None  # <= largest_ok, with a safety margin by the memory model
     limit_bytes: int | None
     run_id: str | None = None
+    #: why the search ended before its own stopping rule (experiments/max_batch.unfinished), e.g.
+    #: stopped by Ctrl-C before bisecting; None for a search that ended by it, as far as is known
+    unfinished: str | None = None
 
     @property
     def cap(self) -> int | None:
@@ -39,6 +42,21 @@ class MemoryLimit:
         if self.smallest_oom is None:
             return None
         return self.recommended if self.recommended is not None else self.largest_ok
+
+    def text(self) -> str:
+        """What the search found, and what it leaves open, as the batch line says it: one that met
+        no out-of-memory caps nothing; one that stopped early (`unfinished`) is named so (it is
+        used only where no complete search is stored: experiments/recommend.stored_limit)."""
+        run = f" (run {self.run_id})" if self.run_id else ""
+        if self.smallest_oom is None:
+            reach = f"up to b{self.largest_ok}, where" if self.largest_ok is not None else "before"
+            return f"max-batch: no out-of-memory {reach} its search stopped{run}, so it caps nothing"
+        text = (f"max-batch: largest that ran {self.largest_ok if self.largest_ok is not None else 'none'}"
+                + (f", recommended {self.recommended}" if self.recommended is not None else "")
+                + f", first oom {self.smallest_oom}")
+        if self.unfinished:
+            text += f"; an incomplete search{run}: {self.unfinished} (`rigbench max-batch` runs a complete one)"
+        return text
 
 
 @dataclass

@@ -130,31 +130,47 @@ def _order(row: ScalingRow) -> tuple:
     return rank, 0, 0
 
 
+def _key(r: Result) -> tuple | None:
+    """(group, knob, value): a trial's row in the table; None for a trial of none."""
+    knobs = changed_knobs(r)
+    if not is_full_protocol(r) or len(knobs) > 1:
+        return None
+    return (_group(r), knobs[0], getattr(r.spec, knobs[0])) if knobs else (_group(r), "baseline", None)
+
+
+def pooled_trials(results: Sequence[Result]) -> dict[tuple, list[Result]]:
+    """The trials of every row, keyed (group, knob, value) in order of first appearance: each
+    configuration's from its newest run, the baseline's with those of a thread count equal to
+    its own (module docstring: repeats). The one count of a configuration's trials: the table
+    and the recommendation's lines (analysis/recommend.baseline_by_batch) read it alike."""
+    newest = newest_run_trials(results, _key)
+    for (group, knob, _), trials in list(newest.items()):
+        # a thread count equal to the baseline's own is its configuration again: one more
+        # measurement of it, so of the noise between identical trials
+        repeats = newest.get((group, "threads", _shown(trials).threads), []) if knob == "baseline" else []
+        if repeats:
+            newest[(group, knob, None)] = sorted(trials + repeats, key=run_order)
+    return newest
+
+
+def _shown(trials: Sequence[Result]) -> Result:
+    """The trial whose status, error and threads a row shows: the newest that succeeded, if any."""
+    ok = [r for r in trials if has_speed(r)]
+    return ok[-1] if ok else trials[-1]
+
+
 def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
     """Baseline and variant rows for every group that has a baseline trial, in table order
     (groups in order of first appearance). A configuration measured in several runs is taken
     from the newest of them, with all its trials of that run (module docstring: repeats)."""
-    def key(r: Result) -> tuple | None:
-        knobs = changed_knobs(r)
-        if not is_full_protocol(r) or len(knobs) > 1:
-            return None
-        return (_group(r), knobs[0], getattr(r.spec, knobs[0])) if knobs else (_group(r), "baseline", None)
-
-    newest = newest_run_trials(results, key)
+    pooled = pooled_trials(results)
     rows: list[ScalingRow] = []
-    groups = list(dict.fromkeys(key[0] for key in newest))
-    for group in groups:
-        base_trials = newest.get((group, "baseline", None))
+    for group in dict.fromkeys(key[0] for key in pooled):
+        base_trials = pooled.get((group, "baseline", None))
         if base_trials is None:
             continue
         base = _row("baseline", None, base_trials)
-        # a thread count equal to the baseline's own is its configuration again: one more
-        # measurement of it, so of the noise between identical trials
-        repeats = [t for (g, k, v), trials in newest.items() if (g, k, v) == (group, "threads", base.threads)
-                   for t in trials]
-        if repeats:
-            base = _row("baseline", None, sorted(base_trials + repeats, key=run_order))
-        members = [(k, v, trials) for (g, k, v), trials in newest.items() if g == group and k != "baseline"]
+        members = [(k, v, trials) for (g, k, v), trials in pooled.items() if g == group and k != "baseline"]
         rows += [base, *sorted((_row(k, v, trials, base) for k, v, trials in members), key=_order)]
     return rows
 
@@ -162,7 +178,7 @@ def scaling_table(results: Sequence[Result]) -> list[ScalingRow]:
 def _row(knob: str, value: Any, trials: list[Result], base: ScalingRow | None = None) -> ScalingRow:
     """One row from a configuration's trials; a variant's speed-up over `base`."""
     ok = [r for r in trials if has_speed(r)]
-    shown = ok[-1] if ok else trials[-1]  # status, error, threads: the newest that succeeded, if any
+    shown = _shown(trials)
     speeds = [speed(r) for r in ok]
     cis = [r.metrics.samples_per_s_ci for r in ok]
     band = (min(c[0] for c in cis if c), max(c[1] for c in cis if c)) if ok and all(cis) else None

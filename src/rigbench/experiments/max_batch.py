@@ -221,6 +221,37 @@ def crash_over_limit(batch: int, model: tuple[float, float] | None, limit_bytes:
     return need if need > limit_bytes else None
 
 
+def replay(probes: Sequence[Result], limit_bytes: int | None) -> tuple[list[int], list[int], str | None]:
+    """A stored search's probes, in the order they ran, read as the search read them: the batches
+    that ran, those out of memory (crashes counted as oom, `counted_crash`, included), and why it
+    ended before its own stopping rule, in words (None when it may have ended by it).
+    Nothing but the probes is stored, so that is what they prove: a probe neither ok nor oom (nor
+    a counted crash) stopped it; and an out-of-memory with no batch tried between it and the
+    largest that ran, where their gap is at least that batch (no --tolerance, which is below 1,
+    ends a search there: a doubling that ran out of memory is always bisected), means it was
+    stopped before bisecting, e.g. by Ctrl-C, whose probe in flight is not stored. A stop
+    mid-bisection cannot be told from a coarse --tolerance. A search that met no out-of-memory
+    caps nothing; it is not judged here."""
+    ok: list[int] = []
+    oom: list[int] = []
+    for i, r in enumerate(probes):
+        batch = r.spec.batch_size
+        if r.status == "ok":
+            ok.append(batch)
+        elif r.status == "oom":
+            oom.append(batch)
+            if BELOW_FRAMEWORK in (r.error or ""):
+                return ok, oom, None  # no batch can fit: the search stops there
+        elif r.spec.device == "cpu" and counted_crash(r, probes[:i], limit_bytes) is not None:
+            oom.append(batch)
+        else:
+            return ok, oom, f"it stopped at batch {batch}, which ended {r.status}"
+    lo, hi = max(ok, default=0), min(oom, default=None)
+    if hi is not None and hi - lo > 1 and hi - lo >= lo:
+        return ok, oom, f"it stopped before trying the batches {f'between {lo} and {hi}' if lo else f'below {hi}'}"
+    return ok, oom, None
+
+
 # ---- the search ---------------------------------------------------------------------------
 
 def memory_metric(device: str, probes: Sequence[Result]) -> str:
