@@ -122,3 +122,24 @@ def test_a_native_allocation_failure_under_a_memory_cap_is_oom():
     segv = describe_exit(-11, "Fatal Python error: Segmentation fault\n", quick_spec(memory_limit_bytes=2**30))
     assert segv.status == "crash" and "try a larger limit" in error_line(segv.error)
     assert "larger limit" not in describe_exit(-11, "", quick_spec()).error
+
+
+def test_warm_start_keeps_as_many_servers_as_a_twentieth_of_memory_holds(monkeypatch):
+    """`scaling` interleaves thread counts (a server each): two servers restarted one for most
+    of its trials. The limit is what fits in 5% of memory, by the largest running server's own
+    memory, from 2 (two frameworks taking turns) to 8."""
+    from types import SimpleNamespace
+
+    from rigbench.runner.launchers import warm_start
+
+    def machine(total_gib, servers_mib):
+        monkeypatch.setattr(warm_start.psutil, "virtual_memory", lambda: SimpleNamespace(total=total_gib * 2**30))
+        fakes = {i: SimpleNamespace(proc=SimpleNamespace(poll=lambda: None), mib=m) for i, m in enumerate(servers_mib)}
+        monkeypatch.setattr(warm_start, "_servers", fakes)
+        monkeypatch.setattr(warm_start, "_unique_bytes", lambda server: server.mib * 2**20)
+        return warm_start.server_limit()
+
+    assert machine(24, [224, 100]) == 5  # the dev VM: 1.2 GiB / 224 MiB
+    assert machine(24, []) == 4  # none running yet: DEFAULT_SERVER_BYTES
+    assert machine(8, [224]) == 2 and machine(2, [224]) == 2  # a small machine still keeps two
+    assert machine(512, [224]) == 8

@@ -5,8 +5,11 @@ torch on the 2-core dev VM, for every trial).
 A server serves one environment: a framework reads some variables once, when it is imported
 (OMP_NUM_THREADS sizes torch's pools), so a server serves only trials whose environment and
 framework equal the ones it was started with, rigbench's own variables aside (RIGBENCH_*, read
-at run time, never at import). A launching process keeps up to MAX_SERVERS of them, the least
-recently used stopped first: `run --framework torch,jax` takes each workload in both frameworks
+at run time, never at import). A launching process keeps several of them (server_limit: as
+many as 5% of the machine's memory holds, 2 to 8), the least recently used stopped first.
+`rigbench scaling` interleaves thread counts, a server each: `scaling mlp --quick -d cpu --rounds
+3 --no-compile --precision bf16` took 19.4 s with that limit (5 on the dev VM) against 35.0 s with
+two (medians of 3 paired runs, 2026-11-27). `run --framework torch,jax` takes each workload in both frameworks
 in turn, and with one server each turn started the other framework's server again (a torch
 trial after a JAX one took 15 s on an H200 machine, 6 s after a torch one). On the 2-core dev
 VM, `run mlp cnn autoencoder --framework torch,jax -d cpu --quick` took 12.7 s with two servers
@@ -31,6 +34,8 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import psutil
 
 from rigbench.frameworks import load_adapter
 from rigbench.frameworks.base import modules_to_preload
@@ -171,9 +176,17 @@ class ForkServer:
             self.proc.wait()
 
 
-#: Servers a launching process keeps at once: two frameworks' trials taking turns. Each idle one
-#: is a process blocked on its stdin, holding its imports (mostly the libraries' shared pages).
-MAX_SERVERS = 2
+#: Servers a launching process keeps at once: at least two (two frameworks' trials taking
+#: turns), at most MAX_SERVERS, and between them as many as fit in SERVER_MEMORY_SHARE of the
+#: machine's memory (server_limit). Each idle one is a process blocked on its stdin, holding its
+#: imports: a torch server's own memory (USS) was 224 MiB on the dev VM, JAX's 100 MiB. `scaling`
+#: interleaves its thread counts on purpose (each a server of its own: OMP_NUM_THREADS is read at
+#: import), and with two servers started one for most of its trials.
+MIN_SERVERS = 2
+MAX_SERVERS = 8
+SERVER_MEMORY_SHARE = 0.05
+#: What a server is taken to hold before one runs to measure (a torch server's USS, rounded up).
+DEFAULT_SERVER_BYTES = 256 * 2**20
 #: The servers by key (_key), the least recently used first; a refused or dead one stays, so
 #: that its key's trials start cold without trying again.
 _servers: dict[tuple, ForkServer] = {}
@@ -182,12 +195,29 @@ _server: ForkServer | None = None
 _said: set[str] = set()
 
 
+def _unique_bytes(server: ForkServer) -> int:
+    """The memory only this server holds (USS), 0 if it cannot be read (it ended)."""
+    try:
+        return int(psutil.Process(server.proc.pid).memory_full_info().uss)
+    except (psutil.Error, OSError):
+        return 0
+
+
+def server_limit() -> int:
+    """How many servers to keep (MIN_SERVERS to MAX_SERVERS): as many of the largest running
+    one as fit in SERVER_MEMORY_SHARE of this machine's memory (24 GiB: 4 torch servers)."""
+    largest = max((_unique_bytes(s) for s in _servers.values() if s.proc.poll() is None), default=0)
+    room = SERVER_MEMORY_SHARE * psutil.virtual_memory().total
+    return max(MIN_SERVERS, min(MAX_SERVERS, int(room // (largest or DEFAULT_SERVER_BYTES))))
+
+
 def _server_for(env: Mapping[str, str], modules: Sequence[str], framework: str) -> ForkServer:
     """The server of `env` and `modules`, started if there is none; now the most recently used."""
     key = _key(env, modules)
     server = _servers.pop(key, None)
     if server is None:
-        while len(_servers) >= MAX_SERVERS:  # stopped before the new one starts: never more than MAX_SERVERS
+        limit = server_limit()
+        while len(_servers) >= limit:  # stopped before the new one starts: never more than the limit
             _servers.pop(next(iter(_servers))).stop()
         server = ForkServer(env, modules)
         if server.refused:
