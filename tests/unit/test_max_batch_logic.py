@@ -87,6 +87,10 @@ def test_recommendation_without_a_usable_model_or_room():
     assert "fewer than two batch sizes ran" in recommend(1000, None, 0.1, largest_ok=203)[1]
     assert recommend(1000, (100.0, -1.0), 0.1, largest_ok=50)[0] == 48
     assert recommend(1000, None, 0.1, largest_ok=None) == (None, "no probe ran")
+    # `max-batch mlp --start 3 --max 5` said "(5), rounded down to a multiple of 8" of a 5 it kept
+    batch, reason = recommend(1000, (530.0, -4.6), 0.1, largest_ok=5)
+    assert batch == 5 and reason.endswith("the largest batch that ran (5)")
+    assert recommend(1000, None, 0.1, largest_ok=203)[1].endswith("(203), rounded down to a multiple of 8")
 
 
 def test_nothing_fits_names_the_probes_that_ran() -> None:

@@ -307,8 +307,12 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
     say(f"limit: {format_bytes(o.limit_bytes)} ({o.limit_source})")
     ok_probes = sum(r.status == "ok" for r in o.probes)
     if o.fixed_bytes is not None and o.per_sample_bytes is not None:  # set together
-        say(f"memory model (least squares over {ok_probes} ok probes, {o.memory_metric}): "
-            f"{o.fixed_bytes / MIB:,.1f} MiB + {o.per_sample_bytes / MIB:,.3f} MiB per sample")
+        fitted = (f"memory model (least squares over {ok_probes} ok probes, {o.memory_metric}): "
+                  f"{o.fixed_bytes / MIB:,.1f} MiB + {o.per_sample_bytes / MIB:,.3f} MiB per sample")
+        if o.per_sample_bytes <= 0:  # a fit to noise: batches too close together to see memory grow
+            fitted = (f"memory model: none (over {ok_probes} ok probes memory did not grow with the batch: "
+                      f"{o.per_sample_bytes / MIB:,.3f} MiB per sample, noise; batches further apart would show it)")
+        say(fitted)
     else:
         say("memory model: none (needs two ok probes with a memory figure)")
     if o.expected_per_sample_bytes is not None:

@@ -181,8 +181,9 @@ def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin
                "the limit is unknown" if limit_bytes is None else
                "memory did not grow with the batch")
         batch = round_batch(largest_ok)
+        rounded = ", rounded down to a multiple of 8" if batch != largest_ok else ""
         return batch, (f"no usable memory model ({why}), so no safety margin could be worked "
-                       f"out: the largest batch that ran ({largest_ok}), rounded down to a multiple of 8")
+                       f"out: the largest batch that ran ({largest_ok}){rounded}")
     fixed, per_sample = model
     budget = limit_bytes * (1 - margin)
     fits = math.floor((budget - fixed) / per_sample)
