@@ -98,7 +98,8 @@ def test_nothing_fits_names_the_probes_that_ran() -> None:
     batch, reason = recommend(1000, None, 0.1, largest_ok=None, tried=tried)
     assert batch is None
     assert reason == ("4 probes ran and none succeeded (batch 8 oom, batch 4 oom, batch 2 oom, "
-                      "batch 1 oom): not even batch 1 fits under the limit")
+                      "batch 1 oom): not even batch 1 fits under the limit, so the framework's own needs "
+                      "(its runtime, compiler and threads) are over it: raise --memory-limit")
     reason = recommend(1000, None, 0.1, largest_ok=None, tried=[(16, "crash")])[1]
     assert reason == "1 probe ran and none succeeded (batch 16 crash)"
     # fixed part 950 > 90% of the limit: no batch keeps the margin

@@ -208,7 +208,10 @@ def nothing_ran(tried: Sequence[tuple[int, str]]) -> str:
     listed = ", ".join(f"batch {b} {status}" for b, status in tried)
     text = f"{len(tried)} probe{'s' if len(tried) > 1 else ''} ran and none succeeded ({listed})"
     if all(status == "oom" for _, status in tried):
-        text += f": not even batch {min(b for b, _ in tried)} fits under the limit"
+        smallest = min(b for b, _ in tried)
+        text += f": not even batch {smallest} fits under the limit"
+        if smallest == 1:  # JAX under 1 GiB: its compiler and threads, not the batch, ran out
+            text += ", so the framework's own needs (its runtime, compiler and threads) are over it: raise --memory-limit"
     return text
 
 
