@@ -1,9 +1,11 @@
-"""Parsing of human-friendly values: sizes like `2GiB`, lists like `16,64`."""
+"""Parsing of human-friendly values: sizes like `2GiB`, lists like `16,64`; and writing sizes and
+durations back out."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import timedelta
 
 from rigbench.errors import UsageError
 from rigbench.numlimits import MAX_INT, number_problem
@@ -142,3 +144,8 @@ def format_bytes(n: float | None) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+def clock(seconds: float) -> str:
+    """A duration as a clock reads it, to the second: 75.4 -> '0:01:15' (elapsed times, ETAs)."""
+    return str(timedelta(seconds=round(max(0.0, seconds))))

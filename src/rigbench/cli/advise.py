@@ -23,6 +23,7 @@ from rigbench.cli.common import (
     err,
     framework_option,
     handles_usage_errors,
+    no_answer,
     out,
     parse_compile,
     stored_text,
@@ -41,10 +42,15 @@ def _print(text: str) -> None:
     out.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
-def _finish(outcome: api.RunOutcome, planned: int) -> None:
+def _finish(outcome: api.RunOutcome, planned: int, db: str | None) -> None:
+    """An interrupted command's last line, after what its finished trials show (as sweep and
+    max-batch do): what was kept, and the command that lists them; exit 128 + the signal."""
     if outcome.interrupted:
-        err.print(f"interrupted ({interrupts.signal_name()}): {len(outcome.results)} of {planned} trials finished and "
-                  f"were stored in {outcome.db_url} (run {outcome.run_id})", highlight=False, markup=False)
+        see = (f"; see them: rigbench results list --run {outcome.run_id}{db_flag(db)}"
+               if any(r.status != "interrupted" for r in outcome.results) else "")
+        err.print(interrupts.kept_text(outcome.results, planned, "trial", outcome.stopped,
+                                       f"{outcome.db_url} (run {outcome.run_id})") + see,
+                  highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
 
 
@@ -97,7 +103,7 @@ def lr_find(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the suggestion, its rule and figures, and the whole curve."),
 ) -> None:
     """Learning-rate range test: grow the lr exponentially on real batches, stop when the loss diverges, suggest a rate."""
-    _check_precision(precision)
+    _check_precision(precision, [device])
     if not 0 < start_lr < end_lr:
         raise UsageError(f"--start-lr must be more than 0 and less than --end-lr ({end_lr:g}), got {start_lr:g}")
     if steps < MIN_POINTS + 1:  # the first step is always skipped (analysis/lr_find.py)
@@ -110,14 +116,16 @@ def lr_find(
                             end_lr=end_lr, steps=steps, data_dir=data_dir, precision=precision,  # type: ignore[arg-type]
                             threads=threads, framework=framework)
     outcome = _run_with_progress([spec], db)
-    _finish(outcome, 1)
+    _finish(outcome, 1, db)
     summary = lr_find_summary(outcome.results[0])
     if as_json:
         print(strict_json(summary, indent=2))
     else:
         _print_lr_find(summary, outcome, db)
-    if summary["status"] != "ok":
-        raise typer.Exit(1)
+    if summary["suggested_lr"] is None:
+        why = ("; ".join(summary["notes"]) if summary["status"] == "ok" else
+               f"the test ended {summary['status']}: {terminal.error_line(summary['error'] or '')}")
+        raise no_answer(f"lr-find has no learning rate to suggest: {why}")
 
 
 def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome, db: str | None) -> None:
@@ -217,18 +225,23 @@ def scaling(
                              channels_last=channels_last,
                              quick=quick, framework=framework, energy=energy, rounds=rounds)
     outcome = _run_with_progress(specs, db)
-    _finish(outcome, len(specs))
     rows = scaling_table(outcome.results)
     if as_json:
         print(strict_json([r.row() for r in rows], indent=2))
-        return
-    out.print(scaling_table_view(rows, title=f"{specs[0].label()}: speed-up over the fp32 eager default"))
-    drift = baseline_drift_line(rows)
-    for line in ([drift] if drift else []) + terminal.busy_lines(outcome.results):
-        _print(line)
-    _print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} A row measured more than once shows the mean "
-           "of its trials and the span of their 95% CIs; a variant whose interval overlaps the baseline's "
-           "is marked 'within noise'.")
+    elif rows:  # an interrupted study shows what finished, as sweep does
+        out.print(scaling_table_view(rows, title=f"{specs[0].label()}: speed-up over the fp32 eager default"))
+        drift = baseline_drift_line(rows)
+        for line in ([drift] if drift else []) + terminal.busy_lines(outcome.results):
+            _print(line)
+        _print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} A row measured more than once shows the "
+               "mean of its trials and the span of their 95% CIs; a variant whose interval overlaps the baseline's "
+               "is marked 'within noise'.")
+    _finish(outcome, len(specs), db)
+    if not any(r.knob != "baseline" and r.speedup is not None for r in rows):
+        base = next((r for r in rows if r.knob == "baseline"), None)
+        why = ("no variant ended ok" if base is not None and base.samples_per_s is not None else
+               f"the fp32 eager baseline ended {base.status if base else 'without a result'}")
+        raise no_answer(f"scaling has no speed-up to show: {why}")
 
 
 def _process_scaling(workload: str, device: str, batch_size: int | None, counts: list[int], mode: str,
@@ -236,20 +249,22 @@ def _process_scaling(workload: str, device: str, batch_size: int | None, counts:
     specs = api.plan_process_scaling(workload, counts, device, batch_size, mode=mode, quick=quick,
                                      framework=framework, energy=energy)
     outcome = _run_with_progress(specs, db)
-    _finish(outcome, len(specs))
     rows = process_scaling_rows(outcome.results)
     if as_json:
         print(strict_json([r.row() for r in rows], indent=2))
-        return
-    out.print(process_scaling_view(rows, title=f"{specs[0].label()}: {mode} scaling over processes"))
-    verdict = scaling_verdict(rows)
-    if verdict:
-        _print(f"{workload} on {device}: {verdict}.")
-    for line in terminal.busy_lines(outcome.results):
-        _print(line)
-    _print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} Efficiency = speed-up / processes (95% CI); "
-           "predicted = one process's step (scaled to the rank's batch) + the measured all-reduce of the "
-           "gradients, without overlap (docs/METHODOLOGY.md).")
+    elif rows:
+        out.print(process_scaling_view(rows, title=f"{specs[0].label()}: {mode} scaling over processes"))
+        verdict = scaling_verdict(rows)
+        if verdict:
+            _print(f"{workload} on {device}: {verdict}.")
+        for line in terminal.busy_lines(outcome.results):
+            _print(line)
+        _print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} Efficiency = speed-up / processes "
+               "(95% CI); predicted = one process's step (scaled to the rank's batch) + the measured all-reduce of the "
+               "gradients, without overlap (docs/METHODOLOGY.md).")
+    _finish(outcome, len(specs), db)
+    if not any(r.processes > 1 and r.speedup is not None for r in rows):
+        raise no_answer("scaling has no speed-up to show: no process count above one ended ok beside one process")
 
 
 def process_scaling_view(rows: list[ProcessRow], title: str) -> FitTable:
@@ -371,3 +386,7 @@ def recommend(
     if outcome.interrupted:
         err.print(f"interrupted ({interrupts.signal_name()}): the recommendation uses what finished (stored)")
         raise interrupts.interrupted_exit()
+    undecided = next((line for line in outcome.lines if line.decision in ("device", "batch_size") and line.value is None),
+                     None)
+    if undecided is not None:  # the device and the batch are what every other line rests on
+        raise no_answer(f"no recommendation: {undecided.text}")

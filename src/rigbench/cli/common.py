@@ -191,9 +191,25 @@ def handles_usage_errors(fn: Callable) -> Callable:
     return wrapper
 
 
-def _check_precision(precision: str) -> None:
+def no_answer(why: str) -> typer.Exit:
+    """The exit of a command that ran but could not give what it was asked for (README, "Exit
+    codes": no suggested rate, no batch that fits, no training run that ended ok, no speed-up,
+    no device and batch to recommend): one line on stderr saying why, and exit code 1, so that
+    a script stops there instead of reading on. What it printed and stored stands. Raise it."""
+    err.print(f"rigbench: {why}", highlight=False, markup=False, soft_wrap=True)
+    return typer.Exit(1)
+
+
+def _check_precision(precision: str, devices: Sequence[str] = ()) -> None:
+    """A known precision, and one the named `devices` can run: tf32 is an NVIDIA GPU format,
+    which every adapter refuses (`unsupported`) anywhere but on CUDA. Known from the names
+    alone, it is bad input, said before any trial."""
     if precision not in PRECISIONS:
         raise UsageError(f"--precision must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, got {precision!r}")
+    other = next((d for d in devices if precision == "tf32" and not d.startswith("cuda")), None)
+    if other is not None:
+        raise UsageError(f"--precision tf32 is an NVIDIA GPU format (Ampere and later), not on {other}: "
+                         "use fp32 there, or -d cuda:N")
 
 
 #: On/off words the switch flags take (`--channels-last off,on`, `--compile off,on`).
@@ -246,7 +262,8 @@ def open_store_for(specs: list[Any], db: str | None) -> None:
 
 
 def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
-    """Run trials with a progress bar and one line per finished trial, all on stderr."""
+    """Run trials with a progress bar and one line per finished trial, all on stderr; where
+    stderr is not a terminal (no bar is drawn), one line per finished epoch of a training run too."""
     open_store_for(specs, db)
     progress = progress_bar()
     with progress:
@@ -257,6 +274,8 @@ def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
 
         def advanced(i: int, text: str) -> None:  # a training run's newest epoch
             progress.update(task, description=f"trial {i + 1}/{len(specs)}: {specs[i].label()}: {text}")
+            if not err.is_terminal:  # no bar is drawn into a file or a pipe: a line per epoch instead
+                err.print(f"  {specs[i].label()}: {text}", highlight=False, markup=False, soft_wrap=True)
 
         def ended(i: int, result: Any) -> None:
             progress.advance(task)

@@ -23,6 +23,7 @@ from rigbench.cli.common import (
     err,
     framework_option,
     handles_usage_errors,
+    no_answer,
     out,
     parse_compile,
     progress_bar,
@@ -180,8 +181,9 @@ def train(
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout."),
 ) -> None:
     """Train on a real data set: held-out accuracy (language models: loss, perplexity, bits per
-    byte) per epoch, time and epochs to a target."""
-    _check_precision(precision)
+    byte) per epoch, time and epochs to a target. Into a file or a pipe (no progress bar), one
+    line per finished epoch on stderr."""
+    _check_precision(precision, split_list(device, "--device") or ["cpu"])
     if input_mode not in ("resident", "loader"):
         raise UsageError(f"--input must be resident or loader, got {input_mode!r}")
     if epochs < 1:
@@ -225,6 +227,9 @@ def train(
                                        f"{outcome.db_url} (run {outcome.run_id})"),
                   highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
+    if not any(r.status == "ok" for r in outcome.results):
+        ended = ", ".join(sorted({r.status for r in outcome.results}))
+        raise no_answer(f"no training run ended ok ({ended}; why: each run's line above)")
 
 
 @app.command(short_help="List the reference workloads.")

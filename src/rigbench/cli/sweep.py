@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from rigbench.cli.common import (
     err,
     framework_option,
     handles_usage_errors,
+    no_answer,
     open_store_for,
     out,
     parse_compile,
@@ -49,6 +49,7 @@ from rigbench.spec import EnergyMode, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
 from rigbench.units import (
+    clock,
     format_bytes,
     parse_memory_limit,
     parse_positive_floats,
@@ -65,10 +66,6 @@ def _switches(values: list[str] | None, flag: str) -> list[bool]:
             raise UsageError(f"{flag} takes off, on or both (off,on), got {part!r}")
         out_.append(SWITCHES[part.lower()])
     return out_
-
-
-def _eta(seconds: float) -> str:
-    return str(timedelta(seconds=round(seconds)))
 
 
 #: A sweep expected to take longer than this asks before it starts (on a terminal; --yes skips).
@@ -90,9 +87,9 @@ def _announce(grid: list[TrialSpec], db: str | None, resume: bool, yes: bool) ->
     guess = estimate(pending, earlier_trials(store, pending) if store else None)
     known = (f", or what this machine's earlier trial of the same configuration took, for {guess.from_history} "
              f"of them" if guess.from_history else "")
-    err.print(f"sweep: {guess.trials} trials to run, at least about {_eta(guess.least_s)} (each trial's warm-up "
+    err.print(f"sweep: {guess.trials} trials to run, at least about {clock(guess.least_s)} (each trial's warm-up "
               f"and timing windows plus a few seconds to start{known}; slow steps take longer), at most "
-              f"{_eta(guess.most_s)} (every trial to its timeout)", highlight=False, markup=False, soft_wrap=True)
+              f"{clock(guess.most_s)} (every trial to its timeout)", highlight=False, markup=False, soft_wrap=True)
     if guess.least_s > CONFIRM_ABOVE_S and not yes and _interactive():
         if not typer.confirm("Start it?", default=False, err=True):
             err.print("not started; nothing was run or stored (--yes skips this question, --dry-run "
@@ -131,7 +128,7 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
                         TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                         TextColumn("ETA {task.fields[eta]}"), console=err, transient=True)
-    clock: dict[str, float] = {}
+    timing: dict[str, float] = {}
     with progress:
         task = progress.add_task("checking the database", total=None, eta="-")
 
@@ -141,14 +138,14 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
                           f"result and are skipped; {len(pending)} to run",
                           highlight=False, markup=False, soft_wrap=True)
             progress.update(task, total=len(pending), description="starting")
-            clock["start"], clock["total"] = time.monotonic(), len(pending)
+            timing["start"], timing["total"] = time.monotonic(), len(pending)
 
         def started(i: int, spec: TrialSpec) -> None:
-            progress.update(task, description=f"trial {i + 1}/{int(clock['total'])}: {spec.label()}")
+            progress.update(task, description=f"trial {i + 1}/{int(timing['total'])}: {spec.label()}")
 
         def ended(i: int, result: Result) -> None:
-            done, total = i + 1, int(clock["total"])
-            eta = _eta((time.monotonic() - clock["start"]) / done * (total - done))
+            done, total = i + 1, int(timing["total"])
+            eta = clock((time.monotonic() - timing["start"]) / done * (total - done))
             progress.update(task, advance=1, eta=eta)
             err.print(f"  [{done}/{total}] {result.spec.label()}: {terminal.one_line_outcome(result)}"
                       f"  (ETA {eta})", highlight=False, markup=False, soft_wrap=True)
@@ -360,7 +357,7 @@ def max_batch(
     as_json: bool = typer.Option(False, "--json", help="Print only one JSON object on stdout: probes, model, limit, largest ok, smallest oom, recommendation."),
 ) -> None:
     """The largest batch that trains without running out of memory, and a recommended batch with a safety margin."""
-    _check_precision(precision)
+    _check_precision(precision, [device])
     if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")
     limit = parse_memory_limit(memory_limit) if memory_limit else None
@@ -391,3 +388,5 @@ def max_batch(
         err.print(f"interrupted ({interrupts.signal_name()}): the {len(o.probes)} finished probes are stored (run {o.run_id})",
                   highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
+    if o.recommended is None:
+        raise no_answer(f"max-batch has no batch to recommend: {o.reason}")

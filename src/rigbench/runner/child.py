@@ -316,7 +316,7 @@ def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, repor
 def _epoch_line(record: EpochRecord) -> None:
     """One line per finished epoch on the trial's stderr file: the parent's progress reads it
     (runner/epoch_lines.py), and so does whoever looks at a run that is stuck or interrupted."""
-    print(epoch_line(record.epoch, record.train_loss), file=sys.stderr, flush=True)
+    print(epoch_line(record), file=sys.stderr, flush=True)
 
 
 def _describe_training(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rigbench.runner.epoch_lines import newest_epoch
+from rigbench.runner.epoch_lines import EpochPace, finished_epochs
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings, TrialInterrupted
 from rigbench.runner.launchers.crash_output import STDERR_TAIL_CHARS, stderr_tail
 from rigbench.runner.launchers.steps import (
@@ -94,16 +94,20 @@ class ProcessLauncher(Launcher):
     @staticmethod
     def _training_ended(spec: TrialSpec, child: Started, on_progress: Callable[[str], None] | None) -> bool:
         """Wait for a training child up to its timeout, telling `on_progress` of each epoch it
-        finishes (its stderr file, once a second); True if it exited in time."""
-        deadline = time.monotonic() + spec.measure.timeout_s
-        planned = spec.train.epochs if spec.train else "?"
-        said = None
+        finishes (its stderr file, once a second, and once more when it exits: every epoch is
+        told, a fast one late); True if it exited in time."""
+        started = time.monotonic()
+        deadline = started + spec.measure.timeout_s
+        pace = EpochPace(spec.train.epochs if spec.train else 0, started)
+        said = 0
         while (left := deadline - time.monotonic()) > 0:
-            if exited_within(child, min(PROGRESS_POLL_S, left)):
+            ended = exited_within(child, min(PROGRESS_POLL_S, left))
+            if on_progress is not None:
+                for epoch, figures in finished_epochs(child.stderr_path, said):
+                    said = epoch
+                    on_progress(pace.text(epoch, figures, time.monotonic()))
+            if ended:
                 return True
-            if on_progress and (newest := newest_epoch(child.stderr_path)) not in (None, said):
-                said = newest
-                on_progress(f"epoch {newest[0]}/{planned}, train loss {newest[1]}")
         return child.proc.poll() is not None
 
     @staticmethod

@@ -1,0 +1,125 @@
+"""Exit codes (README, "Exit codes"): 0 when a command gave what it was asked for, 1 when it ran
+but could not (no suggested rate, no batch that fits, no training run that ended ok, no
+speed-up, no device and batch to recommend), 2 for what is known to be wrong before anything
+runs, 128 + the signal when interrupted. The trials are faked: only the commands' own rule is
+under test."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbench import api
+from rigbench.analysis.recommend_model import Line
+from rigbench.cli import advise, app, core
+from rigbench.cli import sweep as sweep_cli
+from rigbench.experiments.max_batch import MIB, MaxBatchOutcome
+from rigbench.experiments.recommend import RecommendOutcome
+from rigbench.spec import Metrics, Result, TrialSpec
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def result(spec: TrialSpec, status: str = "ok", speed: float | None = None, **metrics) -> Result:
+    if speed is not None:
+        metrics.update(samples_per_s=speed, samples_per_s_ci=(0.95 * speed, 1.05 * speed), steps_measured=10)
+    return Result(id=1, run_id="r1", created_at="2026-01-01T00:00:00+00:00", spec=spec, status=status,
+                  error=None if status == "ok" else f"it ended {status}", metrics=Metrics(**metrics))
+
+
+def faked_trials(monkeypatch, module, status_of, interrupted: bool = False) -> None:
+    """The module's trials end as `status_of(spec)` says ("ok" with 100 samples/s), or, when
+    `interrupted`, only the first one does and the second is stopped."""
+    def run(specs, db):
+        done = specs[:1] if interrupted else specs
+        results = [result(s, status, 100.0 if status == "ok" else None) for s in done if (status := status_of(s))]
+        return api.RunOutcome("r1", "sqlite:///x.db", results, interrupted, specs[1] if interrupted else None)
+    monkeypatch.setattr(module, "_run_with_progress", run)
+    monkeypatch.setattr(api, "prepare_data", lambda workload, dataset, data_dir, download: "digits")
+
+
+def test_lr_find_without_a_suggestion_exits_1_saying_why(tmp_path, monkeypatch):
+    # before: "No suggestion" exited 0, while a trial that ended `unsupported` exited 1
+    faked_trials(monkeypatch, advise, lambda s: "ok")  # no curve: too few points to read
+    res = invoke("lr-find", "mlp", "--dataset", "digits", "--db", str(tmp_path / "l.db"))
+    assert res.exit_code == 1, res.output
+    assert "No suggestion: only 0 usable points" in res.stdout
+    assert res.stderr.strip().splitlines()[-1].startswith("rigbench: lr-find has no learning rate to suggest: only 0")
+
+
+@pytest.mark.parametrize("command", [
+    ["max-batch", "mlp"], ["lr-find", "mlp", "--dataset", "digits"], ["train", "mlp", "--dataset", "digits"],
+    ["train", "mlp", "--dataset", "digits", "-d", "cuda:0,cpu"]])
+def test_tf32_off_a_cuda_device_is_bad_input_before_anything_runs(tmp_path, command):
+    """Every adapter ends a tf32 trial off CUDA `unsupported`: known from the flags, it is refused
+    (max-batch used to probe, say nothing fits, and exit 0)."""
+    res = invoke(*command, "--precision", "tf32", "--db", str(tmp_path / "t.db"))
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip() == ("rigbench: error: --precision tf32 is an NVIDIA GPU format (Ampere and later), "
+                                  "not on cpu: use fp32 there, or -d cuda:N")
+    assert not (tmp_path / "t.db").exists()
+
+
+def _searched(recommended: int | None) -> MaxBatchOutcome:
+    return MaxBatchOutcome(
+        workload="mlp", device="cpu", precision="fp32", limit_bytes=200 * MIB, probes=[],
+        largest_ok=recommended, smallest_oom=8 if recommended is None else 2 * recommended, fixed_bytes=None,
+        per_sample_bytes=None, recommended=recommended, margin=0.1, run_id="r1",
+        reason="1 probe ran and none succeeded (batch 8 oom): not even batch 8 fits under the limit"
+        if recommended is None else "the largest batch that ran", db_url="sqlite:///x.db")
+
+
+@pytest.mark.parametrize("recommended, code", [(None, 1), (16, 0)])
+def test_max_batch_exits_1_when_no_batch_fits(tmp_path, monkeypatch, recommended, code):
+    monkeypatch.setattr(sweep_cli, "find_max_batch", lambda *a, **k: _searched(recommended))
+    res = invoke("max-batch", "mlp", "--memory-limit", "200MiB", "--db", str(tmp_path / "m.db"))
+    assert res.exit_code == code, res.output
+    assert f"recommended batch: {recommended or '-'}" in res.stdout  # the answer is printed either way
+    if code:
+        assert res.stderr.strip().splitlines()[-1] == (
+            "rigbench: max-batch has no batch to recommend: 1 probe ran and none succeeded (batch 8 oom): not even "
+            "batch 8 fits under the limit")
+
+
+@pytest.mark.parametrize("statuses, code", [(["unsupported", "unsupported"], 1), (["diverged", "ok"], 0)])
+def test_train_exits_1_when_no_run_ended_ok(tmp_path, monkeypatch, statuses, code):
+    ended = dict(zip([0.01, 1e6], statuses, strict=True))
+    faked_trials(monkeypatch, core, lambda s: ended[s.lr])
+    res = invoke("train", "mlp", "--dataset", "digits", "--lr", "0.01,1e6", "--json", "--db", str(tmp_path / "t.db"))
+    assert res.exit_code == code, res.output
+    assert [row["status"] for row in json.loads(res.stdout)] == statuses  # stdout stays JSON
+    if code:
+        assert res.stderr.strip() == "rigbench: no training run ended ok (unsupported; why: each run's line above)"
+
+
+SCALING = ["scaling", "mlp", "--no-compile", "--no-channels-last", "--threads", "1", "--precision", "bf16"]
+
+
+def test_scaling_without_a_speed_up_exits_1(tmp_path, monkeypatch):
+    faked_trials(monkeypatch, advise, lambda s: "ok" if s.threads is None and s.precision == "fp32" else "unsupported")
+    res = invoke(*SCALING, "--db", str(tmp_path / "s.db"))
+    assert res.exit_code == 1, res.output
+    assert "speed-up over the fp32 eager default" in res.stdout  # the table of what ran stands
+    assert res.stderr.strip().splitlines()[-1] == "rigbench: scaling has no speed-up to show: no variant ended ok"
+
+
+def test_an_interrupted_scaling_study_shows_its_finished_trials_and_how_to_list_them(tmp_path, monkeypatch):
+    # before: one line, no table and no command, where sweep and max-batch print both
+    faked_trials(monkeypatch, advise, lambda s: "ok", interrupted=True)
+    res = invoke(*SCALING, "--db", str(tmp_path / "s.db"))
+    assert res.exit_code == 130, res.output
+    assert "speed-up over the fp32 eager default" in res.stdout and "fp32 eager, default threads" in res.stdout
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("interrupted (Ctrl-C); 1 of 4 trials finished and were stored in sqlite:///x.db (run r1)")
+    assert last.endswith(f"; see them: rigbench results list --run r1 --db {tmp_path / 's.db'}")
+
+
+def test_recommend_without_a_device_and_batch_exits_1(tmp_path, monkeypatch):
+    undecided = Line("device", None, "device: not measured (cpu): run without --no-run")
+    monkeypatch.setattr(api, "recommend", lambda *a, **k: RecommendOutcome("mlp", ["cpu"], [undecided]))
+    res = invoke("recommend", "mlp", "--no-run", "--db", str(tmp_path / "r.db"))
+    assert res.exit_code == 1, res.output
+    assert "  - device: not measured (cpu)" in res.stdout
+    assert res.stderr.strip() == "rigbench: no recommendation: device: not measured (cpu): run without --no-run"
