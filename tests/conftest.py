@@ -102,12 +102,12 @@ def quick_spec(workload="mlp", batch_size=8, **measure) -> TrialSpec:
 def framework_rss_mib(workload: str) -> float:
     """What a CPU trial of `workload` holds before its memory cap is set (runner/child.
     apply_memory_limit: the framework imported, the model counted), as the child itself
-    reports it when a probe is capped at 1 MiB. About 305 MiB for mlp with CPU torch; 520-660 MiB
+    reports it when a probe is capped at 64 MiB (the smallest --memory-limit taken). About 305 MiB for mlp with CPU torch; 520-660 MiB
     with a CUDA build, measured before torch._dynamo (73 MiB here) was imported first: memory-limit
     tests set their caps over it."""
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(
-            [sys.executable, "-m", "rigbench", "run", workload, "-d", "cpu", "--quick", "--memory-limit", "1MiB",
+            [sys.executable, "-m", "rigbench", "run", workload, "-d", "cpu", "--quick", "--memory-limit", "64MiB",
              "--json", "--db", os.path.join(tmp, "probe.db")],
             capture_output=True, text=True, timeout=240, check=False)
     match = re.search(r"alone takes \((\d+) MiB\)", proc.stdout)
