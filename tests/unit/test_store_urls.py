@@ -12,7 +12,7 @@ from sqlalchemy.engine import make_url
 from rigbench.errors import UsageError
 from rigbench.store import Store, resolve_db_url
 from rigbench.store.bundle import dump_bundle, export_bundle
-from rigbench.store.engine import display_url, mask_urls
+from rigbench.store.engine import display_url, hint_argv, mask_urls
 from tests.databases import server_url
 from tests.unit.test_store import make_result
 
@@ -89,6 +89,22 @@ def test_an_unescaped_at_in_the_password_is_refused_before_any_driver_names_its_
             Store()
     assert resolve_db_url("sqlite:////tmp/a@b/c@d.db") == "sqlite:////tmp/a@b/c@d.db"
     assert resolve_db_url("postgresql://u:a%40b@h/db?password_hint=x@y") == "postgresql+psycopg://u:a%40b@h/db?password_hint=x@y"
+
+
+def test_a_resume_hint_names_the_database_without_its_password(monkeypatch):
+    """An interrupted sweep on PostgreSQL printed `Resume with: ... --db postgresql://rigbench:<the
+    password>@...`: the hint drops the password (libpq reads PGPASSWORD or ~/.pgpass)."""
+    from rigbench.cli.sweep import _resume_command
+
+    url = f"postgresql://rb:{SECRET}@127.0.0.1:5432/rigbench"
+    argv = ["rigbench", "sweep", "mlp", "--db", url, f"--db={url}?password={SECRET}", "-b", "8", url]
+    assert hint_argv(argv[1:]) == ["sweep", "mlp", "--db", "postgresql://rb@127.0.0.1:5432/rigbench",
+                                   "--db=postgresql://rb@127.0.0.1:5432/rigbench", "-b", "8",
+                                   "postgresql://rb@127.0.0.1:5432/rigbench"]
+    monkeypatch.setattr("sys.argv", argv[:5])
+    hint = _resume_command()
+    assert SECRET not in hint and hint.endswith("--db postgresql://rb@127.0.0.1:5432/rigbench --resume")
+    assert hint_argv(["--db", "/tmp/a b.db"]) == ["--db", "/tmp/a b.db"]
 
 
 def test_stored_commands_and_bundles_never_hold_the_password(db_url):

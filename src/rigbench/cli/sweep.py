@@ -48,6 +48,7 @@ from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import EnergyMode, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
+from rigbench.store.engine import hint_argv
 from rigbench.units import (
     clock,
     format_bytes,
@@ -98,7 +99,9 @@ def _announce(grid: list[TrialSpec], db: str | None, resume: bool, yes: bool) ->
 
 
 def _resume_command() -> str:
-    args = sys.argv[1:]
+    """This command again with --resume, a database URL without its password (an interrupted
+    sweep on PostgreSQL printed it)."""
+    args = hint_argv(sys.argv[1:])
     return "rigbench " + shlex.join(args + ([] if "--resume" in args else ["--resume"]))
 
 

@@ -128,6 +128,22 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def hint_argv(argv: Sequence[str]) -> list[str]:
+    """A command's arguments to print for a user to run again (a resume hint): as mask_argv,
+    but a database URL loses its password (url_without_password: libpq then reads it from
+    PGPASSWORD or ~/.pgpass), where a masked `***` would be sent as the password."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        option, eq, value = arg.partition("=")
+        if (i > 0 and argv[i - 1] in _DB_OPTIONS) or _SCHEME.match(arg):
+            out.append(url_without_password(arg) if _SCHEME.match(arg) else arg)
+        elif eq and option in _DB_OPTIONS:
+            out.append(f"{option}={url_without_password(value) if _SCHEME.match(value) else value}")
+        else:
+            out.append(mask_argv([arg])[0])
+    return out
+
+
 def mask_command(command: str) -> str:
     """A stored command line (`shlex.join(sys.argv)`) with every password masked, argument by
     argument (mask_argv), so `--db 'postgresql://u:top secret@h/db'` hides all of `top secret`;
