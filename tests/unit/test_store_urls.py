@@ -80,7 +80,8 @@ def test_a_wrong_password_is_one_line_without_the_password():
 def test_an_unescaped_at_in_the_password_is_refused_before_any_driver_names_its_rest(monkeypatch):
     """psycopg's error named `failed to resolve host 'SECRETTAIL@127.0.0.1'`: SQLAlchemy had cut
     the password at its first `@`. Such a URL is refused whole; a SQLite path may hold `@`."""
-    for url in ("postgresql://fleet2:abc@SECRETTAIL@127.0.0.1:5/fleet2", "postgres://u:a@b@localhost/db?x=1"):
+    for url in ("postgresql://fleet2:abc@SECRETTAIL@127.0.0.1:5/fleet2", "postgres://u:a@b@localhost/db?x=1",
+                "postgresql://u:p@SECRETTAIL@[::1]/db"):  # one SQLAlchemy cannot parse: the same hint
         with pytest.raises(UsageError, match="%40") as refused:
             resolve_db_url(url)
         assert "SECRETTAIL" not in str(refused.value) and "a@b" not in str(refused.value)

@@ -62,17 +62,17 @@ def resolve_db_url(text: str) -> str:
     `postgresql://` and `postgres://` get the psycopg 3 driver, so users need not name it."""
     if "://" not in text:
         return f"sqlite:///{Path(text).expanduser().resolve()}"
+    if not text.lower().startswith("sqlite") and text.split("?")[0].count("@") > 1:
+        # SQLAlchemy splits at the first `@` and a driver's error then names the password's rest
+        # as the host, where no masking can know it for a secret
+        raise UsageError(f"--db {display_url(text)!r} has more than one '@' before its host: write an '@' "
+                         "in the user name or password as %40") from None
     try:
         make_url(text)
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise UsageError(f"--db {display_url(text)!r} is not a database URL: use e.g. sqlite:///results.db "
                          "or postgresql://user@host/db") from None
     scheme, rest = text.split("://", 1)
-    if not scheme.lower().startswith("sqlite") and text.split("?")[0].count("@") > 1:
-        # SQLAlchemy splits at the first `@` and a driver's error then names the password's rest
-        # as the host, where no masking can know it for a secret
-        raise UsageError(f"--db {display_url(text)!r} has more than one '@' before its host: write an '@' "
-                         "in the user name or password as %40") from None
     # the text itself is kept (re-rendering would re-quote the password and reorder the query)
     return f"{POSTGRES_DRIVER}://{rest}" if scheme.lower() in _POSTGRES_SCHEMES else text
 
