@@ -19,6 +19,7 @@ already bound by numlimits (TrialSpec); these are the rules of the figures.
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 from rigbench.spec import Result
@@ -58,6 +59,28 @@ def result_problems(result: Result) -> list[str]:
             and not abs(speed / expected - 1) <= SPEED_TOLERANCE:
         problems.append(f"metrics.samples_per_s: {speed:g} is not the global batch over the median step time "
                         f"({expected:g})")
+    return problems + _raw_step_problems(result)
+
+
+def _raw_step_problems(result: Result) -> list[str]:
+    """An ok speed or probe trial's figures against its own raw step times: the median is
+    theirs, and the CI (a bootstrap of their median) lies between the global batch over the
+    slowest and over the fastest step. An imported CI of [1, 1e308] drew error bars to 1e308."""
+    steps, m = result.step_times_s, result.metrics
+    if protocol_speed(result) is None or not steps or not all(math.isfinite(t) and t > 0 for t in steps):
+        return []
+    problems = []
+    median_ms = statistics.median(steps) * 1e3
+    if m.step_time_ms_median is not None and not abs(m.step_time_ms_median / median_ms - 1) <= SPEED_TOLERANCE:
+        problems.append(f"metrics.step_time_ms_median: {m.step_time_ms_median:g} is not the median of "
+                        f"step_times_s ({median_ms:g})")
+    if m.samples_per_s_ci is not None:
+        batch = result.spec.batch_size * result.spec.world_size
+        lowest, highest = batch / max(steps), batch / min(steps)
+        low, high = m.samples_per_s_ci
+        if not lowest * (1 - SPEED_TOLERANCE) <= low <= high <= highest * (1 + SPEED_TOLERANCE):
+            problems.append(f"metrics.samples_per_s_ci: [{low:g}, {high:g}] is not within the global batch over "
+                            f"the slowest and the fastest step ([{lowest:g}, {highest:g}])")
     return problems
 
 

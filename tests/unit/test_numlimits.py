@@ -83,3 +83,20 @@ def test_an_ok_trials_throughput_is_its_global_batch_over_its_median_step():
     two_ranks.spec = two_ranks.spec.model_copy(update={"world_size": 2})
     assert result_problems(two_ranks) == []  # 2 ranks x batch 8 a step
     assert result_problems(_result(status="crash", samples_per_s=800.0, step_time_ms_median=100.0)) == []
+
+
+def test_an_ok_trials_median_and_interval_come_from_its_own_step_times():
+    """An imported CI of [1, 1e308] drew the report's error bars to 1e308: the median must be
+    the raw steps' and the interval within batch / slowest to batch / fastest step."""
+    steps = [0.1, 0.2, 0.4]  # batch 8: 80 samples/s at the median, 20 to 80 between the extremes
+
+    def trial(**metrics):
+        return _result(**{"samples_per_s": 40.0, "step_time_ms_median": 200.0, **metrics}).model_copy(
+            update={"step_times_s": steps})
+
+    assert result_problems(trial(samples_per_s_ci=(20.0, 80.0))) == []
+    assert result_problems(trial(samples_per_s_ci=(1.0, 1e308))) == [
+        "metrics.samples_per_s_ci: [1, 1e+308] is not within the global batch over the slowest and the "
+        "fastest step ([20, 80])"]
+    assert result_problems(trial(samples_per_s=80.0, step_time_ms_median=100.0)) == [
+        "metrics.step_time_ms_median: 100 is not the median of step_times_s (200)"]
