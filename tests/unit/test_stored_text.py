@@ -231,6 +231,30 @@ def test_filters_that_match_nothing_say_so(hostile, tmp_path):
     assert "no results stored yet in" in invoke("results", "list", "--db", empty).stderr
 
 
+def test_a_workload_with_options_lists_the_trials_of_those_values(tmp_path):
+    """`results list --workload resnet:depth=56` (a reference `run` takes) was called a typo;
+    an empty --workload listed everything."""
+    store = Store(str(tmp_path / "w.db"))
+    store.add_run("r", "2026-01-01T00:00:00+00:00", "rigbench run", {})
+    for options in ({}, {"depth": 56}, {"depth": 20}):
+        store.add_result(result("r", workload="resnet", options=options))
+    db = str(tmp_path / "w.db")
+
+    def ids(ref):
+        done = CliRunner().invoke(cli.app, ["results", "list", "--workload", ref, "--db", db, "--limit", "2"])
+        assert done.exit_code == 0, done.output
+        return [line.split()[0] for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
+
+    assert ids("resnet:depth=56") == ["2"]
+    assert ids("resnet:depth=20") == ["1", "3"]  # 20 is resnet's default depth: the first trial is one too
+    assert ids("resnet") == ["2", "3"]  # the newest two, as --limit says
+    none = CliRunner().invoke(cli.app, ["results", "list", "--workload", "resnet:depth=110", "--db", db])
+    assert none.exit_code == 0 and "no results match --workload resnet:depth=110" in none.stderr
+    for bad, words in (("resnet:depth=7", "option depth=7 of 'resnet' must be one of"), ("", "--workload is empty")):
+        refused = CliRunner().invoke(cli.app, ["results", "list", "--workload", bad, "--db", db])
+        assert refused.exit_code == 2 and words in refused.stderr, refused.output
+
+
 # ------------------------------------------------------------------ terminal control characters
 
 SCREEN = "\x1b[2J\x1b]0;pwned\x07evil"

@@ -30,7 +30,7 @@ from rigbench.store.engine import url_without_password
 from rigbench.store.limits import check_storable
 from rigbench.textlimits import visible
 from rigbench.units import split_list
-from rigbench.workloads import WORKLOADS
+from rigbench.workloads import WORKLOADS, parse_workload_ref
 
 #: The order `rigbench --help` and `rigbench results --help` list the commands in: a user's way
 #: through them, from measuring to advice to what is stored. A command not named here comes last.
@@ -100,6 +100,24 @@ ENERGY_HELP = ("measure: read energy counters only (default). estimate: also sto
                "estimate, labelled as such, for sources without a counter; never mixed with measured figures.")
 
 
+def listed_results(store: Store, run_id: str | None, workload: str | None, status: str | None,
+                   limit: int) -> list[Result]:
+    """The newest `limit` stored results of `results list`'s filters, oldest first. A workload
+    with options (`resnet:depth=56`, as `run` takes it) matches trials of those option values,
+    a default one included whether or not it was written out."""
+    if workload is not None and not workload.strip():  # `--workload "$UNSET"` is no filter silently
+        raise UsageError("--workload is empty: give a workload, e.g. cnn or resnet:depth=56")
+    if workload is None or ":" not in workload:
+        return store.list(run_id=run_id, workload=workload, status=status, limit=limit)
+    named, options = parse_workload_ref(workload)
+
+    def value(r: Result, key: str) -> Any:
+        return r.spec.workload_options.get(key, named.options[key])
+
+    rows = store.list(run_id=run_id, workload=named.name, status=status)
+    return [r for r in rows if all(value(r, k) == v for k, v in options.items())][-limit:]
+
+
 def say_none_match(store: Store, filters: dict[str, Any]) -> None:
     """One line on stderr for a listing that found nothing: which filters matched nothing, or
     that the database holds no result yet (an empty table alone looks like a fault). A `--run`
@@ -110,6 +128,7 @@ def say_none_match(store: Store, filters: dict[str, Any]) -> None:
     if run_id is not None and not store.commands([run_id]):
         raise UsageError(f"no run {run_id!r} in {store.url}: see `rigbench results list`")
     workload = filters.get("--workload")
+    workload = None if workload is None else workload.partition(":")[0]  # its options were checked
     if workload is not None and workload not in WORKLOADS and not store.list(workload=workload, limit=1):
         raise UsageError(f"--workload {workload!r} is neither a workload rigbench knows nor one stored in {store.url}: "
                          f"choose from {', '.join(WORKLOADS)}")

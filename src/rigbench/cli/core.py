@@ -23,6 +23,7 @@ from rigbench.cli.common import (
     err,
     framework_option,
     handles_usage_errors,
+    listed_results,
     no_answer,
     out,
     parse_compile,
@@ -272,7 +273,7 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
 @handles_usage_errors
 def results_list(
     run_id: str | None = typer.Option(None, "--run", help="Only this run."),
-    workload: str | None = typer.Option(None, "--workload", help="Only this workload."),
+    workload: str | None = typer.Option(None, "--workload", help="Only this workload, e.g. cnn, or with options: resnet:depth=56."),
     status: str | None = typer.Option(None, "--status", help="Only this status (ok, oom, crash, ...)."),
     limit: int = typer.Option(50, "--limit", help="Show the newest N."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
@@ -283,7 +284,7 @@ def results_list(
     if status is not None and status not in STATUSES:
         raise UsageError(f"--status {status!r} is not a status: use one of {', '.join(STATUSES)}")
     store = Store(db, create=False)
-    rows = store.list(run_id=run_id, workload=workload, status=status, limit=limit + 1)
+    rows = listed_results(store, run_id, workload, status, limit + 1)
     if not rows:
         say_none_match(store, {"--run": run_id, "--workload": workload, "--status": status})
         return
