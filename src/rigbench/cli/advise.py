@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import typer
@@ -30,6 +31,7 @@ from rigbench.cli.common import (
 )
 from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
+from rigbench.experiments.lr_find import train_argv
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.reports.table_fit import Column, FitTable
@@ -152,8 +154,13 @@ def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome, db: str | None) -
     _print(f"Stored in {outcome.db_url} (trial {s['trial_id']}); every step: rigbench results show "
            f"{s['trial_id']} --json{db_flag(db)} (lr_curve: lr, loss, smoothed loss)")
     if s["suggested_lr"] is not None:
-        _print(f"Try it: rigbench train {s['workload']} --dataset {s['dataset']} --batch-size "
-               f"{s['batch_size']} --lr {s['suggested_lr']:.3g}{db_flag(db)}")
+        _print(f"Try it: {train_hint(outcome.results[0], s['suggested_lr'], db)}")
+
+
+def train_hint(result: Result, lr: float, db: str | None) -> str:
+    """The `rigbench train` command that trains the range test's own configuration at `lr`,
+    quoted for a shell; the database as other hints name it (db_flag: no password)."""
+    return "rigbench " + shlex.join(train_argv(result, lr)) + db_flag(db)
 
 
 def lr_curve_table(s: dict[str, Any]) -> FitTable:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 
+from rigbench.analysis.trials import workload_label
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.experiments.plan import check_batches_fill, validation_message
-from rigbench.spec import LrFindOptions, MeasureOptions, Precision, TrialSpec
+from rigbench.spec import LrFindOptions, MeasureOptions, Precision, Result, TrialSpec
 from rigbench.workloads import parse_workload_ref
 
 
@@ -59,3 +60,22 @@ def plan_lr_find(
         raise UsageError(validation_message(exc)) from None
     check_batches_fill([spec], dataset, train_samples(ref.name, dataset, data_dir, options))
     return spec
+
+
+def train_argv(result: Result, lr: float) -> list[str]:
+    """The `rigbench train` arguments that train at `lr` the configuration the range test
+    `result` measured: its workload with options, data set and folder, framework, device, batch,
+    precision and threads, read from the trial's spec (not from the command line), so that a
+    rate found on one data set, framework or device is never tried on another. Framework,
+    device and precision are always named, so the hint does not rest on train's defaults."""
+    spec, opts = result.spec, result.spec.lr_find
+    if opts is None:
+        raise ValueError(f"trial {result.id} is not a learning-rate range test")
+    argv = ["train", workload_label(result), "--dataset", opts.dataset]
+    if opts.data_dir is not None:
+        argv += ["--data-dir", opts.data_dir]
+    argv += ["--framework", spec.framework, "--device", spec.device, "--batch-size", str(spec.batch_size),
+             "--precision", spec.precision]
+    if spec.threads is not None:
+        argv += ["--threads", str(spec.threads)]
+    return argv + ["--lr", f"{lr:.3g}"]
