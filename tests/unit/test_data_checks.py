@@ -41,6 +41,24 @@ def test_a_missing_image_folder_is_refused_before_anything_is_stored(tmp_path):
     assert "nope does not exist" in line and "--data-dir" in line
 
 
+def test_a_file_given_as_the_image_folder_is_not_a_folder(tmp_path):
+    pngs(tmp_path / "imgs" / "a", 1)
+    line = refused(tmp_path, "train", "catsdogs", "--dataset", "image_folder", "--data-dir",
+                   str(tmp_path / "imgs" / "a" / "0.png"), "--epochs", "1")
+    assert "0.png is not a folder" in line and "does not exist" not in line
+
+
+@pytest.mark.parametrize("layout", [["a"], ["train/a", "test/a"]])
+def test_an_image_folder_of_one_class_is_refused(tmp_path, layout):
+    for folder in layout:
+        pngs(tmp_path / "one" / folder, 4)
+    with pytest.raises(UsageError, match="one class folder \\(a\\): an image folder needs at least 2 classes"):
+        prepare_data("catsdogs", "image_folder", str(tmp_path / "one"))
+    for command in (["train", "catsdogs", "--epochs", "1", "-b", "2"], ["lr-find", "catsdogs", "-b", "2"]):
+        line = refused(tmp_path, *command, "--dataset", "image_folder", "--data-dir", str(tmp_path / "one"))
+        assert "needs at least 2 classes" in line
+
+
 def empty_dogs(root):
     for path in (root / "dogs").iterdir():
         path.unlink()

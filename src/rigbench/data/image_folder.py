@@ -40,10 +40,11 @@ def check_image_folder(root: str | Path, default: bool = False) -> tuple[str, ..
     cache's folder, not one the user gave, so the error names both it and --data-dir.
 
     Checked here: the folder exists and is not empty, its train/ and test/ layout, its class
-    folders (the same in both parts, none empty, none holding a folder), Pillow installed, and
-    every file readable and starting with a PNG or JPEG signature (8 bytes read per file). Not
-    checked: that each image decodes, which means reading every image whole, the trial's own
-    loading; a file damaged past its first bytes still ends the trial `unsupported`, naming it.
+    folders (at least 2, the same in both parts, none empty, none holding a folder), Pillow
+    installed, and every file readable and starting with a PNG or JPEG signature (8 bytes read
+    per file). Not checked: that each image decodes, which means reading every image whole, the
+    trial's own loading; a file damaged past its first bytes still ends the trial `unsupported`,
+    naming it.
     The class count against the workload's outputs is data.check_classes'."""
     root = Path(root)
     if default and not (root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir())):
@@ -53,6 +54,9 @@ def check_image_folder(root: str | Path, default: bool = False) -> tuple[str, ..
         raise UsageError(_NEEDS_PILLOW)
     train_root, test_root = _layout(root)
     classes = find_classes(root)
+    if len(classes) < 2:  # one class trains to a held-out accuracy of 100% that means nothing
+        raise UsageError(f"{train_root} has one class folder ({classes[0]}): an image folder needs at least 2 "
+                         f"classes, each in its own sub-folder, e.g. {train_root / 'cats'} and {train_root / 'dogs'}")
     for folder in (train_root, test_root):
         if folder is not None:
             for path in _listing(folder, classes)[0]:
@@ -93,7 +97,8 @@ def load_image_folder(root: str | Path, size: tuple[int, int], channels: int = 3
 def _layout(root: Path) -> tuple[Path, Path | None]:
     """(folder of training classes, folder of test classes or None when we split)."""
     if not root.is_dir():
-        raise UsageError(f"image folder {root} does not exist: give --data-dir a folder with one "
+        what = "is not a folder" if root.exists() else "does not exist"  # a file given for the folder
+        raise UsageError(f"image folder {root} {what}: give --data-dir a folder with one "
                          f"sub-folder of PNG/JPEG images per class")
     has_train, has_test = (root / "train").is_dir(), (root / "test").is_dir()
     if has_train and has_test:
