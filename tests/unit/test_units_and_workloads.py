@@ -44,12 +44,13 @@ def test_a_size_needs_a_unit_and_a_memory_limit_a_floor():
 
 
 @pytest.mark.parametrize("command", [["run", "mlp"], ["sweep", "mlp"], ["max-batch", "mlp"]])
-def test_every_command_with_a_memory_limit_refuses_a_bare_number_and_a_tiny_limit(command, tmp_path):
+def test_every_command_with_a_memory_limit_refuses_a_bare_number_a_tiny_limit_and_none(command, tmp_path):
     from typer.testing import CliRunner
 
     from rigbench import cli
 
-    for limit, message in (("1.5", "--memory-limit '1.5' has no unit"), ("1KiB", "--memory-limit must be at least")):
+    for limit, message in (("1.5", "--memory-limit '1.5' has no unit"), ("1KiB", "--memory-limit must be at least"),
+                           ("", "--memory-limit '' is not a size")):  # `--memory-limit "$UNSET"` was no limit
         proc = CliRunner().invoke(cli.app, [*command, "-d", "cpu", "--memory-limit", limit, "--db", str(tmp_path / "x.db")])
         assert proc.exit_code == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.output
 

@@ -114,7 +114,7 @@ def run(
         batch_sizes=parse_positive_ints(batch_size, "--batch-size"), precision=precision,  # type: ignore[arg-type]
         threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], steps=steps,
         seconds=seconds, quick=quick,
-        memory_limit_bytes=parse_memory_limit(memory_limit) if memory_limit else None,
+        memory_limit_bytes=parse_memory_limit(memory_limit) if memory_limit is not None else None,
         timeout_s=timeout, lr=lr, compile=_compile_setting(compile_, compile_mode, workloads), channels_last=channels_last,
         energy=energy, processes=processes, nodes=nnodes, data_parallel=data_parallel,
     )

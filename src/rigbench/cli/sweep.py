@@ -244,7 +244,7 @@ def sweep(
         "channels_last": _switches(channels_last, "--channels-last"), "framework": split_list(framework, "--framework"),
         "processes": parse_positive_ints(processes, "--processes"),
         "steps": steps, "seconds": seconds, "quick": quick, "timeout": timeout,
-        "memory_limit": parse_memory_limit(memory_limit) if memory_limit else None,
+        "memory_limit": parse_memory_limit(memory_limit) if memory_limit is not None else None,
         "energy": energy,
     }
     given = {k: v for k, v in flags.items() if v not in (None, [])}
@@ -363,7 +363,7 @@ def max_batch(
     _check_precision(precision, [device])
     if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")
-    limit = parse_memory_limit(memory_limit) if memory_limit else None
+    limit = parse_memory_limit(memory_limit) if memory_limit is not None else None
     Store(db)  # validate the database before the first probe
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                         console=err, transient=True)
