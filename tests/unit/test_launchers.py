@@ -133,7 +133,7 @@ def test_warm_start_keeps_as_many_servers_as_a_twentieth_of_memory_holds(monkeyp
     from rigbench.runner.launchers import warm_start
 
     def machine(total_gib, servers_mib):
-        monkeypatch.setattr(warm_start.psutil, "virtual_memory", lambda: SimpleNamespace(total=total_gib * 2**30))
+        monkeypatch.setattr(warm_start, "total_memory", lambda: total_gib * 2**30)
         fakes = {i: SimpleNamespace(proc=SimpleNamespace(poll=lambda: None), mib=m) for i, m in enumerate(servers_mib)}
         monkeypatch.setattr(warm_start, "_servers", fakes)
         monkeypatch.setattr(warm_start, "_unique_bytes", lambda server: server.mib * 2**20)

@@ -22,7 +22,8 @@ What a probe's status means here:
   for any other status.
 
 The limit: on the CPU `memory_limit_bytes` (default: DEFAULT_RAM_FRACTION of the memory
-available when the search starts); on a GPU the device's memory.
+available when the search starts, a container's cgroup limit counted: hw/memory.py); on a GPU
+the device's memory.
 
 The memory model: peak = fixed + per_sample * batch, a least-squares line through the `ok`
 probes (CPU: `capped_peak_mib`, the peak of what the RLIMIT_AS cap counts: resident memory
@@ -46,11 +47,10 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-import psutil
-
 from rigbench.errors import BELOW_FRAMEWORK, UsageError
 from rigbench.experiments.devices import chosen_devices, devices_info
 from rigbench.experiments.execute import start_run
+from rigbench.hw.memory import available_memory
 from rigbench.runner.session import run_trials
 from rigbench.spec import PRECISIONS, PROBE_STEPS, MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
@@ -274,7 +274,7 @@ def _limit(device: str, framework: str, memory_limit_bytes: int | None) -> tuple
     if device == "cpu":
         if memory_limit_bytes:
             return memory_limit_bytes, "--memory-limit"
-        available = psutil.virtual_memory().available
+        available = available_memory()  # a container's cgroup limit, where it is lower
         source = (f"{DEFAULT_RAM_FRACTION:.0%} of the {format_bytes(available)} of RAM available "
                   f"now; set --memory-limit to change")
         return int(available * DEFAULT_RAM_FRACTION), source

@@ -13,11 +13,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import psutil
-
 from rigbench.child_report import ChildReport
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.hw.cpu import usable_cores
+from rigbench.hw.memory import available_memory
 from rigbench.ranks import NodeLaunch
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
@@ -180,7 +179,7 @@ def check_ranks_fit(specs: Sequence[TrialSpec]) -> None:
     """UsageError (ranks_beyond_memory) before any trial starts: 100 torch ranks would otherwise
     each take ~450 MiB until the kernel's out-of-memory killer stepped in."""
     if any(s.ranks_per_node > 1 for s in specs):
-        why = ranks_beyond_memory(specs, int(psutil.virtual_memory().available))
+        why = ranks_beyond_memory(specs, available_memory())
         if why:
             raise UsageError(why)
 

@@ -39,6 +39,7 @@ import psutil
 
 from rigbench.frameworks import load_adapter
 from rigbench.frameworks.base import modules_to_preload
+from rigbench.hw.memory import total_memory
 from rigbench.spec import TrialSpec
 
 #: Set to 1 to start every trial cold.
@@ -207,7 +208,7 @@ def server_limit() -> int:
     """How many servers to keep (MIN_SERVERS to MAX_SERVERS): as many of the largest running
     one as fit in SERVER_MEMORY_SHARE of this machine's memory (24 GiB: 4 torch servers)."""
     largest = max((_unique_bytes(s) for s in _servers.values() if s.proc.poll() is None), default=0)
-    room = SERVER_MEMORY_SHARE * psutil.virtual_memory().total
+    room = SERVER_MEMORY_SHARE * total_memory()
     return max(MIN_SERVERS, min(MAX_SERVERS, int(room // (largest or DEFAULT_SERVER_BYTES))))
 
 
