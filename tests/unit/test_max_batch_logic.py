@@ -229,3 +229,18 @@ def test_a_stored_search_that_ran_to_its_end_reads_as_complete_and_one_stopped_e
                probe(384, "ok", 1068.0)]  # the line puts 512 at 1,324 MiB, over 1 GiB: counted
     assert replay(crashed, 1024 * MIB) == ([128, 256, 384], [512], None)
     assert replay(crashed, 2048 * MIB)[2] == "it stopped at batch 512, which ended crash"
+
+
+def test_an_interrupted_search_without_an_oom_says_it_found_no_ceiling():
+    """`max-batch` stopped by Ctrl-C after 5 ok probes said `recommended batch: 1024 (capped at the
+    largest batch that ran)` where `recommend` called the same search one that caps nothing."""
+    from rigbench.cli.common import out
+    from rigbench.cli.sweep import _print_max_batch
+
+    outcome = outcome_of([probe(32, "ok", 332.0), probe(64, "ok", 364.0)], smallest_oom=None, interrupted=True)
+    with out.capture() as captured:
+        _print_max_batch(outcome, db=None)
+    assert "none ran out of memory, so larger batches may fit" in captured.get()
+    with out.capture() as captured:
+        _print_max_batch(outcome_of([probe(64, "ok", 364.0), probe(128, "oom", None)], interrupted=True), db=None)
+    assert "interrupted: the figures above rest on the probes that finished\n" in captured.get()

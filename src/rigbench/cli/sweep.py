@@ -338,7 +338,10 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
             say(f"the memory model puts batch {o.stopped.spec.batch_size} at {need / MIB:,.0f} MiB, within the "
                 f"{(o.limit_bytes or 0) / MIB:,.0f} MiB limit, so the crash is not counted as out of memory")
     if o.interrupted:
-        say("interrupted: the figures above rest on the probes that finished")
+        unbounded = ("; none ran out of memory, so larger batches may fit: the batch below is the largest "
+                     "that ran, no ceiling (`recommend` counts such a search as capping nothing)"
+                     if o.smallest_oom is None else "")
+        say(f"interrupted: the figures above rest on the probes that finished{unbounded}")
     say(f"recommended batch: {o.recommended if o.recommended is not None else '-'} ({o.reason})")
     say(f"Stored in {o.db_url} (run {o.run_id}): rigbench results list --run {o.run_id}{db_flag(db)}")
 
