@@ -17,6 +17,7 @@ import faulthandler
 import importlib
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -363,6 +364,11 @@ def main(argv: list[str]) -> int:
     its report, so that the launch engine stops the others instead of leaving them in an
     all-reduce."""
     exit_with_parent()
+    # SIGINT is the launcher's "stop and report your finished epochs" (launchers/steps.
+    # interrupt_for_report). A process started with SIGINT ignored (a script's `rigbench train
+    # ... &`, nohup) passes the ignore on, and Python then installs no KeyboardInterrupt: a
+    # training run at its timeout lost every epoch it had finished.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     spec_path, *rest = argv
     with open(spec_path, encoding="utf-8") as fh:
         spec = TrialSpec.model_validate_json(fh.read())
