@@ -449,7 +449,10 @@ def test_a_recommendation_that_rests_on_busy_trials_says_which_and_how_to_measur
     outcome = recommend("mlp", devices=["cpu"], run_missing=False, db=db)
     assert outcome.busy is not None
     assert outcome.busy.startswith(f"busy: other processes used 48% of this machine's CPU while trial {busy.id} was")
-    assert outcome.busy.endswith("recommend measures them again when it next runs (not with --no-run): run it "
+    # only speed trials are measured again (`again` in experiments/recommend): the note said "them" of
+    # busy lr-find trials too
+    assert outcome.busy.endswith("recommend measures its busy speed trials again when it next runs (not with "
+                                 "--no-run; lr-find and input-pipeline trials are used as they are): run it "
                                  "when the machine is quiet.")
     assert outcome.to_dict()["busy"] == outcome.busy
     assert recommend("mlp", devices=["cpu"], run_missing=False, db=str(tmp_path / "empty.db")).busy is None

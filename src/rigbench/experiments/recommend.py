@@ -314,7 +314,8 @@ def recommend(
     results = stored + run.new
     outcome.results_used = len(results)
     outcome.busy = busy_note(results, then=(
-        "recommend measures them again when it next runs (not with --no-run): run it when the machine is quiet."))
+        "recommend measures its busy speed trials again when it next runs (not with --no-run; lr-find and "
+        "input-pipeline trials are used as they are): run it when the machine is quiet."))
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or epoch_samples(ref, options), ref.lr_find, ref.default_lr,
                                     bandwidths)
