@@ -1,7 +1,8 @@
 """One rank's record in a data-parallel trial's Result (`Result.ranks`): what that process
 reported of itself, summarised (analysis/ranks.py makes it from the rank's ChildReport).
-The trial's own figures combine them by DESIGN.md's rules; these keep each rank's, so a
-straggler or a rank's memory can be read after the fact."""
+The trial's own figures combine them (runner/launchers/merge.py, analysis/ranks.py: step time
+the per-step maximum over ranks, memory as the largest rank's and the sum, each labelled); these
+keep each rank's, so a straggler or a rank's memory can be read after the fact."""
 
 from __future__ import annotations
 

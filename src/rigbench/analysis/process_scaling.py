@@ -5,9 +5,10 @@ measured for the model's gradients. Pure functions over stored Results, no I/O.
 
 - Weak scaling keeps the per-rank batch (the global batch grows with N); strong scaling keeps
   the global batch (each rank takes global / N).
-- speed-up(N) = samples/s(N) / samples/s(1); efficiency(N) = speed-up(N) / N (DESIGN.md). Its
-  95% CI is the bootstrap CI of median step(1) / median step(N) (analysis/compare.ratio_ci,
-  each sample resampled on its own) times global batch(N) / (N x global batch(1)).
+- speed-up(N) = samples/s(N) / samples/s(1); efficiency(N) = speed-up(N) / N (the one rule
+  for every framework, docs/METHODOLOGY.md's "Data parallel"). Its 95% CI is the bootstrap CI
+  of median step(1) / median step(N) (analysis/compare.ratio_ci, each sample resampled on its
+  own) times global batch(N) / (N x global batch(1)).
 - Prediction: step(N) = step(1) x per-rank batch(N) / batch(1) + all-reduce(N), where
   all-reduce(N) is the trial's own pre-run check at the gradient bytes (allreduce_grad_ms).
   It assumes compute scales with the per-rank batch, each rank computes as fast as the one

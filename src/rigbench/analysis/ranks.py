@@ -1,5 +1,5 @@
-"""A data-parallel trial's per-rank figures and what they add up to (pure; the rules are
-DESIGN.md's "Data parallel: one set of rules for every framework"):
+"""A data-parallel trial's per-rank figures and what they add up to (pure; one set of rules for
+every framework, also in docs/METHODOLOGY.md, "Data parallel"):
 
 - step time: the per-step maximum over ranks (launchers/merge.py makes the trial's steps);
 - straggler ratio = the slowest rank's mean step / the fastest rank's (1.0 = even);

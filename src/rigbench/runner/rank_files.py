@@ -1,7 +1,7 @@
 """Where a data-parallel rank and its launcher meet: one file per rank and concern in the
-trial's folder, so a hung or dead rank cannot take the others' records with it (DESIGN.md,
-"Data parallel"). Both sides name the files here: the launcher (runner/launchers/) and the
-rank's child process (runner/rank.py)."""
+trial's folder, so a hung or dead rank cannot take the others' records with it (every rank
+reports through files of its own, never only through a collective). Both sides name the files
+here: the launcher (runner/launchers/) and the rank's child process (runner/rank.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,11 @@ count. Adapters map these facts through small tables; only their model builders 
 workload by name. Measurement hygiene lives in the runner, never here.
 
 To add a workload: add a `Workload(...)` to `_WORKLOADS` below, its formulas to
-`workloads/flops.py`, and a builder in each framework's models module.
+`workloads/flops.py` (the transformers' to `workloads/transformers.py`), its line to
+`data/accepts.ACCEPTS` (the real data sets it trains on, `()` for none: without a line it can
+neither `train` nor `lr-find` on any data set), and a builder to the `BUILDERS` table of each
+model family's models module (frameworks/torch, jax, keras); the contract suite needs its line
+in tests/contract/test_workloads.STEPS (docs/ARCHITECTURE.md, "Where to add…").
 
 To change a workload's network (layers, widths, loss, optimiser...): bump its `revision`.
 Every trial records the revision it measured (TrialSpec.workload_revision, part of the

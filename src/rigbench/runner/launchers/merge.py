@@ -1,5 +1,5 @@
-"""One trial's report from its ranks' reports (pure; the rules are DESIGN.md's "Data parallel:
-one set of rules for every framework").
+"""One trial's report from its ranks' reports (pure; the same rules for every framework, listed
+below and in docs/METHODOLOGY.md, "Data parallel").
 
 Every rank of a data-parallel trial writes a ChildReport of its own, so a hung or dead rank
 cannot take the others' records with it. The trial's report follows these rules:
