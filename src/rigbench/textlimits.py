@@ -98,13 +98,16 @@ _TF_NODE_LINE = re.compile(r"^\s*\[\[\{\{node .*\}\}\]\]")
 
 def error_line(error: str | None, limit: int = 240) -> str:
     """A stored error's last line (a traceback's ends with the exception), cut to `limit`; for
-    a TensorFlow op's error, the first line of the paragraph its node line closes."""
+    a TensorFlow op's error, the first line of the paragraph its node line closes, or where that
+    paragraph is a whole traceback (no blank line before the node line), its exception line."""
     lines = (error or "").strip().splitlines()
     last = lines[-1] if lines else ""
     if _TF_NODE_LINE.match(last):
         body = lines[:-1]
         blanks = [i for i, line in enumerate(body) if not line.strip()]
         paragraph = [line for line in body[blanks[-1] + 1 if blanks else 0:] if line.strip()]
+        if paragraph and paragraph[0].startswith("Traceback"):  # the exception is its last unindented line
+            paragraph = [line for line in paragraph if not line[:1].isspace()][-1:]
         last = paragraph[0].strip() if paragraph else last
     last = visible(last)
     return last if len(last) <= limit else last[:limit - 3] + "..."

@@ -48,6 +48,15 @@ def test_a_tensorflow_op_error_is_the_line_that_says_what_happened_not_its_graph
     assert one_line_outcome(result("crash", "UnavailableError: Socket closed\n\t [[{{node a/B}}]] [Op:c]")) == (
         "crash (UnavailableError: Socket closed)")
     assert one_line_outcome(result("crash", "\t [[{{node a/B}}]]")) == "crash ([[{{node a/B}}]])"
+    # a whole traceback above the node line, no blank line: its exception line, not "Traceback (...):"
+    # (TensorFlow's mlp under --memory-limit 1500MiB showed "crash (Traceback (most recent call last):)")
+    traceback = ('Traceback (most recent call last):\n  File "/x/trainer.py", line 120, in run_step\n'
+                 "    self.last, parts = self.compiled_step(x, y)\n"
+                 "tensorflow.python.framework.errors_impl.AbortedError: Operation received an exception:Status: 5, "
+                 "message: could not execute a primitive\n\t [[{{node sequential_1/dense_3_1/BiasAdd}}]] [Op:c]")
+    assert one_line_outcome(result("crash", traceback)) == (
+        "crash (tensorflow.python.framework.errors_impl.AbortedError: Operation received an exception:Status: 5, "
+        "message: could not execute a primitive)")
 
 
 def test_ok_and_oom_stay_short():
