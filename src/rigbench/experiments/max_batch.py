@@ -187,9 +187,12 @@ def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin
     fixed, per_sample = model
     budget = limit_bytes * (1 - margin)
     fits = math.floor((budget - fixed) / per_sample)
-    if fits < 1:
-        return None, (f"the model's fixed part ({format_bytes(fixed)}) leaves no room for a "
-                      f"batch within {1 - margin:.0%} of the limit")
+    if fits < 1:  # TensorFlow's mlp under 1.5 GiB: ~0.9 GiB imported, batches to 5,974 ran
+        batch = round_batch(largest_ok)
+        rounded = ", rounded down to a multiple of 8" if batch != largest_ok else ""
+        return batch, (f"the model's fixed part ({format_bytes(fixed)}) leaves no room for a batch within "
+                       f"{1 - margin:.0%} of the limit, so no margin could be kept: the largest batch that ran "
+                       f"({largest_ok}){rounded}, with nothing to spare; raise --memory-limit for a margin")
     text = (f"the model puts batch {fits} at {1 - margin:.0%} of the limit "
             f"({format_bytes(budget)}), leaving {margin:.0%} free")
     batch = fits
