@@ -128,17 +128,19 @@ def run_trial(spec: TrialSpec, folder: Path | None = None) -> ChildReport:
                 _describe_compilation(adapter, spec, report)
                 report.status = "ok"
             except BaseException as exc:  # noqa: BLE001 - classified here, inside the stack
-                _classify(exc, report, adapter or _loaded_adapter(spec))
+                _classify(exc, report, adapter or _loaded_adapter(spec), spec.measure.memory_limit_bytes)
             for step in finish:
                 step(report)
     except BaseException as exc:  # noqa: BLE001 - leaving the group or the heartbeat failed
         if report.status == "ok":
-            _classify(exc, report, adapter)
+            _classify(exc, report, adapter, spec.measure.memory_limit_bytes)
     return report
 
 
-def _classify(exc: BaseException, report: ChildReport, adapter: FrameworkAdapter | None) -> None:
-    """`exc`'s status and error in `report` (every failure becomes a status)."""
+def _classify(exc: BaseException, report: ChildReport, adapter: FrameworkAdapter | None,
+              limit_bytes: int | None = None) -> None:
+    """`exc`'s status and error in `report` (every failure becomes a status); `limit_bytes`: the
+    trial's --memory-limit, named when an out-of-memory error says nothing itself."""
     if isinstance(exc, TrainingInterrupted):  # the run's finished epochs are in the report already
         report.status = "interrupted"
         report.error = (f"stopped by the user after {len(exc.run.epochs)} of {exc.epochs_planned} epochs; "
@@ -158,7 +160,18 @@ def _classify(exc: BaseException, report: ChildReport, adapter: FrameworkAdapter
         oom = isinstance(exc, MemoryError) or (adapter is not None and adapter.is_oom(exc))
         report.status = "oom" if oom else "crash"
         tail = traceback.format_exception(exc)[-TRACEBACK_LINES:]
-        report.error = (str(exc) or type(exc).__name__) if oom else "".join(tail).strip()
+        report.error = _oom_text(exc, limit_bytes) if oom else "".join(tail).strip()
+
+
+def _oom_text(exc: BaseException, limit_bytes: int | None) -> str:
+    """An out-of-memory error in words: the framework's own, or where it said nothing (JAX's
+    bare MemoryError under a tight cap: the stored error was just 'MemoryError'), what ran out."""
+    if str(exc):
+        return str(exc)
+    limit = limit_bytes
+    where = (f"under the --memory-limit cap ({limit / 2**20:.0f} MiB, an address-space cap: the framework's "
+             "runtime and threads count against it too)" if limit else "")
+    return f"{type(exc).__name__}: an allocation failed {where}".strip()
 
 
 def _loaded_adapter(spec: TrialSpec) -> FrameworkAdapter | None:
