@@ -125,3 +125,22 @@ def test_missing_files_without_download_say_what_to_put_where(tiny_mnist):
     assert "t10k-labels-idx1-ubyte.gz" in message and str(directory) in message and "--data-dir" in message
     assert "train-images" not in message  # only what is missing
     assert info.file("test_labels").urls[0] in message
+
+
+def test_files_unpacked_by_hand_are_named_where_the_published_ones_are_missing(tmp_path):
+    """A folder of the four MNIST files gunzipped was reported "not there", as if empty."""
+    from rigbench.data.registry import get_dataset
+
+    info = get_dataset("mnist")
+    for f in info.files:
+        (tmp_path / f.filename.removesuffix(".gz")).write_bytes(b"unpacked")
+    with pytest.raises(UsageError) as caught:
+        ensure_files(info, tmp_path, download=False)
+    message = str(caught.value)
+    assert "not there, and downloading is off" in message and "\n" not in message
+    assert message.endswith("; the folder holds t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, "
+                            "train-images-idx3-ubyte, train-labels-idx1-ubyte instead, which rigbench does not "
+                            "read: it reads the files named above exactly as published, checked against their digests")
+    with pytest.raises(UsageError) as empty:
+        ensure_files(info, tmp_path / "none", download=False)
+    assert "instead" not in str(empty.value)

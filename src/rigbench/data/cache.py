@@ -132,7 +132,23 @@ def _missing_message(info: DatasetInfo, directory: Path, missing: list[RemoteFil
     """One line: what to fetch by hand, from where, and where to put it."""
     wanted = "; ".join(f"{f.filename} from {' or '.join(f.urls)}" for f in missing)
     return (f"cannot get the {info.name} data set ({reason}): put {wanted} into {directory}, "
-            f"or pass --data-dir pointing at a folder that holds them (docs/DATASETS.md)")
+            f"or pass --data-dir pointing at a folder that holds them (docs/DATASETS.md){_found_instead(info, directory)}")
+
+
+def _found_instead(info: DatasetInfo, directory: Path) -> str:
+    """What the folder holds instead, where it holds anything: the MNIST files unpacked, or
+    CIFAR-10's python version, were reported as "not there" as if the folder were empty."""
+    expected = {f.filename for f in info.files}
+    try:
+        others = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name not in expected
+                        and not p.name.endswith(_STAMP_SUFFIX))
+    except OSError:
+        return ""
+    if not others:
+        return ""
+    shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+    return (f"; the folder holds {shown} instead, which rigbench does not read: it reads the files named "
+            "above exactly as published, checked against their digests")
 
 
 def _stamp(stat: os.stat_result, expected: dict[str, str]) -> dict[str, object]:
