@@ -143,10 +143,13 @@ POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp1
 
 def set_policy(precision: str, accelerator: bool, device: str) -> None:
     """Keras' global dtype policy for `precision`, set before the model is built. Mixed fp16
-    needs an accelerator (CPUs have no fp16 arithmetic; XLA emulates it); bf16 runs everywhere
+    runs on an accelerator only (a CPU's fp16 is mostly emulated by XLA, and its loss scaling is
+    only worth measuring where fp16 is fast; torch's CPU fp16 runs, and calibrate measures a CPU
+    fp16 matmul peak in any framework); bf16 runs everywhere
     (on a CPU without bf16 units it is emulated, slowly, and measured as such)."""
     if precision not in POLICIES:
         raise UnsupportedError(f"unknown precision {precision!r} for Keras")
     if precision == "fp16" and not accelerator:
-        raise UnsupportedError(f"fp16 mixed precision needs a GPU; {device} has no fp16 arithmetic")
+        raise UnsupportedError(f"rigbench runs Keras' fp16 mixed precision (with its loss scaling) on GPUs only: on "
+                               f"{device} XLA emulates fp16; try --precision bf16 there")
     keras.mixed_precision.set_global_policy(POLICIES[precision])
