@@ -116,31 +116,28 @@ def mask_urls(text: str) -> str:
 def mask_argv(argv: Sequence[str]) -> list[str]:
     """A command's arguments with every password masked: the whole value of `--db X` and
     `--db=X`, any argument that is a URL (`--opt=URL` too), and URLs inside other arguments."""
-    out: list[str] = []
-    for i, arg in enumerate(argv):
-        option, eq, value = arg.partition("=")
-        if (i > 0 and argv[i - 1] in _DB_OPTIONS) or _SCHEME.match(arg):
-            out.append(mask_url(arg))
-        elif eq and option.startswith("-") and (option in _DB_OPTIONS or _SCHEME.match(value)):
-            out.append(f"{option}={mask_url(value)}")
-        else:
-            out.append(mask_urls(arg))
-    return out
+    return _each_url(argv, mask_url)
 
 
 def hint_argv(argv: Sequence[str]) -> list[str]:
     """A command's arguments to print for a user to run again (a resume hint): as mask_argv,
     but a database URL loses its password (url_without_password: libpq then reads it from
     PGPASSWORD or ~/.pgpass), where a masked `***` would be sent as the password."""
+    return _each_url(argv, lambda value: url_without_password(value) if _SCHEME.match(value) else value)
+
+
+def _each_url(argv: Sequence[str], whole: Callable[[str], str]) -> list[str]:
+    """`argv` with `whole` applied to each value known to be one URL or database (`--db X`,
+    `--db=X`, a URL argument, `--opt=URL`) and URLs inside other arguments masked (mask_urls)."""
     out: list[str] = []
     for i, arg in enumerate(argv):
         option, eq, value = arg.partition("=")
         if (i > 0 and argv[i - 1] in _DB_OPTIONS) or _SCHEME.match(arg):
-            out.append(url_without_password(arg) if _SCHEME.match(arg) else arg)
-        elif eq and option in _DB_OPTIONS:
-            out.append(f"{option}={url_without_password(value) if _SCHEME.match(value) else value}")
+            out.append(whole(arg))
+        elif eq and option.startswith("-") and (option in _DB_OPTIONS or _SCHEME.match(value)):
+            out.append(f"{option}={whole(value)}")
         else:
-            out.append(mask_argv([arg])[0])
+            out.append(mask_urls(arg))
     return out
 
 
