@@ -180,19 +180,16 @@ def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin
         why = ("fewer than two batch sizes ran" if model is None else
                "the limit is unknown" if limit_bytes is None else
                "memory did not grow with the batch")
-        batch = round_batch(largest_ok)
-        rounded = ", rounded down to a multiple of 8" if batch != largest_ok else ""
-        return batch, (f"no usable memory model ({why}), so no safety margin could be worked "
-                       f"out: the largest batch that ran ({largest_ok}){rounded}")
+        batch, ran = _largest_that_ran(largest_ok)
+        return batch, f"no usable memory model ({why}), so no safety margin could be worked out: {ran}"
     fixed, per_sample = model
     budget = limit_bytes * (1 - margin)
     fits = math.floor((budget - fixed) / per_sample)
     if fits < 1:  # TensorFlow's mlp under 1.5 GiB: ~0.9 GiB imported, batches to 5,974 ran
-        batch = round_batch(largest_ok)
-        rounded = ", rounded down to a multiple of 8" if batch != largest_ok else ""
+        batch, ran = _largest_that_ran(largest_ok)
         return batch, (f"the model's fixed part ({format_bytes(fixed)}) leaves no room for a batch within "
-                       f"{1 - margin:.0%} of the limit, so no margin could be kept: the largest batch that ran "
-                       f"({largest_ok}){rounded}, with nothing to spare; raise --memory-limit for a margin")
+                       f"{1 - margin:.0%} of the limit, so no margin could be kept: {ran}, with nothing to "
+                       "spare; raise --memory-limit for a margin")
     text = (f"the model puts batch {fits} at {1 - margin:.0%} of the limit "
             f"({format_bytes(budget)}), leaving {margin:.0%} free")
     batch = fits
@@ -202,6 +199,13 @@ def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin
     if round_batch(batch) != batch:
         text += f"; rounded down from {batch} to a multiple of 8"
     return round_batch(batch), text
+
+
+def _largest_that_ran(largest_ok: int) -> tuple[int, str]:
+    """The batch recommended where no margin can be worked out, and its words."""
+    batch = round_batch(largest_ok)
+    rounded = ", rounded down to a multiple of 8" if batch != largest_ok else ""
+    return batch, f"the largest batch that ran ({largest_ok}){rounded}"
 
 
 def nothing_ran(tried: Sequence[tuple[int, str]]) -> str:
