@@ -65,16 +65,17 @@ def test_out_of_memory_under_a_cap_is_still_told_apart_behind_a_dump(tmp_path):
 def test_a_bare_memory_error_says_what_ran_out():
     """JAX under a 300 MiB cap raised a MemoryError with no text: the stored error was just
     'MemoryError', where every other framework's named the cap."""
-    from rigbench.runner.child import ChildReport, _classify
+    from rigbench.child_report import ChildReport
+    from rigbench.runner.failure_status import classify
 
     report = ChildReport(status="ok")
-    _classify(MemoryError(), report, None, 300 * 2**20)
+    classify(MemoryError(), report, None, 300 * 2**20)
     assert report.status == "oom"
     assert report.error == ("MemoryError: an allocation failed under the --memory-limit cap (300 MiB, an "
                             "address-space cap: the framework's runtime and threads count against it too)")
     uncapped = ChildReport(status="ok")
-    _classify(MemoryError(), uncapped, None)
+    classify(MemoryError(), uncapped, None)
     assert uncapped.error == "MemoryError: an allocation failed"
     told = ChildReport(status="ok")
-    _classify(MemoryError("CPU out of memory"), told, None, 300 * 2**20)
+    classify(MemoryError("CPU out of memory"), told, None, 300 * 2**20)
     assert told.error == "CPU out of memory"  # the framework's own words stand

@@ -15,27 +15,26 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import importlib
-import math
 import os
 import signal
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rigbench.child_report import ChildReport
-from rigbench.errors import BELOW_FRAMEWORK, DivergedError, UnsupportedError, UsageError
+from rigbench.errors import BELOW_FRAMEWORK, UnsupportedError
 from rigbench.frameworks import load_adapter
 from rigbench.frameworks.base import modules_to_preload
 from rigbench.frameworks.driver import lr_range, training
-from rigbench.frameworks.run_records import TrainingDiverged, TrainingInterrupted, TrainRun
+from rigbench.frameworks.run_records import TrainingInterrupted, TrainRun
 from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.count_cache import cached_count, cached_traffic
 from rigbench.runner.epoch_lines import epoch_line
+from rigbench.runner.failure_status import classify, loaded_adapter
 from rigbench.runner.protocol import measure
 from rigbench.spec import EpochRecord, LrFindOptions, TrainOptions, TrialSpec
 from rigbench.workloads import Workload, get_workload, resolved_options, shaped
@@ -47,8 +46,6 @@ if TYPE_CHECKING:
 
 #: The argument that makes the child a rank of a data-parallel trial (runner/torchrun_agent.py).
 RANK_FOLDER_FLAG = "--rank-folder"
-#: Lines of traceback kept in a crash's error text.
-TRACEBACK_LINES = 12
 
 
 def apply_memory_limit(limit_bytes: int) -> None:
@@ -128,58 +125,13 @@ def run_trial(spec: TrialSpec, folder: Path | None = None) -> ChildReport:
                 _describe_compilation(adapter, spec, report)
                 report.status = "ok"
             except BaseException as exc:  # noqa: BLE001 - classified here, inside the stack
-                _classify(exc, report, adapter or _loaded_adapter(spec), spec.measure.memory_limit_bytes)
+                classify(exc, report, adapter or loaded_adapter(spec), spec.measure.memory_limit_bytes)
             for step in finish:
                 step(report)
     except BaseException as exc:  # noqa: BLE001 - leaving the group or the heartbeat failed
         if report.status == "ok":
-            _classify(exc, report, adapter, spec.measure.memory_limit_bytes)
+            classify(exc, report, adapter, spec.measure.memory_limit_bytes)
     return report
-
-
-def _classify(exc: BaseException, report: ChildReport, adapter: FrameworkAdapter | None,
-              limit_bytes: int | None = None) -> None:
-    """`exc`'s status and error in `report` (every failure becomes a status); `limit_bytes`: the
-    trial's --memory-limit, named when an out-of-memory error says nothing itself."""
-    if isinstance(exc, TrainingInterrupted):  # the run's finished epochs are in the report already
-        report.status = "interrupted"
-        report.error = (f"stopped by the user after {len(exc.run.epochs)} of {exc.epochs_planned} epochs; "
-                        "the finished epochs are kept, the one in progress is not")
-    elif isinstance(exc, TrainingDiverged):  # `step` counts epochs here; finished epochs are kept
-        report.status, report.error = "diverged", str(exc)
-        report.diverged_at_epoch = exc.step
-        report.epochs = list(exc.epochs)
-        # JSON has no NaN: the curve keeps the finite losses up to the divergence
-        report.loss_curve = [x for x in exc.loss_curve if math.isfinite(x)]
-    elif isinstance(exc, DivergedError):
-        report.status, report.error = "diverged", str(exc)
-        report.diverged_at_step = exc.step
-    elif isinstance(exc, (UnsupportedError, UsageError)):
-        report.status, report.error = "unsupported", str(exc)
-    else:
-        oom = isinstance(exc, MemoryError) or (adapter is not None and adapter.is_oom(exc))
-        report.status = "oom" if oom else "crash"
-        tail = traceback.format_exception(exc)[-TRACEBACK_LINES:]
-        report.error = _oom_text(exc, limit_bytes) if oom else "".join(tail).strip()
-
-
-def _oom_text(exc: BaseException, limit_bytes: int | None) -> str:
-    """An out-of-memory error in words: the framework's own, or where it said nothing (JAX's
-    bare MemoryError under a tight cap: the stored error was just 'MemoryError'), what ran out."""
-    if str(exc):
-        return str(exc)
-    limit = limit_bytes
-    where = (f"under the --memory-limit cap ({limit / 2**20:.0f} MiB, an address-space cap: the framework's "
-             "runtime and threads count against it too)" if limit else "")
-    return f"{type(exc).__name__}: an allocation failed {where}".strip()
-
-
-def _loaded_adapter(spec: TrialSpec) -> FrameworkAdapter | None:
-    """The trial's adapter to classify an exception with, if its module loads."""
-    try:
-        return load_adapter(spec.framework)
-    except Exception:  # noqa: BLE001 - an unknown framework's failure is a crash
-        return None
 
 
 def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: contextlib.ExitStack,
