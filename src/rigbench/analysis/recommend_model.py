@@ -46,7 +46,7 @@ class MemoryLimit:
     def text(self) -> str:
         """What the search found, and what it leaves open, as the batch line says it: one that met
         no out-of-memory caps nothing; one that stopped early (`unfinished`) is named so (it is
-        used only where no complete search is stored: experiments/recommend.stored_limit)."""
+        used only where no complete search is stored: experiments/search_limits.stored_limit)."""
         run = f" (run {self.run_id})" if self.run_id else ""
         if self.smallest_oom is None:
             reach = f"up to b{self.largest_ok}, where" if self.largest_ok is not None else "before"
