@@ -206,7 +206,7 @@ def _unique_bytes(server: ForkServer) -> int:
 
 def server_limit() -> int:
     """How many servers to keep (MIN_SERVERS to MAX_SERVERS): as many of the largest running
-    one as fit in SERVER_MEMORY_SHARE of this machine's memory (24 GiB: 4 torch servers)."""
+    one as fit in SERVER_MEMORY_SHARE of this machine's memory (24 GiB: 5 torch servers of 224 MiB)."""
     largest = max((_unique_bytes(s) for s in _servers.values() if s.proc.poll() is None), default=0)
     room = SERVER_MEMORY_SHARE * total_memory()
     return max(MIN_SERVERS, min(MAX_SERVERS, int(room // (largest or DEFAULT_SERVER_BYTES))))
