@@ -26,6 +26,9 @@
 #   overhead      mlp, autoencoder and cnn eager at b32, b128 and b512 (the step-overhead line's
 #                 fit), then `rigbench recommend cnn`, which measures torch.compile's modes itself
 #                 where the step proves overhead-bound
+#   lease         one lease's worth (about 9.5 minutes, bounded): cnn, resnet and lstm in torch, JAX
+#                 and Keras on JAX at fp32 and bf16 (point 1), mlp and cnn eager against CUDA graphs
+#                 (point 3), gpt small compiled at batch 64 (the MFU aim)
 #   suite         the default suite: run it on an H100 and on an H200 for `rigbench compare`
 #   shared        cnn and resnet quiet, then beside a second process that keeps the same GPU busy
 #                 with matmuls: how much a shared GPU costs, and whether anything flags it (the
@@ -38,7 +41,7 @@
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
-  "(tests gpt gpt-batches vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
+  "(tests gpt gpt-batches lease vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -74,6 +77,11 @@ case $1 in
     # the two fastest at larger batches (the H200 lease: torch compiled 38.5% MFU at 32, JAX 36.4% at 16)
     run 150 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-64}" --seconds 3
     run 150 sweep "$GPT" --precision bf16 --framework jax -b "${BATCH:-32,64}" --seconds 3 ;;
+  lease)
+    run 140 sweep cnn -b "${BATCH:-128}" --precision fp32,bf16 --framework torch,jax,keras-jax
+    run 230 sweep resnet lstm ${BATCH:+-b $BATCH} --precision fp32,bf16 --framework torch,jax,keras-jax
+    run 110 sweep mlp cnn ${BATCH:+-b $BATCH} --compile off,reduce-overhead
+    run 90 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-64}" --seconds 3 ;;
   vit)
     run 150 sweep "$VIT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-64}" --seconds 2 ;;
   transformers) part gpt; part vit ;;
