@@ -133,6 +133,18 @@ def test_a_compiled_step_is_a_row_of_its_own_beside_the_frameworks():
     assert "torch compile reduce-overhead" in console.export_text()
 
 
+def test_steps_per_second_print_whole_from_a_hundred_like_every_rate():
+    """An H200's jax mlp ran 1,903 steps/s: the table printed `1.9e+03` (3 significant digits
+    in exponent form); every rate prints whole with separators from 100 up, 3 digits below."""
+    results = [make_result("jax", workload="mlp", batch=64, samples_per_s=1903.4 * 64),
+               make_result("torch", workload="mlp", batch=64, samples_per_s=7.333 * 64)]
+    [table] = framework_tables(results)
+    console = Console(width=200, record=True)
+    console.print(framework_table(table))
+    text = console.export_text()
+    assert " 1,903 " in text and " 7.33 " in text and "e+03" not in text
+
+
 #: A calibration as store/calibrations.latest_calibration gives it: "Test CPU" has no spec sheet.
 CALIBRATION = {"Test CPU": {"matmul_flops": {"fp32": 100e9}, "created_at": "2026-01-01T00:00:00"}}
 
@@ -348,7 +360,7 @@ def test_the_framework_ratio_compares_frameworks_at_the_same_settings(tmp_path):
     done = CliRunner().invoke(cli.app, ["compare", "--frameworks", "mlp", "--run", "srun", "--db", str(path)],
                               env={"COLUMNS": "200"})
     assert done.exit_code == 0, done.output
-    assert "no two frameworks measured at the same settings" in done.output
+    assert "no two frameworks measured at the same settings (device, --threads, --compile)" in done.output
     assert "fastest / slowest framework:" not in done.output
 
 

@@ -177,7 +177,7 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
             out.print("  fastest / slowest framework: " + ", ".join(f"{d} x{v:.2f}" for d, v in spread.items()),
                       highlight=False, markup=False)
         elif len(t.frameworks) > 1:
-            out.print("  no two frameworks measured at the same settings (device, --threads): no fastest / "
+            out.print("  no two frameworks measured at the same settings (device, --threads, --compile): no fastest / "
                       "slowest ratio", highlight=False, markup=False)
         elif len(t.frameworks) == 1:
             others = [name for name in ("torch", "jax") if name not in t.frameworks] or ["jax"]

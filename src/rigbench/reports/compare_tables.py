@@ -17,6 +17,7 @@ from rigbench.reports.cells import (
     framework_column,
     interval,
     literal,
+    rate,
     tokens_cell,
     trial_cells,
     trial_columns,
@@ -128,7 +129,7 @@ def published_table(matches: Sequence[Any]) -> FitTable:
         r = m.ours
         util = m.ours_cpu_pct  # the mean over the trials the speed is of
         table.add_row(*cells(str(i), m.row.label(), m.row.figure, ",".join(f"#{t}" for t in m.ours_trials), *trial_cells(r),
-                             f"{m.ours_steps_per_s:,.3g}", "-" if util is None else f"{util:.0f}", _x(m.measured),
+                             rate(m.ours_steps_per_s), "-" if util is None else f"{util:.0f}", _x(m.measured),
                              _x(m.paper_ratio), prediction_text(m.predicted, m.predicted_by_clock, assumption=False),
                              _x(m.normalised)))
     return table
@@ -158,14 +159,14 @@ def framework_table(t: Any) -> FitTable:
         mfu = "-" if row.mfu is None else f"{row.mfu:.1%}" + ("*" if row.mfu_source == "calibrated" else "")
         # threads asked for set a row apart (torch at t1 beside torch at its own choice)
         name = row.framework + settings(row)
-        table.add_row(*cells(name, f"{row.device} ({row.device_name})", f"{row.steps_per_s:,.3g}",
+        table.add_row(*cells(name, f"{row.device} ({row.device_name})", rate(row.steps_per_s),
                              *([tokens_cell(row.tokens_per_s)] if tokens else []), mfu,
                              _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
                              trials_text(row.trials) + (" quick" if row.quick else "") + (" busy" if row.busy else "")),
                       end_section=row is t.ours[-1] and bool(t.published))
     for row in t.published:
         table.add_row(*cells(Text(f"{row.framework} ({row.source})", style="dim"), Text(row.device, style="dim"),
-                             f"{row.steps_per_s:,.3g}", *(["-"] if tokens else []), "-", _pct(row.cpu_pct),
+                             rate(row.steps_per_s), *(["-"] if tokens else []), "-", _pct(row.cpu_pct),
                              _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib), "-"))
     return table
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from rigbench.analysis.frameworks import FrameworkRow, FrameworkTable, framework_tables, settings
 from rigbench.analysis.trials import trials_text
+from rigbench.reports.cells import rate
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
 from rigbench.reports.scaling_charts import PUBLISHED_COLOURS, PUBLISHED_LABELS
 from rigbench.spec import Result
@@ -18,7 +19,7 @@ from rigbench.spec import Result
 def _hover(row: FrameworkRow, table: FrameworkTable) -> str:
     def part(label: str, value: float | None, unit: str) -> str:
         return f"{label} {value:,.1f}{unit}" if value is not None else ""
-    return hover_lines(f"{row.steps_per_s:,.3g} steps/s", f"{_x(table)} · "
+    return hover_lines(f"{rate(row.steps_per_s)} steps/s", f"{_x(table)} · "
                        f"{row.framework} · {row.device_name}", part("", row.tokens_per_s, " tokens/s").strip(),
                        f"MFU {row.mfu:.1%} of the {row.mfu_source} peak" if row.mfu is not None else "",
                        part("CPU", row.cpu_pct, "%"), part("GPU", row.gpu_pct, "%"),
