@@ -96,6 +96,10 @@ def test_reduce_overhead_replays_cuda_graphs_and_says_so(stored):
     if ON_GPU:
         recorded = int(text.split("CUDA graphs: ")[1].split(" recorded")[0])
         assert recorded >= 1 and "skipped" not in text, text
+        # the graphs' pool holds the step's activations: its peak is no small part of eager's
+        # (the allocated peak alone read 77 MiB against 181 for the mlp on an H200, 3 against 163 for cnn)
+        eager = stored["torch_mlp"][0].metrics.allocator_peak_mib
+        assert compiled.metrics.allocator_peak_mib >= 0.5 * eager, (compiled.metrics.allocator_peak_mib, eager)
     else:
         assert text.endswith("0 recorded, skipped 1 time"), text
 
