@@ -40,6 +40,7 @@ import numpy as np
 
 from rigbench.analysis.contention import is_busy
 from rigbench.analysis.device_prediction import Prediction, predict
+from rigbench.analysis.host_bound import host_bound_note
 from rigbench.analysis.stats import bootstrap_ci, geometric_mean, mann_whitney_u, median, t_interval, welch_interval
 from rigbench.analysis.trials import is_full_protocol, newest_run_trials
 from rigbench.spec import Result
@@ -322,6 +323,9 @@ def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, acr
     if busy:
         pair.notes.append("busy machine: " + "; ".join(busy) + " (a difference may be that load, not the "
                           "configuration)")
+    host = host_bound_note(side_a.trials or [ra], side_b.trials or [rb])
+    if host:
+        pair.notes.append(host)
     if side_a.trials and side_b.trials:
         judged = trial_significance([_speed(t) for t in side_a.trials], [_speed(t) for t in side_b.trials])
         pair.verdict, pair.ratio, pair.ratio_ci = judged["verdict"], judged["ratio"], judged["ratio_ci"]
