@@ -29,6 +29,9 @@
 #   lease         one lease's worth (about 9.5 minutes, bounded): cnn, resnet and lstm in torch, JAX
 #                 and Keras on JAX at fp32 and bf16 (point 1), mlp and cnn eager against CUDA graphs
 #                 (point 3), gpt small compiled at batch 64 (the MFU aim)
+#   layout        resnet and cnn in torch at fp32 and bf16, NCHW and NHWC (--channels-last): whether
+#                 the layout rescues torch's bf16, slower than its fp32 on the H200
+#                 (docs/results/gpu-h200-frameworks.md)
 #   suite         the default suite: run it on an H100 and on an H200 for `rigbench compare`
 #   shared        cnn and resnet quiet, then beside a second process that keeps the same GPU busy
 #                 with matmuls: how much a shared GPU costs, and whether anything flags it (the
@@ -41,7 +44,7 @@
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
-  "(tests gpt gpt-batches lease vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
+  "(tests gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -82,6 +85,8 @@ case $1 in
     run 230 sweep resnet lstm ${BATCH:+-b $BATCH} --precision fp32,bf16 --framework torch,jax,keras-jax
     run 110 sweep mlp cnn ${BATCH:+-b $BATCH} --compile off,reduce-overhead
     run 90 sweep "$GPT" --precision bf16 --compile on -b "${BATCH:-64}" --seconds 3 ;;
+  layout)
+    run 150 sweep resnet cnn -b "${BATCH:-128}" --precision fp32,bf16 --channels-last off,on ;;
   vit)
     run 150 sweep "$VIT" --precision bf16 --framework "$FRAMEWORKS" -b "${BATCH:-64}" --seconds 2 ;;
   transformers) part gpt; part vit ;;
