@@ -103,6 +103,8 @@ def test_calibrate_command_stores_its_figures(tmp_path):
     assert stored["memory_bandwidth_bytes_s"] == rows[("memory_bandwidth", None)]["value"]
     assert stored["h2d_pinned_bytes_s"] is None and "tf32" in stored["unsupported"]
     assert stored["run_ids"] == [out["run_id"]]
+    assert stored["measured_by"]["matmul_flops:fp32"] == "torch"  # stored with each row: which framework measured it
+    assert {row["detail"]["framework"] for row in list_calibrations(Store(db))} == {"torch"}
 
     console = Console(width=200, record=True)
     console.print(calibration_table(cal))

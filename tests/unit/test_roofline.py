@@ -167,6 +167,39 @@ def test_latest_calibration_takes_the_newest_of_each_figure(tmp_path, db_url):
     assert latest_calibration(store, "never calibrated") is None
 
 
+def test_the_calibrated_peak_is_the_highest_of_each_frameworks_newest(tmp_path):
+    """On the dev VM JAX calibrated an fp32 CPU peak of 0.104 TFLOP/s and TensorFlow 0.141: the
+    newest whatever the framework moved every calibrated MFU ~35% with the last `calibrate
+    --framework`. Now each framework's newest counts, and the highest of them is the peak, named."""
+    store = Store(str(tmp_path / "frameworks.db"))
+    for run_id in "abcd":
+        store.add_run(run_id, "2026-01-01T00:00:00+00:00", "test", {})
+
+    def calibrate(run_id, day, framework, fp32, software=None):
+        cal = {**_calibration("CPU X", [_matmul("fp32", fp32)]), "framework": framework}
+        if software:  # a row stored before calibrate recorded its framework
+            cal = {**cal, "framework": None, "software": software}
+        add_calibration(store, run_id, f"2026-01-0{day}T00:00:00+00:00", cal)
+
+    calibrate("a", 1, None, 1.04e11, software={"jax": "0.10.2", "jaxlib": "0.10.2"})
+    calibrate("b", 2, "tensorflow", 1.41e11)
+    calibrate("c", 3, "jax", 1.10e11)  # newer, still lower: TensorFlow's peak stands
+    cal = latest_calibration(store, "CPU X")
+    assert cal["matmul_flops"] == {"fp32": 1.41e11}
+    assert cal["measured_by"] == {"matmul_flops:fp32": "tensorflow"} and cal["run_ids"] == ["b"]
+    assert cal["measured_by_all"] == {"matmul_flops:fp32": {"jax": 1.10e11, "tensorflow": 1.41e11}}
+    roof = rl.trial_roofline(**TRIAL, calibration=cal)
+    assert roof.calibrated.name == "tensorflow's fp32 matmul, calibrated 2026-01-02"
+    assert ("calibrated fp32 peak: tensorflow's, the highest of the frameworks that measured it "
+            "(tensorflow 0.141, jax 0.11 TFLOP/s)") in roof.notes
+    calibrate("d", 4, "tensorflow", 0.9e11)  # TensorFlow's newest replaces its own older peak
+    cal = latest_calibration(store, "CPU X")
+    assert cal["matmul_flops"] == {"fp32": 1.10e11} and cal["measured_by"] == {"matmul_flops:fp32": "jax"}
+    only = rl.trial_roofline(**TRIAL, calibration={**CALIBRATION, "measured_by": {"matmul_flops:fp32": "torch"}})
+    assert only.calibrated.name == "torch's fp32 matmul, calibrated 2026-01-02"
+    assert not any(note.startswith("calibrated fp32 peak") for note in only.notes)
+
+
 def stored_trials(tmp_path):
     """The hand-computed trial (above) stored on the calibrated "CPU X", plus a crash."""
     store = store_with_calibrations(tmp_path)

@@ -98,7 +98,7 @@ def prediction_text(single: float | None, by_clock: dict[str, float], *, assumpt
 
 def peak_resolver(store: Any | None, machine: tuple[Any, ...] | None = None) -> Callable[[str | None, str], Peak | None]:
     """`peak_of(device_name, kind)` for compare_published: the spec sheet's FP32 peak
-    (analysis.specs), else the newest calibrated matmul peak of that device name in `store`
+    (analysis.specs), else the calibrated fp32 matmul peak of that device name in `store`
     (store.calibrations) on `machine` (fingerprint.machine_key; default this machine: the one
     our trials ran on), else None. The Peak says which was used."""
     from rigbench.fingerprint import this_machine_key
@@ -119,7 +119,8 @@ def peak_resolver(store: Any | None, machine: tuple[Any, ...] | None = None) -> 
         if measured:
             bandwidth = calibration.get("memory_bandwidth_bytes_s")  # type: ignore[union-attr]
             when = str(calibration.get("created_at", ""))[:10]  # type: ignore[union-attr]
-            return Peak(float(measured), f"calibrated matmul peak ({when}), not in the spec file",
+            by = calibration.get("measured_by", {}).get("matmul_flops:fp32")  # type: ignore[union-attr]
+            return Peak(float(measured), f"calibrated matmul peak ({when}{f', {by}' if by else ''}), not in the spec file",
                         bandwidth)
         return None
 

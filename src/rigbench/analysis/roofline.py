@@ -202,6 +202,26 @@ def mfu_warning(roof: Roof | None, precision: str) -> str | None:
     return f"MFU {roof.mfu:.0%} > 100% of the {roof.source} {precision} peak: {why}"
 
 
+def calibrated_name(calibration: dict[str, Any], precision: str) -> str:
+    """What the calibrated roof is: `torch's fp32 matmul, calibrated 2026-11-27` (the framework
+    that measured the peak, store/calibrations.latest_calibration's `measured_by`)."""
+    when = f"calibrated {str(calibration.get('created_at') or '')[:10]}".strip()
+    framework = calibration.get("measured_by", {}).get(f"matmul_flops:{precision}")
+    return f"{framework}'s {precision} matmul, {when}" if framework else when
+
+
+def peak_choice_note(calibration: dict[str, Any], precision: str) -> str | None:
+    """Where several frameworks calibrated the `precision` peak: which one it is and what the
+    others reached (the highest is used: store/calibrations.latest_calibration); else None."""
+    by = calibration.get("measured_by_all", {}).get(f"matmul_flops:{precision}", {})
+    if len(by) < 2:
+        return None
+    ranked = sorted(by.items(), key=lambda item: -item[1])
+    listed = ", ".join(f"{name} {value / 1e12:.3g}" for name, value in ranked)
+    return (f"calibrated {precision} peak: {ranked[0][0]}'s, the highest of the frameworks that measured it "
+            f"({listed} TFLOP/s)")
+
+
 def trial_roofline(*, framework: str, precision: str, batch_size: int, samples_per_s: float | None,
                    flops_per_sample: float | None, bytes_per_sample: float | None,
                    params: int | None, optimizer: str,
@@ -235,11 +255,14 @@ def trial_roofline(*, framework: str, precision: str, batch_size: int, samples_p
         notes.append("device not calibrated: run `rigbench calibrate`")
     else:
         peak = calibration.get("matmul_flops", {}).get(precision)
-        calibrated = _roof("calibrated", f"calibrated {str(calibration.get('created_at') or '')[:10]}".strip(),
+        calibrated = _roof("calibrated", calibrated_name(calibration, precision),
                            peak, calibration.get("memory_bandwidth_bytes_s"), achieved, ai)
         if peak is None:
             why = calibration.get("unsupported", {}).get(precision)
             notes.append(f"no calibrated {precision} peak" + (f" ({why})" if why else ""))
+        choice = peak_choice_note(calibration, precision)
+        if choice:
+            notes.append(choice)
     above = above_roof_note(trial, spec, calibrated, ai, achieved)
     if above:
         notes.append(above)

@@ -77,6 +77,7 @@ def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], q
                 raise UsageError(found["usage_error"])
             # the tracker's own summary over the child's whole life
             found["others_cpu_pct_mean"] = summarize(samples, -math.inf, math.inf)["others_cpu_pct_mean"]
+            found["framework"] = framework  # which one measured it (store/calibrations.measured_by)
             return found
     if proc.returncode in (-9, 137) and not other:
         why = f"killed after {timeout_s:.0f} s" if timer.finished.is_set() else "killed (signal 9)"

@@ -94,7 +94,7 @@ def roofline_lines(roof: Any) -> list[tuple[str, str]]:
     return [
         ("achieved FLOP/s", tflops(roof.achieved_flops)),
         ("MFU (spec sheet)", _mfu(roof.spec) + spec_name),
-        ("MFU (calibrated)", _mfu(roof.calibrated)),
+        ("MFU (calibrated)", _mfu(roof.calibrated) + (f" ({roof.calibrated.name})" if roof.calibrated else "")),
         ("arithmetic intensity", "-" if roof.intensity is None else
          f"{roof.intensity:.3g} FLOP/byte ({roof.step_flops / 1e9:.4g} GFLOP / {roof.step_bytes / 1e6:.4g} MB per step, bytes estimated)"),
         ("roofline (spec sheet)", roof_text(roof.spec)),

@@ -109,7 +109,7 @@ def calibration_problem(record: CalibrationRecord) -> str | None:
 def add_calibration(store: Store, run_id: str, created_at: str, calibration: dict[str, Any]) -> list[int]:
     """Store every measurement of one device's calibration (the child's dict, see
     frameworks/driver/calibration.calibrate) in one transaction; returns the new row ids."""
-    context = {k: calibration.get(k) for k in ("threads", "quick", "software", "others_cpu_pct_mean")}
+    context = {k: calibration.get(k) for k in ("framework", "threads", "quick", "software", "others_cpu_pct_mean")}
     ids = []
     with store.transaction() as tx:
         for m in calibration["measurements"]:
@@ -167,18 +167,46 @@ def measured_at(text: Any) -> datetime:
     return parse_iso(str(text)) or datetime.min.replace(tzinfo=UTC)
 
 
+def measured_by(detail: dict[str, Any]) -> str | None:
+    """The framework that took a calibration measurement: `framework` in its detail (stored since
+    calibrate records it), else read off the library versions it recorded; None where neither
+    says (a bundle's hand-made row)."""
+    named = detail.get("framework")
+    if isinstance(named, str) and named:
+        return named
+    software = detail.get("software")
+    if isinstance(software, dict):
+        for name in ("tensorflow", "jax", "torch"):  # TensorFlow's and JAX's records name no torch
+            if name in software:
+                return name
+    return None
+
+
+def _figure(row: dict[str, Any]) -> str | None:
+    """The calibration dict's key a row's value is (`matmul_flops:fp32`, a BANDWIDTH_KEYS value)."""
+    if row["kind"] == "matmul":
+        return f"matmul_flops:{row['precision']}"
+    return BANDWIDTH_KEYS.get(row["kind"])
+
+
 def latest_calibration(store: Store, device_name: str, machine: tuple[Any, ...] | None = None) -> dict[str, Any] | None:
-    """The newest calibration of a device name, or None if it was never calibrated. `machine`
+    """The calibration of a device name, or None if it was never calibrated. `machine`
     (fingerprint.machine_key): only that machine's calibrations, since a name is not a device
     ("Intel(R) Xeon(R) Processor" names many, and an imported bundle brings other machines').
-    Newest is by measurement time, not by the order the rows were stored in.
 
-    Each figure is the newest successful measurement of that figure, so calibrating only
-    `--precision bf16` later keeps the earlier fp32 peak. Returns {"device", "device_name",
-    "created_at" (of the newest row used), "run_ids", "matmul_flops": {precision: FLOP/s},
+    Each figure is, per framework that measured it, that framework's newest successful
+    measurement (by measurement time, not the order rows were stored in), and of those the
+    highest: the best this machine reached. The newest whatever the framework made every
+    calibrated MFU move with the last `calibrate --framework` (on the dev VM JAX measured an
+    fp32 CPU peak of 0.104 TFLOP/s, TensorFlow 0.141); a framework that reaches less measures
+    its own matmul library, which is what MFU is there to show. Calibrating only `--precision
+    bf16` later keeps the earlier fp32 peak. Returns {"device", "device_name", "created_at" (of
+    the newest row used), "run_ids", "matmul_flops": {precision: FLOP/s},
     "memory_bandwidth_bytes_s", "h2d_pageable_bytes_s", "h2d_pinned_bytes_s",
-    "d2h_pageable_bytes_s", "d2h_pinned_bytes_s" (None where not measured),
-    "unsupported": {precision: reason} for matmul precisions never measured here}.
+    "d2h_pageable_bytes_s", "d2h_pinned_bytes_s" (None where not measured), "measured_by":
+    {figure: framework} and "measured_by_all": {figure: {framework: value}} (figure:
+    `matmul_flops:fp32` or a bandwidth key), "unsupported": {precision: reason} for matmul
+    precisions never measured here}.
     """
     rows = list_calibrations(store, device_name=device_name)
     if machine is not None:
@@ -189,23 +217,31 @@ def latest_calibration(store: Store, device_name: str, machine: tuple[Any, ...] 
         return None
     out: dict[str, Any] = {"device": rows[-1]["device"], "device_name": device_name,
                            "created_at": None, "run_ids": [], "matmul_flops": {},
-                           **dict.fromkeys(BANDWIDTH_KEYS.values()), "unsupported": {}}
-    used = []
-    for row in rows:  # oldest first: a newer measurement overwrites an older one
+                           **dict.fromkeys(BANDWIDTH_KEYS.values()), "unsupported": {},
+                           "measured_by": {}, "measured_by_all": {}}
+    newest: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for row in rows:  # oldest first: a framework's newer measurement replaces its older one
+        figure = _figure(row)
         if row["status"] != "ok":
             if row["kind"] == "matmul":
                 out["unsupported"][row["precision"]] = row["detail"].get("reason", row["status"])
             continue
+        if figure is not None:
+            newest[(figure, measured_by(row["detail"]))] = row
+    best: dict[str, dict[str, Any]] = {}
+    for (figure, framework), row in newest.items():
+        out["measured_by_all"].setdefault(figure, {})[framework or "?"] = row["value"]
+        if figure not in best or row["value"] > best[figure]["value"]:
+            best[figure] = row
+    for figure, row in best.items():
+        out["measured_by"][figure] = measured_by(row["detail"])
         if row["kind"] == "matmul":
             out["matmul_flops"][row["precision"]] = row["value"]
-            out["unsupported"].pop(row["precision"], None)
-        elif row["kind"] in BANDWIDTH_KEYS:
-            out[BANDWIDTH_KEYS[row["kind"]]] = row["value"]
         else:
-            continue
-        used.append(row)
+            out[figure] = row["value"]
     for precision in out["matmul_flops"]:  # measured once: a later failure does not erase it
         out["unsupported"].pop(precision, None)
+    used = sorted(best.values(), key=lambda row: (measured_at(row["created_at"]), row["id"]))
     if used:
         out["created_at"] = used[-1]["created_at"]
         out["device"] = used[-1]["device"]
