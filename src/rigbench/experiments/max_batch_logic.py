@@ -1,0 +1,177 @@
+"""max-batch's pure logic (`rigbench max-batch`, experiments/max_batch.py has the search and its
+module docstring the rules): the next batch to probe, the least-squares memory model, the
+recommendation, a crash read as out of memory, and a stored search replayed from its probes.
+Plain functions over numbers and stored Results, tested in tests/unit/test_max_batch_logic.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from rigbench.errors import BELOW_FRAMEWORK
+from rigbench.spec import Result
+from rigbench.textlimits import error_line
+from rigbench.units import format_bytes
+
+MIB = 2**20
+
+
+def next_probe(ok: Iterable[int], oom: Iterable[int], start: int, max_batch: int,
+               tolerance: float) -> int | None:
+    """The next batch to try given the batches that ran (`ok`) and ran out of memory
+    (`oom`), or None when the search is over. Batch 0 stands for "nothing fits" below
+    the smallest oom, so an oom at `start` bisects down towards 1."""
+    ok, oom = set(ok), set(oom)
+    lo = max(ok, default=0)
+    hi = min(oom, default=None)
+    if hi is None:  # growing
+        if lo == 0:
+            return start
+        return None if lo >= max_batch else min(lo * 2, max_batch)
+    if hi - lo <= max(1, tolerance * lo):
+        return None
+    return (lo + hi) // 2
+
+
+def fit_memory_model(points: Sequence[tuple[int, float]]) -> tuple[float, float] | None:
+    """Least-squares line `peak = fixed + per_sample * batch` through (batch, peak) points;
+    None with fewer than two distinct batches."""
+    if len({b for b, _ in points}) < 2:
+        return None
+    n = len(points)
+    mean_x = sum(b for b, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    sxx = sum((b - mean_x) ** 2 for b, _ in points)
+    sxy = sum((b - mean_x) * (y - mean_y) for b, y in points)
+    per_sample = sxy / sxx
+    return mean_y - per_sample * mean_x, per_sample
+
+
+def round_batch(batch: int) -> int:
+    """Down to a multiple of 8 when 8 or more (e.g. 203 -> 200, 7 -> 7)."""
+    return batch // 8 * 8 if batch >= 8 else batch
+
+
+def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin: float,
+              largest_ok: int | None, tried: Sequence[tuple[int, str]] = ()) -> tuple[int | None, str]:
+    """The recommended batch and the reason, in words; `tried`: (batch, status) of every
+    probe, in order, which the reason names when none ran."""
+    if largest_ok is None:
+        return None, nothing_ran(tried)
+    if model is None or limit_bytes is None or model[1] <= 0:
+        why = ("fewer than two batch sizes ran" if model is None else
+               "the limit is unknown" if limit_bytes is None else
+               "memory did not grow with the batch")
+        batch, ran = _largest_that_ran(largest_ok)
+        return batch, f"no usable memory model ({why}), so no safety margin could be worked out: {ran}"
+    fixed, per_sample = model
+    budget = limit_bytes * (1 - margin)
+    fits = math.floor((budget - fixed) / per_sample)
+    if fits < 1:  # TensorFlow's mlp under 1.5 GiB: ~0.9 GiB imported, batches to 5,974 ran
+        batch, ran = _largest_that_ran(largest_ok)
+        return batch, (f"the model's fixed part ({format_bytes(fixed)}) leaves no room for a batch within "
+                       f"{1 - margin:.0%} of the limit, so no margin could be kept: {ran}, with nothing to "
+                       "spare; raise --memory-limit for a margin")
+    text = (f"the model puts batch {fits} at {1 - margin:.0%} of the limit "
+            f"({format_bytes(budget)}), leaving {margin:.0%} free")
+    batch = fits
+    if fits > largest_ok:
+        batch = largest_ok
+        text += f"; capped at the largest batch that ran ({largest_ok})"
+    if round_batch(batch) != batch:
+        text += f"; rounded down from {batch} to a multiple of 8"
+    return round_batch(batch), text
+
+
+def _largest_that_ran(largest_ok: int) -> tuple[int, str]:
+    """The batch recommended where no margin can be worked out, and its words."""
+    batch = round_batch(largest_ok)
+    rounded = ", rounded down to a multiple of 8" if batch != largest_ok else ""
+    return batch, f"the largest batch that ran ({largest_ok}){rounded}"
+
+
+def nothing_ran(tried: Sequence[tuple[int, str]]) -> str:
+    """Why there is no batch to recommend, true to the probes that were made."""
+    if not tried:
+        return "no probe ran"
+    listed = ", ".join(f"batch {b} {status}" for b, status in tried)
+    text = f"{len(tried)} probe{'s' if len(tried) > 1 else ''} ran and none succeeded ({listed})"
+    if all(status == "oom" for _, status in tried):
+        smallest = min(b for b, _ in tried)
+        text += f": not even batch {smallest} fits under the limit"
+        if smallest == 1:  # JAX under 1 GiB: its compiler and threads, not the batch, ran out
+            text += ", so the framework's own needs (its runtime, compiler and threads) are over it: raise --memory-limit"
+    return text
+
+
+def crash_over_limit(batch: int, model: tuple[float, float] | None, limit_bytes: int | None) -> float | None:
+    """The bytes the memory model puts a crashed probe's `batch` at, when that counts it as out
+    of memory: the model exists, grows with the batch and puts it over the limit. None when the
+    crash says nothing about memory."""
+    if model is None or limit_bytes is None or model[1] <= 0:
+        return None
+    need = model[0] + model[1] * batch
+    return need if need > limit_bytes else None
+
+
+def replay(probes: Sequence[Result], limit_bytes: int | None) -> tuple[list[int], list[int], str | None]:
+    """A stored search's probes, in the order they ran, read as the search read them: the batches
+    that ran, those out of memory (crashes counted as oom, `counted_crash`, included), and why it
+    ended before its own stopping rule, in words (None when it may have ended by it).
+    Nothing but the probes is stored, so that is what they prove: a probe neither ok nor oom (nor
+    a counted crash) stopped it; and an out-of-memory with no batch tried between it and the
+    largest that ran, where their gap is at least that batch (no --tolerance, which is below 1,
+    ends a search there: a doubling that ran out of memory is always bisected), means it was
+    stopped before bisecting, e.g. by Ctrl-C, whose probe in flight is not stored. A stop
+    mid-bisection cannot be told from a coarse --tolerance. A search that met no out-of-memory
+    caps nothing; it is not judged here."""
+    ok: list[int] = []
+    oom: list[int] = []
+    for i, r in enumerate(probes):
+        batch = r.spec.batch_size
+        if r.status == "ok":
+            ok.append(batch)
+        elif r.status == "oom":
+            oom.append(batch)
+            if BELOW_FRAMEWORK in (r.error or ""):
+                return ok, oom, None  # no batch can fit: the search stops there
+        elif r.spec.device == "cpu" and counted_crash(r, probes[:i], limit_bytes) is not None:
+            oom.append(batch)
+        else:
+            return ok, oom, f"it stopped at batch {batch}, which ended {r.status}"
+    lo, hi = max(ok, default=0), min(oom, default=None)
+    if hi is not None and hi - lo > 1 and hi - lo >= lo:
+        return ok, oom, f"it stopped before trying the batches {f'between {lo} and {hi}' if lo else f'below {hi}'}"
+    return ok, oom, None
+
+
+def memory_metric(device: str, probes: Sequence[Result]) -> str:
+    """The Metrics field that the model is fitted to: on the CPU the capped peak (the resident
+    peak for probes stored before it was measured); on a GPU
+    NVML's peak when the probes have it (NVIDIA), else the framework allocator's peak."""
+    if device == "cpu":  # what the cap counts, where the probes measured it (module docstring)
+        capped = any(r.metrics.capped_peak_mib is not None for r in probes if r.status == "ok")
+        return "capped_peak_mib" if capped else "rss_peak_mib"
+    if any(r.metrics.gpu_mem_peak_mib is not None for r in probes if r.status == "ok"):
+        return "gpu_mem_peak_mib"
+    return "allocator_peak_mib"
+
+
+
+def fitted(device: str, probes: Sequence[Result]) -> tuple[str, tuple[float, float] | None]:
+    """The memory metric for `probes` and the line fitted to their ok probes' figures of it."""
+    metric = memory_metric(device, probes)
+    points = [(r.spec.batch_size, getattr(r.metrics, metric) * MIB) for r in probes
+              if r.status == "ok" and getattr(r.metrics, metric) is not None]
+    return metric, fit_memory_model(points)
+
+
+
+def counted_crash(result: Result, probes: Sequence[Result], limit: int | None) -> tuple[int, str, float] | None:
+    """(batch, headline, the model's bytes) when the CPU probe `result` crashed over the limit
+    by the line fitted to `probes` (crash_over_limit); None otherwise."""
+    if result.status != "crash":
+        return None
+    need = crash_over_limit(result.spec.batch_size, fitted("cpu", probes)[1], limit)
+    return None if need is None else (result.spec.batch_size, error_line(result.error, 160), need)
