@@ -49,17 +49,61 @@ def test_lr_find_without_a_suggestion_exits_1_saying_why(tmp_path, monkeypatch):
     assert res.stderr.strip().splitlines()[-1].startswith("rigbench: lr-find has no learning rate to suggest: only 0")
 
 
+TF32_OFF_CUDA = ("rigbench: error: --precision tf32 is an NVIDIA GPU format (Ampere and later), "
+                 "not on cpu: use fp32 there, or -d cuda:N")
+
+
 @pytest.mark.parametrize("command", [
     ["max-batch", "mlp"], ["lr-find", "mlp", "--dataset", "digits"], ["train", "mlp", "--dataset", "digits"],
-    ["train", "mlp", "--dataset", "digits", "-d", "cuda:0,cpu"]])
+    ["train", "mlp", "--dataset", "digits", "-d", "cuda:0,cpu"],
+    # run and sweep used to run every trial to `unsupported`, exit 0
+    ["run", "mlp", "-d", "cpu", "--quick"], ["sweep", "mlp", "-d", "cpu", "--quick"],
+    ["sweep", "mlp", "-d", "cpu", "--quick", "--precision", "fp32"], ["sweep", "mlp", "-d", "cpu", "--dry-run"]])
 def test_tf32_off_a_cuda_device_is_bad_input_before_anything_runs(tmp_path, command):
     """Every adapter ends a tf32 trial off CUDA `unsupported`: known from the flags, it is refused
     (max-batch used to probe, say nothing fits, and exit 0)."""
     res = invoke(*command, "--precision", "tf32", "--db", str(tmp_path / "t.db"))
     assert res.exit_code == 2, res.output
-    assert res.stderr.strip() == ("rigbench: error: --precision tf32 is an NVIDIA GPU format (Ampere and later), "
-                                  "not on cpu: use fp32 there, or -d cuda:N")
+    assert res.stderr.strip() == TF32_OFF_CUDA
     assert not (tmp_path / "t.db").exists()
+
+
+@pytest.mark.parametrize("devices, args, refused", [
+    (["cpu"], ["run", "mlp"], True),  # no -d: the devices found here, none of them CUDA
+    (["cpu"], ["sweep", "mlp", "--precision", "fp32,tf32", "--dry-run"], True),
+    (["cpu", "cuda:0"], ["run", "mlp"], True),  # one precision: every cpu trial would be unsupported
+    (["cpu", "cuda:0"], ["run", "mlp", "-d", "cuda:0,cpu"], True),  # as train says it
+    (["cpu", "cuda:0"], ["sweep", "mlp", "--dry-run"], True),  # the cpu would get only tf32
+    (["cpu", "cuda:0"], ["sweep", "mlp", "--precision", "fp32,tf32", "--dry-run"], False),  # a product: see below
+    (["cpu", "cuda:0"], ["sweep", "mlp", "-d", "cuda:0", "--dry-run"], False)])
+def test_tf32_is_refused_where_the_devices_found_here_cannot_run_it(tmp_path, monkeypatch, devices, args, refused):
+    """Where the devices are found only by asking the framework (no -d), the answer is still known
+    before any trial. A sweep's grid is the product of its lists (docs/STRATEGY.md): one that lists
+    tf32 with other precisions over CUDA and other devices keeps its points of tf32 off CUDA, which
+    end `unsupported` with the reason, as channels-last does on a network without convolutions."""
+    from rigbench.experiments import devices as device_lists
+
+    monkeypatch.setattr(device_lists, "framework_devices", lambda framework: devices)
+    precision = [] if "--precision" in args else ["--precision", "tf32"]
+    res = invoke(*args, *precision, "--quick", "--db", str(tmp_path / "t.db"))
+    if refused:
+        assert res.exit_code == 2, res.output
+        assert res.stderr.strip() == TF32_OFF_CUDA
+    else:
+        assert res.exit_code == 0, res.output
+        assert "tf32" in res.stdout
+    assert not (tmp_path / "t.db").exists()
+
+
+def test_a_sweep_file_of_tf32_on_the_cpu_is_refused_and_scaling_keeps_its_unsupported_row(tmp_path):
+    (tmp_path / "s.toml").write_text('workloads = ["mlp"]\ndevices = ["cpu"]\nprecisions = ["tf32"]\n')
+    res = invoke("sweep", "--config", str(tmp_path / "s.toml"), "--dry-run", "--db", str(tmp_path / "t.db"))
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip() == TF32_OFF_CUDA
+    # scaling is a study of variants beside a baseline: tf32 there is one row, `unsupported` with
+    # the reason, and the study's other rows stand (docs/STRATEGY.md), so it is planned, not refused
+    specs = api.plan_scaling("mlp", "cpu", precisions=["tf32"], threads=[1], compile=False, channels_last=False)
+    assert [s.precision for s in specs] == ["fp32", "fp32", "tf32", "fp32"]
 
 
 def _searched(recommended: int | None) -> MaxBatchOutcome:

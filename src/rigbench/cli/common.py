@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 from rigbench import __version__, api
 from rigbench.compile_modes import COMPILE_MODES, CompileMode, compile_mode
 from rigbench.errors import UsageError, validation_line
+from rigbench.experiments.plan import tf32_off_cuda
 from rigbench.frameworks import framework_names
 from rigbench.numlimits import number_problem, seconds_problem
 from rigbench.reports import terminal
@@ -227,8 +228,7 @@ def _check_precision(precision: str, devices: Sequence[str] = ()) -> None:
         raise UsageError(f"--precision must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, got {precision!r}")
     other = next((d for d in devices if precision == "tf32" and not d.startswith("cuda")), None)
     if other is not None:
-        raise UsageError(f"--precision tf32 is an NVIDIA GPU format (Ampere and later), not on {other}: "
-                         "use fp32 there, or -d cuda:N")
+        raise UsageError(tf32_off_cuda(other))
 
 
 #: On/off words the switch flags take (`--channels-last off,on`, `--compile off,on`).

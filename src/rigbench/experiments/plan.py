@@ -93,7 +93,27 @@ def plan_run(
                     ))
     check_ranks_fit(specs)  # here too: refused before `run` says how many threads each rank gets
     check_rank_devices(specs)
+    check_tf32_devices(specs)
     return specs
+
+
+def tf32_off_cuda(device: str) -> str:
+    """The one line that refuses tf32 on `device`, a device other than CUDA."""
+    return f"--precision tf32 is an NVIDIA GPU format (Ampere and later), not on {device}: use fp32 there, or -d cuda:N"
+
+
+def check_tf32_devices(specs: Sequence[TrialSpec]) -> None:
+    """UsageError where tf32 meets a device that is not CUDA and the trials asked for could only
+    end `unsupported` there (every adapter refuses tf32 off CUDA), known once the devices are,
+    before any trial: a device all of whose trials are tf32 (`run`'s one precision, a sweep that
+    lists tf32 alone), or tf32 trials with no CUDA device among them (`-d cpu`, a machine
+    without one). A sweep that lists tf32 beside other precisions over CUDA and other devices
+    keeps its product (docs/STRATEGY.md): its points of tf32 off CUDA end `unsupported`, named."""
+    tf32 = dict.fromkeys(s.device for s in specs if s.precision == "tf32")  # in the trials' order
+    cuda = any(s.device.startswith("cuda") for s in specs)
+    for device in (d for d in tf32 if not d.startswith("cuda")):
+        if not cuda or all(s.precision == "tf32" for s in specs if s.device == device):
+            raise UsageError(tf32_off_cuda(device))
 
 
 def check_rank_devices(specs: Sequence[TrialSpec]) -> None:
