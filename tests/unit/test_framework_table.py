@@ -307,6 +307,25 @@ def test_quick_and_busy_trials_are_marked_in_the_row_and_said_under_the_table(tm
     assert f"  busy (#{ids[1]}): other processes used the CPU while these trials were timed" in done.output
 
 
+def test_host_bound_gpu_trials_are_said_under_the_table(tmp_path):
+    """The H200's cnn in torch: GPU busy 28.7%, the CPU 2.08 of a 2.05 ms step: its speed is the
+    host's. JAX's lstm (GPU 80%, CPU 2.2 of 5.64 ms) is not; a CPU trial never is."""
+    path = tmp_path / "host.db"
+    store = Store(f"sqlite:///{path}")
+    store.add_run("hrun", "2026-01-01T00:00:00+00:00", "rigbench run cnn", {"hostname": "elsewhere"})
+    launched = make_result("torch", device="cuda:0", samples_per_s=62312.0, gpu_util_pct_mean=28.7,
+                           cpu_ms_per_step=2.08, step_time_ms_median=2.05)
+    busy_gpu = make_result("jax", device="cuda:0", samples_per_s=22692.0, gpu_util_pct_mean=80.2,
+                           cpu_ms_per_step=2.2, step_time_ms_median=5.64)
+    ids = [store.add_result(r.model_copy(update={"id": None, "run_id": "hrun"})) for r in (launched, busy_gpu)]
+    [table] = framework_tables(store.list())
+    assert {r.framework: r.host_bound for r in table.ours} == {"jax": [], "torch": [ids[0]]}
+    done = CliRunner().invoke(cli.app, ["compare", "--frameworks", "cnn", "--run", "hrun", "--db", str(path)],
+                              env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert f"  host-bound (#{ids[0]}): the GPU waited while the CPU launched the work" in done.output
+
+
 def test_data_parallel_trials_are_left_out_and_steps_count_the_global_batch():
     """`sweep mlp --processes 1,2 -b 64 --framework jax`: the jax row is the one-process trial
     (980 samples/s / 64 = 15.3 steps/s), not a mean with the 2-process one (297 samples/s at a

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rigbench.analysis.contention import is_busy
+from rigbench.analysis.host_bound import host_bound
 from rigbench.analysis.published import one_process_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
 from rigbench.analysis.roofline import result_roofline
@@ -64,6 +65,7 @@ class FrameworkRow:
     trials: list[int] = field(default_factory=list)  # ours: the trials the speed is the mean of
     busy: list[int] = field(default_factory=list)  # ours: those of them timed on a busy machine (contention.py)
     quick: bool = False          # ours: timed with a shorter window than the default protocol (`--quick`)
+    host_bound: list[int] = field(default_factory=list)  # ours: those of them whose speed is the host's (host_bound.py)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,7 +106,8 @@ def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkR
                         r.id, figure.tokens_per_s, peak.mfu if peak else None, peak.source if peak else None,
                         r.spec.threads, r.spec.compile, figure.ids,
                         [t.id for t in figure.trials if is_busy(t.metrics) and t.id],
-                        any(is_quick_protocol(t) for t in figure.trials))
+                        any(is_quick_protocol(t) for t in figure.trials),
+                        [t.id for t in figure.trials if host_bound(t) and t.id])
 
 
 def _highest(values: Iterable[float | None]) -> float | None:

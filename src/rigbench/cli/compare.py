@@ -192,6 +192,11 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
             out.print(f"  busy ({', '.join(busy)}): other processes used the CPU while these trials were timed "
                       "(`rigbench results show ID`: others_cpu_pct_mean); their speeds, and any ratio with them, "
                       "are the machine's under that load", highlight=False, markup=False)
+        host = [f"#{i}" for row in t.ours for i in row.host_bound]
+        if host:
+            out.print(f"  host-bound ({', '.join(host)}): the GPU waited while the CPU launched the work (GPU busy under "
+                      "90%, the CPU busy the whole step): these speeds are the host's as much as the GPU's, and "
+                      "another host with the same GPU can differ (docs/COMPARING.md)", highlight=False, markup=False)
         if any(row.quick for row in t.ours):
             out.print("  quick: timed with the short --quick protocol (fewer steps, a wider CI); figures to keep "
                       "need a plain `rigbench run`", highlight=False, markup=False)
