@@ -26,7 +26,7 @@
 #   overhead      mlp, autoencoder and cnn eager at b32, b128 and b512 (the step-overhead line's
 #                 fit), then `rigbench recommend cnn`, which measures torch.compile's modes itself
 #                 where the step proves overhead-bound
-#   lease         one lease's worth (about 9.5 minutes, bounded): cnn, resnet and lstm in torch, JAX
+#   lease         one lease's worth (bounded at 9.5 minutes; 7.5 on the H200): cnn, resnet, lstm in torch, JAX
 #                 and Keras on JAX at fp32 and bf16 (point 1), mlp and cnn eager against CUDA graphs
 #                 (point 3), gpt small compiled at batch 64 (the MFU aim)
 #   layout        resnet and cnn in torch at fp32 and bf16, NCHW and NHWC (--channels-last): whether
