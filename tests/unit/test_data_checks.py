@@ -15,7 +15,7 @@ from rigbench.data import load_for_workload, train_samples
 from rigbench.errors import UsageError
 from rigbench.experiments.lr_find import plan_lr_find
 from rigbench.experiments.plan import plan_train, prepare_data
-from rigbench.spec import LrFindOptions, Metrics, Result, TrialSpec
+from rigbench.spec import LrFindOptions, Metrics, Result, TrainOptions, TrialSpec
 
 
 def pngs(folder, n):
@@ -155,3 +155,65 @@ def test_lr_find_header_leaves_out_a_count_the_trial_never_made(capsys):
     _print_lr_find(lr_find_summary(counted), None, None)  # type: ignore[arg-type]
     assert "lr-find mlp on digits (1438 training samples), cpu b64" in capsys.readouterr().out
 
+
+
+def _no_trial(*args, **kwargs):
+    raise AssertionError("a trial ran")
+
+
+def test_recommend_refuses_a_batch_its_lr_find_and_loader_epoch_cannot_fill(tmp_path, monkeypatch):
+    """recommend runs an lr-find and a loader epoch on the data set it finds here offline (digits,
+    without MNIST in the cache) at the batch it picks from its grid: a grid batch that set cannot
+    fill is refused before the first trial, as `lr-find -b 5000` is (both used to end `unsupported`
+    after the max-batch search and the speed trials had run)."""
+    from rigbench.experiments import max_batch
+    from rigbench.experiments import recommend as experiment
+    from rigbench.store import Store
+
+    monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(max_batch, "find_max_batch", _no_trial)
+    monkeypatch.setattr(experiment, "run_trials", _no_trial)
+    db = tmp_path / "r.db"
+    result = CliRunner().invoke(app, ["recommend", "mlp", "-d", "cpu", "-b", "64,5000", "--db", str(db)])
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert result.stderr.strip() == (
+        "rigbench: error: digits has 1,438 training samples, fewer than one batch of 5000, and recommend's lr-find "
+        "and loader epoch train on it at the batch it picks: lower --batch-size to at most 1,438, or fetch a "
+        "larger data set for mlp (rigbench lr-find mlp --dataset ... downloads one)")
+    assert Store(str(db)).list() == []
+
+
+def _stored(spec: TrialSpec, **metrics) -> Result:
+    return Result(id=1, run_id="r", created_at="2026-01-01T00:00:00+00:00", spec=spec, status="ok",
+                  metrics=Metrics(**metrics))
+
+
+def test_recommend_checks_only_the_data_trials_it_will_run(tmp_path, monkeypatch):
+    """With an lr-find suggestion and a loader run stored, recommend runs no data trial: a large
+    batch is its own business then (the speed trials use synthetic data). Where the batch it picks
+    is one the data set cannot fill (a stored trial's, which no flag chose), the data trials are
+    said missing, with why, instead of run to `unsupported`."""
+    from rigbench.experiments import recommend as experiment
+    from rigbench.experiments.recommend_data import check_data_batches
+    from rigbench.workloads import get_workload
+
+    monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    mlp = get_workload("mlp")
+    lr_find = _stored(TrialSpec(workload="mlp", device="cpu", batch_size=64, lr_find=LrFindOptions(dataset="digits")),
+                      suggested_lr=0.01)
+    loader = _stored(TrialSpec(workload="mlp", device="cpu", batch_size=64,
+                               train=TrainOptions(dataset="digits", epochs=1, input_mode="loader")))
+    with pytest.raises(UsageError, match="fewer than one batch of 5000"):
+        check_data_batches(mlp, {}, ["cpu"], [64, 5000], [loader])  # the lr-find would run
+    with pytest.raises(UsageError, match="fewer than one batch of 5000"):
+        check_data_batches(mlp, {}, ["cpu"], [64, 5000], [lr_find])  # the loader epoch would
+    check_data_batches(mlp, {}, ["cpu"], [64, 5000], [lr_find, loader])
+    check_data_batches(mlp, {}, ["cpu"], [64, 1438], [])
+
+    monkeypatch.setattr(experiment, "run_trials", _no_trial)
+    outcome = experiment.RecommendOutcome("mlp", ["cpu"], [])
+    session = experiment._Session(None, True, outcome, lambda text: None, lambda r: None)  # type: ignore[arg-type]
+    experiment._data_trials(session, [], mlp, {}, "torch", "cpu", 5000, quick=False)
+    assert outcome.missing == ["lr-find and the input pipeline at b5000: digits, the data set here offline, has 1,438 "
+                               "training samples, fewer than one batch (rigbench lr-find mlp --dataset ... can "
+                               "download a larger one)"]

@@ -25,7 +25,6 @@ of kind "probe", old ones recognised by spec.TrialSpec) has.
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -41,7 +40,13 @@ from rigbench.errors import UsageError
 from rigbench.experiments import max_batch
 from rigbench.experiments.devices import chosen_devices, normalise_device
 from rigbench.experiments.execute import start_run
-from rigbench.experiments.plan import prepare_data
+from rigbench.experiments.recommend_data import (
+    check_data_batches,
+    needs_loader,
+    needs_lr_find,
+    offline_dataset,
+    short_of,
+)
 from rigbench.experiments.scaling import default_compile_modes, default_thread_counts
 from rigbench.experiments.search_limits import limit_of, stored_limit
 from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
@@ -114,23 +119,6 @@ def max_batch_reach(device: str) -> int:
     """How far past the grid's largest batch the recommendation's max-batch search goes: the
     question is whether the grid fits, not the absolute maximum."""
     return 2 if device == "cpu" else 16
-
-
-def offline_dataset(workload: str) -> str | None:
-    """The first real data set the workload accepts whose files are here (never downloads)."""
-    from rigbench.data import accepted_datasets
-    from rigbench.data.errors import ChecksumError, CorruptFileError
-
-    for name in accepted_datasets(workload):
-        if name == "image_folder":
-            continue  # needs a directory from the user
-        if name == "digits" and importlib.util.find_spec("sklearn") is None:
-            continue
-        try:
-            return prepare_data(workload, name, download=False)
-        except (UsageError, ChecksumError, CorruptFileError, OSError):
-            continue
-    return None
 
 
 class _Session:
@@ -206,6 +194,8 @@ def recommend(
     run = _Session(store, run_missing, outcome, on_note, on_trial_end)
     measure = MeasureOptions.quick() if quick else MeasureOptions()
     grid = sorted(set(batch_sizes)) or batch_grid(ref, quick)
+    if run_missing:  # the lr-find and loader epoch at a batch of the grid: one their data set fills
+        check_data_batches(ref, options, chosen, grid, stored)
 
     def spec(device: str, batch: int, **changes) -> TrialSpec:
         return TrialSpec(workload=ref.name, workload_options=options, framework=framework, device=device,
@@ -326,16 +316,20 @@ def _compile_trials(run: _Session, results: list[Result], ref: Workload, framewo
 def _data_trials(run: _Session, results: list[Result], ref: Workload, options: dict, framework: str,
                  device: str, batch: int, quick: bool) -> None:
     """lr-find and a 1-epoch loader run, when missing and a real data set is here offline."""
-    needs_lr = ref.lr_find and rules.lr_find_result(results) is None  # else it would end `unsupported`
-    needs_loader = not any(r.spec.train is not None and r.spec.train.input_mode == "loader"
-                           and r.spec.device == device and r.status == "ok" for r in results)
-    if not (needs_lr or needs_loader):
+    needs_lr, loader = needs_lr_find(ref, results), needs_loader(results, device)
+    if not (needs_lr or loader):
         return
+    what, how = ("lr-find and the input pipeline", "train/lr-find") if needs_lr else ("the input pipeline", "train")
     dataset = offline_dataset(ref.name)
     if dataset is None:
-        what, how = ("lr-find and the input pipeline", "train/lr-find") if needs_lr else ("the input pipeline", "train")
         run.outcome.missing.append(f"{what}: {ref.name} has no real data set "
                                    f"here offline (rigbench {how} --dataset ... can download one)")
+        return
+    n = short_of(ref, options, dataset, batch)  # e.g. a stored trial's batch, which no flag chose
+    if n is not None:  # the trials would end `unsupported`: said missing instead, with why
+        run.outcome.missing.append(f"{what} at b{batch}: {dataset}, the data set here offline, has {n:,} training "
+                                   f"samples, fewer than one batch (rigbench {'lr-find' if needs_lr else 'train'} "
+                                   f"{ref.name} --dataset ... can download a larger one)")
         return
     base = dict(workload=ref.name, workload_options=options, framework=framework, device=device,
                 batch_size=batch, measure=MeasureOptions(timeout_s=1800))
@@ -343,7 +337,7 @@ def _data_trials(run: _Session, results: list[Result], ref: Workload, options: d
         opts = LrFindOptions(dataset=dataset, **(LR_FIND_QUICK if quick else LR_FIND_FULL))
         run.measure(f"lr-find on {dataset} at b{batch}", "no stored lr-find with a suggestion",
                     [TrialSpec(**base, lr_find=opts)])
-    if needs_loader:
+    if loader:
         subset = max(LOADER_QUICK_SAMPLES, 8 * batch) if quick else None
         train = TrainOptions(dataset=dataset, download=False, epochs=1, input_mode="loader", workers=0,
                              max_train_samples=subset)
