@@ -36,10 +36,15 @@ def test_compare_says_a_change_between_host_bound_trials_is_the_hosts():
     [pair] = compare_results([a], [b], same_machine=False).pairs
     assert pair.verdict == "faster"
     [note] = [n for n in pair.notes if n.startswith("host-bound")]
-    assert note.startswith("host-bound on both sides (A: GPU busy 43%, CPU 10.83 of 10.91 ms a step; "
-                           "B: GPU busy 82%, CPU 6.06 of 5.95 ms a step)"), note
+    assert note.startswith("host-bound on both sides (A: GPU busy 43%, CPU 10.83 ms in a 10.91 ms step; "
+                           "B: GPU busy 82%, CPU 6.06 ms in a 5.95 ms step)"), note
     c = gpu_trial(99.9, 6.0, 6.0, rid=3, run_id="c")
     [pair] = compare_results([a], [c], same_machine=False).pairs
     assert any(n.startswith("host-bound in A only (A: GPU busy 43%") for n in pair.notes), pair.notes
     [pair] = compare_results([c], [gpu_trial(99.0, 6.0, 6.1, rid=4, run_id="d")], same_machine=False).pairs
     assert not any(n.startswith("host-bound") for n in pair.notes), pair.notes
+    # the H100 bundle's trials predate the CPU time per step: that side cannot say, and is not called free of it
+    old = gpu_trial(20.0, None, 4.0, rid=5, run_id="e")
+    [pair] = compare_results([old], [b], same_machine=False).pairs
+    assert any(n.startswith("host-bound in B; A cannot say (no GPU busy or CPU time per step stored) (B: GPU busy 82%")
+               for n in pair.notes), pair.notes

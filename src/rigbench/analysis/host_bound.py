@@ -41,13 +41,22 @@ def host_bound(r: Result) -> bool:
 def host_bound_note(a: Sequence[Result], b: Sequence[Result]) -> str | None:
     """The compare note for a pair where a side's trials are host-bound, with the figures that
     say so; None where neither side is."""
-    sides = [(name, trials) for name, trials in (("A", a), ("B", b)) if any(host_bound(t) for t in trials)]
+    named = {"A": a, "B": b}
+    sides = [name for name, trials in named.items() if any(host_bound(t) for t in trials)]
     if not sides:
         return None
     figures = "; ".join(
-        f"{name}: GPU busy {t.metrics.gpu_util_pct_mean:.0f}%, CPU {t.metrics.cpu_ms_per_step:.2f} of "
-        f"{t.metrics.step_time_ms_median:.2f} ms a step"
-        for name, trials in sides for t in trials[-1:])
-    where = "on both sides" if len(sides) == 2 else f"in {sides[0][0]} only"
+        f"{name}: GPU busy {t.metrics.gpu_util_pct_mean:.0f}%, CPU {t.metrics.cpu_ms_per_step:.2f} ms in a "
+        f"{t.metrics.step_time_ms_median:.2f} ms step" for name in sides for t in named[name][-1:])
+    # the other side may not say: a result stored before rigbench measured the CPU per step
+    unknown = [name for name, trials in named.items() if name not in sides and not _measured(trials[-1])]
+    where = ("on both sides" if len(sides) == 2 else f"in {sides[0]}" + (
+        f"; {unknown[0]} cannot say (no GPU busy or CPU time per step stored)" if unknown else " only"))
     return (f"host-bound {where} ({figures}): the GPU waited while the CPU launched the work, so the "
             "speed is the host's (its CPU, clock, driver), not the GPU's")
+
+
+def _measured(r: Result) -> bool:
+    """Whether a GPU trial stored what host_bound reads."""
+    m = r.metrics
+    return m.gpu_util_pct_mean is not None and m.cpu_ms_per_step is not None and bool(m.step_time_ms_median)
