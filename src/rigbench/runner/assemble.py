@@ -21,7 +21,7 @@ from rigbench.runner.launchers.merge import merge_reports
 from rigbench.spec import LrFindOptions, Result, TrainOptions, TrialSpec
 from rigbench.textlimits import clip_result
 from rigbench.timestamps import now_iso
-from rigbench.trackers.energy import COUNTER_UPDATE_S
+from rigbench.trackers.energy import MIN_ENERGY_WINDOW_S
 from rigbench.trackers.summary import ALL_FIELDS, TRACKER_FIELDS, counter_delta, summarize
 from rigbench.workloads import epoch_samples, get_workload, shaped
 
@@ -154,9 +154,10 @@ def _add_energy(metrics: Metrics, spec: TrialSpec, outcome: Outcome, report: Chi
     read = [f for f in TRACKER_FIELDS["energy"] if f.statistic == "delta" and getattr(metrics, f.metric) is not None]
     if read:
         metrics.energy_j = sum(getattr(metrics, f.metric) for f in read)
-        if end - start < COUNTER_UPDATE_S:
-            notes.append(f"the measured window ({end - start:.2f} s) is shorter than the energy counters' "
-                         f"update period (~{COUNTER_UPDATE_S:g} s): approximate; time longer (--seconds)")
+        if end - start < MIN_ENERGY_WINDOW_S:
+            notes.append(f"the measured window ({end - start:.2f} s) is under {MIN_ENERGY_WINDOW_S:g} s, and each of "
+                         "its edges is read between two energy readings about 0.1 s apart: approximate; time "
+                         "longer (--seconds)")
         samples = _samples_processed(spec, metrics, report)
         if samples:
             metrics.energy_per_sample_j = metrics.energy_j / samples

@@ -34,9 +34,12 @@ GPU_KEY, CPU_KEY, DRAM_KEY = "gpu_energy_j", "cpu_energy_j", "dram_energy_j"
 #: The method names stored in a result's `energy_method`.
 GPU_COUNTER, GPU_POWER, AMD_COUNTER = "nvml-counter", "nvml-power-integrated", "amdsmi-counter"
 
-#: About how often the counters change (NVIDIA documents ~1 s averaging for board power on recent
-#: GPUs; RAPL updates every ~1 ms). A window shorter than this gets an "approximate" note.
-COUNTER_UPDATE_S = 1.0
+#: The shortest window whose energy is not flagged "approximate". NVML's energy counter changed
+#: every 100 ms on an H100 (docs/results/gpu-h100.md, section 5; RAPL every ~1 ms): each window
+#: edge, interpolated between two readings, can be off by up to one update, so a window of fewer
+#: than ten updates can be off by more than 10-20% (the H200's 0.1-0.3 s windows read 1.32-1.43x
+#: power x time, docs/results/gpu-h200.md, section 5).
+MIN_ENERGY_WINDOW_S = 1.0
 
 
 class EnergyMeter:
