@@ -327,3 +327,16 @@ def test_welch_interval_against_scipy():
     assert low < float(ref.confidence_interval(0.95).low) and high > float(ref.confidence_interval(0.95).high)
     with pytest.raises(ValueError, match="at least two values a side"):
         welch_interval([1.0], [2.0, 3.0])
+
+
+@pytest.mark.parametrize("args", [["--where-a", "workload=resnet", "--where-b", "workload=resnet"],
+                                  ["run1", "run1"], ["run1", "--where-a", "device=cpu", "--where-b", "device=cpu"]])
+def test_a_side_against_itself_is_refused(tmp_path, args):
+    """The same filters (or run) on both sides paired every trial with itself: all "no change"."""
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+
+    done = CliRunner().invoke(cli.app, ["compare", *args, "--db", str(tmp_path / "none.db")])
+    assert done.exit_code == 2, done.output
+    assert "A and B are the same trials (the same run and filters): give two runs, or filters that differ" in done.output

@@ -167,6 +167,9 @@ def compare(a: str | None = None, b: str | None = None, db: str | None = None,
     if a is None and not where_a or b is None and not where_b:
         raise UsageError("give two runs (rigbench compare RUN_A RUN_B) or filters for both sides "
                          "(--where-a KEY=VALUE --where-b KEY=VALUE)")
+    if a == b and sorted(where_a) == sorted(where_b):  # every trial would be judged against itself
+        raise UsageError("A and B are the same trials (the same run and filters): give two runs, or filters that "
+                         "differ, e.g. --where-a device=cpu --where-b device=cuda:0")
     # two bundle files need no database: do not ask for one that may not exist
     store = None if _is_file(a) and _is_file(b) else Store(db, create=False)
     results_a, machines_a, label_a = side_results(store, a, where_a, "A")
