@@ -19,12 +19,13 @@ SOFTWARE = {"torch": "2.11.0", "cuda": "13.0"}
 PARAMS = 1_000_000  # mlp trains with SGD + momentum: 5 x 4 B x 1e6 = 20 MB of optimiser traffic a step
 
 
-def trial(device_name: str, samples_per_s: float, flops_per_sample: float, bytes_per_sample: float,
-          rid: int = 1, run_id: str = "a") -> Result:
-    spec = TrialSpec(workload="mlp", device="cuda:0", batch_size=64)
+def trial(device_name: str, samples_per_s: float, flops_per_sample: float, bytes_per_sample: float | None,
+          rid: int = 1, run_id: str = "a", precision: str = "fp32",
+          created_at: str = "2026-01-01T00:00:00+00:00") -> Result:
+    spec = TrialSpec(workload="mlp", device="cuda:0", batch_size=64, precision=precision)
     rng = np.random.default_rng(rid)
     step = 64 / samples_per_s
-    return Result(id=rid, run_id=run_id, created_at="2026-01-01T00:00:00+00:00", spec=spec, status="ok",
+    return Result(id=rid, run_id=run_id, created_at=created_at, spec=spec, status="ok",
                   device_name=device_name, software=SOFTWARE,
                   step_times_s=list(step * (1 + 0.01 * rng.standard_normal(100))),
                   metrics=Metrics(samples_per_s=samples_per_s, flops_per_sample=flops_per_sample,
@@ -85,3 +86,36 @@ def test_compare_puts_the_prediction_beside_the_measured_ratio():
     console = Console(width=250, record=True)
     console.print(pairs_table(same))
     assert "spec B/A" not in console.export_text()
+
+
+# The H100 suite's bf16 trials were stored when the estimator counted bf16 at fp32 bytes; the
+# H200's later, at bf16 bytes: cnn b128 2.01 MB and 1.11 MB a sample (12.7 and 22.8 FLOP/byte
+# by their own counts), and `compare` printed spec B/A 2.57 where the sheets allow x1.43 at most.
+OLD, NEW = "2026-11-23T07:29:45+00:00", "2026-11-27T16:25:28+00:00"
+
+
+def test_both_devices_are_predicted_at_one_intensity_the_newer_estimate():
+    # A stored twice B's bytes for the same configuration: 4.32 FLOP/byte against B's 7.62
+    a = trial(H100, 76_600, 1e7, 2e6, precision="bf16", created_at=OLD)
+    b = trial(H200, 80_000, 1e7, 1e6, rid=2, run_id="b", precision="bf16", created_at=NEW)
+    p = predict(a, b)
+    assert p is not None and p.ratio == pytest.approx(4800 / 3350)  # was 4800 x 7.62 / (3350 x 4.32) = 2.53
+    assert p.intensity == pytest.approx(6.4e8 / 84e6)  # B's, the newer trial's
+    assert p.estimate_from == "B" and p.stored_intensity_a == pytest.approx(6.4e8 / 148e6)
+    # A's share of its ceiling is read at the shared intensity too
+    assert p.reached_a == pytest.approx(76_600 * 1e7 / (6.4e8 / 84e6 * 3350e9))
+    assert "both read at 7.62 FLOP/byte, B's estimate (the newer trial's; A's stored estimate differs, 4.32" in p.note()
+    # the newer trial on side A: A's estimate for both, whichever side it is on
+    swapped = predict(b.model_copy(update={"device_name": H100}), a.model_copy(update={"device_name": H200}))
+    assert swapped is not None and swapped.estimate_from == "A" and swapped.ratio == pytest.approx(4800 / 3350)
+    # equal estimates: nothing to say
+    same = predict(trial(H100, 76_600, **MEMORY), trial(H200, 80_000, **MEMORY, rid=2))
+    assert same is not None and same.estimate_from == "both" and "estimate" not in same.note()
+
+
+def test_a_side_without_an_estimate_takes_the_others():
+    # the same configuration moves the same bytes: a result stored before rigbench estimated
+    # traffic is predicted at the other side's estimate, and the note says whose
+    p = predict(trial(H100, 76_600, 1e7, None, created_at=OLD), trial(H200, 80_000, **MEMORY, rid=2, created_at=NEW))
+    assert p is not None and p.ratio == pytest.approx(4800 / 3350) and p.estimate_from == "B"
+    assert p.stored_intensity_a is None and "A stored none" in p.note()

@@ -11,11 +11,22 @@ an H200 (docs/results/gpu-h200.md): the networks at 23-35% of their ceilings fol
 5% (predicted x1.00, measured x0.95-1.03), lstm at 18-20% within 10% (x1.07, x0.96); those at 1-7%
 did not (predicted x1.15-1.43, measured x0.73-1.15). NEAR_CEILING draws the line in the gap
 between 7% and 18%: one comparison's evidence, to revisit as more pairs of devices are measured.
+
+Both devices are read at ONE intensity, the pair's: the two trials are one configuration, which
+moves the same bytes wherever it runs. Each trial stores its own estimate (`bytes_per_sample`),
+made by the rigbench of its day, and estimates change: results stored before the estimate
+counted the precision hold bf16/fp16 traffic at fp32 bytes. The H100's bf16 resnet (b128) stored
+17.4 FLOP/byte, the H200's 34.4, and each device at its own figure gave a B/A of 2.84 where the
+sheets allow x1.43 at most (bandwidths 4.8 against 3.35 TB/s, the same peaks). Where the two
+differ the newer trial's estimate serves both (the trial's created_at; B's on a tie), where one
+side has none the other's, and the note says so. The stored results do not say which estimator
+made them (no version is kept with the figure), so "newer" is the trial's date, not a version.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from rigbench.analysis.roofline import result_roofline
@@ -37,6 +48,10 @@ class Prediction:
     bound_b: str
     reached_a: float | None      # achieved FLOP/s / ceiling (None without a FLOP count)
     reached_b: float | None
+    intensity: float | None = None           # the pair's FLOP/byte, at which both ceilings are read
+    estimate_from: str = "both"              # whose bytes estimate: "both" (equal), "A" or "B"
+    stored_intensity_a: float | None = None  # each trial's FLOP/byte from its own stored estimate
+    stored_intensity_b: float | None = None
 
     @property
     def applies(self) -> bool:
@@ -54,20 +69,66 @@ class Prediction:
                                                                               ("B", self.reached_b))
                             if value is not None)
         text = f"spec sheets predict B/A x{self.ratio:.2f} ({bounds}; {reached} of the ceiling)"
+        text += self._estimate_note()
         if self.applies:
             return text
         return (text + f": under {NEAR_CEILING:.0%} the trial is limited by launches, the host or the framework, "
                 "not by the device's roof, so the prediction does not apply")
 
 
+    def _estimate_note(self) -> str:
+        """Where the two trials' stored bytes estimates differ: at whose estimate both were read."""
+        if self.estimate_from == "both" or self.intensity is None:
+            return ""
+        other = "A" if self.estimate_from == "B" else "B"
+        stored = self.stored_intensity_a if other == "A" else self.stored_intensity_b
+        why = (f"{other} stored none" if stored is None else
+               f"the newer trial's; {other}'s stored estimate differs, {stored:.3g}: made otherwise, e.g. by an "
+               "older rigbench")
+        return f"; both read at {self.intensity:.3g} FLOP/byte, {self.estimate_from}'s estimate ({why})"
+
+
+def shared_estimate(a: Result, b: Result) -> tuple[float | None, str]:
+    """The pair's bytes per sample and whose it is: "both" where the stored estimates agree (or
+    neither has one), else the newer trial's ("A" or "B"; B on a tie), or the only one."""
+    bytes_a, bytes_b = a.metrics.bytes_per_sample, b.metrics.bytes_per_sample
+    if bytes_a == bytes_b:
+        return bytes_a, "both"
+    if bytes_a is None or bytes_b is None:
+        return (bytes_b, "B") if bytes_a is None else (bytes_a, "A")
+    when_a, when_b = _when(a), _when(b)
+    newer_a = when_a is not None and when_b is not None and when_a > when_b
+    return (bytes_a, "A") if newer_a else (bytes_b, "B")
+
+
+def _when(r: Result) -> datetime | None:
+    """When the trial was stored (its estimate's date), None where unreadable or without a zone."""
+    try:
+        when = datetime.fromisoformat(r.created_at)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def _at(r: Result, bytes_per_sample: float | None) -> Result:
+    """`r` with the pair's bytes estimate in place of its own."""
+    if r.metrics.bytes_per_sample == bytes_per_sample:
+        return r
+    return r.model_copy(update={"metrics": r.metrics.model_copy(update={"bytes_per_sample": bytes_per_sample})})
+
+
 def predict(a: Result, b: Result, samples_a: float | None = None, samples_b: float | None = None) -> Prediction | None:
     """The spec sheets' prediction for trials `a` and `b` of one configuration on different
-    devices, or None where either device or the trial's FLOP/byte lacks a ceiling. `samples_*`:
-    each side's figure (the mean of its repeats) in place of the trial's own samples/s."""
-    roof_a = result_roofline(a, None, samples_per_s=samples_a).spec
-    roof_b = result_roofline(b, None, samples_per_s=samples_b).spec
+    devices, both at the pair's intensity (shared_estimate), or None where either device or the
+    FLOP/byte lacks a ceiling. `samples_*`: each side's figure (the mean of its repeats) in place
+    of the trial's own samples/s."""
+    moved, whose = shared_estimate(a, b)
+    full_a = result_roofline(_at(a, moved), None, samples_per_s=samples_a)
+    roof_a, roof_b = full_a.spec, result_roofline(_at(b, moved), None, samples_per_s=samples_b).spec
     if (roof_a is None or roof_b is None or not roof_a.ceiling_flops or not roof_b.ceiling_flops
             or roof_a.bound is None or roof_b.bound is None):
         return None
+    stored_a, stored_b = (result_roofline(r, None).intensity for r in (a, b))
     return Prediction(roof_b.ceiling_flops / roof_a.ceiling_flops, roof_a.name, roof_b.name, roof_a.bound,
-                      roof_b.bound, roof_a.of_ceiling, roof_b.of_ceiling)
+                      roof_b.bound, roof_a.of_ceiling, roof_b.of_ceiling, full_a.intensity, whose,
+                      stored_a, stored_b)
