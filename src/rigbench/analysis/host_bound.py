@@ -38,18 +38,26 @@ def host_bound(r: Result) -> bool:
     return m.gpu_util_pct_mean < GPU_BUSY_BELOW and m.cpu_ms_per_step >= CPU_WHOLE_STEP * m.step_time_ms_median
 
 
+def host_bound_state(trials: Sequence[Result]) -> bool | None:
+    """One configuration's trials (a run's repeats): True where any is host-bound, None where
+    none is and the newest stored no GPU busy or CPU time per step (it cannot say), else False."""
+    if any(host_bound(t) for t in trials):
+        return True
+    return False if trials and _measured(trials[-1]) else None
+
+
 def host_bound_note(a: Sequence[Result], b: Sequence[Result]) -> str | None:
     """The compare note for a pair where a side's trials are host-bound, with the figures that
     say so; None where neither side is."""
     named = {"A": a, "B": b}
-    sides = [name for name, trials in named.items() if any(host_bound(t) for t in trials)]
+    sides = [name for name, trials in named.items() if host_bound_state(trials)]
     if not sides:
         return None
     figures = "; ".join(
         f"{name}: GPU busy {t.metrics.gpu_util_pct_mean:.0f}%, CPU {t.metrics.cpu_ms_per_step:.2f} ms in a "
         f"{t.metrics.step_time_ms_median:.2f} ms step" for name in sides for t in named[name][-1:])
     # the other side may not say: a result stored before rigbench measured the CPU per step
-    unknown = [name for name, trials in named.items() if name not in sides and not _measured(trials[-1])]
+    unknown = [name for name, trials in named.items() if host_bound_state(trials) is None]
     where = ("on both sides" if len(sides) == 2 else f"in {sides[0]}" + (
         f"; {unknown[0]} cannot say (no GPU busy or CPU time per step stored)" if unknown else " only"))
     return (f"host-bound {where} ({figures}): the GPU waited while the CPU launched the work, so the "

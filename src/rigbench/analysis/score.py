@@ -18,6 +18,14 @@ this is the step-level bootstrap alone; with repeats, the spread between them (a
 trial, METHODOLOGY.md) widens the interval, as it should. Workloads missing on either side
 are left out and named; the score is then over the common subset only.
 
+What the CI does not cover is said, not widened by a guess (Score.notes): with one trial a
+side it is the noise between the steps of each trial only, while whole runs on one machine
+differ by more (the H100's cnn read 50,401 and 61,374 samples/s in one session) and so do two
+hosts of one kind (two leases of the same H200 kind scored 0.981 and 1.24-1.28 against the
+H100, docs/results/gpu-h200-frameworks.md). The notes also name the workloads whose GPU waited
+for the host (analysis/host_bound.py) on either side: their speed-ups compare the hosts' CPUs,
+clocks and drivers, not the GPUs (6 of the H200 suite's 8).
+
 Reference machines are results bundles (store/bundle.py) shipped in
 data/reference_machines/NAME.json, or any bundle file, or a stored run.
 """
@@ -31,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from rigbench.analysis.host_bound import host_bound_state
 from rigbench.analysis.stats import geometric_mean, median
 from rigbench.analysis.trials import is_full_protocol, is_quick_protocol, newest_run_trials
 from rigbench.spec import Result, TrialSpec
@@ -151,9 +160,16 @@ class ScoreItem:
         return {"id": trials[-1].id, "trials": [r.id for r in trials], "device_name": trials[-1].device_name,
                 "samples_per_s": mean_speed(trials)}
 
+    @property
+    def host_bound(self) -> dict[str, bool | None]:
+        """Per side, whether its trials' speed was the host's (analysis/host_bound.host_bound_state:
+        None where the side stored no GPU busy or CPU time per step)."""
+        return {"ours": host_bound_state(self.ours), "reference": host_bound_state(self.reference)}
+
     def as_dict(self) -> dict[str, Any]:
         return {"workload": self.workload, "batch_size": self.batch_size, "speedup": self.speedup,
-                "quick": self.quick, "ours": self.side(self.ours), "reference": self.side(self.reference)}
+                "quick": self.quick, "host_bound": self.host_bound, "ours": self.side(self.ours),
+                "reference": self.side(self.reference)}
 
 
 @dataclass
@@ -166,9 +182,54 @@ class Score:
     missing_reference: list[str] = field(default_factory=list)  # ... the reference lacks
     suite: str = SUITE_VERSION
 
+    def _single(self, side: str) -> list[str]:
+        """The workloads that `side` ("ours", "reference") measured with one trial (no repeats)."""
+        return [i.workload for i in self.items if len(getattr(i, side)) < 2]
+
+    @property
+    def ci_covers(self) -> str:
+        """What spread the CI holds: "within trials" (one trial per workload on each side: the
+        noise between steps alone), "repeats" (every side repeated: run-to-run spread too),
+        "repeats in part" (some side of some workload has one trial)."""
+        singles = len(self._single("ours")) + len(self._single("reference"))
+        return "within trials" if singles == 2 * len(self.items) else "repeats" if not singles else "repeats in part"
+
+    def notes(self) -> list[str]:
+        """The lines under the score: what its CI leaves out, and the host-bound workloads."""
+        return [line for line in (self._ci_note(), self._host_bound_note()) if line]
+
+    def _ci_note(self) -> str | None:
+        if self.ci_covers == "repeats":
+            return None
+        if self.ci_covers == "within trials":
+            return ("95% CI: the noise between steps within each trial only (one trial a workload on each side), "
+                    "not run-to-run or host-to-host variation; `rigbench run --repeat 3` on both machines puts "
+                    "run-to-run spread in it")
+        named = "; ".join(f"one trial {where}: {', '.join(found)}" for where, found in
+                          (("here", self._single("ours")), ("in the reference", self._single("reference"))) if found)
+        return (f"95% CI: run-to-run spread only where a side has repeats; {named}, the noise within that trial "
+                "alone (`rigbench run --repeat 3` them); host-to-host variation is in no part of it")
+
+    def _host_bound_note(self) -> str | None:
+        states = {side: {i.workload: i.host_bound[side] for i in self.items} for side in ("ours", "reference")}
+        where = {"ours": "here", "reference": "in the reference"}
+        bound = {side: [w for w, state in found.items() if state] for side, found in states.items()}
+        if not bound["ours"] and not bound["reference"]:
+            return None
+        said = "; ".join(f"{where[side]}: {', '.join(found)} ({len(found)} of {len(self.items)})"
+                         for side, found in bound.items() if found)
+        who = {"ours": "our side", "reference": "the reference"}
+        unknown = [f"{who[side]} cannot say" + (
+            "" if len(found) == len(self.items) else f" for {', '.join(found)}")
+            for side in states if (found := [w for w, state in states[side].items() if state is None])]
+        if unknown:
+            said += f"; {'; '.join(unknown)} (no GPU busy or CPU time per step stored)"
+        return (f"host-bound {said}: the GPU waited while the CPU launched the work, so those speed-ups are the "
+                "host's (its CPU, clock, driver), not the GPU's")
+
     def as_dict(self) -> dict[str, Any]:
         return {"device_class": self.device_class, "suite": self.suite, "score": self.value, "ci": list(self.ci),
-                "workloads": [i.as_dict() for i in self.items],
+                "ci_covers": self.ci_covers, "workloads": [i.as_dict() for i in self.items],
                 "missing_here": self.missing_ours, "missing_in_reference": self.missing_reference}
 
 

@@ -291,12 +291,16 @@ def score(
     for s in outcome.scores:
         out.print(compare_tables.score_table(s))
         total = len(s.items) + len(s.missing_ours) + len(s.missing_reference)
-        out.print(f"Score ({s.device_class}): {s.value:.3f} (95% CI {s.ci[0]:.3f} to {s.ci[1]:.3f}), the geometric "
-                  f"mean over {len(s.items)} of the {total} workloads of suite {s.suite}", highlight=False, markup=False)
+        within = ", within trials only" if s.ci_covers == "within trials" else ""
+        out.print(f"Score ({s.device_class}): {s.value:.3f} (95% CI {s.ci[0]:.3f} to {s.ci[1]:.3f}{within}), the "
+                  f"geometric mean over {len(s.items)} of the {total} workloads of suite {s.suite}",
+                  highlight=False, markup=False)
         quick = [item.workload for item in s.items if item.quick]
         if quick:
             out.print(f"  * timed with the short --quick protocol (fewer steps, a wider CI): {', '.join(quick)}; "
                       "a score to keep needs a plain `rigbench run`", highlight=False, markup=False)
+        for line in s.notes():  # what the CI leaves out; the workloads whose speed was the host's
+            out.print(f"  {line}", highlight=False, markup=False)
         for line in terminal.busy_lines([r for item in s.items for r in item.ours]):
             out.print(f"  {line}", highlight=False, markup=False)
         if s.missing_ours:
