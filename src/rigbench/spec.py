@@ -133,6 +133,19 @@ class LrFindOptions(BaseModel):
     diverge_factor: float = Field(4.0, gt=1)
 
 
+class MaxBatchSearch(BaseModel):
+    """What a max-batch search was asked (`rigbench max-batch --start --max --tolerance`), stored
+    with each of its probes: with it, the probes and the search's own rule (experiments/
+    max_batch.next_probe) say whether the search ended by that rule or was stopped (Ctrl-C, a
+    timeout, a killed process) with batches still to probe. Probes stored before it have none."""
+
+    model_config = INPUT
+
+    start: Int64 = Field(..., ge=1, description="the first batch probed")
+    max_batch: Int64 = Field(..., ge=1, description="no batch above this is probed (--max)")
+    tolerance: float = Field(..., ge=0, lt=1, description="bisection ends at hi - lo <= max(1, tolerance x lo)")
+
+
 class TrialSpec(BaseModel):
     """One trial: a workload trained on one device with one configuration."""
 
@@ -158,6 +171,8 @@ class TrialSpec(BaseModel):
     channels_last: bool = Field(False, description="NHWC memory layout for convolutional workloads")
     train: TrainOptions | None = Field(None, description="set for `rigbench train` trials")
     lr_find: LrFindOptions | None = Field(None, description="set for `rigbench lr-find` trials")
+    # Not in CONFIG_FIELDS: what the search asked, not what the probe ran
+    search: MaxBatchSearch | None = Field(None, description="set for max-batch probes: the search they belong to")
 
     @model_validator(mode="before")
     @classmethod
@@ -221,6 +236,8 @@ class TrialSpec(BaseModel):
             raise ValueError("kind 'train' and the train options go together")
         if (self.kind == "lr_find") != (self.lr_find is not None):
             raise ValueError("kind 'lr_find' and the lr_find options go together")
+        if self.search is not None and self.kind != "probe":
+            raise ValueError("only a probe (kind 'probe') belongs to a max-batch search")
         if self.world_size % self.nodes:
             raise ValueError(f"world_size {self.world_size} does not share out over {self.nodes} nodes")
         return self

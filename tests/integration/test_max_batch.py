@@ -4,7 +4,9 @@ that runs, and the probe just above it failed with `oom`."""
 import pytest
 
 from rigbench.experiments.max_batch import MIB, find_max_batch
+from rigbench.experiments.search_limits import stored_limit
 from rigbench.experiments.sweep import spec_key
+from rigbench.spec import MaxBatchSearch
 from rigbench.store import Store
 from tests.conftest import framework_rss_mib
 
@@ -47,6 +49,10 @@ def test_finds_the_largest_batch_under_a_memory_limit(tmp_path, monkeypatch):
     stored = Store(db).list(run_id=outcome.run_id)
     assert [(r.spec.batch_size, r.status) for r in stored] == list(statuses.items())
     assert [spec_key(r.spec) for r in seen] == [spec_key(r.spec) for r in stored]
+    # each says what its search was asked, so a reader can tell that it ended by its own rule
+    assert all(r.spec.search == MaxBatchSearch(start=128, max_batch=65536, tolerance=0.5) for r in stored)
+    read = stored_limit(stored, "cpu")
+    assert (read.unfinished, read.tolerance, outcome.to_dict()["complete"]) == (None, 0.5, True)
     # probes are a kind of their own: never a speed trial
     assert {r.spec.kind for r in stored} == {"probe"}
     assert [r.id for r in Store(db).list(kind="probe")] == [r.id for r in stored]

@@ -11,12 +11,13 @@ from pydantic import BaseModel, ValidationError
 from rigbench.metrics import Metrics
 from rigbench.numlimits import MAX_INT, MAX_SECONDS, number_problem
 from rigbench.result_rules import result_problems
-from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
+from rigbench.spec import LrFindOptions, MaxBatchSearch, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.sweep_spec import SweepSpec
 
 BASES: dict[type[BaseModel], dict] = {
     TrialSpec: {"workload": "mlp", "batch_size": 8}, MeasureOptions: {}, SweepSpec: {},
     TrainOptions: {"dataset": "digits", "epochs": 1}, LrFindOptions: {"dataset": "digits"},
+    MaxBatchSearch: {"start": 8, "max_batch": 64, "tolerance": 0.0},
 }
 
 

@@ -121,10 +121,7 @@ def decide_batch(results: Sequence[Result], device: str, limit: MemoryLimit | No
         "samples_per_s": {b: side.samples_per_s for b, side in speeds.items()},
         "trials": {b: side.ids for b, side in speeds.items()},
         "left_out_over_memory_limit": over,
-        "max_batch": None if limit is None else {
-            "largest_ok": limit.largest_ok, "smallest_oom": limit.smallest_oom,
-            "recommended": limit.recommended, "limit_bytes": limit.limit_bytes, "run_id": limit.run_id,
-            "unfinished": limit.unfinished},
+        "max_batch": None if limit is None else limit.row(),
     }
     if not speeds:
         return Line("batch_size", None, f"batch size: not measured on {device} within the memory limit", numbers)

@@ -30,9 +30,13 @@ class MemoryLimit:
     recommended: int | None  # <= largest_ok, with a safety margin by the memory model
     limit_bytes: int | None
     run_id: str | None = None
-    #: why the search ended before its own stopping rule (experiments/max_batch.unfinished), e.g.
-    #: stopped by Ctrl-C before bisecting; None for a search that ended by it, as far as is known
+    #: why the search ended before its own stopping rule (experiments/max_batch_logic.replay), e.g.
+    #: stopped by Ctrl-C mid-bisection; None for a search that ended by it (as far as its probes
+    #: show, where `tolerance` is None)
     unfinished: str | None = None
+    #: the search's --tolerance as stored with its probes; None for probes stored before it was,
+    #: whose completeness is read from the probes alone (a stop mid-bisection reads as complete)
+    tolerance: float | None = None
 
     @property
     def cap(self) -> int | None:
@@ -46,7 +50,9 @@ class MemoryLimit:
     def text(self) -> str:
         """What the search found, and what it leaves open, as the batch line says it: one that met
         no out-of-memory caps nothing; one that stopped early (`unfinished`) is named so (it is
-        used only where no complete search is stored: experiments/search_limits.stored_limit)."""
+        used only where no complete search is stored: experiments/search_limits.stored_limit); one
+        that ended by its rule short of one sample says to what tolerance, or that its probes alone
+        say it ended (stored without its tolerance)."""
         run = f" (run {self.run_id})" if self.run_id else ""
         if self.smallest_oom is None:
             reach = f"up to b{self.largest_ok}, where" if self.largest_ok is not None else "before"
@@ -56,7 +62,17 @@ class MemoryLimit:
                 + f", first oom {self.smallest_oom}")
         if self.unfinished:
             text += f"; an incomplete search{run}: {self.unfinished} (`rigbench max-batch` runs a complete one)"
+        elif self.largest_ok is not None and self.smallest_oom - self.largest_ok > 1:  # not bisected to one sample
+            text += (f"; complete to its --tolerance {self.tolerance:g}" if self.tolerance is not None else
+                     "; complete as far as its probes show (stored without its --tolerance, so a search stopped "
+                     "mid-bisection would read the same)")
         return text
+
+    def row(self) -> dict[str, Any]:
+        """The figures the batch line's numbers give (analysis/recommend.decide_batch)."""
+        return {"largest_ok": self.largest_ok, "smallest_oom": self.smallest_oom, "recommended": self.recommended,
+                "limit_bytes": self.limit_bytes, "run_id": self.run_id, "unfinished": self.unfinished,
+                "tolerance": self.tolerance}
 
 
 @dataclass

@@ -326,6 +326,8 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
         say(f"batch {batch} crashed ({headline}) where the memory model puts it at {need / MIB:,.0f} MiB, over "
             f"the {(o.limit_bytes or 0) / MIB:,.0f} MiB limit: counted as out of memory (native code that uses an allocation that failed under "
             f"the cap crashes instead of raising)")
+    if o.stopped is None and o.below_framework is None and (ending := o.ending()):  # a stop by status: below
+        say(f"search: {ending}")
     if o.stopped is not None:
         say(f"search stopped at batch {o.stopped.spec.batch_size}: status {o.stopped.status}, which "
             f"says nothing about memory, so it is not counted as out of memory (see "

@@ -4,7 +4,10 @@ Search: grow the batch geometrically (x2) from `start` until a probe ends `oom` 
 is reached, then bisect between the largest batch that ran and the smallest that ran out
 of memory, until `hi - lo <= max(1, tolerance * lo)`. Each probe is one short trial in its
 own process, stored in the database as it finishes, as a trial of kind "probe": it times too
-few steps to be a speed figure, so score, compare and recommend never take it for one.
+few steps to be a speed figure, so score, compare and recommend never take it for one. Each
+carries what the search was asked (spec.MaxBatchSearch: start, max, tolerance), so a reader
+replays the rule on the stored probes and tells a search that ended by it from one stopped
+with batches left (max_batch_logic.replay).
 
 What a probe's status means here:
 - `ok`: the batch fits; `oom`: it does not (the framework's allocator failed under the limit).
@@ -64,7 +67,7 @@ from rigbench.experiments.max_batch_logic import (
 )
 from rigbench.hw.memory import available_memory
 from rigbench.runner.session import run_trials
-from rigbench.spec import PRECISIONS, PROBE_STEPS, MeasureOptions, Result, TrialSpec
+from rigbench.spec import PRECISIONS, PROBE_STEPS, MaxBatchSearch, MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.textlimits import error_line
 from rigbench.units import format_bytes
@@ -114,6 +117,23 @@ class MaxBatchOutcome:
     #: The child's words when the limit is below what the framework takes on import (the search
     #: then stops at its first probe: no batch can fit), else None
     below_framework: str | None = None
+    search: MaxBatchSearch | None = None  # what it was asked, as stored with each probe
+
+    @property
+    def unfinished(self) -> str | None:
+        """Why the search ended before its own stopping rule, in words (replay); None if it did not."""
+        return replay(self.probes, self.limit_bytes, self.search)[2]
+
+    def ending(self) -> str | None:
+        """How the search ended, as max-batch prints it: incomplete, with the batches left, or
+        complete to its tolerance where an out-of-memory bounds it; else None."""
+        if (why := self.unfinished) is not None:
+            return f"incomplete: {why}"
+        if self.search is None or self.largest_ok is None or self.smallest_oom is None:
+            return None
+        tolerance = self.search.tolerance
+        return (f"complete to --tolerance {tolerance:g}: smallest oom - largest ok = {self.smallest_oom - self.largest_ok}, "
+                f"within max(1, {tolerance:g} x {self.largest_ok}) = {max(1, tolerance * self.largest_ok):g}")
 
     @property
     def stopped_by_crash(self) -> bool:
@@ -136,7 +156,8 @@ class MaxBatchOutcome:
             "stopped_by": probe_row(self.stopped, self.memory_metric) if self.stopped else None,
             "crashes_counted_as_oom": [{"batch_size": batch, "error": headline, "model_bytes": need}
                                        for batch, headline, need in self.crashes_over_limit],
-            "interrupted": self.interrupted, "run_id": self.run_id, "db": self.db_url,
+            "search": self.search.model_dump() if self.search else None, "complete": self.unfinished is None,
+            "unfinished": self.unfinished, "interrupted": self.interrupted, "run_id": self.run_id, "db": self.db_url,
         }
 
 
@@ -195,11 +216,12 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     )
     store = Store(db)
     run_id = start_run(store, command)
+    search = MaxBatchSearch(start=start, max_batch=max_batch, tolerance=tolerance)
     outcome = MaxBatchOutcome(
         workload=workload, device=device, precision=precision, limit_bytes=limit, probes=[],
         largest_ok=None, smallest_oom=None, fixed_bytes=None, per_sample_bytes=None,
         recommended=None, margin=margin, run_id=run_id, limit_source=limit_source,
-        db_url=store.url, max_batch=max_batch,
+        db_url=store.url, max_batch=max_batch, search=search,
     )
     expected = activation_bytes(ref.name, resolved_options(ref, options), VALUE_BYTES[precision])
     if expected is not None:
@@ -208,7 +230,7 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     oom: list[int] = []
     while (batch := next_probe(ok, oom, start, max_batch, tolerance)) is not None:
         spec = TrialSpec(kind="probe", workload=ref.name, workload_options=options, framework=framework,
-                         device=device, batch_size=batch, precision=precision, measure=measure)
+                         device=device, batch_size=batch, precision=precision, measure=measure, search=search)
         if on_probe_start:
             on_probe_start(batch, outcome)
         session = run_trials([spec], store, run_id)  # stores the probe the moment it ends

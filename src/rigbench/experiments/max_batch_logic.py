@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 from rigbench.errors import BELOW_FRAMEWORK
-from rigbench.spec import Result
+from rigbench.spec import MaxBatchSearch, Result
 from rigbench.textlimits import error_line
 from rigbench.units import format_bytes
 
@@ -115,17 +115,19 @@ def crash_over_limit(batch: int, model: tuple[float, float] | None, limit_bytes:
     return need if need > limit_bytes else None
 
 
-def replay(probes: Sequence[Result], limit_bytes: int | None) -> tuple[list[int], list[int], str | None]:
+def replay(probes: Sequence[Result], limit_bytes: int | None,
+           search: MaxBatchSearch | None = None) -> tuple[list[int], list[int], str | None]:
     """A stored search's probes, in the order they ran, read as the search read them: the batches
     that ran, those out of memory (crashes counted as oom, `counted_crash`, included), and why it
-    ended before its own stopping rule, in words (None when it may have ended by it).
-    Nothing but the probes is stored, so that is what they prove: a probe neither ok nor oom (nor
-    a counted crash) stopped it; and an out-of-memory with no batch tried between it and the
+    ended before its own stopping rule, in words (None when it ended by it). A probe neither ok
+    nor oom (nor a counted crash) stopped it. `search`, else the one stored with the probes, is
+    what it was asked: its rule (next_probe) then says whether a batch was still to be probed
+    (Ctrl-C, whose probe in flight is not stored; a killed process). Probes stored without one
+    (before 2026-11-27) prove less: an out-of-memory with no batch tried between it and the
     largest that ran, where their gap is at least that batch (no --tolerance, which is below 1,
-    ends a search there: a doubling that ran out of memory is always bisected), means it was
-    stopped before bisecting, e.g. by Ctrl-C, whose probe in flight is not stored. A stop
-    mid-bisection cannot be told from a coarse --tolerance. A search that met no out-of-memory
-    caps nothing; it is not judged here."""
+    ends a search there), means it was stopped before bisecting; a stop mid-bisection reads as a
+    coarse --tolerance (MemoryLimit.text says so). A search that met no out-of-memory caps nothing."""
+    search = search if search is not None else stored_search(probes)
     ok: list[int] = []
     oom: list[int] = []
     for i, r in enumerate(probes):
@@ -141,9 +143,22 @@ def replay(probes: Sequence[Result], limit_bytes: int | None) -> tuple[list[int]
         else:
             return ok, oom, f"it stopped at batch {batch}, which ended {r.status}"
     lo, hi = max(ok, default=0), min(oom, default=None)
+    if search is not None:
+        batch_left = next_probe(ok, oom, search.start, search.max_batch, search.tolerance)
+        if batch_left is None:
+            return ok, oom, None
+        if hi is None:
+            return ok, oom, f"it was stopped before probing batch {batch_left} (its --max was {search.max_batch})"
+        return ok, oom, (f"it was stopped with the batches {f'between {lo} and {hi}' if lo else f'below {hi}'} "
+                         f"untried (its --tolerance {search.tolerance:g} would have probed {batch_left} next)")
     if hi is not None and hi - lo > 1 and hi - lo >= lo:
         return ok, oom, f"it stopped before trying the batches {f'between {lo} and {hi}' if lo else f'below {hi}'}"
     return ok, oom, None
+
+
+def stored_search(probes: Sequence[Result]) -> MaxBatchSearch | None:
+    """What the search of these probes was asked, as stored with them; None for old probes."""
+    return next((r.spec.search for r in probes if r.spec.search is not None), None)
 
 
 def memory_metric(device: str, probes: Sequence[Result]) -> str:
