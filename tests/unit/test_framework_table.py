@@ -282,7 +282,9 @@ def test_report_draws_grouped_bars_and_table5_from_the_same_rows():
     assert bars.kind == "bar" and bars.bar_suffix == ""
     ours = [s for s in table5.series if s.colour is None]
     theirs = {s.name: dict(zip(s.x, s.y)) for s in table5.series if s.colour}
-    assert [(s.name, s.x, s.y) for s in ours] == [("jax", ["Test CPU"], [4.0]), ("torch", ["Test CPU"], [2.0])]
+    # ours named by device too: torch on two devices is two legend entries, as it is two colours
+    assert [(s.name, s.x, s.y) for s in ours] == [("jax · Test CPU", ["Test CPU"], [4.0]),
+                                                  ("torch · Test CPU", ["Test CPU"], [2.0])]
     assert theirs["MXNet 1.5.0"] == {"GTX 1060 (Yin 2020)": 32.22, "i7-8650U (Yin 2020)": 3.65}
     # one framework everywhere: nothing to put side by side, but the thesis's table still has ours beside it
     assert [c.id for c in framework_charts(results[:1])] == ["frameworks_table5"]

@@ -120,7 +120,9 @@ def test_gpu_memory_falls_back_to_the_allocator_peak():
 
 def test_precision_and_thread_scaling():
     charts = charts_by_id(every_kind_of_result())
-    assert series(charts["precision"]) == {"bf16": (["cnn cuda:0 b16"], [1.5])}
+    # a bar per precision, framework and device, named by all three (three frameworks' bars once
+    # shared one label and stacked)
+    assert series(charts["precision"]) == {"bf16 · torch · cuda:0": (["cnn b16"], [1.5])}
     threads = series(charts["threads"])
     assert threads["cnn · torch · cpu · b16 · fp32"] == ([1, 2], [1.0, 1.8])
     assert threads["ideal (linear)"] == ([1, 2], [1.0, 2.0])
@@ -140,7 +142,7 @@ def test_repeats_are_one_bar_the_mean_of_the_newest_runs_trials():
     ]
     charts = charts_by_id(results)
     bf16 = charts["precision"].series[0]
-    assert (bf16.x, bf16.y) == (["cnn cpu b16"], [pytest.approx(300 / 200)])
+    assert (bf16.x, bf16.y) == (["cnn b16"], [pytest.approx(300 / 200)])
     assert bf16.err_minus == [pytest.approx(1.5 - 270 / 220)] and bf16.err_plus == [pytest.approx(330 / 180 - 1.5)]
     assert "mean of 2 over mean of 2" in bf16.hover[0]
     line = charts["threads"].series[0]

@@ -14,7 +14,9 @@ own, `torch compile`, as a thread count is (`torch t1`): JAX and XLA compile eve
 compiled is the like-for-like row beside them. MFU is against the peak at the trial's precision. Steps/s is samples/s over the global batch (RunSpeed.steps_per_s). A
 configuration stands for the trials of the newest run that measured it
 (analysis/trials.newest_run_speeds; older runs are earlier runs of the same thing, not more
-frameworks): its speed columns are their geometric mean (`run --framework torch,jax --repeat 3`
+frameworks), on one device: its model and, where the results' machines are given, its machine
+are part of the configuration (trials.device_key: an H100's and an H200's trials are both
+`cuda:0`, and each is a row, named by DeviceNames where an id alone would not tell them apart): its speed columns are their geometric mean (`run --framework torch,jax --repeat 3`
 ranks frameworks on means, not on each one's luckiest trial), its memory columns the highest of
 them, its utilisation columns the mean of them.
 """
@@ -27,11 +29,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rigbench.analysis.contention import is_busy
+from rigbench.analysis.device_names import DeviceNames
 from rigbench.analysis.host_bound import host_bound
 from rigbench.analysis.published import one_process_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import RunSpeed, is_quick_protocol, newest_run_speeds, workload_label
+from rigbench.analysis.trials import (
+    Machines,
+    RunSpeed,
+    device_key,
+    is_quick_protocol,
+    newest_run_speeds,
+    workload_label,
+)
 from rigbench.compile_modes import compile_label
 from rigbench.spec import PRECISIONS, Result
 from rigbench.workloads import WORKLOADS
@@ -66,6 +76,14 @@ class FrameworkRow:
     busy: list[int] = field(default_factory=list)  # ours: those of them timed on a busy machine (contention.py)
     quick: bool = False          # ours: timed with a shorter window than the default protocol (`--quick`)
     host_bound: list[int] = field(default_factory=list)  # ours: those of them whose speed is the host's (host_bound.py)
+    #: the device as tables and charts name it: its model, with its id or machine where another
+    #: device in scope has that name (analysis/device_names.py); "" for a published row (device_name)
+    device_label: str = ""
+
+    @property
+    def device_shown(self) -> str:
+        """`device_label`, else the device's name (a published row's)."""
+        return self.device_label or self.device_name
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,7 +111,7 @@ class FrameworkTable:
                 "published": [r.as_dict() for r in self.published]}
 
 
-def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkRow:
+def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None, names: DeviceNames) -> FrameworkRow:
     r = figure.newest
     kind = "cpu" if r.spec.device == "cpu" else "gpu"
     peak = result_roofline(r, calibration, samples_per_s=figure.samples_per_s).headline_mfu
@@ -107,7 +125,7 @@ def _our_row(figure: RunSpeed, calibration: dict[str, Any] | None) -> FrameworkR
                         r.spec.threads, r.spec.compile, figure.ids,
                         [t.id for t in figure.trials if is_busy(t.metrics) and t.id],
                         any(is_quick_protocol(t) for t in figure.trials),
-                        [t.id for t in figure.trials if host_bound(t) and t.id])
+                        [t.id for t in figure.trials if host_bound(t) and t.id], names(r))
 
 
 def _highest(values: Iterable[float | None]) -> float | None:
@@ -150,19 +168,21 @@ def _options_key(options: Mapping[str, Any]) -> tuple:
 def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[str, dict[str, Any]]] = (),
                      batch_size: int | None = None,
                      calibrations: Mapping[str, dict[str, Any]] | None = None,
-                     precisions: Sequence[str] = ()) -> list[FrameworkTable]:
+                     precisions: Sequence[str] = (), machines: Machines | None = None) -> list[FrameworkTable]:
     """One table per workload, set of options and precision with usable speed trials, in the
     workload registry's order (a workload's option sets in the order of their labels, each set's
     precisions in PRECISIONS order). `workloads` (default every one measured): names, each for
     all its option sets, or (name, options) pairs for the trials run with exactly those options.
     `batch_size` picks the batch (default: _default_batch). `calibrations`: device name -> its
     latest calibration, for MFU against the calibrated peak where the spec sheet has none.
-    `precisions` (default every one measured) keeps those precisions' tables."""
+    `precisions` (default every one measured) keeps those precisions' tables. `machines` (run id ->
+    fingerprint) tell apart two machines' devices of one name (trials.device_key)."""
+    usable = [r for r in results if one_process_speed_trial(r) and r.spec.workload in WORKLOADS
+              and (not precisions or r.spec.precision in precisions)]
     newest = newest_run_speeds(
-        [r for r in results if one_process_speed_trial(r) and r.spec.workload in WORKLOADS
-         and (not precisions or r.spec.precision in precisions)],
-        lambda r: (r.spec.workload, _options_key(r.spec.workload_options), r.spec.precision, r.spec.framework,
-                   r.spec.device, r.spec.batch_size, r.spec.threads, r.spec.compile))
+        usable, lambda r: (r.spec.workload, _options_key(r.spec.workload_options), r.spec.precision, r.spec.framework,
+                           device_key(r, machines), r.spec.batch_size, r.spec.threads, r.spec.compile))
+    names = DeviceNames(usable, machines)
     wanted = [(w, None) if isinstance(w, str) else (w[0], _options_key(w[1])) for w in workloads]
     table5 = _table5_rows()
     tables = []
@@ -175,14 +195,14 @@ def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[
                 groups.setdefault((key, spec.precision), []).append(figure)
         for mine in sorted(groups.values(), key=lambda figures: (workload_label(figures[0].newest),
                                                                  PRECISIONS.index(figures[0].newest.spec.precision))):
-            table = _table(workload, mine, batch_size, table5.get(workload, []), calibrations or {})
+            table = _table(workload, mine, batch_size, table5.get(workload, []), calibrations or {}, names)
             if table is not None:
                 tables.append(table)
     return tables
 
 
 def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: list[PublishedRow],
-           calibrations: Mapping[str, dict[str, Any]]) -> FrameworkTable | None:
+           calibrations: Mapping[str, dict[str, Any]], names: DeviceNames) -> FrameworkTable | None:
     """One workload's configurations with one set of options and one precision as a table at the
     chosen batch, or None when none was measured at it. The thesis's rows (fp32) go beside the
     plain workload at fp32 only."""
@@ -191,9 +211,9 @@ def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: 
     chosen = [figure for figure in mine if figure.newest.spec.batch_size == batch]
     if not chosen:
         return None
-    rows = sorted((_our_row(figure, calibrations.get(figure.newest.device_name or "")) for figure in chosen),
-                  key=lambda row: (row.device_kind != "cpu", row.device, row.framework, row.compile != "off",
-                                   row.result_id or 0))
+    rows = sorted((_our_row(figure, calibrations.get(figure.newest.device_name or ""), names) for figure in chosen),
+                  key=lambda row: (row.device_kind != "cpu", row.device, row.device_label, row.framework,
+                                   row.compile != "off", row.result_id or 0))
     first = mine[0].newest
     options = dict(first.spec.workload_options)
     precision = first.spec.precision
@@ -210,17 +230,20 @@ def settings(row: FrameworkRow) -> str:
     return (f" t{row.threads}" if row.threads else "") + (f" {compile_label(row.compile)}" if row.compile != "off" else "")
 
 
-def settings_label(row: FrameworkRow) -> str:
-    """The device and the row's settings: `cpu`, `cpu t1`."""
-    return row.device + settings(row)
+def settings_label(row: FrameworkRow, table: FrameworkTable | None = None) -> str:
+    """The device and the row's settings: `cpu`, `cpu t1`; the device's name beside its id where
+    `table` has rows of more than one device with that id (`cuda:0 (NVIDIA H200)`)."""
+    shared = table is not None and len({r.device_label for r in table.ours if r.device == row.device}) > 1
+    return (f"{row.device} ({row.device_shown})" if shared else row.device) + settings(row)
 
 
 def slowest_to_fastest(table: FrameworkTable) -> dict[str, float]:
     """Device and settings (settings_label) -> the fastest framework's steps/s over the slowest's
-    among the rows measured at those settings, where more than one framework was: how much the
-    choice of framework alone is worth. Rows at other settings are never set against each other
-    (torch at 1 thread over torch at its default is a thread-count ratio, not a framework's)."""
+    among the rows measured on that device at those settings, where more than one framework was:
+    how much the choice of framework alone is worth. Rows at other settings or on another device
+    (an H100 and an H200 are both `cuda:0`) are never set against each other (torch at 1 thread
+    over torch at its default is a thread-count ratio, not a framework's)."""
     groups: dict[str, list[float]] = {}
     for row in table.ours:  # one row per framework in a group: the configuration key has both
-        groups.setdefault(settings_label(row), []).append(row.steps_per_s)
+        groups.setdefault(settings_label(row, table), []).append(row.steps_per_s)
     return {label: max(speeds) / min(speeds) for label, speeds in groups.items() if len(speeds) > 1}

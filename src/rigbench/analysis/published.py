@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rigbench.analysis.contention import is_busy
+from rigbench.analysis.device_names import DeviceNames
 from rigbench.analysis.peaks import Peak, clock_assumption, prediction_text, ratio_by_clock, times
 from rigbench.analysis.published_tables import (
     MAPPINGS,
@@ -40,7 +41,16 @@ from rigbench.analysis.published_tables import (
     published_rows,
 )
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import RunSpeed, global_batch, is_full_protocol, newest_run_speeds, run_order
+from rigbench.analysis.trials import (
+    Machines,
+    RunSpeed,
+    config_key,
+    device_key,
+    global_batch,
+    is_full_protocol,
+    newest_run_speeds,
+    run_order,
+)
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS
 
@@ -70,6 +80,9 @@ class PublishedMatch:
     peak_published: Peak | None = None
     peak_ours: Peak | None = None
     notes: list[str] = field(default_factory=list)
+    #: our device as tables name it: its model, with its id or machine where another device of
+    #: the compared results has that name (analysis/device_names.py)
+    ours_device: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (`rigbench compare --published --json`)."""
@@ -83,7 +96,8 @@ class PublishedMatch:
                         "why": self.mapping.why},
             "ours": {"id": self.ours.id, "trials": self.ours_trials, "run_id": self.ours.run_id,
                      "device": self.ours.spec.device,
-                     "device_name": self.ours.device_name, "framework": self.ours.spec.framework,
+                     "device_name": self.ours.device_name, "device_label": self.ours_device,
+                     "framework": self.ours.spec.framework,
                      "workload_options": self.ours.spec.workload_options,
                      "steps_per_s": self.ours_steps_per_s,
                      "samples_per_s": self.ours_steps_per_s * global_batch(self.ours),
@@ -160,10 +174,12 @@ def _matches_mapping(r: Result, m: Mapping) -> bool:
 
 def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
                       peak_of: Callable[[str | None, str], Peak | None] | None = None,
-                      all_frameworks: bool = False) -> PublishedComparison:
+                      all_frameworks: bool = False, machines: Machines | None = None) -> PublishedComparison:
     """Pair every published row of `sources` with the newest usable configuration among
-    `results` (this machine's) of the mapped workload at the same batch, one per device and
-    framework of ours; a configuration's figure is the mean of its newest run's trials.
+    `results` (this machine's, or the runs asked for) of the mapped workload at the same batch,
+    one per device and framework of ours; a configuration's figure is the mean of its newest
+    run's trials. A device is its id, model and, with `machines` (run id -> fingerprint), machine
+    (trials.device_key): an H100's and an H200's `cuda:0` are two devices, each beside the rows.
 
     `peak_of(device_name, kind)` gives a device's FP32 peak (None when unknown); it is called
     with the published spec names and our device names. Published rows of other frameworks
@@ -174,22 +190,26 @@ def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
     peak_of = peak_of or (lambda name, kind: None)
     rows = published_rows(sources)
     usable = [r for r in results if usable_speed_trial(r)]
+    names = DeviceNames(usable, machines)
     matches: list[PublishedMatch] = []
     missing: list[Missing] = []
     for mapping in MAPPINGS:
         mrows = [r for r in rows if r.source == mapping.source and r.network == mapping.network]
         if not mrows:
             continue
-        figures = newest_run_speeds([r for r in usable if _matches_mapping(r, mapping)], lambda r: r.spec.config_key())
-        ours_by_key: dict[tuple[int, str, str], RunSpeed] = {}
+        figures = newest_run_speeds([r for r in usable if _matches_mapping(r, mapping)],
+                                    lambda r: config_key(r, machines))
+        ours_by_key: dict[tuple[int, tuple, str], RunSpeed] = {}
         for figure in sorted(figures.values(), key=lambda f: run_order(f.newest)):
-            s = figure.newest.spec
-            ours_by_key[(s.batch_size, s.device, s.framework)] = figure  # the newest configuration wins
+            r = figure.newest
+            # the newest configuration of a device and framework wins (another lr, threads...)
+            ours_by_key[(r.spec.batch_size, device_key(r, machines), r.spec.framework)] = figure
         found = False
-        for (batch, _, _), ours in sorted(ours_by_key.items()):
+        for (batch, _, _), ours in sorted(ours_by_key.items(), key=lambda item: (
+                item[0][0], item[1].newest.spec.device, names(item[1].newest), item[0][2])):
             candidates = [p for p in mrows if p.batch_size == batch]
             for prow in _shown_rows(candidates, ours.newest, all_frameworks):
-                matches.append(_match(prow, mapping, ours, candidates, peak_of))
+                matches.append(_match(prow, mapping, ours, candidates, peak_of, names(ours.newest)))
                 found = True
         if not found:
             batches = sorted({p.batch_size for p in mrows})
@@ -231,10 +251,10 @@ def _ours_kind(r: Result) -> str:
 
 
 def _match(prow: PublishedRow, mapping: Mapping, figure: RunSpeed, candidates: list[PublishedRow],
-           peak_of: Callable[[str | None, str], Peak | None]) -> PublishedMatch:
+           peak_of: Callable[[str | None, str], Peak | None], device: str) -> PublishedMatch:
     ours = figure.newest
     match = PublishedMatch(prow, mapping, ours, figure.steps_per_s, prow.steps_per_s / figure.steps_per_s,
-                           figure.ids, figure.mean_of("cpu_util_pct_mean"))
+                           figure.ids, figure.mean_of("cpu_util_pct_mean"), ours_device=device)
     # the paper's own CPU for the same framework, network and batch (Shi: closest thread count)
     if prow.device_kind == "gpu":
         cpus = _closest_threads([p for p in candidates if p.device_kind == "cpu"
@@ -270,7 +290,8 @@ def explain(m: PublishedMatch) -> list[str]:
     """Sentences on why measured and predicted differ, each computed from the match's numbers."""
     notes: list[str] = []
     row, ours = m.row, m.ours
-    ours_dev = f"this machine's {ours.spec.device} ({ours.device_name or 'unnamed'})"
+    # the machine is named where two of the compared machines have a device of this name
+    ours_dev = f"our {ours.spec.device} ({m.ours_device or ours.device_name or 'unnamed'})"
     flops = ours.metrics.flops_per_sample
     if m.predicted is not None and m.peak_published and m.peak_ours:
         share = "-".join(f"{m.measured / p:.2g}" for p in (m.predicted_by_clock or {"": m.predicted}).values())

@@ -13,7 +13,7 @@ from typing import Any
 
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import RunSpeed, network_label, newest_run_speeds, run_order, speed_figures
+from rigbench.analysis.trials import RunSpeed, config_key, network_label, newest_run_speeds, run_order, speed_figures
 from rigbench.fingerprint import machine_key
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS, epoch_samples
@@ -76,7 +76,7 @@ def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str,
                  recommendations: Mapping[str, str] | None = None,
                  machines: Mapping[str, dict[str, Any] | None] | None = None) -> list[SummaryRow]:
     """One row per workload with a speed figure, in workload order. Each configuration
-    (`TrialSpec.config_key`: device, framework, precision, batch, ...; on one machine where
+    (`trials.config_key`: device and its model, framework, precision, batch, ...; on one machine where
     `machines`, run id -> fingerprint, tells machines apart) counts as the mean samples/s of
     its newest run's trials (`newest_run_speeds`): the repeats of `run --repeat` together, so
     the luckiest of them is never the headline. The row is the fastest configuration's: its
@@ -94,7 +94,7 @@ def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str,
     rows = []
     for workload in sorted(by_workload):
         members = by_workload[workload]
-        configurations = sorted(newest_run_speeds(members, lambda r: (machine(r), r.spec.config_key())).values(),
+        configurations = sorted(newest_run_speeds(members, lambda r: (machine(r), config_key(r))).values(),
                                 key=lambda c: run_order(c.trials[0]))
         best = max(configurations, key=lambda c: c.samples_per_s)  # the first of equals: the oldest
         cpus = [c for c in configurations if c.newest.spec.device == "cpu"]

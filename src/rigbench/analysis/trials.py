@@ -11,14 +11,19 @@ training runs and learning-rate range tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rigbench.analysis.stats import geometric_mean
+from rigbench.fingerprint import machine_key
 from rigbench.spec import MeasureOptions, Result
 
 K = TypeVar("K", bound=Hashable)
+
+#: run id -> the fingerprint of the machine the run ran on (Store.machine; None: not recorded),
+#: as a command reads it for the results in its scope.
+Machines = Mapping[str, Mapping[str, Any] | None]
 
 
 def is_full_protocol(r: Result) -> bool:
@@ -82,10 +87,30 @@ def run_order(r: Result) -> tuple:
     return (r.id or 0, r.created_at)
 
 
+def device_key(r: Result, machines: Machines | None = None) -> tuple[Any, ...]:
+    """Which device measured a trial: its id (`cpu`, `cuda:0`), its model (`device_name`: an
+    H100's and an H200's trials are both `cuda:0`) and, with `machines`, its machine
+    (fingerprint.machine_key: two lent VMs' CPUs share the name "Intel(R) Xeon(R) Processor").
+    Part of every key that keeps one figure per configuration over results that more than one
+    machine may have measured (`config_key`); without it the newest GPU's figure hid the other's."""
+    machine = machine_key(machines.get(r.run_id)) if machines is not None else None
+    return (r.spec.device, r.device_name or "", machine)
+
+
+def config_key(r: Result, machines: Machines | None = None, ignore: Collection[str] = ()) -> tuple[Any, ...]:
+    """A stored trial's configuration: TrialSpec.config_key (what ran, where and how, without the
+    fields in `ignore`) and the device model and machine that ran it (`device_key`). Ignoring
+    "device" keeps the machine: a GPU trial pairs with its CPU twin of the same machine only."""
+    _, model, machine = device_key(r, machines)
+    return (*r.spec.config_key(ignore), ("device_name", None if "device" in ignore else model), ("machine", machine))
+
+
 def newest_run_trials(results: Sequence[Result], key: Callable[[Result], K | None]) -> dict[K, list[Result]]:
     """The trials of each configuration `key` names (None: left out), from the newest run that
     measured it, in the order they ran: repeats of one run are kept together (scaling's
-    baseline first and last, `run --repeat`), while an older run's are superseded."""
+    baseline first and last, `run --repeat`), while an older run's are superseded. Over results
+    of more than one device model or machine, `key` must tell them apart (`config_key`,
+    `device_key`), or the newest one's trials hide the other's."""
     newest: dict[K, list[Result]] = {}
     for r in sorted(results, key=run_order):
         k = key(r)

@@ -55,7 +55,13 @@ def compare_published(db: str | None = None, sources: Sequence[str] = (), run_id
     results = _selected_results(store, run_ids)
     # our peaks are calibrated on the machine our trials ran on: `--run` may name another's
     return _compare(results, sources, peak_resolver(store, most_common_machine(store, results)),
-                    all_frameworks=all_frameworks)
+                    all_frameworks=all_frameworks, machines=_machines(store, results))
+
+
+def _machines(store: Store, results: Sequence[Result]) -> dict[str, Any]:
+    """run id -> its machine's fingerprint, for the runs of `results`: which machine's device a
+    trial ran on, where `--run` names runs of more than one (analysis/trials.device_key)."""
+    return {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}
 
 
 def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run_ids: Sequence[str] = (),
@@ -77,7 +83,8 @@ def compare_frameworks(db: str | None = None, workloads: Sequence[str] = (), run
         raise UsageError("--batch-size must be at least 1")
     store = Store(db, create=False)
     results = _selected_results(store, run_ids)
-    return framework_tables(results, wanted, batch_size, device_calibrations(store, results), precisions)
+    return framework_tables(results, wanted, batch_size, device_calibrations(store, results), precisions,
+                            machines=_machines(store, results))
 
 
 @dataclass

@@ -80,6 +80,9 @@ def y_scale_for(values: list[float]) -> str:
 #: of one colour in a chart, e.g. fp32 and bf16 on one device.
 DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x")
+#: Bar fills (plotly's pattern shapes; png.py maps them to hatches) that tell apart the bars of
+#: one colour in a chart, e.g. eager and compiled torch on one GPU.
+PATTERNS = ("", "/", "x", ".", "\\")
 
 
 def assign_colours(charts: list[Chart]) -> None:
@@ -106,10 +109,12 @@ class Section:
     id: str
     title: str
     blurb: str
-    # build(results), or build(results, calibrations) when uses_calibrations (device name ->
-    # latest calibration): two signatures, hence the `...`
+    # build(results), with calibrations=... when uses_calibrations (device name -> latest
+    # calibration) and machines=... when uses_machines (run id -> fingerprint: which machine's
+    # device a trial ran on, trials.device_key): several signatures, hence the `...`
     builders: tuple[Callable[..., list[Chart]], ...]
     uses_calibrations: bool = False
+    uses_machines: bool = False
 
 
 def _shown_text(value: Any) -> Any:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rigbench.analysis.trials import Machines
 from rigbench.reports.batch_charts import METRICS, metric_chart
 from rigbench.reports.chart_model import Chart, Section, assign_colours
 from rigbench.reports.energy_charts import energy_charts
@@ -55,7 +56,8 @@ SECTIONS: tuple[Section, ...] = (
             "the configurations measured on both; error bars: the range), beside the published "
             "GPU:CPU ratios of the closest published network (Yin 2020 Table 5, Shi et al. 2016 "
             "Table 7; the paper's GPU over the paper's own CPU, median over its frameworks and "
-            "batch sizes, range as error bars; docs/COMPARING.md).", (speedup_charts,)),
+            "batch sizes, range as error bars; docs/COMPARING.md). Each GPU is set against the CPU of "
+            "its own machine only.", (speedup_charts,), uses_machines=True),
     Section("frameworks", "Frameworks side by side",
             "Training steps/s of each framework on each device at one batch per workload and set of its "
             "options (gpt and gpt:preset=small are two groups; the "
@@ -64,7 +66,7 @@ SECTIONS: tuple[Section, ...] = (
             "(Yin 2020: TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5 on a GTX 1060 and an i7-8650U) "
             "beside this machine's cnn at batch 128. Hover a bar for its tokens/s (language models), MFU, CPU %, GPU % and memory. "
             "`rigbench compare --frameworks` prints the same rows (docs/FRAMEWORKS.md).",
-            (framework_charts,), uses_calibrations=True),
+            (framework_charts,), uses_calibrations=True, uses_machines=True),
     Section("roofline", "Roofline and predicted speed",
             "Achieved training FLOP/s (counted FLOPs x samples/s) against arithmetic intensity "
             "(counted FLOPs per estimated byte moved, see docs/COMPARING.md), with each device's "
@@ -75,7 +77,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("scaling", "Precision, thread, compile and layout scaling",
             "Reduced precision (tf32, bf16, fp16) over fp32, more threads over one, torch.compile "
             "over eager and channels-last over the default layout, each for otherwise identical "
-            "trials (`rigbench scaling`).", (precision_charts, thread_charts, compile_layout_charts)),
+            "trials (`rigbench scaling`): one bar per framework and device, named by both.",
+            (precision_charts, thread_charts, compile_layout_charts), uses_machines=True),
     Section("processes", "Data-parallel scaling",
             "Efficiency (speed-up over one process / processes; 1.0 = linear) of data-parallel "
             "trials against their process count, weak scaling (the per-rank batch kept) or strong "
@@ -99,14 +102,20 @@ SECTIONS: tuple[Section, ...] = (
 
 
 def gather(results: Sequence[Result], calibrations: dict[str, dict[str, Any]] | None = None,
-           ) -> list[tuple[Section, list[Chart]]]:
+           machines: Machines | None = None) -> list[tuple[Section, list[Chart]]]:
     """The sections that have at least one chart, with their charts, in page order, each
     series coloured by its name across the page.
-    `calibrations`: device name -> its latest calibration (store/calibrations.device_calibrations)."""
+    `calibrations`: device name -> its latest calibration (store/calibrations.device_calibrations);
+    `machines`: run id -> fingerprint, which tells two machines' devices of one name apart (an
+    H100's and an H200's `cuda:0`, two VMs' CPUs: analysis/trials.device_key)."""
     out = []
     for section in SECTIONS:
-        extra = (calibrations or {},) if section.uses_calibrations else ()
-        charts = [chart for build in section.builders for chart in build(results, *extra)]
+        extra: dict[str, Any] = {}
+        if section.uses_calibrations:
+            extra["calibrations"] = calibrations or {}
+        if section.uses_machines:
+            extra["machines"] = machines
+        charts = [chart for build in section.builders for chart in build(results, **extra)]
         if charts:
             out.append((section, charts))
     assign_colours([chart for _, charts in out for chart in charts])

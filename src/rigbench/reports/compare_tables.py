@@ -125,10 +125,17 @@ def published_table(matches: Sequence[Any]) -> FitTable:
         Column("source's own", "right", priority=62, short="theirs"), Column("predicted", "right", priority=79),
         Column("normalised", "right", priority=55, short="norm."),
     ], more="--json")
+    # the device by its id, and by its name too where the matches have two devices of one id (an
+    # H100's and an H200's cuda:0)
+    labels: dict[str, set[str]] = {}
+    for m in matches:
+        labels.setdefault(m.ours.spec.device, set()).add(m.ours_device)
     for i, m in enumerate(matches, 1):
         r = m.ours
+        device = f"{r.spec.device} ({m.ours_device})" if len(labels[r.spec.device]) > 1 else None
         util = m.ours_cpu_pct  # the mean over the trials the speed is of
-        table.add_row(*cells(str(i), m.row.label(), m.row.figure, ",".join(f"#{t}" for t in m.ours_trials), *trial_cells(r),
+        table.add_row(*cells(str(i), m.row.label(), m.row.figure, ",".join(f"#{t}" for t in m.ours_trials),
+                             *trial_cells(r, device),
                              rate(m.ours_steps_per_s), "-" if util is None else f"{util:.0f}", _x(m.measured),
                              _x(m.paper_ratio), prediction_text(m.predicted, m.predicted_by_clock, assumption=False),
                              _x(m.normalised)))
@@ -159,7 +166,7 @@ def framework_table(t: Any) -> FitTable:
         mfu = "-" if row.mfu is None else f"{row.mfu:.1%}" + ("*" if row.mfu_source == "calibrated" else "")
         # threads asked for set a row apart (torch at t1 beside torch at its own choice)
         name = row.framework + settings(row)
-        table.add_row(*cells(name, f"{row.device} ({row.device_name})", rate(row.steps_per_s),
+        table.add_row(*cells(name, f"{row.device} ({row.device_shown})", rate(row.steps_per_s),
                              *([tokens_cell(row.tokens_per_s)] if tokens else []), mfu,
                              _pct(row.cpu_pct), _pct(row.gpu_pct), _mib(row.host_mem_mib), _mib(row.gpu_mem_mib),
                              trials_text(row.trials) + (" quick" if row.quick else "") + (" busy" if row.busy else "")),

@@ -21,7 +21,7 @@ from rigbench.analysis.contention import BUSY_OTHERS_PCT, is_busy
 from rigbench.analysis.summary import machines_once, summary_rows
 from rigbench.json_text import strict_json
 from rigbench.reports.cells import interval, rate, unknown_mark
-from rigbench.reports.chart_model import COLOURS, DASHES, SYMBOLS, Chart, Series, shown
+from rigbench.reports.chart_model import COLOURS, DASHES, PATTERNS, SYMBOLS, Chart, Series, shown
 from rigbench.reports.charts import gather
 from rigbench.reports.summary_table import machine_cards, summary_cells
 from rigbench.spec import Result
@@ -49,8 +49,11 @@ def _trace(chart: Chart, s: Series, colour: str) -> dict[str, Any]:
                              "hovertemplate": "%{text}<extra></extra>"}
     if chart.kind == "bar":
         # the value on the bar; without a texttemplate plotly would print the hover text there
-        trace.update(type="bar", marker={"color": colour}, texttemplate=f"%{{y:{chart.bar_format}}}{chart.bar_suffix}",
-                     textposition="outside", cliponaxis=False)
+        # bars of one colour (one device and framework) differ by their fill's pattern
+        pattern = {"pattern": {"shape": PATTERNS[s.style % len(PATTERNS)]}} if s.style else {}
+        trace.update(type="bar", marker={"color": colour, **pattern},
+                     texttemplate=f"%{{y:{chart.bar_format}}}{chart.bar_suffix}", textposition="outside",
+                     cliponaxis=False)
     elif s.mark:  # highlighted points over the lines (the knee): large open diamonds
         trace.update(type="scatter", mode="markers",
                      marker={"size": 15, "symbol": "diamond-open", "color": s.colour or "#111111",
@@ -223,7 +226,7 @@ def render(results: Sequence[Result], machines: dict[str, dict | None],
     results = [clip_result(r) for r in results]
     machines = {run_id: clip_value(m, NAME_CHARS) for run_id, m in machines.items()}
     commands = {run_id: clip_value(c, NAME_CHARS) for run_id, c in (commands or {}).items()}
-    sections = gather(results, calibrations)
+    sections = gather(results, calibrations, machines)
     charts = [c for _, cs in sections for c in cs]
     protocols = sorted({(r.spec.measure.warmup_steps, r.spec.measure.min_steps, r.spec.measure.min_seconds)
                         for r in results})

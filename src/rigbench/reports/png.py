@@ -15,9 +15,10 @@ from matplotlib.ticker import FixedLocator, MultipleLocator, NullLocator  # noqa
 
 from rigbench.reports.chart_model import COLOURS, Chart, Series, shown  # noqa: E402
 
-#: chart_model.DASHES and SYMBOLS as matplotlib names them, in the same order.
+#: chart_model.DASHES, SYMBOLS and PATTERNS as matplotlib names them, in the same order.
 LINESTYLES = ("-", ":", "--", (0, (8, 3)), "-.")
 MARKERS = ("o", "s", "D", "^", "x")
+HATCHES = ("", "//", "xx", "..", "\\\\")
 
 
 def _plain(text: str) -> str:
@@ -32,7 +33,7 @@ def _draw_bars(ax: plt.Axes, chart: Chart, series: list[Series]) -> None:
         offsets = [categories.index(x) + (i - (len(series) - 1) / 2) * width for x in s.x]
         errors = [s.err_minus, s.err_plus] if s.err_plus is not None and s.err_minus is not None else None
         ax.bar(offsets, s.y, width=width, label=_plain(s.name), color=s.colour or COLOURS[i % len(COLOURS)],
-               yerr=errors, capsize=2)
+               yerr=errors, capsize=2, hatch=HATCHES[s.style % len(HATCHES)] or None)
     ax.set_xticks(range(len(categories)), [_plain(str(c)) for c in categories],
                   rotation=30 if len(categories) > 4 else 0, ha="right" if len(categories) > 4 else "center")
 

@@ -1,17 +1,25 @@
 """Speed-up charts over a baseline: the GPU:CPU ratio per workload beside the published ones
 (seed 003's Table 5 and Figures, Shi et al. 2016), and reduced precision, threads,
-torch.compile and channels-last over their defaults for otherwise identical trials."""
+torch.compile and channels-last over their defaults for otherwise identical trials.
+
+A device is its id, model and machine (analysis/trials.device_key): an H100's and an H200's
+trials are both `cuda:0`, and each GPU is a bar (or line) of its own, named by its model
+(analysis/device_names.DeviceNames). A bar chart's series is one variant on one device and
+framework, named by all three and coloured as that device and framework are on the whole page;
+its bars stand at their configuration's label, never two at one label (plotly stacks the bars of
+one trace at one category: torch's, JAX's and Keras's bf16 over fp32 once read as one bar)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from statistics import median
-from typing import Any
+from typing import Any, NamedTuple
 
+from rigbench.analysis.device_names import DeviceNames
 from rigbench.analysis.published_ratios import published_gpu_cpu_ratios
 from rigbench.analysis.speedups import speedups_over_cpu
-from rigbench.analysis.trials import RunSpeed, newest_run_speeds, speed_figures
+from rigbench.analysis.trials import Machines, RunSpeed, device_key, newest_run_speeds, speed_figures
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name, y_scale_for
 from rigbench.reports.trial_lines import trial_hover, trial_threads, variant_label
 from rigbench.spec import Result
@@ -22,18 +30,19 @@ PUBLISHED_COLOURS = ("#7f7f7f", "#b0b0b0", "#595959", "#c9c9c9", "#959595", "#40
 PUBLISHED_LABELS = {"yin2020": "Yin 2020", "shi2016": "Shi et al. 2016", "community": "community"}
 
 
-def speedup_charts(results: Sequence[Result]) -> list[Chart]:
+def speedup_charts(results: Sequence[Result], machines: Machines | None = None) -> list[Chart]:
     """Per workload, each device's samples/s over the CPU's for the same configuration (the
-    median over the configurations measured on both, the range as error bars), and beside it
-    each published GPU:CPU ratio of the workload's closest published network."""
-    rows = speedups_over_cpu(speed_figures(results))
+    median over the configurations measured on both, the range as error bars; with `machines`,
+    run id -> fingerprint, the CPU of the device's own machine only), and beside it each
+    published GPU:CPU ratio of the workload's closest published network."""
+    rows = speedups_over_cpu(speed_figures(results), machines)
     if not rows:
         return []
     workloads = sorted({row["workload_label"] for row in rows})
     ours: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     frameworks = {row["framework"] for row in rows}
     for row in rows:
-        device = f"{row['device_name'] or row['device']} · {row['framework']}"
+        device = f"{row['device_label']} · {row['framework']}"
         ours[device][row["workload_label"]].append(row)
     series = []
     for device, by_workload in ours.items():
@@ -75,11 +84,14 @@ def speedup_charts(results: Sequence[Result]) -> list[Chart]:
 
 
 def _pairs(results: Sequence[Result], group: Callable[[Result], tuple],
-           vary: Callable[[Result], Any], base: Any) -> list[tuple[tuple, RunSpeed, RunSpeed]]:
+           vary: Callable[[Result], Any], base: Any,
+           machines: Machines | None) -> list[tuple[tuple, RunSpeed, RunSpeed]]:
     """(group, configuration, baseline) for each configuration whose `vary` is not `base` and
-    whose group has a baseline (`vary` == `base`). Each is its newest run's successful trials
-    (`newest_run_speeds`): repeats count together, as in `rigbench scaling`."""
-    configs = newest_run_speeds(speed_figures(results), lambda r: (group(r), vary(r)))
+    whose group has a baseline (`vary` == `base`), on one device (`device_key`, added to every
+    group here). Each is its newest run's successful trials (`newest_run_speeds`): repeats count
+    together, as in `rigbench scaling`."""
+    configs = newest_run_speeds(speed_figures(results),
+                                lambda r: ((*group(r), device_key(r, machines)), vary(r)))
     baselines = {g: side for (g, v), side in configs.items() if v == base}
     return [(g, side, baselines[g]) for (g, v), side in configs.items()
             if v not in (base, None) and g in baselines]
@@ -110,6 +122,32 @@ def _ids(side: RunSpeed) -> str:
     return ", ".join(map(str, side.ids)) or "-"
 
 
+class _Bar(NamedTuple):
+    """One bar of a speed-up chart: its series' name and colour, its label, and the ratio."""
+
+    series: str
+    colour_key: str
+    x: str
+    threads: int | None
+    side: RunSpeed
+    base: RunSpeed
+    what: str
+
+
+def _bar_series(bars: Sequence[_Bar]) -> list[Series]:
+    """One series per name, its bars at their labels; where two bars of one series would share a
+    label (the same configuration at two thread counts), every label of the chart names the
+    threads too. No error bars where no bar has repeats (`_bars`)."""
+    labels = [b.x for b in bars]
+    if len({(b.series, b.x) for b in bars}) < len(bars):
+        labels = [b.x + (f" t{b.threads}" if b.threads is not None else "") for b in bars]
+    series: dict[str, Series] = {}
+    for bar, label in zip(bars, labels, strict=True):
+        s = series.setdefault(bar.series, Series(name=bar.series, colour_key=bar.colour_key))
+        _add_bar(s, label, bar.side, bar.base, bar.what)
+    return _bars(series.values())
+
+
 def _bars(series: Iterable[Series]) -> list[Series]:
     """The series, without error bars where every point's are zero (no repeats anywhere)."""
     shown = list(series)
@@ -119,33 +157,36 @@ def _bars(series: Iterable[Series]) -> list[Series]:
     return shown
 
 
-def precision_charts(results: Sequence[Result]) -> list[Chart]:
-    """bf16/fp16 samples/s over fp32's for the same workload, device, batch and threads."""
-    pairs = _pairs(results, lambda r: (workload_name(r), r.spec.framework, r.spec.device,
-                                       r.spec.batch_size, trial_threads(r), variant_label(r)),
-                   lambda r: r.spec.precision, "fp32")
+def precision_charts(results: Sequence[Result], machines: Machines | None = None) -> list[Chart]:
+    """bf16/fp16 samples/s over fp32's for the same workload, framework, device, batch and
+    threads: a series per precision, framework and device, its bars at workload and batch."""
+    pairs = _pairs(results, lambda r: (workload_name(r), r.spec.framework, r.spec.batch_size, trial_threads(r),
+                                       variant_label(r)), lambda r: r.spec.precision, "fp32", machines)
     if not pairs:
         return []
-    by_precision: dict[str, Series] = {}
-    for (workload, _framework, device, batch, _, variant), side, base in pairs:
-        s = by_precision.setdefault(side.newest.spec.precision, Series(name=side.newest.spec.precision))
-        _add_bar(s, f"{workload} {device} b{batch}" + (f" {variant}" if variant else ""), side, base,
-                 "fp32's samples/s")
-    return [Chart(id="precision", title="Speed-up over fp32", x_title="workload, device, batch",
-                  y_title="× fp32 samples/s", series=_bars(by_precision.values()), kind="bar",
-                  x_scale="category")]
+    names = DeviceNames(speed_figures(results), machines)
+    bars = []
+    for (workload, framework, batch, threads, variant, _), side, base in pairs:
+        device = names(side.newest)
+        bars.append(_Bar(f"{side.newest.spec.precision} · {framework} · {device}", f"{device} · {framework}",
+                         f"{workload} b{batch}" + (f" {variant}" if variant else ""), threads, side, base,
+                         "fp32's samples/s"))
+    return [Chart(id="precision", title="Speed-up over fp32", x_title="workload and batch",
+                  y_title="× fp32 samples/s", series=_bar_series(bars), kind="bar", x_scale="category")]
 
 
-def thread_charts(results: Sequence[Result]) -> list[Chart]:
+def thread_charts(results: Sequence[Result], machines: Machines | None = None) -> list[Chart]:
     """samples/s over the 1-thread trial's, against threads, with the ideal linear line."""
-    pairs = _pairs(results, lambda r: (workload_name(r), r.spec.framework, r.spec.device,
-                                       r.spec.batch_size, r.spec.precision, variant_label(r)),
-                   trial_threads, 1)
+    pairs = _pairs(results, lambda r: (workload_name(r), r.spec.framework, r.spec.batch_size, r.spec.precision,
+                                       variant_label(r)), trial_threads, 1, machines)
     if not pairs:
         return []
+    names = DeviceNames(speed_figures(results), machines)
     by_group: dict[tuple, Series] = {}
-    for key, side, base in sorted(pairs, key=lambda p: (p[0], trial_threads(p[1].newest) or 0)):
-        workload, framework, device, batch, precision, variant = key
+    for key, side, base in sorted(pairs, key=lambda p: (p[0][:-1], names(p[1].newest),
+                                                         trial_threads(p[1].newest) or 0)):
+        workload, framework, batch, precision, variant, _ = key
+        device = names(side.newest)
         s = by_group.get(key)
         if s is None:
             name = f"{workload} · {framework} · {device} · b{batch} · {precision}" + (f" · {variant}" if variant else "")
@@ -163,26 +204,34 @@ def thread_charts(results: Sequence[Result]) -> list[Chart]:
                   y_title="× 1-thread samples/s", series=[*_bars(by_group.values()), ideal], x_scale="log2")]
 
 
-def compile_layout_charts(results: Sequence[Result]) -> list[Chart]:
+def compile_layout_charts(results: Sequence[Result], machines: Machines | None = None) -> list[Chart]:
     """torch.compile over eager and channels-last over the contiguous layout, for otherwise
-    identical trials (bars: one series per compile mode, one for channels-last)."""
-    series: dict[str, Series] = {}
+    identical trials (bars: one series per compile mode, and one for channels-last, on each
+    framework and device)."""
+    names = DeviceNames(speed_figures(results), machines)
+    bars = []
     for knob, off in (("compile", "off"), ("channels_last", False)):
-        def rest(r: Result, knob: str = knob) -> tuple:
-            other = "channels_last" if knob == "compile" else "compile"
-            return (workload_name(r), r.spec.framework, r.spec.device, r.spec.batch_size,
-                    r.spec.precision, trial_threads(r), getattr(r.spec, other))
+        other = "channels_last" if knob == "compile" else "compile"
+        def rest(r: Result, other: str = other) -> tuple:
+            return (workload_name(r), r.spec.framework, r.spec.batch_size, r.spec.precision, trial_threads(r),
+                    getattr(r.spec, other))
         def flag(r: Result, knob: str = knob) -> Any:
             return getattr(r.spec, knob)
-        for (workload, _, device, batch, precision, *_), side, base in _pairs(results, rest, flag, off):
-            # each compile mode against eager is a series of its own, as each precision is
+        for (workload, framework, batch, precision, threads, _, _), side, base in _pairs(results, rest, flag, off,
+                                                                                         machines):
+            # each compile mode against eager is a series of its own, as each precision is; the
+            # other knob's setting, where it is on, names the bar's configuration
             name = side.newest.spec.compile_label if knob == "compile" else "channels-last"
-            s = series.setdefault(name, Series(name=name))
-            _add_bar(s, f"{workload} {device} b{batch} {precision}", side, base, f"the samples/s without {name}")
-    if not series:
+            on = ("channels-last" if side.newest.spec.channels_last else "") if knob == "compile" \
+                else (side.newest.spec.compile_label if side.newest.spec.compiled else "")
+            device = names(side.newest)
+            bars.append(_Bar(f"{name} · {framework} · {device}", f"{device} · {framework}",
+                             f"{workload} b{batch} {precision}" + (f" {on}" if on else ""), threads, side, base,
+                             f"the samples/s without {name}"))
+    if not bars:
         return []
     return [Chart(id="compile_layout", title="Speed-up of torch.compile and channels-last",
-                  x_title="workload, device, batch, precision", y_title="× samples/s without it",
-                  series=_bars(series.values()), kind="bar", x_scale="category")]
+                  x_title="workload, batch, precision", y_title="× samples/s without it",
+                  series=_bar_series(bars), kind="bar", x_scale="category")]
 
 

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rigbench.analysis.device_names import DeviceNames
 from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name
 from rigbench.spec import Result
 
@@ -52,17 +53,19 @@ TRAIN_METRICS: tuple[TrainMetric, ...] = (
 
 def _against(results: Sequence[Result], metric: TrainMetric, axis: str) -> Chart | None:
     """`metric` against `axis` ("lr" or "batch"): one line per workload/data set/device and
-    the other knob's value."""
+    the other knob's value; a device by its model (an H100's and an H200's runs are both on
+    `cuda:0`: two lines, not one through both GPUs' points)."""
     rows = [(r, value) for r in _trained(results) if (value := metric.value(r)) is not None
             and (axis == "batch" or r.spec.lr is not None)]
     if not rows:
         return None
+    device = DeviceNames(r for r, _ in rows)
     x_of = (lambda r: r.spec.lr) if axis == "lr" else (lambda r: r.spec.batch_size)
     other = (lambda r: f"batch {r.spec.batch_size}") if axis == "lr" else (
         lambda r: f"lr {r.spec.lr:g}" if r.spec.lr is not None else "default lr")
     lines: dict[str, list[tuple[Result, float]]] = defaultdict(list)
     for r, value in rows:
-        lines[f"{workload_name(r)} · {r.metrics.dataset} · {r.spec.device} · {other(r)}"].append((r, value))
+        lines[f"{workload_name(r)} · {r.metrics.dataset} · {device(r)} · {other(r)}"].append((r, value))
     series = []
     for name, members in lines.items():
         members.sort(key=lambda p: x_of(p[0]))
