@@ -48,6 +48,7 @@ class ChildReport(BaseModel):
     lr_curve: list[tuple[float, float, float]] = Field(default_factory=list)
     # estimated bytes moved to and from device memory per training sample (roofline)
     bytes_per_sample: float | None = None
+    bytes_estimate_revision: int | None = None  # the adapter's TRAFFIC_REVISION that counted it
     # a data-parallel rank's own figures (runner/rank.py), None for one process
     host: str | None = Field(None, description="the machine the rank ran on")
     collateral: bool = Field(False, description="stopped by the launcher because another rank failed")

@@ -92,6 +92,9 @@ class Metrics(BaseModel):
         "", "lr_find", "the range test's suggested learning rate (docs/STRATEGY.md)")
     bytes_per_sample: float | None = metric(
         "bytes", "counting", "estimated device-memory traffic per training sample (roofline)")
+    bytes_estimate_revision: int | None = metric(
+        "", "counting", "the memory-traffic estimate's revision behind bytes_per_sample: 2 counts the trial's "
+                        "precision and fused attention; none stored: an earlier count, fp32 bytes, attention unfused")
     epochs: int | None = metric("epochs", "training", "epochs trained")
     accuracy_per_epoch: list[float | None] | None = metric(
         "fraction", "training", "held-out accuracy after each epoch")

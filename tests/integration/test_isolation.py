@@ -32,6 +32,9 @@ def test_ok_trial_reports_timings_and_window():
     assert report.measure_start < report.measure_end
     assert report.params == 784 * 2048 + 2048 + 2 * (2048 * 2048 + 2048) + 2048 * 10 + 10
     assert report.software["torch"]
+    # the roofline's traffic estimate, stored with the revision of the count that made it
+    from rigbench.frameworks.torch import TRAFFIC_REVISION
+    assert report.bytes_per_sample and report.bytes_estimate_revision == TRAFFIC_REVISION == 2
     assert outcome.samples, "the parent's tracker sampled the child"
 
 

@@ -119,3 +119,17 @@ def test_a_side_without_an_estimate_takes_the_others():
     p = predict(trial(H100, 76_600, 1e7, None, created_at=OLD), trial(H200, 80_000, **MEMORY, rid=2, created_at=NEW))
     assert p is not None and p.ratio == pytest.approx(4800 / 3350) and p.estimate_from == "B"
     assert p.stored_intensity_a is None and "A stored none" in p.note()
+
+
+def test_the_later_estimate_revision_wins_over_the_newer_date():
+    """A result stores the revision of the traffic estimate that counted its bytes (2: the
+    trial's precision and fused attention); one from before revisions holds fp32 bytes for a bf16
+    trial. The later revision serves the pair even where its trial is the older one, and the note
+    says which estimate the other side's figure was."""
+    a = trial(H100, 76_600, 1e7, 1e6, precision="bf16", created_at=OLD)
+    a = a.model_copy(update={"metrics": a.metrics.model_copy(update={"bytes_estimate_revision": 2})})
+    b = trial(H200, 80_000, 1e7, 2e6, rid=2, run_id="b", precision="bf16", created_at=NEW)  # newer, no revision
+    p = predict(a, b)
+    assert p is not None and p.estimate_from == "A" and p.intensity == pytest.approx(6.4e8 / 84e6)
+    assert ("both read at 7.62 FLOP/byte, A's estimate (the later estimate; B's stored one, 4.32, is an earlier "
+            "estimate's (one from before revisions were stored, fp32 bytes))") in p.note()

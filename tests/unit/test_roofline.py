@@ -353,3 +353,22 @@ def test_the_frameworks_said_to_estimate_traffic_are_those_whose_adapter_does():
     estimating = {name for name, (module, _, _) in FRAMEWORKS.items()
                   if hasattr(importlib.import_module(module), "count_traffic")}  # adapters import no framework
     assert estimating == set(rl.TRAFFIC_ESTIMATED)
+
+
+def test_a_reduced_precision_trial_with_an_earlier_bytes_estimate_is_said_to_read_low():
+    """Trials stored before the estimate counted the precision hold fp32 bytes for bf16 (the H100
+    bundle's bf16 resnet: 17.4 FLOP/byte, 34.4 now): no revision stored, a note; revision 2, none;
+    an fp32 mlp's estimate did not change, none either."""
+    from rigbench.spec import Metrics, Result, TrialSpec
+
+    def stored(precision, workload="resnet", revision=None):
+        return Result(id=1, run_id="r", created_at="2026-01-01T00:00:00+00:00", status="ok", device_name="NVIDIA H100",
+                      spec=TrialSpec(workload=workload, device="cuda:0", batch_size=128, precision=precision),
+                      metrics=Metrics(samples_per_s=1e4, flops_per_sample=1e9, bytes_per_sample=1e7, params=10**6,
+                                      bytes_estimate_revision=revision))
+
+    def says(r):
+        return any(n.startswith("bytes estimated before rigbench counted") for n in rl.result_roofline(r, None).notes)
+
+    assert says(stored("bf16")) and says(stored("fp32", "gpt"))
+    assert not says(stored("bf16", revision=2)) and not says(stored("fp32", "mlp"))

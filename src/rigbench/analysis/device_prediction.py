@@ -18,9 +18,9 @@ made by the rigbench of its day, and estimates change: results stored before the
 counted the precision hold bf16/fp16 traffic at fp32 bytes. The H100's bf16 resnet (b128) stored
 17.4 FLOP/byte, the H200's 34.4, and each device at its own figure gave a B/A of 2.84 where the
 sheets allow x1.43 at most (bandwidths 4.8 against 3.35 TB/s, the same peaks). Where the two
-differ the newer trial's estimate serves both (the trial's created_at; B's on a tie), where one
-side has none the other's, and the note says so. The stored results do not say which estimator
-made them (no version is kept with the figure), so "newer" is the trial's date, not a version.
+differ, the estimate of the later revision serves both (`bytes_estimate_revision`, stored with
+each estimate since revision 2; none stored: an earlier one), at equal revisions the newer
+trial's (created_at; B's on a tie); where one side has none the other's, and the note says so.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ class Prediction:
     estimate_from: str = "both"              # whose bytes estimate: "both" (equal), "A" or "B"
     stored_intensity_a: float | None = None  # each trial's FLOP/byte from its own stored estimate
     stored_intensity_b: float | None = None
+    other_revision: int | None = None        # the revision of the estimate not used (None: before revisions)
+    revisions_differ: bool = False
 
     @property
     def applies(self) -> bool:
@@ -82,7 +84,11 @@ class Prediction:
             return ""
         other = "A" if self.estimate_from == "B" else "B"
         stored = self.stored_intensity_a if other == "A" else self.stored_intensity_b
+        earlier = (f"revision {self.other_revision}" if self.other_revision is not None else
+                   "one from before revisions were stored, fp32 bytes")
         why = (f"{other} stored none" if stored is None else
+               f"the later estimate; {other}'s stored one, {stored:.3g}, is an earlier estimate's ({earlier})"
+               if self.revisions_differ else
                f"the newer trial's; {other}'s stored estimate differs, {stored:.3g}: made otherwise, e.g. by an "
                "older rigbench")
         return f"; both read at {self.intensity:.3g} FLOP/byte, {self.estimate_from}'s estimate ({why})"
@@ -90,12 +96,16 @@ class Prediction:
 
 def shared_estimate(a: Result, b: Result) -> tuple[float | None, str]:
     """The pair's bytes per sample and whose it is: "both" where the stored estimates agree (or
-    neither has one), else the newer trial's ("A" or "B"; B on a tie), or the only one."""
+    neither has one), else the later estimate revision's, at equal revisions the newer trial's
+    ("A" or "B"; B on a tie), or the only one."""
     bytes_a, bytes_b = a.metrics.bytes_per_sample, b.metrics.bytes_per_sample
     if bytes_a == bytes_b:
         return bytes_a, "both"
     if bytes_a is None or bytes_b is None:
         return (bytes_b, "B") if bytes_a is None else (bytes_a, "A")
+    revision_a, revision_b = (r.metrics.bytes_estimate_revision or 0 for r in (a, b))
+    if revision_a != revision_b:
+        return (bytes_a, "A") if revision_a > revision_b else (bytes_b, "B")
     when_a, when_b = _when(a), _when(b)
     newer_a = when_a is not None and when_b is not None and when_a > when_b
     return (bytes_a, "A") if newer_a else (bytes_b, "B")
@@ -129,6 +139,8 @@ def predict(a: Result, b: Result, samples_a: float | None = None, samples_b: flo
             or roof_a.bound is None or roof_b.bound is None):
         return None
     stored_a, stored_b = (result_roofline(r, None).intensity for r in (a, b))
+    other = a if whose == "B" else b
     return Prediction(roof_b.ceiling_flops / roof_a.ceiling_flops, roof_a.name, roof_b.name, roof_a.bound,
                       roof_b.bound, roof_a.of_ceiling, roof_b.of_ceiling, full_a.intensity, whose,
-                      stored_a, stored_b)
+                      stored_a, stored_b, other.metrics.bytes_estimate_revision,
+                      a.metrics.bytes_estimate_revision != b.metrics.bytes_estimate_revision)

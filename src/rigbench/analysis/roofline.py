@@ -294,4 +294,15 @@ def result_roofline(result: Result, calibration: dict[str, Any] | None,
     if workload is None:
         roof.notes.insert(0, f"workload {clip(result.spec.workload, NAME_CHARS)!r} is unknown to this rigbench: "
                              "no memory-traffic estimate, so no roofline")
+    if (m.bytes_per_sample is not None and m.bytes_estimate_revision is None
+            and (precision in REDUCED_PRECISIONS or result.spec.workload in ATTENTION_WORKLOADS)):
+        roof.notes.append("bytes estimated before rigbench counted a trial's precision and fused attention "
+                          "(fp32 bytes, attention unfused; no bytes_estimate_revision stored): such a bf16, fp16 "
+                          "or attention trial's FLOP/byte reads low, its memory roof too low")
     return roof
+
+
+#: The precisions whose traffic the first estimate counted at fp32 bytes, and the workloads whose
+#: attention it counted unfused (Metrics.bytes_estimate_revision: none stored).
+REDUCED_PRECISIONS = ("bf16", "fp16")
+ATTENTION_WORKLOADS = ("gpt", "vit")

@@ -299,7 +299,8 @@ class FrameworkAdapter(Protocol):
         passes read and write in device memory at the trial's `precision` (the element sizes
         it moves: 2 bytes where bf16/fp16 autocast casts): traffic(batch) = per_step +
         per_sample * batch. Optional: the runner leaves `bytes_per_sample` empty for adapters
-        without it."""
+        without it. An adapter with it also defines `TRAFFIC_REVISION`, an int stored with
+        each trial's estimate (Metrics.bytes_estimate_revision), raised when the count changes."""
 
     def calibration_kernels(self, device: str) -> CalibrationKernels:
         """The kernels of `device` (a matmul, a copy, a device clock, host copies) that

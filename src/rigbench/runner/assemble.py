@@ -57,6 +57,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         params=report.params,
         flops_per_sample=report.flops_per_sample,
         bytes_per_sample=report.bytes_per_sample,
+        bytes_estimate_revision=report.bytes_estimate_revision,
         first_step_s=report.first_step_s,
         warmup_s=report.warmup_s,
         dataset=workload.dataset.name,

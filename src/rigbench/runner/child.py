@@ -168,6 +168,8 @@ def _count(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, repor
     # the adapter's own FLOP count only cross-checks it (tests/contract/).
     report.flops_per_sample = train_flops_per_sample(workload, options)
     report.bytes_per_sample = traffic_per_sample(adapter, workload, options, spec.batch_size, spec.precision)
+    if report.bytes_per_sample is not None:  # stored with it: results outlive the estimator
+        report.bytes_estimate_revision = getattr(adapter, "TRAFFIC_REVISION", None)
     if spec.measure.memory_limit_bytes:
         apply_memory_limit(spec.measure.memory_limit_bytes)
 

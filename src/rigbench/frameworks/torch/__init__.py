@@ -25,8 +25,13 @@ if TYPE_CHECKING:
 #: wrapped in torch._disable_dynamo): 1.1 s and 73 MiB on the dev VM, which every forked trial
 #: paid again before it was preloaded here.
 PRELOAD = ("rigbench.frameworks.torch.trainer", "torch._dynamo")
+#: The revision of count_traffic's estimate, stored with each trial's (Metrics.bytes_estimate_revision):
+#: 2 counts the trial's precision (bf16/fp16 autocast's 2-byte activations and casts) and the fused
+#: attention kernel that runs (2026-11-27). Trials stored before it counted fp32 bytes with
+#: attention unfused: a bf16 resnet's 17.4 FLOP/byte is 34.4 now. Raise it when the count changes.
+TRAFFIC_REVISION = 2
 
-__all__ = ["NAME", "PRELOAD", "attention", "build", "calibration_kernels", "compilation", "count", "count_traffic", "environment", "is_oom",
+__all__ = ["NAME", "PRELOAD", "TRAFFIC_REVISION", "attention", "build", "calibration_kernels", "compilation", "count", "count_traffic", "environment", "is_oom",
            "join", "list_devices", "prepare", "software"]
 
 
