@@ -59,7 +59,7 @@ def test_run_json_then_results_commands(db, tmp_path):
     listed = rigbench("results", "list", "--db", db).stdout
     assert "mlp" in listed and "cnn" in listed
     shown = rigbench("results", "show", str(rows[0]["id"]), "--db", db).stdout
-    assert "samples_per_s" in shown and "raw step times" in shown
+    assert "samples_per_s" in shown and "step_times_s" in shown
     assert "None logical cores" not in shown and "logical cores" in shown  # machine line filled
     full = json.loads(rigbench("results", "show", str(rows[0]["id"]), "--json", "--db", db).stdout)
     assert len(full["step_times_s"]) == rows[0]["steps_measured"]

@@ -298,14 +298,14 @@ def results_list(
                   highlight=False, markup=False, soft_wrap=True)
 
 
-@results_app.command("show", short_help="Show one trial: every metric, its spec, its machine.")
+@results_app.command("show", short_help="Show one trial: its metrics, its spec, its machine.")
 @handles_usage_errors
 def results_show(
     trial_id: int = typer.Argument(..., help="The trial's id (first column of `results list`)."),
     as_json: bool = typer.Option(False, "--json", help="Print the full result with raw samples as JSON."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
-    """Show one trial with every metric, its spec and the machine it ran on."""
+    """Show one trial: its fields with a value, grouped and rounded; --json prints every field and raw sample."""
     store = Store(db, create=False)
     result = store.get(trial_id)
     if result is None:
@@ -314,9 +314,8 @@ def results_show(
         print(result.model_dump_json(indent=2))
     else:
         roof = api.result_roofline(result, api.device_calibrations(store, [result]).get(result.device_name or ""))
-        out.print(terminal.result_detail(result, store.machine(result.run_id), roofline=roof))
-        if result.ranks:
-            out.print(terminal.ranks_table(result))
+        out.print(terminal.result_detail(result, store.machine(result.run_id), roofline=roof,
+                                         more=f"rigbench results show {trial_id} --json{db_flag(db)}"))
         for line in terminal.busy_lines([result]):
             out.print(line, highlight=False, markup=False, soft_wrap=True)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rigbench.reports.cells import cells, framework_column, num, rate, workload_label
+from rigbench.reports.cells import cells, framework_column, num, rate, si, workload_label
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import Result
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result
@@ -96,7 +96,8 @@ def roofline_lines(roof: Any) -> list[tuple[str, str]]:
         ("MFU (spec sheet)", _mfu(roof.spec) + spec_name),
         ("MFU (calibrated)", _mfu(roof.calibrated) + (f" ({roof.calibrated.name})" if roof.calibrated else "")),
         ("arithmetic intensity", "-" if roof.intensity is None else
-         f"{roof.intensity:.3g} FLOP/byte ({roof.step_flops / 1e9:.4g} GFLOP / {roof.step_bytes / 1e6:.4g} MB per step, bytes estimated)"),
+         f"{roof.intensity:.3g} FLOP/byte ({si(roof.step_flops, 'FLOP')} / {si(roof.step_bytes, 'B')} per step, "
+         "bytes estimated)"),
         ("roofline (spec sheet)", roof_text(roof.spec)),
         ("roofline (calibrated)", roof_text(roof.calibrated)),
         ("roofline notes", "; ".join(roof.notes) or "-"),

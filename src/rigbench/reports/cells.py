@@ -86,6 +86,14 @@ def rate(value: float) -> str:
     return f"{value:,.0f}" if 100 <= abs(value) < HUGE else f"{value:.3g}"
 
 
+def si(value: float, unit: str) -> str:
+    """A count with an SI prefix, as `rate` writes the number: 56.9 MFLOP, 2.07 MB, 875 GFLOP."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{rate(value / factor)} {prefix}{unit}"
+    return f"{rate(value)} {unit}"
+
+
 def tokens_cell(tokens_per_s: float | None) -> str:
     """tokens/s for a table cell: a rate, "-" for a trial that is not a language model's."""
     return "-" if tokens_per_s is None else rate(tokens_per_s)

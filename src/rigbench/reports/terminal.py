@@ -9,7 +9,7 @@ from typing import Any
 
 from rigbench.analysis.contention import busy_note, is_busy, shared_gpu_note
 from rigbench.analysis.training import bits
-from rigbench.reports.ceiling_tables import calibration_table, roofline_lines, roofline_table
+from rigbench.reports.ceiling_tables import calibration_table, roofline_table
 from rigbench.reports.cells import (
     UNKNOWN_WORKLOAD,
     any_energy,
@@ -30,8 +30,9 @@ from rigbench.reports.cells import (
     workload_label,
 )
 from rigbench.reports.table_fit import Column, FitTable
+from rigbench.reports.trial_detail import result_detail
 from rigbench.spec import Result
-from rigbench.textlimits import NAME_CHARS, clip, clip_result, clip_value, error_line, visible
+from rigbench.textlimits import NAME_CHARS, clip, clip_result, error_line, visible
 from rigbench.units import format_bytes
 
 # Re-exported: the cells the CLI's own tables use.
@@ -222,37 +223,6 @@ def devices_table(rows: Sequence[dict[str, Any]]) -> FitTable:
         table.add_row(*cells(d["id"], d.get("kind") or "-", d.get("name") or "-",
                              format_bytes(d.get("memory_bytes")),
                              ", ".join(d.get("frameworks") or []) or "none (no framework build sees it)"))
-    return table
-
-
-def result_detail(r: Result, machine: dict[str, Any] | None, roofline: Any = None) -> FitTable:
-    """Every summary field of one result, for `rigbench results show`; with `roofline`
-    (analysis/roofline.TrialRoofline) its MFU and roofline lines too. Long values fold."""
-    r = clip_result(r)
-    machine = clip_value(machine, NAME_CHARS)
-    table = FitTable([Column("field"), Column("value", wrap=True)],
-                     title=f"trial {r.id}: {r.spec.label()}", show_header=False, more="--json")
-    for key, value in r.row().items():
-        if key == "ranks":  # a table of its own (ranks_table)
-            continue
-        if isinstance(value, float):
-            value = f"{value:.6g}"
-        if key == "workload":
-            value += unknown_mark(value)
-        table.add_row(*cells(literal(key, "bold"), "-" if value is None else str(value)))
-    table.add_row(*cells(literal("measure options", "bold"), r.spec.measure.model_dump_json()))
-    table.add_row(*cells(literal("raw step times", "bold"), f"{len(r.step_times_s)} kept"))
-    table.add_row(*cells(literal("raw tracker samples", "bold"), f"{len(r.tracker_samples)} kept"))
-    if machine:
-        table.add_row(*cells(literal("machine", "bold"),
-                             f"{machine.get('cpu_model')} | {machine.get('cpu_cores_logical')} logical cores | "
-                             f"{format_bytes(machine.get('ram_bytes'))} RAM | {machine.get('os')}"))
-        for gpu in machine.get("gpus") or []:
-            table.add_row(*cells(literal("gpu", "bold"), f"{gpu.get('name')} {format_bytes(gpu.get('memory_bytes'))} "
-                                                         f"driver {gpu.get('driver')}"))
-    if roofline is not None:
-        for key, value in roofline_lines(roofline):
-            table.add_row(*cells(literal(key, "bold"), value))
     return table
 
 
