@@ -82,7 +82,7 @@ def calibration() -> dict:
 def published_matches() -> list:
     rows = published_rows()[:3]
     ours = trial(0, "tensorflow")
-    return [SimpleNamespace(row=row, ours=ours, ours_steps_per_s=12.3456, ours_trials=[ours.id],
+    return [SimpleNamespace(row=row, ours=ours, ours_device=ours.device_name, ours_steps_per_s=12.3456, ours_trials=[ours.id],
                             ours_cpu_pct=ours.metrics.cpu_util_pct_mean, measured=6.123, paper_ratio=2.84,
                             predicted=8.14, predicted_by_clock={"max_turbo": 8.14, "base": 18.0}, normalised=1.95)
             for row in rows]
