@@ -190,7 +190,7 @@ def test_a_data_parallel_trial_shows_its_figures_and_ranks(tmp_path):
                     allreduce_table=[[4096.0, 2e-5, 1e9], [4e7, 1e-3, 4e10]], replicas_identical=True)
     r.spec = r.spec.model_copy(update={"world_size": 2})
     r.ranks = [RankRecord(rank=k, host="node", status="ok", steps=10, step_time_ms_mean=12.3,
-                          step_time_ms_median=12.0, param_digest="ab" * 32) for k in range(2)]
+                          step_time_ms_median=12.0, param_digest="ab" * 32, comm_share=0.1987) for k in range(2)]
     [out] = show(tmp_path, r)
     lines = out.splitlines()
     assert value(lines, "comm_share") == "17.1%" and value(lines, "replicas_identical") == "yes"
@@ -199,6 +199,7 @@ def test_a_data_parallel_trial_shows_its_figures_and_ranks(tmp_path):
     under = lines.index("data parallel")
     assert "  its 2 ranks:" in lines[under:]  # its ranks' table, under its data-parallel figures
     assert lines.index("  its 2 ranks:") < next(i for i, line in enumerate(lines) if line == "roofline" or i > under + 30)
+    assert "19.9%" in out and "0.1987" not in out  # each rank's comm share in the field's unit
 
 
 def test_stored_text_is_literal_and_a_long_error_shows_its_end():

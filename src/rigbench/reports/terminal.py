@@ -30,7 +30,7 @@ from rigbench.reports.cells import (
     workload_label,
 )
 from rigbench.reports.table_fit import Column, FitTable
-from rigbench.reports.trial_detail import result_detail
+from rigbench.reports.trial_detail import ranks_table, result_detail
 from rigbench.spec import Result
 from rigbench.textlimits import NAME_CHARS, clip, clip_result, error_line, visible
 from rigbench.units import format_bytes
@@ -224,30 +224,6 @@ def devices_table(rows: Sequence[dict[str, Any]]) -> FitTable:
                              format_bytes(d.get("memory_bytes")),
                              ", ".join(d.get("frameworks") or []) or "none (no framework build sees it)"))
     return table
-
-
-def ranks_table(r: Result) -> FitTable:
-    """Each rank's record of a data-parallel trial (Result.ranks), for `rigbench results show`."""
-    table = FitTable([
-        Column("rank", "right"), Column("host", priority=40), Column("status"), Column("steps", "right", priority=50),
-        Column("step ms mean", "right", priority=70, short="mean ms"), Column("median", "right"),
-        Column("no-sync ms", "right", priority=60, short="no-sync"), Column("comm share", "right", priority=65, short="comm"),
-        Column("RSS MiB", "right", priority=35, short="RSS"), Column("alloc MiB", "right", priority=30, short="alloc"),
-        Column("CPU %", "right", priority=45), Column("parameters", priority=55, short="params"),
-    ], title=f"trial {r.id}: its {len(r.ranks)} ranks", more="--json")
-    for rank in r.ranks:
-        state = rank.status + (" (stopped)" if rank.collateral else "")
-        table.add_row(*cells(str(rank.rank), rank.host or "-", state, str(rank.steps), _fmt(rank.step_time_ms_mean),
-                             _fmt(rank.step_time_ms_median), _fmt(rank.nosync_step_time_ms_median),
-                             _fmt(rank.comm_share), _fmt(rank.rss_peak_mib, 0), _fmt(rank.allocator_peak_mib, 0),
-                             _fmt(rank.cpu_util_pct, 1), (rank.param_digest or "-")[:12]))
-    return table
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.{digits}f}" if digits < 3 else f"{value:.4g}"
 
 
 def max_batch_table(o: Any) -> FitTable:

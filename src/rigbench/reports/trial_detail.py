@@ -199,11 +199,38 @@ def _epochs(r: Result, more: str) -> list[RenderableType]:
 
 
 def _ranks(r: Result) -> list[RenderableType]:
-    """A data-parallel trial's ranks (terminal.ranks_table), under a line saying how many."""
+    """A data-parallel trial's ranks (ranks_table), under a line saying how many."""
     if not r.ranks:
         return []
-    from rigbench.reports.terminal import ranks_table  # here: terminal may re-export this module
-
     table = ranks_table(r)
     table.title = None  # said by the line above, left-aligned like the rest
     return [Text(f"its {len(r.ranks)} rank{'s' * (len(r.ranks) != 1)}:"), table]
+
+
+def ranks_table(r: Result) -> FitTable:
+    """Each rank's record of a data-parallel trial (Result.ranks), for `rigbench results show`."""
+    table = FitTable([
+        Column("rank", "right"), Column("host", priority=40), Column("status"), Column("steps", "right", priority=50),
+        Column("step ms mean", "right", priority=70, short="mean ms"), Column("median", "right"),
+        Column("no-sync ms", "right", priority=60, short="no-sync"), Column("comm share", "right", priority=65, short="comm"),
+        Column("RSS MiB", "right", priority=35, short="RSS"), Column("alloc MiB", "right", priority=30, short="alloc"),
+        Column("CPU %", "right", priority=45), Column("parameters", priority=55, short="params"),
+    ], title=f"trial {r.id}: its {len(r.ranks)} rank{'s' * (len(r.ranks) != 1)}", more="--json")
+    for rank in r.ranks:
+        state = rank.status + (" (stopped)" if rank.collateral else "")
+        table.add_row(*cells(str(rank.rank), rank.host or "-", state, str(rank.steps), _fmt(rank.step_time_ms_mean),
+                             _fmt(rank.step_time_ms_median), _fmt(rank.nosync_step_time_ms_median),
+                             _percent(rank.comm_share), _fmt(rank.rss_peak_mib, 0), _fmt(rank.allocator_peak_mib, 0),
+                             _fmt(rank.cpu_util_pct, 1), (rank.param_digest or "-")[:12]))
+    return table
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}" if digits < 3 else f"{value:.4g}"
+
+
+def _percent(share: float | None) -> str:
+    """A share (0.1987) as the field's unit says it: 19.9%."""
+    return "-" if share is None else f"{share:.1%}"
