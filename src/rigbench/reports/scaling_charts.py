@@ -123,10 +123,12 @@ def _ids(side: RunSpeed) -> str:
 
 
 class _Bar(NamedTuple):
-    """One bar of a speed-up chart: its series' name and colour, its label, and the ratio."""
+    """One bar of a speed-up chart: its variant (bf16, compile), framework and device (its
+    series), its label, and the ratio."""
 
-    series: str
-    colour_key: str
+    variant: str
+    framework: str
+    device: str
     x: str
     threads: int | None
     side: RunSpeed
@@ -135,15 +137,24 @@ class _Bar(NamedTuple):
 
 
 def _bar_series(bars: Sequence[_Bar]) -> list[Series]:
-    """One series per name, its bars at their labels; where two bars of one series would share a
-    label (the same configuration at two thread counts), every label of the chart names the
-    threads too. No error bars where no bar has repeats (`_bars`)."""
+    """One series per variant, framework and device, named by the variant and by the framework
+    and device where the chart has more than one (legends name only what varies); its bars at
+    their labels. Where two bars of one series would share a label (the same configuration at
+    two thread counts), every label of the chart names the threads too. No error bars where no
+    bar has repeats (`_bars`)."""
+    several_frameworks = len({b.framework for b in bars}) > 1
+    several_devices = len({b.device for b in bars}) > 1
+
+    def name(b: _Bar) -> str:
+        return " · ".join([b.variant, *([b.framework] if several_frameworks else []),
+                           *([b.device] if several_devices else [])])
+
     labels = [b.x for b in bars]
-    if len({(b.series, b.x) for b in bars}) < len(bars):
+    if len({(name(b), b.x) for b in bars}) < len(bars):
         labels = [b.x + (f" t{b.threads}" if b.threads is not None else "") for b in bars]
     series: dict[str, Series] = {}
     for bar, label in zip(bars, labels, strict=True):
-        s = series.setdefault(bar.series, Series(name=bar.series, colour_key=bar.colour_key))
+        s = series.setdefault(name(bar), Series(name=name(bar), colour_key=f"{bar.device} · {bar.framework}"))
         _add_bar(s, label, bar.side, bar.base, bar.what)
     return _bars(series.values())
 
@@ -168,8 +179,7 @@ def precision_charts(results: Sequence[Result], machines: Machines | None = None
     bars = []
     for (workload, framework, batch, threads, variant, _), side, base in pairs:
         device = names(side.newest)
-        bars.append(_Bar(f"{side.newest.spec.precision} · {framework} · {device}", f"{device} · {framework}",
-                         f"{workload} b{batch}" + (f" {variant}" if variant else ""), threads, side, base,
+        bars.append(_Bar(side.newest.spec.precision, framework, device, f"{workload} b{batch}" + (f" {variant}" if variant else ""), threads, side, base,
                          "fp32's samples/s"))
     return [Chart(id="precision", title="Speed-up over fp32", x_title="workload and batch",
                   y_title="× fp32 samples/s", series=_bar_series(bars), kind="bar", x_scale="category")]
@@ -225,8 +235,7 @@ def compile_layout_charts(results: Sequence[Result], machines: Machines | None =
             on = ("channels-last" if side.newest.spec.channels_last else "") if knob == "compile" \
                 else (side.newest.spec.compile_label if side.newest.spec.compiled else "")
             device = names(side.newest)
-            bars.append(_Bar(f"{name} · {framework} · {device}", f"{device} · {framework}",
-                             f"{workload} b{batch} {precision}" + (f" {on}" if on else ""), threads, side, base,
+            bars.append(_Bar(name, framework, device, f"{workload} b{batch} {precision}" + (f" {on}" if on else ""), threads, side, base,
                              f"the samples/s without {name}"))
     if not bars:
         return []
