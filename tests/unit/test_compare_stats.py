@@ -340,3 +340,18 @@ def test_a_side_against_itself_is_refused(tmp_path, args):
     done = CliRunner().invoke(cli.app, ["compare", *args, "--db", str(tmp_path / "none.db")])
     assert done.exit_code == 2, done.output
     assert "A and B are the same trials (the same run and filters): give two runs, or filters that differ" in done.output
+
+
+def test_a_side_over_two_gpu_models_says_which_it_compared():
+    """`--where-a device=cuda:0` over an H100's and an H200's imported runs: one configuration,
+    two GPUs; the newest run's trial is compared and the note names the GPU left out."""
+    from tests.unit.test_host_bound import gpu_trial
+
+    h100 = gpu_trial(43.4, 1.0, 10.91, rid=1, run_id="a1").model_copy(update={"device_name": "NVIDIA H100 80GB HBM3"})
+    h200 = gpu_trial(82.3, 1.0, 5.95, rid=2, run_id="a2")
+    cpu_side = gpu_trial(99.0, 1.0, 6.0, rid=3, run_id="b")
+    [pair] = compare_results([h100, h200], [cpu_side], same_machine=False).pairs
+    assert ("A also holds this configuration on NVIDIA H100 80GB HBM3 (other runs): only the newest run's, on "
+            "NVIDIA H200, is compared; narrow A to one device (a run id)") in pair.notes
+    [pair] = compare_results([h200], [cpu_side], same_machine=False).pairs
+    assert not any(n.startswith("A also holds") for n in pair.notes)

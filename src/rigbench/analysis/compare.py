@@ -32,7 +32,7 @@ interval leaves out 1.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -272,10 +272,26 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
     newest_b = newest_run_trials(b, pairing.key)
     pairs = [_judge(ta, newest_b[key], pairing, across_versions, alpha)
              for key, ta in newest_a.items() if key in newest_b]
+    for pair, key in zip(pairs, [k for k in newest_a if k in newest_b], strict=True):
+        pair.notes += [note for name, side, newest in (("A", a, newest_a[key]), ("B", b, newest_b[key]))
+                       if (note := _hidden_devices(name, side, newest, pairing.key, key))]
     left_a = [t[-1] for k, t in newest_a.items() if k not in newest_b]
     left_b = [t[-1] for k, t in newest_b.items() if k not in newest_a]
     return Comparison(pairs, [_unpaired(r, [t[-1] for t in newest_b.values()], pairing) for r in left_a],
                       [_unpaired(r, [t[-1] for t in newest_a.values()], pairing) for r in left_b])
+
+
+def _hidden_devices(name: str, side: Sequence[Result], compared: Sequence[Result],
+                    key: Callable[[Result], Any], value: Any) -> str | None:
+    """The note for a side that holds this configuration on other device models than the trials
+    compared (the newest run's), or None: `--where-a device=cuda:0` over an H100's and an H200's
+    imported runs keeps one GPU's trials and would hide the other's."""
+    kept = {r.device_name for r in compared}
+    others = sorted({r.device_name or "?" for r in side if r.device_name not in kept and key(r) == value})
+    if not others:
+        return None
+    return (f"{name} also holds this configuration on {', '.join(others)} (other runs): only the newest run's, on "
+            f"{', '.join(sorted(n or '?' for n in kept))}, is compared; narrow {name} to one device (a run id)")
 
 
 def _busy_text(side: str, trials: Sequence[Result]) -> list[str]:
