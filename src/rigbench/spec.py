@@ -134,16 +134,21 @@ class LrFindOptions(BaseModel):
 
 
 class MaxBatchSearch(BaseModel):
-    """What a max-batch search was asked (`rigbench max-batch --start --max --tolerance`), stored
-    with each of its probes: with it, the probes and the search's own rule (experiments/
-    max_batch.next_probe) say whether the search ended by that rule or was stopped (Ctrl-C, a
-    timeout, a killed process) with batches still to probe. Probes stored before it have none."""
+    """What a max-batch search was asked (`rigbench max-batch --start --max --tolerance
+    --memory-limit`), stored with each of its probes: with it, the probes and the search's own rule
+    (experiments/max_batch.next_probe) say whether the search ended by that rule or was stopped
+    (Ctrl-C, a timeout, a killed process) with batches still to probe, and a recommendation reads
+    only a search made under its own memory limit. Probes stored before it have none."""
 
     model_config = INPUT
 
     start: Int64 = Field(..., ge=1, description="the first batch probed")
     max_batch: Int64 = Field(..., ge=1, description="no batch above this is probed (--max)")
     tolerance: float = Field(..., ge=0, lt=1, description="bisection ends at hi - lo <= max(1, tolerance x lo)")
+    memory_limit: Literal["default", "given"] | None = Field(
+        None, description="on the CPU, what set the probes' cap (measure.memory_limit_bytes): `default`, a share "
+        "of the RAM available when the search started, or `given`, --memory-limit; None on a GPU, whose limit is "
+        "its memory, and in searches stored before it was recorded (experiments/search_limits)")
 
 
 class TrialSpec(BaseModel):

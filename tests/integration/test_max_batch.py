@@ -50,8 +50,11 @@ def test_finds_the_largest_batch_under_a_memory_limit(tmp_path, monkeypatch):
     assert [(r.spec.batch_size, r.status) for r in stored] == list(statuses.items())
     assert [spec_key(r.spec) for r in seen] == [spec_key(r.spec) for r in stored]
     # each says what its search was asked, so a reader can tell that it ended by its own rule
-    assert all(r.spec.search == MaxBatchSearch(start=128, max_batch=65536, tolerance=0.5) for r in stored)
-    read = stored_limit(stored, "cpu")
+    # (and under --memory-limit: a recommendation under another limit leaves it out)
+    asked = MaxBatchSearch(start=128, max_batch=65536, tolerance=0.5, memory_limit="given")
+    assert all(r.spec.search == asked for r in stored)
+    read = stored_limit(stored, "cpu", limit)
+    assert stored_limit(stored, "cpu") is None
     assert (read.unfinished, read.tolerance, outcome.to_dict()["complete"]) == (None, 0.5, True)
     # probes are a kind of their own: never a speed trial
     assert {r.spec.kind for r in stored} == {"probe"}

@@ -61,9 +61,10 @@ def test_every_probe_stores_the_search_it_belongs_to(tmp_path, monkeypatch):
     outcome, stored = search_run(str(tmp_path / "mb.db"), monkeypatch, tolerance=0.25)
     assert [r.spec.batch_size for r in stored] == [8, 16, 32, 64, 128, 256, 512, 1024, 768, 896]
     assert {r.spec.model_dump().get("search") is not None for r in stored} == {True}
-    assert [r.spec.model_dump()["search"] for r in stored[:1]] == [{"start": 8, "max_batch": 65536, "tolerance": 0.25}]
+    asked = {"start": 8, "max_batch": 65536, "tolerance": 0.25, "memory_limit": "given"}  # --memory-limit set its cap
+    assert [r.spec.model_dump()["search"] for r in stored[:1]] == [asked]
     data = outcome.to_dict()
-    assert data["search"] == {"start": 8, "max_batch": 65536, "tolerance": 0.25}
+    assert data["search"] == asked
     assert data["complete"] is True and data["unfinished"] is None
 
 
@@ -71,7 +72,7 @@ def test_a_finished_coarse_search_is_complete_to_its_tolerance(tmp_path, monkeyp
     """The gap left (896..1024) is wider than one sample: the stored tolerance says it is the
     search's own end, and both max-batch and recommend say complete, to that tolerance."""
     outcome, stored = search_run(str(tmp_path / "mb.db"), monkeypatch, tolerance=0.25)
-    limit = stored_limit(stored, "cpu")
+    limit = stored_limit(stored, "cpu", LIMIT)
     assert (limit.largest_ok, limit.smallest_oom, limit.unfinished, limit.tolerance) == (896, 1024, None, 0.25)
     line = rules.decide_batch(MEASURED, "cpu", limit)
     assert "complete to its --tolerance 0.25" in line.text and "incomplete" not in line.text
@@ -89,12 +90,12 @@ def test_a_search_stopped_mid_bisection_is_incomplete_with_the_range_left(tmp_pa
     stopped, stored = search_run(db, monkeypatch, tolerance=0.25, interrupt_at=10)
     assert stopped.interrupted and [r.spec.batch_size for r in stored][-2:] == [1024, 768]
     left = "it was stopped with the batches between 768 and 1024 untried (its --tolerance 0.25 would have probed 896 next)"
-    alone = stored_limit(stored, "cpu")
+    alone = stored_limit(stored, "cpu", LIMIT)
     assert (alone.largest_ok, alone.smallest_oom, alone.unfinished) == (768, 1024, left)
     assert limit_of(stopped).unfinished == left
     line = rules.decide_batch(MEASURED, "cpu", alone)
     assert f"an incomplete search (run {stopped.run_id}): {left}" in line.text
-    both = stored_limit(Store(db).list(), "cpu")
+    both = stored_limit(Store(db).list(), "cpu", LIMIT)
     assert (both.run_id, both.unfinished, both.largest_ok, both.smallest_oom) == (complete.run_id, None, 1000, 1001)
     assert stopped.to_dict()["complete"] is False and stopped.to_dict()["unfinished"] == left
     assert f"search: incomplete: {left}" in printed(stopped)
@@ -103,7 +104,7 @@ def test_a_search_stopped_mid_bisection_is_incomplete_with_the_range_left(tmp_pa
 def test_a_search_stopped_while_growing_says_so_and_caps_nothing(tmp_path, monkeypatch):
     stopped, stored = search_run(str(tmp_path / "mb.db"), monkeypatch, tolerance=0.0, interrupt_at=3)
     assert [r.spec.batch_size for r in stored] == [8, 16]
-    limit = stored_limit(stored, "cpu")
+    limit = stored_limit(stored, "cpu", LIMIT)
     assert limit.unfinished == "it was stopped before probing batch 32 (its --max was 65536)"
     assert limit.cap is None and "so it caps nothing" in rules.decide_batch(MEASURED, "cpu", limit).text
 
@@ -133,7 +134,7 @@ def test_an_old_search_falls_back_to_its_probes_and_says_so_where_it_matters():
 
 def test_the_search_block_belongs_to_probes_only():
     probe = TrialSpec(kind="probe", workload="mlp", batch_size=8, search={"start": 8, "max_batch": 64, "tolerance": 0.0})
-    assert probe.model_dump()["search"] == {"start": 8, "max_batch": 64, "tolerance": 0.0}
+    assert probe.model_dump()["search"] == {"start": 8, "max_batch": 64, "tolerance": 0.0, "memory_limit": None}
     assert "search" not in dict(probe.config_key())  # what the search asked is not what the probe ran
     with pytest.raises(ValueError, match="search"):
         TrialSpec(workload="mlp", batch_size=8, search={"start": 8, "max_batch": 64, "tolerance": 0.0})

@@ -38,6 +38,7 @@ from rigbench.analysis.process_scaling import decide_processes
 from rigbench.analysis.recommend_compile import decide_compile
 from rigbench.analysis.recommend_knobs import decide_precision, decide_threads, recommended_row
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee, sps_text
+from rigbench.analysis.recommend_pipeline import decide_pipeline
 from rigbench.analysis.scaling import changed_knobs, pooled_trials
 from rigbench.analysis.step_overhead import decide_overhead, parameter_bytes
 from rigbench.analysis.trials import (
@@ -91,8 +92,9 @@ def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, RunSp
 
 
 def decide_device(results: Sequence[Result], devices: Sequence[str],
-                  limits: Mapping[str, MemoryLimit]) -> Line:
-    """The device with the highest fp32 samples/s at its best batch that fits."""
+                  limits: Mapping[str, MemoryLimit], how: str | None = None) -> Line:
+    """The device with the highest fp32 samples/s at its best batch that fits; where none has one,
+    `how` measures one (the caller knows whose results these are: experiments/recommend_scope)."""
     best: dict[str, tuple[int, float]] = {}
     for device in devices:
         speeds, _ = fitting(baseline_by_batch(results, device), limits.get(device))
@@ -102,8 +104,8 @@ def decide_device(results: Sequence[Result], devices: Sequence[str],
     numbers = {d: {"best_batch": b, "samples_per_s": s} for d, (b, s) in best.items()}
     unmeasured = [d for d in devices if d not in best]
     if not best:
-        return Line("device", None, f"device: not measured ({', '.join(devices) or 'no device'}): "
-                    f"run without --no-run, or `rigbench run WORKLOAD --batch-size ...`", numbers)
+        return Line("device", None, f"device: not measured ({', '.join(devices) or 'no device'})"
+                    + (f": {how}" if how else ""), numbers)
     chosen = max(best, key=lambda d: best[d][1])
     others = "; ".join(f"{d} {sps_text(s)} at b{b}" for d, (b, s) in best.items() if d != chosen)
     text = (f"device: {chosen}, fastest in fp32: {sps_text(best[chosen][1])} at its best batch "
@@ -192,7 +194,7 @@ def lr_find_result(results: Sequence[Result], batch: int | None = None) -> Resul
 
 
 def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str, lr_find: bool = True,
-              default_lr: float | None = None) -> Line:
+              default_lr: float | None = None, workload: str = "WORKLOAD") -> Line:
     """lr-find's suggestion scaled to `batch` by the linear-scaling rule. `lr_find`: False for a
     workload the range test does not fit (workloads.Workload.lr_find), which gets its default
     rate (`default_lr`) named instead of a command that would end `unsupported`."""
@@ -205,7 +207,7 @@ def decide_lr(results: Sequence[Result], batch: int | None, optimizer: str, lr_f
         tried = [r.id for r in _newest_first(results) if r.spec.kind == "lr_find" and r.status == "ok"]
         why = (f"stored lr-find trial{'s' if len(tried) > 1 else ''} {', '.join(map(str, tried))} gave no "
                "suggestion (`rigbench lr-find` says why and what range to try)" if tried else "not measured")
-        return Line("learning_rate", None, f"learning rate: {why}: run `rigbench lr-find WORKLOAD "
+        return Line("learning_rate", None, f"learning rate: {why}: run `rigbench lr-find {workload} "
                     "--dataset DATASET` (a real data set is needed)", {"without_suggestion": tried})
     lr, at = lr_suggestion(found) or 0.0, found.spec.batch_size  # lr_find_result: set
     dataset = found.spec.lr_find.dataset if found.spec.lr_find else None
@@ -269,45 +271,6 @@ def decide_energy(results: Sequence[Result], device: str, limit: MemoryLimit | N
     return Line("energy", {"batch_size": best.spec.batch_size, "precision": best.spec.precision}, text, numbers)
 
 
-def decide_pipeline(results: Sequence[Result], device: str) -> list[Line]:
-    """Loader workers, and whether input waits, host-device copies or compute bound the step,
-    from stored `train --input loader` runs on the device (the fastest run's figures)."""
-    runs = [r for r in results if r.spec.train is not None and r.spec.train.input_mode == "loader"
-            and r.spec.device == device and r.status == "ok" and r.metrics.input_fraction is not None]
-    if not runs:
-        how = f"rigbench train WORKLOAD --input loader --workers N --device {device}"
-        return [Line("loader_workers", None, f"loader workers: not measured ({how})", {}),
-                Line("bound_by", None, f"input pipeline / copies: not measured ({how})", {})]
-    best = max(runs, key=lambda r: r.metrics.samples_per_s or 0.0)
-    m, workers = best.metrics, _workers(best)
-    by_workers: dict[int, dict[str, Any]] = {}
-    for r in runs:
-        w = _workers(r)
-        if w not in by_workers or (r.metrics.samples_per_s or 0) > (by_workers[w]["samples_per_s"] or 0):
-            by_workers[w] = {"samples_per_s": r.metrics.samples_per_s, "input_fraction": r.metrics.input_fraction,
-                             "copy_fraction": r.metrics.copy_fraction, "trial": r.id}
-    text = (f"loader workers: {workers}, the fastest measured `--input loader` run (trial {best.id}, "
-            f"{sps_text(m.samples_per_s)} in training, input waits {m.input_fraction:.1%} of its time)")
-    input_fraction = m.input_fraction or 0.0  # set on every run kept above
-    if len(by_workers) == 1 and input_fraction >= 0.1:
-        text += "; input waits are large: try `rigbench train WORKLOAD --input loader --workers 2`"
-    elif len(by_workers) == 1:
-        text += "; only this worker count was measured"
-    shares = {"input": input_fraction, "copy": m.copy_fraction or 0.0}
-    shares["compute"] = max(0.0, 1.0 - shares["input"] - shares["copy"])
-    bound = max(shares, key=lambda k: shares[k])
-    copy_what = "host-to-device copies" if device != "cpu" else "uint8 -> float conversion (the CPU's 'copy')"
-    bound_text = (f"input pipeline: the step is bound by {'compute' if bound == 'compute' else 'the input pipeline' if bound == 'input' else copy_what}: "
-                  f"input waits {shares['input']:.1%}, {copy_what} {shares['copy']:.1%}, compute and the rest "
-                  f"{shares['compute']:.1%} of training time (trial {best.id}, b{best.spec.batch_size}, {m.dataset})")
-    return [Line("loader_workers", workers, text, {"by_workers": by_workers, "trial": best.id}),
-            Line("bound_by", bound, bound_text, {**shares, "trial": best.id})]
-
-
-def _workers(r: Result) -> int:
-    return r.spec.train.workers if r.spec.train else 0
-
-
 def decide_epoch_time(results: Sequence[Result], device: str, batch: int, dataset_size: int,
                       input_share: float | None = None, precision: str | None = None,
                       threads: int | None = None) -> Line:
@@ -355,26 +318,29 @@ def step_overhead_line(results: Sequence[Result], device: str, batch: int, optim
 
 def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping[str, MemoryLimit],
               optimizer: str, dataset_size: int, lr_find: bool = True, default_lr: float | None = None,
-              bandwidths: Mapping[str, float | None] | None = None) -> list[Line]:
+              bandwidths: Mapping[str, float | None] | None = None, workload: str = "WORKLOAD",
+              device_hint: str | None = None) -> list[Line]:
     """Every decision, in order: device, batch size, learning rate, precision, energy, threads (CPU),
     compile (where measured), step overhead (with three batches measured), data-parallel processes
     (where studied), loader workers, what bounds the step, epoch time.
     `results` are one workload's; every decision but the processes one reads one-process trials
     only (a data-parallel trial's samples/s counts every rank's batch). `lr_find`, `default_lr`:
     the workload's (decide_lr). `bandwidths`: memory bandwidth (B/s) by device, calibrated or
-    from the spec sheet, for the step overhead's parameter traffic."""
+    from the spec sheet, for the step overhead's parameter traffic. `workload`: as the hints name
+    it; `device_hint`: what measures a device where none is measured (decide_device)."""
     everything, results = results, [r for r in results if not r.spec.is_data_parallel]
-    device_line = decide_device(results, devices, limits)
+    device_line = decide_device(results, devices, limits,
+                                device_hint or f"`rigbench run {workload} --batch-size ...` measures one")
     lines = [device_line]
     device = device_line.value
     if device is None:
         return lines
     batch_line = decide_batch(results, device, limits.get(device))
     batch = batch_line.value
-    lines += [batch_line, decide_lr(results, batch, optimizer, lr_find, default_lr)]
+    lines += [batch_line, decide_lr(results, batch, optimizer, lr_find, default_lr, workload)]
     if batch is None:
         return lines
-    precision = decide_precision(results, device, batch)
+    precision = decide_precision(results, device, batch, workload)
     lines += [precision, decide_energy(results, device, limits.get(device))]
     threads = decide_threads(results, device, batch)
     if threads is not None:
@@ -388,7 +354,7 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     processes = decide_processes(everything, device)  # only where a process study was stored
     if processes is not None:
         lines.append(Line("processes", *processes))
-    pipeline = decide_pipeline(results, device)
+    pipeline = decide_pipeline(results, device, workload)
     lines += pipeline
     bound = pipeline[1].numbers
     share = (bound.get("input", 0.0) + bound.get("copy", 0.0)) if bound else None

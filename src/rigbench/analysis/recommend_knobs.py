@@ -48,10 +48,10 @@ def _speedup_text(row: ScalingRow) -> str:
     return f"{row.speedup:.2f}x{noise}"
 
 
-def decide_precision(results: Sequence[Result], device: str, batch: int) -> Line:
+def decide_precision(results: Sequence[Result], device: str, batch: int, workload: str = "WORKLOAD") -> Line:
     """The fastest precision at the recommended batch (default threads, eager) whose gain over
     fp32 is resolved; fp32 where none is (module docstring). Failures (unsupported...) are
-    shown with their reason."""
+    shown with their reason; `workload` as the accuracy check's command names it."""
     base, variants = rows_at(results, device, batch)
     rows = [row for row in variants if row.knob == "precision"]
     numbers: dict[str, Any] = {
@@ -77,7 +77,7 @@ def decide_precision(results: Sequence[Result], device: str, batch: int) -> Line
     text += "; ".join(parts)
     if chosen in ("bf16", "fp16"):
         text += (f"; caveat: {chosen} mixed precision can lower accuracy, check with "
-                 f"`rigbench train WORKLOAD --precision {chosen}`")
+                 f"`rigbench train {workload} --precision {chosen}`")
     return Line("precision", chosen, text, numbers)
 
 

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from rigbench.units import format_bytes
+
 #: The knee: the smallest batch reaching this fraction of the best measured throughput.
 KNEE_FRACTION = 0.9
 
@@ -37,6 +39,12 @@ class MemoryLimit:
     #: the search's --tolerance as stored with its probes; None for probes stored before it was,
     #: whose completeness is read from the probes alone (a stop mid-bisection reads as complete)
     tolerance: float | None = None
+    #: the CPU's limit: "default" (a share of the RAM available when the search ran),
+    #: "--memory-limit", or "unknown" (stored before searches said, by a run whose command is not
+    #: known); None on a GPU, whose limit is its memory (experiments/search_limits)
+    source: str | None = None
+    #: the stored searches of the device under other limits, left out ("2.0 GiB (run b)")
+    others: tuple[str, ...] = ()
 
     @property
     def cap(self) -> int | None:
@@ -56,7 +64,7 @@ class MemoryLimit:
         run = f" (run {self.run_id})" if self.run_id else ""
         if self.smallest_oom is None:
             reach = f"up to b{self.largest_ok}, where" if self.largest_ok is not None else "before"
-            return f"max-batch: no out-of-memory {reach} its search stopped{run}, so it caps nothing"
+            return self._limits(f"max-batch: no out-of-memory {reach} its search stopped{run}, so it caps nothing")
         text = (f"max-batch: largest that ran {self.largest_ok if self.largest_ok is not None else 'none'}"
                 + (f", recommended {self.recommended}" if self.recommended is not None else "")
                 + f", first oom {self.smallest_oom}")
@@ -66,13 +74,34 @@ class MemoryLimit:
             text += (f"; complete to its --tolerance {self.tolerance:g}" if self.tolerance is not None else
                      "; complete as far as its probes show (stored without its --tolerance, so a search stopped "
                      "mid-bisection would read the same)")
+        return self._limits(text)
+
+    def _limits(self, text: str) -> str:
+        """`text`, and the limit the search ran under, and the searches under others left out."""
+        under = self.under()
+        if under:
+            text += f"; {under}"
+        if self.others:
+            text += (f"; left out {len(self.others)} search{'es' if len(self.others) > 1 else ''} under other "
+                     f"limits: {', '.join(self.others)}")
         return text
+
+    def under(self) -> str | None:
+        """The limit the search ran under, in words, where it is the CPU's (a GPU has its memory)."""
+        if self.source == "--memory-limit":
+            return f"under --memory-limit {format_bytes(self.limit_bytes)}"
+        if self.source == "default":
+            return f"under the default memory limit ({format_bytes(self.limit_bytes)}, a share of the RAM available then)"
+        if self.source == "unknown":
+            return (f"under a memory limit of {format_bytes(self.limit_bytes)} (stored without saying whether the default "
+                    "or --memory-limit set it: read as the default's)")
+        return None
 
     def row(self) -> dict[str, Any]:
         """The figures the batch line's numbers give (analysis/recommend.decide_batch)."""
         return {"largest_ok": self.largest_ok, "smallest_oom": self.smallest_oom, "recommended": self.recommended,
                 "limit_bytes": self.limit_bytes, "run_id": self.run_id, "unfinished": self.unfinished,
-                "tolerance": self.tolerance}
+                "tolerance": self.tolerance, "source": self.source, "left_out": list(self.others)}
 
 
 @dataclass

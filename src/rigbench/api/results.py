@@ -77,7 +77,7 @@ def recommendations(results: Sequence[Result], machines: dict[str, dict | None],
         same = machine_identity(machines.get(run_id))
         mine = [r for r in results if machine_identity(machines.get(r.run_id)) == same]
         try:
-            text = recommendation_text(stored_recommendation(mine, *target))
+            text = recommendation_text(stored_recommendation(mine, *target, commands=commands))  # its searches' limits
         except UsageError:  # a workload this rigbench does not know
             continue
         if text:

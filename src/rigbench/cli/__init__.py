@@ -5,11 +5,12 @@ group of commands on it when imported below.
 """
 
 from rigbench.cli import (
-    advise,  # noqa: F401  (registers lr-find, scaling, recommend)
+    advise,  # noqa: F401  (registers lr-find, scaling)
     calibrate,  # noqa: F401  (registers calibrate, roofline)
     compare,  # noqa: F401  (registers compare, score, results import)
     core,  # noqa: F401  (registers run, train, workloads, devices, results, report)
     interrupts,
+    recommend,  # noqa: F401  (registers recommend)
     specs,  # noqa: F401  (registers specs)
     sweep,  # noqa: F401  (registers sweep, max-batch)
 )

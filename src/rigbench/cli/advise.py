@@ -1,4 +1,5 @@
-"""Commands that advise how to use the hardware: lr-find, scaling, recommend (docs/STRATEGY.md)."""
+"""Commands that advise how to use the hardware: lr-find, scaling (docs/STRATEGY.md; recommend:
+cli/recommend.py)."""
 
 from __future__ import annotations
 
@@ -346,54 +347,3 @@ def scaling_table_view(rows: list[ScalingRow], title: str) -> FitTable:
             "1.00x (baseline)" if r.knob == "baseline" else ("-" if r.speedup is None else f"{r.speedup:.2f}x"),
             *per_joule, _scaling_note(r)))
     return table
-
-
-# --------------------------------------------------------------------------- recommend
-
-
-@app.command(short_help="Recommend device, batch, lr, precision and threads.")
-@handles_usage_errors
-def recommend(
-    workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload to advise on, e.g. mlp or resnet:depth=56."),
-    device: list[str] | None = typer.Option(None, "--device", "-d", metavar="DEVICE", help="Devices to choose from, repeated or comma-separated (default: every available one; with --no-run, those with stored results)."),
-    dataset_size: int | None = typer.Option(None, "--dataset-size", metavar="N", help="Samples per epoch for the epoch-time estimate (default: the workload's reference data set size)."),
-    no_run: bool = typer.Option(False, "--no-run", help="Use only stored results and list what is missing; run nothing."),
-    quick: bool = typer.Option(False, "--quick", help="Measure what is missing with short timing windows, a small batch grid and a short lr-find."),
-    batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes to measure, e.g. 16,64 (default: b/4, b, 4b of the workload's batch with --quick; b/4 to 4b without)."),
-    framework: str = framework_option(),
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),
-) -> None:
-    """Recommend device, batch size, learning rate, precision (and the least energy per sample, where measured), threads and loader workers, measuring only what is missing."""
-    def ended(result: Result) -> None:
-        text = terminal.one_line_outcome(result)
-        if result.spec.kind == "lr_find" and result.metrics.suggested_lr:
-            text += f": lr-find suggests {result.metrics.suggested_lr:.3g}"
-        err.print(f"  {result.spec.label()}: {text}", highlight=False, markup=False, soft_wrap=True)
-
-    outcome = api.recommend(
-        workload, devices=split_list(device, "--device"), dataset_size=dataset_size, run_missing=not no_run, quick=quick,
-        batch_sizes=parse_positive_ints(batch_size, "--batch-size"), db=db, framework=framework,
-        on_note=lambda text: err.print(text, highlight=False, markup=False), on_trial_end=ended)
-    if as_json:
-        print(strict_json(outcome.to_dict(), indent=2))
-    else:
-        _print(f"Recommendation for {workload} on this machine ({outcome.results_used} results of "
-               f"{outcome.db_url}" + (f", run {outcome.run_id} measured now" if outcome.run_id else "") + "):")
-        for line in outcome.lines:
-            _print(f"  - {line.text}")
-        if outcome.other_machines:
-            _print(f"Left out: {outcome.other_machines} stored results of {workload} from other machines.")
-        if outcome.busy:
-            _print(outcome.busy)
-        for text in outcome.missing:
-            _print(f"Missing: {text}")
-        for text in outcome.not_tried:
-            _print(f"Not tried: {text}")
-    if outcome.interrupted:
-        err.print(f"interrupted ({interrupts.signal_name()}): the recommendation uses what finished (stored)")
-        raise interrupts.interrupted_exit()
-    undecided = next((line for line in outcome.lines if line.decision in ("device", "batch_size") and line.value is None),
-                     None)
-    if undecided is not None:  # the device and the batch are what every other line rests on
-        raise no_answer(f"no recommendation: {undecided.text}")

@@ -216,7 +216,8 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     )
     store = Store(db)
     run_id = start_run(store, command)
-    search = MaxBatchSearch(start=start, max_batch=max_batch, tolerance=tolerance)
+    search = MaxBatchSearch(start=start, max_batch=max_batch, tolerance=tolerance,  # the CPU's limit: which one
+                            memory_limit=None if device != "cpu" else "given" if memory_limit_bytes else "default")
     outcome = MaxBatchOutcome(
         workload=workload, device=device, precision=precision, limit_bytes=limit, probes=[],
         largest_ok=None, smallest_oom=None, fixed_bytes=None, per_sample_bytes=None,

@@ -1,8 +1,9 @@
 """`rigbench recommend`: find what the recommendation still lacks, measure it, decide.
 
 The decisions themselves are pure (analysis/recommend.py). This module reads the stored
-results of the workload on this machine, works out which measurements are missing, runs
-them (each stored the moment it finishes, like any trial), and hands everything over.
+results of the workload on this machine (or, with --no-run --run ID, on that run's machine:
+experiments/recommend_scope.py), works out which measurements are missing, runs them (each
+stored the moment it finishes, like any trial), and hands everything over.
 
 What it measures when missing, chosen to stay cheap on a small CPU:
   phase 1, per device  a max-batch search from the grid's largest batch (stopping at 2x it on
@@ -20,15 +21,16 @@ A measurement counts as present when a stored full-protocol speed trial (analysi
 --quick included) of this machine has the same workload, options, framework and
 configuration, and was not timed on a busy machine (analysis/contention.py: such a trial is
 measured again, unless --no-run); a memory limit, when a stored max-batch search (its trials
-of kind "probe", old ones recognised by spec.TrialSpec) has.
+of kind "probe", old ones recognised by spec.TrialSpec) made under the recommendation's limit
+(the default or --memory-limit, experiments/search_limits.py) has.
 """
 
 from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from rigbench.analysis import recommend as rules
 from rigbench.analysis.contention import busy_note, is_busy
@@ -38,7 +40,7 @@ from rigbench.analysis.scaling import changed_knobs
 from rigbench.analysis.step_overhead import memory_bandwidths
 from rigbench.errors import UsageError
 from rigbench.experiments import max_batch
-from rigbench.experiments.devices import chosen_devices, normalise_device
+from rigbench.experiments.devices import normalise_device
 from rigbench.experiments.execute import start_run
 from rigbench.experiments.recommend_data import (
     check_data_batches,
@@ -47,16 +49,22 @@ from rigbench.experiments.recommend_data import (
     offline_dataset,
     short_of,
 )
+from rigbench.experiments.recommend_scope import (
+    Scope,
+    check_memory_limit,
+    command,
+    limit_words,
+    recommend_devices,
+    stored_scope,
+)
 from rigbench.experiments.scaling import default_compile_modes, default_thread_counts
-from rigbench.experiments.search_limits import limit_of, stored_limit
+from rigbench.experiments.search_limits import limit_of, limit_searches, named_limit, other_limits_text, stored_limit
 from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
-from rigbench.frameworks import check_framework
 from rigbench.hw.cpu import cpu_identity, native_bf16
 from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations
-from rigbench.store.this_machine import split_by_machine
 from rigbench.workloads import Workload, epoch_samples, parse_workload_ref
 
 #: lr-find in a recommendation: fastai's range (1e-7..10 there, 1e-6..10 here) over 100 steps;
@@ -84,13 +92,19 @@ class RecommendOutcome:
     db_url: str = ""
     run_id: str | None = None
     interrupted: bool = False
+    runs: list[str] = field(default_factory=list)  # --run: the runs whose machine's results are used
+    machine: str | None = None  # --run: that machine in words; None: this machine
+    #: other machines holding results of the workload, each with the command recommending from them
+    elsewhere: list[dict] = field(default_factory=list)
+    measure_hint: str | None = None  # --no-run: what measures what is missing
 
     def to_dict(self) -> dict:
         """The JSON of `rigbench recommend --json`: the same lines as printed, with numbers."""
         return {"workload": self.workload, "devices": self.devices, "lines": [line.row() for line in self.lines],
                 "ran": self.ran, "missing": self.missing, "not_tried": self.not_tried, "results_used": self.results_used,
                 "other_machines": self.other_machines, "busy": self.busy, "db": self.db_url, "run_id": self.run_id,
-                "interrupted": self.interrupted}
+                "interrupted": self.interrupted, "runs": self.runs, "machine": self.machine,
+                "elsewhere": self.elsewhere, "measure_hint": self.measure_hint}
 
 
 def batch_grid(workload: Workload, quick: bool) -> list[int]:
@@ -101,17 +115,21 @@ def batch_grid(workload: Workload, quick: bool) -> list[int]:
     return sorted({max(1, int(b * f)) for f in factors})
 
 
-def precision_checks(device: str) -> tuple[list[str], str | None]:
+def precision_checks(device: str, workload: str = "WORKLOAD", scope: Scope | None = None) -> tuple[list[str], str | None]:
     """The precisions tried in a recommendation, and why one is not: on a CPU bf16 only where it
     is native (emulated bf16 took 30 s a step for mlp on an AVX2-only EPYC, most of an
     8-minute recommendation; CPU fp16 autocast has no fast kernels on most CPUs); all reduced
-    ones on accelerators."""
+    ones on accelerators. The CPU is this machine's, or that of `scope` where it is another's."""
     if device != "cpu":
         return (["tf32"] if device.startswith("cuda") else []) + ["bf16", "fp16"], None
-    if native_bf16(cpu_identity()["flags"]) is False:
-        return [], ("bf16 on cpu: this CPU has no native bfloat16 (no avx512_bf16, amx or Arm bf16 flag), "
-                    "so bf16 is emulated and far slower than fp32; measure it anyway with "
-                    "`rigbench run WORKLOAD -d cpu --precision bf16`")
+    there = scope is not None and not scope.here
+    native = scope.native_bf16() if scope is not None and there else native_bf16(cpu_identity()["flags"])
+    if native is False:
+        run = command("run", workload, scope.framework if scope else "torch", "-d", "cpu", "--precision", "bf16")
+        who = "that machine's" if there else "this"
+        return [], (f"bf16 on cpu: {who} CPU has no native bfloat16 "
+                    f"(no avx512_bf16, amx or Arm bf16 flag), so bf16 is emulated and far slower than fp32; measure "
+                    f"it anyway with `{run}`")
     return ["bf16"], None
 
 
@@ -157,19 +175,28 @@ def recommend(
     framework: str = "torch",
     on_note: Callable[[str], None] = lambda text: None,
     on_trial_end: Callable[[Result], None] = lambda result: None,
+    run_ids: Sequence[str] = (),
+    memory_limit_bytes: int | None = None,
 ) -> RecommendOutcome:
     """Recommend device, batch size, learning rate, precision, threads and loader workers for
     `workload`, from stored results of this machine plus (unless `run_missing` is false) the
-    measurements still missing. `batch_sizes` replaces the default grid (`batch_grid`). The
-    energy line (rules.decide_energy) reads the energy these same trials measured: nothing is
+    measurements still missing; with `run_ids` (and `run_missing` false), from the stored results
+    of the machine those runs were measured on (experiments/recommend_scope.py). `batch_sizes`
+    replaces the default grid (`batch_grid`). `memory_limit_bytes`: the CPU's limit for max-batch
+    (default: max_batch's), which a stored search must have been made under (search_limits).
+    The energy line (rules.decide_energy) reads the energy these same trials measured: nothing is
     run for it, and where no trial could read energy it says why."""
     ref, options = parse_workload_ref(workload)
     if dataset_size is not None and dataset_size < 1:
         raise UsageError("--dataset-size must be at least 1")
+    if run_ids and run_missing:
+        raise UsageError("--run recommends from the stored results of that run's machine and measures nothing: "
+                         "add --no-run")
+    asked = [normalise_device(d) for d in devices]
+    check_memory_limit(memory_limit_bytes, asked)
     store = Store(db)
-    stored = [r for r in store.list(workload=ref.name)
-              if r.spec.workload_options == options and r.spec.framework == framework]
-    stored, others = split_by_machine(store, stored)
+    scope = stored_scope(store, workload, framework, run_ids, db)
+    stored = scope.results
     again: list[Result] = []
     if run_missing:  # a speed timed on a busy machine is not this machine's: measured again
         again = [r for r in stored if r.spec.kind == "speed" and is_busy(r.metrics)]
@@ -178,19 +205,10 @@ def recommend(
             on_note(f"leaving out {len(again)} stored trial(s) timed on a busy machine "
                     f"({', '.join(f'#{r.id}' for r in again[:10])}{' ...' if len(again) > 10 else ''}); "
                     "those the recommendation needs are measured again")
-    if run_missing and [normalise_device(d) for d in devices] == ["cpu"]:
-        check_framework(framework)  # the CPU is always there: no device probe (a child process)
-        chosen = ["cpu"]
-    elif run_missing:
-        chosen = chosen_devices(framework, devices, default=None)
-    else:  # --no-run: the devices asked for, else those measured, else the CPU (always there)
-        check_framework(framework)
-        measured = list(dict.fromkeys(r.spec.device for r in stored if rules.timed(r)))
-        asked = [normalise_device(d) for d in devices]
-        if any(d not in measured and d != "cpu" for d in asked):  # a typo must not plan for nothing
-            asked = chosen_devices(framework, asked, default=None)
-        chosen = asked or measured or ["cpu"]
-    outcome = RecommendOutcome(workload, chosen, [], other_machines=others, db_url=store.url)
+    chosen = recommend_devices(scope, asked, run_missing)
+    check_memory_limit(memory_limit_bytes, chosen)
+    outcome = RecommendOutcome(workload, chosen, [], other_machines=scope.left_out, db_url=store.url,
+                               runs=scope.runs, machine=scope.machine, elsewhere=scope.elsewhere)
     run = _Session(store, run_missing, outcome, on_note, on_trial_end)
     measure = MeasureOptions.quick() if quick else MeasureOptions()
     grid = sorted(set(batch_sizes)) or batch_grid(ref, quick)
@@ -206,20 +224,27 @@ def recommend(
 
     # Phase 1: per device, the memory limit and the batch grid within it.
     limits: dict[str, MemoryLimit] = {}
+    commands = store.commands(list(dict.fromkeys(r.run_id for r in stored if r.spec.kind == "probe")))
     for device in chosen:
-        limit = stored_limit(stored, device)
+        limit = stored_limit(stored, device, memory_limit_bytes, commands)
+        others = limit_searches(stored, device, memory_limit_bytes, commands)[1]
+        why = "no stored max-batch search" + (f" under {limit_words(memory_limit_bytes)} ({other_limits_text(others)})"
+                                              if others else "")
         if limit is None and run_missing and not outcome.interrupted:
             top = max(grid) * max_batch_reach(device)
-            outcome.ran.append(f"max-batch on {device} from b{max(grid)} up to b{top}: no stored max-batch search")
-            on_note(f"running max-batch on {device} from b{max(grid)} up to b{top}: no stored max-batch search")
+            outcome.ran.append(f"max-batch on {device} from b{max(grid)} up to b{top}: {why}")
+            on_note(f"running max-batch on {device} from b{max(grid)} up to b{top}: {why}")
             found = max_batch.find_max_batch(workload, device, framework=framework, start=max(grid),
                                              max_batch=top, db=db, on_probe=on_trial_end,
+                                             memory_limit_bytes=memory_limit_bytes if device == "cpu" else None,
                                              command=shlex.join(sys.argv))
             outcome.interrupted = found.interrupted
             run.new += found.probes
-            limit = limit_of(found)
+            limit = replace(limit_of(found), others=tuple(named_limit(o) for o in others))
         elif limit is None:
-            outcome.missing.append(f"max-batch on {device} (no stored max-batch search)")
+            outcome.missing.append(f"max-batch on {device} under {limit_words(memory_limit_bytes)} "
+                                   f"({other_limits_text(others)})" if others else
+                                   f"max-batch on {device} (no stored max-batch search)")
         if limit is not None:
             limits[device] = limit
         have = rules.baseline_by_batch(stored + run.new, device)
@@ -252,14 +277,14 @@ def recommend(
                         "thread counts not measured at the chosen batch",
                         [spec(device, batch, threads=t) for t in todo_threads])
         have_p = {row.value for row in variants if row.knob == "precision"}  # failures too: an answer
-        checks, not_tried = precision_checks(device)
+        checks, not_tried = precision_checks(device, workload, scope)
         if not_tried:
             outcome.not_tried.append(not_tried)
         todo_p = [p for p in checks if p not in have_p]
         run.measure(f"precision {', '.join(todo_p)} on {device} at b{batch}", "not measured at the chosen batch",
                     [spec(device, batch, precision=p) for p in todo_p])
         _compile_trials(run, results, ref, framework, device, batch, bandwidths.get(device), spec)
-        _data_trials(run, results, ref, options, framework, device, batch, quick)
+        _data_trials(run, results, ref, options, framework, device, batch, quick, scope.here)
     else:
         outcome.missing.append("threads, precision, lr-find and the input pipeline: they are measured "
                                "at the chosen device and batch size, which need the batch sizes first")
@@ -268,10 +293,13 @@ def recommend(
     outcome.results_used = len(results)
     outcome.busy = busy_note(results, then=(
         "recommend measures its busy speed trials again when it next runs (not with --no-run; lr-find and "
-        "input-pipeline trials are used as they are): run it when the machine is quiet."))
+        "input-pipeline trials are used as they are): run it when the machine is quiet." if scope.here else
+        "Measure them again on that machine when it is quiet."))
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or epoch_samples(ref, options), ref.lr_find, ref.default_lr,
-                                    bandwidths)
+                                    bandwidths, workload=workload, device_hint=scope.device_hint(run_missing, chosen))
+    if outcome.missing and not run_missing:
+        outcome.measure_hint = scope.measure_hint()
     return outcome
 
 
@@ -314,12 +342,17 @@ def _compile_trials(run: _Session, results: list[Result], ref: Workload, framewo
 
 
 def _data_trials(run: _Session, results: list[Result], ref: Workload, options: dict, framework: str,
-                 device: str, batch: int, quick: bool) -> None:
-    """lr-find and a 1-epoch loader run, when missing and a real data set is here offline."""
+                 device: str, batch: int, quick: bool, here: bool = True) -> None:
+    """lr-find and a 1-epoch loader run, when missing and a real data set is here offline; where
+    the results are another machine's (not `here`), what it lacks, whatever data sets are here."""
     needs_lr, loader = needs_lr_find(ref, results), needs_loader(results, device)
     if not (needs_lr or loader):
         return
     what, how = ("lr-find and the input pipeline", "train/lr-find") if needs_lr else ("the input pipeline", "train")
+    if not here:
+        lacks = ["no lr-find with a suggestion"] * needs_lr + [f"no `train --input loader` run on {device}"] * loader
+        run.outcome.missing.append(f"{what} at b{batch} (stored: {', '.join(lacks)})")
+        return
     dataset = offline_dataset(ref.name)
     if dataset is None:
         run.outcome.missing.append(f"{what}: {ref.name} has no real data set "
@@ -346,14 +379,16 @@ def _data_trials(run: _Session, results: list[Result], ref: Workload, options: d
                     "no stored loader run: input and copy shares unknown", [TrialSpec(**base, train=train)])
 
 
-def stored_recommendation(results: Sequence[Result], workload: str, framework: str = "torch") -> list[Line]:
+def stored_recommendation(results: Sequence[Result], workload: str, framework: str = "torch",
+                          commands: Mapping[str, str] | None = None) -> list[Line]:
     """The decisions `recommend --no-run` makes from `results` alone, for the report: nothing is
     measured and no machine is checked (the caller passes one machine's results); the devices
-    are those with timed trials, each with its stored max-batch limit."""
+    are those with timed trials, each with its stored max-batch limit under the default memory
+    limit (`commands`: run id -> command, search_limits.stored_limit)."""
     ref, options = parse_workload_ref(workload)
     mine = [r for r in results if r.spec.workload == ref.name and r.spec.workload_options == options
             and r.spec.framework == framework]
     devices = list(dict.fromkeys(r.spec.device for r in mine if rules.timed(r)))
-    limits = {d: limit for d in devices if (limit := stored_limit(mine, d)) is not None}
+    limits = {d: limit for d in devices if (limit := stored_limit(mine, d, commands=commands)) is not None}
     return rules.recommend(mine, devices, limits, ref.optimizer, epoch_samples(ref, options), ref.lr_find, ref.default_lr,
-                           memory_bandwidths(mine, {}))  # the spec sheets' bandwidths: no store here
+                           memory_bandwidths(mine, {}), workload=workload)  # spec sheets' bandwidths: no store here
