@@ -100,7 +100,7 @@ def test_summary_leaves_out_failures_training_runs_and_probes_and_splits_revisio
 def test_summary_cells_as_the_page_shows_them():
     [cnn, mlp] = summary_cells(summary_rows(headline_results(), recommendations={"mlp": "cpu, batch 16: why"}))
     assert cnn["device"] == f"{H100} (cuda:0)" and cnn["config"] == "torch · bf16 · batch 16"
-    assert (cnn["samples_per_s"], cnn["speedup"], cnn["memory"], cnn["mfu"]) == ("1,800.0", "12.00×", "900 MiB", "0.2%")
+    assert (cnn["samples_per_s"], cnn["speedup"], cnn["memory"], cnn["mfu"]) == ("1,800.0", "12.00×", "900 MiB", "0.18%")
     assert cnn["epoch"] == "27.8 s" and cnn["recommendation"] == ""
     assert cnn["tokens_per_s"] == ""  # no language model: no tokens/s
     [gpt] = summary_cells(summary_rows([make_result(workload="gpt", batch=8, speed=250.0, tokens_per_s=16_000.0)]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rigbench.reports.cells import cells, framework_column, num, rate, si, workload_label
+from rigbench.reports.cells import cells, framework_column, num, rate, share, si, workload_label
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import Result
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result
@@ -85,7 +85,7 @@ def roof_text(roof: Any, table: bool = False) -> str:
 
 
 def _mfu(roof: Any) -> str:
-    return "-" if roof is None or roof.mfu is None else f"{roof.mfu:.1%}"
+    return "-" if roof is None else share(roof.mfu)
 
 
 def roofline_lines(roof: Any) -> list[tuple[str, str]]:

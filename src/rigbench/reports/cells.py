@@ -94,6 +94,18 @@ def si(value: float, unit: str) -> str:
     return f"{rate(value)} {unit}"
 
 
+def share(value: float | None) -> str:
+    """A share (MFU, a part of a whole) as a percentage: one decimal from 1% up (20.0%, 1.8%),
+    2 significant digits below (0.18%, 0.030%), so that a small share never reads "0.0%"."""
+    if value is None:
+        return "-"
+    percent = value * 100
+    rounded = float(f"{percent:.2g}") if math.isfinite(percent) else percent  # 0.0999 -> 0.1, not 0.100
+    if rounded == 0 or abs(rounded) >= 1 or not math.isfinite(rounded):
+        return f"{percent:.1f}%"
+    return f"{rounded:.{1 - math.floor(math.log10(abs(rounded)))}f}%"
+
+
 def tokens_cell(tokens_per_s: float | None) -> str:
     """tokens/s for a table cell: a rate, "-" for a trial that is not a language model's."""
     return "-" if tokens_per_s is None else rate(tokens_per_s)

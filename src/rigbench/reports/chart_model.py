@@ -34,7 +34,8 @@ class Series:
     panel: str | None = None  # the small-multiples panel it is drawn in (Chart.panels)
     #: What picks the colour, page-wide: "DEVICE · FRAMEWORK" for measured trials (one colour
     #: per device and framework in every chart); None: the name. Series of one colour in a
-    #: chart differ by `style` (dash and marker), set by `assign_colours`.
+    #: chart differ by `style` (dash and marker), set by `assign_colours`; a reference line's
+    #: (`dash`) is its builder's: REFERENCE_DASHES (a roofline's ceilings, one style per device).
     colour_key: str | None = None
     style: int = 0
     mark: bool = False  # highlighted points (e.g. the throughput knee): large markers, no line
@@ -60,6 +61,7 @@ class Chart:
     panel_y_scales: dict[str, str] = field(default_factory=dict)
     note: str = ""  # what is the same for every series, stated once above the chart
     height: int | None = None  # pixels, when the default (380) is too small to read it
+    wide: bool = False  # drawn across the page's full width (as small multiples are): many bar groups
     x_dtick: float | None = None  # a tick every this many x units (1 on an epoch axis)
     #: How a bar's value is printed on it: a d3 number format and a suffix (bar charts only).
     bar_format: str = ".2f"
@@ -80,6 +82,9 @@ def y_scale_for(values: list[float]) -> str:
 #: of one colour in a chart, e.g. fp32 and bf16 on one device.
 DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x")
+#: Reference lines (`Series.dash`) of one chart told apart by their `style`, e.g. each device's
+#: roofline ceilings; style 0 is the plain dash every other reference line is drawn in.
+REFERENCE_DASHES = ("dash", "dot", "dashdot", "longdash")
 #: Bar fills (plotly's pattern shapes; png.py maps them to hatches) that tell apart the bars of
 #: one colour in a chart, e.g. eager and compiled torch on one GPU.
 PATTERNS = ("", "/", "x", ".", "\\")

@@ -60,18 +60,20 @@ SECTIONS: tuple[Section, ...] = (
             "its own machine only.", (speedup_charts,), uses_machines=True),
     Section("frameworks", "Frameworks side by side",
             "Training steps/s of each framework on each device at one batch per workload and set of its "
-            "options (gpt and gpt:preset=small are two groups; the "
-            "thesis's 128 for cnn, else the workload's default batch, else its --quick batch), "
-            "fp32 and eager, the newest result of each configuration; and the thesis's own Table 5 "
-            "(Yin 2020: TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5 on a GTX 1060 and an i7-8650U) "
-            "beside this machine's cnn at batch 128. Hover a bar for its tokens/s (language models), MFU, CPU %, GPU % and memory. "
+            "options (gpt and gpt:preset=small are two groups; the thesis's 128 for cnn, else the batch "
+            "the most frameworks ran, ties to the workload's default batch, then its --quick batch), "
+            "each precision a group of its own (its label names it where it is not fp32), and compiled "
+            "torch a bar of its own (torch compile), the like-for-like bar beside JAX and XLA, which "
+            "compile every step; the newest result of each configuration; and the thesis's own Table 5 "
+            "(Yin 2020: TensorFlow 2.0, PyTorch 1.4 and MXNet 1.5 on a GTX 1060 and an i7-8650U, fp32) "
+            "beside our cnn at batch 128. Hover a bar for its tokens/s (language models), MFU, CPU %, GPU % and memory. "
             "`rigbench compare --frameworks` prints the same rows (docs/FRAMEWORKS.md).",
             (framework_charts,), uses_calibrations=True, uses_machines=True),
     Section("roofline", "Roofline and predicted speed",
             "Achieved training FLOP/s (counted FLOPs x samples/s) against arithmetic intensity "
             "(counted FLOPs per estimated byte moved, see docs/COMPARING.md), with each device's "
             "ceilings: min(peak, intensity x memory bandwidth) from the spec sheet (dark) and "
-            "from `rigbench calibrate` (light), where known; and each trial's measured samples/s "
+            "from `rigbench calibrate` (light), where known, each device's in a dash of its own; and each trial's measured samples/s "
             "against that ceiling's prediction.", (roofline_charts, predicted_charts),
             uses_calibrations=True),
     Section("scaling", "Precision, thread, compile and layout scaling",

@@ -18,6 +18,7 @@ from rigbench.reports.cells import (
     interval,
     literal,
     rate,
+    share,
     tokens_cell,
     trial_cells,
     trial_columns,
@@ -163,7 +164,7 @@ def framework_table(t: Any) -> FitTable:
         Column("trials", "right", priority=30),
     ], title=f"{t.label or t.workload}, {t.precision}, batch {t.batch_size}", title_justify="left", more="--json")
     for row in t.ours:
-        mfu = "-" if row.mfu is None else f"{row.mfu:.1%}" + ("*" if row.mfu_source == "calibrated" else "")
+        mfu = "-" if row.mfu is None else share(row.mfu) + ("*" if row.mfu_source == "calibrated" else "")
         # threads asked for set a row apart (torch at t1 beside torch at its own choice)
         name = row.framework + settings(row)
         table.add_row(*cells(name, f"{row.device} ({row.device_shown})", rate(row.steps_per_s),

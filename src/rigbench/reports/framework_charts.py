@@ -12,7 +12,7 @@ from typing import Any
 
 from rigbench.analysis.frameworks import FrameworkRow, FrameworkTable, framework_tables, settings
 from rigbench.analysis.trials import Machines, trials_text
-from rigbench.reports.cells import rate
+from rigbench.reports.cells import rate, share
 from rigbench.reports.chart_model import Chart, Series, hover_lines, y_scale_for
 from rigbench.reports.scaling_charts import PUBLISHED_COLOURS, PUBLISHED_LABELS
 from rigbench.spec import Result
@@ -24,7 +24,7 @@ def _hover(row: FrameworkRow, table: FrameworkTable) -> str:
     return hover_lines(f"{rate(row.steps_per_s)} steps/s", f"{_x(table)} · "
                        f"{row.framework}{settings(row)} · {row.device_shown}",
                        part("", row.tokens_per_s, " tokens/s").strip(),
-                       f"MFU {row.mfu:.1%} of the {row.mfu_source} peak" if row.mfu is not None else "",
+                       f"MFU {share(row.mfu)} of the {row.mfu_source} peak" if row.mfu is not None else "",
                        part("CPU", row.cpu_pct, "%"), part("GPU", row.gpu_pct, "%"),
                        part("host", row.host_mem_mib, " MiB"), part("GPU memory", row.gpu_mem_mib, " MiB"),
                        trials_text(row.trials) if row.trials else row.source)
@@ -50,8 +50,9 @@ def _ours(tables: list[FrameworkTable]) -> Chart:
     values = [y for s in series.values() for y in s.y]
     return Chart(id="frameworks", title="Frameworks side by side: training steps/s per workload",
                  x_title="workload and batch", y_title="steps/s", series=list(series.values()), kind="bar",
-                 x_scale="category", y_scale=y_scale_for(values), bar_format=".3g", bar_suffix="",
-                 note="fp32 unless the label names a precision; the newest result of each configuration (rigbench compare --frameworks)")
+                 x_scale="category", y_scale=y_scale_for(values), bar_format=".3g", bar_suffix="", wide=True,
+                 note="the newest run of each configuration, as rigbench compare --frameworks prints it; "
+                      "a group is fp32 where its label names no precision")
 
 
 def _table5(table: FrameworkTable) -> Chart:

@@ -21,7 +21,7 @@ from rigbench.analysis.contention import BUSY_OTHERS_PCT, is_busy
 from rigbench.analysis.summary import machines_once, summary_rows
 from rigbench.json_text import strict_json
 from rigbench.reports.cells import interval, rate, unknown_mark
-from rigbench.reports.chart_model import COLOURS, DASHES, PATTERNS, SYMBOLS, Chart, Series, shown
+from rigbench.reports.chart_model import COLOURS, DASHES, PATTERNS, REFERENCE_DASHES, SYMBOLS, Chart, Series, shown
 from rigbench.reports.charts import gather
 from rigbench.reports.summary_table import machine_cards, summary_cells
 from rigbench.spec import Result
@@ -65,9 +65,10 @@ def _trace(chart: Chart, s: Series, colour: str) -> dict[str, Any]:
         trace.update(type="scatter", mode="markers",
                      marker={"size": 9, "color": colour, "symbol": SYMBOLS[s.style % len(SYMBOLS)]})
     else:
+        dashes = REFERENCE_DASHES if s.dash else DASHES  # a reference line's style: its builder's
         trace.update(type="scatter", mode="lines" if s.dash else "lines+markers",
                      line={"color": s.colour or ("#999999" if s.dash else colour),
-                           "dash": "dash" if s.dash else DASHES[s.style % len(DASHES)]},
+                           "dash": dashes[s.style % len(dashes)]},
                      marker={"size": 7, "symbol": SYMBOLS[s.style % len(SYMBOLS)]})
     if s.err_plus is not None:
         trace["error_y"] = {"type": "data", "symmetric": False, "array": s.err_plus,
@@ -106,6 +107,24 @@ PANEL_COLUMNS = 4
 PANEL_HEIGHT = 250
 #: The width a chart's legend wraps in (a full-width chart's is wider; this errs high).
 LEGEND_WIDTH_PX = 560
+#: The characters of a subtitle line on a half-width chart (about 620 px at the screenshot's
+#: 1400 px, 520 px at the narrowest grid column; 12 px text); a full-width chart's take twice
+#: as many. Plotly does not wrap a subtitle: one longer line ran off the chart.
+NOTE_CHARS = 85
+#: Pixels a subtitle's each further line adds to the top margin.
+NOTE_LINE_PX = 16
+
+
+def wrap_note(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` characters, broken between words (a longer word
+    alone on its line)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
 
 
 def _panel_layout(chart: Chart, data: list[dict[str, Any]], layout: dict[str, Any]) -> None:
@@ -146,19 +165,21 @@ def plotly_figure(chart: Chart) -> dict[str, Any]:
         trace["showlegend"] = trace["name"] not in seen
         seen.add(trace["name"])
     title: dict[str, Any] = {"text": chart.title, "font": {"size": 15}}
-    if chart.note:
-        title["subtitle"] = {"text": "same for every series: " + html.escape(chart.note, quote=False),
+    note = wrap_note("same for every series: " + chart.note, NOTE_CHARS * (2 if chart.wide else 1)) if chart.note else []
+    if note:
+        title["subtitle"] = {"text": "<br>".join(html.escape(line, quote=False) for line in note),
                              "font": {"size": 12, "color": "#5b6475"}}
     layout: dict[str, Any] = {
         "title": title,
         "xaxis": _axis(chart), "yaxis": _y_axis(chart),
         "hovermode": "closest", "barmode": "group", "height": chart.height or 380,
         # the top margin leaves the title (and subtitle) clear of the toolbar, shown on hover
-        "margin": {"l": 64, "r": 20, "t": 84 if chart.note else 60, "b": 60},
+        "margin": {"l": 64, "r": 20, "t": 84 + NOTE_LINE_PX * (len(note) - 1) if note else 60, "b": 60},
         "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fafafa",
     }
     if chart.panels:
         _panel_layout(chart, data, layout)
+    layout["height"] += NOTE_LINE_PX * max(len(note) - 1, 0)  # the subtitle's lines take room, not the plot's
     # The legend below the plot area, in the margin made for it, so it never covers a point
     # nor scrolls: rows estimated from the names' length (about 7 px a character).
     rows = -(-sum(len(name) + 6 for name in seen) * 7 // LEGEND_WIDTH_PX)

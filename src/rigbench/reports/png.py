@@ -17,6 +17,8 @@ from rigbench.reports.chart_model import COLOURS, Chart, Series, shown  # noqa: 
 
 #: chart_model.DASHES, SYMBOLS and PATTERNS as matplotlib names them, in the same order.
 LINESTYLES = ("-", ":", "--", (0, (8, 3)), "-.")
+#: chart_model.REFERENCE_DASHES as matplotlib names them.
+REFERENCE_LINESTYLES = ("--", ":", "-.", (0, (8, 3)))
 MARKERS = ("o", "s", "D", "^", "x")
 HATCHES = ("", "//", "xx", "..", "\\\\")
 
@@ -48,7 +50,7 @@ def _style(chart: Chart, s: Series, i: int) -> dict:
     if s.dash and chart.kind == "scatter":
         return {"linestyle": "--", "color": colour, "marker": "o", "markersize": 9, "markerfacecolor": "none"}
     if s.dash:
-        return {"linestyle": "--", "color": colour}
+        return {"linestyle": REFERENCE_LINESTYLES[s.style % len(REFERENCE_LINESTYLES)], "color": colour}
     marker = MARKERS[s.style % len(MARKERS)]
     if chart.kind == "scatter":
         return {"linestyle": "none", "marker": marker, "markersize": 5, "color": colour}

@@ -9,6 +9,7 @@ from typing import Any
 
 from rigbench.analysis.roofline import Roof, mfu_warning, result_roofline
 from rigbench.analysis.trials import network_label, speed_figures
+from rigbench.reports.cells import share
 from rigbench.reports.chart_model import Chart, Series, hover_lines
 from rigbench.reports.trial_lines import Legend, LineKey, line_key, trial_hover
 from rigbench.spec import Result
@@ -21,9 +22,9 @@ ROOF_COLOURS = {"spec": "#333333", "calibrated": "#b0b0b0"}
 
 
 def _roof_series(source: str, device: str, precision: str, peak: float | None,
-                 bandwidth: float | None, lo: float, hi: float) -> Series | None:
+                 bandwidth: float | None, lo: float, hi: float, style: int = 0) -> Series | None:
     """The ceiling min(peak, x * bandwidth) over [lo, hi] as a dashed line (a flat or
-    diagonal line when only one of them is known)."""
+    diagonal line when only one of them is known), in the device's `style` of dash."""
     if peak is None and bandwidth is None:
         return None
     xs = [lo, hi]
@@ -34,7 +35,7 @@ def _roof_series(source: str, device: str, precision: str, peak: float | None,
     what = ", ".join(t for t in (f"peak {peak / 1e12:.3g} TFLOP/s" if peak else "",
                                  f"bandwidth {bandwidth / 1e9:.3g} GB/s" if bandwidth else "") if t)
     return Series(name=f"{label} roof · {device} · {precision}", x=xs, y=ys, dash=True,
-                  colour=ROOF_COLOURS[source],
+                  colour=ROOF_COLOURS[source], style=style,
                   hover=[hover_lines(f"{label} ceiling {y / 1e12:.3g} TFLOP/s at {x:.3g} FLOP/byte",
                                      f"{device} {precision}: {what}") for x, y in zip(xs, ys)])
 
@@ -57,7 +58,7 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
         s = by_line.setdefault(line_key(r), Series(name=network_label(r)))
         s.x.append(intensity)
         s.y.append(flops)
-        mfu = [f"MFU {src.mfu:.1%} of the {src.source} {r.spec.precision} peak"
+        mfu = [f"MFU {share(src.mfu)} of the {src.source} {r.spec.precision} peak"
                for src in (roof.spec, roof.calibrated) if src is not None and src.mfu is not None]
         s.hover.append(trial_hover(r, f"{flops / 1e12:.3g} TFLOP/s at "
                                       f"{intensity:.3g} FLOP/byte" + (" · " + "; ".join(mfu) if mfu else ""))
@@ -79,8 +80,11 @@ def roofline_charts(results: Sequence[Result], calibrations: dict[str, dict[str,
                 roofs[(src.source, r.device_name or r.spec.device, r.spec.precision)] = (src.peak_flops, src.bandwidth_bytes_s)
     xs = [intensity for _, _, intensity, _ in points] + [p / b for p, b in roofs.values() if p and b]
     lo, hi = min(xs) / 4, max(xs) * 4
+    # the source sets the shade (spec sheet dark, calibrated light), the device the dash: an
+    # H100's and an H200's roofs of one source were drawn alike
+    devices = sorted({device for _, device, _ in roofs})
     ceilings = [c for (source, device, precision), (peak, bw) in sorted(roofs.items())
-                if (c := _roof_series(source, device, precision, peak, bw, lo, hi)) is not None]
+                if (c := _roof_series(source, device, precision, peak, bw, lo, hi, devices.index(device))) is not None]
     # An MFU above 100% is stated on the chart itself, not only in a hover: the roof is wrong.
     warnings = "; ".join(f"{device}: {mfu_warning(src, precision)}" for (device, precision, _), src in sorted(worst.items()))
     return [Chart(id="roofline", title="Roofline: achieved FLOP/s against arithmetic intensity"

@@ -10,7 +10,7 @@ from rigbench.analysis.contention import is_busy
 from rigbench.analysis.summary import MachineEntry, SummaryRow
 from rigbench.analysis.trials import trials_text
 from rigbench.fingerprint import instruction_sets
-from rigbench.reports.cells import rate
+from rigbench.reports.cells import rate, share
 from rigbench.spec import Result
 from rigbench.units import format_bytes
 
@@ -58,7 +58,7 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
             "speedup": speedup,
             "speedup_note": f"over CPU {trials_text(base.ids)}{_busy(base.trials)} ({base.samples_per_s:,.1f} samples/s, "
                             f"{device_text(base.newest)})" if base is not None else "no CPU trial",
-            "mfu": f"{row.mfu:.1%}" if row.mfu is not None else "-",
+            "mfu": share(row.mfu),
             "mfu_note": f"of the {row.mfu_source} peak" if row.mfu_source else "no peak known for this device",
             "memory": f"{row.peak_memory_mib:,.0f} MiB" if row.peak_memory_mib is not None else "-",
             "memory_note": "peak GPU memory" if row.memory_kind == "device" else "peak RSS (host)",
