@@ -199,7 +199,7 @@ def test_short_forms_come_first_then_the_lowest_priority_goes_and_the_footnote_s
                       Column("wide", priority=10), Column("wider", priority=20), Column("empty", priority=90)],
                      more="--json")
     table.add_row("a" * 10, "tensorflow", "w" * 20, "v" * 20, "-")
-    assert table.layout(80) == ([0, 1, 2, 3, 4], False, [], set())
+    assert table.layout(80)[:4] == ([0, 1, 2, 3, 4], False, [], set())
     assert table.layout(72)[:3] == ([0, 1, 2, 3, 4], True, [])  # "fw" and "te" make it 65 wide
     assert table.layout(60)[:3] == ([0, 1, 2, 3], True, [4])  # then the empty column goes first
     assert table.layout(45)[:3] == ([0, 1, 3], True, [2, 4])  # then the lowest priority
@@ -208,10 +208,39 @@ def test_short_forms_come_first_then_the_lowest_priority_goes_and_the_footnote_s
     assert footnote == "not shown at 45 columns: wide, empty (a wider terminal or --json shows them)."
 
 
+def test_of_equal_priorities_the_column_with_more_dashes_yields_first():
+    table = FitTable([Column("id"), Column("spec", priority=50), Column("calibrated", priority=50)])
+    table.add_row("1", "3.2%", "-")
+    table.add_row("2", "2.4%", "-")
+    table.add_row("3", "1.1%", "9.9%")
+    assert table.layout(16).dropped == [2]  # "calibrated" has a value in one row, "spec" in every row
+    table = FitTable([Column("id"), Column("calibrated", priority=50), Column("spec", priority=50)])
+    table.add_row("1", "-", "3.2%")
+    table.add_row("2", "9.9%", "2.4%")
+    assert table.layout(16).dropped == [1]  # whichever side it is on
+
+
+def test_a_brief_form_comes_at_its_priority_before_higher_columns_go():
+    table = FitTable([Column("id"), Column("batch", priority=75), Column("prec", priority=60),
+                      Column("samples/s [95% CI]", "right", short="samples/s",
+                             brief=lambda text: text.split(" [")[0], brief_priority=45,
+                             brief_note="the 95% CI of samples/s"),
+                      Column("step ms", priority=40)], more="--json")
+    table.add_row("91", "32", "bf16", "459 [454–463]", "69.74")
+    table.add_row("92", "64", "bf16", "486 [477–491]", "131.76")
+    layout = table.layout(29)
+    assert layout.shown == [0, 1, 2, 3] and layout.briefed == {3} and layout.dropped == [4]
+    lines = render(table, 29)
+    assert "486" in lines[3] and "[" not in lines[3] and "64" in lines[3]
+    note = " ".join(" ".join(lines[4:]).split())
+    assert note == "not shown at 29 columns: the 95% CI of samples/s, step ms (a wider terminal or --json shows them)."
+    assert table.layout(60).briefed == set()  # wide enough: the interval stays
+
+
 def test_free_text_is_cut_with_an_ellipsis_never_left_out():
     table = FitTable([Column("id", "right"), Column("note", priority=10, cut=True), Column("x", priority=50)])
     table.add_row("1", "n" * 100, "y" * 20)
-    shown, short, dropped, shrunk = table.layout(60)
+    shown, short, dropped, shrunk, _ = table.layout(60)
     assert shown == [0, 1, 2] and dropped == [] and shrunk == {1}
     lines = render(table, 60)
     assert lines[2].endswith("…") or "…" in lines[2]

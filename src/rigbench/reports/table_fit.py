@@ -5,13 +5,17 @@ renders it, from the width it is given (`options.max_width`: the terminal's, or 
 `Console(width=80)` says). Every row stays on one line; when the table is too wide:
 1. every column's short header (`Column.short`) and short cell text (`Column.abbreviate`,
    e.g. `tf` for tensorflow) are used;
-2. then columns are left out, the lowest `priority` first (the rightmost of equals first; a
-   column whose every cell is empty, "-" or "", before any other); an ESSENTIAL column never.
-   Long free text (`Column.cut`: an error, a note) is not left out (unless empty) but shrunk
-   when its priority's turn comes: it gets the room the other columns leave, at least CUT_MIN
-   characters, and is cut with "…" instead of wrapping onto a second line.
-A footnote under the table names the columns left out and where to see them (`more`: a
-wider terminal, `--json`, ...), and says when text was cut. A `Column.wrap` column (the value
+2. then columns are left out, the lowest `priority` first; a column whose every cell in the
+   rows shown is empty ("-" or "") before any other, and of equal priorities the one with more
+   empty cells first (then the rightmost): of two alternatives, such as MFU against the spec
+   sheet and against a calibration, the one these rows have a value for stays. An ESSENTIAL
+   column is never left out. Long free text (`Column.cut`: an error, a note) is not left out
+   (unless empty) but shrunk when its priority's turn comes: it gets the room the other
+   columns leave, at least CUT_MIN characters, and is cut with "…" instead of wrapping onto a
+   second line. A column with a `brief` form (samples/s without its interval) takes it when
+   its `brief_priority`'s turn comes, in the same order, before it would be left out.
+A footnote under the table names the columns left out (and what a brief form left out) and
+where to see them (`more`: a wider terminal, `--json`, ...), and says when text was cut. A `Column.wrap` column (the value
 of a field/value listing) folds onto more lines instead: the one exception to one row, one line.
 
 The look is compact (a rule under the header, two spaces between columns, no outer border), so
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from rich import box
 from rich.cells import cell_len
@@ -58,6 +63,21 @@ class Column:
     # turn comes, never left out
     cut: bool = False
     wrap: bool = False  # like `cut`, but folded onto more lines (a field/value listing's value)
+    # a briefer cell text (a figure without its interval), used when `brief_priority`'s turn
+    # comes; `brief_note` names what it leaves out, for the footnote ("the 95% CI of samples/s")
+    brief: Callable[[str], str] | None = None
+    brief_priority: int = 0
+    brief_note: str = ""
+
+
+class Layout(NamedTuple):
+    """How a FitTable is laid out at one width (FitTable.layout)."""
+
+    shown: list[int]
+    short: bool
+    dropped: list[int]
+    shrunk: set[int]
+    briefed: set[int]
 
 
 @dataclass
@@ -115,18 +135,22 @@ class FitTable:
 
     # ------------------------------------------------------------------ layout
 
-    def _cells_of(self, i: int, short: bool) -> list[Text]:
-        abbreviate = self.columns[i].abbreviate
+    def _cells_of(self, i: int, short: bool, brief: bool = False) -> list[Text]:
+        column = self.columns[i]
         cells = [row.cells[i] for row in self.rows]
-        return [_short_cell(c, abbreviate) for c in cells] if short and abbreviate else cells
+        if short and column.abbreviate:
+            cells = [_short_cell(c, column.abbreviate) for c in cells]
+        if brief and column.brief:
+            cells = [_short_cell(c, column.brief) for c in cells]
+        return cells
 
     def _header_of(self, i: int, short: bool) -> str:
         column = self.columns[i]
         return column.short if short and column.short else column.header
 
-    def _natural(self, i: int, short: bool) -> int:
+    def _natural(self, i: int, short: bool, brief: bool = False) -> int:
         header = _width(self._header_of(i, short)) if self.show_header else 0
-        return max([header, *(_width(c) for c in self._cells_of(i, short))])
+        return max([header, *(_width(c) for c in self._cells_of(i, short, brief))])
 
     def _flexible(self, i: int) -> bool:
         return self.columns[i].cut or self.columns[i].wrap
@@ -136,42 +160,55 @@ class FitTable:
         header = _width(self._header_of(i, short)) if self.show_header else 0
         return min(self._natural(i, short), max(CUT_MIN, header))
 
-    def _total(self, shown: Sequence[int], short: bool, shrunk: Collection[int] = ()) -> int:
-        widths = [self._least(i, short) if i in shrunk else self._natural(i, short) for i in shown]
+    def _total(self, shown: Sequence[int], short: bool, shrunk: Collection[int] = (),
+               briefed: Collection[int] = ()) -> int:
+        widths = [self._least(i, short) if i in shrunk else self._natural(i, short, i in briefed) for i in shown]
         return sum(widths) + SEPARATOR * max(0, len(shown) - 1)
 
-    def _empty(self, i: int) -> bool:
-        return bool(self.rows) and all(row.cells[i].plain.strip() in EMPTY for row in self.rows)
+    def _empties(self, i: int) -> int:
+        return sum(row.cells[i].plain.strip() in EMPTY for row in self.rows)
 
-    def layout(self, width: int) -> tuple[list[int], bool, list[int], set[int]]:
-        """(the columns shown, whether short forms are used, the columns left out, the free-text
-        columns shrunk) at `width`. A free-text column is shrunk, never left out, when its
-        priority's turn comes."""
+    def _empty(self, i: int) -> bool:
+        return bool(self.rows) and self._empties(i) == len(self.rows)
+
+    def layout(self, width: int) -> Layout:
+        """The columns shown, whether short forms are used, the columns left out, the free-text
+        columns shrunk and the columns in their brief form at `width`. A free-text column is
+        shrunk, never left out, when its priority's turn comes."""
         shown = list(range(len(self.columns)))
         dropped: list[int] = []
         shrunk: set[int] = set()
+        briefed: set[int] = set()
         if self._total(shown, False) <= width:
-            return shown, False, dropped, shrunk
-        steps = [i for i in shown if self._flexible(i) or self.columns[i].priority < ESSENTIAL]
-        steps.sort(key=lambda i: (not self._empty(i), self.columns[i].priority, -i))
-        for i in steps:
-            if self._total(shown, True, shrunk) <= width:
+            return Layout(shown, False, dropped, shrunk, briefed)
+        # each step: (column, whether it is the brief form's turn, its priority)
+        steps = [(i, False, self.columns[i].priority) for i in shown
+                 if self._flexible(i) or self.columns[i].priority < ESSENTIAL]
+        steps += [(i, True, self.columns[i].brief_priority) for i in shown if self.columns[i].brief]
+        steps.sort(key=lambda step: (not self._empty(step[0]), step[2], step[1] is False,
+                                     -self._empties(step[0]), -step[0]))
+        for i, brief, _ in steps:
+            if self._total(shown, True, shrunk, briefed) <= width:
                 break
-            if self._flexible(i) and (self.columns[i].priority >= ESSENTIAL or not self._empty(i)):
+            if i not in shown:
+                continue
+            if brief:
+                briefed.add(i)
+            elif self._flexible(i) and (self.columns[i].priority >= ESSENTIAL or not self._empty(i)):
                 shrunk.add(i)
             else:
                 shown.remove(i)
                 dropped.append(i)
-        return shown, True, sorted(dropped), shrunk
+        return Layout(shown, True, sorted(dropped), shrunk, briefed & set(shown))
 
     def fitted(self, width: int) -> tuple[Table, Text | None]:
         """The rich Table laid out for `width`, and the footnote (None when nothing is left out or cut)."""
-        shown, short, dropped, shrunk = self.layout(width)
+        shown, short, dropped, shrunk, briefed = self.layout(width)
         # shrunk free text gets what the other columns leave, shared out in order, at least its least
-        room = width - sum(self._natural(i, short) for i in shown if i not in shrunk) \
+        room = width - sum(self._natural(i, short, i in briefed) for i in shown if i not in shrunk) \
             - SEPARATOR * max(0, len(shown) - 1)
         # below their least width only when nothing else is left to give: text, never numbers, is cut
-        squeezed = self._total(shown, short, shrunk) > width
+        squeezed = self._total(shown, short, shrunk, briefed) > width
         limits: dict[int, int] = {}
         for n, i in enumerate(sorted(shrunk)):
             least = LAST_RESORT if squeezed else self._least(i, short)
@@ -185,14 +222,15 @@ class FitTable:
             table.add_column(self._header_of(i, short), justify=column.justify, no_wrap=not column.wrap,
                              overflow="fold" if column.wrap else "ellipsis", max_width=limits.get(i))
         cut = any(self.columns[i].cut and limits[i] < self._natural(i, short) for i in shrunk)
-        cells = {i: self._cells_of(i, short) for i in shown}
+        cells = {i: self._cells_of(i, short, i in briefed) for i in shown}
         for r, row in enumerate(self.rows):
             table.add_row(*(cells[i][r] for i in shown), style=row.style, end_section=row.end_section)
-        return table, self._footnote(width, dropped, cut)
+        return table, self._footnote(width, sorted([*dropped, *briefed]), cut, set(briefed))
 
-    def _footnote(self, width: int, dropped: Iterable[int], cut: bool) -> Text | None:
+    def _footnote(self, width: int, dropped: Iterable[int], cut: bool, briefed: Collection[int] = ()) -> Text | None:
         parts = []
-        names = [self.columns[i].header for i in dropped]
+        names = [self.columns[i].brief_note or f"the full {self.columns[i].header}" if i in briefed
+                 else self.columns[i].header for i in dropped]
         if names:
             where = f"a wider terminal or {self.more}" if self.more else "a wider terminal"
             parts.append(f"not shown at {width} columns: {', '.join(names)} ({where} shows them)")
