@@ -268,7 +268,7 @@ def test_energy_charts_from_real_h100_results(h100_db, tmp_path, browser):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--where", "colour=red"], "unknown --where key 'colour': use workload, device, framework"),
+    (["--where", "colour=red"], "unknown --where key 'colour': use workload, device, device_name, framework"),
     (["--where", "batch_size"], "--where 'batch_size' must be KEY=VALUE"),
     (["--where", "batch_size=big"], "batch_size must be a whole number"),
     (["--where", "workload=resnet"], "match --where workload=resnet"),

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rigbench.api.results import WHERE_KEYS, parse_where
+from rigbench.api.results import parse_where, where_matches
 from rigbench.errors import UsageError
 from rigbench.fingerprint import instruction_sets, machine_key
 from rigbench.spec import CONFIG_FIELDS, Result
@@ -119,7 +119,7 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
     machines: dict[str, Any] = {}
     if ref is not None and _is_file(ref):
         bundle = load_bundle(ref)
-        results = [r for r in bundle.results if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]
+        results = [r for r in bundle.results if where_matches(r, accepted)]
         machines = {r.id: r.machine for r in bundle.runs}
         label = f"bundle {ref}"
     else:
@@ -132,7 +132,7 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
                                  f"(`rigbench roofline` reads its peaks)")
             raise UsageError(f"{name}: no run {ref!r} in {store.url} and no such file: "
                              f"see `rigbench results list`")
-        listed = [r for r in listed if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]
+        listed = [r for r in listed if where_matches(r, accepted)]
         results = store.full(listed)  # raw samples; an unreadable trial skipped with a warning
         machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}
         label = f"run {ref}" if ref is not None else "all stored results"

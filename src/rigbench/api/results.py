@@ -15,15 +15,21 @@ from rigbench.spec import Result
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations
 
-#: `--where KEY=VALUE` keys and how each reads a Result.
+#: `--where KEY=VALUE` keys and how each reads a Result. Each matches its value exactly but
+#: those in WHERE_PARTS.
 WHERE_KEYS: dict[str, Callable[[Result], Any]] = {
     "workload": lambda r: r.spec.workload,
     "device": lambda r: r.spec.device,
+    "device_name": lambda r: r.device_name or "",
     "framework": lambda r: r.spec.framework,
     "precision": lambda r: r.spec.precision,
     "status": lambda r: r.status,
     "batch_size": lambda r: str(r.spec.batch_size),
 }
+#: Keys matched on a part of the stored value, in any case: `device` is `cuda:0` on an H100 and
+#: an H200 alike, and `device_name=h100` picks "NVIDIA H100 80GB HBM3" (any H100: PCIe, SXM, NVL)
+#: without its exact spelling. A trial that stored no device name matches no device_name.
+WHERE_PARTS = frozenset({"device_name"})
 
 
 def parse_where(filters: Sequence[str]) -> dict[str, set[str]]:
@@ -36,11 +42,24 @@ def parse_where(filters: Sequence[str]) -> dict[str, set[str]]:
         if not sep or not value:
             raise UsageError(f"--where {text!r} must be KEY=VALUE, e.g. --where device=cpu")
         if key not in WHERE_KEYS:
-            raise UsageError(f"unknown --where key {key!r}: use {', '.join(WHERE_KEYS)}")
+            raise UsageError(f"unknown --where key {key!r}: use {', '.join(WHERE_KEYS)} "
+                             f"(device_name: a part of the device's name, e.g. device_name=h100)")
         if key == "batch_size" and not value.isdigit():
             raise UsageError(f"--where {text!r}: batch_size must be a whole number")
         accepted.setdefault(key, set()).add(str(int(value)) if key == "batch_size" else value)
     return accepted
+
+
+def where_matches(result: Result, accepted: dict[str, set[str]]) -> bool:
+    """Whether `result` passes every key of parse_where's `accepted` (one of each key's values)."""
+    for key, values in accepted.items():
+        value = WHERE_KEYS[key](result)
+        if key in WHERE_PARTS:
+            if not any(v.casefold() in value.casefold() for v in values):
+                return False
+        elif value not in values:
+            return False
+    return True
 
 
 def recommend_target(command: str) -> tuple[str, str] | None:
@@ -111,7 +130,7 @@ def select_results(store: Store, run_ids: Sequence[str] = (), where: Sequence[st
                              f"see `rigbench results list`")
         results.extend(found)
     results.sort(key=lambda r: r.id or 0)
-    results = [r for r in results if all(WHERE_KEYS[k](r) in v for k, v in accepted.items())]
+    results = [r for r in results if where_matches(r, accepted)]
     if not results and not where:
         raise UsageError(f"no results stored in {store.url}: run `rigbench run` first")
     if not results:

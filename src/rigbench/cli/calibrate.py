@@ -9,7 +9,7 @@ import typer
 
 from rigbench import api
 from rigbench.analysis.contention import busy_calibration_note
-from rigbench.cli.common import DB_HELP, app, err, framework_option, handles_usage_errors, out
+from rigbench.cli.common import DB_HELP, WHERE_HELP, app, err, framework_option, handles_usage_errors, out
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.textlimits import NAME_CHARS, clip
@@ -75,7 +75,7 @@ def calibrate(
 @handles_usage_errors
 def roofline(
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),
-    where: list[str] | None = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
+    where: list[str] | None = typer.Option(None, "--where", metavar="KEY=VALUE", help=WHERE_HELP),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array on stdout: per trial, achieved FLOP/s, MFU, intensity, bounds."),
 ) -> None:

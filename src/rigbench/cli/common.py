@@ -163,6 +163,12 @@ def framework_option(default: str | None = "torch", measure: bool = False, many:
                         help=f"Framework to {verb} with: {names}{suffix}. `rigbench devices` shows which are installed.")
 
 
+#: What a --where takes, said once for every command that filters by it (api.WHERE_KEYS).
+WHERE_KEYS_HELP = ("Keys: workload, device, device_name (the device's model: a part of its name, in any case, "
+                   "e.g. device_name=h100), framework, precision, status, batch_size.")
+WHERE_HELP = ("Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). "
+              + WHERE_KEYS_HELP)
+
 DB_HELP = "Database: an SQLAlchemy URL (sqlite:///x.db, postgresql://...) or a file path. Default: $RIGBENCH_DB or rigbench.db in the user data directory."
 
 

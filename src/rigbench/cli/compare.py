@@ -9,7 +9,16 @@ import typer
 from rich.text import Text
 
 from rigbench import api
-from rigbench.cli.common import DB_HELP, _check_precision, app, err, handles_usage_errors, out, results_app
+from rigbench.cli.common import (
+    DB_HELP,
+    WHERE_KEYS_HELP,
+    _check_precision,
+    app,
+    err,
+    handles_usage_errors,
+    out,
+    results_app,
+)
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
 from rigbench.reports import compare_tables, terminal
@@ -27,7 +36,7 @@ def compare(
     precision: list[str] | None = typer.Option(None, "--precision", metavar="P", help="With --frameworks: the precisions to show, repeated or comma-separated, e.g. --precision bf16 (default: every one measured, a table each; MFU against the peak at that precision)."),
     all_frameworks: bool = typer.Option(False, "--all-frameworks", help="With --published: show every framework's published rows (default: only the rows of our framework's family when the source has some)."),
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --published or --frameworks: use these runs' results instead of every stored result of this machine."),
-    where_a: list[str] | None = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. Keys: workload, device, framework, precision, status, batch_size."),
+    where_a: list[str] | None = typer.Option(None, "--where-a", metavar="KEY=VALUE", help="Filter side A (over RUN_A, or every stored result when RUN_A is not given); repeatable. " + WHERE_KEYS_HELP),
     where_b: list[str] | None = typer.Option(None, "--where-b", metavar="KEY=VALUE", help="Filter side B, as --where-a. A key both sides name with different values (device=cpu against device=cuda:0) is what they are split by: trials pair across it."),
     across_versions: bool = typer.Option(False, "--across-versions", help="Compare pairs whose software versions differ (torch, CUDA, cuDNN...) and flag them, instead of marking them incomparable."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),

@@ -15,6 +15,7 @@ from rigbench.cli.common import (
     DATASET_HELP,
     DB_HELP,
     SWITCHES,
+    WHERE_HELP,
     _check_precision,
     _run_with_progress,
     app,
@@ -381,7 +382,7 @@ def results_flush(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> 
 @handles_usage_errors
 def report(
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="Only this run; repeat for several (default: every stored result)."),
-    where: list[str] | None = typer.Option(None, "--where", metavar="KEY=VALUE", help="Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). Keys: workload, device, framework, precision, status, batch_size."),
+    where: list[str] | None = typer.Option(None, "--where", metavar="KEY=VALUE", help=WHERE_HELP),
     output: str = typer.Option("report.html", "--out", "-o", metavar="FILE", help="The HTML file to write (self-contained: opens offline)."),
     png_dir: str | None = typer.Option(None, "--png", metavar="DIR", help="Also write each chart as a PNG into DIR."),
     screenshot: str | None = typer.Option(None, "--screenshot", metavar="FILE", help="Also write a PNG of the page's top as headless Chromium draws it, 1400 px wide (needs playwright and chromium)."),
