@@ -143,7 +143,7 @@ def test_results_list_tells_apart_what_only_the_setup_changes(tmp_path):
     newest = invoke("results", "list", "--limit", "3", "--db", db)
     assert newest.exit_code == 0 and [line.split()[0] for line in newest.stdout.splitlines() if " mlp " in line] == [
         "2", "3", "4"]
-    assert "The newest 3 shown; older ones: --limit 12" in newest.stdout
+    assert "The newest 3 of 4 results shown; all of them: --limit 4." in newest.stdout
     assert "The newest" not in listed.stdout
 
 

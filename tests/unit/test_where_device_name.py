@@ -74,6 +74,14 @@ def test_roofline_keeps_only_the_named_gpu(db):
     assert {row["device_name"] for row in json.loads(done.stdout)} == {H200}
 
 
+def test_results_list_takes_where_too(db):
+    done = CliRunner().invoke(app, ["results", "list", "--where", "device_name=H100", "--db", db],
+                              env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    ids = [line.split()[0] for line in done.stdout.splitlines()[2:] if line.strip()[:1].isdigit()]
+    assert ids == ["1", "3"]  # the H100's trials: the first and third stored
+
+
 def test_compare_sides_can_be_chosen_by_gpu_model(db):
     store = Store(db, create=False)
     a, _, label_a = side_results(store, None, ["device_name=h100"], "A")
@@ -82,7 +90,7 @@ def test_compare_sides_can_be_chosen_by_gpu_model(db):
     assert "device_name=h100" in label_a and "device_name=h200" in label_b
 
 
-@pytest.mark.parametrize("command", [["report"], ["roofline"], ["compare"]])
+@pytest.mark.parametrize("command", [["report"], ["roofline"], ["compare"], ["results", "list"]])
 def test_every_command_that_filters_names_device_name_in_its_help(command):
     done = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
     assert done.exit_code == 0

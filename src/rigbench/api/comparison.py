@@ -131,7 +131,7 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
                 raise UsageError(f"{name}: run {ref!r} is a `rigbench calibrate` run, with no trials to compare "
                                  f"(`rigbench roofline` reads its peaks)")
             raise UsageError(f"{name}: no run {ref!r} in {store.url} and no such file: "
-                             f"see `rigbench results list`")
+                             f"`rigbench results runs` lists the stored runs")
         listed = [r for r in listed if where_matches(r, accepted)]
         results = store.full(listed)  # raw samples; an unreadable trial skipped with a warning
         machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}

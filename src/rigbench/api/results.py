@@ -127,7 +127,7 @@ def select_results(store: Store, run_ids: Sequence[str] = (), where: Sequence[st
         found = store.list(run_id=run_id)
         if run_id is not None and not found:
             raise UsageError(f"no results stored for --run {run_id!r} in {store.url}: "
-                             f"see `rigbench results list`")
+                             f"`rigbench results runs` lists the stored runs")
         results.extend(found)
     results.sort(key=lambda r: r.id or 0)
     results = [r for r in results if where_matches(r, accepted)]

@@ -80,7 +80,8 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
     if run_id is not None:
         listed = store.list(run_id=run_id)
         if not listed:
-            raise UsageError(f"no results stored for run {run_id!r} in {store.url}: see `rigbench results list`")
+            raise UsageError(f"no results stored for run {run_id!r} in {store.url}: "
+                             "`rigbench results runs` lists the stored runs")
         ours_label = f"run {run_id}"
     else:
         listed = this_machine_results(store)

@@ -10,6 +10,7 @@ from rigbench.cli import (
     compare,  # noqa: F401  (registers compare, score, results import)
     core,  # noqa: F401  (registers run, train, workloads, devices, results, report)
     interrupts,
+    listing,  # noqa: F401  (registers results list, results runs)
     recommend,  # noqa: F401  (registers recommend)
     specs,  # noqa: F401  (registers specs)
     sweep,  # noqa: F401  (registers sweep, max-batch)

@@ -37,7 +37,7 @@ from rigbench.workloads import WORKLOADS, parse_workload_ref
 #: through them, from measuring to advice to what is stored. A command not named here comes last.
 COMMAND_ORDER = ("run", "train", "sweep", "max-batch", "lr-find", "scaling", "recommend", "calibrate", "roofline",
                  "compare", "score", "results", "report", "workloads", "devices", "specs",
-                 "list", "show", "export", "import", "flush")
+                 "list", "runs", "show", "export", "import", "flush")
 
 
 class _OrderedCommands(TyperGroup):
@@ -53,9 +53,9 @@ app = typer.Typer(
     epilog="Start with `rigbench run --quick` (the seed networks on every device, a short protocol), then "
            "`rigbench recommend WORKLOAD` or `rigbench report`. `rigbench COMMAND --help` explains each.",
 )
-results_app = typer.Typer(help="Stored results: list, show one, export (JSON, CSV, bundle), import a bundle, flush the spool.", no_args_is_help=True,
-                          cls=_OrderedCommands)
-app.add_typer(results_app, name="results", short_help="Stored results: list, show, export, import, flush.")
+results_app = typer.Typer(help="Stored results: list trials, list runs, show one, export (JSON, CSV, bundle), import a bundle, flush the spool.",
+                          no_args_is_help=True, cls=_OrderedCommands)
+app.add_typer(results_app, name="results", short_help="Stored results: list, runs, show, export, import, flush.")
 
 # A terminal's tables fit its width (reports/table_fit.py). Into a file or a pipe rich would
 # assume 80 columns; there tables are laid out for 200, so rows keep their columns.
@@ -102,24 +102,28 @@ ENERGY_HELP = ("measure: read energy counters only (default). estimate: also sto
 
 
 def listed_results(store: Store, run_id: str | None, workload: str | None, status: str | None,
-                   limit: int) -> list[Result]:
-    """The newest `limit` stored results of `results list`'s filters, oldest first. A workload
-    with options (`resnet:depth=56`, as `run` takes it) matches trials of those option values,
-    a default one included whether or not it was written out."""
+                   limit: int, where: Sequence[str] = ()) -> tuple[list[Result], int]:
+    """The newest `limit` stored results of `results list`'s filters, oldest first, and how many
+    match in all. A workload with options (`resnet:depth=56`, as `run` takes it) matches trials
+    of those option values, a default one included whether or not it was written out; `where`
+    is the --where of `report` (api.parse_where)."""
     if workload is not None and not workload.strip():  # `--workload "$UNSET"` is no filter silently
         raise UsageError("--workload is empty: give a workload, e.g. cnn or resnet:depth=56")
-    if workload is None or ":" not in workload:
-        return store.list(run_id=run_id, workload=workload, status=status, limit=limit)
-    named, options = parse_workload_ref(workload)
+    accepted = api.parse_where(where)
+    if (workload is None or ":" not in workload) and not accepted:  # SQL alone: only `limit` rows read
+        rows = store.list(run_id=run_id, workload=workload, status=status, limit=limit)
+        return rows, store.count(run_id, workload, status) if len(rows) == limit else len(rows)
+    named, options = parse_workload_ref(workload) if workload is not None and ":" in workload else (None, {})
 
     def value(r: Result, key: str) -> Any:
-        return r.spec.workload_options.get(key, named.options[key])
+        return r.spec.workload_options.get(key, named.options[key]) if named else None
 
-    rows = store.list(run_id=run_id, workload=named.name, status=status)
-    return [r for r in rows if all(value(r, k) == v for k, v in options.items())][-limit:]
+    rows = store.list(run_id=run_id, workload=named.name if named else workload, status=status)
+    rows = [r for r in rows if all(value(r, k) == v for k, v in options.items()) and api.where_matches(r, accepted)]
+    return rows[-limit:], len(rows)
 
 
-def say_none_match(store: Store, filters: dict[str, Any]) -> None:
+def say_none_match(store: Store, filters: dict[str, Any], what: str = "results") -> None:
     """One line on stderr for a listing that found nothing: which filters matched nothing, or
     that the database holds no result yet (an empty table alone looks like a fault). A `--run`
     that names no stored run is a mistyped id, not an empty match: exit 2, as `report` says it;
@@ -127,15 +131,15 @@ def say_none_match(store: Store, filters: dict[str, Any]) -> None:
     workload this rigbench does not define is still found)."""
     run_id = filters.get("--run")
     if run_id is not None and not store.commands([run_id]):
-        raise UsageError(f"no run {run_id!r} in {store.url}: see `rigbench results list`")
+        raise UsageError(f"no run {run_id!r} in {store.url}: `rigbench results runs` lists the stored runs")
     workload = filters.get("--workload")
     workload = None if workload is None else workload.partition(":")[0]  # its options were checked
     if workload is not None and workload not in WORKLOADS and not store.list(workload=workload, limit=1):
         raise UsageError(f"--workload {workload!r} is neither a workload rigbench knows nor one stored in {store.url}: "
                          f"choose from {', '.join(WORKLOADS)}")
     given = " ".join(f"{flag} {value}" for flag, value in filters.items() if value is not None)
-    what = f"no results match {given}" if given else "no results stored yet"
-    err.print(f"{what} in {store.url}", highlight=False, markup=False, soft_wrap=True)
+    said = f"no {what} match {given}" if given else f"no {what} stored yet"
+    err.print(f"{said} in {store.url}", highlight=False, markup=False, soft_wrap=True)
 
 
 def energy_option(default: str | None = "measure") -> Any:

@@ -1,4 +1,5 @@
-"""The core commands: run, train, workloads, devices, results list|show|export|flush, report."""
+"""The core commands: run, train, workloads, devices, results show|export|flush, report
+(`results list` and `results runs`: listing.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ from rigbench.cli.common import (
     err,
     framework_option,
     handles_usage_errors,
-    listed_results,
     no_answer,
     out,
     parse_compile,
@@ -37,7 +37,7 @@ from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal
-from rigbench.spec import STATUSES, EnergyMode
+from rigbench.spec import EnergyMode
 from rigbench.store import Store
 from rigbench.store.export import to_csv, to_json
 from rigbench.units import (
@@ -268,35 +268,6 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
         print(strict_json(rows, indent=2))
     else:
         out.print(terminal.devices_table(rows))
-
-
-@results_app.command("list", short_help="List stored results, newest last.")
-@handles_usage_errors
-def results_list(
-    run_id: str | None = typer.Option(None, "--run", help="Only this run."),
-    workload: str | None = typer.Option(None, "--workload", help="Only this workload, e.g. cnn, or with options: resnet:depth=56."),
-    status: str | None = typer.Option(None, "--status", help="Only this status (ok, oom, crash, ...)."),
-    limit: int = typer.Option(50, "--limit", help="Show the newest N."),
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
-) -> None:
-    """List stored results, newest last."""
-    if limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {limit} (every result: `rigbench results export`)")
-    if status is not None and status not in STATUSES:
-        raise UsageError(f"--status {status!r} is not a status: use one of {', '.join(STATUSES)}")
-    store = Store(db, create=False)
-    rows = listed_results(store, run_id, workload, status, limit + 1)
-    if not rows:
-        say_none_match(store, {"--run": run_id, "--workload": workload, "--status": status})
-        return
-    hidden = len(rows) > limit  # one more than asked for: older rows exist, and are said to
-    rows = rows[1:] if hidden else rows
-    out.print(terminal.results_table(rows, more="`rigbench results export`"))
-    for line in terminal.busy_lines(rows):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
-    if hidden:
-        out.print(f"The newest {limit} shown; older ones: --limit {limit * 4} or `rigbench results export`.",
-                  highlight=False, markup=False, soft_wrap=True)
 
 
 @results_app.command("show", short_help="Show one trial: its metrics, its spec, its machine.")

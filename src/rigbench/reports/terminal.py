@@ -5,6 +5,7 @@ line); cells are formatted in reports/cells.py."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from rigbench.analysis.contention import busy_note, is_busy, shared_gpu_note
@@ -39,7 +40,7 @@ from rigbench.units import format_bytes
 __all__ = [
     "UNKNOWN_WORKLOAD", "any_energy", "busy_lines", "calibration_table", "cells", "devices_table", "error_line",
     "framework_column", "framework_short", "interval", "literal", "num", "one_line_outcome",
-    "ranks_table", "result_detail", "results_table", "roofline_table", "samples_per_joule_cell",
+    "ranks_table", "result_detail", "results_table", "roofline_table", "runs_table", "samples_per_joule_cell",
     "setup_label", "compile_lines", "speed", "speedup_table", "status", "tokens_cell", "train_table", "baseline_lines", "trial_cells",
     "trial_columns", "unknown_mark", "workload_label", "workloads_table",
 ]
@@ -74,14 +75,16 @@ def one_line_outcome(r: Result) -> str:
     return text
 
 
-def results_table(results: Sequence[Result], title: str | None = None, more: str = ROW_FIELDS) -> FitTable:
+def results_table(results: Sequence[Result], title: str | None = None, more: str = ROW_FIELDS,
+                  runs: bool = False) -> FitTable:
     """The run table: one row per trial, failures included with their status; `setup` tells
     apart trials that differ only in kind, threads, compile, layout or lr. `more`: where the
-    columns a narrow terminal leaves out can be seen."""
+    columns a narrow terminal leaves out can be seen; `runs`: a column of each trial's run id."""
     # tokens/s only where a language model is listed: a column of dashes says nothing
     tokens = any(r.metrics.tokens_per_s is not None for r in results)
     table = FitTable([
-        Column("id", "right"), *trial_columns(), Column("samples/s [95% CI]", "right", short="samples/s"),
+        Column("id", "right"), *([Column("run", priority=42)] if runs else []), *trial_columns(),
+        Column("samples/s [95% CI]", "right", short="samples/s"),
         *([Column("tokens/s", "right", priority=35)] if tokens else []), Column("step ms", "right", priority=40),
         Column("CPU %", "right", priority=30), Column("GPU %", "right", priority=15),
         Column("RSS MiB", "right", priority=25), Column("GPU MiB", "right", priority=20), Column("status"),
@@ -90,11 +93,52 @@ def results_table(results: Sequence[Result], title: str | None = None, more: str
         m = r.metrics
         gpu_mem = m.gpu_mem_peak_mib if m.gpu_mem_peak_mib is not None else m.allocator_peak_mib
         table.add_row(*cells(
-            str(r.id or "-"), *trial_cells(r), speed(r), *([tokens_cell(m.tokens_per_s)] if tokens else []),
-            num(m.step_time_ms_median, "{:.2f}"),
+            str(r.id or "-"), *([r.run_id] if runs else []), *trial_cells(r), speed(r),
+            *([tokens_cell(m.tokens_per_s)] if tokens else []), num(m.step_time_ms_median, "{:.2f}"),
             num(m.cpu_util_pct_mean), num(m.gpu_util_pct_mean), num(m.rss_peak_mib, "{:.0f}"),
             num(gpu_mem, "{:.0f}"), status(r.status),
         ))
+    return table
+
+
+def gpu_models(machine: dict[str, Any] | None) -> list[str]:
+    """"NVIDIA H100 80GB HBM3" or "8x NVIDIA H100 80GB HBM3": a machine's GPUs by model."""
+    names = [str(g.get("name") or "unnamed GPU") for g in (machine or {}).get("gpus") or []]
+    return [f"{names.count(n)}x {n}" if names.count(n) > 1 else n for n in dict.fromkeys(names)]
+
+
+def utc_minute(text: str) -> str:
+    """A stored ISO time as "2026-11-23 07:04" in UTC; as stored where it is not one."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    when = when.astimezone(UTC) if when.tzinfo else when
+    return f"{when:%Y-%m-%d %H:%M}"
+
+
+def command_shown(command: str) -> str:
+    """A stored command line as a table shows it: the program without the folder it ran from
+    ("/opt/venv/bin/rigbench run -d cuda:0" -> "rigbench run -d cuda:0"); the rest as stored."""
+    program, space, rest = command.partition(" ")
+    return program.rsplit("/", 1)[-1] + space + rest
+
+
+def runs_table(runs: Sequence[dict[str, Any]], more: str = "--json") -> FitTable:
+    """`rigbench results runs` (Store.runs): one row per run, its id first (what `--run` takes),
+    when, on which machine, what it holds, and the command that made it (masked, as stored;
+    `command_shown`). Narrowed, the command is cut first, then the CPU and host go, then GPUs are cut."""
+    table = FitTable([
+        Column("run"), Column("when (UTC)", priority=70), Column("host", priority=45),
+        Column("CPU", priority=35), Column("GPUs", priority=60, cut=True),
+        Column("trials", "right", priority=90), Column("calib.", "right", priority=80, short="cal"),
+        Column("command", priority=30, cut=True),
+    ], more=more)
+    for run in runs:
+        machine = run.get("machine") or {}
+        table.add_row(*cells(run["id"], utc_minute(run["created_at"]), clip(str(machine.get("hostname") or "-"), NAME_CHARS),
+                             clip(str(machine.get("cpu_model") or "-"), NAME_CHARS), ", ".join(gpu_models(machine)) or "-",
+                             str(run["trials"]), str(run["calibrations"]), command_shown(run["command"])))
     return table
 
 

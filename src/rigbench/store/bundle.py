@@ -135,7 +135,7 @@ def export_bundle(store: Store, run_ids: Sequence[str] | None = None) -> dict[st
         listed = store.list(run_id=run_id)
         if run_id is not None and not listed and not any(c["run_id"] == run_id for c in calibrated):
             raise UsageError(f"no results stored for --run {run_id!r} in {store.url}, nor calibrations: "
-                             "see `rigbench results list`")
+                             "`rigbench results runs` lists the stored runs")
         results += store.full(listed)  # a trial whose raw samples cannot be read: skipped, said
     used = list(dict.fromkeys([r.run_id for r in results] + [c["run_id"] for c in calibrated]))
     bundle = {

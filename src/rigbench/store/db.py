@@ -297,6 +297,16 @@ class Store:
                     raise
                 raise UsageError(f"cannot read the database {self.url}: {error_text(exc)} ({Unavailable.hint})") from None
 
+    def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The stored runs, oldest first (the newest `limit` when given): id, created_at, command
+        (masked), machine, and how many trials and calibration measurements each holds."""
+        with self._reading() as conn:
+            return rows.list_runs(conn, limit, self.url)
+
+    def run_count(self) -> int:
+        with self._reading() as conn:
+            return rows.count_runs(conn)
+
     def get(self, trial_id: int) -> Result | None:
         """One result with its raw samples, or None; UsageError if its row cannot be read."""
         with self._reading() as conn:
@@ -323,6 +333,11 @@ class Store:
                           "batch_size": batch_size, "world_size": world_size})
         with self._reading() as conn:
             return rows.list_results(conn, where, limit, self.url)
+
+    def count(self, run_id: str | None = None, workload: str | None = None, status: str | None = None) -> int:
+        """How many stored results match, as Store.list would list them (unreadable rows included)."""
+        with self._reading() as conn:
+            return rows.count_results(conn, _filters({"run_id": run_id, "workload": workload, "status": status}))
 
     def machine(self, run_id: str) -> dict[str, Any] | None:
         with self._reading() as conn:

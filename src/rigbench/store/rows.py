@@ -8,14 +8,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Select, insert, select
+from sqlalchemy import Select, func, insert, select
 from sqlalchemy.engine import Connection
 
 from rigbench.spec import Result
 from rigbench.store.engine import mask_command
 from rigbench.store.lenient import read_result
 from rigbench.store.machines import read_machine
-from rigbench.store.schema import runs, trial_samples, trials
+from rigbench.store.schema import calibrations, runs, trial_samples, trials
 
 log = logging.getLogger("rigbench.store")
 
@@ -124,6 +124,38 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
     if limit:
         query = query.limit(limit)
     return _readable(reversed(conn.execute(query).all()), False, url)
+
+
+def count_results(conn: Connection, where: dict[str, Any]) -> int:
+    """How many stored results `where` (as list_results) matches, readable or not."""
+    query = select(func.count()).select_from(trials)
+    for name, value in where.items():
+        query = query.where(trials.c[name] == value)
+    return int(conn.execute(query).scalar_one())
+
+
+def list_runs(conn: Connection, limit: int | None, url: str) -> list[dict[str, Any]]:
+    """Every stored run (the newest `limit` when given), oldest first: its id, when, the command
+    line that made it (masked, as stored), its machine fingerprint, and how many trials and
+    `rigbench calibrate` measurements it holds."""
+    def counts(table: Any) -> Any:
+        return select(table.c.run_id, func.count().label("n")).group_by(table.c.run_id).subquery()
+
+    held, measured = counts(trials), counts(calibrations)
+    query = (select(runs.c.id, runs.c.created_at, runs.c.command, runs.c.machine_json,
+                    func.coalesce(held.c.n, 0).label("trials"), func.coalesce(measured.c.n, 0).label("calibrations"))
+             .select_from(runs.outerjoin(held, held.c.run_id == runs.c.id)
+                          .outerjoin(measured, measured.c.run_id == runs.c.id))
+             .order_by(runs.c.created_at.desc(), runs.c.id.desc()))
+    if limit:
+        query = query.limit(limit)
+    return [{"id": r.id, "created_at": r.created_at, "command": stored_command(r.command),
+             "machine": read_machine(r.machine_json, r.id, url), "trials": int(r.trials),
+             "calibrations": int(r.calibrations)} for r in reversed(conn.execute(query).all())]
+
+
+def count_runs(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).select_from(runs)).scalar_one())
 
 
 def full_results(conn: Connection, trial_ids: Sequence[int], url: str) -> list[Result]:
