@@ -45,14 +45,15 @@ def test_summary_is_the_fastest_trial_per_workload_with_its_figures():
     assert mlp.epoch_seconds == pytest.approx(60_000 / 300)
 
 
-def test_the_cpu_base_is_the_best_trials_own_machine_where_it_has_one():
+def test_the_cpu_base_is_the_best_trials_own_machine_only():
     gpu_host = make_result(device="cuda:0", speed=1000.0, run_id="gpu")
     here, there = make_result(speed=50.0, run_id="gpu"), make_result(speed=200.0, run_id="laptop")
     machines = {"gpu": {"hostname": "a", "cpu_model": "Xeon"}, "laptop": {"hostname": "b", "cpu_model": "EPYC"}}
     [row] = summary_rows([gpu_host, here, there], machines=machines)
     assert row.cpu_base.trials == (here,) and row.speedup_over_cpu == pytest.approx(20.0)
-    [row] = summary_rows([gpu_host, there], machines=machines)  # none on its own machine: any CPU
-    assert row.cpu_base.trials == (there,) and row.speedup_over_cpu == pytest.approx(5.0)
+    # none on its own machine: no speed-up (the chart's rule), never over the laptop's CPU
+    [row] = summary_rows([gpu_host, there], machines=machines)
+    assert row.cpu_base is None and row.speedup_over_cpu is None and row.cpu_elsewhere
     [row] = summary_rows([gpu_host, here, there])  # without machines: the fastest CPU trial
     assert row.cpu_base.trials == (there,)  # the newer run of the same configuration
 
@@ -99,7 +100,7 @@ def test_summary_leaves_out_failures_training_runs_and_probes_and_splits_revisio
 
 def test_summary_cells_as_the_page_shows_them():
     [cnn, mlp] = summary_cells(summary_rows(headline_results(), recommendations={"mlp": "cpu, batch 16: why"}))
-    assert cnn["device"] == f"{H100} (cuda:0)" and cnn["config"] == "torch · bf16 · batch 16"
+    assert cnn["device"] == f"{H100} (cuda:0)" and cnn["config"] == "torch · bf16 · eager · batch 16 · 1 thread"
     assert (cnn["samples_per_s"], cnn["speedup"], cnn["memory"], cnn["mfu"]) == ("1,800.0", "12.00×", "900 MiB", "0.18%")
     assert cnn["epoch"] == "27.8 s" and cnn["recommendation"] == ""
     assert cnn["tokens_per_s"] == ""  # no language model: no tokens/s

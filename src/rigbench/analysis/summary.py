@@ -1,7 +1,8 @@
 """The report's headline: per workload the best measured configuration with its speed, epoch
-time, speed-up over the CPU, MFU and peak memory (and the recommendation when `recommend` has
-run), and the machines behind the results, each described once. Pure functions over stored
-results; framework-neutral (reports/ renders them).
+time, speed-up over the CPU of its own machine, MFU and peak memory (and the recommendation when
+`recommend` has run), its device set against the others only at the configurations both ran,
+and the machines behind the results, each described once. Pure functions over stored results;
+framework-neutral (reports/ renders them).
 """
 
 from __future__ import annotations
@@ -9,11 +10,21 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any
 
+from rigbench.analysis.device_names import DeviceNames
 from rigbench.analysis.recommend_model import Line
 from rigbench.analysis.roofline import result_roofline
-from rigbench.analysis.trials import RunSpeed, config_key, network_label, newest_run_speeds, run_order, speed_figures
+from rigbench.analysis.trials import (
+    RunSpeed,
+    config_key,
+    device_key,
+    network_label,
+    newest_run_speeds,
+    run_order,
+    speed_figures,
+)
 from rigbench.fingerprint import machine_key
 from rigbench.spec import Result
 from rigbench.workloads import WORKLOADS, epoch_samples
@@ -30,6 +41,21 @@ def peak_memory_mib(r: Result) -> tuple[float | None, str]:
     return m.rss_peak_mib, "RSS"
 
 
+@dataclass(frozen=True)
+class DeviceComparison:
+    """The fastest configuration's device against another device of its kind (GPU or CPU) that
+    measured the workload, at the configurations both ran (everything but the device the same):
+    the fastest configuration may be one the other never ran (bf16 with torch.compile, JAX), so
+    its device is not thereby the faster one."""
+
+    device: str  # the fastest configuration's device, named (DeviceNames)
+    other: str
+    shared: int  # configurations both ran
+    ratio: float | None  # median over them of device's samples/s / other's; None when none shared
+    low: float | None = None  # the lowest and highest of those ratios
+    high: float | None = None
+
+
 @dataclass
 class SummaryRow:
     """One workload's headline: its fastest configuration and what that means."""
@@ -38,7 +64,7 @@ class SummaryRow:
     configuration: RunSpeed  # the fastest configuration's trials from its newest run
     epoch_seconds: float | None  # the workload's training-set size / samples/s
     dataset: str | None
-    cpu_base: RunSpeed | None  # the fastest CPU configuration of the workload (the speed-up's base)
+    cpu_base: RunSpeed | None  # the fastest CPU configuration of its machine (the speed-up's base)
     speedup_over_cpu: float | None
     mfu: float | None
     mfu_source: str | None  # "spec" | "calibrated"
@@ -46,6 +72,8 @@ class SummaryRow:
     memory_kind: str  # "device" | "RSS"
     trials: int  # speed trials of the workload considered
     recommendation: str | None = None
+    devices: list[DeviceComparison] = field(default_factory=list)  # against each other device of its kind
+    cpu_elsewhere: bool = False  # no CPU trial on its machine, but another machine's: not its base
 
     @property
     def best(self) -> Result:
@@ -72,6 +100,32 @@ def _peak_memory(figure: RunSpeed) -> tuple[float | None, str]:
     return max(known, key=lambda peak: peak[0] or 0.0) if known else peaks[-1]
 
 
+def device_comparisons(members: Sequence[Result], best: Result, machines: Mapping[str, Any] | None,
+                       names: DeviceNames) -> list[DeviceComparison]:
+    """`best`'s device against each other device of its kind among `members` (one workload's
+    speed trials) at the configurations both ran (`TrialSpec.config_key` without the device; each
+    side its newest run's mean, `newest_run_speeds`), in the order the devices first ran."""
+    def key(r: Result) -> tuple[Any, ...]:
+        return device_key(r, machines), r.spec.config_key(("device",))
+
+    speeds: dict[tuple[Any, ...], dict[tuple[Any, ...], float]] = defaultdict(dict)
+    shown: dict[tuple[Any, ...], Result] = {}
+    for (device, config), figure in sorted(newest_run_speeds(members, key).items(),
+                                           key=lambda item: run_order(item[1].trials[0])):
+        speeds[device][config] = figure.samples_per_s
+        shown.setdefault(device, figure.newest)
+    mine, cpu = device_key(best, machines), best.spec.device == "cpu"
+    out = []
+    for device, theirs in speeds.items():
+        if device == mine or (shown[device].spec.device == "cpu") != cpu:
+            continue
+        ratios = [speeds[mine][c] / theirs[c] for c in speeds[mine] if c in theirs]
+        out.append(DeviceComparison(names(best), names(shown[device]), len(ratios),
+                                    median(ratios) if ratios else None,
+                                    min(ratios, default=None), max(ratios, default=None)))
+    return out
+
+
 def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str, Any]] | None = None,
                  recommendations: Mapping[str, str] | None = None,
                  machines: Mapping[str, dict[str, Any] | None] | None = None) -> list[SummaryRow]:
@@ -80,26 +134,31 @@ def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str,
     `machines`, run id -> fingerprint, tells machines apart) counts as the mean samples/s of
     its newest run's trials (`newest_run_speeds`): the repeats of `run --repeat` together, so
     the luckiest of them is never the headline. The row is the fastest configuration's: its
-    epoch time, its speed over the fastest CPU configuration of the workload (1.0 when that
-    is itself; None without one), its MFU (`calibrations`: device name -> latest calibration)
-    and peak memory. `recommendations`: workload -> one line (`recommendation_text`), where
-    `recommend` ran. With `machines`, the CPU base is the fastest CPU configuration of the best
-    one's own machine where it has one (a GPU over its own host's CPU), else of any machine."""
+    epoch time, its speed over the fastest CPU configuration of its own machine (`device_key`'s
+    machine: the rule of the report's "Speed-up over the CPU" chart, `speedups.speedups_over_cpu`;
+    1.0 when that is itself; None without one, and `cpu_elsewhere` where only other machines
+    measured the CPU: a GPU over another machine's CPU is no speed-up of either), its MFU
+    (`calibrations`: device name -> latest calibration) and peak memory, and its device against
+    each other device of its kind at the configurations both ran (`device_comparisons`).
+    `recommendations`: workload -> one line (`recommendation_text`), where `recommend` ran.
+    Without `machines` every CPU trial is one machine's."""
     def machine(r: Result) -> tuple[Any, ...] | None:
         return machine_identity(machines.get(r.run_id)) if machines is not None else None
 
     by_workload: dict[str, list[Result]] = defaultdict(list)
     for r in speed_figures(results):
         by_workload[network_label(r)].append(r)
+    names = DeviceNames([r for members in by_workload.values() for r in members], machines)
     rows = []
     for workload in sorted(by_workload):
         members = by_workload[workload]
         configurations = sorted(newest_run_speeds(members, lambda r: (machine(r), config_key(r))).values(),
                                 key=lambda c: run_order(c.trials[0]))
         best = max(configurations, key=lambda c: c.samples_per_s)  # the first of equals: the oldest
+        home = device_key(best.newest, machines)[2]
         cpus = [c for c in configurations if c.newest.spec.device == "cpu"]
-        cpus = [c for c in cpus if machine(c.newest) == machine(best.newest)] or cpus
-        base = max(cpus, key=lambda c: c.samples_per_s) if cpus else None
+        own = [c for c in cpus if device_key(c.newest, machines)[2] == home]
+        base = max(own, key=lambda c: c.samples_per_s) if own else None
         ref = WORKLOADS.get(best.newest.spec.workload)
         mfu, source = _mfu(best, (calibrations or {}).get(best.newest.device_name or ""))
         memory, kind = _peak_memory(best)
@@ -110,7 +169,9 @@ def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str,
             dataset=ref.dataset.name if ref else None, cpu_base=base,
             speedup_over_cpu=best.samples_per_s / base.samples_per_s if base else None,
             mfu=mfu, mfu_source=source, peak_memory_mib=memory, memory_kind=kind,
-            trials=len(members), recommendation=(recommendations or {}).get(workload)))
+            trials=len(members), recommendation=(recommendations or {}).get(workload),
+            devices=device_comparisons(members, best.newest, machines, names),
+            cpu_elsewhere=bool(cpus) and not own))
     return rows
 
 
@@ -139,6 +200,17 @@ def recommendation_text(lines: Sequence[Line]) -> str | None:
     return f"{text}: fastest device in fp32; {why}"
 
 
+def device_names_once(results: Sequence[Result], machines: Mapping[str, Any] | None = None) -> list[str]:
+    """The devices of `results` as the page names them (DeviceNames: by model, with the id or
+    machine where two share it), each once, sorted. A trial that recorded no device name (a
+    training run that diverged early) is left out where a named trial has its id on its machine:
+    it is that device, not another one called `cuda:0`."""
+    names = DeviceNames(results, machines)
+    named = {(r.spec.device, device_key(r, machines)[2]) for r in results if r.device_name}
+    return sorted({names(r) for r in results
+                   if r.device_name or (r.spec.device, device_key(r, machines)[2]) not in named})
+
+
 @dataclass
 class MachineEntry:
     """One machine and the runs measured on it."""
@@ -146,6 +218,9 @@ class MachineEntry:
     fingerprint: dict[str, Any] | None  # None: the runs' machine was not recorded
     run_ids: list[str] = field(default_factory=list)
     trials: int = 0
+    #: the GPUs' serials (NVML's uuid) over all its runs: sessions of one cloud machine type are
+    #: one machine (machine_identity), on another card each time
+    gpu_serials: set[str] = field(default_factory=set)
 
 
 def machine_identity(machine: Mapping[str, Any] | None) -> tuple[Any, ...]:
@@ -170,6 +245,8 @@ def machines_once(results: Sequence[Result], machines: Mapping[str, dict[str, An
         entry = entries.setdefault(machine_identity(machine), MachineEntry(machine))
         entry.run_ids.append(run_id)
         entry.trials += counts[run_id]
+        entry.gpu_serials.update(str(g["uuid"]) for g in (machine or {}).get("gpus") or []
+                                 if isinstance(g, Mapping) and g.get("uuid"))
         if machine:
             entry.fingerprint = machine
     return list(entries.values())

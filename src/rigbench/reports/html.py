@@ -18,7 +18,7 @@ from plotly.offline import get_plotlyjs
 
 from rigbench import __version__
 from rigbench.analysis.contention import BUSY_OTHERS_PCT, is_busy
-from rigbench.analysis.summary import machines_once, summary_rows
+from rigbench.analysis.summary import device_names_once, machines_once, summary_rows
 from rigbench.json_text import strict_json
 from rigbench.reports.cells import interval, rate, unknown_mark
 from rigbench.reports.chart_model import COLOURS, DASHES, PATTERNS, REFERENCE_DASHES, SYMBOLS, Chart, Series, shown
@@ -252,14 +252,18 @@ def render(results: Sequence[Result], machines: dict[str, dict | None],
     protocols = sorted({(r.spec.measure.warmup_steps, r.spec.measure.min_steps, r.spec.measure.min_seconds)
                         for r in results})
     summary = summary_cells(summary_rows(results, calibrations, recommendations, machines))
+    entries = machines_once(results, machines)
+    serials = set().union(*(e.gpu_serials for e in entries))
+    listed = sum(len((e.fingerprint or {}).get("gpus") or []) for e in entries)
     page = _env.get_template("report.html.j2").render(
         version=__version__, generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         filters=list(filters), n_trials=len(results),
         n_ok=sum(r.status == "ok" for r in results),
         workloads=sorted({r.spec.workload for r in results}),
-        devices=sorted({r.spec.device for r in results}),
+        devices=device_names_once(results, machines),  # by model: an H100's and an H200's are both cuda:0
         summary=summary, any_recommendation=any(row["recommendation"] for row in summary),
-        sections=sections, machines=machine_cards(machines_once(results, machines), results, commands),
+        sections=sections, machines=machine_cards(entries, results, commands),
+        gpu_serials=len(serials) if len(serials) > listed else 0,
         n_runs=len(machines), protocols=protocols, busy_pct=f"{BUSY_OTHERS_PCT:g}",
         n_busy=sum(is_busy(r.metrics) for r in results),
         trials=[_trial_row(r) for r in results],

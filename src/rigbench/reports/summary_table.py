@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rigbench.analysis.contention import is_busy
-from rigbench.analysis.summary import MachineEntry, SummaryRow
+from rigbench.analysis.summary import DeviceComparison, MachineEntry, SummaryRow
 from rigbench.analysis.trials import trials_text
 from rigbench.fingerprint import instruction_sets
 from rigbench.reports.cells import rate, share
@@ -30,6 +30,34 @@ def device_text(r: Result) -> str:
     return f"{r.device_name} ({r.spec.device})" if r.device_name else r.spec.device
 
 
+def config_text(r: Result) -> str:
+    """What the configuration was beyond its device: framework, precision, compiled or eager and
+    batch ("jax · bf16 · eager · batch 128"), then channels-last and threads asked for where set."""
+    spec = r.spec
+    return " · ".join(part for part in (
+        spec.framework, spec.precision, spec.compile_label or "eager", f"batch {spec.batch_size}",
+        "channels-last" if spec.channels_last else "",
+        f"{spec.threads} thread{'s' * (spec.threads != 1)}" if spec.threads else "") if part)
+
+
+def comparison_text(c: DeviceComparison) -> str:
+    """One device against another at the configurations both ran, the faster named first:
+    "like for like: NVIDIA H200 1.25× NVIDIA H100 80GB HBM3 (1 configuration both ran)"."""
+    if c.ratio is None:
+        return f"{c.other} ran none of the same configurations: no device comparison"
+    if c.ratio >= 1:
+        faster, slower, ratio, low, high = c.device, c.other, c.ratio, c.low, c.high
+    else:
+        faster, slower, ratio = c.other, c.device, 1 / c.ratio
+        low, high = (1 / c.high if c.high else None), (1 / c.low if c.low else None)
+    if c.shared == 1:
+        how = "1 configuration both ran"
+    else:
+        how = f"median of {c.shared} configurations both ran" + (
+            f", {low:,.2f}–{high:,.2f}×" if low is not None and high is not None else "")
+    return f"like for like: {faster} {ratio:,.2f}× {slower} ({how})"
+
+
 def _busy(trials: Sequence[Result]) -> str:
     """" (busy)" after the trials a figure is when one was timed on a busy machine (contention.py)."""
     return " (busy)" if any(is_busy(t.metrics) for t in trials) else ""
@@ -47,17 +75,17 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
         tokens = row.configuration.tokens_per_s
         cells.append({
             "workload": row.workload, "trial": best.id, "run_id": best.run_id,
-            "device": device_text(best),
-            "config": f"{best.spec.framework} · {best.spec.precision} · batch {best.spec.batch_size}"
-                      + (f" · {best.spec.compile_label}" if best.spec.compiled else "")
-                      + (" · channels-last" if best.spec.channels_last else ""),
+            "device": device_text(best), "devices_note": "; ".join(comparison_text(c) for c in row.devices),
+            "config": config_text(best),
             "samples_per_s": f"{row.samples_per_s:,.1f}", "samples_note": trials_text(row.configuration.ids) + _busy(row.configuration.trials),
             "tokens_per_s": "" if tokens is None else f"{rate(tokens)} tokens/s",
             "epoch": format_duration(row.epoch_seconds),
             "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
             "speedup": speedup,
             "speedup_note": f"over CPU {trials_text(base.ids)}{_busy(base.trials)} ({base.samples_per_s:,.1f} samples/s, "
-                            f"{device_text(base.newest)})" if base is not None else "no CPU trial",
+                            f"{device_text(base.newest)})" if base is not None
+                            else "no CPU trial on its machine (the CPU trials here are another machine's)"
+                            if row.cpu_elsewhere else "no CPU trial",
             "mfu": share(row.mfu),
             "mfu_note": f"of the {row.mfu_source} peak" if row.mfu_source else "no peak known for this device",
             "memory": f"{row.peak_memory_mib:,.0f} MiB" if row.peak_memory_mib is not None else "-",
@@ -96,11 +124,13 @@ def machine_cards(entries: Sequence[MachineEntry], results: Sequence[Result],
             ("cpu_cores_physical", "physical"), ("cpu_cores_logical", "logical"),
             ("cpu_cores_usable", "usable")) if k in m) or None
         sets = instruction_sets(m)
+        cards_note = (f" ({len(entry.gpu_serials)} cards over its runs)"
+                      if len(entry.gpu_serials) > len(m.get("gpus") or []) else "")
         headline = " · ".join(str(v) for v in (
             f"{m.get('cpu_model')} ({sets})" if sets and m.get("cpu_model") else m.get("cpu_model"),
             f"{m['cpu_cores_logical']} logical cores" if "cpu_cores_logical" in m else None,
             format_bytes(m["ram_bytes"]) + " RAM" if "ram_bytes" in m else None,
-            "; ".join(str(g.get("name")) for g in m.get("gpus") or []) or "no GPU") if v)
+            ("; ".join(str(g.get("name")) for g in m.get("gpus") or []) or "no GPU") + cards_note) if v)
         cards.append({
             "recorded": entry.fingerprint is not None, "host": m.get("hostname") or "unknown host",
             "headline": headline if entry.fingerprint is not None else "machine not recorded",
