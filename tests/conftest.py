@@ -73,6 +73,9 @@ def _isolated_dirs(tmp_path_factory, monkeypatch, _cpu_cache):
     monkeypatch.setenv("RIGBENCH_DB", str(base / "default.db"))
     monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("RIGBENCH_SPOOL_DIR", str(base / "spool"))
+    # tables into a pipe are 200 wide unless COLUMNS says otherwise (cli/common.py): a shell's
+    # exported COLUMNS must not narrow them; a test that wants a width passes its own
+    monkeypatch.delenv("COLUMNS", raising=False)
     if _cpu_cache:
         from rigbench.hw import cpu
 

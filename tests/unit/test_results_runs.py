@@ -75,6 +75,13 @@ def test_results_runs_json_counts_trials_and_calibrations(db):
     assert "secret" not in done.stdout
 
 
+def test_results_runs_keeps_the_run_id_in_a_narrow_terminal(db):
+    done = invoke("results", "runs", "--db", db, columns=80)
+    assert done.exit_code == 0, done.output
+    assert max(map(len, done.stdout.splitlines())) <= 80
+    assert all(run in done.stdout for run in ("aaaa11112222", "bbbb33334444", "cccc55556666"))
+
+
 def test_results_runs_on_an_empty_database_says_so(tmp_path):
     Store(str(tmp_path / "empty.db"))
     done = invoke("results", "runs", "--db", str(tmp_path / "empty.db"))

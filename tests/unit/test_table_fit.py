@@ -299,10 +299,9 @@ def test_commands_print_within_the_terminal_width(tmp_path, monkeypatch, width):
     from typer.testing import CliRunner
 
     from rigbench import cli
-    from rigbench.cli import common
     from rigbench.store import Store
 
-    monkeypatch.setattr(common.out, "width", width)
+    monkeypatch.setenv("COLUMNS", str(width))  # the terminal's width, also into CliRunner's pipe
     store = Store(str(tmp_path / "t.db"))
     for run_id in ("run0", "run1"):
         store.add_run(run_id, "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "box", "cpu_model": "CPU"})

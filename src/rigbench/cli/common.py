@@ -6,6 +6,7 @@ Each command group lives in its own module of this package and registers on `app
 from __future__ import annotations
 
 import inspect
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -14,7 +15,7 @@ from typing import Any, cast
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
@@ -58,19 +59,53 @@ results_app = typer.Typer(help="Stored results: list trials, list runs, show one
 app.add_typer(results_app, name="results", short_help="Stored results: list, runs, show, export, import, flush.")
 
 # A terminal's tables fit its width (reports/table_fit.py). Into a file or a pipe rich would
-# assume 80 columns; there tables are laid out for 200, so rows keep their columns.
+# assume 80 columns; there tables are laid out PIPED_WIDTH wide, so rows keep their columns,
+# unless COLUMNS is set: a width asked for (`COLUMNS=80 rigbench results list | less`) wins,
+# in a terminal or not, and is read when printing (a test's CliRunner env sets it).
 # markup=False: what is printed is often stored text (an error's "[enforce fail at ...]", a
 # workload option), shown verbatim; styles are given as rich.text.Text, never as markup.
+PIPED_WIDTH = 200
+
+
+def columns_set() -> int | None:
+    """The width COLUMNS asks for, or None where it is unset (or not a positive number)."""
+    text = os.environ.get("COLUMNS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
 class _Console(Console):
     """A Console whose plain-string lines have their control characters written out
     (textlimits.visible): notes and messages quote stored text (a device name, an error), and a
-    stored ESC sequence must not act on the terminal. Tables and Text cells are already so."""
+    stored ESC sequence must not act on the terminal. Tables and Text cells are already so.
+    `piped_width`: its width into a file or a pipe, where COLUMNS does not say one."""
+
+    def __init__(self, *args: Any, piped_width: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._piped_width = piped_width
+        if kwargs.get("width") is None:
+            self._width = None  # rich read COLUMNS once, here; `size` reads it at each print
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is not None:  # given, or set (`console.width = 80`)
+            return size
+        columns = columns_set()
+        if columns is not None:
+            return ConsoleDimensions(columns, size.height)
+        if self._piped_width is not None and not self.is_terminal:
+            return ConsoleDimensions(self._piped_width, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
 
-out = _Console(markup=False) if sys.stdout.isatty() else _Console(width=200, markup=False)
+out = _Console(markup=False, piped_width=PIPED_WIDTH)
 err = _Console(stderr=True, markup=False)
 
 def db_flag(db: str | None) -> str:

@@ -107,14 +107,17 @@ def roofline_lines(roof: Any) -> list[tuple[str, str]]:
 
 def roofline_table(rows: Sequence[tuple[Result, Any]]) -> FitTable:
     """`rigbench roofline`: per trial, achieved FLOP/s, MFU, intensity and the bound that limits
-    it, with its ceiling and the share of it achieved (in TFLOP/s, the unit in the headers)."""
+    it, with its ceiling and the share of it achieved (in TFLOP/s, the unit in the headers).
+    Narrowed, batch and precision (what tells rows apart) stay longest; the spec-sheet and the
+    calibrated figure of each pair share a priority, so the one these rows lack goes first (an
+    uncalibrated H100's MFU is against its spec sheet: table_fit's equal-priority rule)."""
     table = FitTable([
         Column("id", "right"), Column("workload"), framework_column(),
-        Column("device", priority=85), Column("batch", "right", priority=60), Column("prec", priority=50),
-        Column("TFLOP/s", "right", priority=65), Column("MFU spec", "right", priority=55),
-        Column("MFU calib.", "right", priority=75, short="MFU cal"), Column("FLOP/byte", "right", priority=72, short="F/B"),
-        Column("spec-sheet roof (TFLOP/s)", priority=40, short="spec roof"),
-        Column("calibrated roof (TFLOP/s)", priority=70, short="calib. roof"),
+        Column("device", priority=85), Column("batch", "right", priority=84), Column("prec", priority=82),
+        Column("TFLOP/s", "right", priority=76), Column("MFU spec", "right", priority=74),
+        Column("MFU calib.", "right", priority=74, short="MFU cal"), Column("FLOP/byte", "right", priority=62, short="F/B"),
+        Column("spec-sheet roof (TFLOP/s)", priority=50, short="spec roof"),
+        Column("calibrated roof (TFLOP/s)", priority=50, short="calib. roof"),
     ], title="Roofline (FLOPs counted, bytes estimated; see docs/COMPARING.md)", more="--json")
     for r, roof in rows:
         r = clip_result(r)

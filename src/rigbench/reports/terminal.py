@@ -4,6 +4,7 @@ line); cells are formatted in reports/cells.py."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -75,16 +76,24 @@ def one_line_outcome(r: Result) -> str:
     return text
 
 
+def without_interval(text: str) -> str:
+    """What a narrow terminal keeps of a samples/s cell, its figure and flags: "1,451
+    [1,060–1,851] noisy" -> "1,451 noisy"."""
+    return re.sub(r" \[[^\]]*\]", "", text)
+
+
 def results_table(results: Sequence[Result], title: str | None = None, more: str = ROW_FIELDS,
                   runs: bool = False) -> FitTable:
     """The run table: one row per trial, failures included with their status; `setup` tells
     apart trials that differ only in kind, threads, compile, layout or lr. `more`: where the
-    columns a narrow terminal leaves out can be seen; `runs`: a column of each trial's run id."""
+    columns a narrow terminal leaves out can be seen; `runs`: a column of each trial's run id.
+    Narrowed, the 95% interval goes before the setup, precision and batch that tell rows apart."""
     # tokens/s only where a language model is listed: a column of dashes says nothing
     tokens = any(r.metrics.tokens_per_s is not None for r in results)
     table = FitTable([
         Column("id", "right"), *([Column("run", priority=42)] if runs else []), *trial_columns(),
-        Column("samples/s [95% CI]", "right", short="samples/s"),
+        Column("samples/s [95% CI]", "right", short="samples/s", brief=without_interval, brief_priority=45,
+               brief_note="the 95% CI of samples/s"),
         *([Column("tokens/s", "right", priority=35)] if tokens else []), Column("step ms", "right", priority=40),
         Column("CPU %", "right", priority=30), Column("GPU %", "right", priority=15),
         Column("RSS MiB", "right", priority=25), Column("GPU MiB", "right", priority=20), Column("status"),
