@@ -352,6 +352,6 @@ def test_a_side_over_two_gpu_models_says_which_it_compared():
     cpu_side = gpu_trial(99.0, 1.0, 6.0, rid=3, run_id="b")
     [pair] = compare_results([h100, h200], [cpu_side], same_machine=False).pairs
     assert ("A also holds this configuration on NVIDIA H100 80GB HBM3 (other runs): only the newest run's, on "
-            "NVIDIA H200, is compared; narrow A to one device (a run id)") in pair.notes
+            "NVIDIA H200, is compared; narrow A to one device (a run id, or --where-a device_name=MODEL)") in pair.notes
     [pair] = compare_results([h200], [cpu_side], same_machine=False).pairs
     assert not any(n.startswith("A also holds") for n in pair.notes)

@@ -291,7 +291,7 @@ def _hidden_devices(name: str, side: Sequence[Result], compared: Sequence[Result
     if not others:
         return None
     return (f"{name} also holds this configuration on {', '.join(others)} (other runs): only the newest run's, on "
-            f"{', '.join(sorted(n or '?' for n in kept))}, is compared; narrow {name} to one device (a run id)")
+            f"{', '.join(sorted(n or '?' for n in kept))}, is compared; narrow {name} to one device (a run id, or --where-{name.lower()} device_name=MODEL)")
 
 
 def _busy_text(side: str, trials: Sequence[Result]) -> list[str]:

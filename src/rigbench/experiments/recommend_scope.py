@@ -114,8 +114,7 @@ def stored_scope(store: Store, workload: str, framework: str, run_ids: Sequence[
     known = store.commands(runs)
     unknown = [run for run in runs if run not in known]
     if unknown:
-        raise UsageError(f"no run {unknown[0]!r} in {store.url}: `rigbench results list` shows the stored trials "
-                         "and `rigbench results show ID` a trial's run")
+        raise UsageError(f"no run {unknown[0]!r} in {store.url}: `rigbench results runs` lists the stored runs")
     fingerprints = {run: store.machine(run) for run in runs}
     keys = {machine_key(m) for m in fingerprints.values()}
     if len(keys) > 1:
