@@ -79,6 +79,12 @@ def test_a_long_subtitle_wraps_instead_of_running_off_the_chart():
     assert half["layout"]["margin"]["t"] > short["layout"]["margin"]["t"]  # room for the lines
     wide = html.plotly_figure(Chart("c", "t", "x", "y", [Series("a", [1], [1.0])], note=note, wide=True))
     assert len(wide["layout"]["title"]["subtitle"]["text"].split("<br>")) < len(lines)
+    # the PNG's title as well: its note ran off a 6.4 in figure on both sides
+    pytest.importorskip("matplotlib")
+    from rigbench.reports import png
+
+    title, *rest = png.title_text(Chart("c", "t", "x", "y", [], note=note), 6.4).split("\n")
+    assert title == "t" and len(rest) > 1 and all(len(line) <= 6.4 * png.TITLE_CHARS_PER_INCH for line in rest)
 
 
 def test_each_devices_roofs_are_drawn_in_a_style_of_their_own():

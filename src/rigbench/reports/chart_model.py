@@ -139,6 +139,18 @@ def shown(chart: Chart) -> Chart:
                    panel_y_scales={visible(k): v for k, v in chart.panel_y_scales.items()}, series=series)
 
 
+def wrap_note(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` characters, broken between words (a longer word
+    alone on its line): a chart's note, which neither plotly nor matplotlib wraps."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
 def hover_lines(*lines: str) -> str:
     """Hover text for one point. Plotly reads hover text as a small HTML subset, so user
     text is escaped here (plotly turns &lt; back into a literal <) and joined with <br>."""

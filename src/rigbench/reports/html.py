@@ -21,7 +21,17 @@ from rigbench.analysis.contention import BUSY_OTHERS_PCT, is_busy
 from rigbench.analysis.summary import device_names_once, machines_once, summary_rows
 from rigbench.json_text import strict_json
 from rigbench.reports.cells import interval, rate, unknown_mark
-from rigbench.reports.chart_model import COLOURS, DASHES, PATTERNS, REFERENCE_DASHES, SYMBOLS, Chart, Series, shown
+from rigbench.reports.chart_model import (
+    COLOURS,
+    DASHES,
+    PATTERNS,
+    REFERENCE_DASHES,
+    SYMBOLS,
+    Chart,
+    Series,
+    shown,
+    wrap_note,
+)
 from rigbench.reports.charts import gather
 from rigbench.reports.summary_table import machine_cards, summary_cells
 from rigbench.spec import Result
@@ -113,18 +123,6 @@ LEGEND_WIDTH_PX = 560
 NOTE_CHARS = 85
 #: Pixels a subtitle's each further line adds to the top margin.
 NOTE_LINE_PX = 16
-
-
-def wrap_note(text: str, width: int) -> list[str]:
-    """`text` in lines of at most `width` characters, broken between words (a longer word
-    alone on its line)."""
-    lines: list[str] = []
-    for word in text.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return lines
 
 
 def _panel_layout(chart: Chart, data: list[dict[str, Any]], layout: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ matplotlib.use("Agg")  # no display needed, and never pick an interactive backen
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, MultipleLocator, NullLocator  # noqa: E402
 
-from rigbench.reports.chart_model import COLOURS, Chart, Series, shown  # noqa: E402
+from rigbench.reports.chart_model import COLOURS, Chart, Series, shown, wrap_note  # noqa: E402
 
 #: chart_model.DASHES, SYMBOLS and PATTERNS as matplotlib names them, in the same order.
 LINESTYLES = ("-", ":", "--", (0, (8, 3)), "-.")
@@ -21,6 +21,9 @@ LINESTYLES = ("-", ":", "--", (0, (8, 3)), "-.")
 REFERENCE_LINESTYLES = ("--", ":", "-.", (0, (8, 3)))
 MARKERS = ("o", "s", "D", "^", "x")
 HATCHES = ("", "//", "xx", "..", "\\\\")
+#: Characters of the title's lines per inch of the figure's width (11 pt at 150 dpi): a longer
+#: note ran off a 6.4 in figure on both sides.
+TITLE_CHARS_PER_INCH = 11.5
 
 
 def _plain(text: str) -> str:
@@ -90,6 +93,12 @@ def _draw(ax: plt.Axes, chart: Chart, series: list[Series], y_scale: str) -> Non
     ax.grid(True, alpha=0.3)
 
 
+def title_text(chart: Chart, width_in: float) -> str:
+    """The title, then what is the same for every series, wrapped to a figure `width_in` wide."""
+    note = wrap_note(f"same for every series: {chart.note}", int(width_in * TITLE_CHARS_PER_INCH)) if chart.note else []
+    return "\n".join([chart.title, *note])
+
+
 def write_png(chart: Chart, path: Path) -> Path:
     """Draw one chart to `path` at 150 dpi (6.4 x 4 in; small multiples a 4-wide grid of
     panels), with the legend below the plot area, outside it, one entry per name."""
@@ -112,21 +121,24 @@ def write_png(chart: Chart, path: Path) -> Path:
                 ax.set_ylabel(chart.y_title)
         for j in range(len(panels), rows * columns):
             axes[j // columns][j % columns].axis("off")
-        title = chart.title + (f"\nsame for every series: {chart.note}" if chart.note else "")
-        fig.suptitle(_plain(title), fontsize=11)
+        fig.suptitle(_plain(title_text(chart, fig.get_figwidth())), fontsize=11)
         handles: dict[str, Any] = {}
         for ax in axes.flat:
             for handle, label in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(label, handle)  # one entry per name, across panels
-        fig.tight_layout()
-        if handles:
+        if not handles:
+            fig.tight_layout()
+        else:
             # columns as wide as the longest name (about 5.5 px a character at 6 pt and 150 dpi,
             # and the handle and gaps)
             entry_px = 90 + 5.5 * max(len(label) for label in handles)
             ncol = max(1, min(len(handles), int(fig.get_figwidth() * 150 * 0.95 // entry_px)))
-            legend_rows = -(-len(handles) // ncol)
-            bottom = min(0.5, (0.3 + 0.17 * legend_rows) / fig.get_figheight())
-            fig.subplots_adjust(bottom=bottom + 0.08)
+            legend_in = 0.3 + 0.17 * -(-len(handles) // ncol)
+            # the legend gets room of its own below the x ticks tight_layout makes room for: the
+            # figure grows by it (rotated workload names ran into a legend laid over their room)
+            plot_in = fig.get_figheight()
+            fig.set_figheight(plot_in + legend_in)
+            fig.tight_layout(rect=(0, legend_in / (plot_in + legend_in), 1, 1))
             fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=ncol, fontsize=6,
                        frameon=False, bbox_to_anchor=(0.5, 0.0))
         fig.savefig(path, format="png")
