@@ -170,9 +170,11 @@ def test_every_chart_kind_draws_in_chromium(tmp_path, browser):
     roofline_data = {"flops_per_sample": 2e7, "bytes_per_sample": 2e6, "params": 100_000}
     devices = {(8, "cpu"): "Test CPU", (16, "cuda:0"): "NVIDIA H100 80GB HBM3"}
     for result in every_kind_of_result():
-        name = devices.get((result.spec.batch_size, result.spec.device)) if result.spec.precision == "fp32" else None
-        if name and result.status == "ok" and result.threads == 1:
-            result = result.model_copy(update={"device_name": name, "metrics": result.metrics.model_copy(update=roofline_data)})
+        name = devices.get((result.spec.batch_size, result.spec.device))
+        if name:  # every precision: a device's bf16 and fp32 trials pair by its model (the precision chart)
+            result = result.model_copy(update={"device_name": name})
+        if name and result.spec.precision == "fp32" and result.status == "ok" and result.threads == 1:
+            result = result.model_copy(update={"metrics": result.metrics.model_copy(update=roofline_data)})
         store.add_result(result)
     add_calibration(store, "r1", "2026-01-01T00:00:00+00:00", {
         "device": "cpu", "device_name": "Test CPU", "measurements": [
