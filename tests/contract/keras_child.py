@@ -29,12 +29,15 @@ from tests.contract.test_workloads import SMALL_OPTIONS, STEPS
 #: batch of 2 moves its loss more than three steps of Adam at 1e-4 lower it.
 MORE_STEPS = {"catsdogs": 5}
 #: The workloads a framework steps in the default (CI) run, where not all: the Keras models are
-#: one backend-neutral code, checked on every workload under tensorflow and keras-torch; under
-#: keras-jax, where stepping all ten took 56 s against 29 s for these four (quiet dev VM, with
-#: the weights drawn on the host; the step compiles and the unrolled LSTM are the rest), the
-#: workloads with a path of their own there (train_on_batch on a dense net, a convnet, batch
-#: norm, the GAN's stateless step). RIGBENCH_CONTRACT_ALL=1 steps every one.
-SUBSETS = {"keras-jax": ("mlp", "cnn", "dcgan", "resnet")}
+#: one backend-neutral code, checked on every workload under keras-torch; under keras-jax, where
+#: stepping all ten took 56 s against 29 s for these four (quiet dev VM, with the weights drawn
+#: on the host; the step compiles and the unrolled LSTM are the rest), the workloads with a path
+#: of their own there (train_on_batch on a dense net, a convnet, batch norm, the GAN's stateless
+#: step); under tensorflow (58 s for all ten on a 2-core Xeon VM, the suite's longest set-up)
+#: those and its own recurrent and attention kernels (lstm, gpt). RIGBENCH_CONTRACT_ALL=1 steps
+#: every one.
+SUBSETS = {"keras-jax": ("mlp", "cnn", "dcgan", "resnet"),
+           "tensorflow": ("mlp", "cnn", "dcgan", "resnet", "lstm", "gpt")}
 #: `train` on the real digits data set (the issue's ">= 90% held-out" for each framework; the
 #: tensorflow one is tests/e2e/test_train_tensorflow.py, through the CLI). lr 0.02, as the JAX
 #: adapter's test: mlp's own 0.05 is at the edge of stability on digits at batch 32 in every
