@@ -54,6 +54,7 @@ from rigbench.experiments.devices import chosen_devices, devices_info
 from rigbench.experiments.execute import start_run
 from rigbench.experiments.max_batch_logic import (
     MIB,
+    check_memory_limit,
     counted_crash,
     crash_over_limit,
     fit_memory_model,
@@ -178,9 +179,7 @@ def _limit(device: str, framework: str, memory_limit_bytes: int | None) -> tuple
         source = (f"{DEFAULT_RAM_FRACTION:.0%} of the {format_bytes(available)} of RAM available "
                   f"now; set --memory-limit to change")
         return int(available * DEFAULT_RAM_FRACTION), source
-    if memory_limit_bytes:
-        raise UsageError(f"--memory-limit caps host memory and applies to the CPU only; on "
-                         f"{device} the limit is the device's memory")
+    check_memory_limit(memory_limit_bytes or None, [device])
     for dev in devices_info():
         if dev["id"] == device and dev.get("memory_bytes"):
             return int(dev["memory_bytes"]), "the device's memory"

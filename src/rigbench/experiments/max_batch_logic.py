@@ -9,10 +9,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from rigbench.errors import BELOW_FRAMEWORK
+from rigbench.errors import BELOW_FRAMEWORK, UsageError
 from rigbench.spec import MaxBatchSearch, Result
 from rigbench.textlimits import error_line
 from rigbench.units import format_bytes
+
+
+def check_memory_limit(limit: int | None, devices: Sequence[str]) -> None:
+    """--memory-limit caps host memory, so the CPU's probes: refused where no CPU is among
+    `devices` (max-batch and recommend alike)."""
+    if limit is not None and devices and "cpu" not in devices:
+        raise UsageError(f"--memory-limit caps host memory and applies to the CPU only; on {', '.join(devices)} "
+                         "the limit is the device's memory")
 
 MIB = 2**20
 

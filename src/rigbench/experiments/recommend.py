@@ -42,6 +42,7 @@ from rigbench.errors import UsageError
 from rigbench.experiments import max_batch
 from rigbench.experiments.devices import normalise_device
 from rigbench.experiments.execute import start_run
+from rigbench.experiments.max_batch_logic import check_memory_limit
 from rigbench.experiments.recommend_data import (
     check_data_batches,
     needs_loader,
@@ -51,7 +52,6 @@ from rigbench.experiments.recommend_data import (
 )
 from rigbench.experiments.recommend_scope import (
     Scope,
-    check_memory_limit,
     command,
     limit_words,
     recommend_devices,

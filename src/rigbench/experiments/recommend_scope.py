@@ -146,13 +146,6 @@ def _elsewhere(workload: str, framework: str, others: Sequence[Result], machines
     return found
 
 
-def check_memory_limit(limit: int | None, devices: Sequence[str]) -> None:
-    """--memory-limit caps the CPU's probes: refused where no CPU is among `devices` (as max-batch does)."""
-    if limit is not None and devices and "cpu" not in devices:
-        raise UsageError(f"--memory-limit caps host memory and applies to the CPU only; on {', '.join(devices)} "
-                         "the limit is the device's memory")
-
-
 def limit_words(limit: int | None) -> str:
     """The CPU's memory limit a recommendation applies, in words."""
     return "the default memory limit" if limit is None else f"--memory-limit {format_bytes(limit)}"
