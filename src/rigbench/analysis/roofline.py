@@ -270,6 +270,12 @@ def trial_roofline(*, framework: str, precision: str, batch_size: int, samples_p
     return TrialRoofline(achieved, flops, moved, ai, spec, calibrated, notes, warnings, above is not None)
 
 
+#: The precisions whose traffic the first estimate counted at fp32 bytes, and the workloads whose
+#: attention it counted unfused (Metrics.bytes_estimate_revision: none stored).
+REDUCED_PRECISIONS = ("bf16", "fp16")
+ATTENTION_WORKLOADS = ("gpt", "vit")
+
+
 def result_roofline(result: Result, calibration: dict[str, Any] | None,
                     samples_per_s: float | None = None) -> TrialRoofline:
     """The TrialRoofline of one stored result, against its device's spec sheet and
@@ -300,9 +306,3 @@ def result_roofline(result: Result, calibration: dict[str, Any] | None,
                           "(fp32 bytes, attention unfused; no bytes_estimate_revision stored): such a bf16, fp16 "
                           "or attention trial's FLOP/byte reads low, its memory roof too low")
     return roof
-
-
-#: The precisions whose traffic the first estimate counted at fp32 bytes, and the workloads whose
-#: attention it counted unfused (Metrics.bytes_estimate_revision: none stored).
-REDUCED_PRECISIONS = ("bf16", "fp16")
-ATTENTION_WORKLOADS = ("gpt", "vit")

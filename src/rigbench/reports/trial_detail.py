@@ -20,7 +20,7 @@ from rich.segment import Segment
 from rich.text import Text
 
 from rigbench.reports.ceiling_tables import roofline_lines
-from rigbench.reports.cells import cells, num
+from rigbench.reports.cells import cells, num, share
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.reports.trial_fields import (
     ELSEWHERE,
@@ -220,7 +220,7 @@ def ranks_table(r: Result) -> FitTable:
         state = rank.status + (" (stopped)" if rank.collateral else "")
         table.add_row(*cells(str(rank.rank), rank.host or "-", state, str(rank.steps), _fmt(rank.step_time_ms_mean),
                              _fmt(rank.step_time_ms_median), _fmt(rank.nosync_step_time_ms_median),
-                             _percent(rank.comm_share), _fmt(rank.rss_peak_mib, 0), _fmt(rank.allocator_peak_mib, 0),
+                             share(rank.comm_share), _fmt(rank.rss_peak_mib, 0), _fmt(rank.allocator_peak_mib, 0),
                              _fmt(rank.cpu_util_pct, 1), (rank.param_digest or "-")[:12]))
     return table
 
@@ -229,8 +229,3 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     if value is None:
         return "-"
     return f"{value:.{digits}f}" if digits < 3 else f"{value:.4g}"
-
-
-def _percent(share: float | None) -> str:
-    """A share (0.1987) as the field's unit says it: 19.9%."""
-    return "-" if share is None else f"{share:.1%}"
