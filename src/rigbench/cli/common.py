@@ -203,8 +203,8 @@ def framework_option(default: str | None = "torch", measure: bool = False, many:
 
 
 #: What a --where takes, said once for every command that filters by it (api.WHERE_KEYS).
-WHERE_KEYS_HELP = ("Keys: workload, device, device_name (the device's model: a part of its name, in any case, "
-                   "e.g. device_name=h100), framework, precision, status, batch_size.")
+_WHERE_KEY_NOTES = {"device_name": " (the device's model: a part of its name, in any case, e.g. device_name=h100)"}
+WHERE_KEYS_HELP = "Keys: " + ", ".join(key + _WHERE_KEY_NOTES.get(key, "") for key in api.WHERE_KEYS) + "."
 WHERE_HELP = ("Keep trials where KEY is VALUE; repeatable (same key: either value; different keys: all). "
               + WHERE_KEYS_HELP)
 
