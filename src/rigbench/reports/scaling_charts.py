@@ -5,7 +5,8 @@ torch.compile and channels-last over their defaults for otherwise identical tria
 A device is its id, model and machine (analysis/trials.device_key): an H100's and an H200's
 trials are both `cuda:0`, and each GPU is a bar (or line) of its own, named by its model
 (analysis/device_names.DeviceNames). A bar chart's series is one variant on one device and
-framework, named by all three and coloured as that device and framework are on the whole page;
+framework, named by the variant and by those of framework and device that vary in the chart
+(trial_lines.Legend's rule), coloured as that device and framework are on the whole page;
 its bars stand at their configuration's label, never two at one label (plotly stacks the bars of
 one trace at one category: torch's, JAX's and Keras's bf16 over fp32 once read as one bar)."""
 
