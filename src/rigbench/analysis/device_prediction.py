@@ -26,11 +26,11 @@ trial's (created_at; B's on a tie); where one side has none the other's, and the
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from typing import Any
 
 from rigbench.analysis.roofline import result_roofline
 from rigbench.spec import Result
+from rigbench.timestamps import parse_iso
 
 #: The share of its ceiling a trial must reach on both devices for the ratio of ceilings to be
 #: read as a prediction of its speed (see the module docstring for the evidence).
@@ -106,18 +106,9 @@ def shared_estimate(a: Result, b: Result) -> tuple[float | None, str]:
     revision_a, revision_b = (r.metrics.bytes_estimate_revision or 0 for r in (a, b))
     if revision_a != revision_b:
         return (bytes_a, "A") if revision_a > revision_b else (bytes_b, "B")
-    when_a, when_b = _when(a), _when(b)
+    when_a, when_b = parse_iso(a.created_at), parse_iso(b.created_at)  # when each estimate was made
     newer_a = when_a is not None and when_b is not None and when_a > when_b
     return (bytes_a, "A") if newer_a else (bytes_b, "B")
-
-
-def _when(r: Result) -> datetime | None:
-    """When the trial was stored (its estimate's date), None where unreadable or without a zone."""
-    try:
-        when = datetime.fromisoformat(r.created_at)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else None
 
 
 def _at(r: Result, bytes_per_sample: float | None) -> Result:
