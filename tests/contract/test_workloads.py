@@ -95,10 +95,14 @@ COUNT_CASES = [(w, {}) for w in WORKLOADS] + [
     ("lstm", {"hidden": 128}), ("lstm", {"hidden": 1024}),
     ("gpt", {"preset": "small"}), ("vit", {"preset": "ti224"}),
 ]
+#: resnet at depth 110 only where counting it is cheap (torch, on the meta device): JAX traces
+#: and lowers all 110 layers (8 s on the dev VM), and its depths 20 and 56 already check that its
+#: count grows with depth as the formula says.
+FLOP_CASES = [(f, w, o) for f in IN_PROCESS for w, o in COUNT_CASES
+              if f == "torch" or (w, o) != ("resnet", {"depth": 110})]
 
 
-@pytest.mark.parametrize("framework", IN_PROCESS)
-@pytest.mark.parametrize("name,options", COUNT_CASES, ids=[f"{w}{o or ''}" for w, o in COUNT_CASES])
+@pytest.mark.parametrize("framework,name,options", FLOP_CASES, ids=[f"{f}-{w}{o or ''}" for f, w, o in FLOP_CASES])
 def test_adapter_flop_counter_matches_the_analytic_figure(framework, name, options):
     workload = shaped(WORKLOADS[name], options)  # as the child passes it: a preset's context or image
     params, flops = load_adapter(framework).count(workload, options)

@@ -86,11 +86,12 @@ def _train(spec: TrialSpec, on_epoch=None):
 
 def test_mlp_learns_digits():
     seen = []
-    run = _train(_spec("mlp", 4, lr=0.02), on_epoch=seen.append)
-    assert seen == run.epochs and [r.epoch for r in run.epochs] == [1, 2, 3, 4]
+    # three epochs: 0.83, 0.93, 0.95 held out on the dev VM (a fourth read 0.955)
+    run = _train(_spec("mlp", 3, lr=0.02), on_epoch=seen.append)
+    assert seen == run.epochs and [r.epoch for r in run.epochs] == [1, 2, 3]
     assert max(r.accuracy for r in run.epochs) >= 0.90
     steps = DIGITS_TRAIN // 32
-    assert len(run.loss_curve) == 4 * steps and run.train_samples == DIGITS_TRAIN
+    assert len(run.loss_curve) == 3 * steps and run.train_samples == DIGITS_TRAIN
     assert run.test_samples == DIGITS_TEST and run.params > 0 and run.started_at > 0
     for r in run.epochs:
         assert r.steps == steps and r.train_seconds > 0 and r.eval_seconds > 0 and r.ended_at
