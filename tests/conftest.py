@@ -125,14 +125,13 @@ def framework_rss_mib(workload: str) -> float:
 SLOW = (
     "tests/e2e/",  # the `rigbench` command in subprocesses, each starting a framework
     "tests/integration/",  # real child processes for every status, migration and fault
-    "tests/contract/test_keras_tensorflow.py",  # one child per Keras framework steps every workload
+    "tests/contract/test_keras_tensorflow.py",  # one child per Keras framework: its workloads, its parity
     "tests/contract/test_keras_jax.py",
     "tests/contract/test_keras_torch.py",
     "tests/contract/test_workloads.py::test_parameters_match_the_analytic_count",
     "tests/contract/test_workloads.py::test_adapter_flop_counter_matches_the_analytic_figure",
-    "tests/unit/test_keras_parity.py",
     "tests/unit/test_jax_parity.py",
-    "tests/unit/test_transformer_parity.py",  # a child process per Keras backend, and JAX
+    "tests/unit/test_transformer_parity.py",  # JAX jits gpt and vit per case: 6 s of tests, 10 s with imports
     "tests/unit/test_torch_training.py",
     "tests/unit/test_jax_adapter.py::test_mlp_learns_digits",
     "tests/unit/test_jax_adapter.py::test_loader_mode_same_seed_same_run",

@@ -1,7 +1,7 @@
 """The reference loss curve of the parity tests: ten steps of torch's own training step and SGD
 (frameworks/torch/step.py) from given weights on given batches. Every other adapter's curve,
 from torch's weights copied in, must follow it within LOSS_CURVE_RTOL at every step
-(tests/unit/test_jax_parity.py, tests/unit/test_keras_parity.py)."""
+(tests/unit/test_jax_parity.py; the Keras adapters' in tests/keras_parity.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,10 @@ test_adapter.py and test_workloads.py do in-process for the other frameworks (so
 devices, OOM mapping; every workload built at the suite's small batch and options, stepped,
 its hooks read, its FLOPs counted by the adapter's counter on that trainer; `count` end to end
 on one workload, since each builds a model, which costs a Keras backend seconds to minutes)
-and prints one JSON object for the tests to assert on.
+and prints one JSON object for the tests to assert on. The same child computes the Keras parity
+checks against torch for its backend (tests/keras_parity.py, under the key "parity"), so that
+each Keras backend starts once in the suite: the Keras networks under tensorflow and keras-torch,
+gpt and vit under all three.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from rigbench.frameworks import load_adapter
 from rigbench.spec import TrialSpec
 from rigbench.workloads import WORKLOADS
+from tests import keras_parity
 from tests.contract.test_workloads import SMALL_OPTIONS, STEPS
 
 #: Steps where the Keras family needs more than the suite's: catsdogs' dropout (0.5, 0.4) on a
@@ -108,6 +112,7 @@ def main(framework: str, threads: int) -> dict[str, Any]:
         report["workloads"][name] = found
     # count() end to end once (it builds its own model at a batch of 2 and counts it as above)
     report["count_mlp"] = list(adapter.count(WORKLOADS["mlp"], {}))
+    report["parity"] = keras_parity.found(framework, adapter, threads)
     if framework != "tensorflow":
         report["digits_accuracy"] = _digits(adapter, threads)
     return report

@@ -2,18 +2,17 @@
 copied in by attribute name, the same logits at float32 within TOLERANCE (max absolute
 difference; the logits are O(1)), and the same parameter count, which also equals the analytic
 one. Equal FLOPs per framework are the contract suite's check (each adapter's counter equals
-workloads/flops.py's figure, tests/contract/). Skipped without torch or the other framework."""
+workloads/flops.py's figure, tests/contract/). Skipped without torch or the other framework.
+
+JAX is checked here. Keras fixes its backend at import, so its half (keras_case, check_keras_case)
+runs in the Keras-family contract child of each backend, the one tests/contract/keras_child.py
+starts anyway (tensorflow, keras-jax, keras-torch), and is asserted by
+tests/contract/keras_family.py's test_transformers_on_torch_weights_agree."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,15 +22,12 @@ torch = pytest.importorskip("torch")
 from rigbench.frameworks.torch import models as torch_models  # noqa: E402
 from rigbench.workloads import WORKLOADS, resolved_options, shaped  # noqa: E402
 from rigbench.workloads.flops import trainable_params  # noqa: E402
-from tests.conftest import skip_without  # noqa: E402
+from tests.keras_parity import TRANSFORMER_CASES as CASES  # noqa: E402
+from tests.keras_parity import TRANSFORMER_IDS as IDS  # noqa: E402
 
 #: Max absolute difference of the logits on shared weights at float32: the attention and
 #: LayerNorm reductions run in another order in each framework (about 1e-6 seen).
 TOLERANCE = 1e-4
-#: Two blocks on a short sequence (small images) keep each case well under a second.
-CASES = [("gpt", {"context": 16, "vocab": 64}), ("gpt", {"heads": 2}), ("vit", {"image": 16}),
-         ("vit", {"heads": 6, "patch": 8})]
-IDS = [f"{name}{options}" for name, options in CASES]
 
 
 def _torch(name: str, options: dict[str, Any]) -> tuple[torch.nn.Module, np.ndarray, dict[str, Any]]:
@@ -121,12 +117,7 @@ def test_the_attention_kernel_is_named_for_transformers_only():
 
 
 # --------------------------------------------------------------------------- Keras
-
-#: Keras' backends; Keras fixes its backend at import, so each runs in a child process. On
-#: tensorflow and torch, test_keras_parity's child (one per backend) also runs keras_case and
-#: test_keras_parity.py checks it with check_keras_case: one child per backend, not two.
-#: Here, Keras on jax (`python -m tests.unit.test_transformer_parity`).
-KERAS_BACKENDS = [b for b in ("jax",) if importlib.util.find_spec(b) is not None]
+# Run by the Keras-family contract child (tests/keras_parity.py), checked by keras_family.py.
 
 
 def keras_case(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -157,27 +148,9 @@ def keras_case(name: str, options: dict[str, Any]) -> dict[str, Any]:
             "shapes": [list(got.shape), list(expected.shape)], "max_diff": float(np.abs(got - expected).max())}
 
 
-@pytest.fixture(scope="module", params=KERAS_BACKENDS)
-def keras_found(request) -> dict[str, Any]:
-    skip_without("keras")
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "KERAS_BACKEND": request.param, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "tests.unit.test_transformer_parity"], capture_output=True,
-                          text=True, env=env, cwd=root, timeout=600)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
-    return cast(dict[str, Any], json.loads(lines[-1].removeprefix("RESULT ")))
-
-
 def keras_cases() -> dict[str, dict[str, Any]]:
     """keras_case for every case, in a child with KERAS_BACKEND set."""
     return {case: keras_case(name, options) for case, (name, options) in zip(IDS, CASES, strict=True)}
-
-
-@pytest.mark.parametrize("case", IDS)
-def test_keras_matches_torch_on_torch_weights(keras_found, case):
-    check_keras_case(keras_found[case])
 
 
 def check_keras_case(found: dict[str, Any]) -> None:
@@ -189,6 +162,3 @@ def check_keras_case(found: dict[str, Any]) -> None:
     assert found["max_diff"] < TOLERANCE, found["max_diff"]
     assert found["attention"].endswith(("flash (cpu)", "xla", "no fused kernel")), found["attention"]
 
-
-if __name__ == "__main__":
-    print("RESULT " + json.dumps(keras_cases()))
