@@ -435,6 +435,26 @@ def test_a_transformer_recommendation_uses_its_own_options_only_and_its_default_
     assert line.value == pytest.approx(2e-4) and "lr-find does not apply" in line.text
 
 
+def test_a_jax_recommendations_hints_name_the_framework():
+    """Each command a recommendation hints at runs the framework recommended for: lr-find and
+    the loader run of a JAX recommendation with --framework jax (torch's without the flag)."""
+    from rigbench.experiments.recommend import stored_recommendation
+
+    def in_jax(r):
+        return r.model_copy(update={"spec": r.spec.model_copy(update={"framework": "jax"})})
+
+    results = [in_jax(trial(16, 100.0)), in_jax(trial(32, 150.0))]
+    lines = {line.decision: line for line in stored_recommendation(results, "mlp", framework="jax")}
+    assert lines["batch_size"].value == 32
+    assert "`rigbench lr-find mlp --framework jax --dataset DATASET`" in lines["learning_rate"].text
+    assert "(rigbench train mlp --framework jax --input loader --workers N --device cpu)" in lines["loader_workers"].text
+    torch_lines = {line.decision: line for line in stored_recommendation([trial(16, 100.0)], "mlp")}
+    assert "`rigbench lr-find mlp --dataset DATASET`" in torch_lines["learning_rate"].text
+    # no device measured: the hint that measures one names the framework too
+    [device] = stored_recommendation([], "mlp", framework="jax")
+    assert "rigbench run mlp --framework jax --batch-size" in device.text
+
+
 def test_a_recommendation_that_rests_on_busy_trials_says_which_and_how_to_measure_afresh(tmp_path):
     from rigbench.fingerprint import machine_fingerprint
     from rigbench.store import Store

@@ -53,6 +53,7 @@ from rigbench.experiments.recommend_data import (
 from rigbench.experiments.recommend_scope import (
     Scope,
     command,
+    command_target,
     limit_words,
     recommend_devices,
     stored_scope,
@@ -297,7 +298,8 @@ def recommend(
         "Measure them again on that machine when it is quiet."))
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or epoch_samples(ref, options), ref.lr_find, ref.default_lr,
-                                    bandwidths, workload=workload, device_hint=scope.device_hint(run_missing, chosen))
+                                    bandwidths, workload=command_target(workload, framework),
+                                    device_hint=scope.device_hint(run_missing, chosen))
     if outcome.missing and not run_missing:
         outcome.measure_hint = scope.measure_hint()
     return outcome
@@ -390,5 +392,6 @@ def stored_recommendation(results: Sequence[Result], workload: str, framework: s
             and r.spec.framework == framework]
     devices = list(dict.fromkeys(r.spec.device for r in mine if rules.timed(r)))
     limits = {d: limit for d in devices if (limit := stored_limit(mine, d, commands=commands)) is not None}
+    # the spec sheets' bandwidths: no store here
     return rules.recommend(mine, devices, limits, ref.optimizer, epoch_samples(ref, options), ref.lr_find, ref.default_lr,
-                           memory_bandwidths(mine, {}), workload=workload)  # spec sheets' bandwidths: no store here
+                           memory_bandwidths(mine, {}), workload=command_target(workload, framework))

@@ -32,10 +32,15 @@ from rigbench.units import format_bytes
 from rigbench.workloads import parse_workload_ref
 
 
+def command_target(workload: str, framework: str) -> str:
+    """`WORKLOAD [--framework F]`, quoted for a shell: what each command a recommendation hints at
+    names (analysis/recommend's `workload`), so that a JAX recommendation's hints run JAX."""
+    return shlex.join([workload, *(["--framework", framework] if framework != "torch" else [])])
+
+
 def command(verb: str, workload: str, framework: str, *rest: str) -> str:
     """`rigbench VERB WORKLOAD [--framework F] REST...`, quoted for a shell."""
-    extra = ["--framework", framework] if framework != "torch" else []
-    return shlex.join(["rigbench", verb, workload, *extra, *rest])
+    return " ".join(["rigbench", verb, command_target(workload, framework), *map(shlex.quote, rest)])
 
 
 def machine_words(machine: Mapping[str, Any] | None) -> str:
