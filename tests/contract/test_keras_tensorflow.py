@@ -1,5 +1,6 @@
-"""The Keras-family adapter contract (tests/contract/keras_family.py) for tensorflow."""
+"""The Keras-family adapter contract (tests/contract/keras_family.py, keras_networks.py) for tensorflow."""
 
 from tests.contract.keras_family import *  # noqa: F403 - the checks and their `report` fixture
+from tests.contract.keras_networks import *  # noqa: F403 - the networks against torch's
 
 FRAMEWORK = "tensorflow"

@@ -5,7 +5,8 @@ keras.ops only: the same code builds the `tensorflow`, `keras-jax` and `keras-to
 Layout as the JAX models: inputs follow the workload's facts (images NCHW); each
 convolutional network permutes to NHWC (Keras' default, channels_last) as its first layer and
 back to NCHW before a flatten, so a flattened feature has torch's index and torch's weights
-copy in unchanged (tests/keras_parity.py, checked by tests/contract/keras_family.py). Kernels are HWIO, dense kernels (in, out).
+copy in unchanged (tests/keras_parity.py, checked by tests/contract/keras_networks.py). Kernels are
+HWIO, dense kernels (in, out).
 
 Initialisation is torch's default, as Keras initialisers: Dense/Conv weights and biases
 uniform(+-1/sqrt(fan_in)), LSTM weights uniform(+-1/sqrt(hidden)), embeddings N(0, 1), batch
