@@ -99,3 +99,42 @@ def render(table: FitTable, width: int) -> list[str]:
     console = Console(width=width, record=True, markup=False)
     console.print(table)
     return console.export_text().splitlines()
+
+
+def test_a_gpu_id_two_models_share_is_listed_with_each_model(gpu_db):
+    """Both GPUs are `cuda:0`: where one table lists both, each row names its model after the id
+    (results list, roofline); at 80 columns the model alone, shortened, with batch and precision
+    kept; where a table lists one model, the id alone."""
+    wide = invoke("results", "list", "--where", "workload=cnn", "--db", gpu_db, columns=200).stdout
+    assert "cuda:0 (NVIDIA H100 80GB HBM3)" in wide and "cuda:0 (NVIDIA H200)" in wide
+    narrow = invoke("results", "list", "--where", "workload=cnn", "--db", gpu_db).stdout
+    header = narrow.splitlines()[0].split()
+    assert "batch" in header and "prec" in header, narrow
+    models = {line.split()[3] for line in body(narrow)}  # id, workload, framework, device
+    assert models == {"H100", "H200", "cpu"}, narrow
+    roofline = invoke("roofline", "--where", "workload=cnn", "--db", gpu_db, columns=200).stdout
+    assert "cuda:0 (NVIDIA H100 80GB HBM3)" in roofline and "cuda:0 (NVIDIA H200)" in roofline
+    alone = invoke("results", "list", "--where", "device_name=h200", "--db", gpu_db, columns=200).stdout
+    assert " cuda:0 " in alone and "(NVIDIA H200)" not in alone
+
+
+def test_device_labels_name_the_model_only_where_an_id_is_ambiguous():
+    from rigbench.reports.cells import device_labels, device_short
+    from tests.unit.test_store import make_result
+
+    def on(device: str, name: str | None):
+        r = make_result("r")
+        return r.model_copy(update={"spec": r.spec.model_copy(update={"device": device}), "device_name": name})
+
+    h100, h200, cpu = on("cuda:0", "NVIDIA H100 80GB HBM3"), on("cuda:0", "NVIDIA H200"), on("cpu", "Xeon")
+    unnamed = on("cuda:0", None)  # stored before device names were
+    label = device_labels([h100, h200, cpu, unnamed])
+    assert [label(r) for r in (h100, h200, cpu, unnamed)] == [
+        "cuda:0 (NVIDIA H100 80GB HBM3)", "cuda:0 (NVIDIA H200)", "cpu", "cuda:0"]
+    one_machine = device_labels([h200, cpu])
+    assert [one_machine(r) for r in (h200, cpu)] == ["cuda:0", "cpu"]
+    assert [device_short(text) for text in ("cuda:0 (NVIDIA H100 80GB HBM3)", "cuda:1 (AMD Instinct MI300X)",
+                                            "cuda:0 (NVIDIA GeForce RTX 4090)", "cpu", "cuda:0 (80GB)",
+                                            "cpu (Intel(R) Xeon(R) Processor (host with NVIDIA H100 80GB HBM3))")] == [
+        "H100", "Instinct MI300X", "GeForce RTX 4090", "cpu", "80GB",
+        "Xeon(R) Processor (host with NVIDIA H100 80GB HBM3)"]

@@ -6,7 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rigbench.reports.cells import cells, framework_column, num, rate, share, si, workload_label
+from rigbench.reports.cells import (
+    cells,
+    device_column,
+    device_labels,
+    framework_column,
+    num,
+    rate,
+    share,
+    si,
+    workload_label,
+)
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import Result
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, clip, clip_result
@@ -113,15 +123,16 @@ def roofline_table(rows: Sequence[tuple[Result, Any]]) -> FitTable:
     uncalibrated H100's MFU is against its spec sheet: table_fit's equal-priority rule)."""
     table = FitTable([
         Column("id", "right"), Column("workload"), framework_column(),
-        Column("device", priority=85), Column("batch", "right", priority=84), Column("prec", priority=82),
+        device_column(), Column("batch", "right", priority=84), Column("prec", priority=82),
         Column("TFLOP/s", "right", priority=76), Column("MFU spec", "right", priority=74),
         Column("MFU calib.", "right", priority=74, short="MFU cal"), Column("FLOP/byte", "right", priority=62, short="F/B"),
         Column("spec-sheet roof (TFLOP/s)", priority=50, short="spec roof"),
         Column("calibrated roof (TFLOP/s)", priority=50, short="calib. roof"),
     ], title="Roofline (FLOPs counted, bytes estimated; see docs/COMPARING.md)", more="--json")
+    device = device_labels([r for r, _ in rows])
     for r, roof in rows:
         r = clip_result(r)
-        table.add_row(*cells(str(r.id), workload_label(r), r.spec.framework, r.spec.device, str(r.spec.batch_size),
+        table.add_row(*cells(str(r.id), workload_label(r), r.spec.framework, device(r), str(r.spec.batch_size),
                              r.spec.precision, num(roof.achieved_flops and roof.achieved_flops / 1e12, "{:.3g}"),
                              _mfu(roof.spec), _mfu(roof.calibrated), num(roof.intensity, "{:.3g}"),
                              roof_text(roof.spec, table=True), roof_text(roof.calibrated, table=True)))

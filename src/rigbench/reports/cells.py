@@ -4,6 +4,7 @@ literal text, numbers, measured intervals, framework and workload names."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Sequence
 
 from rich.text import Text
@@ -36,11 +37,52 @@ def framework_column(priority: int = 80) -> Column:
     return Column("framework", priority=priority, short="fw", abbreviate=framework_short)
 
 
+#: What a device's model loses in a narrow table: the vendor before it and the memory after it.
+_VENDORS = ("NVIDIA ", "AMD ", "Intel(R) ", "Apple ")
+_MEMORY = re.compile(r"\s+\d+\s*GB\b.*$")
+
+
+def device_short(text: str) -> str:
+    """A `device_labels` cell where a table is short of room: the model, which tells the rows
+    apart, shortened ("cuda:0 (NVIDIA H100 80GB HBM3)" -> "H100"); an id alone as it is."""
+    _, sep, model = text.partition(" (")
+    if not sep:
+        return text
+    model = model.removesuffix(")")
+    for vendor in _VENDORS:
+        model = model.removeprefix(vendor)
+    short = _MEMORY.sub("", model) or model
+    # a name with a machine's in parentheses (compare --published's) keeps its memory and brackets
+    return short if short.count("(") == short.count(")") else model
+
+
+def device_column(priority: int = 85) -> Column:
+    """The device of a listed trial (`device_labels`), its model shortened when room is short."""
+    return Column("device", priority=priority, abbreviate=device_short)
+
+
 def trial_columns() -> list[Column]:
     """What tells one listed trial from another, in every table that lists trials: workload,
     framework, device, batch, precision and the rest of the setup (`setup_label`)."""
-    return [Column("workload"), framework_column(), Column("device", priority=85),
+    return [Column("workload"), framework_column(), device_column(),
             Column("batch", "right", priority=75), Column("prec", priority=60), Column("setup", priority=50)]
+
+
+def device_labels(results: Collection[Result]) -> Callable[[Result], str]:
+    """A trial's device as a table lists it: its id (`cpu`, `cuda:0`), and its model after it
+    where the id names two models among `results` (an H100's and an H200's imported results are
+    both `cuda:0`: "cuda:0 (NVIDIA H200)"). One machine's table reads as before."""
+    models: dict[str, set[str]] = {}
+    for r in results:
+        if r.device_name:
+            models.setdefault(r.spec.device, set()).add(r.device_name)
+    shared = {device for device, names in models.items() if len(names) > 1}
+
+    def label(r: Result) -> str:
+        device = r.spec.device
+        return f"{device} ({r.device_name})" if device in shared and r.device_name else device
+
+    return label
 
 
 def trial_cells(r: Result, device: str | None = None) -> list[str]:

@@ -16,6 +16,8 @@ from rigbench.reports.cells import (
     UNKNOWN_WORKLOAD,
     any_energy,
     cells,
+    device_column,
+    device_labels,
     framework_column,
     framework_short,
     interval,
@@ -98,11 +100,12 @@ def results_table(results: Sequence[Result], title: str | None = None, more: str
         Column("CPU %", "right", priority=30), Column("GPU %", "right", priority=15),
         Column("RSS MiB", "right", priority=25), Column("GPU MiB", "right", priority=20), Column("status"),
     ], title=title, more=more)
+    device = device_labels(results)
     for r in map(clip_result, results):
         m = r.metrics
         gpu_mem = m.gpu_mem_peak_mib if m.gpu_mem_peak_mib is not None else m.allocator_peak_mib
         table.add_row(*cells(
-            str(r.id or "-"), *([r.run_id] if runs else []), *trial_cells(r), speed(r),
+            str(r.id or "-"), *([r.run_id] if runs else []), *trial_cells(r, device(r)), speed(r),
             *([tokens_cell(m.tokens_per_s)] if tokens else []), num(m.step_time_ms_median, "{:.2f}"),
             num(m.cpu_util_pct_mean), num(m.gpu_util_pct_mean), num(m.rss_peak_mib, "{:.0f}"),
             num(gpu_mem, "{:.0f}"), status(r.status),
@@ -202,7 +205,7 @@ def train_table(results: Sequence[Result], title: str | None = None) -> FitTable
     setup (threads, compile, ...) tell apart runs that differ in nothing else."""
     table = FitTable([
         Column("id", "right"), Column("workload"), Column("data set", priority=50), framework_column(),
-        Column("device", priority=85), Column("batch", "right", priority=70), Column("prec", priority=58),
+        device_column(), Column("batch", "right", priority=70), Column("prec", priority=58),
         Column("setup", priority=52), Column("lr", "right", priority=60), Column("epochs", "right", priority=55), Column("final acc", "right", short="acc"),
         Column("best acc", "right", priority=45, short="best"),
         Column("val loss", "right", priority=48, short="loss"), Column("bits/byte", "right", priority=42, short="bpb"),
@@ -212,10 +215,11 @@ def train_table(results: Sequence[Result], title: str | None = None) -> FitTable
         Column("train s", "right", priority=65), Column("eval s", "right", priority=20),
         Column("input %", "right", priority=25), Column("status"),
     ], title=title, more=ROW_FIELDS)
+    device = device_labels(results)
     for r in map(clip_result, results):
         m = r.metrics
         table.add_row(*cells(
-            str(r.id or "-"), workload_label(r), m.dataset or "-", r.spec.framework, r.spec.device,
+            str(r.id or "-"), workload_label(r), m.dataset or "-", r.spec.framework, device(r),
             str(r.spec.batch_size), r.spec.precision, setup_label(r, shown=("kind", "lr")),
             num(r.spec.effective_lr(), "{:g}"), str(m.epochs or 0),
             _pct(m.final_accuracy), _pct(m.best_accuracy), num(m.final_eval_loss, "{:.4f}"),
