@@ -11,12 +11,27 @@ Which devices are one is `trials.device_key`'s rule; this module only names them
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rigbench.analysis.trials import Machines, device_key
 from rigbench.fingerprint import instruction_sets
 from rigbench.spec import Result
+
+
+def id_labels(pairs: Iterable[tuple[str, str | None]]) -> Callable[[str, str | None], str]:
+    """(device id, name) of each device in scope -> `label(id, name)`: the id, with the name after
+    it where the id names two devices in scope (an H100's and an H200's are both `cuda:0`:
+    "cuda:0 (NVIDIA H200)"). A table of one machine's devices reads as ids alone."""
+    names: dict[str, set[str]] = defaultdict(set)
+    for device, name in pairs:
+        if name:
+            names[device].add(name)
+
+    def label(device: str, name: str | None) -> str:
+        return f"{device} ({name})" if name and len(names[device]) > 1 else device
+
+    return label
 
 
 def _model(r: Result) -> str:

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rigbench.analysis.contention import is_busy
-from rigbench.analysis.device_names import DeviceNames
+from rigbench.analysis.device_names import DeviceNames, id_labels
 from rigbench.analysis.host_bound import host_bound
 from rigbench.analysis.published import one_process_speed_trial
 from rigbench.analysis.published_tables import MAPPINGS, PublishedRow, published_rows
@@ -233,8 +233,8 @@ def settings(row: FrameworkRow) -> str:
 def settings_label(row: FrameworkRow, table: FrameworkTable | None = None) -> str:
     """The device and the row's settings: `cpu`, `cpu t1`; the device's name beside its id where
     `table` has rows of more than one device with that id (`cuda:0 (NVIDIA H200)`)."""
-    shared = table is not None and len({r.device_label for r in table.ours if r.device == row.device}) > 1
-    return (f"{row.device} ({row.device_shown})" if shared else row.device) + settings(row)
+    label = id_labels((r.device, r.device_label) for r in (table.ours if table is not None else ()))
+    return label(row.device, row.device_shown) + settings(row)
 
 
 def slowest_to_fastest(table: FrameworkTable) -> dict[str, float]:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Sequence
 from rich.text import Text
 
 from rigbench.analysis.contention import is_busy
+from rigbench.analysis.device_names import id_labels
 from rigbench.analysis.energy import has_energy, samples_per_joule
 from rigbench.reports.table_fit import Column
 from rigbench.result_rules import PROTOCOL_KINDS
@@ -72,17 +73,8 @@ def device_labels(results: Collection[Result]) -> Callable[[Result], str]:
     """A trial's device as a table lists it: its id (`cpu`, `cuda:0`), and its model after it
     where the id names two models among `results` (an H100's and an H200's imported results are
     both `cuda:0`: "cuda:0 (NVIDIA H200)"). One machine's table reads as before."""
-    models: dict[str, set[str]] = {}
-    for r in results:
-        if r.device_name:
-            models.setdefault(r.spec.device, set()).add(r.device_name)
-    shared = {device for device, names in models.items() if len(names) > 1}
-
-    def label(r: Result) -> str:
-        device = r.spec.device
-        return f"{device} ({r.device_name})" if device in shared and r.device_name else device
-
-    return label
+    label = id_labels((r.spec.device, r.device_name) for r in results)
+    return lambda r: label(r.spec.device, r.device_name)
 
 
 def trial_cells(r: Result, device: str | None = None) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
+from rigbench.analysis.device_names import id_labels
 from rigbench.analysis.frameworks import settings
 from rigbench.analysis.peaks import prediction_text
 from rigbench.analysis.trials import trials_text
@@ -126,14 +127,11 @@ def published_table(matches: Sequence[Any]) -> FitTable:
         Column("source's own", "right", priority=62, short="theirs"), Column("predicted", "right", priority=79),
         Column("normalised", "right", priority=55, short="norm."),
     ], more="--json")
-    # the device by its id, and by its name too where the matches have two devices of one id (an
-    # H100's and an H200's cuda:0)
-    labels: dict[str, set[str]] = {}
-    for m in matches:
-        labels.setdefault(m.ours.spec.device, set()).add(m.ours_device)
+    # the device by its id, and by its name too where the matches have two devices of one id
+    label = id_labels((m.ours.spec.device, m.ours_device) for m in matches)
     for i, m in enumerate(matches, 1):
         r = m.ours
-        device = f"{r.spec.device} ({m.ours_device})" if len(labels[r.spec.device]) > 1 else None
+        device = label(r.spec.device, m.ours_device)
         util = m.ours_cpu_pct  # the mean over the trials the speed is of
         table.add_row(*cells(str(i), m.row.label(), m.row.figure, ",".join(f"#{t}" for t in m.ours_trials),
                              *trial_cells(r, device),

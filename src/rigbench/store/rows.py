@@ -118,9 +118,7 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
     """Results without raw samples, oldest first (the newest `limit` when given), filtered by
     column equality (`where`: FILTER_COLUMNS -> value). A row that cannot be read is skipped
     with one warning per call: one bad row never breaks a command over the whole database."""
-    query = select(trials.c.id, trials.c.result_json).order_by(trials.c.id.desc())
-    for name, value in where.items():
-        query = query.where(trials.c[name] == value)
+    query = select(trials.c.id, trials.c.result_json).where(*_equal(where)).order_by(trials.c.id.desc())
     if limit:
         query = query.limit(limit)
     return _readable(reversed(conn.execute(query).all()), False, url)
@@ -128,10 +126,12 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
 
 def count_results(conn: Connection, where: dict[str, Any]) -> int:
     """How many stored results `where` (as list_results) matches, readable or not."""
-    query = select(func.count()).select_from(trials)
-    for name, value in where.items():
-        query = query.where(trials.c[name] == value)
-    return int(conn.execute(query).scalar_one())
+    return int(conn.execute(select(func.count()).select_from(trials).where(*_equal(where))).scalar_one())
+
+
+def _equal(where: dict[str, Any]) -> list[Any]:
+    """The conditions of `where` (trials column -> value) on the trials table."""
+    return [trials.c[name] == value for name, value in where.items()]
 
 
 def list_runs(conn: Connection, limit: int | None, url: str) -> list[dict[str, Any]]:
