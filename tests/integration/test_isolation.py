@@ -55,13 +55,13 @@ def test_nan_loss_is_diverged():
 
 
 def test_timeout_kills_the_child():
-    spec = quick_spec("mlp", batch_size=16, min_seconds=300, timeout_s=8)
+    spec = quick_spec("mlp", batch_size=16, min_seconds=300, timeout_s=4)
     outcome = run_isolated(spec)
     assert outcome.report.status == "timeout"
-    assert "8 s" in outcome.report.error
+    assert "4 s" in outcome.report.error
 
 
-def _kill_later(sig, delay=6.0):
+def _kill_later(sig, delay=3.0):
     def on_start(pid):
         threading.Timer(delay, lambda: os.kill(pid, sig)).start()
     return on_start
