@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -66,10 +66,10 @@ def check_equals_one_process_on_the_global_batch(two_ranks: Outcome, framework: 
     assert not np.allclose(np.array(other.param_sums), single, rtol=rtol, atol=atol)
 
 
-def _rank_pids(folder: Path, world_size: int, timeout_s: float = 120.0) -> dict[int, int]:
-    """The ranks' pids from their heartbeats, once every rank has started stepping."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+def _rank_pids(folder: Path, world_size: int, ended: threading.Event) -> dict[int, int] | None:
+    """The ranks' pids from their heartbeats, once every rank has started stepping; None if
+    the launch ended first."""
+    while not ended.is_set():
         beats = {}
         for rank in range(world_size):
             try:
@@ -78,27 +78,63 @@ def _rank_pids(folder: Path, world_size: int, timeout_s: float = 120.0) -> dict[
                 break
         if len(beats) == world_size and all(b["steps"] > 0 for b in beats.values()):
             return {rank: b["pid"] for rank, b in beats.items()}
-        time.sleep(0.2)
-    raise AssertionError("the ranks never started stepping")
+        ended.wait(0.2)
+    return None
 
 
-def signal_rank_when_stepping(spec: TrialSpec, signum: int, rank: int) -> tuple[Outcome, dict]:
-    """Launch `spec` and send `signum` to `rank` once every rank steps: (the outcome, every pid
-    the trial had: "agent" and each rank's)."""
-    pids: dict = {}
+@dataclass
+class Signalled:
+    """What signal_rank_when_stepping did: every pid the trial had ("agent", "rank 0"...),
+    whether the signal was sent, and if not, why."""
 
-    def on_start(agent_pid: int) -> None:
-        def inject() -> None:
+    pids: dict[str, int] = field(default_factory=dict)
+    sent: bool = False
+    why_not: str = "the launch never started an agent"
+
+    def check_sent(self, outcome: Outcome) -> None:
+        """The test's own failure when the signal never went out (e.g. the ranks had not
+        started stepping by the trial's end): the trial's outcome then tests nothing."""
+        assert self.sent, f"no signal was sent: {self.why_not}; the trial: {outcome.report.error}"
+
+
+def signal_rank_when_stepping(spec: TrialSpec, signum: int, rank: int) -> tuple[Outcome, Signalled]:
+    """Launch `spec` and send `signum` to `rank` once every rank steps: (the outcome, what was
+    signalled). The helper thread stops once the launch returned, and whatever stopped it is
+    in the result for the test to assert (Signalled.check_sent), never a stray exception."""
+    signalled, ended, threads = Signalled(), threading.Event(), []
+
+    def inject(agent_pid: int) -> None:
+        try:
             agent = psutil.Process(agent_pid)
             while len(agent.cmdline()) < 2:  # right after the fork, before the exec
-                time.sleep(0.05)
+                if ended.wait(0.05):
+                    signalled.why_not = "the launch ended before the agent started"
+                    return
             folder = Path(agent.cmdline()[-1])  # the agent's command: ... SPEC FOLDER
-            pids.update(_rank_pids(folder, spec.world_size), agent=agent_pid)
+            pids = _rank_pids(folder, spec.world_size, ended)
+            if pids is None:
+                signalled.why_not = (f"the launch ended before every rank had started stepping "
+                                     f"(timeout {spec.measure.timeout_s:g} s)")
+                return
+            signalled.pids = {"agent": agent_pid, **{f"rank {r}": pid for r, pid in pids.items()}}
             os.kill(pids[rank], signum)
+            signalled.sent = True
+        except Exception as exc:  # noqa: BLE001 - reported to the test through `signalled`
+            signalled.why_not = f"{type(exc).__name__}: {exc}"
 
-        threading.Thread(target=inject, daemon=True).start()
+    def on_start(agent_pid: int) -> None:
+        signalled.why_not = "the helper thread did not finish"
+        thread = threading.Thread(target=inject, args=(agent_pid,), daemon=True)
+        threads.append(thread)
+        thread.start()
 
-    return launch(spec, on_start=on_start), pids
+    try:
+        outcome = launch(spec, on_start=on_start)
+    finally:
+        ended.set()
+        for thread in threads:
+            thread.join(timeout=10)
+    return outcome, signalled
 
 
 def gone(pid: int) -> bool:

@@ -89,22 +89,26 @@ def test_two_ranks_train_what_one_process_trains_on_the_global_batch(two_ranks):
 
 def test_a_killed_rank_makes_the_trial_a_crash_naming_it_and_leaves_no_process():
     spec = dp_spec(2, min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=200.0)
-    outcome, pids = signal_rank_when_stepping(spec, signal.SIGKILL, rank=1)
+    outcome, signalled = signal_rank_when_stepping(spec, signal.SIGKILL, rank=1)
+    signalled.check_sent(outcome)
     report = outcome.report
     assert report.status == "crash", report.error
     assert error_line(report.error).startswith("rank 1: ") and "SIGKILL" in report.error
     assert outcome.reports[0].collateral and not outcome.reports[1].collateral
-    assert pids and all(gone(pid) for pid in pids.values()), pids
+    assert all(gone(pid) for pid in signalled.pids.values()), signalled.pids
 
 
 def test_a_hung_rank_makes_the_trial_a_timeout_naming_it_and_leaves_no_process():
-    # SIGSTOP: rank 1 stops (its heartbeat too), rank 0 waits for it in an all-reduce.
-    # 16 s: the ranks step 5-8 s after the start on a loaded 2-core VM (the SIGKILL test's
-    # whole run takes 9 s), which leaves the 2 s a heartbeat needs to go stale with room to spare
-    spec = dp_spec(2, min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=16.0)
-    outcome, pids = signal_rank_when_stepping(spec, signal.SIGSTOP, rank=1)
+    # SIGSTOP: rank 1 stops (its heartbeat too), rank 0 waits for it in an all-reduce, and the
+    # trial ends at its timeout, so the test lasts that long. 40 s: the ranks step 5-8 s after
+    # the start here, but on CI's loaded 2-core VM they had not started after 16 s (three torch
+    # processes importing beside other tests' frameworks); the ranks must step and rank 1's
+    # heartbeat go stale (2 s) before the timeout, and 40 s leaves 2.5 times that CI wait.
+    spec = dp_spec(2, min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=40.0)
+    outcome, signalled = signal_rank_when_stepping(spec, signal.SIGSTOP, rank=1)
+    signalled.check_sent(outcome)
     report = outcome.report
     assert report.status == "timeout", report.error
     assert error_line(report.error).startswith("rank 1: ") and "rank 1 stopped responding" in report.error
     assert "waiting for rank 1" in outcome.reports[0].error
-    assert pids and all(gone(pid) for pid in pids.values()), pids
+    assert all(gone(pid) for pid in signalled.pids.values()), signalled.pids

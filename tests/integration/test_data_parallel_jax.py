@@ -98,10 +98,11 @@ def test_two_ranks_train_on_real_data_as_one_process_on_the_global_batch():
 @pytest.mark.parametrize("victim", [1, 0])  # rank 0 also runs jax.distributed's coordination service
 def test_a_killed_rank_makes_the_trial_a_crash_naming_it_and_leaves_no_process(victim):
     spec = dp_spec(2, "jax", min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=200.0)
-    outcome, pids = signal_rank_when_stepping(spec, signal.SIGKILL, rank=victim)
+    outcome, signalled = signal_rank_when_stepping(spec, signal.SIGKILL, rank=victim)
+    signalled.check_sent(outcome)
     report = outcome.report
     assert report.status == "crash", report.error
     assert error_line(report.error).startswith(f"rank {victim}: ") and "SIGKILL" in report.error
     survivor = outcome.reports[1 - victim]
     assert survivor.collateral and not outcome.reports[victim].collateral, survivor.error
-    assert pids and all(gone(pid) for pid in pids.values()), pids
+    assert all(gone(pid) for pid in signalled.pids.values()), signalled.pids

@@ -62,9 +62,10 @@ def test_a_killed_rank_names_it_and_its_peer_is_collateral():
     # Rank 0 waits in the gradient all-reduce for the killed rank 1: TensorFlow aborts the
     # collective (gRPC UNAVAILABLE), which parallel.TfCollective.lost_peer recognises.
     spec = dp_spec(2, "tensorflow", min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=200.0)
-    outcome, pids = signal_rank_when_stepping(spec, signal.SIGKILL, rank=1)
+    outcome, signalled = signal_rank_when_stepping(spec, signal.SIGKILL, rank=1)
+    signalled.check_sent(outcome)
     assert outcome.report.status == "crash", outcome.report.error
     assert error_line(outcome.report.error).startswith("rank 1: ") and "SIGKILL" in outcome.report.error
     assert outcome.reports[0].collateral and not outcome.reports[1].collateral
     time.sleep(1)
-    assert pids and all(gone(pid) for pid in pids.values()), pids
+    assert all(gone(pid) for pid in signalled.pids.values()), signalled.pids
