@@ -1,24 +1,30 @@
 """What the data-parallel tests of every framework share (tests/integration/test_data_parallel*.py):
-a trial with fixed step counts, its launch through the framework's agent launcher (world size 1
-included), the checks every framework must pass, and a rank killed or stopped mid-trial."""
+a trial with fixed step counts, its launch through the framework's agent launcher, the checks
+every framework must pass against one plain process (tests/dp_reference.py, one child process
+per framework for every reference it needs), and a rank killed or stopped mid-trial."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import psutil
 
+from rigbench.child_report import ChildReport
 from rigbench.runner import rank_files
 from rigbench.runner.launchers import Outcome, TrackerSettings
 from rigbench.runner.launchers.agent import AgentLauncher, RanksLauncher, TorchrunLauncher
 from rigbench.spec import MeasureOptions, TrialSpec
 
 BATCH = 16
+REPO_ROOT = Path(__file__).parents[1]
 #: 2 warm-up and 5 timed steps, whatever the clock says: runs of different world sizes compare.
 FIXED_STEPS = dict(warmup_steps=2, warmup_seconds=0.0, min_steps=5, max_steps=5, min_seconds=0.0)
 
@@ -52,18 +58,48 @@ def check_two_ranks_agree(outcome: Outcome, steps: int = 5) -> None:
     assert r0.param_sums == r1.param_sums
 
 
-def check_equals_one_process_on_the_global_batch(two_ranks: Outcome, framework: str, rtol: float, atol: float) -> None:
-    """Two ranks on BATCH rows each end where one process on the 2 x BATCH rows ends (up to
-    float32 summation order: `rtol`, `atol` on the per-tensor sums), and one process on other
-    rows does not (so the check can fail)."""
-    [alone] = launch(dp_spec(1, framework, batch_size=2 * BATCH)).reports
-    assert alone.status == "ok", alone.error
-    ranks, single = np.array(two_ranks.reports[0].param_sums), np.array(alone.param_sums)
+@dataclass
+class Reference:
+    """What one plain process computed (tests/dp_reference.py): per batch size, the per-tensor
+    parameter sums after FIXED_STEPS and the steps it ran (warm-up, timed); each trial's report."""
+
+    param_sums: dict[int, list[float]]
+    steps: dict[int, list[int]]
+    reports: list[ChildReport]
+
+
+def one_process(framework: str, batch_sizes: Sequence[int] = (2 * BATCH, BATCH),
+                trials: Sequence[TrialSpec] = ()) -> Reference:
+    """`framework`'s references, all in one fresh child process (no agent, no rank, nothing
+    cached): the parameters one process trains at each of `batch_sizes`, and `trials` run whole."""
+    command = [sys.executable, "-m", "tests.dp_reference", framework, *map(str, batch_sizes)]
+    command += [arg for spec in trials for arg in ("--trial", spec.model_dump_json())]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, f"the {framework} reference process failed:\n{done.stderr[-4000:]}"
+    out = json.loads(done.stdout.splitlines()[-1])
+    return Reference({int(batch): sums for batch, sums in out["param_sums"].items()},
+                     {int(batch): steps for batch, steps in out["steps"].items()},
+                     [ChildReport.model_validate(report) for report in out["reports"]])
+
+
+def check_equals_one_process_on_the_global_batch(two_ranks: Outcome, framework: str, rtol: float, atol: float,
+                                                 reference: Reference | None = None) -> None:
+    """Two ranks on BATCH rows each end where one plain process (no collective, no data-parallel
+    code) on the 2 x BATCH rows ends after the same steps (up to float32 summation order:
+    `rtol`, `atol` on the per-tensor sums), and one process on other rows does not (so the
+    check can fail). `reference`: one_process(framework)'s, when the caller made it already."""
+    reference = reference or one_process(framework)
+    r0 = two_ranks.reports[0]
+    ran = [r0.warmup_steps, len(r0.step_times_s)]
+    assert reference.steps[2 * BATCH] == reference.steps[BATCH] == ran, \
+        f"the reference ran {reference.steps} (warm-up, timed), the ranks {ran}"
+    ranks, single = np.array(r0.param_sums), np.array(reference.param_sums[2 * BATCH])
     assert ranks.shape == single.shape
     np.testing.assert_allclose(ranks, single, rtol=rtol, atol=atol)
-    [other] = launch(dp_spec(1, framework, batch_size=BATCH)).reports
-    assert other.status == "ok", other.error
-    assert not np.allclose(np.array(other.param_sums), single, rtol=rtol, atol=atol)
+    other = np.array(reference.param_sums[BATCH])
+    assert other.shape == single.shape
+    assert not np.allclose(other, single, rtol=rtol, atol=atol), \
+        f"one process on {BATCH} rows ends as close to the {2 * BATCH}-row reference: the check cannot fail"
 
 
 def _rank_pids(folder: Path, world_size: int, ended: threading.Event) -> dict[int, int] | None:

@@ -3,8 +3,8 @@ under DistributedDataParallel (gloo), and the launcher reads one report per rank
 
 Checked against things the code does not compute itself: the merged step times against each
 rank's own (per-step max), throughput against the hand formula world x batch / median, the
-replicas' parameters against each other (sha256) and against one process trained on the
-global batch; a killed and a stopped (hung) rank against the process table."""
+replicas' parameters against each other (sha256) and against one plain process trained on
+the global batch (tests/data_parallel.py); a killed and a stopped (hung) rank against the process table."""
 
 import signal
 import statistics

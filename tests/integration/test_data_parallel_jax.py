@@ -3,8 +3,8 @@ joins jax.distributed (gloo between the CPU processes) and runs one jitted step 
 state and a batch sharded over the processes; the launcher reads one report per rank.
 
 Checked against things the code does not compute itself: the replicas' parameters against
-each other (sha256) and against one process trained on the global batch (tests/data_parallel.py,
-as every framework), real-data training against one process, and a killed rank (the
+each other (sha256) and against one plain process trained on the global batch (tests/data_parallel.py,
+as every framework), real-data training against one plain process, and a killed rank (the
 coordinator too) against the process table."""
 
 import json
@@ -26,6 +26,7 @@ from tests.data_parallel import (
     dp_spec,
     gone,
     launch,
+    one_process,
     signal_rank_when_stepping,
 )
 
@@ -39,10 +40,23 @@ pytestmark = pytest.mark.timeout(300)
 RTOL, ATOL = 1e-4, 1e-3
 
 
+def real_data_spec(world_size: int, batch_size: int) -> TrialSpec:
+    return TrialSpec(workload="mlp", framework="jax", device="cpu", batch_size=batch_size, threads=1,
+                     world_size=world_size, train=TrainOptions(dataset="digits", epochs=1, max_train_samples=512))
+
+
 @pytest.fixture(scope="module")
 def two_ranks():
     spec = dp_spec(2, "jax")
     return spec, launch(spec)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Every single-process reference of the module from one plain JAX process: the synthetic
+    batch's parameters at 2B and B, and the real-data run on 2B (child.run_trial, as the
+    "process" launcher's child runs it)."""
+    return one_process("jax", trials=[real_data_spec(1, 2 * BATCH)])
 
 
 def test_a_jax_trial_of_two_processes_takes_the_ranks_launcher():
@@ -74,20 +88,15 @@ def test_the_ranks_run_on_cpus_of_their_own():
     assert devices._local_rank() == 0  # this process is no rank
 
 
-def test_two_ranks_train_what_one_process_trains_on_the_global_batch(two_ranks):
-    check_equals_one_process_on_the_global_batch(two_ranks[1], "jax", RTOL, ATOL)
+def test_two_ranks_train_what_one_process_trains_on_the_global_batch(two_ranks, reference):
+    check_equals_one_process_on_the_global_batch(two_ranks[1], "jax", RTOL, ATOL, reference)
 
 
-def test_two_ranks_train_on_real_data_as_one_process_on_the_global_batch():
+def test_two_ranks_train_on_real_data_as_one_process_on_the_global_batch(reference):
     # Each rank takes every other sample of the epoch's permutation (data/shard.py), so the two
     # ranks' step k covers the same 2B samples as one process's step k at 2B.
-    def train(world_size: int, batch_size: int):
-        spec = TrialSpec(workload="mlp", framework="jax", device="cpu", batch_size=batch_size, threads=1,
-                         world_size=world_size, train=TrainOptions(dataset="digits", epochs=1, max_train_samples=512))
-        return launch(spec).reports
-
-    r0, r1 = train(2, BATCH)
-    [alone] = train(1, 2 * BATCH)
+    r0, r1 = launch(real_data_spec(2, BATCH)).reports
+    [alone] = reference.reports
     assert [r0.status, r1.status, alone.status] == ["ok"] * 3, [r0.error, r1.error, alone.error]
     assert r0.epochs[0].steps == r1.epochs[0].steps == alone.epochs[0].steps == 512 // (2 * BATCH)
     assert r0.loss_curve == r1.loss_curve  # the global batch's loss, replicated

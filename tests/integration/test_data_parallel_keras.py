@@ -3,8 +3,8 @@
 agent ("ranks" launcher); keras-torch has no such API, and its trial is `unsupported`.
 
 Checked against things the code does not compute itself: the replicas' parameters against each
-other (sha256) and against one process trained on the global batch with Keras' train_on_batch
-(tests/data_parallel.py, as every framework)."""
+other (sha256) and against one plain process trained on the global batch with Keras'
+train_on_batch (tests/data_parallel.py, as every framework)."""
 
 import pytest
 

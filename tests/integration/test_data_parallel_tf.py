@@ -3,9 +3,9 @@ launcher), each a worker of tf.distribute.MultiWorkerMirroredStrategy from TF_CO
 all-reduce over gRPC on the CPU), and the launcher reads one report per rank from files.
 
 Checked against things the code does not compute itself: the ranks' timed step counts against
-each other, the replicas' parameters against each other (sha256) and against one worker trained
-on the global batch through the same launcher (tests/data_parallel.py, as every framework), and
-a killed rank against the process table."""
+each other, the replicas' parameters against each other (sha256) and against one plain
+TensorFlow process (no strategy) trained on the global batch (tests/data_parallel.py, as every
+framework), and a killed rank against the process table."""
 
 import signal
 import time
