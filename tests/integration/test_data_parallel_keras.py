@@ -4,13 +4,15 @@ agent ("ranks" launcher); keras-torch has no such API, and its trial is `unsuppo
 
 Checked against things the code does not compute itself: the replicas' parameters against each
 other (sha256) and against one plain process trained on the global batch with Keras'
-train_on_batch (tests/data_parallel.py, as every framework)."""
+train_on_batch (tests/data_parallel.py, as every framework); a real-data run over processes is
+refused before any process starts."""
 
 import pytest
 
 from rigbench.errors import UnsupportedError
-from rigbench.runner.launchers import launcher_for
+from rigbench.runner.launchers import LAUNCHERS, launcher_for
 from rigbench.runner.launchers.merge import merge_reports
+from rigbench.runner.session import launch_trial
 from rigbench.spec import TrainOptions, TrialSpec
 from tests.conftest import skip_without
 from tests.data_parallel import check_equals_one_process_on_the_global_batch, check_two_ranks_agree, dp_spec, launch
@@ -43,15 +45,26 @@ def test_two_ranks_train_what_one_process_trains_on_the_global_batch(two_ranks):
     check_equals_one_process_on_the_global_batch(two_ranks, "keras-jax", RTOL, ATOL)
 
 
-def test_a_real_data_run_over_processes_is_unsupported_not_a_crash():
+def test_a_real_data_run_over_processes_is_unsupported_before_any_process_starts(monkeypatch):
     spec = TrialSpec(workload="mlp", framework="keras-jax", device="cpu", batch_size=16, threads=1, world_size=2,
                      train=TrainOptions(dataset="digits", epochs=1, max_train_samples=64))
-    reports = launch(spec).reports
-    # Each rank finds it unsupported; a rank the launcher stopped first, once another had
-    # failed, is collateral (seen once: rank 1 "stopped by the launcher after rank 0 failed").
-    assert all(r.status == "unsupported" or r.collateral for r in reports), [r.error for r in reports]
-    trial = merge_reports(reports)
-    assert trial.status == "unsupported" and "real-data training run takes one process" in trial.error
+    reason = ("keras-jax trains data-parallel on the speed protocol's batches (rigbench run, scaling, sweep); "
+              "a real-data training run takes one process")
+    with pytest.raises(UnsupportedError) as refused:
+        launcher_for(spec)
+    assert str(refused.value) == reason
+
+    # The session stores it as an `unsupported` trial with that reason, and starts nothing.
+    def no_launch(*args, **kwargs):
+        raise AssertionError("no process may start for a trial the launcher refuses")
+
+    for launcher in LAUNCHERS.values():
+        monkeypatch.setattr(launcher, "launch", no_launch)
+    trial = merge_reports(launch_trial(spec).reports)
+    assert (trial.status, trial.error) == ("unsupported", reason)
+    # Only the real-data run over processes: in one process it trains, and over processes a speed trial runs.
+    assert launcher_for(spec.model_copy(update={"world_size": 1})).name == "process"
+    assert launcher_for(spec.model_copy(update={"train": None})).name == "ranks"
 
 
 def test_a_keras_torch_trial_of_two_processes_is_unsupported_with_the_reason():

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rigbench.errors import UnsupportedError
 from rigbench.frameworks import jax as native
 from rigbench.frameworks.jax.devices import pin_threads as prepare
 from rigbench.frameworks.jax.oom import is_oom
@@ -29,8 +28,8 @@ if TYPE_CHECKING:
 
 NAME = "keras-jax"
 
-__all__ = ["NAME", "attention", "build", "calibration_kernels", "count", "environment", "is_oom", "join", "list_devices",
-           "prepare", "software"]
+__all__ = ["NAME", "attention", "build", "calibration_kernels", "count", "data_parallel_refusal", "environment",
+           "is_oom", "join", "list_devices", "prepare", "software"]
 
 
 def environment(spec: TrialSpec) -> dict[str, str]:
@@ -52,13 +51,20 @@ def build(spec: TrialSpec, workload: Workload) -> KerasJaxTrainer:
     return KerasJaxTrainer(spec, workload)
 
 
+def data_parallel_refusal(spec: TrialSpec) -> str | None:
+    """Why keras-jax cannot run `spec` over processes, or None (optional beside `join`):
+    runner/launchers.launcher_for asks before it starts any process, and the trial is
+    `unsupported` with this reason."""
+    if spec.train is not None:
+        return ("keras-jax trains data-parallel on the speed protocol's batches (rigbench run, "
+                "scaling, sweep); a real-data training run takes one process")
+    return None
+
+
 def join(spec: TrialSpec, rank: RankInfo) -> Collective:
     """Join the trial's jax.distributed group as the native JAX adapter does (base.
-    DataParallelAdapter); `build` then trains under Keras' DataParallel (parallel.py).
-    UnsupportedError first, before anything starts, for a real-data training run."""
-    if spec.train is not None:
-        raise UnsupportedError("keras-jax trains data-parallel on the speed protocol's batches (rigbench run, "
-                               "scaling, sweep); a real-data training run takes one process")
+    DataParallelAdapter); `build` then trains under Keras' DataParallel (parallel.py). The
+    launcher has refused the trials it cannot run (data_parallel_refusal)."""
     return native.join(spec, rank)
 
 

@@ -4,8 +4,9 @@ A trial's launcher follows from its spec: one that is not `is_data_parallel` (wo
 runs in one child process ("process"); a data-parallel torch trial (any world_size) runs its
 ranks under torch's elastic agent ("torchrun"), another framework's under rigbench's agent
 ("ranks") if its adapter can join a process group, on one node or several (rigbench's agent
-runs on each node). For one that cannot, `launcher_for` says so with an UnsupportedError,
-which the session stores as an `unsupported` result.
+runs on each node). For one that cannot, or a trial its adapter refuses to run over processes
+(its optional `data_parallel_refusal(spec)`), `launcher_for` says so with an UnsupportedError,
+which the session stores as an `unsupported` result: before any process starts.
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ def launcher_for(spec: TrialSpec) -> Launcher:
     """The launcher that runs `spec`; UnsupportedError (with the reason) if none can."""
     if not spec.is_data_parallel:
         return get_launcher("process")
-    if spec.framework == "torch":
-        return get_launcher("torchrun")
-    adapter = load_adapter(spec.framework)
+    adapter = load_adapter(spec.framework)  # the adapter module only, not the framework
     if hasattr(adapter, "join"):  # base.DataParallelAdapter
-        return get_launcher("ranks")
+        refusal = getattr(adapter, "data_parallel_refusal", None)  # optional: a trial it cannot run over processes
+        reason = refusal(spec) if refusal is not None else None
+        if reason:
+            raise UnsupportedError(reason)
+        return get_launcher("torchrun" if spec.framework == "torch" else "ranks")
     if spec.nodes > 1:  # the world size is not what the user typed: say where it comes from
         asked = f"{spec.world_size} processes in all (--processes {spec.ranks_per_node} x --nnodes {spec.nodes})"
     elif spec.world_size > 1:
