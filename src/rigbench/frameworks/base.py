@@ -392,3 +392,8 @@ class DataParallelAdapter(FrameworkAdapter, Protocol):
     def join(self, spec: TrialSpec, rank: RankInfo) -> Collective:
         """Join the trial's process group as `rank` (called once, after `prepare`, before
         `build`); `build` then returns a DataParallelTrainer."""
+
+    def data_parallel_refusal(self, spec: TrialSpec) -> str | None:
+        """Why this adapter cannot run `spec` over processes (e.g. keras-jax's real-data
+        training), or None. Optional: runner/launchers.launcher_for asks before any process
+        starts, and the trial is `unsupported` with this reason."""
