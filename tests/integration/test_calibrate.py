@@ -1,8 +1,9 @@
 """`rigbench calibrate` on this CPU: the measured matmul peak (the shared driver on torch's
-kernels) agrees with a plain torch loop timed in this process, and the command stores its
-figures, with units, through a child."""
+kernels) agrees with a plain torch loop timed in this process, the command stores its
+figures, with units, through a child, and they travel in a results bundle to another database."""
 
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -10,10 +11,13 @@ import time
 
 import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
+from rigbench import cli
 from rigbench.analysis.matmul_peak import COPY_BYTES, MAX_SINGLE_S, QUICK, MatmulPlan
 from rigbench.frameworks.driver.calibration import bandwidth_row, matmul_row
 from rigbench.reports.terminal import calibration_table
+from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import latest_calibration, list_calibrations
 from tests.conftest import busy_machine
@@ -72,12 +76,19 @@ def test_memory_bandwidth_counts_read_and_write():
     assert row["value"] == pytest.approx(2 * 32 * 2**20 / median)
 
 
-def test_calibrate_command_stores_its_figures(tmp_path):
-    db = str(tmp_path / "cal.db")
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """`rigbench calibrate --quick` of this CPU, once for the module: (its database, the process)."""
+    db = str(tmp_path_factory.mktemp("calibrated") / "cal.db")
     proc = subprocess.run([sys.executable, "-m", "rigbench", "calibrate", "--quick", "--device", "cpu",
                            "--precision", "fp32,tf32", "--threads", "1", "--db", db, "--json"],
                           capture_output=True, text=True, timeout=200)
     assert proc.returncode == 0, proc.stderr
+    return db, proc
+
+
+def test_calibrate_command_stores_its_figures(calibrated):
+    db, proc = calibrated
     assert "matmul fp32 n=" in proc.stderr  # progress from the child, on stderr
     out = json.loads(proc.stdout)
     [cal] = out["devices"]
@@ -136,3 +147,42 @@ def test_a_calibration_beside_processes_that_take_every_core_says_it_was_busy(tm
     assert "busy: other processes used " in text and "% of this machine's CPU while cpu was calibrated" in text
     [row] = [r for r in list_calibrations(Store(db)) if r["kind"] == "matmul"]
     assert row["detail"]["others_cpu_pct_mean"] >= 10.0
+
+
+def invoke(*args: str) -> str:
+    """A rigbench command run in this process (typer's runner): its stdout."""
+    done = CliRunner().invoke(cli.app, list(args))
+    assert done.exit_code == 0, done.output
+    return done.stdout
+
+
+def test_a_real_calibration_travels_to_another_database(calibrated, tmp_path):
+    """Calibrated in database A (a copy of the module's), exported and imported with the
+    commands into database B, where `rigbench roofline` gives a trial's MFU against the peak
+    measured in A."""
+    a, b, path = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "bundle.json")
+    shutil.copy(calibrated[0], a)
+    calibrated = json.loads(calibrated[1].stdout)
+    [device] = calibrated["devices"]
+    source = Store(a)
+    peak = latest_calibration(source, device["device_name"])["matmul_flops"]["fp32"]
+    # a trial on that device, stored as `rigbench run` stores one (its speed is not what is tested)
+    source.add_run("run1", "2026-01-01T00:00:00+00:00", "rigbench run mlp", source.machine(calibrated["run_id"]))
+    source.add_result(Result(run_id="run1", created_at="2026-01-01T00:00:00+00:00", status="ok",
+                             spec=TrialSpec(workload="mlp", device="cpu", batch_size=32), device_name=device["device_name"],
+                             metrics=Metrics(samples_per_s=100.0, flops_per_sample=1e6, steps_measured=3),
+                             step_times_s=[0.32, 0.32, 0.32]))
+
+    invoke("results", "export", "--format", "bundle", "--db", a, "--output", path)
+    said = invoke("results", "import", path, "--db", b)
+    n = len(device["measurements"])
+    assert f"Imported 1 results in 2 new runs from {path}, and {n} calibration measurements" in said
+    [row] = json.loads(invoke("roofline", "--db", b, "--json"))
+    assert row["device_name"] == device["device_name"]
+    assert row["calibrated"]["peak_flops"] == peak
+    assert row["calibrated"]["mfu"] == pytest.approx(100.0 * 1e6 / peak)
+    said = invoke("results", "import", path, "--db", b)  # again: nothing added, and it says so
+    assert f"1 results already present were skipped, as were {n} calibration measurements already stored." in said
+    with Store(b).engine.connect() as conn:
+        stored = conn.exec_driver_sql("select count(*) from calibrations").scalar()
+    assert stored == n
