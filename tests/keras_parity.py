@@ -105,7 +105,7 @@ def networks(adapter: Any, threads: int) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from rigbench.frameworks.keras import models
+    from rigbench.frameworks.keras import inits, models
     from rigbench.frameworks.torch import models as torch_models
     from rigbench.workloads import WORKLOADS, resolved_options
 
@@ -114,7 +114,7 @@ def networks(adapter: Any, threads: int) -> dict[str, Any]:
         options = resolved_options(workload, OPTIONS.get(name, {}))
         torch.manual_seed(0)
         torch_model = torch_models.build_model(name, options)
-        keras.utils.set_random_seed(3)  # as the trainer seeds it: the initialisers draw from numpy's stream
+        inits.set_random_seed(3)  # as the trainer seeds it: the initialisers draw from numpy's stream
         parts = models.build_parts(workload, options)
         params[name] = [models.trainable_params(parts), torch_models.trainable_params(torch_model)]
         initial[name] = [spreads(keras.ops.convert_to_numpy(v.value) for part in parts.values()

@@ -5,12 +5,13 @@ Why: on the jax backend every Keras random initialiser is an eager `jax.random` 
 compiles an XLA program per new shape (about 0.3 s each on a 2-core CPU): building the DCGAN
 took 5.6 s of its 6 s there. numpy draws the same distributions with no compilation, and on
 every backend alike. The draws come from numpy's global stream, which the trainer seeds with
-`keras.utils.set_random_seed(spec.seed)` before building, so a seed still fixes every value.
+`set_random_seed(spec.seed)` (Keras' own, below) before building, so a seed still fixes every value.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import keras
@@ -55,3 +56,21 @@ def normal(mean: float, std: float) -> HostDraw:
 def kaiming_normal_fan_out() -> HostDraw:
     """torch's kaiming_normal_(mode="fan_out", nonlinearity="relu")."""
     return HostDraw("kaiming_fan_out")
+
+
+def set_random_seed(seed: int) -> None:
+    """keras.utils.set_random_seed(seed) without importing TensorFlow into a process on another
+    backend. Keras seeds TensorFlow too wherever it is installed (for tf.data pipelines, which
+    rigbench does not use), and importing it for that took 2-5 s of every keras-torch and
+    keras-jax process on a 2-core VM. For that call an import of TensorFlow fails, so Keras takes
+    it as absent (and keeps taking it so: on these backends it uses TensorFlow only for tf.data,
+    text preprocessing layers and SavedModel export, none of them ours); Python's, numpy's and
+    Keras' own seeds are set as ever."""
+    if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
+        keras.utils.set_random_seed(seed)
+        return
+    sys.modules["tensorflow"] = None  # type: ignore[assignment]  # `import tensorflow` raises ImportError
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        del sys.modules["tensorflow"]

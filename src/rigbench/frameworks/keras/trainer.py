@@ -23,7 +23,7 @@ from keras import ops
 from rigbench.errors import UnsupportedError
 from rigbench.frameworks.driver.batches import NumpyLoader
 from rigbench.frameworks.host_timer import HostTimer
-from rigbench.frameworks.keras import models, step
+from rigbench.frameworks.keras import inits, models, step
 from rigbench.spec import TrainOptions, TrialSpec
 from rigbench.workloads import Workload, resolved_options
 
@@ -55,7 +55,7 @@ class KerasTrainer(ABC):
         lr = workload.default_lr if spec.lr is None else spec.lr
         rank, world = self.world()
         with self.distribution_scope(), keras.device(self.keras_device):
-            keras.utils.set_random_seed(spec.seed)
+            inits.set_random_seed(spec.seed)
             self.parts = models.build_parts(workload, resolved_options(workload, spec.workload_options))
             self.optimizers = {name: step.make_optimizer(workload, lr, spec.precision) for name in self.parts}
             for name, model in self.parts.items():
