@@ -29,9 +29,6 @@ from rigbench.workloads import WORKLOADS
 from tests import keras_parity
 from tests.contract.test_workloads import SMALL_OPTIONS, STEPS
 
-#: Steps where the Keras family needs more than the suite's: catsdogs' dropout (0.5, 0.4) on a
-#: batch of 2 moves its loss more than three steps of Adam at 1e-4 lower it.
-MORE_STEPS = {"catsdogs": 5}
 #: The workloads a framework steps in the default (CI) run, where not all: the Keras models are
 #: one backend-neutral code, checked on every workload under keras-torch; under keras-jax, where
 #: stepping all ten took 56 s against 29 s for these four (quiet dev VM, with the weights drawn
@@ -62,9 +59,17 @@ def _oom_examples(name: str) -> list[BaseException]:
             MemoryError(),
         ]
         try:
-            tf.zeros(2**50, tf.uint8)  # the CPU allocator refuses 1 PiB
+            # 2^61 doubles, 2^64 bytes: one more than a size_t holds, so TensorFlow's typed
+            # allocator refuses the tensor (tensorflow/core/framework/typed_allocator.h) and the op
+            # raises the ResourceExhaustedError "OOM when allocating tensor with shape[...]" it
+            # raises for any allocation that fails. A smaller one (1 PiB) reaches the CPU's BFC
+            # allocator, which raises the same error only after retrying for 10 s (its
+            # kMaxMillisToWait), holding the allocator's lock.
+            tf.zeros(2**61, tf.float64)
         except BaseException as exc:  # noqa: BLE001 - the exception is the point
             examples.append(exc)
+        else:
+            raise AssertionError("allocating 2^64 bytes succeeded")
         return examples
     from tests.contract.conftest import OOM_EXAMPLES
 
@@ -79,7 +84,7 @@ def _step(adapter: Any, name: str, threads: int) -> dict[str, Any]:
     trainer.reset_peak_memory()
     timer = trainer.step_timer()
     handles = []
-    for _ in range(MORE_STEPS.get(name, steps)):
+    for _ in range(steps):
         timer.start()
         handles.append(trainer.step())
         timer.stop()
