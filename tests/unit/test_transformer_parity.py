@@ -137,7 +137,14 @@ def keras_case(name: str, options: dict[str, Any]) -> dict[str, Any]:
         variable.assign(array)
     with torch.no_grad():
         expected = model(torch.from_numpy(x)).numpy()
-    got = keras.ops.convert_to_numpy(keras_model(x.astype("int32") if name == "gpt" else x, training=False))
+    def forward(inputs: Any) -> Any:
+        return keras_model(inputs, training=False)
+
+    if keras.backend.backend() == "jax":  # as one program, as its trainer runs it: eagerly, every op
+        import jax  # compiles on its own, 2-3 s a case on a 2-core VM (0.8 s so)
+
+        forward = jax.jit(forward)
+    got = keras.ops.convert_to_numpy(forward(x.astype("int32") if name == "gpt" else x))
     from rigbench.frameworks.keras import backend_adapter
     from rigbench.spec import TrialSpec
 
