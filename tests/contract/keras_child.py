@@ -11,7 +11,8 @@ on one workload, since each builds a model, which costs a Keras backend seconds 
 and prints one JSON object for the tests to assert on. The same child computes the Keras parity
 checks against torch for its backend (tests/keras_parity.py, under the key "parity"), so that
 each Keras backend starts once in the suite: the Keras networks under tensorflow and keras-torch,
-gpt and vit under all three.
+gpt and vit under all three; and, under keras-torch, benchmarks/step_pairs.py's bare Keras loop
+over a trainer's layers (BARE_STEP_FRAMEWORK, asserted by test_keras_torch.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 from rigbench.frameworks import load_adapter
@@ -46,6 +48,9 @@ SUBSETS = {"keras-jax": ("mlp", "cnn", "dcgan", "resnet"),
 #: epochs: keras-torch and keras-jax read 0.819, 0.93, 0.95 (then 0.958, 0.92) on the dev VM.
 DIGITS_EPOCHS = 3
 DIGITS_LR = 0.02
+#: The backend whose child also runs benchmarks/step_pairs.py's bare Keras loop over a trainer's
+#: layers (the check of tests/unit/test_step_pairs.py, here so that Keras on torch starts once).
+BARE_STEP_FRAMEWORK = "keras-torch"
 
 
 def _oom_examples(name: str) -> list[BaseException]:
@@ -120,6 +125,8 @@ def main(framework: str, threads: int) -> dict[str, Any]:
     report["parity"] = keras_parity.found(framework, adapter, threads)
     if framework != "tensorflow":
         report["digits_accuracy"] = _digits(adapter, threads)
+    if framework == BARE_STEP_FRAMEWORK:
+        report["bare_step_moves_the_trainers_variables"] = _bare_step_moves_the_trainers_variables(framework, threads)
     return report
 
 
@@ -133,6 +140,30 @@ def _digits(adapter: Any, threads: int) -> list[float]:
                      train=TrainOptions(dataset="digits", epochs=DIGITS_EPOCHS))
     run = training.train(adapter.build, spec, WORKLOADS["mlp"], load_for_workload("mlp", "digits"))
     return [record.accuracy for record in run.epochs]
+
+
+def _bare_step_moves_the_trainers_variables(framework: str, threads: int) -> bool:
+    """benchmarks/step_pairs.py's bare Keras loop built over a trainer of mlp (shared=): whether
+    one of its steps changed every trainable variable of the trainer's model."""
+    import keras
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        import step_pairs  # and its bare_loops
+    finally:
+        del sys.path[0]
+
+    trainer = step_pairs.cpu_trainer(framework, "mlp", 8, threads)
+    (model,) = trainer.parts.values()
+
+    def values() -> list[Any]:
+        return [keras.ops.convert_to_numpy(v.value).copy() for v in model.trainable_variables]
+
+    step, wait = step_pairs.bare_step(framework, "mlp", 8, threads, shared=trainer)
+    before = values()
+    wait(step())
+    return all(not np.array_equal(b, a) for b, a in zip(before, values(), strict=True))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import step_pairs  # noqa: E402
 
-from tests.conftest import skip_without  # noqa: E402
-
 
 def test_the_bare_step_is_the_documented_loop_and_it_trains():
     step, wait = step_pairs.bare_step("torch", "cnn", 8, 1)
@@ -50,34 +48,8 @@ def _forward(trainer, params, x):
     return torch.func.functional_call(trainer.model, dict(zip(dict(trainer.model.named_parameters()), params)), (x,))
 
 
-KERAS_SHARED = r"""
-import sys
-sys.path.insert(0, sys.argv[1])
-import keras, numpy as np, step_pairs
-from rigbench.frameworks import load_adapter
-load_adapter("keras-torch").prepare(1)
-trainer = step_pairs.cpu_trainer("keras-torch", "mlp", 8, 1)
-(model,) = trainer.parts.values()
-values = lambda: [keras.ops.convert_to_numpy(v.value).copy() for v in model.trainable_variables]
-step, wait = step_pairs.bare_step("keras-torch", "mlp", 8, 1, shared=trainer)
-before = values()
-wait(step())
-print(all(not np.array_equal(b, a) for b, a in zip(before, values())))
-"""
-
-
-def test_the_keras_bare_model_is_compiled_over_the_trainers_layers():
-    """compile() belongs to a model, so the Keras loop compiles a model of its own over the
-    trainer's layers: its steps must move the trainer's variables."""
-    import os
-    import subprocess
-
-    skip_without("keras")
-    here = Path(__file__).resolve().parents[2] / "benchmarks"
-    out = subprocess.run([sys.executable, "-c", KERAS_SHARED, str(here)], capture_output=True, text=True,
-                         env={**os.environ, "KERAS_BACKEND": "torch"}, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split()[-1] == "True"
+# The Keras loop over a trainer's layers (KERAS in bare_loops.py, shared=) is checked by the
+# keras-torch contract child, which starts Keras on torch anyway: tests/contract/test_keras_torch.py.
 
 
 def test_ddp_pairs_interleave_in_lockstep_and_keep_the_replicas_identical():
