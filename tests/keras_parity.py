@@ -100,68 +100,71 @@ def copy_weights(torch_model: Any, keras_model: Any) -> None:
 
 def networks(adapter: Any, threads: int) -> dict[str, Any]:
     """Every workload's parameter counts and initial spreads (Keras', torch's), FORWARD's outputs
-    on torch's weights, and `curves`."""
+    on torch's weights, and CURVE_WORKLOADS' curves (`curve`). A curve's workload is built once:
+    its trainer's parts (seeded and built as the others, below) are also the ones counted, drawn
+    and run forward here, before `curve` copies torch's weights in again."""
     import keras
     import numpy as np
     import torch
 
     from rigbench.frameworks.keras import inits, models
     from rigbench.frameworks.torch import models as torch_models
+    from rigbench.spec import TrialSpec
     from rigbench.workloads import WORKLOADS, resolved_options
 
-    params, forward, initial = {}, {}, {}
+    params, forward, initial, curves = {}, {}, {}, {}
     for name, workload in WORKLOADS.items():
         options = resolved_options(workload, OPTIONS.get(name, {}))
         torch.manual_seed(0)
         torch_model = torch_models.build_model(name, options)
-        inits.set_random_seed(3)  # as the trainer seeds it: the initialisers draw from numpy's stream
-        parts = models.build_parts(workload, options)
+        trainer = None
+        if name in CURVE_WORKLOADS:  # the trainer seeds Keras with spec.seed and builds its parts as below
+            spec = TrialSpec(workload=name, framework=adapter.NAME, device="cpu", batch_size=16, lr=CURVE_LR,
+                             threads=threads, workload_options=OPTIONS.get(name, {}), seed=3)
+            trainer = adapter.build(spec, workload)
+            parts = trainer.parts
+        else:
+            inits.set_random_seed(3)  # as the trainer seeds it: the initialisers draw from numpy's stream
+            parts = models.build_parts(workload, options)
         params[name] = [models.trainable_params(parts), torch_models.trainable_params(torch_model)]
         initial[name] = [spreads(keras.ops.convert_to_numpy(v.value) for part in parts.values()
                                  for v in part.trainable_weights),
                          spreads(p.detach().numpy() for p in torch_model.parameters())]
-        if name not in FORWARD:
-            continue
-        (keras_model,) = parts.values()
-        for m in torch_model.modules():  # running statistics away from 0 and 1, so evaluation mode tests them
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2.0)
-        copy_weights(torch_model, keras_model)
-        torch_model.eval()
-        generator = torch.Generator().manual_seed(1)
-        if workload.layout == "tokens":
-            x = torch.randint(0, workload.vocab or 2, (3, workload.input_shape[0]), generator=generator)
-        else:
-            x = torch.randn((3, *workload.input_shape), generator=generator)
-        with torch.no_grad():
-            expected = torch_model(x).numpy()
-        got = keras.ops.convert_to_numpy(keras_model(keras.ops.convert_to_tensor(x.numpy()), training=False))
-        forward[name] = {"shape": [list(got.shape), list(expected.shape)], "max_abs": float(np.abs(expected).max()),
-                         "max_abs_diff": float(np.abs(got - expected).max())}
-    return {"params": params, "forward": forward, "initial": initial, "workloads": list(WORKLOADS),
-            "curves": curves(adapter, threads)}
+        if name in FORWARD:
+            (keras_model,) = parts.values()
+            for m in torch_model.modules():  # running statistics away from 0 and 1, so evaluation mode tests them
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.running_mean.uniform_(-0.5, 0.5)
+                    m.running_var.uniform_(0.5, 2.0)
+            copy_weights(torch_model, keras_model)
+            torch_model.eval()
+            generator = torch.Generator().manual_seed(1)
+            if workload.layout == "tokens":
+                x = torch.randint(0, workload.vocab or 2, (3, workload.input_shape[0]), generator=generator)
+            else:
+                x = torch.randn((3, *workload.input_shape), generator=generator)
+            with torch.no_grad():
+                expected = torch_model(x).numpy()
+            got = keras.ops.convert_to_numpy(keras_model(keras.ops.convert_to_tensor(x.numpy()), training=False))
+            forward[name] = {"shape": [list(got.shape), list(expected.shape)],
+                             "max_abs": float(np.abs(expected).max()), "max_abs_diff": float(np.abs(got - expected).max())}
+        if trainer is not None:
+            curves[name] = curve(trainer, name)
+    return {"params": params, "forward": forward, "initial": initial, "workloads": list(WORKLOADS), "curves": curves}
 
 
-def curves(adapter: Any, threads: int) -> dict[str, list[list[float]]]:
-    """workload -> [torch's curve, the Keras adapter's], from the same weights and batches, the
-    adapter's trainer on the child's `threads`."""
+def curve(trainer: Any, name: str) -> list[list[float]]:
+    """[torch's curve, the Keras adapter's]: ten steps of each from torch's weights at seed 0
+    (copied into `trainer`, a Keras adapter's trainer of `name` at CURVE_LR, on the child's
+    threads) on the same batches."""
     import torch
 
     from rigbench.frameworks.torch import models as torch_models
-    from rigbench.spec import TrialSpec
     from rigbench.workloads import WORKLOADS, resolved_options
 
-    result = {}
-    for name in CURVE_WORKLOADS:
-        workload = WORKLOADS[name]
-        torch.manual_seed(0)
-        torch_model = torch_models.build_model(name, resolved_options(workload, OPTIONS.get(name, {})))
-        spec = TrialSpec(workload=name, framework=adapter.NAME, device="cpu", batch_size=16, lr=CURVE_LR,
-                         threads=threads, workload_options=OPTIONS.get(name, {}))
-        trainer = adapter.build(spec, workload)
-        copy_weights(torch_model, trainer.parts["model"])
-        batches = curve_batches(name)
-        got = [trainer.run_step(trainer.to_device(x.numpy()), trainer.to_device(y.numpy()))[0] for x, y in batches]
-        result[name] = [torch_curve(name, torch_model, batches), trainer.loss_values(got)]
-    return result
+    torch.manual_seed(0)
+    torch_model = torch_models.build_model(name, resolved_options(WORKLOADS[name], OPTIONS.get(name, {})))
+    copy_weights(torch_model, trainer.parts["model"])
+    batches = curve_batches(name)
+    got = [trainer.run_step(trainer.to_device(x.numpy()), trainer.to_device(y.numpy()))[0] for x, y in batches]
+    return [torch_curve(name, torch_model, batches), trainer.loss_values(got)]
