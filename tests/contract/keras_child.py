@@ -12,7 +12,8 @@ and prints one JSON object for the tests to assert on. The same child computes t
 checks against torch for its backend (tests/keras_parity.py, under the key "parity"), so that
 each Keras backend starts once in the suite: the Keras networks under tensorflow and keras-torch,
 gpt and vit under all three; and, under keras-torch, benchmarks/step_pairs.py's bare Keras loop
-over a trainer's layers (BARE_STEP_FRAMEWORK, asserted by test_keras_torch.py).
+over a trainer's layers (BARE_STEP_FRAMEWORK, asserted by test_keras_torch.py), under
+tensorflow its calibration kernels under the shared driver (asserted by test_keras_tensorflow.py).
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def main(framework: str, threads: int) -> dict[str, Any]:
         report["digits_accuracy"] = _digits(adapter, threads)
     if framework == BARE_STEP_FRAMEWORK:
         report["bare_step_moves_the_trainers_variables"] = _bare_step_moves_the_trainers_variables(framework, threads)
+    if framework == "tensorflow":  # last: it shrinks analysis/matmul_peak.py's plans for good
+        report["calibration"] = _calibrations()
     return report
 
 
@@ -164,6 +167,29 @@ def _bare_step_moves_the_trainers_variables(framework: str, threads: int) -> boo
     before = values()
     wait(step())
     return all(not np.array_equal(b, a) for b, a in zip(before, values(), strict=True))
+
+
+def _calibrations() -> dict[str, Any]:
+    """Both calibrations (quick, full) of the CPU with TensorFlow's kernels under the shared
+    driver, the matmul plans shrunk through analysis/matmul_peak.py to keep it quick; each copy
+    kernel's output size in bytes, as the kernel produced it (test_keras_tensorflow.py)."""
+    from rigbench.analysis import matmul_peak
+    from rigbench.frameworks import tensorflow as adapter
+    from rigbench.frameworks.driver.calibration import calibrate
+
+    for plans in (matmul_peak.QUICK, matmul_peak.FULL):
+        plans["cpu"] = matmul_peak.MatmulPlan((64, 128), 2, 0.01, matmul_peak.MAX_SINGLE_S)
+    kernels = adapter.calibration_kernels("cpu")
+    produced: list[int] = []
+    copy = kernels.copy
+
+    def measured_copy(nbytes: int) -> Any:
+        fn = copy(nbytes)
+        produced.append(int(fn().numpy().nbytes))
+        return fn
+    kernels.copy = measured_copy
+    found = {str(quick): calibrate(kernels, "cpu", ["fp32", "tf32"], quick=quick) for quick in (True, False)}
+    return {"calibrations": found, "produced": produced}
 
 
 if __name__ == "__main__":
