@@ -1,9 +1,9 @@
 """Parameter and training-FLOP counts of the TensorFlow step, from XLA's own program.
 
 The model is built at a batch of 2 and the trainer's own step (step.step_fn: forward,
-backward, optimiser update of every part) is lowered by XLA (jit_compile) to HLO without
-running it (`experimental_get_compiler_ir(...)(stage="hlo")`, the program before XLA's
-optimisations). The counter keeps the entry computation's instructions that the result
+backward, optimiser update of every part; its tf.function's graph) is lowered by XLA
+(jit_compile) to HLO without running it (`experimental_get_compiler_ir(...)(stage="hlo")`, the
+program before XLA's optimisations). The counter keeps the entry computation's instructions that the result
 depends on (TensorFlow's gradient functions also emit gradients nobody asked for, e.g. a
 convolution's input gradient for the data, which XLA then removes), and counts what the
 analytic figure counts (workloads/flops.py): `dot` and `convolution` at 2 FLOPs per
@@ -95,10 +95,19 @@ def hlo_flops(hlo: str) -> float:
 
 
 def step_flops(trainer: TfTrainer) -> float:
-    """Training FLOPs per sample of `trainer`'s step on its resident batch (lowered, not run)."""
-    traced = tf.function(step.step_fn(trainer.workload, trainer.parts, trainer.optimizers), jit_compile=True)
-    hlo = traced.experimental_get_compiler_ir(*trainer.synthetic())(stage="hlo")
-    return hlo_flops(hlo) / int(trainer.synthetic()[0].shape[0])
+    """Training FLOPs per sample of `trainer`'s step on its resident batch (lowered, not run).
+    The graph is the trainer's own tf.function's for that batch, traced once: a trainer that has
+    stepped traced it then (tracing a step took 1-2 s on a 2-core CPU, as long as lowering it),
+    called from a jit_compile function, which XLA inlines; a step that is not a tf.function (a
+    data-parallel rank's) is traced afresh from step.step_fn."""
+    batch = trainer.synthetic()
+    if hasattr(trainer.compiled_step, "get_concrete_function"):
+        graph = trainer.compiled_step.get_concrete_function(*batch)
+        traced = tf.function(lambda x, y: graph(x, y), jit_compile=True)
+    else:
+        traced = tf.function(step.step_fn(trainer.workload, trainer.parts, trainer.optimizers), jit_compile=True)
+    hlo = traced.experimental_get_compiler_ir(*batch)(stage="hlo")
+    return hlo_flops(hlo) / int(batch[0].shape[0])
 
 
 def count(workload: Workload, options: dict[str, Any]) -> tuple[int, float]:
