@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, cast
 
 import keras
 import tensorflow as tf
 
-from rigbench.frameworks.tensorflow import step
+from rigbench.frameworks.tensorflow import parallel, step
 from rigbench.frameworks.tensorflow.trainer import TfTrainer
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
@@ -98,14 +98,14 @@ def step_flops(trainer: TfTrainer) -> float:
     """Training FLOPs per sample of `trainer`'s step on its resident batch (lowered, not run).
     The graph is the trainer's own tf.function's for that batch, traced once: a trainer that has
     stepped traced it then (tracing a step took 1-2 s on a 2-core CPU, as long as lowering it),
-    called from a jit_compile function, which XLA inlines; a step that is not a tf.function (a
-    data-parallel rank's) is traced afresh from step.step_fn."""
+    called from a jit_compile function, which XLA inlines. A data-parallel rank's step runs
+    under its strategy: step.step_fn alone is traced for it."""
     batch = trainer.synthetic()
-    if hasattr(trainer.compiled_step, "get_concrete_function"):
-        graph = trainer.compiled_step.get_concrete_function(*batch)
-        traced = tf.function(lambda x, y: graph(x, y), jit_compile=True)
-    else:
+    if parallel.joined():
         traced = tf.function(step.step_fn(trainer.workload, trainer.parts, trainer.optimizers), jit_compile=True)
+    else:  # step.make_step's tf.function
+        graph = cast(Any, trainer.compiled_step).get_concrete_function(*batch)
+        traced = tf.function(lambda x, y: graph(x, y), jit_compile=True)
     hlo = traced.experimental_get_compiler_ir(*batch)(stage="hlo")
     return hlo_flops(hlo) / int(batch[0].shape[0])
 
