@@ -61,8 +61,10 @@ def test_a_training_run_at_its_timeout_keeps_its_finished_epochs(tmp_path):
     db = str(tmp_path / "train.db")
     # Started with SIGINT ignored, as a script's `rigbench train ... &` is: the ignore passed on
     # to the trial, whose finished epochs the launcher asks for with SIGINT, and all were lost.
+    # 20 s: a digits epoch takes under a second, but on a 2-core VM running two suites at once the
+    # trial had not finished its first one by 12 s (its start: data, model, first step).
     proc = subprocess.run([sys.executable, "-m", "rigbench", "train", "mlp", "--dataset", "digits", "-d", "cpu",
-                           "--epochs", "1000", "--threads", "1", "--timeout", "12", "--db", db, "--json"],
+                           "--epochs", "1000", "--threads", "1", "--timeout", "20", "--db", db, "--json"],
                           capture_output=True, text=True, timeout=120,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     (stored,) = Store(db).list()
