@@ -29,6 +29,14 @@
 #   lease         one lease's worth (bounded at 9.5 minutes; 7.5 on the H200): cnn, resnet, lstm in torch, JAX
 #                 and Keras on JAX at fp32 and bf16 (point 1), mlp and cnn eager against CUDA graphs
 #                 (point 3), gpt small compiled at batch 64 (the MFU aim)
+#   pytest        the pytest step of `tests` alone
+#   timers        benchmarks/timer_check.py: each framework's recorded step times against a host
+#                 clock around the same steps and against a loop that never waits (point 1)
+#   pools         XLA's GPU pool limit under JAX's defaults and under rigbench's environment,
+#                 beside the device's memory (max-batch's limit): the same meaning in every framework
+#   keras-torch   cnn at b128 in Keras on torch, fp32 and bf16
+#   lease3        the third H200 lease (bounded at about 9 minutes): pytest, timers, pools,
+#                 keras-torch, layout
 #   layout        resnet and cnn in torch at fp32 and bf16, NCHW and NHWC (--channels-last): whether
 #                 the layout rescues torch's bf16, slower than its fp32 on the H200
 #                 (docs/results/gpu-h200-frameworks.md)
@@ -44,7 +52,7 @@
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
-  "(tests gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
+  "(tests pytest timers pools keras-torch lease3 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -64,10 +72,29 @@ step() { echo; echo "=== $(date +%T) $*"; "$@"; echo "=== rc=$?"; }
 run() { step timeout "$1" rigbench "${@:2}" -d "$DEVICE" $QUICK -y; }
 part() {
 case $1 in
-  tests)
+  pytest)
     step timeout 240 env RIGBENCH_TEST_GPU_DEVICE="$DEVICE" python3 -m pytest -p no:cacheprovider -n 0 -m gpu -v \
       -rfE tests/integration/test_gpu_paths.py tests/unit/test_torch_models.py > "$OUT/pytest-gpu.log" 2>&1
-    grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$OUT/pytest-gpu.log" | tail -25
+    grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$OUT/pytest-gpu.log" | tail -25 ;;
+  timers)
+    step timeout 120 python3 benchmarks/timer_check.py --device "$DEVICE" --steps 60 \
+      --cases torch:cnn:128,jax:cnn:128,keras-jax:cnn:128,keras-torch:cnn:128,jax:mlp:64 | tee "$OUT/timers.jsonl" ;;
+  pools)
+    # bytes_limit of XLA's pool: JAX's defaults (no preallocation) against rigbench's environment
+    code="import jax; d = jax.devices()[0]; print(d.memory_stats()['bytes_limit'], jax.__version__)"
+    step timeout 40 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -c "$code"
+    step timeout 40 python3 -c "import os, subprocess, sys
+from rigbench.frameworks import load_adapter
+from rigbench.spec import TrialSpec
+env = {**os.environ, **load_adapter('jax').environment(TrialSpec(workload='mlp', batch_size=8, framework='jax'))}
+print({k: v for k, v in env.items() if k.startswith('XLA_')})
+subprocess.run([sys.executable, '-c', sys.argv[1]], env=env, check=True)" "$code"
+    nvidia-smi --query-gpu=memory.total --format=csv ;;
+  keras-torch)
+    run 90 sweep cnn -b "${BATCH:-128}" --precision fp32,bf16 --framework keras-torch ;;
+  lease3) part pytest; part timers; part pools; part keras-torch; part layout ;;
+  tests)
+    part pytest
     step timeout 60 rigbench devices
     # one rank under DDP with NCCL (and jax.distributed) beside the same trials without it:
     # the wrapper's own cost on the GPU (issue 26, point 2)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -132,3 +134,21 @@ def test_a_bf16_transformer_records_the_fused_attention_kernel_it_ran(framework)
         assert "(cpu)" not in kernel, kernel
     else:  # torch has a flash kernel of its own on the CPU ("flash (cpu)"); cuDNN is NVIDIA's
         assert "cudnn" not in kernel, kernel
+
+
+@pytest.mark.skipif(not ON_GPU or "jax" not in FRAMEWORKS, reason="XLA's GPU pool: needs JAX on a GPU")
+def test_xlas_pool_may_grow_to_nearly_all_the_memory_max_batch_counts_as_the_limit():
+    """XLA caps its pool at 75% of the GPU even without preallocation: a JAX max-batch search
+    would stop at three quarters of the limit max-batch states while torch's goes on to nearly
+    all of it. The adapter's environment lets the pool grow to 95% (frameworks/jax/devices.py)."""
+    from rigbench.experiments.devices import devices_info
+    from rigbench.frameworks import load_adapter
+
+    [limit] = [dev["memory_bytes"] for dev in devices_info() if dev["id"] == DEVICE]
+    env = {**os.environ, **load_adapter("jax").environment(_spec("jax"))}
+    code = (f"import jax; d = jax.devices('gpu')[{int(DEVICE.split(':')[1])}]; "
+            "print(d.memory_stats()['bytes_limit'])")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    pool = int(done.stdout.split()[-1])
+    assert 0.9 * limit <= pool <= limit, (pool, limit)

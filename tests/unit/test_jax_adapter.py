@@ -74,6 +74,19 @@ def test_environment_never_preallocates_and_sizes_threads():
     assert "XLA_FLAGS" not in four and four["OMP_NUM_THREADS"] == "4"
 
 
+@pytest.mark.parametrize("users", [None, "XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"])
+def test_environment_lets_the_gpu_pool_grow_past_jaxs_75_percent_unless_the_user_chose(monkeypatch, users):
+    """XLA caps its pool at 75% of the GPU even without preallocation; a fraction the user set
+    (under either name: jaxlib refuses both at once) is left alone."""
+    for name in ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"):
+        monkeypatch.delenv(name, raising=False)
+    if users:
+        monkeypatch.setenv(users, "0.5")
+    env = adapter.environment(TrialSpec(workload="mlp", batch_size=2, framework="jax"))
+    assert env.get("XLA_PYTHON_CLIENT_MEM_FRACTION") == (None if users else "0.95")
+    assert "XLA_CLIENT_MEM_FRACTION" not in env
+
+
 def _spec(workload: str, epochs: int, batch_size: int = 32, lr: float | None = None, **train) -> TrialSpec:
     return TrialSpec(workload=workload, framework="jax", device="cpu", batch_size=batch_size, lr=lr,
                      train=TrainOptions(dataset="digits", epochs=epochs, **train))

@@ -1,0 +1,99 @@
+"""Each framework's step timer against host clocks it does not own (issue 26, point 1: the JAX
+and Keras timers had no independent check on a GPU; torch's CUDA events had, in gpu_checks.py).
+
+Per case, in a fresh process with the adapter's environment, on one rigbench trainer:
+  recorded  the sum of the step times the trainer's own timer records over N steps, bracketed as
+            runner/protocol.py brackets them (torch on CUDA: events, no host wait; JAX, Keras and
+            TensorFlow: the host clock stopped after a wait for the device after every step);
+  bracket   one perf_counter pair around those same N steps, the device waited for at both ends:
+            recorded / bracket near 1 says the timer neither loses nor adds time between steps;
+  free      N more steps queued back to back with one wait at the end (each framework's
+            documented loop): recorded / free above 1 is what the per-step wait costs a step,
+            the share by which the recorded speed understates a loop that never waits.
+
+Usage: python benchmarks/timer_check.py [--device cuda:0] [--steps 50]
+                                        [--cases torch:cnn:128,jax:cnn:128,keras-jax:cnn:128]
+One JSON line per case: framework, workload, batch, steps, recorded_s, bracket_s, free_s and the
+two ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+DEFAULT_CASES = "torch:cnn:128,jax:cnn:128,keras-jax:cnn:128,keras-torch:cnn:128,torch:mlp:64,jax:mlp:64"
+
+
+def _spec(framework: str, workload: str, batch: int, device: str) -> Any:
+    from rigbench.spec import TrialSpec
+
+    return TrialSpec(workload=workload, framework=framework, device=device, batch_size=batch)
+
+
+def measure(framework: str, workload: str, batch: int, device: str, steps: int) -> dict[str, Any]:
+    """The three clocks over one trainer (the module doc); runs in the adapter's environment."""
+    from rigbench.frameworks import load_adapter
+    from rigbench.workloads import get_workload
+
+    adapter = load_adapter(framework)
+    adapter.prepare(None)
+    trainer = adapter.build(_spec(framework, workload, batch, device), get_workload(workload))
+    for _ in range(5):  # warm-up: compilation, autotuning, the allocator's growth
+        trainer.step()
+    trainer.synchronize()
+    timer = trainer.step_timer()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        timer.start()
+        trainer.step()
+        timer.stop()
+    trainer.synchronize()
+    bracket = time.perf_counter() - t0
+    recorded = sum(timer.elapsed_s())
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        trainer.step()
+    trainer.synchronize()
+    free = time.perf_counter() - t0
+    return {"framework": framework, "workload": workload, "batch": batch, "device": trainer.device_name,
+            "steps": steps, "recorded_s": recorded, "bracket_s": bracket, "free_s": free,
+            "recorded_over_bracket": recorded / bracket, "recorded_over_free": recorded / free}
+
+
+def run_case(case: str, device: str, steps: int) -> dict[str, Any]:
+    """`measure` for FRAMEWORK:WORKLOAD:BATCH in a child process (the environment is read once,
+    when the framework loads)."""
+    from rigbench.frameworks import load_adapter
+
+    framework, workload, batch = case.split(":")
+    env = {**os.environ, **load_adapter(framework).environment(_spec(framework, workload, int(batch), device))}
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", case, "--device", device,
+                           "--steps", str(steps)], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        return {"case": case, "error": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda:0")
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--cases", default=DEFAULT_CASES, help="FRAMEWORK:WORKLOAD:BATCH, comma-separated")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        framework, workload, batch = args.one.split(":")
+        print(json.dumps(measure(framework, workload, int(batch), args.device, args.steps)))
+        return
+    for case in args.cases.split(","):
+        print(json.dumps(run_case(case, args.device, args.steps)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
