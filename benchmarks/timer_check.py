@@ -4,17 +4,21 @@ and Keras timers had no independent check on a GPU; torch's CUDA events had, in 
 Per case, in a fresh process with the adapter's environment, on one rigbench trainer:
   recorded  the sum of the step times the trainer's own timer records over N steps, bracketed as
             runner/protocol.py brackets them (torch on CUDA: events, no host wait; JAX, Keras and
-            TensorFlow: the host clock stopped after a wait for the device after every step);
+            TensorFlow: the host clock, with a wait for the device once per window of about
+            0.1 s of steps: frameworks/host_timer.py; before 2026-11-28, after every step);
   bracket   one perf_counter pair around those same N steps, the device waited for at both ends:
             recorded / bracket near 1 says the timer neither loses nor adds time between steps;
+  waited    N more steps on the host clock with a wait for the device after every step (the
+            host timer before 2026-11-28, and what a hand-written loop that reads its clock
+            after each step measures);
   free      N more steps queued back to back with one wait at the end (each framework's
-            documented loop): recorded / free above 1 is what the per-step wait costs a step,
-            the share by which the recorded speed understates a loop that never waits.
+            documented loop): recorded / free above 1 is the share by which the recorded speed
+            understates a loop that never waits; waited / free, what a wait per step costs.
 
 Usage: python benchmarks/timer_check.py [--device cuda:0] [--steps 50]
                                         [--cases torch:cnn:128,jax:cnn:128,keras-jax:cnn:128]
-One JSON line per case: framework, workload, batch, steps, recorded_s, bracket_s, free_s and the
-two ratios.
+One JSON line per case: framework, workload, batch, steps, recorded_s, bracket_s, waited_s, free_s
+and the three ratios.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ def _spec(framework: str, workload: str, batch: int, device: str) -> Any:
 def measure(framework: str, workload: str, batch: int, device: str, steps: int) -> dict[str, Any]:
     """The three clocks over one trainer (the module doc); runs in the adapter's environment."""
     from rigbench.frameworks import load_adapter
+    from rigbench.frameworks.host_timer import HostTimer
     from rigbench.workloads import get_workload
 
     adapter = load_adapter(framework)
@@ -56,14 +61,21 @@ def measure(framework: str, workload: str, batch: int, device: str, steps: int) 
     trainer.synchronize()
     bracket = time.perf_counter() - t0
     recorded = sum(timer.elapsed_s())
+    waited = HostTimer(trainer.synchronize, window_s=0.0)
+    for _ in range(steps):
+        waited.start()
+        trainer.step()
+        waited.stop()
+    waited_s = sum(waited.elapsed_s())
     t0 = time.perf_counter()
     for _ in range(steps):
         trainer.step()
     trainer.synchronize()
     free = time.perf_counter() - t0
     return {"framework": framework, "workload": workload, "batch": batch, "device": trainer.device_name,
-            "steps": steps, "recorded_s": recorded, "bracket_s": bracket, "free_s": free,
-            "recorded_over_bracket": recorded / bracket, "recorded_over_free": recorded / free}
+            "steps": steps, "recorded_s": recorded, "bracket_s": bracket, "waited_s": waited_s, "free_s": free,
+            "recorded_over_bracket": recorded / bracket, "recorded_over_free": recorded / free,
+            "waited_over_free": waited_s / free}
 
 
 def run_case(case: str, device: str, steps: int) -> dict[str, Any]:

@@ -27,8 +27,9 @@ Rules every adapter follows:
   the adapter's own counter (`count`) only cross-checks them.
 - **Timing.** A Trainer's `step()` queues one full training step and returns the loss as an
   unsynchronised device value; a `StepTimer` brackets steps with the device's own
-  synchronisation (CUDA events, or a host clock stopped after a device sync; JAX
-  `block_until_ready`, TensorFlow a host copy of the loss).
+  synchronisation (CUDA events, or frameworks/host_timer.HostTimer: a host clock stopped after
+  a device sync once per window of steps; JAX `block_until_ready`, TensorFlow a host copy of
+  the loss).
 - **Memory.** `allocator_peak_bytes()` is the allocator's peak since the last
   `reset_peak_memory()`, or None where the framework keeps no statistics (the CPU); the
   reset is optional in effect (a no-op where there is nothing to reset) but always callable.

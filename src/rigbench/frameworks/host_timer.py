@@ -4,27 +4,57 @@ another's."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
+#: How long a window of steps between two waits for an asynchronous device lasts, in the
+#: device's time (the previous window's mean step sets the next one's step count).
+WINDOW_S = 0.1
+
 
 class HostTimer:
-    """Steps timed with time.perf_counter(); stop() first waits for the device through `sync`
-    when it runs asynchronously (JAX and TensorFlow on every device, torch on GPUs); None for
-    a synchronous device."""
+    """Steps timed with time.perf_counter().
 
-    def __init__(self, sync: Callable[[], None] | None = None):
+    A synchronous device (`sync` None: the CPU under torch) is timed step by step. An
+    asynchronous one (JAX and TensorFlow on every device, torch on GPUs without events) needs a
+    wait for the device before the clock is read, but a wait after every step would stop the
+    host from queueing the next step while the device runs this one: on an H200 that made JAX's
+    mlp step 2.2 times and its resnet step 1.7 times as long as in a loop that never waits
+    (docs/results/gpu-h200-timers.md). So the timer waits once per window of steps lasting about
+    WINDOW_S, and gives every step of a window the window's mean. The first window is one step
+    (no step time is known yet); a partial window at the end closes in `elapsed_s`, which the
+    caller runs after its own final wait for the device.
+    """
+
+    def __init__(self, sync: Callable[[], None] | None = None, window_s: float = WINDOW_S):
         self._sync = sync
+        self._window_s = window_s
+        self._window_steps = 1
         self._times: list[float] = []
         self._t0 = 0.0
+        self._open = 0  # steps stopped in the window not yet closed
 
     def start(self) -> None:
-        self._t0 = time.perf_counter()
+        if self._open == 0:
+            self._t0 = time.perf_counter()
 
     def stop(self) -> None:
+        self._open += 1
+        if self._sync is None or self._open >= self._window_steps:
+            self._close()
+
+    def _close(self) -> None:
+        if self._open == 0:
+            return
         if self._sync is not None:
             self._sync()
-        self._times.append(time.perf_counter() - self._t0)
+        mean = (time.perf_counter() - self._t0) / self._open
+        self._times.extend([mean] * self._open)
+        self._open = 0
+        if mean > 0:
+            self._window_steps = max(1, math.ceil(self._window_s / mean))
 
     def elapsed_s(self) -> list[float]:
+        self._close()
         return list(self._times)

@@ -3,9 +3,10 @@
 1. Warm-up: at least `warmup_steps` steps and `warmup_seconds`, untimed per step; the first
    step's time (allocation, kernel selection, compilation) is reported on its own.
 2. Timing: each step bracketed by the device's own timer (CUDA events on NVIDIA/ROCm, a
-   host clock plus device synchronisation elsewhere) until both `min_steps` and
-   `min_seconds` are reached (or `max_steps`). Steps are queued without a host sync, and
-   losses are read back once at the end, so the measurement does not add syncs to the loop.
+   host clock elsewhere, which on an asynchronous device waits for it once per window of
+   about 0.1 s of steps: frameworks/host_timer.py) until both `min_steps` and `min_seconds`
+   are reached (or `max_steps`). Steps are queued without a host sync in between, and
+   losses are read back once at the end, so the measurement adds no sync to every step.
 3. Non-finite losses (warm-up or timed) end the trial as `diverged`.
 
 Agreed steps (`agree` given): the processes of a data-parallel trial must take the same
@@ -141,9 +142,10 @@ def measure(trainer: Trainer, opts: MeasureOptions,
             handles.append(trainer.step())
             timer.stop()
     trainer.synchronize()
+    step_times = timer.elapsed_s()  # at once: a host timer's last window closes at this wait
     measure_end = time.time()
     cpu_s = time.process_time() - cpu0
     losses = trainer.loss_values(handles)
     _check_finite(losses, first_step=warmup_steps + 1)
     return Measurement(first_step_s, warmup_s, warmup_steps, measure_start, measure_end,
-                       timer.elapsed_s(), losses, cpu_s)
+                       step_times, losses, cpu_s)
