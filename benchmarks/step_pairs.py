@@ -10,8 +10,9 @@ interval (analysis/paired.py). Pairs are added until the interval is narrower th
 `--resolve` or the time budget ends.
 
 What the pairs cannot see is measured directly and added as fixed costs per step:
-  sync      the wait rigbench's timer adds after every step (the bare loop waits once at the
-            end): `trainer.synchronize()` on a step already finished;
+  sync      the wait rigbench's timer adds once per window of about 0.1 s of steps (the bare
+            loop waits once at the end; frameworks/host_timer.py): `trainer.synchronize()` on a
+            step already finished, which self_check.py shares among a window's steps;
   protocol  the protocol's own bookkeeping per timed step (self_check.harness_costs);
   tracker   the CPU the parent's sampling thread takes, as a share of the trial's threads.
 

@@ -26,5 +26,9 @@ def test_torch_and_jax_run_the_threads_asked_for_above_the_cores(tmp_path, caplo
         assert r.status == "ok", r.error
         assert r.threads == threads and r.software["num_threads"] == threads, r.spec.framework
         assert f" t{threads}" in r.spec.label() and r.row()["threads"] == threads
+    # how the steps were timed, where the device is asynchronous (frameworks/host_timer.py)
+    torch, jax = results
+    assert "timer" not in torch.software
+    assert jax.software["timer"] == "host clock, a wait for the device per 0.1 s window of steps"
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and f"--threads {threads} is more than the {threads - 2} CPUs" in warnings[0]

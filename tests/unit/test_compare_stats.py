@@ -119,6 +119,18 @@ def test_different_versions_are_incomparable_unless_asked():
     assert pair.notes == ["versions differ: torch 2.13.0 -> 2.4.0"]
 
 
+def test_trials_timed_differently_are_incomparable_and_say_how():
+    """A JAX trial from before the host timer's windows (no "timer" stored: a wait after every
+    step) against one after: the speed-up would be the timer's (docs/results/gpu-h200-timers.md)."""
+    rng = np.random.default_rng(6)
+    windowed = {**SOFTWARE, "timer": "host clock, a wait for the device per 0.1 s window of steps"}
+    a = [make(_times(rng, 0.12))]
+    b = [make(_times(rng, 0.10), software=windowed, run_id="b")]
+    (pair,) = compare_results(a, b, same_machine=True).pairs
+    assert pair.verdict == "incomparable"
+    assert "software differs: timer (none) -> host clock, a wait for the device per 0.1 s window" in pair.reason
+
+
 def test_gpu_library_versions_do_not_matter_on_the_cpu():
     rng = np.random.default_rng(5)
     a = [make(_times(rng, 0.1))]
@@ -128,7 +140,7 @@ def test_gpu_library_versions_do_not_matter_on_the_cpu():
     gpu_a = [make(_times(rng, 0.1), device="cuda:0")]
     gpu_b = [make(_times(rng, 0.1), device="cuda:0", software={**SOFTWARE, "cuda": "12.4"}, run_id="b")]
     (pair,) = compare_results(gpu_a, gpu_b, same_machine=True).pairs
-    assert pair.verdict == "incomparable" and "cuda None -> 12.4" in pair.reason
+    assert pair.verdict == "incomparable" and "cuda (none) -> 12.4" in pair.reason
 
 
 def test_only_equal_configurations_pair_and_the_rest_is_listed_with_its_differences():

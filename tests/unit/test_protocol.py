@@ -202,3 +202,5 @@ def test_an_asynchronous_device_is_waited_for_once_a_window_not_after_every_step
     # last window's close (a few more where a loaded machine stretches the steps past 0.1 s)
     assert t.syncs <= 8, t.syncs
     assert all(s > 0 for s in m.step_times_s)
+    assert m.timer == "host clock, a wait for the device per 0.1 s window of steps"
+    assert measure(ScriptedTrainer(), opts()).timer is None, "a timer that does not say"

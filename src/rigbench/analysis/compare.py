@@ -185,13 +185,17 @@ def _label(r: Result, device: str | None = None) -> str:
 
 def version_differences(a: Result, b: Result) -> list[str]:
     """`torch 2.4.0 -> 2.13.0`-style lines for every version that differs between two results
-    (between two frameworks, of the libraries both have)."""
+    (between two frameworks, of the libraries both have); `(none)` where one side has none (e.g.
+    `timer`, stored since the host timer's windows)."""
     keys = sorted((set(a.software) | set(b.software)) - _NOT_VERSIONS)
     if a.spec.framework != b.spec.framework:  # each side's own framework libraries are expected
         keys = [k for k in keys if k in a.software and k in b.software]
     if a.spec.device == "cpu" and b.spec.device == "cpu":
         keys = [k for k in keys if k not in _GPU_LIBRARIES]
-    return [f"{k} {a.software.get(k)} -> {b.software.get(k)}" for k in keys
+    def shown(value: Any) -> Any:
+        return "(none)" if value is None else value
+
+    return [f"{k} {shown(a.software.get(k))} -> {shown(b.software.get(k))}" for k in keys
             if a.software.get(k) != b.software.get(k)]
 
 

@@ -35,6 +35,17 @@ class HostTimer:
         self._t0 = 0.0
         self._open = 0  # steps stopped in the window not yet closed
 
+    @property
+    def description(self) -> str | None:
+        """How the steps were timed, stored with the trial (software "timer") where the device is
+        asynchronous: a trial timed otherwise, such as one from before the windows, then differs
+        in software when compared. None on a synchronous device (timed as it always was)."""
+        if self._sync is None:
+            return None
+        if self._window_s <= 0:
+            return "host clock, a wait for the device after every step"
+        return f"host clock, a wait for the device per {self._window_s:g} s window of steps"
+
     def start(self) -> None:
         if self._open == 0:
             self._t0 = time.perf_counter()

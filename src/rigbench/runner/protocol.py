@@ -47,6 +47,8 @@ class Measurement:
     #: wall time, a figure meant to be less moved by other processes (on the 2-core dev VM it
     #: was not: docs/results/self_check.md).
     cpu_s: float | None = None
+    #: How the timer timed the steps, where it says (host_timer.HostTimer.description).
+    timer: str | None = None
 
 
 def _check_finite(losses: list[float], first_step: int) -> None:
@@ -148,4 +150,4 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     losses = trainer.loss_values(handles)
     _check_finite(losses, first_step=warmup_steps + 1)
     return Measurement(first_step_s, warmup_s, warmup_steps, measure_start, measure_end,
-                       step_times, losses, cpu_s)
+                       step_times, losses, cpu_s, getattr(timer, "description", None))
