@@ -72,13 +72,10 @@ def adapter(request):
 #: the analytic figure (workloads/flops.py), with the reason there. The analytic figure stays the
 #: one figure of record for MFU in every framework; this only keeps the counter check exact.
 FLOP_DIFFERENCES: dict[tuple[str, str], Callable[[dict], float]] = {
-    # JAX's G update computes only the gradients it uses; torch's autograd also computes D's
-    # weight gradients there and discards them, and the analytic figure counts them.
-    ("jax", "dcgan"): lambda options: -float(dcgan_discarded_d_weight_grad_flops(WORKLOADS["dcgan"].latent_size or 0)),
-    # The Keras family's GAN steps ask for G's gradients only in the G update, as JAX's does
-    # (tf.GradientTape.gradient, jax.vjp, torch.autograd.grad on G's weights).
-    **{(name, "dcgan"): lambda options: -float(dcgan_discarded_d_weight_grad_flops(WORKLOADS["dcgan"].latent_size or 0))
-       for name in ("tensorflow", "keras-jax", "keras-torch")},
+    # torch's autograd computes D's weight gradients in the G update and the step discards them;
+    # JAX, TensorFlow and the Keras family ask for G's gradients only (jax.vjp,
+    # tf.GradientTape.gradient, torch.autograd.grad on G's weights), as the analytic figure counts.
+    ("torch", "dcgan"): lambda options: float(dcgan_discarded_d_weight_grad_flops(WORKLOADS["dcgan"].latent_size or 0)),
 }
 
 #: Workloads whose loss over a few steps on one tiny batch is noise, not descent: catsdogs' dropout

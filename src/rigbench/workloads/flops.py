@@ -12,8 +12,12 @@ The convention is what torch's FlopCounterMode counts on the meta device
 - Forward, then backward: every weighted layer computes its weight gradient (= its forward
   FLOPs) and its input gradient (= its forward FLOPs again), except a layer whose input needs
   no gradient (the data, the GAN's noise, a detached tensor, the LSTM's zero initial state),
-  which computes no input gradient. Plain networks therefore cost 3x forward less the first
-  layer's forward.
+  which computes no input gradient, and a layer whose weights the update does not train (the
+  GAN's discriminator in the generator's update), which computes no weight gradient. Plain
+  networks therefore cost 3x forward less the first layer's forward. The figure is the work the
+  training step needs: work a framework does and throws away (torch's autograd computes the
+  discriminator's weight gradients in the generator's update) is not counted, so it shows as a
+  lower MFU.
 - A transposed convolution counts its multiply-adds per *input* position
   (c_in x c_out x k x k x h_in x w_in), which is what it computes.
 - Per sample = one training step's FLOPs / batch size (every counted op is linear in it).
@@ -229,25 +233,26 @@ def _lstm(workload: Workload, options: dict[str, Any]) -> float:
 
 
 def dcgan_discarded_d_weight_grad_flops(latent_size: int) -> int:
-    """The part of dcgan_train_flops that a step which skips D's weight gradients in the G
-    update never computes (Df): JAX computes only the gradients it uses, torch's autograd
-    computes them and the step throws them away (frameworks/jax/step.py)."""
+    """What a step that computes D's weight gradients in the G update does beyond
+    dcgan_train_flops (Df): torch's autograd computes them and the step throws them away; JAX,
+    TensorFlow and the Keras family ask for G's gradients only (frameworks/jax/step.py)."""
     return forward_flops(dcgan_discriminator())
 
 
 def dcgan_train_flops(latent_size: int) -> int:
     """One DCGAN step per real image: G(z) once; D on the real batch and on G(z) detached,
     backward through D only (the D update); D on G(z) again and backward through D and G
-    (the G update; autograd also computes D's weight gradients there, which the step then
-    discards, and they count). With Gf, Df the forward FLOPs and G1, D1 those of each
-    first layer: forward Gf + 3 Df; D update 2 Df (weights) + 2 (Df - D1) (inputs: neither
-    the data nor the detached G(z) needs one); G update Df + Df (D, weights and inputs),
-    Gf + Gf - G1 (G, weights and inputs but not z's): 3 Gf - G1 + 9 Df - 2 D1.
+    (the G update, which needs D's input gradients but not its weight gradients: see
+    dcgan_discarded_d_weight_grad_flops). With Gf, Df the forward FLOPs and G1, D1 those of
+    each first layer: forward Gf + 3 Df; D update 2 Df (weights) + 2 (Df - D1) (inputs:
+    neither the data nor the detached G(z) needs one); G update Df (D's inputs), Gf + Gf - G1
+    (G, weights and inputs but not z's): 3 Gf - G1 + 8 Df - 2 D1. (Until 2026-11-28 the figure
+    counted D's weight gradients in the G update too, 9 Df: torch's step, not the model's.)
     """
     gen, disc = dcgan_generator(latent_size), dcgan_discriminator()
     g_f, d_f = forward_flops(gen), forward_flops(disc)
     g_1, d_1 = forward_flops(gen[:1]), forward_flops(disc[:1])
-    return 3 * g_f - g_1 + 9 * d_f - 2 * d_1
+    return 3 * g_f - g_1 + 8 * d_f - 2 * d_1
 
 
 def _dcgan(workload: Workload, options: dict[str, Any]) -> float:
