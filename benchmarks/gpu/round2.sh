@@ -37,6 +37,11 @@
 #   keras-torch   cnn at b128 in Keras on torch, fp32 and bf16
 #   lease3        the third H200 lease (bounded at about 9 minutes): pytest, timers, pools,
 #                 keras-torch, layout
+#   rerun         cnn, resnet, lstm at b128 in torch and JAX, fp32 and bf16: the second lease's
+#                 JAX figures again with the windowed host timer (docs/results/gpu-h200-timers.md)
+#   maxbatch      max-batch of catsdogs (22 MiB a sample on the H100) in torch and JAX from b1024,
+#                 until an out-of-memory: whether the two searches stop at the same memory
+#   lease4        the next lease (about 9 minutes): timers, rerun, maxbatch, then pytest
 #   layout        resnet and cnn in torch at fp32 and bf16, NCHW and NHWC (--channels-last): whether
 #                 the layout rescues torch's bf16, slower than its fp32 on the H200
 #                 (docs/results/gpu-h200-frameworks.md)
@@ -52,7 +57,7 @@
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
-  "(tests pytest timers pools keras-torch lease3 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
+  "(tests pytest timers pools keras-torch lease3 rerun maxbatch lease4 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -93,6 +98,14 @@ subprocess.run([sys.executable, '-c', sys.argv[1]], env=env, check=True)" "$code
   keras-torch)
     run 90 sweep cnn -b "${BATCH:-128}" --precision fp32,bf16 --framework keras-torch ;;
   lease3) part pytest; part timers; part pools; part keras-torch; part layout ;;
+  rerun)
+    run 240 sweep cnn resnet lstm -b "${BATCH:-128}" --precision fp32,bf16 --framework torch,jax ;;
+  maxbatch)
+    for fw in torch jax; do
+      step timeout 100 rigbench max-batch catsdogs -d "$DEVICE" --framework $fw --start "${BATCH:-1024}" \
+        --tolerance 0.25 --timeout 40
+    done ;;
+  lease4) part timers; part rerun; part maxbatch; part pytest ;;
   tests)
     part pytest
     step timeout 60 rigbench devices
