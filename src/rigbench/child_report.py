@@ -32,6 +32,9 @@ class ChildReport(BaseModel):
     measure_start: float | None = None  # wall clock (time.time()) when timing began
     measure_end: float | None = None
     step_times_s: list[float] = Field(default_factory=list)
+    step_windows: list[int] = Field(
+        default_factory=list, description="steps timed together per window, in order (step_windows.py); "
+                                          "empty: each step timed alone")
     losses: list[float] = Field(default_factory=list)
     measure_cpu_s: float | None = None  # the process's CPU seconds over the timed steps
     allocator_peak_bytes: int | None = None

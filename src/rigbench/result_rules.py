@@ -64,9 +64,10 @@ def result_problems(result: Result) -> list[str]:
 
 def _raw_step_problems(result: Result) -> list[str]:
     """An ok speed or probe trial's figures against its own raw step times: the median is
-    theirs, and the CI (a bootstrap of their median) lies between the global batch over the
-    slowest and over the fastest step. An imported CI of [1, 1e308] drew error bars to 1e308."""
-    steps, m = result.step_times_s, result.metrics
+    theirs (one figure per window where steps were timed together: Result.timing_samples), and
+    the CI (a bootstrap of their median) lies between the global batch over the slowest and over
+    the fastest step. An imported CI of [1, 1e308] drew error bars to 1e308."""
+    steps, m = result.timing_samples(), result.metrics
     if protocol_speed(result) is None or not steps or not all(math.isfinite(t) and t > 0 for t in steps):
         return []
     problems = []

@@ -16,6 +16,7 @@ from rigbench.compile_modes import CompileMode, compile_label, compile_mode
 from rigbench.metrics import METRIC_NAMES, Metrics
 from rigbench.numlimits import INPUT, Int64, Seconds
 from rigbench.rank_record import RankRecord
+from rigbench.step_windows import timing_samples
 from rigbench.workloads import WORKLOADS
 
 #: Bumped whenever a stored Result changes meaning; stored with every database.
@@ -331,6 +332,9 @@ class Result(BaseModel):
     metrics: Metrics = Field(default_factory=Metrics)
     software: dict[str, Any] = Field(default_factory=dict)
     step_times_s: list[float] = Field(default_factory=list)
+    step_windows: list[int] = Field(
+        default_factory=list, description="steps timed together per window, in order (rigbench/step_windows.py: "
+                                          "a host timer on an asynchronous device); empty: each step timed alone")
     tracker_samples: list[dict[str, float | None]] = Field(default_factory=list)
     epoch_records: list[EpochRecord] = Field(default_factory=list)
     loss_curve: list[float] = Field(default_factory=list)
@@ -346,6 +350,11 @@ class Result(BaseModel):
         if isinstance(spec, dict) and "workload_revision" not in spec:
             spec = {**spec, "workload_revision": 1}
         return spec
+
+    def timing_samples(self) -> list[float]:
+        """One figure per measurement of the step time: per window where steps were timed
+        together, else per step (rigbench/step_windows.py). Intervals and tests take these."""
+        return timing_samples(self.step_times_s, self.step_windows)
 
     def row(self) -> dict[str, Any]:
         """The flat record that `--json` and `results export` print (documented in README):

@@ -30,5 +30,6 @@ def test_torch_and_jax_run_the_threads_asked_for_above_the_cores(tmp_path, caplo
     torch, jax = results
     assert "timer" not in torch.software
     assert jax.software["timer"] == "host clock, a wait for the device per 0.1 s window of steps"
+    assert torch.step_windows == [] and jax.step_windows and sum(jax.step_windows) == len(jax.step_times_s)
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and f"--threads {threads} is more than the {threads - 2} CPUs" in warnings[0]

@@ -31,10 +31,20 @@ def test_a_synchronous_device_is_timed_step_by_step_without_the_gaps_between_ste
         clock.now += seconds
         timer.stop()
         clock.now += 1.0  # the loop's own work between steps is no step's time
-    assert timer.elapsed_s() == pytest.approx([0.01, 0.02, 0.03])
+    assert timer.elapsed_s() == pytest.approx([0.01, 0.02, 0.03]) and timer.windows == []
+
+
+def timer_windows(clock: Clock, window_s: float) -> list[int]:
+    _, _, windows = _run(clock, window_s)
+    return windows
 
 
 def _queued_steps(clock: Clock, window_s: float, steps: int = 12) -> tuple[list[float], int]:
+    times, waits, _ = _run(clock, window_s, steps)
+    return times, waits
+
+
+def _run(clock: Clock, window_s: float, steps: int = 12) -> tuple[list[float], int, list[int]]:
     """`steps` steps on a modelled asynchronous device: the host takes 1 ms to queue a step,
     which the device then runs for 4 ms once it is free; a wait lasts until the device is done.
     (step times, waits)."""
@@ -52,7 +62,7 @@ def _queued_steps(clock: Clock, window_s: float, steps: int = 12) -> tuple[list[
         clock.now += 0.001
         device_done = max(device_done, clock.now) + 0.004
         timer.stop()
-    return timer.elapsed_s(), waits
+    return timer.elapsed_s(), waits, timer.windows
 
 
 def test_a_wait_after_every_step_adds_the_hosts_queueing_to_the_devices_time(clock):
@@ -68,6 +78,8 @@ def test_an_asynchronous_device_is_waited_for_once_a_window_each_step_getting_th
     assert times[:5] == pytest.approx([0.005] + [0.017 / 4] * 4)
     assert sum(times) == pytest.approx(clock.now), "every moment from the first start to the last wait"
     assert max(times[1:]) < 0.005, "below a wait per step: the host queued the next steps while the device ran"
+    assert timer_windows(clock, 0.02) == [1, 4, 5, 2]
+    assert timer_windows(clock, 0.0) == [], "every step timed alone: no windows to keep"
 
 
 def test_a_partial_window_closes_once_with_every_step_counted(clock):

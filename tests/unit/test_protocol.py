@@ -203,4 +203,5 @@ def test_an_asynchronous_device_is_waited_for_once_a_window_not_after_every_step
     assert t.syncs <= 8, t.syncs
     assert all(s > 0 for s in m.step_times_s)
     assert m.timer == "host clock, a wait for the device per 0.1 s window of steps"
+    assert sum(m.step_windows) == 300 and m.step_windows[0] == 1, m.step_windows
     assert measure(ScriptedTrainer(), opts()).timer is None, "a timer that does not say"

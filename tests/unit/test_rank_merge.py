@@ -26,6 +26,14 @@ def test_a_step_lasts_as_long_as_its_slowest_rank():
     assert (merged.rank, merged.world_size) == (0, 2)
 
 
+def test_steps_timed_in_windows_keep_windows_cut_at_every_ranks_boundary():
+    merged = merge_reports([rank(0, [0.1, 0.2, 0.2, 0.2], step_windows=[1, 3]),
+                            rank(1, [0.1, 0.1, 0.3, 0.3], step_windows=[2, 2])])
+    assert merged.step_times_s == [0.1, 0.2, 0.3, 0.3] and merged.step_windows == [1, 1, 2]
+    crashed = merge_reports([rank(0, [0.1, 0.1], step_windows=[2]), rank(1, [0.1], step_windows=[1])])
+    assert crashed.status == "crash" and crashed.step_windows == []
+
+
 def test_losses_and_description_from_rank_0_peaks_and_window_over_every_rank():
     r0 = rank(0, [0.1], losses=[2.0, 1.5], loss_curve=[2.0], params=10, device_name="cuda0", threads=4,
               software={"torch": "2"}, measure_start=100.0, measure_end=110.0, allocator_peak_bytes=300,

@@ -200,8 +200,9 @@ def version_differences(a: Result, b: Result) -> list[str]:
 
 
 def _speed(r: Result) -> float:
-    """samples/s of a trial with step times: batch / median step time."""
-    return r.spec.batch_size / median(r.step_times_s)
+    """samples/s of a trial with step times: batch / median step time (one figure per window
+    where steps were timed together: Result.timing_samples)."""
+    return r.spec.batch_size / median(r.timing_samples())
 
 
 def _side(trials: Sequence[Result]) -> Side:
@@ -214,7 +215,7 @@ def _side(trials: Sequence[Result]) -> Side:
     r = trials[-1]
     if r.status != "ok" or len(r.step_times_s) == 0:
         return Side(r)
-    low, high = bootstrap_ci(r.step_times_s, resamples=RESAMPLES, seed=SEED)
+    low, high = bootstrap_ci(r.timing_samples(), resamples=RESAMPLES, seed=SEED)
     batch = r.spec.batch_size
     return Side(r, _speed(r), (batch / high, batch / low))
 
@@ -351,13 +352,17 @@ def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, acr
         pair.verdict, pair.ratio, pair.ratio_ci = judged["verdict"], judged["ratio"], judged["ratio_ci"]
         pair.notes.append(f"judged on trials: {len(side_a.trials)} in A, {len(side_b.trials)} in B")
         return pair
-    sig = significance(ra.step_times_s, rb.step_times_s, alpha)
+    sig = significance(ra.timing_samples(), rb.timing_samples(), alpha)
     pair.verdict, pair.ratio, pair.ratio_ci = sig["verdict"], sig["ratio"], sig["ratio_ci"]
     pair.p_value, pair.u = sig["p_value"], sig["u"]
-    n1, n2 = len(ra.step_times_s), len(rb.step_times_s)
+    n1, n2 = len(ra.timing_samples()), len(rb.timing_samples())
     smallest_p = 2 / math.comb(n1 + n2, n1)  # exact test, complete separation
     if sig["verdict"] == "no change" and sig["p_value"] < alpha:
         pair.reason = "p < alpha but the median CIs overlap"
+    elif sig["verdict"] == "no change" and smallest_p >= alpha and (ra.step_windows or rb.step_windows):
+        pair.reason = (f"too few windows of steps ({n1} and {n2}; steps timed together count once) to ever "
+                       f"reach p < {alpha}: the smallest possible p is {smallest_p:.2g}; time longer "
+                       "(e.g. --seconds 5: a window is about 0.1 s)")
     elif sig["verdict"] == "no change" and smallest_p >= alpha:
         pair.reason = (f"too few steps ({n1} and {n2}) to ever reach p < {alpha}: the smallest "
                        f"possible p is {smallest_p:.2g}; time more steps (e.g. --steps 10)")

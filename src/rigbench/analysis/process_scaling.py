@@ -98,7 +98,7 @@ def _against(row: ProcessRow, r: Result, base: Result) -> None:
         row.speedup = row.samples_per_s / base_speed
         row.efficiency = row.speedup / n
         if base.step_times_s and r.step_times_s:
-            low, high = ratio_ci(base.step_times_s, r.step_times_s)
+            low, high = ratio_ci(base.timing_samples(), r.timing_samples())
             row.efficiency_ci = (low * scale, high * scale)
     base_step = (base.metrics.step_time_ms_median or 0.0) / 1e3
     compute = base_step * row.batch_per_rank / base.spec.batch_size

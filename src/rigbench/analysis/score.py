@@ -137,8 +137,9 @@ def suite_results(results: Iterable[Result], cls: str, version: str = SUITE_VERS
 
 
 def trial_speed(r: Result) -> float:
-    """samples/s from the raw step times: batch / median step time (one process: the suite's)."""
-    return r.spec.batch_size / median(r.step_times_s)
+    """samples/s from the raw step times: batch / median step time (one process: the suite's;
+    one figure per window where steps were timed together, Result.timing_samples)."""
+    return r.spec.batch_size / median(r.timing_samples())
 
 
 @dataclass
@@ -250,7 +251,7 @@ def resampled_speeds(trials: Sequence[Result], rng: np.random.Generator, resampl
 
 
 def _resampled_speed(r: Result, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    times = np.asarray(r.step_times_s, dtype=float)
+    times = np.asarray(r.timing_samples(), dtype=float)
     return r.spec.batch_size / np.median(times[rng.integers(0, times.size, size=(resamples, times.size))], axis=1)
 
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rigbench.step_windows import timing_samples
+
 #: Coefficient of variation above which a result is flagged noisy.
 NOISY_CV = 0.10
 
@@ -115,20 +117,25 @@ def bootstrap_ci(values: Sequence[float], stat=np.median, confidence: float = 0.
     return float(low), float(high)
 
 
-def throughput_summary(step_times_s: Sequence[float], batch_size: int) -> dict[str, float | bool | int]:
+def throughput_summary(step_times_s: Sequence[float], batch_size: int,
+                       windows: Sequence[int] = ()) -> dict[str, float | bool | int]:
     """Summary of timed steps: median/IQR step time (ms), samples/s with its 95% CI, noise.
 
     samples/s is batch / median step time; its CI is the bootstrap CI of the median step
-    time mapped through the same formula (a slower step gives the lower bound).
+    time mapped through the same formula (a slower step gives the lower bound). Where steps
+    were timed together in `windows` (rigbench/step_windows.py), the median, interval, spread
+    and noise are over the windows' means, one figure per measurement; the mean and the count
+    are over steps.
     """
     if len(step_times_s) == 0:
         raise ValueError("no step times")
-    med = median(step_times_s)
-    low, high = bootstrap_ci(step_times_s)
-    cv = coefficient_of_variation(step_times_s)
+    samples = timing_samples(step_times_s, windows)
+    med = median(samples)
+    low, high = bootstrap_ci(samples)
+    cv = coefficient_of_variation(samples)
     return {
         "step_time_ms_median": med * 1e3,
-        "step_time_ms_iqr": iqr(step_times_s) * 1e3,
+        "step_time_ms_iqr": iqr(samples) * 1e3,
         "step_time_ms_mean": mean(step_times_s) * 1e3,
         "step_time_cv": cv,
         "noisy": cv > NOISY_CV,

@@ -34,6 +34,7 @@ class HostTimer:
         self._times: list[float] = []
         self._t0 = 0.0
         self._open = 0  # steps stopped in the window not yet closed
+        self._windows: list[int] = []  # steps per closed window, in order
 
     @property
     def description(self) -> str | None:
@@ -62,6 +63,7 @@ class HostTimer:
             self._sync()
         mean = (time.perf_counter() - self._t0) / self._open
         self._times.extend([mean] * self._open)
+        self._windows.append(self._open)
         self._open = 0
         if mean > 0:
             self._window_steps = max(1, math.ceil(self._window_s / mean))
@@ -69,3 +71,9 @@ class HostTimer:
     def elapsed_s(self) -> list[float]:
         self._close()
         return list(self._times)
+
+    @property
+    def windows(self) -> list[int]:
+        """Steps per window, in order, after `elapsed_s` (rigbench/step_windows.py); empty where
+        every step was timed alone."""
+        return [] if all(n == 1 for n in self._windows) else list(self._windows)

@@ -76,7 +76,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
     elif spec.lr_find is not None:
         _add_lr_find_metrics(metrics, spec.lr_find, report)
     elif report.status == "ok" and report.step_times_s:
-        summary = throughput_summary(report.step_times_s, global_batch(spec))
+        summary = throughput_summary(report.step_times_s, global_batch(spec), report.step_windows)
         for key in summary.keys() & set(METRIC_NAMES):  # the statistics that are metrics
             setattr(metrics, key, summary[key])
         metrics.samples_per_s_ci = (summary["samples_per_s_ci_low"], summary["samples_per_s_ci_high"])
@@ -101,6 +101,7 @@ def build_result(spec: TrialSpec, outcome: Outcome, run_id: str) -> Result:
         metrics=metrics,
         software=report.software,
         step_times_s=report.step_times_s,
+        step_windows=report.step_windows,
         tracker_samples=outcome.samples,
         epoch_records=report.epochs,
         loss_curve=report.loss_curve,

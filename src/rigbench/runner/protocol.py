@@ -49,6 +49,8 @@ class Measurement:
     cpu_s: float | None = None
     #: How the timer timed the steps, where it says (host_timer.HostTimer.description).
     timer: str | None = None
+    #: Steps timed together per window, where the timer waited once per window (step_windows.py).
+    step_windows: list[int] = field(default_factory=list)
 
 
 def _check_finite(losses: list[float], first_step: int) -> None:
@@ -150,4 +152,5 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     losses = trainer.loss_values(handles)
     _check_finite(losses, first_step=warmup_steps + 1)
     return Measurement(first_step_s, warmup_s, warmup_steps, measure_start, measure_end,
-                       step_times, losses, cpu_s, getattr(timer, "description", None))
+                       step_times, losses, cpu_s, getattr(timer, "description", None),
+                       list(getattr(timer, "windows", [])))

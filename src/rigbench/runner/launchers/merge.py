@@ -7,6 +7,8 @@ cannot take the others' records with it. The trial's report follows these rules:
 - A synchronous step lasts as long as its slowest rank: step i of the trial is the maximum
   over ranks of their step i. The ranks must have timed the same number of steps (they agree
   on it in the protocol); if not, the trial is a `crash` that says which ranks disagree.
+  Where the ranks timed steps in windows (step_windows.py), the trial's windows are cut at every
+  rank's window boundary.
 - The trial is `ok` only if every rank is; otherwise it takes the first failing rank's status
   (in rank order) and its error, prefixed "rank N: ", passing over ranks marked `collateral`
   (stopped because another rank failed or hung) unless no other rank failed.
@@ -27,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from rigbench.child_report import ChildReport
+from rigbench.step_windows import common_windows
 
 #: an int field (allocator bytes) stays an int, a float one a float
 Number = TypeVar("Number", int, float)
@@ -44,7 +47,8 @@ def merge_reports(reports: Sequence[ChildReport]) -> ChildReport:
         "world_size": len(reports),
         # zip stops at the shortest rank: only a failed trial can get here with unequal counts
         # (checked below for one that did not fail), where the common steps are still worth keeping.
-        "step_times_s": [max(times) for times in zip(*(r.step_times_s for r in reports))],
+        "step_times_s": (steps := [max(times) for times in zip(*(r.step_times_s for r in reports))]),
+        "step_windows": common_windows([r.step_windows for r in reports], len(steps)),
         "measure_start": _least(r.measure_start for r in reports),
         "measure_end": _most(r.measure_end for r in reports),
         "allocator_peak_bytes": _most(r.allocator_peak_bytes for r in reports),
@@ -63,7 +67,7 @@ def merge_reports(reports: Sequence[ChildReport]) -> ChildReport:
                       diverged_at_step=report.diverged_at_step, diverged_at_epoch=report.diverged_at_epoch)
     elif disagreement := step_count_disagreement(reports):
         # A step time of ranks that did not step together is no step time: none is kept.
-        update.update(status="crash", error=disagreement, step_times_s=[])
+        update.update(status="crash", error=disagreement, step_times_s=[], step_windows=[])
     # deep: the trial's report shares no list or dict with rank 0's
     return reports[0].model_copy(update=update, deep=True)
 
