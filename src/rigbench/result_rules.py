@@ -52,6 +52,10 @@ def result_problems(result: Result) -> list[str]:
     if bad_step is not None:
         problems.append(f"step_times_s[{bad_step}]: a step time must be at least {MIN_STEP_S:g} s, "
                         f"got {result.step_times_s[bad_step]:g}")
+    windows, steps = result.step_windows, len(result.step_times_s)
+    if windows and (min(windows) < 1 or sum(windows) != steps):
+        problems.append(f"step_windows: {len(windows)} windows of {sum(windows)} steps in all do not divide the "
+                        f"{steps} step times into windows of at least one step")
     median_ms = result.metrics.step_time_ms_median
     if median_ms is not None and math.isfinite(median_ms) and not median_ms >= MIN_STEP_S * 1e3:
         problems.append(f"metrics.step_time_ms_median: must be at least {MIN_STEP_S * 1e3:g} ms, got {median_ms:g}")

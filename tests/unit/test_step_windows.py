@@ -8,6 +8,7 @@ import pytest
 
 from rigbench.analysis.compare import compare_results
 from rigbench.analysis.stats import bootstrap_ci, throughput_summary
+from rigbench.result_rules import result_problems
 from rigbench.spec import Result, TrialSpec
 from rigbench.step_windows import common_windows, timing_samples
 from rigbench.store import Store
@@ -66,6 +67,16 @@ def test_a_comparison_tests_windows_so_three_a_side_can_never_be_significant():
     a.step_windows, b.step_windows = [], []
     (pair,) = compare_results([a], [b], same_machine=True).pairs
     assert pair.verdict == "faster", "the same copies read as 150 steps a side"
+
+
+@pytest.mark.parametrize("windows", [[2, 2], [3, 0, 2]])
+def test_a_result_whose_windows_do_not_divide_its_steps_is_refused_naming_the_field(windows):
+    result = _result([0.1, 0.1, 0.1], windows, run_id="a")
+    assert [p for p in result_problems(result) if p.startswith("step_windows:")] == [
+        f"step_windows: {len(windows)} windows of {sum(windows)} steps in all do not divide the 3 step times "
+        "into windows of at least one step"]
+    assert not [p for p in result_problems(_result([0.1, 0.1, 0.1], [1, 2], run_id="a"))
+                if p.startswith("step_windows")]
 
 
 def test_windows_are_stored_with_the_trial(tmp_path):
