@@ -41,7 +41,8 @@
 #                 JAX figures again with the windowed host timer (docs/results/gpu-h200-timers.md)
 #   maxbatch      max-batch of catsdogs (22 MiB a sample on the H100) in torch and JAX from b1024,
 #                 until an out-of-memory: whether the two searches stop at the same memory
-#   lease4        the next lease (about 9 minutes): timers, rerun, maxbatch, then pytest
+#   lease4        the next lease's first call (about 7 minutes): timers, rerun, pytest; then, in a
+#                 second call on the warm machine if the lease has 4 minutes left, maxbatch
 #   layout        resnet and cnn in torch at fp32 and bf16, NCHW and NHWC (--channels-last): whether
 #                 the layout rescues torch's bf16, slower than its fp32 on the H200
 #                 (docs/results/gpu-h200-frameworks.md)
@@ -105,7 +106,7 @@ subprocess.run([sys.executable, '-c', sys.argv[1]], env=env, check=True)" "$code
       step timeout 100 rigbench max-batch catsdogs -d "$DEVICE" --framework $fw --start "${BATCH:-1024}" \
         --tolerance 0.25 --timeout 40
     done ;;
-  lease4) part timers; part rerun; part maxbatch; part pytest ;;
+  lease4) part timers; part rerun; part pytest ;;
   tests)
     part pytest
     step timeout 60 rigbench devices
