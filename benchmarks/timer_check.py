@@ -14,8 +14,10 @@ Per case, in a fresh process with the adapter's environment, on one rigbench tra
   free      N more steps queued back to back with one wait at the end (each framework's
             documented loop): recorded / free above 1 is the share by which the recorded speed
             understates a loop that never waits; waited / free, what a wait per step costs.
+The three loops run in `--rounds` rounds, their order rotating (the first loop after the
+warm-up can still be warming up), and each figure sums its rounds.
 
-Usage: python benchmarks/timer_check.py [--device cuda:0] [--steps 50]
+Usage: python benchmarks/timer_check.py [--device cuda:0] [--steps 50] [--rounds 3]
                                         [--cases torch:cnn:128,jax:cnn:128,keras-jax:cnn:128]
 One JSON line per case: framework, workload, batch, steps, recorded_s, bracket_s, waited_s, free_s
 and the three ratios.
@@ -40,8 +42,33 @@ def _spec(framework: str, workload: str, batch: int, device: str) -> Any:
     return TrialSpec(workload=workload, framework=framework, device=device, batch_size=batch)
 
 
-def measure(framework: str, workload: str, batch: int, device: str, steps: int) -> dict[str, Any]:
-    """The three clocks over one trainer (the module doc); runs in the adapter's environment."""
+def _timed(trainer: Any, steps: int, timer: Any) -> tuple[float, float]:
+    """(the sum of what `timer` records over `steps` steps bracketed as the protocol brackets
+    them, one host clock around them with a wait for the device at both ends)."""
+    trainer.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        timer.start()
+        trainer.step()
+        timer.stop()
+    trainer.synchronize()
+    bracket = time.perf_counter() - t0
+    return sum(timer.elapsed_s()), bracket
+
+
+def _free(trainer: Any, steps: int) -> float:
+    trainer.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        trainer.step()
+    trainer.synchronize()
+    return time.perf_counter() - t0
+
+
+def measure(framework: str, workload: str, batch: int, device: str, steps: int, rounds: int) -> dict[str, Any]:
+    """The clocks over one trainer (the module doc), in `rounds` rounds whose order rotates (the
+    first loop after the warm-up may still be warming up); each figure sums its rounds. Runs in
+    the adapter's environment."""
     from rigbench.frameworks import load_adapter
     from rigbench.frameworks.host_timer import HostTimer
     from rigbench.workloads import get_workload
@@ -51,34 +78,31 @@ def measure(framework: str, workload: str, batch: int, device: str, steps: int) 
     trainer = adapter.build(_spec(framework, workload, batch, device), get_workload(workload))
     for _ in range(5):  # warm-up: compilation, autotuning, the allocator's growth
         trainer.step()
-    trainer.synchronize()
-    timer = trainer.step_timer()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        timer.start()
-        trainer.step()
-        timer.stop()
-    trainer.synchronize()
-    bracket = time.perf_counter() - t0
-    recorded = sum(timer.elapsed_s())
-    waited = HostTimer(trainer.synchronize, window_s=0.0)
-    for _ in range(steps):
-        waited.start()
-        trainer.step()
-        waited.stop()
-    waited_s = sum(waited.elapsed_s())
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        trainer.step()
-    trainer.synchronize()
-    free = time.perf_counter() - t0
+    totals = dict.fromkeys(("recorded", "bracket", "waited", "free"), 0.0)
+
+    def recorded() -> None:
+        got = _timed(trainer, steps, trainer.step_timer())
+        totals["recorded"] += got[0]
+        totals["bracket"] += got[1]
+
+    def waited() -> None:
+        totals["waited"] += _timed(trainer, steps, HostTimer(trainer.synchronize, window_s=0.0))[0]
+
+    def free() -> None:
+        totals["free"] += _free(trainer, steps)
+
+    loops = [recorded, waited, free]
+    for r in range(rounds):
+        for loop in loops[r % 3:] + loops[:r % 3]:
+            loop()
     return {"framework": framework, "workload": workload, "batch": batch, "device": trainer.device_name,
-            "steps": steps, "recorded_s": recorded, "bracket_s": bracket, "waited_s": waited_s, "free_s": free,
-            "recorded_over_bracket": recorded / bracket, "recorded_over_free": recorded / free,
-            "waited_over_free": waited_s / free}
+            "steps": steps * rounds, **{f"{k}_s": v for k, v in totals.items()},
+            "recorded_over_bracket": totals["recorded"] / totals["bracket"],
+            "recorded_over_free": totals["recorded"] / totals["free"],
+            "waited_over_free": totals["waited"] / totals["free"]}
 
 
-def run_case(case: str, device: str, steps: int) -> dict[str, Any]:
+def run_case(case: str, device: str, steps: int, rounds: int) -> dict[str, Any]:
     """`measure` for FRAMEWORK:WORKLOAD:BATCH in a child process (the environment is read once,
     when the framework loads)."""
     from rigbench.frameworks import load_adapter
@@ -86,7 +110,7 @@ def run_case(case: str, device: str, steps: int) -> dict[str, Any]:
     framework, workload, batch = case.split(":")
     env = {**os.environ, **load_adapter(framework).environment(_spec(framework, workload, int(batch), device))}
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", case, "--device", device,
-                           "--steps", str(steps)], capture_output=True, text=True, env=env)
+                           "--steps", str(steps), "--rounds", str(rounds)], capture_output=True, text=True, env=env)
     if done.returncode != 0:
         return {"case": case, "error": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -95,16 +119,17 @@ def run_case(case: str, device: str, steps: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda:0")
-    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--steps", type=int, default=50, help="steps per loop and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the three loops, their order rotating")
     parser.add_argument("--cases", default=DEFAULT_CASES, help="FRAMEWORK:WORKLOAD:BATCH, comma-separated")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         framework, workload, batch = args.one.split(":")
-        print(json.dumps(measure(framework, workload, int(batch), args.device, args.steps)))
+        print(json.dumps(measure(framework, workload, int(batch), args.device, args.steps, args.rounds)))
         return
     for case in args.cases.split(","):
-        print(json.dumps(run_case(case, args.device, args.steps)), flush=True)
+        print(json.dumps(run_case(case, args.device, args.steps, args.rounds)), flush=True)
 
 
 if __name__ == "__main__":
