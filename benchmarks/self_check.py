@@ -38,7 +38,6 @@ Usage: python benchmarks/self_check.py [--rounds 4] [--steps 30] [--threads 2] [
 from __future__ import annotations
 
 import argparse
-import math
 import tempfile
 import time
 
@@ -48,7 +47,7 @@ from step_pairs import run_pairs
 from rigbench import api
 from rigbench.analysis.paired import PairedRatio, paired_ratio, ratio_over_processes
 from rigbench.frameworks import installed_frameworks, load_adapter
-from rigbench.frameworks.host_timer import WINDOW_S
+from rigbench.frameworks.host_timer import steps_per_window
 from rigbench.spec import MeasureOptions, TrialSpec
 
 FIGURES = ("cpu", "wall", "min")
@@ -101,7 +100,7 @@ def check(spec: TrialSpec, rounds: int, steps: int, db: str, fixed_s: float, tra
     step = ratio_over_processes([r.ratio for r in per_process])
     bare_step_s = sorted(found["bare"])[len(found["bare"]) // 2]
     # the timer's wait, once per window of steps (frameworks/host_timer.py), shared among them
-    wait_s = found["sync_s"] / max(1, math.ceil(WINDOW_S / bare_step_s))
+    wait_s = found["sync_s"] / steps_per_window(bare_step_s)
     extra = (fixed_s + wait_s) / bare_step_s + tracker_share  # fixed costs per step, as a share
     total = PairedRatio(step.ratio * (1 + extra), step.low * (1 + extra), step.high * (1 + extra), step.rounds)
     each = ", ".join(f"{r.ratio:.3f}" for r in per_process)

@@ -23,6 +23,7 @@ import statistics
 from typing import Any
 
 from rigbench.spec import Result
+from rigbench.step_windows import divides
 
 #: Result fields that are records rather than figures (see the module doc).
 _RECORDS = {"spec", "tracker_samples", "software"}
@@ -53,7 +54,7 @@ def result_problems(result: Result) -> list[str]:
         problems.append(f"step_times_s[{bad_step}]: a step time must be at least {MIN_STEP_S:g} s, "
                         f"got {result.step_times_s[bad_step]:g}")
     windows, steps = result.step_windows, len(result.step_times_s)
-    if windows and (min(windows) < 1 or sum(windows) != steps):
+    if windows and not divides(windows, steps):
         problems.append(f"step_windows: {len(windows)} windows of {sum(windows)} steps in all do not divide the "
                         f"{steps} step times into windows of at least one step")
     median_ms = result.metrics.step_time_ms_median

@@ -10,11 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
+def divides(windows: Sequence[int], steps: int) -> bool:
+    """Whether `windows` cut `steps` steps into windows of at least one step each."""
+    return all(n >= 1 for n in windows) and sum(windows) == steps
+
+
 def timing_samples(step_times: Sequence[float], windows: Sequence[int]) -> list[float]:
     """One figure per measurement: each window's mean step time, or each step's time where no
     windows were stored (a timer that times every step alone) or they do not add up to the
     steps (a bad row is read as per step, never refused)."""
-    if not windows or sum(windows) != len(step_times) or any(n < 1 for n in windows):
+    if not windows or not divides(windows, len(step_times)):
         return list(step_times)
     samples, start = [], 0
     for n in windows:
@@ -30,7 +35,7 @@ def common_windows(per_rank: Sequence[Sequence[int]], steps: int) -> list[int]:
     rank's windows do not cover the `steps`."""
     bounds: set[int] = set()
     for windows in per_rank:
-        if not windows or sum(windows) != steps:
+        if not windows or not divides(windows, steps):
             return []
         total = 0
         for n in windows:

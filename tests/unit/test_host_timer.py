@@ -34,20 +34,10 @@ def test_a_synchronous_device_is_timed_step_by_step_without_the_gaps_between_ste
     assert timer.elapsed_s() == pytest.approx([0.01, 0.02, 0.03]) and timer.windows == []
 
 
-def timer_windows(clock: Clock, window_s: float) -> list[int]:
-    _, _, windows = _run(clock, window_s)
-    return windows
-
-
-def _queued_steps(clock: Clock, window_s: float, steps: int = 12) -> tuple[list[float], int]:
-    times, waits, _ = _run(clock, window_s, steps)
-    return times, waits
-
-
-def _run(clock: Clock, window_s: float, steps: int = 12) -> tuple[list[float], int, list[int]]:
+def _queued_steps(clock: Clock, window_s: float, steps: int = 12) -> tuple[list[float], int, list[int]]:
     """`steps` steps on a modelled asynchronous device: the host takes 1 ms to queue a step,
     which the device then runs for 4 ms once it is free; a wait lasts until the device is done.
-    (step times, waits)."""
+    (step times, waits, the timer's windows)."""
     waits = 0
     device_done = 0.0
 
@@ -66,20 +56,20 @@ def _run(clock: Clock, window_s: float, steps: int = 12) -> tuple[list[float], i
 
 
 def test_a_wait_after_every_step_adds_the_hosts_queueing_to_the_devices_time(clock):
-    times, waits = _queued_steps(clock, window_s=0.0)
+    times, waits, windows = _queued_steps(clock, window_s=0.0)
     assert waits == 12 and times == pytest.approx([0.005] * 12)
+    assert windows == [], "every step timed alone: no windows to keep"
 
 
 def test_an_asynchronous_device_is_waited_for_once_a_window_each_step_getting_the_windows_mean(clock):
-    times, waits = _queued_steps(clock, window_s=0.02)
+    times, waits, windows = _queued_steps(clock, window_s=0.02)
     # windows of 1 step (5 ms: nothing known yet), 4 (ceil(20 / 5)): 1 ms to queue the first,
     # then 4 x 4 ms, and 5 (ceil(20 / 4.25)); the last two steps closed by elapsed_s
     assert waits == 4 and len(times) == 12
     assert times[:5] == pytest.approx([0.005] + [0.017 / 4] * 4)
     assert sum(times) == pytest.approx(clock.now), "every moment from the first start to the last wait"
     assert max(times[1:]) < 0.005, "below a wait per step: the host queued the next steps while the device ran"
-    assert timer_windows(clock, 0.02) == [1, 4, 5, 2]
-    assert timer_windows(clock, 0.0) == [], "every step timed alone: no windows to keep"
+    assert windows == [1, 4, 5, 2]
 
 
 def test_a_partial_window_closes_once_with_every_step_counted(clock):

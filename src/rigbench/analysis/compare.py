@@ -352,10 +352,11 @@ def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, acr
         pair.verdict, pair.ratio, pair.ratio_ci = judged["verdict"], judged["ratio"], judged["ratio_ci"]
         pair.notes.append(f"judged on trials: {len(side_a.trials)} in A, {len(side_b.trials)} in B")
         return pair
-    sig = significance(ra.timing_samples(), rb.timing_samples(), alpha)
+    a_samples, b_samples = ra.timing_samples(), rb.timing_samples()
+    sig = significance(a_samples, b_samples, alpha)
     pair.verdict, pair.ratio, pair.ratio_ci = sig["verdict"], sig["ratio"], sig["ratio_ci"]
     pair.p_value, pair.u = sig["p_value"], sig["u"]
-    n1, n2 = len(ra.timing_samples()), len(rb.timing_samples())
+    n1, n2 = len(a_samples), len(b_samples)
     smallest_p = 2 / math.comb(n1 + n2, n1)  # exact test, complete separation
     if sig["verdict"] == "no change" and sig["p_value"] < alpha:
         pair.reason = "p < alpha but the median CIs overlap"

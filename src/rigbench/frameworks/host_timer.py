@@ -13,6 +13,11 @@ from collections.abc import Callable
 WINDOW_S = 0.1
 
 
+def steps_per_window(step_s: float, window_s: float = WINDOW_S) -> int:
+    """How many steps of `step_s` seconds fill a window of `window_s` (at least one)."""
+    return max(1, math.ceil(window_s / step_s)) if step_s > 0 else 1
+
+
 class HostTimer:
     """Steps timed with time.perf_counter().
 
@@ -65,8 +70,7 @@ class HostTimer:
         self._times.extend([mean] * self._open)
         self._windows.append(self._open)
         self._open = 0
-        if mean > 0:
-            self._window_steps = max(1, math.ceil(self._window_s / mean))
+        self._window_steps = steps_per_window(mean, self._window_s)
 
     def elapsed_s(self) -> list[float]:
         self._close()

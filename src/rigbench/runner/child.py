@@ -240,12 +240,7 @@ def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     _describe_software(adapter, spec, workload, report)
     report.device_name = trainer.device_name
     m = measure(trainer, spec.measure)
-    report.first_step_s, report.warmup_s, report.warmup_steps = m.first_step_s, m.warmup_s, m.warmup_steps
-    report.measure_start, report.measure_end = m.measure_start, m.measure_end
-    report.step_times_s, report.losses, report.measure_cpu_s = m.step_times_s, m.losses, m.cpu_s
-    report.step_windows = m.step_windows
-    if m.timer:
-        report.software["timer"] = m.timer
+    m.record(report)
     report.allocator_peak_bytes = trainer.allocator_peak_bytes()
     report.capped_peak_bytes = capped_peak_bytes()
 

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rigbench.child_report import ChildReport
 from rigbench.errors import DivergedError
 from rigbench.frameworks.base import Trainer
 from rigbench.spec import MeasureOptions
@@ -51,6 +52,15 @@ class Measurement:
     timer: str | None = None
     #: Steps timed together per window, where the timer waited once per window (step_windows.py).
     step_windows: list[int] = field(default_factory=list)
+
+    def record(self, report: ChildReport) -> None:
+        """The measurement's figures into the child's `report` (one process or one rank)."""
+        report.first_step_s, report.warmup_s, report.warmup_steps = self.first_step_s, self.warmup_s, self.warmup_steps
+        report.measure_start, report.measure_end = self.measure_start, self.measure_end
+        report.step_times_s, report.losses, report.measure_cpu_s = self.step_times_s, self.losses, self.cpu_s
+        report.step_windows = self.step_windows
+        if self.timer:
+            report.software["timer"] = self.timer
 
 
 def _check_finite(losses: list[float], first_step: int) -> None:
@@ -153,4 +163,4 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     _check_finite(losses, first_step=warmup_steps + 1)
     return Measurement(first_step_s, warmup_s, warmup_steps, measure_start, measure_end,
                        step_times, losses, cpu_s, getattr(timer, "description", None),
-                       list(getattr(timer, "windows", [])))
+                       getattr(timer, "windows", []))

@@ -157,12 +157,7 @@ def measure_rank(build: Callable[[TrialSpec, Workload], Any], spec: TrialSpec, w
     cpu_before = sum(me.cpu_times()[:2])
     m = measure(beat.counting(trainer), spec.measure, agree=collective.agree)
     cpu_used = sum(me.cpu_times()[:2]) - cpu_before
-    report.first_step_s, report.warmup_s, report.warmup_steps = m.first_step_s, m.warmup_s, m.warmup_steps
-    report.measure_start, report.measure_end = m.measure_start, m.measure_end
-    report.step_times_s, report.losses, report.measure_cpu_s = m.step_times_s, m.losses, m.cpu_s
-    report.step_windows = m.step_windows
-    if m.timer:
-        report.software["timer"] = m.timer
+    m.record(report)
     report.allocator_peak_bytes = trainer.allocator_peak_bytes()
     # CPU time over the whole protocol (warm-up included) per second of it: the rank's
     # utilisation, on the tracker's scale (100 = every logical core busy).
