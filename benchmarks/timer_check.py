@@ -5,7 +5,8 @@ Per case, in a fresh process with the adapter's environment, on one rigbench tra
   recorded  the sum of the step times the trainer's own timer records over N steps, bracketed as
             runner/protocol.py brackets them (torch on CUDA: events, no host wait; JAX, Keras and
             TensorFlow: the host clock, with a wait for the device once per window of about
-            0.1 s of steps: frameworks/host_timer.py; before 2026-11-28, after every step);
+            0.1 s of steps, the first window sized from the warm-up's mean step:
+            frameworks/host_timer.py; before 2026-11-28, after every step);
   bracket   one perf_counter pair around those same N steps, the device waited for at both ends:
             recorded / bracket near 1 says the timer neither loses nor adds time between steps;
   waited    N more steps on the host clock with a wait for the device after every step (the
@@ -70,7 +71,7 @@ def measure(framework: str, workload: str, batch: int, device: str, steps: int, 
     first loop after the warm-up may still be warming up); each figure sums its rounds. Runs in
     the adapter's environment."""
     from rigbench.frameworks import load_adapter
-    from rigbench.frameworks.host_timer import HostTimer
+    from rigbench.frameworks.host_timer import HostTimer, expect_step
     from rigbench.workloads import get_workload
 
     adapter = load_adapter(framework)
@@ -78,10 +79,13 @@ def measure(framework: str, workload: str, batch: int, device: str, steps: int, 
     trainer = adapter.build(_spec(framework, workload, batch, device), get_workload(workload))
     for _ in range(5):  # warm-up: compilation, autotuning, the allocator's growth
         trainer.step()
+    warm_step_s = _free(trainer, 10) / 10  # as the protocol's warm-up tells the timer (expect_step)
     totals = dict.fromkeys(("recorded", "bracket", "waited", "free"), 0.0)
 
     def recorded() -> None:
-        got = _timed(trainer, steps, trainer.step_timer())
+        timer = trainer.step_timer()
+        expect_step(timer, warm_step_s)
+        got = _timed(trainer, steps, timer)
         totals["recorded"] += got[0]
         totals["bracket"] += got[1]
 

@@ -198,10 +198,14 @@ def test_an_asynchronous_device_is_waited_for_once_a_window_not_after_every_step
     t = AsynchronousTrainer()
     m = measure(t, opts(warmup_steps=1, min_steps=300))
     assert len(m.step_times_s) == 300 == len(m.losses)
-    # after the first step, after warm-up, the first window (one step), the final wait and the
-    # last window's close (a few more where a loaded machine stretches the steps past 0.1 s)
+    # after the first step, after warm-up, the final wait and the last window's close (a few
+    # more where a loaded machine stretches the steps past 0.1 s)
     assert t.syncs <= 8, t.syncs
     assert all(s > 0 for s in m.step_times_s)
     assert m.timer == "host clock, a wait for the device per 0.1 s window of steps"
-    assert sum(m.step_windows) == 300 and m.step_windows[0] == 1, m.step_windows
+    # the warm-up's mean step after the first (microseconds) sized the first window: no lone
+    # first step, whose dispatch and drain read as noise; for it a one-step warm-up (--quick)
+    # takes a second step where the timer windows, and only there
+    assert sum(m.step_windows) == 300 and m.step_windows[0] > 1, m.step_windows
+    assert m.warmup_steps == 2 and measure(ScriptedTrainer(), opts(warmup_steps=1)).warmup_steps == 1
     assert measure(ScriptedTrainer(), opts()).timer is None, "a timer that does not say"

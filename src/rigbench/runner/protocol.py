@@ -4,7 +4,8 @@
    step's time (allocation, kernel selection, compilation) is reported on its own.
 2. Timing: each step bracketed by the device's own timer (CUDA events on NVIDIA/ROCm, a
    host clock elsewhere, which on an asynchronous device waits for it once per window of
-   about 0.1 s of steps: frameworks/host_timer.py) until both `min_steps` and `min_seconds`
+   about 0.1 s of steps: frameworks/host_timer.py; the warm-up's mean step after the first
+   sizes the first window, so there the warm-up is at least two steps) until both `min_steps` and `min_seconds`
    are reached (or `max_steps`). Steps are queued without a host sync in between, and
    losses are read back once at the end, so the measurement adds no sync to every step.
 3. Non-finite losses (warm-up or timed) end the trial as `diverged`.
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from rigbench.child_report import ChildReport
 from rigbench.errors import DivergedError
 from rigbench.frameworks.base import Trainer
+from rigbench.frameworks.host_timer import expect_step, windowed
 from rigbench.spec import MeasureOptions
 
 
@@ -103,6 +105,10 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     number of steps agreed between the processes (see "Agreed steps"), never stops on this
     process's clock. Raises DivergedError."""
     clock = time.perf_counter
+    timer = trainer.step_timer()
+    # A windowed timer sizes its first window by the warm-up's mean step after the first
+    # (host_timer.py), so its warm-up takes a second step even where one was asked (--quick).
+    warmup_least = max(opts.warmup_steps, 2) if windowed(timer) else opts.warmup_steps
     start = clock()
     handles = [trainer.step()]
     trainer.synchronize()
@@ -111,7 +117,7 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     # is no step's time: the timed-steps estimate leaves it out.
     waited = 0.0
     if agree is None:
-        while len(handles) < opts.warmup_steps or clock() - start < opts.warmup_seconds:
+        while len(handles) < warmup_least or clock() - start < opts.warmup_seconds:
             handles.append(trainer.step())
     else:
         # At least two steps, so that the estimate leaves out the first one's start-up costs.
@@ -129,14 +135,14 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     warmup_steps = len(handles)
     _check_finite(trainer.loss_values(handles), first_step=1)
 
+    step_s = warmup_step_s(first_step_s, warmup_s - waited, warmup_steps)
     agreed: int | None = None
     if agree is not None:
-        step_s = warmup_step_s(first_step_s, warmup_s - waited, warmup_steps)
         estimate = steps_for(opts.min_seconds, step_s, opts.min_steps, opts.max_steps)
         agreed = _agreed(agree, estimate, at_least=1)
 
     trainer.reset_peak_memory()
-    timer = trainer.step_timer()
+    expect_step(timer, step_s)
     handles = []
     measure_start = time.time()
     cpu0 = time.process_time()

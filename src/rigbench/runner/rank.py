@@ -42,6 +42,7 @@ from rigbench.frameworks.base import (
     ReportChannel,
     no_data_parallel_reason,
 )
+from rigbench.frameworks.host_timer import expect_step
 from rigbench.ranks import NodeLaunch, RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.protocol import measure
@@ -164,11 +165,12 @@ def measure_rank(build: Callable[[TrialSpec, Workload], Any], spec: TrialSpec, w
     wall = m.warmup_s + (m.measure_end - m.measure_start)
     report.cpu_util_pct = 100.0 * cpu_used / wall / (psutil.cpu_count() or 1) if wall > 0 else None
     report.param_digest, report.param_sums = trainer.parameter_fingerprint()
-    report.nosync_step_times_s = _nosync_steps(trainer, min(len(m.step_times_s), NOSYNC_STEPS_MAX))
+    report.nosync_step_times_s = _nosync_steps(trainer, min(len(m.step_times_s), NOSYNC_STEPS_MAX),
+                                                statistics.median(m.step_times_s))
     return trainer
 
 
-def _nosync_steps(trainer: DataParallelTrainer, count: int) -> list[float]:
+def _nosync_steps(trainer: DataParallelTrainer, count: int, expected_s: float) -> list[float]:
     """`count` steps timed without gradient synchronisation, after one untimed (the replicas
     drift apart from here on: the fingerprint was taken before). No collective runs inside,
     so the ranks need not agree on the count."""
@@ -176,6 +178,7 @@ def _nosync_steps(trainer: DataParallelTrainer, count: int) -> list[float]:
         trainer.step()
         trainer.synchronize()
         timer = trainer.step_timer()
+        expect_step(timer, expected_s)
         for _ in range(count):
             timer.start()
             trainer.step()
