@@ -14,6 +14,7 @@ from rigbench.experiments.max_batch import (
     replay,
     round_batch,
 )
+from rigbench.experiments.max_batch_logic import falling_peak, fitted
 from rigbench.spec import Metrics, Result, TrialSpec
 
 
@@ -134,6 +135,50 @@ def test_outcome_as_json_lists_every_probe():
         (64, "ok", 360.0), (128, "oom", None)]
     assert (data["largest_ok"], data["smallest_oom"], data["recommended"]) == (64, 128, 64)
     assert data["limit_bytes"] == 1024 * MIB and data["stopped_by"] is None
+
+
+#: torch's catsdogs max-batch on an H200 (docs/results/gpu-h200-lease4.md): batch, NVML peak MiB;
+#: batches 3072 and 4096 ran out of memory.
+H200_CATSDOGS = [(1024, 133_794.0), (2048, 130_532.0), (2560, 136_542.0)]
+
+
+def gpu_probe(batch, peak_mib, device="cuda:0"):
+    spec = TrialSpec(workload="catsdogs", batch_size=batch, device=device)
+    return Result(id=batch, run_id="r", created_at="t", spec=spec, status="ok",
+                  metrics=Metrics(gpu_mem_peak_mib=peak_mib, capped_peak_mib=peak_mib))
+
+
+def test_a_peak_that_falls_as_the_batch_grows_on_a_gpu_gives_no_line_and_says_why():
+    """cuDNN's workspace takes what memory is free, so the line through these peaks read 128.5
+    GiB fixed + 1.078 MiB a sample, and `recommended` said the model itself left no room."""
+    points = [(b, mib * MIB) for b, mib in H200_CATSDOGS]
+    why = falling_peak(points)
+    assert why is not None and "from 133,794 MiB at batch 1024 to 130,532 MiB at 2048" in why
+    assert falling_peak([(1024, 100.0 * MIB), (2048, 99.5 * MIB)]) is None, "within 1%: noise"
+    assert falling_peak([(768, 62_308.0 * MIB), (1536, 79_198.0 * MIB)]) is None  # the H100's, growing
+
+    probes = [gpu_probe(b, mib) for b, mib in H200_CATSDOGS]
+    metric, line, unfit = fitted("cuda:0", probes)
+    assert (metric, line, unfit) == ("gpu_mem_peak_mib", None, why)
+    batch, reason = recommend(143_771 * MIB, line, 0.1, largest_ok=2560, unfit=unfit)
+    assert batch == 2560 and reason.startswith("no usable memory model (the peak fell as the batch grew")
+    assert "the largest batch that ran (2560)" in reason
+    # on the CPU a capped peak that dips is the allocator's noise: the line is fitted as before
+    assert fitted("cpu", [gpu_probe(b, mib, device="cpu") for b, mib in H200_CATSDOGS])[1:] == (
+        fit_memory_model(points), None)
+
+
+def test_a_search_without_a_line_says_why_in_its_summary_and_json():
+    from rigbench.cli.common import out
+    from rigbench.cli.sweep import _print_max_batch
+
+    why = falling_peak([(b, mib * MIB) for b, mib in H200_CATSDOGS])
+    outcome = outcome_of([gpu_probe(b, mib) for b, mib in H200_CATSDOGS], device="cuda:0", fixed_bytes=None,
+                         per_sample_bytes=None, unfit=why, memory_metric="gpu_mem_peak_mib")
+    with out.capture() as captured:
+        _print_max_batch(outcome, db=None)
+    assert f"memory model: none ({why})" in " ".join(captured.get().split())
+    assert outcome.to_dict()["unfit"] == why
 
 
 def test_printed_summary_names_the_model_the_stop_and_the_recommendation():

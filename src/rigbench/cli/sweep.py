@@ -314,7 +314,7 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
                       f"{o.per_sample_bytes / MIB:,.3f} MiB per sample, noise; batches further apart would show it)")
         say(fitted)
     else:
-        say("memory model: none (needs two ok probes with a memory figure)")
+        say(f"memory model: none ({o.unfit or 'needs two ok probes with a memory figure'})")
     if o.expected_per_sample_bytes is not None:
         say(f"expected from the shape: {o.expected_per_sample_bytes / MIB:,.3f} MiB of activations per sample "
             f"(Korthikanti et al. 2022, no dropout; {(o.expected_scores_bytes or 0.0) / MIB:,.3f} MiB of it "

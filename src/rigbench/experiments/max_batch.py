@@ -39,6 +39,11 @@ The line is fitted per workload *and options*: a gpt's per-sample memory grows w
 search at one context says nothing of another. For the transformers the outcome also carries
 the activation memory their shape implies (workloads/transformers.activation_bytes), printed
 beside the fitted figure as a check on it; the decision uses the measured line only.
+On a GPU no line is fitted where a larger batch peaked lower than a smaller one (by over 1%):
+there the framework sized something to the memory free (torch's cuDNN convolutions take as
+much workspace as is free: catsdogs on an H200 peaked at 133,794 MiB at batch 1024 and 130,532
+at 2048), so a peak measures what was free, not what a batch needs, and the recommendation is
+the largest batch that ran, said so (max_batch_logic.falling_peak).
 The recommended batch is the largest the line says leaves `margin` of the limit free,
 never above the largest batch that ran, rounded down to a multiple of 8 when it is 8 or
 more (vector units and tensor cores work in multiples of 8; rounding down only lowers memory).
@@ -77,7 +82,7 @@ from rigbench.workloads.transformers import activation_bytes
 
 #: The pure logic lives in max_batch_logic and is used from here too, as before the split.
 __all__ = ["DEFAULT_RAM_FRACTION", "MIB", "VALUE_BYTES", "MaxBatchOutcome", "counted_crash", "crash_over_limit",
-           "find_max_batch", "fit_memory_model", "memory_metric", "next_probe", "nothing_ran", "probe_row",
+           "find_max_batch", "fit_memory_model", "fitted", "memory_metric", "next_probe", "nothing_ran", "probe_row",
            "recommend", "replay", "round_batch"]
 #: Bytes per activation value under each precision: autocast keeps activations in 16 bits.
 VALUE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
@@ -104,6 +109,7 @@ class MaxBatchOutcome:
     run_id: str
     limit_source: str = ""        # where the limit comes from, in words
     memory_metric: str = ""       # the Metrics field the model was fitted to
+    unfit: str | None = None      # why no model though two batch sizes ran (max_batch_logic.fitted)
     reason: str = ""              # why `recommended` is what it is
     stopped: Result | None = None  # the probe that was neither ok nor oom, if any
     interrupted: bool = False
@@ -150,7 +156,7 @@ class MaxBatchOutcome:
             "probes": [probe_row(r, self.memory_metric) for r in self.probes],
             "largest_ok": self.largest_ok, "smallest_oom": self.smallest_oom,
             "max_batch": self.max_batch, "memory_metric": self.memory_metric,
-            "fixed_bytes": self.fixed_bytes, "per_sample_bytes": self.per_sample_bytes,
+            "fixed_bytes": self.fixed_bytes, "per_sample_bytes": self.per_sample_bytes, "unfit": self.unfit,
             "expected_per_sample_bytes": self.expected_per_sample_bytes,
             "expected_scores_bytes": self.expected_scores_bytes,
             "recommended": self.recommended, "margin": self.margin, "reason": self.reason,
@@ -256,11 +262,11 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
             break
     outcome.largest_ok = max(ok, default=None)
     outcome.smallest_oom = min(oom, default=None)
-    outcome.memory_metric, model = fitted(device, outcome.probes)
+    outcome.memory_metric, model, outcome.unfit = fitted(device, outcome.probes)
     if model is not None:
         outcome.fixed_bytes, outcome.per_sample_bytes = model
     tried = [(r.spec.batch_size, r.status) for r in outcome.probes]
-    outcome.recommended, outcome.reason = recommend(limit, model, margin, outcome.largest_ok, tried)
+    outcome.recommended, outcome.reason = recommend(limit, model, margin, outcome.largest_ok, tried, outcome.unfit)
     if outcome.below_framework and outcome.largest_ok is None:
         outcome.reason = f"{outcome.below_framework}: no batch fits; raise --memory-limit"
     return outcome

@@ -62,13 +62,15 @@ def round_batch(batch: int) -> int:
 
 
 def recommend(limit_bytes: int | None, model: tuple[float, float] | None, margin: float,
-              largest_ok: int | None, tried: Sequence[tuple[int, str]] = ()) -> tuple[int | None, str]:
+              largest_ok: int | None, tried: Sequence[tuple[int, str]] = (),
+              unfit: str | None = None) -> tuple[int | None, str]:
     """The recommended batch and the reason, in words; `tried`: (batch, status) of every
-    probe, in order, which the reason names when none ran."""
+    probe, in order, which the reason names when none ran; `unfit`: why no line was fitted
+    though two batch sizes ran (`fitted`)."""
     if largest_ok is None:
         return None, nothing_ran(tried)
     if model is None or limit_bytes is None or model[1] <= 0:
-        why = ("fewer than two batch sizes ran" if model is None else
+        why = (unfit or "fewer than two batch sizes ran" if model is None else
                "the limit is unknown" if limit_bytes is None else
                "memory did not grow with the batch")
         batch, ran = _largest_that_ran(largest_ok)
@@ -182,12 +184,37 @@ def memory_metric(device: str, probes: Sequence[Result]) -> str:
 
 
 
-def fitted(device: str, probes: Sequence[Result]) -> tuple[str, tuple[float, float] | None]:
-    """The memory metric for `probes` and the line fitted to their ok probes' figures of it."""
+#: How far a larger batch's peak may fall below a smaller batch's on a GPU before no line is
+#: fitted: NVML and the allocators count to the MiB, so 1% of a peak is far above their noise.
+FALL_TOLERANCE = 0.01
+
+
+def falling_peak(points: Sequence[tuple[int, float]]) -> str | None:
+    """Where a larger batch's peak is lower than a smaller one's by over FALL_TOLERANCE, the
+    pair in words; else None. torch's cuDNN convolutions size their workspace to the memory
+    free (Conv_v8.cpp: the largest plan whose workspace fits), so on an H200 catsdogs peaked
+    at 133,794 MiB at batch 1024 and 130,532 at 2048: the line through such peaks read 128.5
+    GiB fixed, which the model never holds (docs/results/gpu-h200-lease4.md)."""
+    ordered = sorted(points)
+    for i, (small, small_peak) in enumerate(ordered):
+        for large, large_peak in ordered[i + 1:]:
+            if large > small and large_peak < small_peak * (1 - FALL_TOLERANCE):
+                return (f"the peak fell as the batch grew, from {small_peak / MIB:,.0f} MiB at batch {small} to "
+                        f"{large_peak / MIB:,.0f} MiB at {large}: the framework sized something to the memory free, "
+                        "as torch's cuDNN convolutions size their workspace, so a peak says what was free, not "
+                        "what a batch needs")
+    return None
+
+
+def fitted(device: str, probes: Sequence[Result]) -> tuple[str, tuple[float, float] | None, str | None]:
+    """The memory metric for `probes`, the line fitted to their ok probes' figures of it, and
+    why there is no line though two batch sizes ran: on a GPU, a peak that falls as the
+    batch grows (`falling_peak`); else None."""
     metric = memory_metric(device, probes)
     points = [(r.spec.batch_size, getattr(r.metrics, metric) * MIB) for r in probes
               if r.status == "ok" and getattr(r.metrics, metric) is not None]
-    return metric, fit_memory_model(points)
+    unfit = falling_peak(points) if device != "cpu" else None
+    return metric, None if unfit else fit_memory_model(points), unfit
 
 
 

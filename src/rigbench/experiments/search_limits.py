@@ -108,10 +108,8 @@ def _rebuilt(run: str | None, probes: Sequence[Result], command: str | None) -> 
     """One stored search's limit from its probes, in the order they ran (`command`: its run's)."""
     limit_bytes = probes[0].spec.measure.memory_limit_bytes
     ok, oom, unfinished = max_batch.replay(probes, limit_bytes)
-    metric = max_batch.memory_metric(probes[0].spec.device, probes)
-    points = [(r.spec.batch_size, getattr(r.metrics, metric) * max_batch.MIB) for r in probes
-              if r.status == "ok" and getattr(r.metrics, metric) is not None]
-    recommended, _ = max_batch.recommend(limit_bytes, max_batch.fit_memory_model(points), 0.1, max(ok, default=None))
+    _, model, unfit = max_batch.fitted(probes[0].spec.device, probes)
+    recommended, _ = max_batch.recommend(limit_bytes, model, 0.1, max(ok, default=None), unfit=unfit)
     search = stored_search(probes)  # None before probes stored it: completeness from the probes alone
     return MemoryLimit(probes[0].spec.device, max(ok, default=None), min(oom, default=None), recommended,
                        limit_bytes, run, unfinished, search.tolerance if search else None,
