@@ -43,8 +43,9 @@
 #                 until an out-of-memory: whether the two searches stop at the same memory
 #   lease4        the fourth lease's first call (435 s): timers, rerun, pytest; then, in a second
 #                 call on the warm machine, maxbatch (docs/results/gpu-h200-lease4.md)
-#   lease5        the next lease (about 8 minutes): timers and rerun (the first window sized from
-#                 the warm-up), then max-batch of catsdogs in JAX alone
+#   events        the host's cost of one CUDA event made and recorded, and of one recorded only
+#   lease5        the next lease (about 8 minutes): events, timers and rerun (the first window
+#                 sized from the warm-up), then max-batch of catsdogs in JAX alone
 #   layout        resnet and cnn in torch at fp32 and bf16, NCHW and NHWC (--channels-last): whether
 #                 the layout rescues torch's bf16, slower than its fp32 on the H200
 #                 (docs/results/gpu-h200-frameworks.md)
@@ -60,7 +61,7 @@
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
-  "(tests pytest timers pools keras-torch lease3 rerun maxbatch lease4 lease5 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
+  "(tests pytest timers pools keras-torch lease3 rerun maxbatch lease4 events lease5 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -110,8 +111,18 @@ subprocess.run([sys.executable, '-c', sys.argv[1]], env=env, check=True)" "$code
     step timeout 400 rigbench max-batch catsdogs -d "$DEVICE" --framework jax --start "${BATCH:-1024}" \
       --tolerance 0.25 --timeout 120 ;;
   lease4) part timers; part rerun; part pytest ;;
+  events)
+    # what torch's CUDA event timer costs the host a step (two events made and recorded): its
+    # recorded steps read 1.05x a free loop's in the third and fourth leases
+    step timeout 60 python3 -c "import time, torch
+s = torch.cuda.current_stream(); n = 20000; torch.ones(1, device='cuda').sum().item()
+t = time.perf_counter(); [torch.cuda.Event(enable_timing=True).record(s) for _ in range(n)]; torch.cuda.synchronize()
+made = (time.perf_counter() - t) / n
+events = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+t = time.perf_counter(); [e.record(s) for e in events]; torch.cuda.synchronize()
+print(f'an event made and recorded: {made * 1e6:.2f} us; recorded only: {(time.perf_counter() - t) / n * 1e6:.2f} us')" ;;
   lease5)
-    part timers; part rerun
+    part events; part timers; part rerun
     step timeout 240 rigbench max-batch catsdogs -d "$DEVICE" --framework jax --start "${BATCH:-1024}" \
       --tolerance 0.25 --timeout 120 ;;
   tests)
