@@ -63,7 +63,7 @@ class MeasureOptions(BaseModel):
     model_config = INPUT
 
     warmup_steps: Int64 = Field(3, ge=1, description="at least this many untimed steps first")
-    warmup_seconds: Seconds = Field(0.5, ge=0, description="...and warm up for at least this long")
+    warmup_seconds: Seconds = Field(0.5, ge=0, description="...and for at least this long after the first step")
     min_steps: Int64 = Field(10, ge=2, description="time at least this many steps")
     min_seconds: Seconds = Field(2.0, ge=0, description="...and keep timing for at least this long")
     max_steps: Int64 = Field(100_000, ge=2, description="stop timing after this many steps")

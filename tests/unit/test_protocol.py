@@ -49,6 +49,27 @@ def test_warmup_seconds_bound():
     assert m.first_step_s < m.warmup_s
 
 
+class CompilingTrainer(ScriptedTrainer):
+    """The first step takes `first_s` (a compilation), the rest `step_s`."""
+
+    def __init__(self, first_s, step_s):
+        super().__init__(step_s=step_s)
+        self.first_s = first_s
+
+    def step(self):
+        if self.calls == 0:
+            time.sleep(self.first_s)
+        return super().step()
+
+
+def test_warmup_seconds_count_from_the_end_of_the_first_step():
+    """A compiled first step (JAX's took 4.6-24 s on an H200) is no warm-up of the device:
+    counted in, the timing began two steps after it."""
+    m = measure(CompilingTrainer(first_s=0.3, step_s=0.01), opts(warmup_steps=1, warmup_seconds=0.2))
+    assert m.first_step_s >= 0.3
+    assert m.warmup_s - m.first_step_s >= 0.2 and m.warmup_steps >= 10, (m.warmup_s, m.warmup_steps)
+
+
 def test_nan_in_timed_steps_is_divergence_with_step_number():
     t = ScriptedTrainer(losses=[3.0, 2.0, 1.0, 0.5, math.nan])
     with pytest.raises(DivergedError) as info:
@@ -115,8 +136,9 @@ def test_warmup_step_time_leaves_out_the_first_step():
 
 
 def test_agreed_mode_runs_what_the_clock_would_when_alone(monkeypatch):
-    # First step 1 s (start-up), then 0.125 s: warm-up needs 5 steps for 1.5 s, timing
-    # 16 steps for 2 s. One process agreeing with itself must reproduce the clock's counts.
+    # First step 1 s (start-up), then 0.125 s: warm-up needs 1 + 12 steps for 1.5 s after the
+    # first, timing 16 steps for 2 s. One process agreeing with itself must reproduce the
+    # clock's counts.
     o = opts(warmup_steps=3, warmup_seconds=1.5, min_steps=5, min_seconds=2.0)
     counts = []
     for agree in (None, Agreement()):
@@ -124,8 +146,8 @@ def test_agreed_mode_runs_what_the_clock_would_when_alone(monkeypatch):
         monkeypatch.setattr(time, "perf_counter", clock)
         m = measure(ClockedTrainer(clock, [1.0, 0.125]), o, agree=agree)
         counts.append((m.warmup_steps, len(m.step_times_s)))
-    assert counts == [(5, 16), (5, 16)]
-    assert agree.estimates == [2, 16]  # 2 more warm-up steps, then 16 timed ones
+    assert counts == [(13, 16), (13, 16)]
+    assert agree.estimates == [10, 16]  # 10 more warm-up steps after the first three, then 16 timed
 
 
 def test_agreed_counts_replace_the_clock():

@@ -1,7 +1,8 @@
 """The measurement protocol, run inside the trial's child process.
 
-1. Warm-up: at least `warmup_steps` steps and `warmup_seconds`, untimed per step; the first
-   step's time (allocation, kernel selection, compilation) is reported on its own.
+1. Warm-up: at least `warmup_steps` steps and `warmup_seconds` after the first step, untimed
+   per step; the first step's time (allocation, kernel selection, compilation) is reported on
+   its own.
 2. Timing: each step bracketed by the device's own timer (CUDA events on NVIDIA/ROCm, a
    host clock elsewhere, which on an asynchronous device waits for it once per window of
    about 0.1 s of steps: frameworks/host_timer.py; the warm-up's mean step after the first
@@ -113,11 +114,14 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     handles = [trainer.step()]
     trainer.synchronize()
     first_step_s = clock() - start
+    # `warmup_seconds` count from the end of the first step: compilation (JAX's took 4.6-24 s
+    # on an H200) leaves the device idle, and counted in, the timing began two steps later.
+    warm_from = start + first_step_s
     # Time spent in `agree` waiting for the other processes (which may have started later)
     # is no step's time: the timed-steps estimate leaves it out.
     waited = 0.0
     if agree is None:
-        while len(handles) < warmup_least or clock() - start < opts.warmup_seconds:
+        while len(handles) < warmup_least or clock() - warm_from < opts.warmup_seconds:
             handles.append(trainer.step())
     else:
         # At least two steps, so that the estimate leaves out the first one's start-up costs.
@@ -125,7 +129,7 @@ def measure(trainer: Trainer, opts: MeasureOptions,
         trainer.synchronize()
         elapsed = clock() - start
         step_s = warmup_step_s(first_step_s, elapsed, len(handles))
-        more = steps_for(opts.warmup_seconds - elapsed, step_s, 0, opts.max_steps)
+        more = steps_for(opts.warmup_seconds - (elapsed - first_step_s), step_s, 0, opts.max_steps)
         asked = clock()
         more = _agreed(agree, more, at_least=0)
         waited = clock() - asked
