@@ -9,19 +9,21 @@ Per case, in a fresh process with the adapter's environment, on one rigbench tra
             frameworks/host_timer.py; before 2026-11-28, after every step);
   bracket   one perf_counter pair around those same N steps, the device waited for at both ends:
             recorded / bracket near 1 says the timer neither loses nor adds time between steps;
+  windowed  N more steps on the host timer with its windows, whatever the trainer's own timer
+            is (for torch on CUDA: what the host timer would record in place of its events);
   waited    N more steps on the host clock with a wait for the device after every step (the
             host timer before 2026-11-28, and what a hand-written loop that reads its clock
             after each step measures);
   free      N more steps queued back to back with one wait at the end (each framework's
             documented loop): recorded / free above 1 is the share by which the recorded speed
             understates a loop that never waits; waited / free, what a wait per step costs.
-The three loops run in `--rounds` rounds, their order rotating (the first loop after the
+The four loops run in `--rounds` rounds, their order rotating (the first loop after the
 warm-up can still be warming up), and each figure sums its rounds.
 
 Usage: python benchmarks/timer_check.py [--device cuda:0] [--steps 50] [--rounds 3]
                                         [--cases torch:cnn:128,jax:cnn:128,keras-jax:cnn:128]
-One JSON line per case: framework, workload, batch, steps, recorded_s, bracket_s, waited_s, free_s
-and the three ratios.
+One JSON line per case: framework, workload, batch, steps, recorded_s, bracket_s, windowed_s, waited_s,
+free_s and the four ratios.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def measure(framework: str, workload: str, batch: int, device: str, steps: int, 
     for _ in range(5):  # warm-up: compilation, autotuning, the allocator's growth
         trainer.step()
     warm_step_s = _free(trainer, 10) / 10  # as the protocol's warm-up tells the timer (expect_step)
-    totals = dict.fromkeys(("recorded", "bracket", "waited", "free"), 0.0)
+    totals = dict.fromkeys(("recorded", "bracket", "windowed", "waited", "free"), 0.0)
 
     def recorded() -> None:
         timer = trainer.step_timer()
@@ -89,20 +91,26 @@ def measure(framework: str, workload: str, batch: int, device: str, steps: int, 
         totals["recorded"] += got[0]
         totals["bracket"] += got[1]
 
+    def windowed() -> None:
+        timer = HostTimer(trainer.synchronize)
+        timer.expect(warm_step_s)
+        totals["windowed"] += _timed(trainer, steps, timer)[0]
+
     def waited() -> None:
         totals["waited"] += _timed(trainer, steps, HostTimer(trainer.synchronize, window_s=0.0))[0]
 
     def free() -> None:
         totals["free"] += _free(trainer, steps)
 
-    loops = [recorded, waited, free]
+    loops = [recorded, windowed, waited, free]
     for r in range(rounds):
-        for loop in loops[r % 3:] + loops[:r % 3]:
+        for loop in loops[r % len(loops):] + loops[:r % len(loops)]:
             loop()
     return {"framework": framework, "workload": workload, "batch": batch, "device": trainer.device_name,
             "steps": steps * rounds, **{f"{k}_s": v for k, v in totals.items()},
             "recorded_over_bracket": totals["recorded"] / totals["bracket"],
             "recorded_over_free": totals["recorded"] / totals["free"],
+            "windowed_over_free": totals["windowed"] / totals["free"],
             "waited_over_free": totals["waited"] / totals["free"]}
 
 
