@@ -44,8 +44,9 @@
 #   lease4        the fourth lease's first call (435 s): timers, rerun, pytest; then, in a second
 #                 call on the warm machine, maxbatch (docs/results/gpu-h200-lease4.md)
 #   events        the host's cost of one CUDA event made and recorded, and of one recorded only
-#   lease5        the next lease (about 8 minutes): events, timers and rerun (the first window
-#                 sized from the warm-up), then max-batch of catsdogs in JAX alone
+#   lease5        the next lease (about 8.5 minutes): events, timers and rerun (the first window
+#                 sized from the warm-up), then max-batch of catsdogs in JAX alone; then, in a
+#                 second call on the warm machine, shared (about 4 minutes)
 #   layout        resnet and cnn in torch at fp32 and bf16, NCHW and NHWC (--channels-last): whether
 #                 the layout rescues torch's bf16, slower than its fp32 on the H200
 #                 (docs/results/gpu-h200-frameworks.md)
@@ -53,7 +54,8 @@
 #   shared        cnn and resnet quiet, then beside a second process that keeps the same GPU busy
 #                 with matmuls: how much a shared GPU costs, and whether anything flags it (the
 #                 `busy` rule reads the CPU only: docs/METHODOLOGY.md "A busy machine"); prints
-#                 each trial's samples/s, GPU %, others' CPU share
+#                 each trial's samples/s, GPU %, others' CPU share, the other processes on the
+#                 GPU and their kernels' share (`gpu_others_sm_pct_mean`), and the table's notes
 # Then, HERE, on the returned gpu.db: rigbench compare --frameworks, rigbench roofline,
 # rigbench compare RUN_A RUN_B (H100 against H200), rigbench compare --published.
 #
@@ -177,7 +179,9 @@ while time.time() < end:
     kill $TENANT
     rigbench results export --format csv | python3 -c "import csv, sys
 for r in list(csv.DictReader(sys.stdin))[-4:]:
-    print(r['id'], r['workload'], r['samples_per_s'], 'GPU %', r['gpu_util_pct_mean'], 'others CPU %', r['others_cpu_pct_mean'])" ;;
+    print(r['id'], r['workload'], r['samples_per_s'], 'GPU %', r['gpu_util_pct_mean'], 'others CPU %', r['others_cpu_pct_mean'],
+          'others on the GPU', r['gpu_other_processes_max'], 'their SM %', r['gpu_others_sm_pct_mean'])"
+    rigbench results list --limit 4 ;;
   *) echo "unknown part $1"; exit 2 ;;
 esac
 }

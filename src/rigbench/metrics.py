@@ -143,6 +143,10 @@ class Metrics(BaseModel):
         "processes", "tracker", "other processes holding a context on the trial's GPU in the measured window, most at "
                                 "once (NVML's compute-process list: who holds memory, not who computes; none where "
                                 "ours cannot be told apart, e.g. in a container)")
+    gpu_others_sm_pct_mean: float | None = metric(
+        "%", "tracker", "share of the measured window in which other processes' kernels ran on the trial's GPU "
+                        "(NVML's per-process utilisation), mean; none where unreadable or where ours cannot be "
+                        "told apart")
     gpu_energy_j: float | None = metric(
         "J", "tracker", "GPU energy over the measured window (NVML energy counter; see energy_method)")
     cpu_energy_j: float | None = metric(

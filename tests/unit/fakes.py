@@ -12,15 +12,23 @@ class FakeNVML:
     """Stands in for pynvml: one 16 GiB GPU used by `pid` (1 GiB) and another pid (3 GiB)."""
 
     class NVMLError(Exception):
-        pass
+        def __init__(self, message: str, value: int = 999) -> None:
+            super().__init__(message)
+            self.value = value  # pynvml's error code
 
     def __init__(self, pid: int, procs_fail: bool = False, init_fails: bool = False,
                  power_fails: bool = False, procs: list | None = None,
-                 energy_step_mj: int | None = None) -> None:
+                 energy_step_mj: int | None = None, util: dict[int, int] | None = None,
+                 util_fails: bool = False) -> None:
         self.pid, self.procs_fail, self.init_fails, self.power_fails = pid, procs_fail, init_fails, power_fails
         # The total-energy counter (Volta+): advances by energy_step_mj per read; None: a GPU
         # without one (the query answers Not Supported).
         self.energy_step_mj, self.energy_mj = energy_step_mj, 7_000_000  # mJ since driver load
+        # SM % per pid in nvmlDeviceGetProcessUtilization; by default ours at 40% and the other
+        # tenant at 25%; util_fails: the query is not supported
+        self.util = util if util is not None else {pid: 40, OTHER_PID: 25}
+        self.util_fails = util_fails
+        self.util_now_us, self.util_reads = 5_000_000, []
         self.procs = procs if procs is not None else [
             SimpleNamespace(pid=OTHER_PID, usedGpuMemory=3 * GIB),
             SimpleNamespace(pid=pid, usedGpuMemory=1 * GIB),
@@ -54,6 +62,20 @@ class FakeNVML:
         if self.procs_fail:
             raise self.NVMLError("Not Supported")
         return self.procs
+
+    NVML_ERROR_NOT_FOUND = 6
+
+    def nvmlDeviceGetProcessUtilization(self, handle, last_seen_us):
+        """Per-process samples newer than `last_seen_us`: `util` maps pid -> SM %, one sample
+        each, stamped a second later on every call; none (NOT_FOUND) where `util` is empty."""
+        if self.util_fails:
+            raise self.NVMLError("Not Supported")
+        self.util_now_us += 1_000_000
+        self.util_reads.append(last_seen_us)
+        if not self.util:
+            raise self.NVMLError("Not Found", value=self.NVML_ERROR_NOT_FOUND)
+        return [SimpleNamespace(pid=pid, smUtil=pct, memUtil=0, encUtil=0, decUtil=0, timeStamp=self.util_now_us)
+                for pid, pct in self.util.items()]
 
     def nvmlDeviceGetPowerUsage(self, handle):
         if self.power_fails:

@@ -137,3 +137,20 @@ def test_a_gpu_another_process_held_is_named_apart_from_busy():
     both = _result(3, 40.0)
     both.metrics.gpu_other_processes_max = 1.0
     assert [line.split(":")[0] for line in busy_lines([both])] == ["busy", "shared GPU"]
+
+
+def test_a_gpu_other_processes_computed_on_is_named_with_their_share():
+    """NVML's per-process utilisation says who computes, where the process list says only who
+    holds memory (a tenant that computes makes the speeds the GPU's share)."""
+    quiet, tenant, busy = _result(1, 1.0), _result(2, 1.0), _result(3, 1.0)
+    for r, held, sm in ((quiet, 0.0, 0.0), (tenant, 1.0, 2.0), (busy, 1.0, 63.4)):
+        r.metrics.gpu_other_processes_max, r.metrics.gpu_others_sm_pct_mean = held, sm
+    assert shared_gpu_note([quiet]) is None
+    # a tenant holding memory and hardly computing: named, and said not to matter
+    assert shared_gpu_note([quiet, tenant]) == (
+        "shared GPU: up to 1 other process held a context on the GPU of trial 2 while it was timed; "
+        "their kernels ran under 10% of the time, so the speeds stand.")
+    note = shared_gpu_note([quiet, tenant, busy])
+    assert note.startswith("busy GPU: other processes' kernels ran 63% of the time on the GPU of trial 3 while it "
+                           "was timed") and "Run again when the GPU is quiet" in note
+    assert not is_busy(busy.metrics), "the CPU's busy flag stays the CPU's"

@@ -106,7 +106,8 @@ def _gpu_samples(start: float) -> list[dict]:
     """NVML-shaped samples every 0.1 s from `start`: power 200, 220, 240, 260 W; one sample
     before the window at 900 W that must not count."""
     fake = FakeNVML(123)
-    base = nvml.gpu_sample(fake, fake.nvmlDeviceGetHandleByIndex(0), 123)
+    handle = fake.nvmlDeviceGetHandleByIndex(0)
+    base = nvml.gpu_sample(fake, handle, 123, nvml.OthersCompute(fake, handle))
     out = [{"t": start - 0.5, "proc_cpu_pct": 1.0, "sys_cpu_pct": 1.0, "others_cpu_pct": 0.0, "rss_bytes": float(MIB),
             **base, "gpu_power_w": 900.0}]
     for i in range(4):

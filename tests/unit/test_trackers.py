@@ -176,6 +176,7 @@ def test_tracker_gpu_path_uses_the_tracked_pid_memory():
     assert summary["gpu_power_w_mean"] == pytest.approx(123.456)
     assert summary["gpu_power_w_peak"] == pytest.approx(123.456)
     assert summary["gpu_other_processes_max"] == 1  # the fake's other tenant
+    assert summary["gpu_others_sm_pct_mean"] == 25  # and its kernels' share, not ours
 
 
 def test_tracker_without_working_nvml_samples_cpu_only():
@@ -237,6 +238,27 @@ def test_gpu_sample_counts_the_other_processes_on_the_gpu_where_ours_is_listed()
     assert nv.gpu_sample(FakeNVML(123, procs=[]), h, 123)["gpu_other_procs"] == 0  # nobody yet
     assert nv.gpu_sample(FakeNVML(123), h, 456)["gpu_other_procs"] is None  # a container: cannot tell
     assert nv.gpu_sample(FakeNVML(123, procs_fail=True), h, 123)["gpu_other_procs"] is None
+
+
+def test_other_processes_compute_is_read_from_where_the_last_reading_left_off():
+    fake, h = FakeNVML(123), ("handle", 0)
+    others = nv.OthersCompute(fake, h)  # the first read moves past what ran before the trial
+    assert fake.util_reads == [0]
+    assert others.read({123}) == 25  # the other tenant's 25%, not our 40%
+    assert fake.util_reads[-1] == 6_000_000, "the second read starts at the first one's newest sample"
+    assert others.read({123, OTHER_PID}) == 0  # both ours
+    assert nv.OthersCompute(FakeNVML(123, util={123: 40, 7: 70, 8: 60}), h).read({123}) == 100  # capped
+    assert nv.OthersCompute(FakeNVML(123, util={}), h).read({123}) == 0.0  # NOT_FOUND: nobody ran a kernel
+    assert nv.OthersCompute(FakeNVML(123, util_fails=True), h).read({123}) is None
+
+
+def test_gpu_sample_reads_other_processes_compute_only_where_ours_is_told_apart():
+    h = ("handle", 0)
+    fake = FakeNVML(123)
+    assert nv.gpu_sample(fake, h, 123, nv.OthersCompute(fake, h))["gpu_others_sm_pct"] == 25
+    assert nv.gpu_sample(fake, h, 123)["gpu_others_sm_pct"] is None  # no reader given
+    # a container: our pid 456 is not listed, so our own kernels would read as another's
+    assert nv.gpu_sample(fake, h, 456, nv.OthersCompute(fake, h))["gpu_others_sm_pct"] is None
 
 
 def test_load_nvml_and_list_gpus_with_fake():

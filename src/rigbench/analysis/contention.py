@@ -44,8 +44,7 @@ def busy_note(results: Sequence[Result], then: str = RUN_AGAIN) -> str | None:
     busy = [r for r in results if is_busy(r.metrics)]
     if not busy:
         return None
-    shares = [r.metrics.others_cpu_pct_mean or 0.0 for r in busy]
-    share = f"{min(shares):.0f}%" if round(min(shares)) == round(max(shares)) else f"{min(shares):.0f}-{max(shares):.0f}%"
+    share = _span([r.metrics.others_cpu_pct_mean or 0.0 for r in busy])
     which = ("trial " if len(busy) == 1 else "trials ") + _ids(busy)
     # torch is the framework measured losing x86 (module docstring); the others were not measured
     who = "torch" if all(r.spec.framework == "torch" for r in busy) else "a framework"
@@ -55,17 +54,34 @@ def busy_note(results: Sequence[Result], then: str = RUN_AGAIN) -> str | None:
 
 
 def shared_gpu_note(results: Sequence[Result]) -> str | None:
-    """One sentence naming the trials whose GPU another process held a context on while they
-    were timed (`gpu_other_processes_max`, NVML's process list); None when none did. Not a
-    `busy` flag: the list says who holds memory on the GPU, not who computes on it."""
+    """One sentence naming the trials whose GPU other processes computed on while they were
+    timed, for BUSY_OTHERS_PCT or more of the window (`gpu_others_sm_pct_mean`, NVML's
+    per-process utilisation); else the trials whose GPU another process held a context on
+    (`gpu_other_processes_max`, NVML's process list: who holds memory, not who computes);
+    None when neither. Not the `busy` flag, which reads the CPU."""
+    computed = [r for r in results if (r.metrics.gpu_others_sm_pct_mean or 0) >= BUSY_OTHERS_PCT]
+    if computed:
+        shares = [r.metrics.gpu_others_sm_pct_mean or 0.0 for r in computed]
+        which = ("trial " if len(computed) == 1 else "trials ") + _ids(computed)
+        return (f"busy GPU: other processes' kernels ran {_span(shares)} of the time on the GPU of {which} while "
+                f"{'it was' if len(computed) == 1 else 'they were'} timed: those speeds are the GPU's share under "
+                "that load, not all of it. Run again when the GPU is quiet (`nvidia-smi` lists who).")
     shared = [r for r in results if (r.metrics.gpu_other_processes_max or 0) >= 1]
     if not shared:
         return None
     most = max(int(r.metrics.gpu_other_processes_max or 0) for r in shared)
     which = ("trial " if len(shared) == 1 else "trials ") + _ids(shared)
+    idle = all(r.metrics.gpu_others_sm_pct_mean is not None for r in shared)
+    then = (f"their kernels ran under {BUSY_OTHERS_PCT:.0f}% of the time, so the speeds stand" if idle else
+            "if one computed, those speeds are the GPU's share, not all of it (`nvidia-smi` lists who)")
     return (f"shared GPU: up to {most} other process{'es' if most > 1 else ''} held a context on the GPU of "
-            f"{which} while {'it was' if len(shared) == 1 else 'they were'} timed; if one computed, those "
-            "speeds are the GPU's share, not all of it (`nvidia-smi` lists who).")
+            f"{which} while {'it was' if len(shared) == 1 else 'they were'} timed; {then}.")
+
+
+def _span(shares: Sequence[float]) -> str:
+    """`48%`, or `47-61%` where the shares differ."""
+    low, high = min(shares), max(shares)
+    return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
 
 
 def _ids(results: Sequence[Result]) -> str:

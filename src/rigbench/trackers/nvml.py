@@ -8,11 +8,13 @@ from typing import Any
 
 from rigbench.hw.nvml import load_nvml, nvml_error, query
 
-__all__ = ["gpu_sample", "load_nvml"]  # the sampler opens NVML through this module
+__all__ = ["OthersCompute", "gpu_sample", "load_nvml"]  # the sampler opens NVML through this module
 
 
-def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int]) -> dict[str, float | None]:
-    """One reading of a GPU for the process(es) `pid`.
+def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int],
+               others: OthersCompute | None = None) -> dict[str, float | None]:
+    """One reading of a GPU for the process(es) `pid` (`others`: the reader of other
+    processes' compute on the device, which keeps the time of its last reading).
 
     Keys (all present; a value is None when the device does not support the query):
 
@@ -32,6 +34,10 @@ def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int]) -> dict[str, 
       process list (a tenant sharing the GPU; it may be idle: the list says who holds memory,
       not who computes). None where the list cannot tell ours from theirs: the query raises, or
       our pid is not in a non-empty list (a container's pid namespace).
+    - `gpu_others_sm_pct`: the share of the interval since `others` last read in which other
+      processes' kernels ran (OthersCompute.read); None without `others`, where the query is
+      not supported, or where `gpu_other_procs` is None (in another pid namespace our own
+      kernels would count as theirs).
     """
     pids = {pid} if isinstance(pid, int) else set(pid)
     err = nvml_error(nvml)
@@ -40,6 +46,8 @@ def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int]) -> dict[str, 
     power = query(err, lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0)
     procs = _compute_processes(nvml, handle, err)
     proc_mem = _process_memory(procs, pids)
+    other_procs = _other_processes(procs, pids)
+    others_pct = others.read(pids) if others is not None else None  # read each time: it keeps its place
     mem: float | None
     is_process: float | None
     if proc_mem is not None:
@@ -52,7 +60,8 @@ def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int]) -> dict[str, 
         "gpu_mem_device_bytes": device_used,
         "gpu_mem_is_process": is_process,
         "gpu_power_w": power,
-        "gpu_other_procs": _other_processes(procs, pids),
+        "gpu_other_procs": other_procs,
+        "gpu_others_sm_pct": others_pct if other_procs is not None else None,
     }
 
 
@@ -90,3 +99,37 @@ def _process_memory(procs: list[Any] | None, pids: set[int]) -> float | None:
             return None
         used.append(u)
     return float(sum(used))
+
+
+class OthersCompute:
+    """Other processes' compute on one GPU, from NVML's per-process utilisation
+    (nvmlDeviceGetProcessUtilization): the driver keeps a buffer of samples, one per process
+    that ran kernels in a sample period (1/6 s to 1 s), each with the share of that period its
+    kernels ran on the SMs and a CPU timestamp in microseconds. `read` takes the samples newer
+    than the last read's, so a reading covers the interval since the previous one; the first
+    read (at construction) only moves past what ran before the trial."""
+
+    def __init__(self, nvml: Any, handle: Any) -> None:
+        self._nvml, self._handle = nvml, handle
+        self._seen_us = 0
+        self.read(set())
+
+    def read(self, pids: Collection[int]) -> float | None:
+        """Percent of the interval in which processes other than `pids` ran kernels: each other
+        process's highest sample, summed (at most 100); 0.0 where no process ran any; None
+        where the query is not supported."""
+        err = nvml_error(self._nvml)
+        try:
+            samples = list(self._nvml.nvmlDeviceGetProcessUtilization(self._handle, self._seen_us))
+        except AttributeError:
+            return None
+        except err as exc:
+            # NOT_FOUND: no sample since the last read, i.e. no process ran a kernel
+            not_found = getattr(self._nvml, "NVML_ERROR_NOT_FOUND", None)
+            return 0.0 if not_found is not None and getattr(exc, "value", None) == not_found else None
+        highest: dict[int, float] = {}
+        for sample in samples:
+            self._seen_us = max(self._seen_us, int(sample.timeStamp))
+            if sample.pid not in pids:
+                highest[sample.pid] = max(highest.get(sample.pid, 0.0), float(sample.smUtil))
+        return min(100.0, sum(highest.values()))

@@ -16,7 +16,9 @@ the previous sample, the first one the interval since `start()`):
 - `rss_bytes`: resident memory of the process plus its descendants. Pages shared between
   them (fork, shared memory) count once per process, so this can overstate.
 - with a GPU (`gpu_index` set and NVML working): `gpu_util_pct`, `gpu_mem_bytes`,
-  `gpu_mem_device_bytes`, `gpu_mem_is_process`, `gpu_power_w` (see nvml.gpu_sample).
+  `gpu_mem_device_bytes`, `gpu_mem_is_process`, `gpu_power_w`, `gpu_other_procs` (see
+  nvml.gpu_sample) and `gpu_others_sm_pct`, the share of the interval in which other
+  processes' kernels ran (nvml.OthersCompute).
 - cumulative energy since sampling began, per source that can be read: `gpu_energy_j`,
   `cpu_energy_j`, `dram_energy_j` (trackers/energy.py). When the process is gone one last
   sample with only `t` and these keys is added, so the counters reach past the trial's end.
@@ -85,6 +87,7 @@ class Tracker:
         self._children_listed_at = float("-inf")
         self._children_refresh_s = CHILDREN_REFRESH_S
         self._gpu: tuple[Any, Any] | None = None  # (nvml module, device handle)
+        self._others: nvml_mod.OthersCompute | None = None
         self._rapl_root = rapl_root
         self._amdsmi_arg = amdsmi
         self._energy: EnergyMeter | None = None
@@ -158,6 +161,7 @@ class Tracker:
         psutil.cpu_percent(interval=None)  # per-thread baseline in psutil >= 5.9.6
         self._gpu = self._open_gpu()
         nvml, handle = self._gpu if self._gpu is not None else (None, None)
+        self._others = nvml_mod.OthersCompute(nvml, handle) if self._gpu is not None else None
         self._energy = EnergyMeter(nvml, handle, self._rapl_root, amd_gpu=self._open_amd())
 
     def _open_amd(self) -> tuple[Any, Any] | None:
@@ -196,7 +200,7 @@ class Tracker:
         if self._gpu is not None:
             nvml, handle = self._gpu
             try:
-                sample.update(nvml_mod.gpu_sample(nvml, handle, pids))
+                sample.update(nvml_mod.gpu_sample(nvml, handle, pids, self._others))
             except Exception as exc:  # unexpected NVML failure: keep sampling the CPU side
                 self.error, self._gpu = exc, None
         if self._energy is not None:

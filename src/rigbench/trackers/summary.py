@@ -47,6 +47,7 @@ TRACKER_FIELDS: dict[str, tuple[TrackerField, ...]] = {
         TrackerField("gpu_power_w_mean", "gpu_power_w", "mean"),
         TrackerField("gpu_power_w_peak", "gpu_power_w", "peak"),
         TrackerField("gpu_other_processes_max", "gpu_other_procs", "peak"),
+        TrackerField("gpu_others_sm_pct_mean", "gpu_others_sm_pct", "mean"),
     ),
     "energy": (
         TrackerField("gpu_energy_j", GPU_KEY, "delta"),
