@@ -251,6 +251,13 @@ def test_other_processes_compute_is_read_from_where_the_last_reading_left_off():
     assert nv.OthersCompute(FakeNVML(123, util={}), h).read({123}) == 0.0  # NOT_FOUND: nobody ran a kernel
     assert nv.OthersCompute(FakeNVML(123, util_fails=True), h).read({123}) is None
 
+    class OldPynvml(FakeNVML):  # no such function: None, and the other readings go on
+        nvmlDeviceGetProcessUtilization = None
+
+    old = OldPynvml(123)
+    sample = nv.gpu_sample(old, h, 123, nv.OthersCompute(old, h))
+    assert sample["gpu_others_sm_pct"] is None and sample["gpu_mem_bytes"] == 1 * GIB
+
 
 def test_gpu_sample_reads_other_processes_compute_only_where_ours_is_told_apart():
     h = ("handle", 0)

@@ -119,17 +119,17 @@ class OthersCompute:
         process's highest sample, summed (at most 100); 0.0 where no process ran any; None
         where the query is not supported."""
         err = nvml_error(self._nvml)
-        try:
-            samples = list(self._nvml.nvmlDeviceGetProcessUtilization(self._handle, self._seen_us))
-        except AttributeError:
-            return None
-        except err as exc:
-            # NOT_FOUND: no sample since the last read, i.e. no process ran a kernel
-            not_found = getattr(self._nvml, "NVML_ERROR_NOT_FOUND", None)
-            return 0.0 if not_found is not None and getattr(exc, "value", None) == not_found else None
+        not_found = getattr(self._nvml, "NVML_ERROR_NOT_FOUND", None)
         highest: dict[int, float] = {}
-        for sample in samples:
-            self._seen_us = max(self._seen_us, int(sample.timeStamp))
-            if sample.pid not in pids:
-                highest[sample.pid] = max(highest.get(sample.pid, 0.0), float(sample.smUtil))
+        # Never raises for the device's answer: the sampler gives up every GPU reading on an
+        # unexpected error, and memory and power matter more than this one.
+        try:
+            for sample in self._nvml.nvmlDeviceGetProcessUtilization(self._handle, self._seen_us):
+                self._seen_us = max(self._seen_us, int(sample.timeStamp))
+                if sample.pid not in pids:
+                    highest[sample.pid] = max(highest.get(sample.pid, 0.0), float(sample.smUtil))
+        except err as exc:  # NOT_FOUND: no sample since the last read: no process ran a kernel
+            return 0.0 if not_found is not None and getattr(exc, "value", None) == not_found else None
+        except (AttributeError, TypeError, ValueError):  # an older pynvml, an odd shape
+            return None
         return min(100.0, sum(highest.values()))
