@@ -14,6 +14,8 @@ The rules (docs/STRATEGY.md, "The recommendation"):
   (Goyal et al. 2017).
 - precision, threads (CPU): analysis/recommend_knobs.py.
 - compile, where a compiled trial is stored: analysis/recommend_compile.py.
+- framework, where the same network's trials in other frameworks are stored on this machine:
+  analysis/recommend_framework.py.
 - step overhead, with fp32 eager speeds at three batches or more: the part of the step that does
   not grow with the batch, less the parameters' memory traffic (analysis/step_overhead.py).
 - input pipeline: from `train --input loader` runs, the shares of training time waiting for
@@ -36,6 +38,7 @@ from rigbench.analysis.lr_find import RULE as LR_RULE
 from rigbench.analysis.lr_find import scale_lr, suggest_lr
 from rigbench.analysis.process_scaling import decide_processes
 from rigbench.analysis.recommend_compile import decide_compile
+from rigbench.analysis.recommend_framework import decide_framework
 from rigbench.analysis.recommend_knobs import decide_precision, decide_threads, recommended_row
 from rigbench.analysis.recommend_model import KNEE_FRACTION, Line, MemoryLimit, fitting, knee, sps_text
 from rigbench.analysis.recommend_pipeline import decide_pipeline
@@ -89,6 +92,18 @@ def baseline_by_batch(results: Sequence[Result], device: str) -> dict[int, RunSp
 
 
 # --------------------------------------------------------------------------- decisions
+
+
+def _framework_line(results: Sequence[Result], others: Sequence[Result], device: str, batch: int) -> Line | None:
+    """decide_framework over each framework's baseline speeds by batch (one-process trials)."""
+    if not results or not others:
+        return None
+    theirs: dict[str, list[Result]] = {}
+    for r in others:
+        if not r.spec.is_data_parallel:
+            theirs.setdefault(r.spec.framework, []).append(r)
+    return decide_framework(results[0].spec.framework, baseline_by_batch(results, device),
+                            {name: baseline_by_batch(rs, device) for name, rs in theirs.items()}, batch, device)
 
 
 def decide_device(results: Sequence[Result], devices: Sequence[str],
@@ -319,10 +334,11 @@ def step_overhead_line(results: Sequence[Result], device: str, batch: int, optim
 def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping[str, MemoryLimit],
               optimizer: str, dataset_size: int, lr_find: bool = True, default_lr: float | None = None,
               bandwidths: Mapping[str, float | None] | None = None, workload: str = "WORKLOAD",
-              device_hint: str | None = None) -> list[Line]:
+              device_hint: str | None = None, others: Sequence[Result] = ()) -> list[Line]:
     """Every decision, in order: device, batch size, learning rate, precision, energy, threads (CPU),
-    compile (where measured), step overhead (with three batches measured), data-parallel processes
-    (where studied), loader workers, what bounds the step, epoch time.
+    compile (where measured), framework (where `others`, the same network's trials in other
+    frameworks on this machine, measured it), step overhead (with three batches measured),
+    data-parallel processes (where studied), loader workers, what bounds the step, epoch time.
     `results` are one workload's; every decision but the processes one reads one-process trials
     only (a data-parallel trial's samples/s counts every rank's batch). `lr_find`, `default_lr`:
     the workload's (decide_lr). `bandwidths`: memory bandwidth (B/s) by device, calibrated or
@@ -348,6 +364,9 @@ def recommend(results: Sequence[Result], devices: Sequence[str], limits: Mapping
     compiled = decide_compile(results, device, batch, dataset_size)  # only where compile was measured
     if compiled is not None:
         lines.append(compiled)
+    framework = _framework_line(results, others, device, batch)
+    if framework is not None:
+        lines.append(framework)
     overhead = step_overhead_line(results, device, batch, optimizer, (bandwidths or {}).get(device), compiled is not None)
     if overhead is not None:
         lines.append(overhead)

@@ -299,7 +299,7 @@ def recommend(
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or epoch_samples(ref, options), ref.lr_find, ref.default_lr,
                                     bandwidths, workload=command_target(workload, framework),
-                                    device_hint=scope.device_hint(run_missing, chosen))
+                                    device_hint=scope.device_hint(run_missing, chosen), others=scope.others)
     if outcome.missing and not run_missing:
         outcome.measure_hint = scope.measure_hint()
     return outcome
@@ -388,10 +388,11 @@ def stored_recommendation(results: Sequence[Result], workload: str, framework: s
     are those with timed trials, each with its stored max-batch limit under the default memory
     limit (`commands`: run id -> command, search_limits.stored_limit)."""
     ref, options = parse_workload_ref(workload)
-    mine = [r for r in results if r.spec.workload == ref.name and r.spec.workload_options == options
-            and r.spec.framework == framework]
+    every = [r for r in results if r.spec.workload == ref.name and r.spec.workload_options == options]
+    mine = [r for r in every if r.spec.framework == framework]
     devices = list(dict.fromkeys(r.spec.device for r in mine if rules.timed(r)))
     limits = {d: limit for d in devices if (limit := stored_limit(mine, d, commands=commands)) is not None}
     # the spec sheets' bandwidths: no store here
     return rules.recommend(mine, devices, limits, ref.optimizer, epoch_samples(ref, options), ref.lr_find, ref.default_lr,
-                           memory_bandwidths(mine, {}), workload=command_target(workload, framework))
+                           memory_bandwidths(mine, {}), workload=command_target(workload, framework),
+                           others=[r for r in every if r.spec.framework != framework])

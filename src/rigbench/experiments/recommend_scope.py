@@ -63,6 +63,8 @@ class Scope:
     #: per other machine holding results of the workload: its words, how many, the command that
     #: recommends from them (its newest run of the workload)
     elsewhere: list[dict[str, Any]] = field(default_factory=list)
+    #: the same machine's results of the workload (its options) in other frameworks
+    others: list[Result] = field(default_factory=list)
 
     @property
     def here(self) -> bool:
@@ -106,16 +108,17 @@ def stored_scope(store: Store, workload: str, framework: str, run_ids: Sequence[
     machine of `run_ids`: UsageError, one line, for a run not stored, runs of two machines, or a
     machine with no result of the workload. `db`: as the commands it names give it (no password)."""
     ref, options = parse_workload_ref(workload)
-    stored = [r for r in store.list(workload=ref.name)
-              if r.spec.workload_options == options and r.spec.framework == framework]
-    machines = run_machines(store, (r.run_id for r in stored))
+    every = [r for r in store.list(workload=ref.name) if r.spec.workload_options == options]
+    stored = [r for r in every if r.spec.framework == framework]
+    machines = run_machines(store, (r.run_id for r in every))
     runs = list(dict.fromkeys(run_ids))
     if not runs:
         here = this_machine_key()
         mine = [r for r in stored if machines[r.run_id] == here]
         others = [r for r in stored if machines[r.run_id] != here]
         return Scope(workload, framework, mine, len(others),
-                     elsewhere=_elsewhere(workload, framework, others, machines, store, db))
+                     elsewhere=_elsewhere(workload, framework, others, machines, store, db),
+                     others=[r for r in every if r.spec.framework != framework and machines[r.run_id] == here])
     known = store.commands(runs)
     unknown = [run for run in runs if run not in known]
     if unknown:
@@ -133,7 +136,8 @@ def stored_scope(store: Store, workload: str, framework: str, run_ids: Sequence[
         raise UsageError(f"no stored results of {workload} ({framework}) from the machine of run {runs[0]} "
                          f"({machine_words(fingerprints[runs[0]])})"
                          + (f"; its runs given hold {', '.join(held)}" if held else ""))
-    return Scope(workload, framework, mine, len(stored) - len(mine), runs, fingerprints[runs[0]])
+    return Scope(workload, framework, mine, len(stored) - len(mine), runs, fingerprints[runs[0]],
+                 others=[r for r in every if r.spec.framework != framework and machines[r.run_id] == key])
 
 
 def _elsewhere(workload: str, framework: str, others: Sequence[Result], machines: Mapping[str, tuple[Any, ...]],
