@@ -160,6 +160,12 @@ def test_recommendation_in_one_line():
     fastest = [Line("device", "cuda:0", ""), Line("batch_size", 256, "", {"best_batch": 256})]
     assert recommendation_text(fastest) == "cuda:0, batch 256: fastest device in fp32; the fastest batch measured"
     assert recommendation_text([Line("device", None, "not measured")]) is None
+    jax = Line("framework", "jax", "framework: ...", {"faster": "jax", "compared": [
+        {"framework": "jax", "ratio": 2.99}, {"framework": "tensorflow", "ratio": 0.8}]})
+    assert recommendation_text([*fastest, jax]) == ("cuda:0, batch 256: fastest device in fp32; the fastest batch "
+                                                   "measured; jax trains it 2.99x as fast here (`--framework jax`)")
+    same = Line("framework", "torch", "framework: ...", {"faster": None, "compared": []})
+    assert recommendation_text([*fastest, same]).endswith("the fastest batch measured")
 
 
 @pytest.mark.parametrize("command,target", [

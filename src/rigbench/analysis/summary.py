@@ -177,7 +177,8 @@ def summary_rows(results: Sequence[Result], calibrations: Mapping[str, dict[str,
 
 def recommendation_text(lines: Sequence[Line]) -> str | None:
     """`rigbench recommend`'s decisions in one line: device, batch (and precision when decided),
-    with the reason from the numbers behind them; None when no device was decided."""
+    with the reason from the numbers behind them, and a clearly faster framework where the
+    framework line names one; None when no device was decided."""
     by = {line.decision: line for line in lines}
     device = by.get("device")
     if device is None or device.value is None:
@@ -197,6 +198,10 @@ def recommendation_text(lines: Sequence[Line]) -> str | None:
         why = "the fastest batch measured"
     else:
         why = f"the throughput knee, {chosen / best:.0%} of b{n['best_batch']}'s samples/s"
+    framework = by.get("framework")
+    if framework is not None and (faster := framework.numbers.get("faster")):  # analysis/recommend_framework.py
+        ratio = max(c["ratio"] for c in framework.numbers["compared"] if c["framework"] == faster)
+        why += f"; {faster} trains it {ratio:.2f}x as fast here (`--framework {faster}`)"
     return f"{text}: fastest device in fp32; {why}"
 
 
