@@ -18,19 +18,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from rigbench.analysis.recommend_model import Line
+from rigbench.analysis.scaling import overlap, speed_band
 from rigbench.analysis.trials import RunSpeed
 
 
-def _band(side: RunSpeed) -> tuple[float, float] | None:
-    """The widest 95% interval over a configuration's trials; None where one lacks it."""
-    cis = [r.metrics.samples_per_s_ci for r in side.trials]
-    return (min(c[0] for c in cis if c), max(c[1] for c in cis if c)) if all(cis) else None
-
-
 def _apart(a: RunSpeed, b: RunSpeed) -> bool | None:
-    """Whether the two intervals do not overlap; None where either is missing."""
-    x, y = _band(a), _band(b)
-    return None if x is None or y is None else x[1] < y[0] or y[1] < x[0]
+    """Whether the two configurations' intervals (scaling.speed_band) do not overlap; None
+    where either is missing."""
+    overlapping = overlap(speed_band(a.trials), speed_band(b.trials))
+    return None if overlapping is None else not overlapping
 
 
 def decide_framework(framework: str, mine: Mapping[int, RunSpeed], theirs: Mapping[str, Mapping[int, RunSpeed]],

@@ -113,7 +113,15 @@ def shi2016_column(threads: int) -> str | None:
     return " / ".join(c for c in (desktop, server) if c) or None
 
 
-def _overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool | None:
+def speed_band(trials: Sequence[Result]) -> tuple[float, float] | None:
+    """The widest 95% interval of samples/s over a configuration's successful trials (its
+    repeats); None where one lacks an interval."""
+    cis = [r.metrics.samples_per_s_ci for r in trials]
+    return (min(c[0] for c in cis if c), max(c[1] for c in cis if c)) if trials and all(cis) else None
+
+
+def overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool | None:
+    """Whether two intervals overlap (no clear difference); None where either is missing."""
     if not a or not b:
         return None
     return a[0] <= b[1] and b[0] <= a[1]
@@ -180,14 +188,13 @@ def _row(knob: str, value: Any, trials: list[Result], base: ScalingRow | None = 
     ok = [r for r in trials if has_speed(r)]
     shown = _shown(trials)
     speeds = [speed(r) for r in ok]
-    cis = [r.metrics.samples_per_s_ci for r in ok]
-    band = (min(c[0] for c in cis if c), max(c[1] for c in cis if c)) if ok and all(cis) else None
+    band = speed_band(ok)
     energies = [e for r in ok if (e := r.metrics.energy_per_sample_j) is not None]
     samples_per_s = geometric_mean(speeds) if speeds else None  # as RunSpeed takes repeats
     speedup, within_noise = (1.0 if speeds else None), None  # the baseline's own row
     if base is not None:
         speedup = samples_per_s / base.samples_per_s if samples_per_s and base.samples_per_s else None
-        within_noise = _overlap(band, base.samples_per_s_ci) if speedup is not None else None
+        within_noise = overlap(band, base.samples_per_s_ci) if speedup is not None else None
     return ScalingRow(
         workload=shown.spec.workload, device=shown.spec.device, batch_size=shown.spec.batch_size, knob=knob,
         value=value, label=_label(knob, value), status=shown.status, error=shown.error, trial_id=shown.id,
