@@ -157,3 +157,33 @@ def test_stored_rows_with_bad_numbers_never_break_a_command(tmp_path, caplog):
                          (4, "metrics.samples_per_s"), (5, "spec.lr_find.end_lr")):
         line = refused(tmp_path, "results", "show", str(trial), db=db)
         assert f"trial {trial} cannot be read ({field}: " in line
+
+
+def test_a_stored_ok_row_without_a_positive_throughput_is_skipped_not_a_crash(tmp_path, caplog):
+    # An ok trial's samples/s of 0 or below (rigbench stores such a trial as a crash: result_rules)
+    # reached the geometric mean of its repeats and broke report, roofline, compare --frameworks
+    # and recommend --no-run over the whole database with "geometric mean needs positive values".
+    path = tmp_path / "old.db"
+    store = Store(str(path))
+    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "h"})
+    for batch in (8, 16, 32, 64):
+        store.add_result(Result(run_id="r1", created_at="2026-01-01T00:00:00+00:00", status="ok",
+                                spec=TrialSpec(workload="mlp", batch_size=batch),
+                                metrics=Metrics(samples_per_s=100.0 * batch, steps_measured=5)))
+    con = sqlite3.connect(path)
+    for trial, old, new in ((2, '"samples_per_s":1600.0', '"samples_per_s":-5.0'),
+                            (3, '"samples_per_s":3200.0', '"samples_per_s":0.0')):
+        assert con.execute("update trials set result_json = replace(result_json, ?, ?) where id = ?",
+                           (old, new, trial)).rowcount == 1
+    con.commit()
+    con.close()
+    db, runner = str(path), CliRunner()
+    with caplog.at_level(logging.WARNING, logger="rigbench.store"):
+        for args in (["report", "-o", str(tmp_path / "r.html")], ["roofline"], ["compare", "--frameworks"],
+                     ["recommend", "mlp", "--no-run", "--run", "r1"]):
+            done = runner.invoke(app, [*args, "--db", db])
+            assert done.exit_code == 0, (args, done.output, done.exception)
+    skipped = [r.getMessage() for r in caplog.records if "skipped 2 stored result(s)" in r.getMessage()]
+    assert skipped and "trial 2 (metrics.samples_per_s: " in skipped[0]
+    assert [r.id for r in store.list()] == [1, 4]
+    assert "trial 3 cannot be read (metrics.samples_per_s: " in refused(tmp_path, "results", "show", "3", db=db)

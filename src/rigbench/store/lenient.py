@@ -53,9 +53,14 @@ def read_result(data: dict[str, Any]) -> Result:
     """A stored Result, unknown fields dropped at every level; ValidationError if it still
     cannot be read (a missing required field, a value of the wrong type, a spec outside
     rigbench.numlimits such as an infinite or null timeout), ValueError if a figure is inf or
-    NaN (result_rules; rigbench writes neither, JSON has neither: such a row was edited)."""
+    NaN (result_rules; rigbench writes neither, JSON has neither: such a row was edited) or an
+    `ok` trial's samples/s is 0 or less (the runner stores such a trial as a crash: result_rules;
+    read as a figure, it broke the geometric mean of every command over the database)."""
     result = Result.model_validate(drop_unknown(Result, data))
     where = non_finite_figure(result)
     if where is not None:
         raise ValueError(f"{where}: not a finite number")
+    speed = result.metrics.samples_per_s
+    if result.status == "ok" and speed is not None and not speed > 0:
+        raise ValueError(f"metrics.samples_per_s: an ok trial's must be more than 0, got {speed:g}")
     return result
