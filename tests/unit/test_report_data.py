@@ -74,6 +74,21 @@ def test_one_line_per_workload_and_device_in_batch_order():
     assert charts_by_id(results)["cpu"].series[0].err_plus is None  # CI only for speed
 
 
+def test_an_interval_that_leaves_out_its_own_figure_draws_no_negative_error_bar(tmp_path):
+    # A stored or imported CI beside its figure (import checks it lies within the step times, not
+    # that it holds the figure) gave a negative error bar, and `report --png` died on it with
+    # matplotlib's "'yerr' must not contain negative values".
+    from rigbench.reports.png import write_pngs
+
+    results = [make_result(batch=8, speed=100.0, samples_per_s_ci=(110.0, 120.0)),
+               make_result(batch=16, speed=150.0, samples_per_s_ci=(160.0, 140.0))]
+    speed = charts_by_id(results)["speed"]
+    cnn = speed.series[0]
+    assert cnn.err_minus == [0.0, 0.0] and cnn.err_plus == pytest.approx([20.0, 0.0])
+    assert "95% CI 110.0 to 120.0" in cnn.hover[0]  # the hover still says what is stored
+    assert write_pngs([speed], tmp_path)
+
+
 def test_cpu_only_results_give_only_the_charts_with_data():
     results = [make_result(batch=8), make_result(batch=16),
                make_result(status="crash", error="boom"), make_result(status="oom")]

@@ -62,8 +62,10 @@ def _series(members: list[tuple[Result, float]], metric: Metric, name: str, pane
         ci = metric.interval(r)
         if with_ci and ci:  # with_ci: every member has an interval
             low, high = ci
-            err_minus.append(y - low)
-            err_plus.append(high - y)
+            # a stored interval need not hold its figure (an import checks it against the step
+            # times only): a bar's length is never negative, which matplotlib refuses outright
+            err_minus.append(max(0.0, y - low))
+            err_plus.append(max(0.0, high - y))
             text += f" (95% CI {low:,.1f} to {high:,.1f})"
         s.hover.append(trial_hover(r, text))
     if with_ci:
