@@ -312,10 +312,16 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """rigbench: trustworthy training benchmarks for this machine."""
 
 
+def no_bar() -> bool:
+    """Whether a progress bar must stay off: where stderr is not a terminal it is never drawn,
+    yet rich ends it with a blank line, which put an empty line before an error's one line."""
+    return not err.is_interactive
+
+
 def progress_bar() -> Progress:
     """The bar of long work on stderr: what is going on, done/total, time so far; gone when done."""
     return Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), console=err, transient=True)
+                    TimeElapsedColumn(), console=err, transient=True, disable=no_bar())
 
 
 def open_store_for(specs: list[Any], db: str | None) -> None:

@@ -23,6 +23,7 @@ from rigbench.cli.common import (
     framework_option,
     handles_usage_errors,
     no_answer,
+    no_bar,
     open_store_for,
     out,
     parse_compile,
@@ -130,7 +131,7 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
     the trials left) and one line per finished trial, all on stderr."""
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
                         TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                        TextColumn("ETA {task.fields[eta]}"), console=err, transient=True)
+                        TextColumn("ETA {task.fields[eta]}"), console=err, transient=True, disable=no_bar())
     timing: dict[str, float] = {}
     with progress:
         task = progress.add_task("checking the database", total=None, eta="-")
@@ -371,7 +372,7 @@ def max_batch(
     limit = parse_memory_limit(memory_limit) if memory_limit is not None else None
     Store(db)  # validate the database before the first probe
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
-                        console=err, transient=True)
+                        console=err, transient=True, disable=no_bar())
     with progress:
         task = progress.add_task(f"max-batch {workload}: checking the device", total=None)
 
