@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from rigbench.cli import app
 from rigbench.cli.common import progress_bar
 from rigbench.experiments import devices as experiment_devices
+from tests.e2e.test_bad_input import assert_one_line_error
 
 
 @pytest.fixture(autouse=True)
@@ -25,9 +26,29 @@ def only_the_error_line(result) -> None:
     assert result.stderr.startswith("rigbench: error: ") and result.stderr.count("\n") == 1, repr(result.stderr)
 
 
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--start", "0"], "--start must be at least 1"),
+    (["--margin", "1"], "--margin must be from 0"),
+    (["--tolerance", "-1"], "--tolerance must be from 0"),
+    (["-d", "gpu9"], "'gpu9' is not available to torch here"),
+])
+def test_max_batch_refuses_bad_input_before_it_makes_the_database(tmp_path, args, fragment):
+    db = tmp_path / "m.db"
+    result = invoke("max-batch", "mlp", *args, "--db", str(db))
+    assert_one_line_error(result, fragment)
+    only_the_error_line(result)
+    assert not db.exists()
+
+
 def test_a_progress_bar_off_a_terminal_writes_nothing(capsys):
     """rich ends a bar with a blank line where it cannot draw one: before an error line, that
     made two lines on stderr."""
     with progress_bar() as progress:
         progress.add_task("x", total=1)
     assert capsys.readouterr().err == ""
+
+
+def test_a_database_error_inside_a_progress_bar_is_one_line(tmp_path):
+    result = invoke("max-batch", "mlp", "--db", str(tmp_path))  # a folder, not a database
+    assert_one_line_error(result, "cannot open the database")
+    only_the_error_line(result)

@@ -370,7 +370,7 @@ def max_batch(
     if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")
     limit = parse_memory_limit(memory_limit) if memory_limit is not None else None
-    Store(db)  # validate the database before the first probe
+    # find_max_batch checks the input, then opens (or makes) the database, before the first probe
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                         console=err, transient=True, disable=no_bar())
     with progress:
