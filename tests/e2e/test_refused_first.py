@@ -5,6 +5,7 @@ before anything runs, one line, nothing stored). In process, with typer's CliRun
 import pytest
 from typer.testing import CliRunner
 
+from rigbench import api
 from rigbench.cli import app
 from rigbench.cli.common import progress_bar
 from rigbench.experiments import devices as experiment_devices
@@ -52,3 +53,23 @@ def test_a_database_error_inside_a_progress_bar_is_one_line(tmp_path):
     result = invoke("max-batch", "mlp", "--db", str(tmp_path))  # a folder, not a database
     assert_one_line_error(result, "cannot open the database")
     only_the_error_line(result)
+
+
+@pytest.mark.parametrize("command", [
+    ["train", "mlp", "--dataset", "mnist"],
+    ["lr-find", "mlp", "--dataset", "mnist"],
+])
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--framework", "nope"], "unknown framework 'nope'"),
+    (["-d", "gpu9"], "'gpu9' is not available to torch here"),
+])
+def test_framework_and_device_are_checked_before_the_data_set_is_fetched(tmp_path, monkeypatch, command, args,
+                                                                         fragment):
+    """A misspelt framework or device was found only after the data set's download (minutes),
+    and without a network the error named the data set instead of the flag."""
+    def fetch(*_args, **_kwargs):
+        raise AssertionError("the data set was prepared before the framework and device were checked")
+
+    monkeypatch.setattr(api, "prepare_data", fetch)
+    assert_one_line_error(invoke(*command, *args, "--db", str(tmp_path / "r.db")), fragment)
+    assert not (tmp_path / "r.db").exists()

@@ -32,7 +32,7 @@ from rigbench.api.results import WHERE_KEYS, ReportOutcome, parse_where, report,
 from rigbench.api.scoring import ScoreOutcome, score
 from rigbench.errors import UsageError
 from rigbench.experiments.calibrate import CalibrateOutcome, calibrate
-from rigbench.experiments.devices import devices_info, framework_devices
+from rigbench.experiments.devices import chosen_devices, devices_info, framework_devices
 from rigbench.experiments.execute import RunOutcome, run
 from rigbench.experiments.lr_find import check_lr_find_workload, plan_lr_find
 from rigbench.experiments.max_batch import MaxBatchOutcome, find_max_batch
@@ -50,7 +50,7 @@ __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     "plan_run", "in_rounds", "check_rounds", "run", "RunOutcome", "plan_train", "prepare_data", "threads_per_rank",
     "threads_per_rank_line", "node_launch",
     # this machine (api/info.py, experiments/devices.py)
-    "workloads_info", "devices_info", "framework_devices",
+    "workloads_info", "devices_info", "framework_devices", "chosen_devices",
     # stored results and the report (api/results.py)
     "WHERE_KEYS", "parse_where", "where_matches", "select_results", "report", "ReportOutcome", "speedups_over_cpu",
     # strategies over many trials (experiments/)

@@ -114,6 +114,7 @@ def lr_find(
                          "after the first, which is skipped")
     _check_positive(batch_size=batch_size, threads=threads)
     api.check_lr_find_workload(workload)
+    api.chosen_devices(framework, [device] if device else [], default=["cpu"])  # before the data set is fetched
     name = api.prepare_data(workload, dataset, data_dir, download=not offline)
     spec = api.plan_lr_find(workload, name, device=device, batch_size=batch_size, start_lr=start_lr,
                             end_lr=end_lr, steps=steps, data_dir=data_dir, precision=precision,  # type: ignore[arg-type]

@@ -185,7 +185,11 @@ def train(
     """Train on a real data set: held-out accuracy (language models: loss, perplexity, bits per
     byte) per epoch, time and epochs to a target. Into a file or a pipe (no progress bar), one
     line per finished epoch on stderr."""
-    _check_precision(precision, split_list(device, "--device") or ["cpu"])
+    devices = split_list(device, "--device")
+    frameworks = split_list(framework, "--framework") or ["torch"]
+    _check_precision(precision, devices or ["cpu"])
+    for name in frameworks:  # before the data set is fetched (minutes), whose error would hide the typo
+        api.chosen_devices(name, devices, default=["cpu"])
     if input_mode not in ("resident", "loader"):
         raise UsageError(f"--input must be resident or loader, got {input_mode!r}")
     if epochs < 1:
@@ -207,9 +211,9 @@ def train(
     name = api.prepare_data(workload, dataset, data_dir, download=not offline)
     specs = api.plan_train(
         workload, name, epochs, lrs=lrs, batch_sizes=parse_positive_ints(batch_size, "--batch-size"),
-        devices=split_list(device, "--device"), target_accuracy=target_accuracy, target_loss=target_loss,
+        devices=devices, target_accuracy=target_accuracy, target_loss=target_loss,
         precision=precision,  # type: ignore[arg-type]
-        threads=threads, frameworks=split_list(framework, "--framework") or ["torch"], data_dir=data_dir,
+        threads=threads, frameworks=frameworks, data_dir=data_dir,
         input_mode=input_mode, workers=workers, max_train_samples=max_train_samples,
         pin_memory=pin_memory, timeout_s=timeout, energy=energy, compile=_compile_setting(compile_, compile_mode, [workload]),
     )
