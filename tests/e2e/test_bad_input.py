@@ -163,7 +163,7 @@ def test_results_list_refuses_a_limit_or_status_that_means_nothing(tmp_path, arg
 ])
 def test_recommend_no_run_checks_names_as_a_run_would(tmp_path, args, fragments):
     """--no-run only reads, but a misspelt framework or device must not plan for nothing."""
-    result = invoke("recommend", "mlp", "--no-run", "--db", str(tmp_path / "r.db"), *args)
+    result = invoke("recommend", "mlp", "--no-run", "--db", stored_db(tmp_path), *args)
     assert_one_line_error(result, *fragments)
 
 

@@ -73,3 +73,19 @@ def test_framework_and_device_are_checked_before_the_data_set_is_fetched(tmp_pat
     monkeypatch.setattr(api, "prepare_data", fetch)
     assert_one_line_error(invoke(*command, *args, "--db", str(tmp_path / "r.db")), fragment)
     assert not (tmp_path / "r.db").exists()
+
+
+def test_recommend_no_run_never_creates_the_database(tmp_path):
+    """--no-run only reads: a mistyped --db is an error, as for `results list`, not a new empty
+    database and "not measured" advice."""
+    missing = tmp_path / "typo.db"
+    assert_one_line_error(invoke("recommend", "mlp", "--no-run", "--db", str(missing)), "does not exist", "--db")
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("no_run", [[], ["--no-run"]])
+def test_recommend_refuses_an_unknown_framework_before_it_opens_the_database(tmp_path, no_run):
+    db = tmp_path / "r.db"
+    assert_one_line_error(invoke("recommend", "mlp", "--framework", "nope", *no_run, "--db", str(db)),
+                          "unknown framework 'nope'")
+    assert not db.exists()

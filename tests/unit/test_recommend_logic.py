@@ -355,6 +355,9 @@ def test_batch_grid():
 
 
 def test_no_run_on_an_empty_database_lists_what_is_missing(tmp_path):
+    from rigbench.store import Store
+
+    Store(str(tmp_path / "empty.db"))  # made: --no-run only reads, and a missing database is an error
     outcome = recommend("mlp", devices=["cpu"], run_missing=False, db=str(tmp_path / "empty.db"))
     assert [(line.decision, line.value) for line in outcome.lines] == [("device", None)]
     assert outcome.ran == [] and outcome.run_id is None
@@ -475,4 +478,5 @@ def test_a_recommendation_that_rests_on_busy_trials_says_which_and_how_to_measur
                                  "--no-run; lr-find and input-pipeline trials are used as they are): run it "
                                  "when the machine is quiet.")
     assert outcome.to_dict()["busy"] == outcome.busy
+    Store(str(tmp_path / "empty.db"))
     assert recommend("mlp", devices=["cpu"], run_missing=False, db=str(tmp_path / "empty.db")).busy is None
