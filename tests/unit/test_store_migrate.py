@@ -200,6 +200,17 @@ def test_a_newer_revision_is_refused_and_left_alone(db_url):
     assert sql(db_url, "select version_num from alembic_version") == [("ffff_from_the_future",)]
 
 
+def test_a_schema_version_that_is_not_a_number_is_refused_in_one_line(db_url):
+    # meta.schema_version edited to text ended every command with int()'s ValueError traceback
+    Store(db_url)
+    with connection(db_url) as conn:
+        conn.execute(text("update meta set value = 'one' where key = 'schema_version'"))
+    with pytest.raises(UsageError, match=r"has schema version 'one', which is not a number: "
+                                         r"not a database this rigbench wrote"):
+        Store(db_url)
+    assert sql(db_url, "select value from meta where key = 'schema_version'") == [("one",)]
+
+
 def _tables(url):
     with connection(url) as conn:
         return sorted(inspect(conn).get_table_names())

@@ -77,6 +77,10 @@ def ensure_current(engine: Engine, url: str) -> None:
 
 
 def _refuse_newer_results(schema_version: str | None, url: str) -> None:
+    if schema_version is not None and not schema_version.strip().isdecimal():
+        # every rigbench writes a whole number here: an edited row, refused in one line
+        raise UsageError(f"the database {url} has schema version {clip(visible(schema_version), 64)!r}, which is "
+                         "not a number: not a database this rigbench wrote")
     if schema_version is not None and int(schema_version) > SCHEMA_VERSION:
         raise UsageError(f"the database {url} has schema version {schema_version}, newer than "
                          f"this rigbench understands ({SCHEMA_VERSION}): upgrade rigbench")
