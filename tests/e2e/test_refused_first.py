@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from rigbench import api
 from rigbench.cli import app
 from rigbench.cli.common import progress_bar
+from rigbench.experiments import calibrate as experiment_calibrate
 from rigbench.experiments import devices as experiment_devices
 from tests.e2e.test_bad_input import assert_one_line_error
 
@@ -88,4 +89,17 @@ def test_recommend_refuses_an_unknown_framework_before_it_opens_the_database(tmp
     db = tmp_path / "r.db"
     assert_one_line_error(invoke("recommend", "mlp", "--framework", "nope", *no_run, "--db", str(db)),
                           "unknown framework 'nope'")
+    assert not db.exists()
+
+
+def test_calibrate_checks_every_device_before_it_measures_one(tmp_path, monkeypatch):
+    """`-d cpu,gpu9` calibrated the CPU for a minute, then refused gpu9 without showing the CPU's table."""
+    def measure(*_args, **_kwargs):
+        raise AssertionError("a device was calibrated before every device named was checked")
+
+    monkeypatch.setattr(experiment_calibrate, "calibrate_in_child", measure)
+    db = tmp_path / "k.db"
+    result = invoke("calibrate", "-d", "cpu,gpu9", "--quick", "--db", str(db))
+    assert_one_line_error(result, "'gpu9' is not available to torch here")
+    only_the_error_line(result)
     assert not db.exists()

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.errors import UsageError
-from rigbench.experiments.devices import framework_devices, normalise_device
+from rigbench.experiments.devices import chosen_devices
 from rigbench.experiments.execute import new_run_id, start_run
-from rigbench.frameworks import check_framework
 from rigbench.runner.calibrate import PROGRESS_PREFIX
 from rigbench.spec import PRECISIONS
 from rigbench.store import Store
@@ -42,7 +41,7 @@ def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], q
                        timeout_s: float = CALIBRATE_TIMEOUT_S) -> dict[str, Any]:
     """One device's calibration dict from a child process; on failure a dict with `error`
     (the child's last stderr line) and no measurements. A device the framework does not
-    have is a UsageError (the child checks it, which saves a probe process)."""
+    have is a UsageError (the child checks it; `calibrate` has checked every named one first)."""
     request = {"framework": framework, "device": device, "precisions": list(precisions),
                "quick": quick, "threads": threads}
     with tempfile.TemporaryDirectory(prefix="rigbench-calibrate-") as tmp:
@@ -128,9 +127,9 @@ def calibrate(devices: Sequence[str] = (), precisions: Sequence[str] = (), quick
             raise UsageError(f"--precision takes {', '.join(PRECISIONS)}, got {p!r}")
     if threads is not None and threads < 1:
         raise UsageError("--threads must be at least 1")
-    check_framework(framework)
-    # Named devices are checked by the child itself (saving a probe process); none named: all.
-    chosen = list(dict.fromkeys(normalise_device(d) for d in devices)) or framework_devices(framework)
+    # Every named device is checked before the first is measured (a probe process, unless only the
+    # CPU is named): left to each device's child, a typo in `-d cpu,cuda:9` was found a minute in.
+    chosen = list(dict.fromkeys(chosen_devices(framework, devices, default=None)))
     store = Store(db)
     run_id = new_run_id()
 
