@@ -103,3 +103,12 @@ def test_calibrate_checks_every_device_before_it_measures_one(tmp_path, monkeypa
     assert_one_line_error(result, "'gpu9' is not available to torch here")
     only_the_error_line(result)
     assert not db.exists()
+
+
+@pytest.mark.parametrize("counts", ["1", "1,1"])
+def test_scaling_refuses_a_process_study_with_nothing_to_compare(tmp_path, counts):
+    """--processes 1 ran one trial, then exited 1: no count above one, so no speed-up to show."""
+    db = tmp_path / "s.db"
+    assert_one_line_error(invoke("scaling", "mlp", "--processes", counts, "--db", str(db)),
+                          "--processes", "a count above 1")
+    assert not db.exists()

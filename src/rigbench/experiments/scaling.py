@@ -106,6 +106,8 @@ def plan_process_scaling(
         raise UsageError(f"scaling mode is weak or strong, not {mode!r}")
     if any(n < 1 for n in processes):
         raise UsageError("--processes takes counts of at least 1, e.g. 1,2,4")
+    if all(n == 1 for n in processes):  # one process alone is only the baseline: no speed-up to show
+        raise UsageError("--processes needs a count above 1 to set against one process, e.g. --processes 1,2")
     base = plan_run([workload], [device], [batch_size] if batch_size else [], quick=quick,
                     frameworks=framework, energy=energy)[0]
     counts = list(dict.fromkeys([1, *sorted(processes)]))
