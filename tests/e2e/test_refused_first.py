@@ -112,3 +112,9 @@ def test_scaling_refuses_a_process_study_with_nothing_to_compare(tmp_path, count
     assert_one_line_error(invoke("scaling", "mlp", "--processes", counts, "--db", str(db)),
                           "--processes", "a count above 1")
     assert not db.exists()
+
+
+def test_train_names_the_workers_flag(tmp_path):
+    result = invoke("train", "mlp", "--dataset", "digits", "--input", "loader", "--workers", "-1",
+                    "--db", str(tmp_path / "r.db"))
+    assert_one_line_error(result, "--workers cannot be negative")
