@@ -2,6 +2,8 @@
 measured, and stderr holds the error line alone (README, "Exit codes": 2 is bad input, found
 before anything runs, one line, nothing stored). In process, with typer's CliRunner."""
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -10,7 +12,7 @@ from rigbench.cli import app
 from rigbench.cli.common import progress_bar
 from rigbench.experiments import calibrate as experiment_calibrate
 from rigbench.experiments import devices as experiment_devices
-from tests.e2e.test_bad_input import assert_one_line_error
+from tests.e2e.test_bad_input import assert_one_line_error, stored_db
 
 
 @pytest.fixture(autouse=True)
@@ -118,3 +120,10 @@ def test_train_names_the_workers_flag(tmp_path):
     result = invoke("train", "mlp", "--dataset", "digits", "--input", "loader", "--workers", "-1",
                     "--db", str(tmp_path / "r.db"))
     assert_one_line_error(result, "--workers cannot be negative")
+
+
+def test_compare_says_a_folder_is_not_a_bundle(tmp_path: Path):
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    result = invoke("compare", str(folder), str(folder / "b.json"), "--db", stored_db(tmp_path))
+    assert_one_line_error(result, f"{folder} is a folder", "bundle file")

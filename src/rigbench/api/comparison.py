@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rigbench.api.results import parse_where, where_matches
@@ -130,6 +131,9 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
             if list_calibrations(store, run_id=ref):
                 raise UsageError(f"{name}: run {ref!r} is a `rigbench calibrate` run, with no trials to compare "
                                  f"(`rigbench roofline` reads its peaks)")
+            if Path(ref).is_dir():  # "no such file" would send the user looking for a missing path
+                raise UsageError(f"{name}: {ref} is a folder, not a results bundle file (`rigbench results export "
+                                 "--format bundle -o FILE` writes one) or a stored run")
             raise UsageError(f"{name}: no run {ref!r} in {store.url} and no such file: "
                              f"`rigbench results runs` lists the stored runs")
         listed = [r for r in listed if where_matches(r, accepted)]
