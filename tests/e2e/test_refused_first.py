@@ -127,3 +127,13 @@ def test_compare_says_a_folder_is_not_a_bundle(tmp_path: Path):
     folder.mkdir()
     result = invoke("compare", str(folder), str(folder / "b.json"), "--db", stored_db(tmp_path))
     assert_one_line_error(result, f"{folder} is a folder", "bundle file")
+
+
+@pytest.mark.parametrize("name", ["shot", "shot.jpg", "folder.png"])
+def test_report_refuses_a_screenshot_path_that_is_no_png_file(tmp_path, name):
+    """Chromium's `unsupported mime type "null"` was a traceback, after the report was written."""
+    (tmp_path / "folder.png").mkdir()
+    page = tmp_path / "r.html"
+    result = invoke("report", "-o", str(page), "--screenshot", str(tmp_path / name), "--db", stored_db(tmp_path))
+    assert_one_line_error(result, f"--screenshot {tmp_path / name}", ".png")
+    assert not page.exists()  # refused before any work

@@ -147,6 +147,9 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
     all) that match `where` to `out`, with `png_dir` each chart as a PNG there, and with
     `screenshot` a PNG of the page's top as Chromium draws it (reports/screenshot.py)."""
     parse_where(where)  # a bad filter fails before anything is imported or read
+    if screenshot is not None:  # as a bad screenshot name: not after the report is written
+        from rigbench.reports.screenshot import check_png_path
+        check_png_path(screenshot)
     try:  # optional dependencies: only the report needs them
         from rigbench.reports import html
         if png_dir is not None:

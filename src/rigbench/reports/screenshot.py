@@ -19,6 +19,14 @@ INSTALL = ("the screenshot needs playwright and Chromium: pip install playwright
            "apt-get install chromium (or: playwright install chromium)")
 
 
+def check_png_path(png_path: str | Path) -> None:
+    """UsageError unless `png_path` can name a new PNG: Chromium picks the format from the
+    name's suffix, and a name without one, or a folder, failed there as a traceback."""
+    path = Path(png_path)
+    if path.suffix.lower() != ".png" or path.is_dir():
+        raise UsageError(f"--screenshot {png_path} is not a PNG file name: give a file ending in .png, e.g. report.png")
+
+
 def screenshot(page_path: str | Path, png_path: str | Path, width: int = WIDTH, height: int = HEIGHT) -> Path:
     """Open `page_path` offline in headless Chromium at `width` px and write the top `height`
     px (less when the page is shorter) to `png_path`. UsageError naming what to install when
