@@ -43,6 +43,37 @@ def test_tolerance_stops_the_bisection_early():
     assert (largest_ok, smallest_oom) == (256, 320)
 
 
+def test_the_default_tolerance_ends_within_five_percent_in_fewer_probes_than_one_sample():
+    from rigbench.experiments.max_batch import DEFAULT_START, DEFAULT_TOLERANCE
+
+    # the dev VM's mlp under 2 GiB: 36,366 ran, 36,367 did not. Doubling 8..32768 (13 ok),
+    # 65536 oom; then 49152, 40960, 36864 oom, 34816 ok (2048 > 0.05 x 34816), 35840 ok
+    # (1024 <= 1792): stop. Down to one sample it took 10 probes more.
+    fits = lambda b: b <= 36366  # noqa: E731
+    probes, largest_ok, smallest_oom = search(fits, start=DEFAULT_START, tolerance=DEFAULT_TOLERANCE)
+    assert probes[-6:] == [65536, 49152, 40960, 36864, 34816, 35840] and len(probes) == 19
+    assert (largest_ok, smallest_oom) == (35840, 36864)
+    assert smallest_oom - largest_ok <= DEFAULT_TOLERANCE * largest_ok
+    assert len(search(fits, start=DEFAULT_START, tolerance=0.0)[0]) == 29
+
+
+def test_the_command_and_the_library_share_the_search_defaults():
+    import inspect
+
+    import typer.main
+
+    from rigbench.cli import app
+    from rigbench.experiments import max_batch
+
+    command = typer.main.get_command(app).commands["max-batch"]  # type: ignore[attr-defined]
+    cli = {p.name: p.default for p in command.params}
+    library = inspect.signature(max_batch.find_max_batch).parameters
+    for cli_name, library_name in [("start", "start"), ("max_", "max_batch"), ("tolerance", "tolerance"),
+                                   ("margin", "margin")]:
+        assert cli[cli_name] == library[library_name].default, cli_name
+    assert cli["tolerance"] == 0.05
+
+
 def test_the_cap_ends_the_search_without_an_oom():
     probes, largest_ok, smallest_oom = search(lambda b: True, start=100, max_batch=500)
     assert probes == [100, 200, 400, 500]

@@ -30,6 +30,7 @@ from rigbench.cli.common import (
     stored_text,
 )
 from rigbench.errors import UsageError
+from rigbench.experiments import max_batch as search  # its defaults: the library's are the command's
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
 from rigbench.experiments.sweep import (
     SweepOutcome,
@@ -356,10 +357,10 @@ def max_batch(
     device: str = typer.Option("cpu", "--device", "-d", help="The device to fill: cpu, cuda:0, ..."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
     memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory the probes may use, e.g. 2GiB (default: 50% of the RAM available now). GPUs use their own memory."),
-    start: int = typer.Option(8, "--start", help="First batch to probe; it doubles until a probe runs out of memory."),
-    max_: int = typer.Option(65536, "--max", help="Never probe a batch above this."),
-    tolerance: float = typer.Option(0.0, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok); 0 bisects down to one sample (the boundary itself moves between runs: keep the --margin), 0.25 needs fewer probes."),
-    margin: float = typer.Option(0.1, "--margin", help="Fraction of the limit the recommended batch leaves free, by the fitted memory model."),
+    start: int = typer.Option(search.DEFAULT_START, "--start", help="First batch to probe; it doubles until a probe runs out of memory."),
+    max_: int = typer.Option(search.DEFAULT_MAX_BATCH, "--max", help="Never probe a batch above this."),
+    tolerance: float = typer.Option(search.DEFAULT_TOLERANCE, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok): the default ends within 5% of the boundary, which itself moves a few percent between runs; 0 bisects down to one sample (about log2(batch) probes more), 0.25 needs fewer probes."),
+    margin: float = typer.Option(search.DEFAULT_MARGIN, "--margin", help="Fraction of the limit the recommended batch leaves free, by the fitted memory model."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a probe after this many seconds (status `timeout`, which stops the search; default 600)."),
     framework: str = framework_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),

@@ -81,7 +81,7 @@ from rigbench.workloads import parse_workload_ref, resolved_options
 from rigbench.workloads.transformers import activation_bytes
 
 #: The pure logic lives in max_batch_logic and is used from here too, as before the split.
-__all__ = ["DEFAULT_RAM_FRACTION", "MIB", "VALUE_BYTES", "MaxBatchOutcome", "counted_crash", "crash_over_limit",
+__all__ = ["DEFAULT_MARGIN", "DEFAULT_MAX_BATCH", "DEFAULT_RAM_FRACTION", "DEFAULT_START", "DEFAULT_TOLERANCE", "MIB", "VALUE_BYTES", "MaxBatchOutcome", "counted_crash", "crash_over_limit",
            "find_max_batch", "fit_memory_model", "fitted", "memory_metric", "next_probe", "nothing_ran", "probe_row",
            "recommend", "replay", "round_batch"]
 #: Bytes per activation value under each precision: autocast keeps activations in 16 bits.
@@ -89,6 +89,16 @@ VALUE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 #: CPU default limit: this fraction of the RAM available when the search starts, so that
 #: the probes leave room for everything else running on the machine.
 DEFAULT_RAM_FRACTION = 0.5
+#: The search's defaults, `rigbench max-batch`'s and the library's alike.
+DEFAULT_START = 8
+DEFAULT_MAX_BATCH = 65536
+#: Bisect until the gap is within 5% of the largest batch that ran, not down to one sample:
+#: the boundary itself moves by a few percent between runs (docs/STRATEGY.md: under one cap
+#: batch 1776 ran 2 times of 5, 1777 4 of 5), and the recommendation keeps DEFAULT_MARGIN
+#: below it anyway. One sample cost about log2(batch) probes more (mlp under a 2 GiB cap on
+#: the dev VM: 32 probes, 9 minutes, to 36,366 ok / 36,367 oom; to 5%, 22 probes).
+DEFAULT_TOLERANCE = 0.05
+DEFAULT_MARGIN = 0.1
 
 
 @dataclass
@@ -194,8 +204,8 @@ def _limit(device: str, framework: str, memory_limit_bytes: int | None) -> tuple
 
 def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torch",
                    precision: str = "fp32", memory_limit_bytes: int | None = None,
-                   start: int = 1, max_batch: int = 65536, tolerance: float = 0.0,
-                   margin: float = 0.1, db: str | None = None,
+                   start: int = DEFAULT_START, max_batch: int = DEFAULT_MAX_BATCH,
+                   tolerance: float = DEFAULT_TOLERANCE, margin: float = DEFAULT_MARGIN, db: str | None = None,
                    on_probe: Callable[[Result], None] | None = None,
                    on_probe_start: Callable[[int, MaxBatchOutcome], None] | None = None,
                    timeout_s: float | None = None, command: str | None = None) -> MaxBatchOutcome:
