@@ -25,6 +25,12 @@ def test_the_page_has_its_examples():
 @pytest.mark.slow
 def test_every_library_example_runs_in_order(tmp_path):
     program = "\n".join(python_blocks(LIBRARY_DOC.read_text()))
+    pytest.importorskip("mypy")
+    (tmp_path / "examples.py").write_text(program)
+    # py.typed: a user's mypy checks their calls against rigbench's hints, so the page's must pass
+    typed = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--ignore-missing-imports", "examples.py"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert typed.returncode == 0, typed.stdout[-3000:]
     proc = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
