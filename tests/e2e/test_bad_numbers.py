@@ -187,3 +187,22 @@ def test_a_stored_ok_row_without_a_positive_throughput_is_skipped_not_a_crash(tm
     assert skipped and "trial 2 (metrics.samples_per_s: " in skipped[0]
     assert [r.id for r in store.list()] == [1, 4]
     assert "trial 3 cannot be read (metrics.samples_per_s: " in refused(tmp_path, "results", "show", "3", db=db)
+
+
+def test_a_table_dropped_by_hand_is_one_line_not_a_traceback(tmp_path):
+    # Opening a database at the current revision runs one query, so a table dropped by another
+    # program is met only when a command reads it: it was SQLAlchemy's OperationalError traceback.
+    path = tmp_path / "damaged.db"
+    store = Store(str(path))
+    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "h"})
+    store.add_result(Result(run_id="r1", created_at="2026-01-01T00:00:00+00:00", status="ok",
+                            spec=TrialSpec(workload="mlp", batch_size=8),
+                            metrics=Metrics(samples_per_s=800.0, steps_measured=5)))
+    con = sqlite3.connect(path)
+    con.execute("drop table trial_samples")
+    con.commit()
+    con.close()
+    for args in (["results", "show", "1"], ["results", "export", "--format", "bundle"]):
+        line = refused(tmp_path, *args, db=str(path))
+        assert "the database failed: no such table: trial_samples" in line, line
+    assert [r.id for r in Store(str(path)).list()] == [1]  # what a command can still read, it reads

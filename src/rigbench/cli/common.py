@@ -17,6 +17,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console, ConsoleDimensions
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from sqlalchemy.exc import DBAPIError
 from typer.core import TyperGroup
 
 from rigbench import __version__, api
@@ -28,7 +29,7 @@ from rigbench.numlimits import number_problem, seconds_problem
 from rigbench.reports import terminal
 from rigbench.spec import ENERGY_MODES, PRECISIONS, Result
 from rigbench.store import Store
-from rigbench.store.engine import url_without_password
+from rigbench.store.engine import error_text, url_without_password
 from rigbench.store.limits import check_storable
 from rigbench.textlimits import visible
 from rigbench.units import split_list
@@ -252,6 +253,10 @@ def handles_usage_errors(fn: Callable) -> Callable:
             raise typer.Exit(2) from None
         except ValidationError as exc:
             print(f"rigbench: error: invalid setting: {validation_line(exc)}", file=sys.stderr)
+            raise typer.Exit(2) from None
+        except DBAPIError as exc:  # what the store's own checks let through: a table dropped by hand
+            print(f"rigbench: error: the database failed: {error_text(exc)}: check the --db you gave "
+                  "(a file another program changed?); what was stored before stays stored", file=sys.stderr)
             raise typer.Exit(2) from None
     return wrapper
 
