@@ -109,17 +109,23 @@ def test_a_validation_error_past_a_commands_checks_is_one_line(tmp_path, monkeyp
 
 # --- rows stored before the rules: read, or skipped and named, never a crash -----------------
 
+def _mlp_trials(path: Path, batches: tuple[int, ...], **metrics: float) -> Store:
+    """A database at `path` with one run of ok mlp trials, one per batch at 100 samples/s a sample."""
+    store = Store(str(path))
+    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "h"})
+    for batch in batches:
+        store.add_result(Result(run_id="r1", created_at="2026-01-01T00:00:00+00:00", status="ok",
+                                spec=TrialSpec(workload="mlp", batch_size=batch),
+                                metrics=Metrics(samples_per_s=100.0 * batch, **metrics)))
+    return store
+
+
 def _stored_with_bad_numbers(tmp_path: Path) -> str:
     """Five rows, edited with plain SQL as an older rigbench or another tool left them: 1 fine;
     2 a timeout stored as JSON Infinity; 3 as null (what pydantic wrote for `--timeout inf`);
     4 an end_lr stored as the text "inf"; 5 an infinite throughput."""
     path = tmp_path / "old.db"
-    store = Store(str(path))
-    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "h"})
-    for batch in (8, 16, 32, 64):
-        store.add_result(Result(run_id="r1", created_at="2026-01-01T00:00:00+00:00", status="ok",
-                                spec=TrialSpec(workload="mlp", batch_size=batch),
-                                metrics=Metrics(samples_per_s=100.0 * batch)))
+    store = _mlp_trials(path, (8, 16, 32, 64))
     spec = TrialSpec(workload="mlp", kind="lr_find", batch_size=64, lr_find=LrFindOptions(dataset="digits"))
     store.add_result(Result(run_id="r1", created_at="2026-01-01T00:00:01+00:00", status="ok", spec=spec))
     con = sqlite3.connect(path)
@@ -164,12 +170,7 @@ def test_a_stored_ok_row_without_a_positive_throughput_is_skipped_not_a_crash(tm
     # reached the geometric mean of its repeats and broke report, roofline, compare --frameworks
     # and recommend --no-run over the whole database with "geometric mean needs positive values".
     path = tmp_path / "old.db"
-    store = Store(str(path))
-    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "h"})
-    for batch in (8, 16, 32, 64):
-        store.add_result(Result(run_id="r1", created_at="2026-01-01T00:00:00+00:00", status="ok",
-                                spec=TrialSpec(workload="mlp", batch_size=batch),
-                                metrics=Metrics(samples_per_s=100.0 * batch, steps_measured=5)))
+    store = _mlp_trials(path, (8, 16, 32, 64), steps_measured=5)
     con = sqlite3.connect(path)
     for trial, old, new in ((2, '"samples_per_s":1600.0', '"samples_per_s":-5.0'),
                             (3, '"samples_per_s":3200.0', '"samples_per_s":0.0')):
@@ -193,11 +194,7 @@ def test_a_table_dropped_by_hand_is_one_line_not_a_traceback(tmp_path):
     # Opening a database at the current revision runs one query, so a table dropped by another
     # program is met only when a command reads it: it was SQLAlchemy's OperationalError traceback.
     path = tmp_path / "damaged.db"
-    store = Store(str(path))
-    store.add_run("r1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "h"})
-    store.add_result(Result(run_id="r1", created_at="2026-01-01T00:00:00+00:00", status="ok",
-                            spec=TrialSpec(workload="mlp", batch_size=8),
-                            metrics=Metrics(samples_per_s=800.0, steps_measured=5)))
+    _mlp_trials(path, (8,), steps_measured=5)
     con = sqlite3.connect(path)
     con.execute("drop table trial_samples")
     con.commit()
