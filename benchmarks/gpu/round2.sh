@@ -51,6 +51,9 @@
 #                 the layout rescues torch's bf16, slower than its fp32 on the H200
 #                 (docs/results/gpu-h200-frameworks.md)
 #   suite         the default suite: run it on an H100 and on an H200 for `rigbench compare`
+#   resnet-repeat resnet at b128, fp32, three rounds (--repeat 3): the H200 read x0.73 of the H100
+#                 with its step times drifting within each trial (docs/results/gpu-h200.md section 4);
+#                 run it on both kinds, then `rigbench compare` judges on trials, not steps
 #   shared        cnn and resnet quiet, then beside a second process that keeps the same GPU busy
 #                 with matmuls: how much a shared GPU costs, and whether anything flags it (the
 #                 `busy` rule reads the CPU only: docs/METHODOLOGY.md "A busy machine"); prints
@@ -63,7 +66,7 @@
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
-  "(tests pytest timers pools keras-torch lease3 rerun maxbatch lease4 events lease5 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite shared)"; exit 2; }
+  "(tests pytest timers pools keras-torch lease3 rerun maxbatch lease4 events lease5 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite resnet-repeat shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -164,6 +167,8 @@ print(f'an event made and recorded: {made * 1e6:.2f} us; recorded only: {(time.p
     step timeout 420 rigbench recommend cnn -d "$DEVICE" $QUICK ;;
   suite)
     step timeout 300 rigbench run -d "$DEVICE" $QUICK ;;
+  resnet-repeat)
+    step timeout 240 rigbench run resnet -b "${BATCH:-128}" --repeat 3 -d "$DEVICE" $QUICK ;;
   shared)
     step timeout 120 rigbench run cnn resnet -d "$DEVICE" $QUICK
     # the other tenant: 8192^2 matmuls back to back on the same device, for 100 s at most
