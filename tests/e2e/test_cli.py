@@ -75,7 +75,8 @@ def test_table_output(db):
     proc = rigbench("run", "autoencoder", "-d", "cpu", "--quick", "--db", db)
     assert "samples/s" in proc.stdout and "autoencoder" in proc.stdout and "ok" in proc.stdout
     # the next steps name the database the run used (issue 23: they omitted --db)
-    assert f"See one trial with: rigbench results show ID --db {db}" in proc.stdout
+    [row] = [t for t in proc.stdout.splitlines() if "autoencoder" in t and t.rstrip().endswith("ok")]
+    assert f"See one trial with: rigbench results show {row.split()[0]} --db {db}" in proc.stdout
     assert f"--db {db} --out report.html" in proc.stdout
 
 

@@ -143,6 +143,20 @@ def test_the_closing_line_tells_stored_from_spooled_results():
     assert "`rigbench results flush --db x.db` stores them" in text
 
 
+def test_the_next_step_names_a_stored_trial_id_that_runs_when_copied():
+    # a literal `rigbench results show ID` was copied by new users and refused as a typo
+    from rigbench.cli.common import show_hint
+    from rigbench.spec import Result, TrialSpec
+
+    done = Result(id=7, run_id="r", created_at="t", spec=TrialSpec(workload="mlp", batch_size=64), status="ok")
+    assert show_hint([done], None) == "rigbench results show 7"
+    assert show_hint([done, done.model_copy(update={"id": 8})], "/tmp/a b.db") == (
+        "rigbench results show 7 --db '/tmp/a b.db' (or any id of the table)")
+    spooled = done.model_copy(update={"id": None})
+    assert show_hint([spooled, done.model_copy(update={"id": 9})], None) == "rigbench results show 9"
+    assert show_hint([spooled], None) == ""  # nothing stored: no trial to show
+
+
 def test_an_interrupt_swallowed_by_a_finaliser_is_sent_again(monkeypatch):
     # Seen in CI: SIGTERM's KeyboardInterrupt landed in a weakref callback during garbage
     # collection, where Python ignores exceptions, and the sweep ran on to exit 0.

@@ -127,6 +127,17 @@ def stored_text(results: Sequence[Result], db_url: str, run_id: str | None, db: 
             "them (so does the next command that opens this database).")
 
 
+def show_hint(results: Sequence[Result], db: str | None) -> str:
+    """The `rigbench results show` that a user can copy as it is: the id of the one stored trial,
+    or of the first with "any id of the table" where there are several. A literal `ID` was
+    copied and refused as a typo; "" where nothing was stored (every result in the spool)."""
+    ids = [r.id for r in results if r.id is not None]
+    if not ids:
+        return ""
+    command = f"rigbench results show {ids[0]}{db_flag(db)}"
+    return command if len(ids) == 1 else f"{command} (or any id of the table)"
+
+
 DATASET_HELP = ("Real data set: digits, mnist, fashion_mnist, cifar10 or image_folder; byte-level text for the "
                 "language models (lstm, gpt): pysrc (this Python's own sources, no download), tinyshakespeare, "
                 "wikitext2 or ptb (default: the workload's reference data set).")

@@ -31,6 +31,7 @@ from rigbench.cli.common import (
     progress_bar,
     results_app,
     say_none_match,
+    show_hint,
     stored_text,
 )
 from rigbench.compile_modes import COMPILE_MODES, CompileMode
@@ -142,9 +143,9 @@ def run(
         speedups = api.speedups_over_cpu(outcome.results)
         if speedups:
             out.print(terminal.speedup_table(speedups))
-        out.print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} "
-                  f"See one trial with: rigbench results show ID{db_flag(db)}", highlight=False, markup=False,
-                  soft_wrap=True)
+        hint = show_hint(outcome.results, db)
+        out.print(stored_text(outcome.results, outcome.db_url, outcome.run_id, db)
+                  + (f" See one trial with: {hint}" if hint else ""), highlight=False, markup=False, soft_wrap=True)
         out.print(f"Report: rigbench report --run {outcome.run_id}{db_flag(db)} --out report.html",
                   highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
@@ -227,9 +228,9 @@ def train(
         for line in (terminal.baseline_lines(outcome.results) + terminal.compile_lines(outcome.results)
                      + terminal.busy_lines(outcome.results)):
             out.print(line, highlight=False, markup=False, soft_wrap=True)
-        out.print(f"{stored_text(outcome.results, outcome.db_url, outcome.run_id, db)} "
-                  f"Per-epoch figures: rigbench results show ID{db_flag(db)}", highlight=False, markup=False,
-                  soft_wrap=True)
+        hint = show_hint(outcome.results, db)
+        out.print(stored_text(outcome.results, outcome.db_url, outcome.run_id, db)
+                  + (f" Per-epoch figures: {hint}" if hint else ""), highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
         err.print(interrupts.kept_text(outcome.results, len(specs), "training run", outcome.stopped,
                                        f"{outcome.db_url} (run {outcome.run_id})"),
