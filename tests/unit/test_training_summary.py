@@ -52,7 +52,10 @@ def test_gan_and_autoencoder_losses_reach_the_json_row_and_progress_line():
                metrics=Metrics(**train_summary(epochs, 16, None)))
     assert r.row()["final_extra"] == {"loss_d": 1.2, "loss_g": 1.9}
     assert r.row()["final_accuracy"] is None
-    assert one_line_outcome(r) == "ok: 1 epochs in 5.0 s, loss_d 1.2, loss_g 1.9"
+    assert one_line_outcome(r) == "ok: 1 epoch in 5.0 s, loss_d 1.2, loss_g 1.9"  # recommend's loader epoch: not "1 epochs"
+    two = [*epochs, epochs[0].model_copy(update={"epoch": 2})]
+    r2 = r.model_copy(update={"epoch_records": two, "metrics": Metrics(**train_summary(two, 16, None))})
+    assert one_line_outcome(r2) == "ok: 2 epochs in 10.0 s, loss_d 1.2, loss_g 1.9"
 
 
 def lm(n, eval_loss, train_s=10.0):

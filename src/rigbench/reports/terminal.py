@@ -64,7 +64,7 @@ def one_line_outcome(r: Result) -> str:
                 f" ({m.bits_per_byte:.3f} bits/byte)" if m.bits_per_byte is not None else f" (perplexity {m.perplexity:.4g})")
         else:  # GAN and autoencoder: their own losses instead of an accuracy
             tail = "".join(f", {k} {v:.4g}" for k, v in r.epoch_records[-1].extra.items())
-        text = f"{r.status}: {m.epochs} epochs in {m.train_seconds:.1f} s{tail}"
+        text = f"{r.status}: {m.epochs} epoch{'s' * (m.epochs != 1)} in {m.train_seconds:.1f} s{tail}"
     elif m.samples_per_s:
         text = f"{m.samples_per_s:,.1f} samples/s"
         if m.tokens_per_s is not None:
