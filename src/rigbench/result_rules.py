@@ -102,7 +102,21 @@ def protocol_speed(result: Result) -> float | None:
 def non_finite_figure(result: Result) -> str | None:
     """The path of `result`'s first figure that is inf or NaN (e.g. `metrics.samples_per_s`),
     or None. Reading a stored row skips one (store/lenient.py): rigbench never writes one."""
-    return _first_non_finite(result.model_dump(exclude=_RECORDS))
+    figures = result.model_dump(exclude=_RECORDS)
+    # nearly every result has none: a check that builds no paths first (every row a command
+    # reads is checked; building each figure's path was half of reading 20,000 rows)
+    return None if _all_finite(figures) else _first_non_finite(figures)
+
+
+def _all_finite(value: Any) -> bool:
+    """Whether every float inside `value` (dicts, lists, tuples) is finite."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_all_finite(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_all_finite(item) for item in value)
+    return True
 
 
 def _first_non_finite(value: Any, path: str = "") -> str | None:

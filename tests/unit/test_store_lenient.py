@@ -9,7 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from rigbench.errors import UsageError
-from rigbench.spec import Result, TrialSpec
+from rigbench.metrics import Metrics
+from rigbench.result_rules import non_finite_figure
+from rigbench.spec import EpochRecord, Result, TrialSpec
 from rigbench.store import Store
 
 
@@ -53,3 +55,47 @@ def test_unknown_fields_are_dropped_and_unreadable_rows_skipped(tmp_path, caplog
 def test_user_input_is_still_strict():
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
         TrialSpec(workload="mlp", batch_size=8, gradient_accumulation=4)
+
+
+def _row_with(tmp_path, edit):
+    """A store of one result whose stored JSON `edit` changed, and that result's id."""
+    path = tmp_path / "e.db"
+    store = Store(str(path))
+    store.add_run("r1", "t", "c", {})
+    epoch = EpochRecord(epoch=1, steps=4, train_loss=0.5, train_seconds=1.0, eval_seconds=0.1)
+    store.add_result(Result(run_id="r1", created_at="t", status="ok", spec=TrialSpec(workload="mlp", batch_size=8),
+                            metrics=Metrics(samples_per_s=10.0, samples_per_s_ci=(9.0, 11.0)), epoch_records=[epoch]))
+    con = sqlite3.connect(path)
+    data = json.loads(con.execute("select result_json from trials where id = 1").fetchone()[0])
+    edit(data)
+    # json.dumps writes NaN as the bare NaN, which json.loads (the store's reading) takes back
+    con.execute("update trials set result_json = ? where id = 1", (json.dumps(data),))
+    con.commit()
+    con.close()
+    return store
+
+
+def test_unknown_fields_of_models_in_lists_are_dropped_on_every_row(tmp_path):
+    # the fields of each model are worked out once (lenient._fields) and serve every row after
+    def future(data):
+        data["epoch_records"][0]["grad_norm"] = 3.0
+        data["spec"]["measure"]["warmup_mode"] = "auto"
+
+    store = _row_with(tmp_path, future)
+    for _ in range(2):
+        [result] = store.list()
+        assert result.epoch_records[0].train_loss == 0.5 and result.spec.measure.warmup_steps is not None
+
+
+@pytest.mark.parametrize(("edit", "where"), [
+    (lambda d: d["metrics"].update(samples_per_s_ci=[9.0, float("nan")]), "metrics.samples_per_s_ci[1]"),
+    (lambda d: d["epoch_records"][0]["extra"].update(loss_d=float("inf")), "epoch_records[0].extra.loss_d"),
+    (lambda d: d["metrics"].update(rss_peak_mib=float("-inf")), "metrics.rss_peak_mib"),
+])
+def test_a_row_with_a_figure_that_is_not_finite_is_skipped_naming_it(tmp_path, caplog, edit, where):
+    store = _row_with(tmp_path, edit)
+    with caplog.at_level(logging.WARNING, logger="rigbench.store"):
+        listed = store.list()
+    assert listed == [] and f"({where}: not a finite number)" in caplog.records[0].getMessage()
+    assert non_finite_figure(Result(run_id="r", created_at="t", status="ok",
+                                    spec=TrialSpec(workload="mlp", batch_size=8))) is None

@@ -7,6 +7,7 @@ validated strictly, with extra="forbid".
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from typing import Any
@@ -27,24 +28,35 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
+@functools.cache
+def _fields(model: type[BaseModel]) -> dict[str, tuple[type[BaseModel] | None, Any]]:
+    """Each field of `model` -> (the one model it holds, or None; its annotation's origin).
+    Worked out once per model: walking the annotations again for every stored row was most of
+    the time a command over a fleet's database spent reading it (20,000 rows: 8 s of 11)."""
+    plan: dict[str, tuple[type[BaseModel] | None, Any]] = {}
+    for key, field in model.model_fields.items():
+        nested = _models_in(field.annotation)
+        plan[key] = (nested[0] if len(nested) == 1 else None, typing.get_origin(field.annotation))
+    return plan
+
+
 def drop_unknown(model: type[BaseModel], data: Any) -> Any:
     """`data` without the keys `model` (and the models nested in it) does not declare."""
     if not isinstance(data, dict):
         return data
+    fields = _fields(model)
     out = {}
     for key, value in data.items():
-        field = model.model_fields.get(key)
-        if field is None:
+        if key not in fields:
             continue
-        nested = _models_in(field.annotation)
-        if len(nested) == 1:
-            origin = typing.get_origin(field.annotation)
+        nested, origin = fields[key]
+        if nested is not None:
             if isinstance(value, list) and origin is list:
-                value = [drop_unknown(nested[0], v) for v in value]
+                value = [drop_unknown(nested, v) for v in value]
             elif isinstance(value, dict) and origin is dict:
-                value = {k: drop_unknown(nested[0], v) for k, v in value.items()}
+                value = {k: drop_unknown(nested, v) for k, v in value.items()}
             elif origin in (None, typing.Union, types.UnionType):
-                value = drop_unknown(nested[0], value)
+                value = drop_unknown(nested, value)
         out[key] = value
     return out
 
