@@ -173,6 +173,7 @@ def test_step_times_that_do_not_fit_a_line_get_no_verdict():
                               False)
     assert falling is not None and falling.value is None
     assert "the line falls as the batch grows, from 419 ms at b16 to 180 ms at b128" in falling.text
+    assert "b16, b64, b128 is 453 ms - 2.13 ms per sample" in falling.text  # not "+ -2.13 ms"
     # rising, with a small fixed part, but bent: 10, 12, 60 ms is 2.67 ms + 220 µs a sample, b64 off by 40%
     bent = decide_overhead({16: 16 / 0.010, 64: 64 / 0.012, 256: 256 / 0.060}, 64, "cpu", "mlp", None, None, False)
     assert bent is not None and bent.value is None and bent.numbers["worst_residual"] == pytest.approx(0.397, abs=1e-3)

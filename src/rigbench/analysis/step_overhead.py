@@ -134,7 +134,9 @@ def decide_overhead(samples_per_s: Mapping[int, float], batch: int, device: str,
     if fit is None:
         return None
     batches = ", ".join(f"b{b}" for b in fit.batches)
-    line = f"{duration(fit.fixed_s)} + {duration(fit.per_sample_s)} per sample"
+    # a falling line is written "452 ms - 578 µs per sample", not "+ -578 µs"
+    line = (f"{duration(fit.fixed_s)} {'-' if fit.per_sample_s < 0 else '+'} {duration(abs(fit.per_sample_s))} "
+            "per sample")
     numbers: dict[str, Any] = {
         "batch_size": batch, "fixed_s": fit.fixed_s, "per_sample_s": fit.per_sample_s,
         "fitted_batches": list(fit.batches), "worst_residual": fit.worst_residual,
