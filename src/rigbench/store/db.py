@@ -322,6 +322,12 @@ class Store:
         with self._reading() as conn:
             return rows.full_results(conn, [r.id for r in results if r.id is not None], self.url)
 
+    def of_runs(self, run_ids: Sequence[str]) -> list[Result]:
+        """The results of the runs `run_ids`, as `list` lists them (without raw samples, oldest
+        first, unreadable rows skipped with a warning)."""
+        with self._reading() as conn:
+            return rows.results_of_runs(conn, run_ids, self.url)
+
     def list(self, run_id: str | None = None, workload: str | None = None,
              status: str | None = None, limit: int | None = None, *, kind: str | None = None,
              framework: str | None = None, device: str | None = None, precision: str | None = None,

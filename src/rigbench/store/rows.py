@@ -124,6 +124,17 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
     return _readable(reversed(conn.execute(query).all()), False, url)
 
 
+def results_of_runs(conn: Connection, run_ids: Sequence[str], url: str) -> list[Result]:
+    """The results of the runs `run_ids` (any number of them) without raw samples, oldest first,
+    as list_results lists them: one warning for all the rows that cannot be read."""
+    ids = list(dict.fromkeys(run_ids))
+    found: list[Any] = []
+    for start in range(0, len(ids), 500):  # bounded IN lists: SQLite's variable limit
+        chunk = trials.c.run_id.in_(ids[start:start + 500])
+        found += conn.execute(select(trials.c.id, trials.c.result_json).where(chunk)).all()
+    return _readable(sorted(found, key=lambda row: row.id), False, url)
+
+
 def count_results(conn: Connection, where: dict[str, Any]) -> int:
     """How many stored results `where` (as list_results) matches, readable or not."""
     return int(conn.execute(select(func.count()).select_from(trials).where(*_equal(where))).scalar_one())

@@ -34,7 +34,26 @@ def split_by_machine(store: Store, results: Sequence[Result]) -> tuple[list[Resu
     return kept, len(results) - len(kept)
 
 
+def split_runs(store: Store) -> tuple[list[str], int]:
+    """(the ids of the runs made on this machine, oldest first; how many stored results are not
+    theirs), from the runs table and counts: a view of this machine's results in a fleet's
+    database must not read (and decode) every other machine's results to leave them out."""
+    here = this_machine_key()
+    mine, held = [], 0
+    for run in store.runs():
+        if machine_key(run["machine"]) == here:
+            mine.append(run["id"])
+            held += run["trials"]
+    return mine, store.count() - held  # a result whose run is not stored is no result of this machine
+
+
+def this_machine_results(store: Store) -> list[Result]:
+    """The stored results (without raw samples, oldest first) of the runs made on this machine:
+    split_by_machine of every stored result, reading only this machine's."""
+    return store.of_runs(split_runs(store)[0])
+
+
 def other_machines_count(store: Store) -> int:
     """How many stored results other machines measured (imported bundles, a fleet's database):
     what a view of this machine's results leaves out."""
-    return split_by_machine(store, store.list())[1]
+    return split_runs(store)[1]
