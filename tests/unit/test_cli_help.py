@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -28,3 +29,28 @@ def test_commands_are_listed_in_order_each_with_a_whole_summary():
     assert "Start with `rigbench run --quick`" in CliRunner().invoke(cli.app, ["--help"], terminal_width=80).output
     assert top[0][0] == "run"
     assert sorted(name for name, _ in top + results) == sorted(COMMAND_ORDER)  # each once, none left over
+
+
+def test_every_command_ends_its_help_with_examples_that_parse():
+    """A new user reads `--help` first: each command shows lines to copy, and each one's options
+    exist and take the values written (click parses it: nothing runs)."""
+    import shlex
+
+    import typer
+
+    from rigbench.cli.examples import EXAMPLES
+
+    assert sorted(EXAMPLES) == sorted(("results " + n if n in ("list", "runs", "show", "export", "import", "flush")
+                                       else n) for n in COMMAND_ORDER if n != "results")
+    root = typer.main.get_command(cli.app)
+    for path, lines in EXAMPLES.items():
+        shown = CliRunner().invoke(cli.app, [*path.split(), "--help"], terminal_width=80).output
+        assert "Examples:\n" in shown, path
+        command: Any = root
+        for word in path.split():
+            command = command.commands[word]
+        for line in lines:
+            assert f"    {line}\n" in shown and len(line) <= 76, (path, line)  # whole, within 80 columns
+            words = shlex.split(line.split("#")[0])
+            assert words[:1 + len(path.split())] == ["rigbench", *path.split()], line
+            command.make_context(path, words[1 + len(path.split()):])  # raises on an unknown option or bad value

@@ -15,7 +15,10 @@ from rigbench.cli import (
     specs,  # noqa: F401  (registers specs)
     sweep,  # noqa: F401  (registers sweep, max-batch)
 )
-from rigbench.cli.common import app
+from rigbench.cli.common import app, results_app
+from rigbench.cli.examples import add_examples
+
+add_examples(app, results_app)  # after every module above has registered its commands
 
 
 def main() -> None:
