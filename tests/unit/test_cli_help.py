@@ -54,3 +54,15 @@ def test_every_command_ends_its_help_with_examples_that_parse():
             words = shlex.split(line.split("#")[0])
             assert words[:1 + len(path.split())] == ["rigbench", *path.split()], line
             command.make_context(path, words[1 + len(path.split()):])  # raises on an unknown option or bad value
+
+
+def test_no_help_names_rigbench_source_code():
+    """`score --help` pointed at `analysis/score.SUITES`: a file a user who installed the package
+    never opens. Help says what a thing is in words (docs/ paths and the sweep example are files a
+    user has)."""
+    from rigbench.cli.examples import EXAMPLES
+
+    for path in EXAMPLES:
+        shown = CliRunner().invoke(cli.app, [*path.split(), "--help"], terminal_width=80).output
+        flat = " ".join(shown.split())
+        assert not re.search(r"\b(analysis|reports|store|experiments|frameworks|runner)/\w+|\w+\.py\b", flat), (path, flat)

@@ -274,7 +274,7 @@ def score(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout."),
 ) -> None:
-    """One number: the geometric mean of speed-ups over a reference machine across a pinned suite of workloads (analysis/score.SUITES), with a 95% CI."""
+    """One number: the geometric mean of speed-ups over a reference machine across a pinned suite of workloads (each at its reference batch; the score names the suite's version), with a 95% CI."""
     if list_references:
         from rigbench.analysis.score import shipped_references
 
