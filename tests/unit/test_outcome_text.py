@@ -178,3 +178,21 @@ def test_an_interrupt_swallowed_by_a_finaliser_is_sent_again(monkeypatch):
     other = types.SimpleNamespace(exc_type=ValueError)
     interrupts._redeliver(other)  # any other ignored exception: the usual hook, nothing sent
     assert passed == [other] and len(sent) == 1
+
+
+def test_the_run_table_separates_thousands_in_every_figure():
+    """A slow CPU step read "1549.99" beside samples/s's "1,564" in the same table."""
+    from rich.console import Console
+
+    from rigbench.reports.terminal import results_table
+
+    r = result().model_copy(update={"id": 6, "metrics": Metrics(
+        samples_per_s=5.16, step_time_ms_median=1549.99, rss_peak_mib=12345.0, allocator_peak_mib=2048.0)})
+    from rigbench.cli.sweep import _sweep_table
+
+    for table, figures in ((results_table([r]), ("1,549.99", "12,345", "2,048")),
+                           (_sweep_table([r], "r"), ("1,549.99", "12,345"))):
+        console = Console(width=200, record=True, markup=False)
+        console.print(table)
+        [row] = [line for line in console.export_text().splitlines() if line.lstrip().startswith("6 ")]
+        assert all(figure in row for figure in figures), row

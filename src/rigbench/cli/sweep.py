@@ -122,7 +122,7 @@ def _sweep_table(results: list[Result], new_run: str | None) -> FitTable:
         m = r.metrics
         per_joule = [terminal.samples_per_joule_cell(m.energy_per_sample_j)] if energy else []
         table.add_row(*cells(str(r.id or "-"), *terminal.trial_cells(r), terminal.speed(r), *per_joule,
-                             terminal.num(m.step_time_ms_median, "{:.2f}"), terminal.num(m.rss_peak_mib, "{:.0f}"),
+                             terminal.num(m.step_time_ms_median, "{:,.2f}"), terminal.num(m.rss_peak_mib, "{:,.0f}"),
                              terminal.status(r.status), "now" if r.run_id == new_run else f"in {r.run_id}"))
     return table
 
@@ -357,7 +357,7 @@ def max_batch(
     device: str = typer.Option("cpu", "--device", "-d", help="The device to fill: cpu, cuda:0, ..."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
     memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory the probes may use, e.g. 2GiB (default: 50% of the RAM available now). GPUs use their own memory."),
-    start: int = typer.Option(search.DEFAULT_START, "--start", help="First batch to probe; it doubles until a probe runs out of memory."),
+    start: int = typer.Option(search.DEFAULT_START, "--start", help="First batch to probe; it doubles (x4 or x8 where the memory line of the probes so far leaves room) until a probe runs out of memory."),
     max_: int = typer.Option(search.DEFAULT_MAX_BATCH, "--max", help="Never probe a batch above this."),
     tolerance: float = typer.Option(search.DEFAULT_TOLERANCE, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok): the default ends within 5% of the boundary, which itself moves a few percent between runs; 0 bisects down to one sample (about log2(batch) probes more), 0.25 needs fewer probes."),
     margin: float = typer.Option(search.DEFAULT_MARGIN, "--margin", help="Fraction of the limit the recommended batch leaves free, by the fitted memory model."),

@@ -106,9 +106,10 @@ def results_table(results: Sequence[Result], title: str | None = None, more: str
         gpu_mem = m.gpu_mem_peak_mib if m.gpu_mem_peak_mib is not None else m.allocator_peak_mib
         table.add_row(*cells(
             str(r.id or "-"), *([r.run_id] if runs else []), *trial_cells(r, device(r)), speed(r),
-            *([tokens_cell(m.tokens_per_s)] if tokens else []), num(m.step_time_ms_median, "{:.2f}"),
-            num(m.cpu_util_pct_mean), num(m.gpu_util_pct_mean), num(m.rss_peak_mib, "{:.0f}"),
-            num(gpu_mem, "{:.0f}"), status(r.status),
+            # thousands separated, as samples/s and tokens/s beside them are ("1,549.99", not "1549.99")
+            *([tokens_cell(m.tokens_per_s)] if tokens else []), num(m.step_time_ms_median, "{:,.2f}"),
+            num(m.cpu_util_pct_mean), num(m.gpu_util_pct_mean), num(m.rss_peak_mib, "{:,.0f}"),
+            num(gpu_mem, "{:,.0f}"), status(r.status),
         ))
     return table
 
