@@ -146,6 +146,8 @@ class MaxBatchSearch(BaseModel):
     start: Int64 = Field(..., ge=1, description="the first batch probed")
     max_batch: Int64 = Field(..., ge=1, description="no batch above this is probed (--max)")
     tolerance: float = Field(..., ge=0, lt=1, description="bisection ends at hi - lo <= max(1, tolerance x lo)")
+    leap: Int64 = Field(2, ge=2, description="the most the batch multiplies by in one step before an out-of-memory, "
+                        "where the memory line allows (next_probe): 8 since 2026-11-28; 2, doubling, before")
     memory_limit: Literal["default", "given"] | None = Field(
         None, description="on the CPU, what set the probes' cap (measure.memory_limit_bytes): `default`, a share "
         "of the RAM available when the search started, or `given`, --memory-limit; None on a GPU, whose limit is "

@@ -51,7 +51,7 @@ def test_finds_the_largest_batch_under_a_memory_limit(tmp_path, monkeypatch):
     assert [spec_key(r.spec) for r in seen] == [spec_key(r.spec) for r in stored]
     # each says what its search was asked, so a reader can tell that it ended by its own rule
     # (and under --memory-limit: a recommendation under another limit leaves it out)
-    asked = MaxBatchSearch(start=128, max_batch=65536, tolerance=0.5, memory_limit="given")
+    asked = MaxBatchSearch(start=128, max_batch=65536, tolerance=0.5, leap=8, memory_limit="given")
     assert all(r.spec.search == asked for r in stored)
     read = stored_limit(stored, "cpu", limit)
     assert stored_limit(stored, "cpu") is None

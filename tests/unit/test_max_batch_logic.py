@@ -74,6 +74,42 @@ def test_the_command_and_the_library_share_the_search_defaults():
     assert cli["tolerance"] == 0.05
 
 
+def test_growth_leaps_where_the_memory_line_leaves_room_and_doubles_where_it_does_not():
+    from rigbench.experiments.max_batch import LEAP
+
+    grow = lambda lo, room, leap=LEAP: next_probe([lo], [], 8, 65536, 0.0, room, leap)  # noqa: E731
+    assert grow(16, None) == 32                     # no line yet: doubling
+    assert grow(16, 10_000) == 128                  # x8 lands at 128 <= 10,000 / 2
+    assert grow(16, 200) == 64                      # x8 would land past 200 / 2, x4 does not
+    assert grow(16, 100) == 32                      # near the limit: doubling
+    assert grow(16, 10_000, leap=2) == 32           # a search stored before leaps doubled
+    assert grow(16, 10_000) == 128 and grow(60_000, 10**9) == 65536  # never past --max
+
+
+def test_a_leap_that_overshoots_still_ends_at_the_boundary():
+    # a line too optimistic (room 1,000,000 where 5,000 fits): x8 from 16 overshoots at 1024,
+    # and the bisection still finds the same boundary as doubling does
+    ok, oom, probes = [], [], []
+    while (batch := next_probe(ok, oom, 8, 65536, 0.0, 1_000_000, 8)) is not None:
+        probes.append(batch)
+        (ok if batch <= 5000 else oom).append(batch)
+    assert probes[:5] == [8, 64, 512, 4096, 32768] and (max(ok), min(oom)) == (5000, 5001)
+    assert (max(ok), min(oom)) == search(lambda b: b <= 5000, start=8)[1:]
+
+
+def test_limit_batch_is_where_the_line_through_the_probes_that_ran_meets_the_limit():
+    from rigbench.experiments.max_batch import limit_batch
+
+    def probe(batch, status="ok", peak=None):
+        return Result(run_id="r", created_at="t", status=status,
+                      spec=TrialSpec(kind="probe", workload="mlp", batch_size=batch),
+                      metrics=Metrics(capped_peak_mib=peak if peak is not None else 300.0 + 0.5 * batch))
+    probes = [probe(8), probe(16), probe(32, "oom")]
+    assert limit_batch(probes, 1024 * MIB) == 1448  # (1024 - 300) / 0.5
+    assert limit_batch(probes, None) is None and limit_batch(probes[:1], 1024 * MIB) is None  # no line
+    assert limit_batch([probe(8, peak=400.0), probe(16, peak=390.0)], 1024 * MIB) is None  # it does not grow
+
+
 def test_the_cap_ends_the_search_without_an_oom():
     probes, largest_ok, smallest_oom = search(lambda b: True, start=100, max_batch=500)
     assert probes == [100, 200, 400, 500]

@@ -57,11 +57,12 @@ def printed(outcome) -> str:
 
 
 def test_every_probe_stores_the_search_it_belongs_to(tmp_path, monkeypatch):
-    # 8 .. 512 ok, 1024 oom, then 768 and 896 ok: 1024 - 896 = 128 <= 0.25 x 896 ends it
+    # 8, 16 ok; the line through them puts the 1 GiB limit at batch 1448, so x8 (128, under
+    # 1448 / 2) and x4 (512); then 1024 oom, 768 and 896 ok: 1024 - 896 = 128 <= 0.25 x 896 ends it
     outcome, stored = search_run(str(tmp_path / "mb.db"), monkeypatch, tolerance=0.25)
-    assert [r.spec.batch_size for r in stored] == [8, 16, 32, 64, 128, 256, 512, 1024, 768, 896]
+    assert [r.spec.batch_size for r in stored] == [8, 16, 128, 512, 1024, 768, 896]
     assert {r.spec.model_dump().get("search") is not None for r in stored} == {True}
-    asked = {"start": 8, "max_batch": 65536, "tolerance": 0.25, "memory_limit": "given"}  # --memory-limit set its cap
+    asked = {"start": 8, "max_batch": 65536, "tolerance": 0.25, "leap": 8, "memory_limit": "given"}  # --memory-limit set its cap
     assert [r.spec.model_dump()["search"] for r in stored[:1]] == [asked]
     data = outcome.to_dict()
     assert data["search"] == asked
@@ -87,7 +88,7 @@ def test_a_search_stopped_mid_bisection_is_incomplete_with_the_range_left(tmp_pa
     search had 896 still to probe: incomplete, and an older complete search is preferred."""
     db = str(tmp_path / "mb.db")
     complete, _ = search_run(db, monkeypatch, tolerance=0.0)
-    stopped, stored = search_run(db, monkeypatch, tolerance=0.25, interrupt_at=10)
+    stopped, stored = search_run(db, monkeypatch, tolerance=0.25, interrupt_at=7)
     assert stopped.interrupted and [r.spec.batch_size for r in stored][-2:] == [1024, 768]
     left = "it was stopped with the batches between 768 and 1024 untried (its --tolerance 0.25 would have probed 896 next)"
     alone = stored_limit(stored, "cpu", LIMIT)
@@ -105,7 +106,8 @@ def test_a_search_stopped_while_growing_says_so_and_caps_nothing(tmp_path, monke
     stopped, stored = search_run(str(tmp_path / "mb.db"), monkeypatch, tolerance=0.0, interrupt_at=3)
     assert [r.spec.batch_size for r in stored] == [8, 16]
     limit = stored_limit(stored, "cpu", LIMIT)
-    assert limit.unfinished == "it was stopped before probing batch 32 (its --max was 65536)"
+    # the search's own rule, replayed with the line through 8 and 16, had 128 next (a leap)
+    assert limit.unfinished == "it was stopped before probing batch 128 (its --max was 65536)"
     assert limit.cap is None and "so it caps nothing" in rules.decide_batch(MEASURED, "cpu", limit).text
 
 
@@ -134,7 +136,8 @@ def test_an_old_search_falls_back_to_its_probes_and_says_so_where_it_matters():
 
 def test_the_search_block_belongs_to_probes_only():
     probe = TrialSpec(kind="probe", workload="mlp", batch_size=8, search={"start": 8, "max_batch": 64, "tolerance": 0.0})
-    assert probe.model_dump()["search"] == {"start": 8, "max_batch": 64, "tolerance": 0.0, "memory_limit": None}
+    assert probe.model_dump()["search"] == {"start": 8, "max_batch": 64, "tolerance": 0.0, "leap": 2,
+                                            "memory_limit": None}  # stored before leaps: it doubled
     assert "search" not in dict(probe.config_key())  # what the search asked is not what the probe ran
     with pytest.raises(ValueError, match="search"):
         TrialSpec(workload="mlp", batch_size=8, search={"start": 8, "max_batch": 64, "tolerance": 0.0})

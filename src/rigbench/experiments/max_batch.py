@@ -1,6 +1,7 @@
 """The largest batch that trains without running out of memory (`rigbench max-batch`).
 
-Search: grow the batch geometrically (x2) from `start` until a probe ends `oom` or `max_batch`
+Search: grow the batch geometrically from `start` (x2, or x4 up to x8 where the memory line
+fitted to the probes so far leaves room: next_probe) until a probe ends `oom` or `max_batch`
 is reached, then bisect between the largest batch that ran and the smallest that ran out
 of memory, until `hi - lo <= max(1, tolerance * lo)`. Each probe is one short trial in its
 own process, stored in the database as it finishes, as a trial of kind "probe": it times too
@@ -58,12 +59,14 @@ from rigbench.errors import BELOW_FRAMEWORK, UsageError
 from rigbench.experiments.devices import chosen_devices, devices_info
 from rigbench.experiments.execute import start_run
 from rigbench.experiments.max_batch_logic import (
+    LEAP,
     MIB,
     check_memory_limit,
     counted_crash,
     crash_over_limit,
     fit_memory_model,
     fitted,
+    limit_batch,
     memory_metric,
     next_probe,
     nothing_ran,
@@ -81,8 +84,9 @@ from rigbench.workloads import parse_workload_ref, resolved_options
 from rigbench.workloads.transformers import activation_bytes
 
 #: The pure logic lives in max_batch_logic and is used from here too, as before the split.
-__all__ = ["DEFAULT_MARGIN", "DEFAULT_MAX_BATCH", "DEFAULT_RAM_FRACTION", "DEFAULT_START", "DEFAULT_TOLERANCE", "MIB", "VALUE_BYTES", "MaxBatchOutcome", "counted_crash", "crash_over_limit",
-           "find_max_batch", "fit_memory_model", "fitted", "memory_metric", "next_probe", "nothing_ran", "probe_row",
+__all__ = ["DEFAULT_MARGIN", "DEFAULT_MAX_BATCH", "DEFAULT_RAM_FRACTION", "DEFAULT_START", "DEFAULT_TOLERANCE", "LEAP",
+           "MIB", "VALUE_BYTES", "MaxBatchOutcome", "counted_crash", "crash_over_limit", "find_max_batch",
+           "fit_memory_model", "fitted", "limit_batch", "memory_metric", "next_probe", "nothing_ran", "probe_row",
            "recommend", "replay", "round_batch"]
 #: Bytes per activation value under each precision: autocast keeps activations in 16 bits.
 VALUE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
@@ -231,7 +235,7 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     )
     store = Store(db)
     run_id = start_run(store, command)
-    search = MaxBatchSearch(start=start, max_batch=max_batch, tolerance=tolerance,  # the CPU's limit: which one
+    search = MaxBatchSearch(start=start, max_batch=max_batch, tolerance=tolerance, leap=LEAP,  # the CPU's limit: which one
                             memory_limit=None if device != "cpu" else "given" if memory_limit_bytes else "default")
     outcome = MaxBatchOutcome(
         workload=workload, device=device, precision=precision, limit_bytes=limit, probes=[],
@@ -244,7 +248,8 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
         outcome.expected_per_sample_bytes, outcome.expected_scores_bytes = expected
     ok: list[int] = []
     oom: list[int] = []
-    while (batch := next_probe(ok, oom, start, max_batch, tolerance)) is not None:
+    while (batch := next_probe(ok, oom, start, max_batch, tolerance, limit_batch(outcome.probes, limit),
+                               search.leap)) is not None:
         spec = TrialSpec(kind="probe", workload=ref.name, workload_options=options, framework=framework,
                          device=device, batch_size=batch, precision=precision, measure=measure, search=search)
         if on_probe_start:
