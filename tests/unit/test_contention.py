@@ -48,8 +48,11 @@ def test_the_note_names_the_busy_trials_and_the_share_others_took():
         "busy: other processes used 49% of this machine's CPU while trial 2 was timed:")
     assert busy_note([quiet, one, two]).startswith(
         "busy: other processes used 49-61% of this machine's CPU while trials 2, 3 were timed:")
-    many = busy_note([_result(i, 50.0) for i in range(10, 20)])
+    many = busy_note([_result(i, 50.0) for i in range(10, 20)] + [_result(20, 1.0)])
     assert "trials 10, 11, 12, 13, 14 and 5 more were timed" in many
+    # every trial of the table: said so, not five ids and "5 more" to go looking for
+    every = busy_note([_result(i, 50.0) for i in range(10, 20)])
+    assert "while all 10 trials were timed" in every
 
 
 def test_the_note_names_torch_only_for_torch_trials():

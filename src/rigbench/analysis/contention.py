@@ -45,7 +45,7 @@ def busy_note(results: Sequence[Result], then: str = RUN_AGAIN) -> str | None:
     if not busy:
         return None
     share = _span([r.metrics.others_cpu_pct_mean or 0.0 for r in busy])
-    which = ("trial " if len(busy) == 1 else "trials ") + _ids(busy)
+    which = _which(busy, results)
     # torch is the framework measured losing x86 (module docstring); the others were not measured
     who = "torch" if all(r.spec.framework == "torch" for r in busy) else "a framework"
     return (f"busy: other processes used {share} of this machine's CPU while {which} "
@@ -62,7 +62,7 @@ def shared_gpu_note(results: Sequence[Result]) -> str | None:
     computed = [r for r in results if (r.metrics.gpu_others_sm_pct_mean or 0) >= BUSY_OTHERS_PCT]
     if computed:
         shares = [r.metrics.gpu_others_sm_pct_mean or 0.0 for r in computed]
-        which = ("trial " if len(computed) == 1 else "trials ") + _ids(computed)
+        which = _which(computed, results)
         return (f"busy GPU: other processes' kernels ran {_span(shares)} of the time on the GPU of {which} while "
                 f"{'it was' if len(computed) == 1 else 'they were'} timed: those speeds are the GPU's share under "
                 "that load, not all of it. Run again when the GPU is quiet (`nvidia-smi` lists who).")
@@ -70,7 +70,7 @@ def shared_gpu_note(results: Sequence[Result]) -> str | None:
     if not shared:
         return None
     most = max(int(r.metrics.gpu_other_processes_max or 0) for r in shared)
-    which = ("trial " if len(shared) == 1 else "trials ") + _ids(shared)
+    which = _which(shared, results)
     idle = all(r.metrics.gpu_others_sm_pct_mean is not None for r in shared)
     then = (f"their kernels ran under {BUSY_OTHERS_PCT:.0f}% of the time, so the speeds stand" if idle else
             "if one computed, those speeds are the GPU's share, not all of it (`nvidia-smi` lists who)")
@@ -84,11 +84,25 @@ def _span(shares: Sequence[float]) -> str:
     return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
 
 
+#: Trial ids a note lists whole; past it, the first five and how many more.
+IDS_SHOWN = 6
+
+
+def _which(subset: Sequence[Result], results: Sequence[Result]) -> str:
+    """`trial 3`, `trials 3, 5`, or `all 8 trials` where every trial of the table is meant and
+    its ids would be cut: a first run on a shared machine read "trials 1, 2, 3, 4, 5 and 3 more"
+    for all eight, which sent the reader looking for the three that were not."""
+    if len(subset) == 1:
+        return f"trial {_ids(subset)}"
+    every = len(subset) == len(results) and len(subset) > IDS_SHOWN
+    return f"all {len(subset)} trials" if every else f"trials {_ids(subset)}"
+
+
 def _ids(results: Sequence[Result]) -> str:
     """`3, 5, 7` or, past six, the first five and how many more; a trial without an id (kept
     in the spool, not stored) by its label, e.g. `mlp torch cpu b64 fp32 t2`."""
     ids = [str(r.id) if r.id is not None else r.spec.label() for r in results]
-    return ", ".join(ids) if len(ids) <= 6 else ", ".join(ids[:5]) + f" and {len(ids) - 5} more"
+    return ", ".join(ids) if len(ids) <= IDS_SHOWN else ", ".join(ids[:5]) + f" and {len(ids) - 5} more"
 
 
 def busy_calibration_note(calibration: dict) -> str | None:
