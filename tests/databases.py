@@ -24,7 +24,7 @@ from rigbench.store.engine import resolve_db_url
 
 ENV = "RIGBENCH_TEST_POSTGRES_URL"
 SKIP_REASON = (f"{ENV} is not set: start a throwaway PostgreSQL server with `. .ci/postgres.sh` "
-               "(README, Run the tests), then run pytest in that shell")
+               "(README, Development), then run pytest in that shell")
 
 
 def server_url() -> str:
