@@ -340,7 +340,7 @@ def explain(m: PublishedMatch) -> list[str]:
             nearer = abs(math.log(m.normalised / m.predicted)) < abs(math.log(m.measured / m.predicted))
             closer = " (nearer the spec-sheet prediction)" if nearer else " (no nearer the prediction)"
         notes.append(f"Our run kept {ours_u:.0f}% of the machine's logical cores busy; with every CPU "
-                     f"throughput scaled to 100% (seed 000) the ratio is {times(m.normalised)}{closer}.")
+                     f"throughput scaled to 100% busy the ratio is {times(m.normalised)}{closer}.")
     if m.paper_ratio is not None and m.paper_cpu is not None:
         text = f"The source's own {row.device} : {m.paper_cpu.device_label()} ratio is {times(m.paper_ratio)}"
         if m.paper_predicted is not None:

@@ -17,9 +17,9 @@ from rigbench.workloads import WORKLOADS
 #: Source name -> the files of data/published/ it covers and a short citation.
 SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
     "yin2020": (("yin2020_cpu_vs_gpu.csv", "yin2020_batch_sweep.csv"),
-                "Yin 2020, Ohio State M.S. thesis, Tables 5-8 (seed 003)"),
+                "Yin 2020, Ohio State M.S. thesis, Tables 5-8"),
     "shi2016": (("shi2016_table7.csv",),
-                "Shi, Wang, Xu & Chu 2016, arXiv:1608.07249, Table 7 (seed 002)"),
+                "Shi, Wang, Xu & Chu 2016, arXiv:1608.07249, Table 7"),
     "community": (("community_epoch_times.csv",),
                   "epoch times from an article and two slide decks (seeds 004, 001)"),
 }
@@ -61,7 +61,7 @@ MAPPINGS: tuple[Mapping, ...] = (
             "two-layer LSTM language model, 32-token sequences, 10,000-word vocabulary; the "
             "hidden size may differ from ours (see the `ours` column)"),
     Mapping("community", "cats vs dogs CNN", "catsdogs", (), "same network",
-            "rigbench's catsdogs (revision 2) is seed 001's Keras network as its linked notebook "
+            "rigbench's catsdogs (revision 2) is the 'GPUs for deep learning' deck's Keras network as its linked notebook "
             "prints it: 13 conv, 5 max-pool, dense 2048-2048-1, 21,455,521 trainable parameters "
             "(the deck's '15 conv, 6 pool' contradicts its own parameter totals)"),
 )

@@ -52,7 +52,7 @@ class _OrderedCommands(TyperGroup):
 app = typer.Typer(
     help="Measure how well this machine trains neural networks, on every device it has.",
     no_args_is_help=True, add_completion=False, rich_markup_mode=None, cls=_OrderedCommands,
-    epilog="Start with `rigbench run --quick` (the seed networks on every device, a short protocol), then "
+    epilog="Start with `rigbench run --quick` (the reference networks on every device, a short protocol), then "
            "`rigbench recommend WORKLOAD` or `rigbench report`. `rigbench COMMAND --help` explains each.",
 )
 results_app = typer.Typer(help="Stored results: list trials, list runs, show one, export (JSON, CSV, bundle), import a bundle, flush the spool.",

@@ -149,7 +149,7 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
               "measured = published steps/s / ours at the same batch; source's own = its accelerator / its "
               "CPU; predicted = ratio of FP32 peaks, a range where a CPU's spec-sheet peak depends on the clock "
               "assumed (max turbo on every core .. base clock); normalised = measured with every CPU throughput "
-              "divided by the fraction of the CPU it kept busy (seed 000).", highlight=False, markup=False)
+              "divided by the fraction of the CPU it kept busy.", highlight=False, markup=False)
     if not run_ids and found.matches:  # with none matched, the line at the top said it
         _say_left_out(db, "`--run ID` puts one of their runs beside the tables")
 

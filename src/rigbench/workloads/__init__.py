@@ -151,7 +151,7 @@ PTB = _text_corpus("ptb", 929_589, 32, "Penn Treebank (Mikolov's split): 929,589
 OPENWEBTEXT = _text_corpus("openwebtext", 9_035_582_198, 1024, "OpenWebText as nanoGPT prepares it: "
                            "9,035,582,198 GPT-2 training tokens = 8,823,810 sequences of 1024 tokens "
                            "(nominal: rigbench trains the gpt workload on synthetic tokens only)")
-CATSDOGS = Dataset("catsdogs", 20_000, "Kaggle Dogs vs. Cats as split in seed 001: 20,000 training images")
+CATSDOGS = Dataset("catsdogs", 20_000, "Kaggle Dogs vs. Cats as the 'GPUs for deep learning' deck splits it: 20,000 training images")
 
 _WORKLOADS: tuple[Workload, ...] = (
     Workload(
@@ -179,7 +179,7 @@ _WORKLOADS: tuple[Workload, ...] = (
         optimizer="sgd", default_lr=0.01,
         loss="cross_entropy", targets="class_index", layout="image", metric="accuracy",
         optimizer_args=SGD_MOMENTUM,
-        origin="The CIFAR-10 CNN of the TensorFlow 2 tutorial used in Yin 2020 (seed 003): "
+        origin="The CIFAR-10 CNN of the TensorFlow 2 tutorial used in Yin 2020: "
                "conv32-pool-conv64-pool-conv64-dense64-dense10",
         seed_docs=("003",),
     ),
@@ -216,7 +216,7 @@ _WORKLOADS: tuple[Workload, ...] = (
         optimizer_args=ADAM_DCGAN, latent_size=100, lr_find=False,
         parts=(Part("discriminator", "d"), Part("generator", "g")),
         origin="Radford, Metz & Chintala 2016: 64x64 DCGAN generator and discriminator "
-               "(nz=100, 64 base filters), as trained in seed 000",
+               "(nz=100, 64 base filters), as the PyTorch-DirectML study trains it",
         seed_docs=("000",),
     ),
     Workload(
@@ -237,13 +237,13 @@ _WORKLOADS: tuple[Workload, ...] = (
         optimizer="adam", default_lr=1e-4,
         loss="bce_logits", targets="binary", layout="image", metric="accuracy",
         optimizer_args=ADAM, revision=2,
-        origin="Seed 001's Keras cats-vs-dogs CNN as its linked notebook (GitHub "
+        origin="The 'GPUs for deep learning' deck's Keras cats-vs-dogs CNN as its linked notebook (GitHub "
                "saranshagarwal202/Cats_versus_Dogs) prints it: 256x256x3 input; 13 conv 3x3 'same' "
                "+ ReLU without batch norm (32x2, pool 2; 64x2, pool 2; 128x3, pool 2; 256x3, pool 3; "
                "512x3, pool 3); dense 2048, dropout 0.5, batch norm; dense 2048, dropout 0.4, batch "
                "norm; one output; Adam at 1e-4, binary cross-entropy. 21,455,521 trainable and "
                "8,192 non-trainable parameters (21,463,713 in all), as the notebook's summary says. "
-               "Seed 001's slides say '15 conv, 6 pool', which contradicts their own parameter "
+               "The deck's slides say '15 conv, 6 pool', which contradicts their own parameter "
                "totals; the notebook is followed. The sigmoid output + binary cross-entropy is "
                "trained as one logit + cross-entropy with logits, the same function computed "
                "stably (no log of a saturated sigmoid). Revision 2: revision 1 was a 15-conv, "
