@@ -1,5 +1,6 @@
 """API pieces that need no framework: speed-ups, and the core without torch installed."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -131,6 +132,22 @@ def test_devices_info_reports_each_framework_as_it_answers(monkeypatch):
     assert asked == [["torch", "jax", "keras-torch"]] and sorted(answered) == ["jax", "keras-torch", "torch"]
     assert sorted(children) == [("jax",), ("torch", "keras-torch")]  # keras-torch asked in torch's child
     assert [r for r in rows if r["id"] == "cpu"][0]["frameworks"] == ["torch", "jax", "keras-torch"]
+
+
+def test_devices_into_a_pipe_says_what_it_waits_for(monkeypatch):
+    # no progress bar off a terminal: `rigbench devices | cat` was silent for the 12 s of its probes
+    from typer.testing import CliRunner
+
+    from rigbench.cli import app
+    from rigbench.experiments import devices
+
+    monkeypatch.setattr(devices, "installed_frameworks", lambda: ["torch", "jax"])
+    monkeypatch.setattr(devices, "probe_group", lambda group: None)
+    monkeypatch.setattr(devices, "probe", lambda name: {"devices": [{"id": "cpu", "kind": "cpu", "name": "x"}]})
+    done = CliRunner().invoke(app, ["devices", "--json"])
+    assert done.exit_code == 0, done.output
+    assert done.stderr.strip() == "asking torch, jax for devices (a child process each, seconds each)"
+    assert json.loads(done.stdout)[0]["id"] == "cpu"
 
 
 def test_the_fields_two_filtered_sides_are_split_by():

@@ -26,6 +26,7 @@ from rigbench.cli.common import (
     framework_option,
     handles_usage_errors,
     no_answer,
+    no_bar,
     out,
     parse_compile,
     progress_bar,
@@ -264,6 +265,9 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
     def probing(names: list[str]) -> None:
         waiting.extend(names)
         progress.update(task, total=len(names), description=f"asking {', '.join(names)} for devices")
+        if no_bar():  # into a pipe or a log there is no bar: say why nothing comes for seconds
+            err.print(f"asking {', '.join(names)} for devices (a child process each, seconds each)",
+                      highlight=False, markup=False, soft_wrap=True)
 
     def probed(name: str) -> None:
         waiting.remove(name)
