@@ -3,6 +3,7 @@ fixture runs a test on each backend)."""
 
 import csv
 import io
+import json
 
 import pytest
 from sqlalchemy import text
@@ -68,6 +69,9 @@ def test_bad_urls_are_usage_errors(tmp_path):
 def test_export_json_and_csv():
     rows = [make_result(samples_per_s=10.0, samples_per_s_ci=(9.0, 11.0))]
     assert '"samples_per_s": 10.0' in to_json(rows)
+    # written piece by piece (export.to_json), the text json.dumps would give, key order and indent alike
+    two = [*rows, make_result(run_id="r2", status="crash")]
+    assert to_json(two) == json.dumps([r.row() for r in two], indent=2) and to_json([]) == "[]"
     csv_text = to_csv(rows)
     header, line = csv_text.splitlines()
     assert header.startswith("id,run_id,created_at,workload")
