@@ -28,7 +28,15 @@ from rigbench.api.comparison import (
                                      this_machine_results,
 )
 from rigbench.api.info import workloads_info
-from rigbench.api.results import WHERE_KEYS, ReportOutcome, parse_where, report, select_results, where_matches
+from rigbench.api.results import (
+    WHERE_KEYS,
+    ReportOutcome,
+    parse_where,
+    report,
+    select_results,
+    where_columns,
+    where_matches,
+)
 from rigbench.api.scoring import ScoreOutcome, score
 from rigbench.errors import UsageError
 from rigbench.experiments.calibrate import CalibrateOutcome, calibrate
@@ -52,7 +60,7 @@ __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     # this machine (api/info.py, experiments/devices.py)
     "workloads_info", "devices_info", "framework_devices", "chosen_devices",
     # stored results and the report (api/results.py)
-    "WHERE_KEYS", "parse_where", "where_matches", "select_results", "report", "ReportOutcome", "speedups_over_cpu",
+    "WHERE_KEYS", "parse_where", "where_columns", "where_matches", "select_results", "report", "ReportOutcome", "speedups_over_cpu",
     # strategies over many trials (experiments/)
     "sweep", "plan_sweep", "SweepOutcome", "find_max_batch", "MaxBatchOutcome",
     "plan_lr_find", "check_lr_find_workload", "plan_scaling", "plan_process_scaling", "default_thread_counts", "default_precisions",

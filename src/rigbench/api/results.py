@@ -50,6 +50,14 @@ def parse_where(filters: Sequence[str]) -> dict[str, set[str]]:
     return accepted
 
 
+def where_columns(accepted: dict[str, set[str]]) -> dict[str, set[Any]]:
+    """The keys of parse_where's `accepted` that SQL can filter on (Store.list's `any_of`): the
+    exact ones, each a trials column holding the value WHERE_KEYS reads. A fleet's database is
+    filtered before its rows are read; where_matches still decides."""
+    return {key: {int(v) for v in values} if key == "batch_size" else set(values)
+            for key, values in accepted.items() if key not in WHERE_PARTS}
+
+
 def where_matches(result: Result, accepted: dict[str, set[str]]) -> bool:
     """Whether `result` passes every key of parse_where's `accepted` (one of each key's values)."""
     for key, values in accepted.items():
@@ -122,10 +130,11 @@ def select_results(store: Store, run_ids: Sequence[str] = (), where: Sequence[st
     """Stored results of `run_ids` (default: all) that match every `--where`, oldest first;
     UsageError when a run has no results or nothing matches."""
     accepted = parse_where(where)
+    exact = where_columns(accepted)
     results: list[Result] = []
     for run_id in dict.fromkeys(run_ids) or [None]:
-        found = store.list(run_id=run_id)
-        if run_id is not None and not found:
+        found = store.list(run_id=run_id, any_of=exact)
+        if run_id is not None and not found and not (exact and store.list(run_id=run_id)):
             raise UsageError(f"no results stored for --run {run_id!r} in {store.url}: "
                              f"`rigbench results runs` lists the stored runs")
         results.extend(found)

@@ -157,15 +157,16 @@ def listed_results(store: Store, run_id: str | None, workload: str | None, statu
     if workload is not None and not workload.strip():  # `--workload "$UNSET"` is no filter silently
         raise UsageError("--workload is empty: give a workload, e.g. cnn or resnet:depth=56")
     accepted = api.parse_where(where)
-    if (workload is None or ":" not in workload) and not accepted:  # SQL alone: only `limit` rows read
-        rows = store.list(run_id=run_id, workload=workload, status=status, limit=limit)
-        return rows, store.count(run_id, workload, status) if len(rows) == limit else len(rows)
+    exact = api.where_columns(accepted)
+    if (workload is None or ":" not in workload) and set(accepted) == set(exact):  # SQL alone: only `limit` rows read
+        rows = store.list(run_id=run_id, workload=workload, status=status, limit=limit, any_of=exact)
+        return rows, store.count(run_id, workload, status, any_of=exact) if len(rows) == limit else len(rows)
     named, options = parse_workload_ref(workload) if workload is not None and ":" in workload else (None, {})
 
     def value(r: Result, key: str) -> Any:
         return r.spec.workload_options.get(key, named.options[key]) if named else None
 
-    rows = store.list(run_id=run_id, workload=named.name if named else workload, status=status)
+    rows = store.list(run_id=run_id, workload=named.name if named else workload, status=status, any_of=exact)
     rows = [r for r in rows if all(value(r, k) == v for k, v in options.items()) and api.where_matches(r, accepted)]
     return rows[-limit:], len(rows)
 

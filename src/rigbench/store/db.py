@@ -10,7 +10,7 @@ the next Store to open that database stores it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -68,11 +68,16 @@ class Transaction:
         return rows.run_machines(self.conn, run_ids, self.url)
 
 
-def _filters(where: dict[str, Any]) -> dict[str, Any]:
-    unknown = set(where) - set(rows.FILTER_COLUMNS)
+def _filters(where: dict[str, Any], any_of: Mapping[str, Collection[Any]] | None = None) -> dict[str, Any]:
+    """Store.list's filters as rows takes them: column -> value, or a frozenset where `any_of`
+    accepts several (and a column given both ways keeps the values both accept)."""
+    unknown = (set(where) | set(any_of or {})) - set(rows.FILTER_COLUMNS)
     if unknown:
         raise TypeError(f"unknown filter(s): {', '.join(sorted(unknown))}")
-    return {k: v for k, v in where.items() if v is not None and v != ""}
+    out: dict[str, Any] = {k: v for k, v in where.items() if v is not None and v != ""}
+    for name, values in (any_of or {}).items():
+        out[name] = frozenset(values) & {out[name]} if name in out else frozenset(values)
+    return out
 
 
 def _why(exc: Exception) -> str:
@@ -331,19 +336,23 @@ class Store:
     def list(self, run_id: str | None = None, workload: str | None = None,
              status: str | None = None, limit: int | None = None, *, kind: str | None = None,
              framework: str | None = None, device: str | None = None, precision: str | None = None,
-             batch_size: int | None = None, world_size: int | None = None) -> list[Result]:
+             batch_size: int | None = None, world_size: int | None = None,
+             any_of: Mapping[str, Collection[Any]] | None = None) -> list[Result]:
         """Results without raw samples, oldest first (the newest `limit` when given), filtered
-        in SQL by each argument given. Rows that cannot be read are skipped with a warning."""
+        in SQL by each argument given; `any_of`: column (rows.FILTER_COLUMNS) -> the values it
+        may hold, one of them (`--where`). Rows that cannot be read are skipped with a warning."""
         where = _filters({"run_id": run_id, "workload": workload, "status": status, "kind": kind,
                           "framework": framework, "device": device, "precision": precision,
-                          "batch_size": batch_size, "world_size": world_size})
+                          "batch_size": batch_size, "world_size": world_size}, any_of)
         with self._reading() as conn:
             return rows.list_results(conn, where, limit, self.url)
 
-    def count(self, run_id: str | None = None, workload: str | None = None, status: str | None = None) -> int:
+    def count(self, run_id: str | None = None, workload: str | None = None, status: str | None = None, *,
+              any_of: Mapping[str, Collection[Any]] | None = None) -> int:
         """How many stored results match, as Store.list would list them (unreadable rows included)."""
         with self._reading() as conn:
-            return rows.count_results(conn, _filters({"run_id": run_id, "workload": workload, "status": status}))
+            return rows.count_results(conn, _filters({"run_id": run_id, "workload": workload, "status": status},
+                                                     any_of))
 
     def machine(self, run_id: str) -> dict[str, Any] | None:
         with self._reading() as conn:

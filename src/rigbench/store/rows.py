@@ -141,8 +141,10 @@ def count_results(conn: Connection, where: dict[str, Any]) -> int:
 
 
 def _equal(where: dict[str, Any]) -> list[Any]:
-    """The conditions of `where` (trials column -> value) on the trials table."""
-    return [trials.c[name] == value for name, value in where.items()]
+    """The conditions of `where` (trials column -> value, or a frozenset: any of its values)
+    on the trials table."""
+    return [trials.c[name].in_(sorted(value)) if isinstance(value, frozenset) else trials.c[name] == value
+            for name, value in where.items()]
 
 
 def list_runs(conn: Connection, limit: int | None, url: str) -> list[dict[str, Any]]:
