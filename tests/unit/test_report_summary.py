@@ -260,3 +260,7 @@ def test_small_multiples_layout_in_plotly():
     assert loss["layout"]["xaxis"]["dtick"] == 1  # epochs are whole numbers
     page, _ = html.render(results, {"r1": {}})
     assert 'displayModeBar: "hover"' in page and "@media print" in page
+    # every headline on the CPU: no speed-up column of "1.00× (the CPU is fastest)" rows
+    assert "speed-up over the CPU</th>" not in page and 'class="num speedup"' not in page
+    gpu_page, _ = html.render(headline_results(), {"r1": {}})
+    assert "speed-up over the CPU</th>" in gpu_page and '<td class="num speedup">12.00×' in gpu_page

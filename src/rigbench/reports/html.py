@@ -260,6 +260,8 @@ def render(results: Sequence[Result], machines: dict[str, dict | None],
         workloads=sorted({r.spec.workload for r in results}),
         devices=device_names_once(results, machines),  # by model: an H100's and an H200's are both cuda:0
         summary=summary, any_recommendation=any(row["recommendation"] for row in summary),
+        # a page whose every headline ran on the CPU would read "1.00× (the CPU is fastest)" per row
+        any_speedup=not all(row["on_cpu"] for row in summary),
         sections=sections, machines=machine_cards(entries, results, commands),
         gpu_serials=len(serials) if len(serials) > listed else 0,
         n_runs=len(machines), protocols=protocols, busy_pct=f"{BUSY_OTHERS_PCT:g}",

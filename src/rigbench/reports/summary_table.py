@@ -81,7 +81,7 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
             "tokens_per_s": "" if tokens is None else f"{rate(tokens)} tokens/s",
             "epoch": format_duration(row.epoch_seconds),
             "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
-            "speedup": speedup,
+            "speedup": speedup, "on_cpu": best.spec.device == "cpu",
             "speedup_note": f"over CPU {trials_text(base.ids)}{_busy(base.trials)} ({base.samples_per_s:,.1f} samples/s, "
                             f"{device_text(base.newest)})" if base is not None
                             else "no CPU trial on its machine (the CPU trials here are another machine's)"
