@@ -226,6 +226,9 @@ def test_compare_published_prints_the_range(tmp_path):
     assert "predicted ranges: CPU at max turbo .. base clock" in text
     assert "FP32 peak, i7-8650U: 0.538 TFLOP/s at max turbo, 0.243 at base clock" in text
     assert "x8.14-18 (CPU at max turbo .. base clock)" in text
+    # what both rows' notes say is said once, before the rows' own
+    framework = "Same framework family, but PyTorch 1.4.0 there and torch"
+    assert text.count(framework) == 1 and text.index("every row: ") < text.index(framework) < text.index("#1: ")
     as_json = CliRunner().invoke(cli.app, ["compare", "--published", "yin2020", "--run", "r", "--db", db, "--json"])
     gpu = json.loads(as_json.stdout)["matches"][0]
     assert gpu["paper_predicted_speedup_by_clock"] == pytest.approx({"max_turbo": 4375 / 537.6, "base": 4375 / 243.2})
