@@ -149,6 +149,7 @@ def commands(url: str, out: str) -> list[tuple[str, list[str]]]:
     return [
         ("results list", ["results", "list"]),
         ("results list --limit 20", ["results", "list", "--limit", "20"]),
+        ("results list --where", ["results", "list", "--where", "framework=torch"]),
         ("results runs", ["results", "runs"]),
         ("results show ID", ["results", "show", str(trial)]),
         ("export json", ["results", "export", "-o", f"{out}/all.json"]),
