@@ -69,6 +69,8 @@ def clip_optional(text: str | None, limit: int) -> str | None:
 def clip_value(value: Any, limit: int) -> Any:
     """Every string inside `value` (dict keys and values, list items, model fields) clipped
     to `limit`; numbers and other values as they are."""
+    if value is None or isinstance(value, (int, float)):  # most of a Result: asked first (report, roofline)
+        return value
     if isinstance(value, str):
         return clip(value, limit)
     if isinstance(value, BaseModel):

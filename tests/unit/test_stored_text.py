@@ -334,3 +334,18 @@ def test_control_characters_in_stored_text_are_written_out_in_the_report_and_its
     assert "\\u001b" not in charts  # JSON's escape of a raw ESC, which plotly would draw
     text = json.dumps(json.loads(charts))
     assert r"CPU\\x1b[5m &amp;amp;" in text and r"tag=&lt;b&gt;\\x1b[31m" in text  # names, hover: HTML-escaped once
+
+
+def test_clip_value_clips_every_string_and_keeps_every_number_as_it_is():
+    from rigbench.textlimits import clip_value
+
+    long = "x" * 20
+    value = {long: [1, 2.5, True, None, (long, 3)], "n": {"k": long, "f": float("inf"), "b": False},
+             "ci": (9.0, 11.0)}
+    clipped = clip_value(value, 5)
+    short = clip(long, 5)
+    assert clipped == {short: [1, 2.5, True, None, (short, 3)], "n": {"k": short, "f": float("inf"), "b": False},
+                       "ci": (9.0, 11.0)}
+    assert clipped["n"]["b"] is False and clipped[short][2] is True and isinstance(clipped[short][4], tuple)
+    spec = clip_value(TrialSpec(workload="mlp", batch_size=8, framework=long), 5)
+    assert spec.framework == short and spec.batch_size == 8
