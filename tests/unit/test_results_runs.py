@@ -128,3 +128,15 @@ def test_results_runs_limit_says_how_many_there_are(db):
     assert done.exit_code == 0, done.output
     assert "cccc55556666" in done.stdout and "aaaa11112222" not in done.stdout  # the newest
     assert "The newest 1 of 3 runs shown" in " ".join(done.stdout.split())
+
+
+def test_roofline_limit_draws_the_newest_and_says_how_many_there_are(db):
+    # a fleet's 17,600 successful trials took 18 s to draw, one row each
+    done = invoke("roofline", "--limit", "2", "--db", db)
+    assert done.exit_code == 0, done.output
+    ids = [line.split()[0] for line in done.stdout.splitlines() if line.split() and line.split()[0].isdigit()]
+    assert ids == ["4", "5"]  # the newest two of the five
+    assert "The newest 2 of 5 trials shown; all of them: --limit 5." in " ".join(done.stdout.split())
+    every = json.loads(invoke("roofline", "--limit", "2", "--json", "--db", db).stdout)
+    assert len(every) == 5  # --json gives every trial
+    assert "--limit must be at least 1" in invoke("roofline", "--limit", "0", "--db", db).stderr

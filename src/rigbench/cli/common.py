@@ -127,6 +127,11 @@ def stored_text(results: Sequence[Result], db_url: str, run_id: str | None, db: 
             "them (so does the next command that opens this database).")
 
 
+def all_of(shown: int, total: int, noun: str) -> str:
+    """The line under a listing cut to --limit: how many there are, and how to see them all."""
+    return f"The newest {shown} of {total} {noun} shown; all of them: --limit {total}."
+
+
 def show_hint(results: Sequence[Result], db: str | None) -> str:
     """The `rigbench results show` that a user can copy as it is: the id of the one stored trial,
     or of the first with "any id of the table" where there are several. A literal `ID` was

@@ -8,6 +8,7 @@ import typer
 from rigbench.cli.common import (
     DB_HELP,
     WHERE_HELP,
+    all_of,
     handles_usage_errors,
     listed_results,
     out,
@@ -19,11 +20,6 @@ from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.spec import STATUSES
 from rigbench.store import Store
-
-
-def _all_of(shown: int, total: int, noun: str) -> str:
-    """The line under a listing cut to --limit: how many there are, and how to see them all."""
-    return f"The newest {shown} of {total} {noun} shown; all of them: --limit {total}."
 
 
 @results_app.command("list", short_help="List stored results, newest last.")
@@ -52,7 +48,7 @@ def results_list(
     for line in terminal.busy_lines(rows):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     if total > len(rows):
-        out.print(_all_of(len(rows), total, "results"), highlight=False, markup=False, soft_wrap=True)
+        out.print(all_of(len(rows), total, "results"), highlight=False, markup=False, soft_wrap=True)
 
 
 @results_app.command("runs", short_help="List stored runs: their ids, machines and commands.")
@@ -81,4 +77,4 @@ def results_runs(
         return
     out.print(terminal.runs_table(runs, more="--json"))
     if total > len(runs):
-        out.print(_all_of(len(runs), total, "runs"), highlight=False, markup=False, soft_wrap=True)
+        out.print(all_of(len(runs), total, "runs"), highlight=False, markup=False, soft_wrap=True)
