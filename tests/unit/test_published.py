@@ -229,6 +229,7 @@ def test_compare_published_prints_the_range(tmp_path):
     # what both rows' notes say is said once, before the rows' own
     framework = "Same framework family, but PyTorch 1.4.0 there and torch"
     assert text.count(framework) == 1 and text.index("every row: ") < text.index(framework) < text.index("#1: ")
+    assert text.index("Columns: ours = our trial") < text.index("yin2020: Yin 2020")  # the key before the table
     as_json = CliRunner().invoke(cli.app, ["compare", "--published", "yin2020", "--run", "r", "--db", db, "--json"])
     gpu = json.loads(as_json.stdout)["matches"][0]
     assert gpu["paper_predicted_speedup_by_clock"] == pytest.approx({"max_turbo": 4375 / 537.6, "base": 4375 / 243.2})

@@ -130,6 +130,12 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
         out.print(f"No result of this machine matched; {elsewhere} stored results are other machines' (imported, or "
                   f"a fleet's): `--run ID` puts one of their runs beside the published tables.",
                   highlight=False, markup=False)
+    if found.matches:  # the columns' key before the tables it explains
+        out.print("Columns: ours = our trial, or the repeats of one run whose mean it is; "
+                  "measured = published steps/s / ours at the same batch; source's own = its accelerator / its "
+                  "CPU; predicted = ratio of FP32 peaks, a range where a CPU's spec-sheet peak depends on the clock "
+                  "assumed (max turbo on every core .. base clock); normalised = measured with every CPU throughput "
+                  "divided by the fraction of the CPU it kept busy.", highlight=False, markup=False)
     for source in sources or list(SOURCES):
         matches = [m for m in found.matches if m.row.source == source]
         out.print(Text.assemble("\n", (source, "bold"), f": {SOURCES[source][1]}"), highlight=False)
@@ -145,11 +151,6 @@ def _published(sources: list[str], all_frameworks: bool, run_ids: list[str], db:
     skipped = [f"{network} ({why})" for (source, network), why in UNMAPPED.items() if not sources or source in sources]
     if skipped:
         out.print("  Not compared: " + "; ".join(skipped), highlight=False, markup=False)
-    out.print("ours = our trial, or the repeats of one run whose mean it is; "
-              "measured = published steps/s / ours at the same batch; source's own = its accelerator / its "
-              "CPU; predicted = ratio of FP32 peaks, a range where a CPU's spec-sheet peak depends on the clock "
-              "assumed (max turbo on every core .. base clock); normalised = measured with every CPU throughput "
-              "divided by the fraction of the CPU it kept busy.", highlight=False, markup=False)
     if not run_ids and found.matches:  # with none matched, the line at the top said it
         _say_left_out(db, "`--run ID` puts one of their runs beside the tables")
 
