@@ -51,6 +51,9 @@
 #                 the layout rescues torch's bf16, slower than its fp32 on the H200
 #                 (docs/results/gpu-h200-frameworks.md)
 #   suite         the default suite: run it on an H100 and on an H200 for `rigbench compare`
+#   maxbatch-leap max-batch of catsdogs in torch from the default --start (8): the growth's leaps
+#                 (x4/x8 where the memory line leaves room) on a GPU, whose peaks can fall as the
+#                 batch grows (cuDNN's workspace): there the search must double, as before
 #   resnet-repeat resnet at b128, fp32, three rounds (--repeat 3): the H200 read x0.73 of the H100
 #                 with its step times drifting within each trial (docs/results/gpu-h200.md section 4);
 #                 run it on both kinds, then `rigbench compare` judges on trials, not steps
@@ -66,7 +69,7 @@
 # bash benchmarks/gpu/round2.sh PART (OUT defaults to ./.gpu-dry).
 set -u
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/round2.sh PART [PART...]" \
-  "(tests pytest timers pools keras-torch lease3 rerun maxbatch lease4 events lease5 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite resnet-repeat shared)"; exit 2; }
+  "(tests pytest timers pools keras-torch lease3 rerun maxbatch lease4 events lease5 gpt gpt-batches lease layout vit transformers calibrate frameworks small overhead suite maxbatch-leap resnet-repeat shared)"; exit 2; }
 DEVICE=${DEVICE:-cuda:0}
 QUICK=${QUICK:-}
 GPT=${GPT:-gpt:preset=small}
@@ -167,6 +170,8 @@ print(f'an event made and recorded: {made * 1e6:.2f} us; recorded only: {(time.p
     step timeout 420 rigbench recommend cnn -d "$DEVICE" $QUICK ;;
   suite)
     step timeout 300 rigbench run -d "$DEVICE" $QUICK ;;
+  maxbatch-leap)
+    step timeout 200 rigbench max-batch catsdogs -d "$DEVICE" --framework torch --tolerance 0.25 --timeout 40 ;;
   resnet-repeat)
     step timeout 240 rigbench run resnet -b "${BATCH:-128}" --repeat 3 -d "$DEVICE" $QUICK ;;
   shared)
