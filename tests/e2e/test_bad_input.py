@@ -230,3 +230,10 @@ def test_a_value_after_compile_on_run_is_named_as_such(tmp_path, args):
     result = invoke(*args, "--db", str(tmp_path / "c.db"))
     assert_one_line_error(result, "--compile takes no value here", "was read as a workload", "--compile-mode MODE")
     assert not (tmp_path / "c.db").exists()
+
+
+@pytest.mark.parametrize("args", [["run", "mlp", "-d", "cpu", "--quick"], ["results", "list"], ["report"]])
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_an_in_memory_database_is_refused_before_anything_runs(args, url):
+    # `run --db sqlite://` said "Stored in sqlite://" and suggested a `results show` that found nothing
+    assert_one_line_error(invoke(*args, "--db", url), f"--db {url} is an in-memory database, gone when the command ends")

@@ -29,7 +29,7 @@ from rigbench.numlimits import number_problem, seconds_problem
 from rigbench.reports import terminal
 from rigbench.spec import ENERGY_MODES, PRECISIONS, Result
 from rigbench.store import Store
-from rigbench.store.engine import error_text, url_without_password
+from rigbench.store.engine import error_text, resolve_db_url, sqlite_file, url_without_password
 from rigbench.store.limits import check_storable
 from rigbench.textlimits import visible
 from rigbench.units import split_list
@@ -254,6 +254,15 @@ def _check_numbers(flags: dict[str, str], values: dict[str, Any]) -> None:
             raise UsageError(f"{flag} {problem}")
 
 
+def _check_db(db: Any) -> None:
+    """A `--db` that names a lasting database: an in-memory SQLite one is gone when the command
+    ends, so `run` said "Stored in sqlite://" and suggested a `results show` that found nothing.
+    (The library takes one: a program that keeps its Store keeps the database.)"""
+    if isinstance(db, str) and db.strip().lower().startswith("sqlite") and sqlite_file(resolve_db_url(db)) is None:
+        raise UsageError(f"--db {db} is an in-memory database, gone when the command ends: give a file, "
+                         "e.g. --db results.db")
+
+
 def handles_usage_errors(fn: Callable) -> Callable:
     """Bad input: one line naming what to change, exit code 2. Numbers out of numlimits' bounds
     are refused before the command runs; a pydantic ValidationError that gets past a command's
@@ -264,6 +273,7 @@ def handles_usage_errors(fn: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             _check_numbers(flags, kwargs)
+            _check_db(kwargs.get("db"))
             return fn(*args, **kwargs)
         except UsageError as exc:
             print(f"rigbench: error: {exc}", file=sys.stderr)  # one line, never wrapped
