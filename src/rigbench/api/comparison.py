@@ -14,14 +14,7 @@ from rigbench.fingerprint import instruction_sets, machine_key
 from rigbench.spec import CONFIG_FIELDS, Result
 from rigbench.store import Store
 from rigbench.store.this_machine import most_common_machine, other_machines_count
-from rigbench.store.this_machine import this_machine_results as machine_results
-
-
-def this_machine_results(store: Store) -> list[Result]:
-    """Stored results (without raw samples) of runs made on this machine: same host name, CPU
-    model, instruction sets and GPUs as now (fingerprint.machine_key). Imported results from other
-    machines are left out."""
-    return machine_results(store)
+from rigbench.store.this_machine import this_machine_results as this_machine_results  # rigbench.api offers it
 
 
 def other_machines_results(db: str | None = None) -> int:

@@ -100,7 +100,7 @@ DEFAULT_MAX_BATCH = 65536
 #: the boundary itself moves by a few percent between runs (docs/STRATEGY.md: under one cap
 #: batch 1776 ran 2 times of 5, 1777 4 of 5), and the recommendation keeps DEFAULT_MARGIN
 #: below it anyway. One sample cost about log2(batch) probes more (mlp under a 2 GiB cap on
-#: the dev VM: 32 probes, 9 minutes, to 36,366 ok / 36,367 oom; to 5%, 22 probes).
+#: the dev VM, doubling from 1: 32 probes to 36,366 ok / 36,367 oom, where 5% takes 22).
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_MARGIN = 0.1
 

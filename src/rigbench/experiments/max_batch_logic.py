@@ -198,7 +198,6 @@ def memory_metric(device: str, probes: Sequence[Result]) -> str:
     return "allocator_peak_mib"
 
 
-
 #: How far a larger batch's peak may fall below a smaller batch's on a GPU before no line is
 #: fitted: NVML and the allocators count to the MiB, so 1% of a peak is far above their noise.
 FALL_TOLERANCE = 0.01
@@ -230,7 +229,6 @@ def fitted(device: str, probes: Sequence[Result]) -> tuple[str, tuple[float, flo
               if r.status == "ok" and getattr(r.metrics, metric) is not None]
     unfit = falling_peak(points) if device != "cpu" else None
     return metric, None if unfit else fit_memory_model(points), unfit
-
 
 
 def limit_batch(probes: Sequence[Result], limit_bytes: int | None) -> int | None:

@@ -109,7 +109,7 @@ def _rebuilt(run: str | None, probes: Sequence[Result], command: str | None) -> 
     limit_bytes = probes[0].spec.measure.memory_limit_bytes
     ok, oom, unfinished = max_batch.replay(probes, limit_bytes)
     _, model, unfit = max_batch.fitted(probes[0].spec.device, probes)
-    recommended, _ = max_batch.recommend(limit_bytes, model, 0.1, max(ok, default=None), unfit=unfit)
+    recommended, _ = max_batch.recommend(limit_bytes, model, max_batch.DEFAULT_MARGIN, max(ok, default=None), unfit=unfit)
     search = stored_search(probes)  # None before probes stored it: completeness from the probes alone
     return MemoryLimit(probes[0].spec.device, max(ok, default=None), min(oom, default=None), recommended,
                        limit_bytes, run, unfinished, search.tolerance if search else None,

@@ -49,7 +49,9 @@ def split_runs(store: Store) -> tuple[list[str], int]:
 
 def this_machine_results(store: Store) -> list[Result]:
     """The stored results (without raw samples, oldest first) of the runs made on this machine:
-    split_by_machine of every stored result, reading only this machine's."""
+    same host name, CPU model, instruction sets and GPUs as now (fingerprint.machine_key), so
+    imported results of other machines are left out. split_by_machine of every stored result,
+    reading only this machine's."""
     return store.of_runs(split_runs(store)[0])
 
 
