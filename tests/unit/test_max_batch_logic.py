@@ -237,7 +237,7 @@ def test_a_peak_that_falls_as_the_batch_grows_on_a_gpu_gives_no_line_and_says_wh
 
 def test_a_search_without_a_line_says_why_in_its_summary_and_json():
     from rigbench.cli.common import out
-    from rigbench.cli.sweep import _print_max_batch
+    from rigbench.cli.max_batch import _print_max_batch
 
     why = falling_peak([(b, mib * MIB) for b, mib in H200_CATSDOGS])
     outcome = outcome_of([gpu_probe(b, mib) for b, mib in H200_CATSDOGS], device="cuda:0", fixed_bytes=None,
@@ -250,7 +250,7 @@ def test_a_search_without_a_line_says_why_in_its_summary_and_json():
 
 def test_printed_summary_names_the_model_the_stop_and_the_recommendation():
     from rigbench.cli.common import out
-    from rigbench.cli.sweep import _print_max_batch
+    from rigbench.cli.max_batch import _print_max_batch
 
     stop = probe(128, "timeout", None)
     outcome = outcome_of([probe(32, "ok", 332.0), probe(64, "ok", 364.0), stop],
@@ -290,7 +290,7 @@ def test_the_search_fits_the_line_to_the_probes_that_ran_to_judge_a_crash():
 
 def test_a_crash_counted_as_oom_is_named_in_the_summary_and_the_json():
     from rigbench.cli.common import out
-    from rigbench.cli.sweep import _print_max_batch
+    from rigbench.cli.max_batch import _print_max_batch
 
     probes = [probe(128, "ok", 556.0), probe(256, "ok", 812.0), probe(512, "crash", None, SEGFAULT)]
     counted = (512, "the trial's process was killed by SIGSEGV", 1324 * MIB)
@@ -306,7 +306,7 @@ def test_a_crash_counted_as_oom_is_named_in_the_summary_and_the_json():
 
 def test_a_crash_without_a_model_stops_the_search_and_says_how_to_tell():
     from rigbench.cli.common import out
-    from rigbench.cli.sweep import _print_max_batch
+    from rigbench.cli.max_batch import _print_max_batch
 
     stop = probe(512, "crash", None, SEGFAULT)
     outcome = outcome_of([probe(256, "ok", 812.0), stop], largest_ok=256, smallest_oom=None, stopped=stop,
@@ -349,7 +349,7 @@ def test_an_interrupted_search_without_an_oom_says_it_found_no_ceiling():
     """`max-batch` stopped by Ctrl-C after 5 ok probes said `recommended batch: 1024 (capped at the
     largest batch that ran)` where `recommend` called the same search one that caps nothing."""
     from rigbench.cli.common import out
-    from rigbench.cli.sweep import _print_max_batch
+    from rigbench.cli.max_batch import _print_max_batch
 
     outcome = outcome_of([probe(32, "ok", 332.0), probe(64, "ok", 364.0)], smallest_oom=None, interrupted=True)
     with out.capture() as captured:

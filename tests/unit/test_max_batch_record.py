@@ -7,7 +7,7 @@ import pytest
 
 from rigbench.analysis import recommend as rules
 from rigbench.cli.common import out
-from rigbench.cli.sweep import _print_max_batch
+from rigbench.cli.max_batch import _print_max_batch
 from rigbench.experiments import max_batch
 from rigbench.experiments.search_limits import limit_of, stored_limit
 from rigbench.runner.session import SessionOutcome

@@ -11,9 +11,10 @@ from rigbench.cli import (
     core,  # noqa: F401  (registers run, train, workloads, devices, results, report)
     interrupts,
     listing,  # noqa: F401  (registers results list, results runs)
+    max_batch,  # noqa: F401  (registers max-batch)
     recommend,  # noqa: F401  (registers recommend)
     specs,  # noqa: F401  (registers specs)
-    sweep,  # noqa: F401  (registers sweep, max-batch)
+    sweep,  # noqa: F401  (registers sweep)
 )
 from rigbench.cli.common import app, results_app
 from rigbench.cli.examples import add_examples
