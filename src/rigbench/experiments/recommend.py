@@ -61,7 +61,7 @@ from rigbench.experiments.recommend_scope import (
 from rigbench.experiments.scaling import default_compile_modes, default_thread_counts
 from rigbench.experiments.search_limits import limit_of, limit_searches, named_limit, other_limits_text, stored_limit
 from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
-from rigbench.frameworks import FRAMEWORKS, check_framework
+from rigbench.frameworks import check_framework_name
 from rigbench.hw.cpu import cpu_identity, native_bf16
 from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
@@ -196,8 +196,7 @@ def recommend(
                          "add --no-run")
     asked = [normalise_device(d) for d in devices]
     check_memory_limit(memory_limit_bytes, asked)
-    if framework not in FRAMEWORKS:  # a misspelt name, before the database is opened (or made)
-        check_framework(framework)
+    check_framework_name(framework)  # a misspelt name, before the database is opened (or made)
     store = Store(db, create=run_missing)  # --no-run only reads: a mistyped --db is an error, not a new file
     scope = stored_scope(store, workload, framework, run_ids, db)
     stored = scope.results

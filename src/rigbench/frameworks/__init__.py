@@ -45,10 +45,15 @@ def installed_frameworks() -> list[str]:
     return [name for name in FRAMEWORKS if is_installed(name)]
 
 
-def check_framework(name: str) -> None:
-    """UsageError naming what to do when a framework is unknown or not installed."""
+def check_framework_name(name: str) -> None:
+    """UsageError when `name` is no framework rigbench knows (installed or not)."""
     if name not in FRAMEWORKS:
         raise UsageError(f"unknown framework {name!r}: choose from {', '.join(FRAMEWORKS)}")
+
+
+def check_framework(name: str) -> None:
+    """UsageError naming what to do when a framework is unknown or not installed."""
+    check_framework_name(name)
     if not is_installed(name):
         cpu_torch = " (for torch on a CPU-only machine: pip install torch==2.13.0)" if "torch" in FRAMEWORKS[name][1] else ""
         raise UsageError(f"framework {name!r} is not installed: pip install 'rigbench[{FRAMEWORKS[name][2]}]'{cpu_torch}")
