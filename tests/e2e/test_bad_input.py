@@ -114,6 +114,16 @@ def test_a_read_never_creates_the_database(tmp_path, args, monkeypatch):
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.parametrize("args", [("results", "list"), ("report", "-o", "r.html"), ("roofline",)])
+def test_a_read_leaves_an_empty_file_as_it_was(tmp_path, args, monkeypatch):
+    # SQLite takes a 0-byte file for an empty database: a read wrote the schema into it
+    monkeypatch.chdir(tmp_path)
+    empty = tmp_path / "x.db"
+    empty.touch()
+    assert_one_line_error(invoke(*args, "--db", str(empty)), "empty file", "--db")
+    assert empty.stat().st_size == 0
+
+
 def test_comparing_two_bundle_files_needs_no_database(tmp_path):
     bundle = tmp_path / "bundle.json"
     exported = invoke("results", "export", "--format", "bundle", "-o", str(bundle), "--db", stored_db(tmp_path))

@@ -189,6 +189,10 @@ def make_engine(url: str, create: bool = True) -> Engine:
     elif path is not None and not path.exists():
         raise UsageError(f"the database {display_url(url)} does not exist: check --db or RIGBENCH_DB "
                          "(commands that store results create it)")
+    elif path is not None and path.is_file() and path.stat().st_size == 0:
+        # SQLite would take an empty file as an empty database and a read would write the schema into it
+        raise UsageError(f"the database {display_url(url)} is an empty file (0 bytes), no rigbench database yet: "
+                         "check --db or RIGBENCH_DB (commands that store results make it one)")
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     is_sqlite = backend == "sqlite"
