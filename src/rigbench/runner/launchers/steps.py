@@ -56,13 +56,13 @@ TRIAL_DIR_PREFIX = "rigbench-trial-"
 # --- the trial's folder -------------------------------------------------------------------
 
 def _pid_alive(pid: int) -> bool:
+    # psutil, not os.kill(pid, 0): on Windows signal 0 is CTRL_C_EVENT, a Ctrl-C sent to the console
     try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
+        return psutil.Process(pid).is_running()
+    except psutil.NoSuchProcess:
         return False
-    except (PermissionError, OSError):
+    except psutil.Error:
         return True  # exists but is not ours, or the OS cannot say: leave its folders alone
-    return True
 
 
 def remove_stale_trial_dirs(tmp: str | Path | None = None) -> list[Path]:
@@ -311,7 +311,8 @@ _CAP_EXHAUSTED = ("thread creation failed", "resource temporarily unavailable", 
 
 #: Signals of native code that used a failed allocation: JAX's cnn under a 1 GiB cap on the dev
 #: VM ended as oom, by SIGSEGV in XLA's compiler or by glibc's message, from run to run.
-_UNCHECKED_ALLOCATION = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS)
+#: (getattr: Windows' signal module has no SIGBUS, and this module is imported by every command.)
+_UNCHECKED_ALLOCATION = tuple(getattr(signal, name) for name in ("SIGSEGV", "SIGABRT", "SIGBUS") if hasattr(signal, name))
 
 
 def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildReport:
@@ -326,7 +327,7 @@ def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildRe
             f"address-space cap that thread stacks also count against) left too little")))
     if returncode < 0:
         hint = ""
-        if -returncode == signal.SIGKILL:
+        if -returncode == signal.SIGKILL:  # a negative code: POSIX, which has SIGKILL
             hint = " (if no one killed it, likely the kernel's out-of-memory killer"
             hint += "; try --memory-limit" if not spec.measure.memory_limit_bytes else ""
             hint += ")"
