@@ -219,6 +219,24 @@ def test_train_names_the_flag_as_run_does(tmp_path, args, fragment):
     assert_one_line_error(invoke("train", "mlp", "--dataset", "digits", *args, "--db", str(tmp_path / "r.db")), fragment)
 
 
+@pytest.mark.parametrize("args", [
+    ("run", "mlp", "--quick", "--threads", "100000"), ("sweep", "mlp", "--dry-run", "--threads", "1,100000"),
+    ("scaling", "mlp", "--threads", "1,5000"), ("train", "mlp", "--dataset", "mnist", "--threads", "5000"),
+    ("lr-find", "mlp", "--dataset", "mnist", "--threads", "5000"), ("calibrate", "--quick", "--threads", "5000"),
+])
+def test_more_threads_than_any_machine_has_is_refused_before_any_trial(tmp_path, args):
+    # torch's thread pool segfaulted at 100,000 (stored as a crash); train/lr-find refuse before
+    # fetching mnist (no network here: the fetch would fail first)
+    result = invoke(*args, "--db", str(tmp_path / "r.db"))
+    assert_one_line_error(result, "--threads", "at most 4096")
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_stored_thread_count_over_the_input_bound_still_reads(tmp_path):
+    spec = TrialSpec(workload="mlp", batch_size=8, threads=100000)  # the bound is on input, not on stored specs
+    assert TrialSpec.model_validate_json(spec.model_dump_json()).threads == 100000
+
+
 def test_max_batch_refuses_an_unknown_framework_before_it_starts_a_run(tmp_path):
     db = str(tmp_path / "r.db")
     assert_one_line_error(invoke("max-batch", "mlp", "--framework", "nope", "--db", db), "unknown framework 'nope'")

@@ -29,13 +29,13 @@ from rigbench.api.comparison import (
 )
 from rigbench.api.info import workloads_info
 from rigbench.api.results import (
-    WHERE_KEYS,
-    ReportOutcome,
-    parse_where,
-    report,
-    select_results,
-    where_columns,
-    where_matches,
+                                     WHERE_KEYS,
+                                     ReportOutcome,
+                                     parse_where,
+                                     report,
+                                     select_results,
+                                     where_columns,
+                                     where_matches,
 )
 from rigbench.api.scoring import ScoreOutcome, score
 from rigbench.errors import UsageError
@@ -44,7 +44,15 @@ from rigbench.experiments.devices import chosen_devices, devices_info, framework
 from rigbench.experiments.execute import RunOutcome, run
 from rigbench.experiments.lr_find import check_lr_find_workload, plan_lr_find
 from rigbench.experiments.max_batch import MaxBatchOutcome, find_max_batch
-from rigbench.experiments.plan import check_rounds, in_rounds, node_launch, plan_run, plan_train, prepare_data
+from rigbench.experiments.plan import (
+                                     check_rounds,
+                                     check_thread_count,
+                                     in_rounds,
+                                     node_launch,
+                                     plan_run,
+                                     plan_train,
+                                     prepare_data,
+)
 from rigbench.experiments.recommend import RecommendOutcome, recommend
 from rigbench.experiments.scaling import default_precisions, default_thread_counts, plan_process_scaling, plan_scaling
 from rigbench.experiments.sweep import SweepOutcome, plan_sweep, sweep
@@ -55,7 +63,7 @@ from rigbench.store.calibrations import device_calibrations
 
 __all__ = [  # noqa: RUF022  (grouped by concern, not sorted)
     # running trials (experiments/plan.py, execute.py)
-    "plan_run", "in_rounds", "check_rounds", "run", "RunOutcome", "plan_train", "prepare_data", "threads_per_rank",
+    "plan_run", "in_rounds", "check_rounds", "check_thread_count", "run", "RunOutcome", "plan_train", "prepare_data", "threads_per_rank",
     "threads_per_rank_line", "node_launch",
     # this machine (api/info.py, experiments/devices.py)
     "workloads_info", "devices_info", "framework_devices", "chosen_devices",

@@ -113,6 +113,7 @@ def lr_find(
         raise UsageError(f"--steps must be at least {MIN_POINTS + 1}: a suggestion needs {MIN_POINTS} points "
                          "after the first, which is skipped")
     _check_positive(batch_size=batch_size, threads=threads)
+    api.check_thread_count(threads)
     api.check_lr_find_workload(workload)
     api.chosen_devices(framework, [device] if device else [], default=["cpu"])  # before the data set is fetched
     name = api.prepare_data(workload, dataset, data_dir, download=not offline)

@@ -198,6 +198,7 @@ def train(
         raise UsageError("--epochs must be at least 1")
     if threads is not None and threads < 1:  # as `run` says it, not the spec field's words
         raise UsageError("--threads must be at least 1")
+    api.check_thread_count(threads)  # before the data set is fetched
     if workers < 0:  # named by its flag, not as the spec field `workers`
         raise UsageError(f"--workers cannot be negative, got {workers}: give 0 or more")
     if timeout <= 0:

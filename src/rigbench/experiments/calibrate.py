@@ -23,6 +23,7 @@ from typing import Any
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.experiments.execute import new_run_id, start_run
+from rigbench.experiments.plan import check_thread_count
 from rigbench.runner.calibrate import PROGRESS_PREFIX
 from rigbench.spec import PRECISIONS
 from rigbench.store import Store
@@ -127,6 +128,7 @@ def calibrate(devices: Sequence[str] = (), precisions: Sequence[str] = (), quick
             raise UsageError(f"--precision takes {', '.join(PRECISIONS)}, got {p!r}")
     if threads is not None and threads < 1:
         raise UsageError("--threads must be at least 1")
+    check_thread_count(threads)
     # Every named device is checked before the first is measured (a probe process, unless only the
     # CPU is named): left to each device's child, a typo in `-d cpu,cuda:9` was found a minute in.
     chosen = list(dict.fromkeys(chosen_devices(framework, devices, default=None)))

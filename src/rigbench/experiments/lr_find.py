@@ -8,7 +8,7 @@ import math
 from rigbench.analysis.trials import workload_label
 from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
-from rigbench.experiments.plan import check_batches_fill, validation_message
+from rigbench.experiments.plan import check_batches_fill, check_thread_count, validation_message
 from rigbench.spec import LrFindOptions, MeasureOptions, Precision, Result, TrialSpec
 from rigbench.workloads import parse_workload_ref
 
@@ -45,6 +45,7 @@ def plan_lr_find(
     options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
     chosen = chosen_devices(framework, [device] if device else [], default=["cpu"])[0]
     check_lr_find_workload(ref.name)
+    check_thread_count(threads)
     if end_lr <= start_lr:
         raise UsageError(f"--end-lr ({end_lr:g}) must be larger than --start-lr ({start_lr:g})")
     if not math.isfinite(end_lr / start_lr):  # the ramp's ratio: past a float it is inf, and every lr with it

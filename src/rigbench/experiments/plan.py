@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -94,6 +95,7 @@ def plan_run(
     check_ranks_fit(specs)  # here too: refused before `run` says how many threads each rank gets
     check_rank_devices(specs)
     check_tf32_devices(specs)
+    check_threads(specs)
     return specs
 
 
@@ -114,6 +116,26 @@ def check_tf32_devices(specs: Sequence[TrialSpec]) -> None:
     for device in (d for d in tf32 if not d.startswith("cuda")):
         if not cuda or all(s.precision == "tf32" for s in specs if s.device == device):
             raise UsageError(tf32_off_cuda(device))
+
+
+#: More CPU threads than any machine has logical CPUs: a typo, not an oversubscription test
+#: (torch's thread pool died of a segfault at 100,000 on the 2-core VM, past its process limit,
+#: stored as a crash; 4,096 ran there).
+MAX_THREADS = 4096
+
+
+def check_thread_count(threads: int | None) -> None:
+    """UsageError for a thread count over MAX_THREADS, before any trial. A bound on input only:
+    the stored spec keeps no such bound, so a database holding one still reads."""
+    if threads is not None and threads > MAX_THREADS:
+        raise UsageError(f"--threads {threads} is more than any machine's logical CPUs: give at most "
+                         f"{MAX_THREADS} (this machine has {os.cpu_count() or 1})")
+
+
+def check_threads(specs: Sequence[TrialSpec]) -> None:
+    """check_thread_count for every trial planned."""
+    for spec in specs:
+        check_thread_count(spec.threads)
 
 
 def check_rank_devices(specs: Sequence[TrialSpec]) -> None:
@@ -263,6 +285,7 @@ def plan_train(
         for batch in (batch_sizes or [ref.default_batch])
         for lr in lr_values
     ]
+    check_threads(specs)
     check_batches_fill(specs, dataset, train_samples(ref.name, dataset, data_dir, options))
     return specs
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
-from rigbench.experiments.plan import check_rounds, in_rounds, plan_run
+from rigbench.experiments.plan import check_rounds, check_threads, in_rounds, plan_run
 from rigbench.spec import PRECISIONS, EnergyMode, TrialSpec
 
 
@@ -69,6 +69,7 @@ def plan_scaling(
     if precisions is None:
         precisions = default_precisions(base.device)
     variants = [base.model_copy(update={"threads": t}) for t in dict.fromkeys(threads)]
+    check_threads(variants)
     variants += [base.model_copy(update={"precision": p}) for p in dict.fromkeys(precisions)]
     modes = default_compile_modes(base.device, base.framework) if compile is True else compile or []
     for mode in modes:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from rigbench.errors import UsageError
 from rigbench.experiments.execute import run
-from rigbench.experiments.plan import check_rank_devices, check_tf32_devices, plan_run
+from rigbench.experiments.plan import check_rank_devices, check_tf32_devices, check_threads, plan_run
 from rigbench.frameworks import check_framework
 from rigbench.runner.launchers.warm_start import by_server
 from rigbench.spec import Result, TrialSpec
@@ -172,6 +172,7 @@ def plan_sweep(sweep: SweepSpec) -> list[TrialSpec]:
             grid.setdefault(spec_key(point), point)  # a value listed twice is one point
     check_rank_devices(list(grid.values()))
     check_tf32_devices(list(grid.values()))
+    check_threads(list(grid.values()))
     return list(grid.values())
 
 
