@@ -68,3 +68,10 @@ def test_the_wheel_holds_the_package_and_nothing_else(tmp_path):
     assert f"{info}/licenses/LICENSE" in names
     assert metadata["Version"] == rigbench.__version__
     assert "rigbench = rigbench.cli:main" in entry_points
+
+
+def test_the_version_is_stated_once():
+    """pyproject reads rigbench.__version__: a second literal there would let `pip show rigbench`
+    and `rigbench --version` (and every bundle and report) disagree after a bump."""
+    assert "version" not in PYPROJECT["project"] and "version" in PYPROJECT["project"]["dynamic"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "rigbench.__version__"}
