@@ -2,14 +2,25 @@
 (sys.platform, the POSIX-only functions and signals taken away). Nothing here runs on the
 real platforms; README.md ("Platforms") says what that leaves unchecked."""
 
+import contextlib
+import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import psutil
+import pytest
+from typer.testing import CliRunner
 
+from rigbench.cli import app
+from rigbench.errors import UnsupportedError
+from rigbench.experiments import devices as experiment_devices
+from rigbench.experiments import recommend as experiment
+from rigbench.experiments.recommend import recommend
+from rigbench.runner import child
 from rigbench.runner.launchers import steps
+from rigbench.store import Store
 
 ROOT = Path(__file__).parents[2]
 
@@ -86,3 +97,50 @@ def test_a_trial_is_killed_with_its_descendants_where_there_are_no_process_group
     steps.kill_group(parent)
     assert parent.returncode is not None
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+
+
+# --- the memory cap: Linux's RLIMIT_AS, which macOS does not enforce and Windows lacks -----------
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    [line] = result.stderr.strip().splitlines()
+    return line
+
+
+@pytest.mark.parametrize("platform, why", [("darwin", "macOS does not enforce it"), ("win32", "Windows has none")])
+def test_memory_limit_is_refused_before_anything_runs_off_linux(platform, why, tmp_path, monkeypatch):
+    """A capped trial off Linux ended `unsupported` (Windows) or `crash` (macOS: setrlimit's EINVAL),
+    each after its child had started, or ran uncapped where macOS took the limit and ignored it."""
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu"])
+    monkeypatch.setattr(sys, "platform", platform)
+    db = tmp_path / "r.db"
+    line = one_line_error(invoke("run", "mlp", "-d", "cpu", "--quick", "--memory-limit", "1GiB", "--db", str(db)))
+    assert "--memory-limit cannot work here" in line and why in line and "run without it, or on Linux" in line
+    assert not db.exists() or Store(str(db)).runs() == []
+    line = one_line_error(invoke("max-batch", "mlp", "-d", "cpu", "--db", str(db)))  # its default cap too
+    assert "max-batch on the CPU runs each probe under a memory cap" in line and why in line and "-d mps" in line
+    assert not db.exists() or Store(str(db)).runs() == []
+    monkeypatch.setattr(resource, "setrlimit", lambda *a: pytest.fail("capped the test's own process"))
+    with pytest.raises(UnsupportedError, match=why):  # the child's own check, should a trial get there
+        child.apply_memory_limit(2**30)
+
+
+def test_recommend_leaves_the_cpus_search_out_on_macos_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "platform", "darwin")
+    db = str(tmp_path / "empty.db")
+    Store(db)
+    outcome = recommend("mlp", devices=["cpu"], run_missing=False, db=db)
+    assert outcome.missing[0] == ("max-batch on cpu (not searched: a trial's memory is capped with Linux's "
+                                  "address-space limit (RLIMIT_AS), and macOS does not enforce it)")
+    monkeypatch.setattr(experiment.max_batch, "find_max_batch", lambda *a, **k: pytest.fail("searched on macOS"))
+
+    def stop(*_a, **_k):
+        raise KeyboardInterrupt  # the search was skipped; the trials after it need not run here
+
+    monkeypatch.setattr(experiment, "run_trials", stop)
+    with contextlib.suppress(KeyboardInterrupt):
+        recommend("mlp", devices=["cpu"], batch_sizes=[64], db=db)

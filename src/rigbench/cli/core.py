@@ -90,7 +90,7 @@ def run(
     seconds: float | None = typer.Option(None, "--seconds", help="...and keep timing for at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
     repeat: int = typer.Option(1, "--repeat", metavar="N", help="Run every trial N times, every other round in reverse order. A trial's CI covers the noise between its steps, not between trials: `rigbench compare` judges configurations with at least two trials a side on the trials (docs/COMPARING.md)."),
-    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each process's memory (each rank of a data-parallel trial: N ranks may take N x SIZE), e.g. 2GiB or 512MiB; past it the trial ends as `oom`."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each process's memory (each rank of a data-parallel trial: N ranks may take N x SIZE), e.g. 2GiB or 512MiB; past it the trial ends as `oom`. Linux only."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
     lr: float | None = typer.Option(None, "--lr", help="Learning rate (default: the workload's)."),
     framework: list[str] | None = framework_option(many=True),

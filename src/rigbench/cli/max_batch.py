@@ -96,7 +96,7 @@ def max_batch(
     workload: str = typer.Argument(..., metavar="WORKLOAD", help="Workload, e.g. cnn or resnet:depth=56."),
     device: str = typer.Option("cpu", "--device", "-d", help="The device to fill: cpu, cuda:0, ..."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16 or fp16."),
-    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory the probes may use, e.g. 2GiB (default: 50% of the RAM available now). GPUs use their own memory."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory the probes may use, e.g. 2GiB (default: 50% of the RAM available now). GPUs use their own memory. The CPU's search is Linux only."),
     start: int = typer.Option(search.DEFAULT_START, "--start", help="First batch to probe; it doubles (x4 or x8 where the memory line of the probes so far leaves room) until a probe runs out of memory."),
     max_: int = typer.Option(search.DEFAULT_MAX_BATCH, "--max", help="Never probe a batch above this."),
     tolerance: float = typer.Option(search.DEFAULT_TOLERANCE, "--tolerance", help="Stop bisecting when smallest oom - largest ok <= max(1, tolerance x largest ok): the default ends within 5% of the boundary, which itself moves a few percent between runs; 0 bisects down to one sample (about log2(batch) probes more), 0.25 needs fewer probes."),

@@ -28,7 +28,7 @@ def recommend(
     run_id: list[str] | None = typer.Option(None, "--run", metavar="ID", help="With --no-run: recommend from the stored results of the machine this run was measured on (an imported bundle, a fleet's database) instead of this machine's; repeat for several runs of one machine. Nothing of this machine is measured or probed."),
     quick: bool = typer.Option(False, "--quick", help="Measure what is missing with short timing windows, a small batch grid and a short lr-find."),
     batch_size: list[str] | None = typer.Option(None, "--batch-size", "-b", metavar="N", help="Batch sizes to measure, e.g. 16,64 (default: b/4, b, 4b of the workload's batch with --quick; b/4 to 4b without)."),
-    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory limit of the max-batch search, e.g. 2GiB (default: 50% of the RAM available when it runs). Only a stored search made under the same limit is used."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="CPU only: the memory limit of the max-batch search, e.g. 2GiB (default: 50% of the RAM available when it runs). Only a stored search made under the same limit is used. Linux only."),
     framework: str = framework_option(),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),

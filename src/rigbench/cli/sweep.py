@@ -213,7 +213,7 @@ def sweep(
     seconds: float | None = typer.Option(None, "--seconds", help="...and at least this many seconds (default 2; 0.5 with --quick)."),
     quick: bool | None = typer.Option(None, "--quick/--no-quick", help="Smoke run: small batches, 1 warm-up step, short timing windows."),
     timeout: float | None = typer.Option(None, "--timeout", help="Kill a trial after this many seconds (status `timeout`; default 600)."),
-    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each process's memory (each rank of a data-parallel trial: N ranks may take N x SIZE), e.g. 2GiB; past it the trial ends as `oom`."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="Cap each process's memory (each rank of a data-parallel trial: N ranks may take N x SIZE), e.g. 2GiB; past it the trial ends as `oom`. Linux only."),
     energy: EnergyMode | None = energy_option(default=None),
     config: str | None = typer.Option(None, "--config", "-c", metavar="FILE", help="A sweep TOML file (see examples/sweep.toml); flags given as well replace the file's keys."),
     resume: bool = typer.Option(False, "--resume", help="Skip every grid point that already has a stored result with the identical spec (any status) from this machine in --db; run the rest."),

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rigbench.fingerprint import machine_fingerprint
-from rigbench.runner.session import SessionOutcome, check_ranks_fit, run_trials
+from rigbench.runner.session import SessionOutcome, check_platform, check_ranks_fit, run_trials
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.limits import check_storable
@@ -52,6 +52,7 @@ def run(
     """Run trials one by one in child processes; every result is stored as it finishes."""
     check_storable(specs)  # before the run is recorded: a refused spec leaves no empty run
     check_ranks_fit(specs)
+    check_platform(specs)
     store = Store(db)
     run_id = start_run(store, command)
     session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,

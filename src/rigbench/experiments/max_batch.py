@@ -26,8 +26,8 @@ What a probe's status means here:
   for any other status.
 
 The limit: on the CPU `memory_limit_bytes` (default: DEFAULT_RAM_FRACTION of the memory
-available when the search starts, a container's cgroup limit counted: hw/memory.py); on a GPU
-the device's memory.
+available when the search starts, a container's cgroup limit counted: hw/memory.py; Linux only,
+where the cap is enforced: refused on macOS and Windows); on a GPU the device's memory.
 
 The memory model: peak = fixed + per_sample * batch, a least-squares line through the `ok`
 probes (CPU: `capped_peak_mib`, the peak of what the RLIMIT_AS cap counts: resident memory
@@ -74,7 +74,7 @@ from rigbench.experiments.max_batch_logic import (
     replay,
     round_batch,
 )
-from rigbench.hw.memory import available_memory
+from rigbench.hw.memory import available_memory, memory_cap_missing
 from rigbench.runner.session import run_trials
 from rigbench.spec import PRECISIONS, PROBE_STEPS, MaxBatchSearch, MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
@@ -193,6 +193,9 @@ def probe_row(r: Result, metric: str) -> dict:
 
 def _limit(device: str, framework: str, memory_limit_bytes: int | None) -> tuple[int | None, str]:
     if device == "cpu":
+        if why := memory_cap_missing():
+            raise UsageError(f"max-batch on the CPU runs each probe under a memory cap, which cannot work here: {why}; "
+                             "search a GPU (-d mps, -d cuda:0), or on Linux")
         if memory_limit_bytes:
             return memory_limit_bytes, "--memory-limit"
         available = available_memory()  # a container's cgroup limit, where it is lower

@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 from rigbench.errors import BELOW_FRAMEWORK, UsageError
+from rigbench.hw.memory import memory_limit_refusal
 from rigbench.spec import MaxBatchSearch, Result
 from rigbench.textlimits import error_line
 from rigbench.units import format_bytes
@@ -17,7 +18,9 @@ from rigbench.units import format_bytes
 
 def check_memory_limit(limit: int | None, devices: Sequence[str]) -> None:
     """--memory-limit caps host memory, so the CPU's probes: refused where no CPU is among
-    `devices` (max-batch and recommend alike)."""
+    `devices` (max-batch and recommend alike), and on an OS that cannot cap memory."""
+    if limit is not None and (refusal := memory_limit_refusal()):
+        raise UsageError(refusal)
     if limit is not None and devices and "cpu" not in devices:
         raise UsageError(f"--memory-limit caps host memory and applies to the CPU only; on {', '.join(devices)} "
                          "the limit is the device's memory")

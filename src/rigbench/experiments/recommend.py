@@ -63,6 +63,7 @@ from rigbench.experiments.search_limits import limit_of, limit_searches, named_l
 from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
 from rigbench.frameworks import check_framework_name
 from rigbench.hw.cpu import cpu_identity, native_bf16
+from rigbench.hw.memory import memory_cap_missing
 from rigbench.runner.session import run_trials
 from rigbench.spec import LrFindOptions, MeasureOptions, Result, TrainOptions, TrialSpec
 from rigbench.store import Store
@@ -233,7 +234,8 @@ def recommend(
         others = limit_searches(stored, device, memory_limit_bytes, commands)[1]
         why = "no stored max-batch search" + (f" under {limit_words(memory_limit_bytes)} ({other_limits_text(others)})"
                                               if others else "")
-        if limit is None and run_missing and not outcome.interrupted:
+        uncapped = memory_cap_missing() if device == "cpu" else None  # the CPU's probes run capped: Linux only
+        if limit is None and run_missing and not outcome.interrupted and not uncapped:
             top = max(grid) * max_batch_reach(device)
             outcome.ran.append(f"max-batch on {device} from b{max(grid)} up to b{top}: {why}")
             on_note(f"running max-batch on {device} from b{max(grid)} up to b{top}: {why}")
@@ -245,7 +247,8 @@ def recommend(
             run.new += found.probes
             limit = replace(limit_of(found), others=tuple(named_limit(o) for o in others))
         elif limit is None:
-            outcome.missing.append(f"max-batch on {device} under {limit_words(memory_limit_bytes)} "
+            outcome.missing.append(f"max-batch on cpu (not searched: {uncapped})" if uncapped else
+                                   f"max-batch on {device} under {limit_words(memory_limit_bytes)} "
                                    f"({other_limits_text(others)})" if others else
                                    f"max-batch on {device} (no stored max-batch search)")
         if limit is not None:

@@ -10,6 +10,7 @@ start would keep idle servers by the host's size. The cgroup files are read from
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import psutil
@@ -52,3 +53,19 @@ def available_memory(root: Path = CGROUP_ROOT) -> int:
     capped = cgroup_limit(root)
     available = int(psutil.virtual_memory().available)
     return min(available, max(0, capped[0] - capped[1])) if capped else available
+
+
+def memory_cap_missing() -> str | None:
+    """None where a trial's memory can be capped (Linux: RLIMIT_AS, runner/child.apply_memory_limit),
+    else why not, for a one-line refusal: macOS accepts RLIMIT_AS (or rejects it with EINVAL)
+    but never enforces it, and Windows has no such limit."""
+    if sys.platform.startswith("linux"):
+        return None
+    why = {"darwin": "macOS does not enforce it", "win32": "Windows has none"}.get(sys.platform, f"this is {sys.platform}")
+    return f"a trial's memory is capped with Linux's address-space limit (RLIMIT_AS), and {why}"
+
+
+def memory_limit_refusal() -> str | None:
+    """The line that refuses --memory-limit where memory_cap_missing, else None."""
+    why = memory_cap_missing()
+    return f"--memory-limit cannot work here: {why}; run without it, or on Linux" if why else None

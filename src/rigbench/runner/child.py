@@ -58,10 +58,12 @@ def apply_memory_limit(limit_bytes: int) -> None:
     """
     import psutil  # core dependency; imported here to keep the child's start lean
 
-    try:
-        import resource  # POSIX only
-    except ImportError:
-        raise UnsupportedError("--memory-limit needs RLIMIT_AS, which this OS lacks (Windows)") from None
+    from rigbench.hw.memory import memory_cap_missing
+
+    if why := memory_cap_missing():  # the launcher refuses it first (session.check_platform)
+        raise UnsupportedError(f"--memory-limit: {why}")
+    import resource  # POSIX only: after the check, which refuses Windows
+
     info = psutil.Process().memory_info()
     headroom = limit_bytes - info.rss
     if headroom <= 0:

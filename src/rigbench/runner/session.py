@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from rigbench.child_report import ChildReport
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.hw.cpu import usable_cores
-from rigbench.hw.memory import available_memory
+from rigbench.hw.memory import available_memory, memory_limit_refusal
 from rigbench.ranks import NodeLaunch
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
@@ -64,9 +64,11 @@ def run_trials(
 ) -> SessionOutcome:
     """Run `specs` in order, one launch each (one trial per device at a time). A spec the
     database could not store is refused before any of them runs (store/limits.py), and so is
-    one with more ranks than this machine's memory can hold (check_ranks_fit)."""
+    one with more ranks than this machine's memory can hold (check_ranks_fit), or that this
+    OS cannot run (check_platform)."""
     check_storable(specs)
     check_ranks_fit(specs)
+    check_platform(specs)
     warning = oversubscription(specs, usable_cores())
     if warning:
         log.warning("rigbench: warning: %s", warning)
@@ -182,6 +184,14 @@ def check_ranks_fit(specs: Sequence[TrialSpec]) -> None:
         why = ranks_beyond_memory(specs, available_memory())
         if why:
             raise UsageError(why)
+
+
+def check_platform(specs: Sequence[TrialSpec]) -> None:
+    """UsageError before any trial starts where this OS cannot run one as asked: --memory-limit
+    off Linux (each trial would end `crash` or `unsupported`, or run uncapped on macOS)."""
+    refusal = memory_limit_refusal()
+    if refusal and any(s.measure.memory_limit_bytes for s in specs):
+        raise UsageError(refusal)
 
 
 def per_rank_memory_cap(specs: Sequence[TrialSpec]) -> str | None:
