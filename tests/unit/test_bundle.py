@@ -212,6 +212,19 @@ def test_an_edited_reimport_is_refused_not_added_as_a_copy(source, tmp_path):
     assert counts(target) == (2, 4, 4)
 
 
+def test_a_result_given_twice_in_one_bundle_lands_once_and_repeats_both_land(source, tmp_path):
+    data = _bundle(source)
+    for result in data["results"]:
+        del result["id"]  # a bundle joined by hand from two exports of one run: no ids, one result twice
+    data["results"].append(json.loads(json.dumps(data["results"][0])))
+    repeat = json.loads(json.dumps(data["results"][0]))  # a repeat of one spec in the same second
+    repeat["step_times_s"] = [0.2, 0.21, 0.19]
+    data["results"].append(repeat)
+    done = _import_text(tmp_path, data)
+    assert (done.added_results, done.skipped_results) == (4, 1)
+    assert counts(Store(str(tmp_path / "target.db"))) == (2, 4, 4)
+
+
 def test_over_long_text_is_stored_clipped_and_said(source, tmp_path):
     data = _bundle(source)
     data["results"][1]["error"] = "E" * 200_000

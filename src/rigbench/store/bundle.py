@@ -23,13 +23,15 @@ is the same trial as a stored one when its run, creation time and whole spec are
 (`rows.trial_key`); with the same content too it is skipped and counted, with other content
 (an edited or re-measured bundle) the import is refused: two versions of one trial would both
 count in every comparison, and neither silently replacing the stored one nor adding a copy is
-what a re-import means. A result with another spec is another trial and is added. Calibrations
+what a re-import means. A result with another spec is another trial and is added; a result
+given twice in one bundle (joined by hand) is added once. Calibrations
 follow the same rule (store/bundle_calibrations.py). An import is one transaction: all of it
 lands, or nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -107,7 +109,7 @@ class ImportOutcome:
     added_runs: list[str]
     present_runs: list[str]      # already stored: not added again
     added_results: int
-    skipped_results: int         # already stored in their run
+    skipped_results: int         # already stored in their run, or a copy earlier in the bundle
     notes: list[str] = field(default_factory=list)  # text stored clipped, per result
     added_calibrations: int = 0    # calibration measurements (rows) stored now
     skipped_calibrations: int = 0  # already stored in their run
@@ -300,7 +302,13 @@ def import_bundle(store: Store, bundle: Bundle) -> ImportOutcome:
             for r in tx.list(run_id=run_id):
                 stored.setdefault(trial_key(r), []).append(r)
         new_results, refused = [], []
+        in_bundle: set[str] = set()  # each result's content: a copy in a hand-joined bundle lands once
         for i, result in enumerate(bundle.results):
+            # (not by trial_key alone: repeats of one spec can share a run and a second, with other figures)
+            content = hashlib.sha256(json.dumps(_content(result), sort_keys=True).encode()).hexdigest()
+            if content in in_bundle:
+                continue
+            in_bundle.add(content)
             same = stored.get(trial_key(result), [])
             if not same:
                 new_results.append(result)
