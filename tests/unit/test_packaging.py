@@ -75,3 +75,21 @@ def test_the_version_is_stated_once():
     and `rigbench --version` (and every bundle and report) disagree after a bump."""
     assert "version" not in PYPROJECT["project"] and "version" in PYPROJECT["project"]["dynamic"]
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "rigbench.__version__"}
+
+
+#: Where each TensorFlow 2.21 distribution publishes wheels (pypi.org, 2.21.0's files): (sys_platform,
+#: platform_machine). tensorflow-cpu alone made `rigbench[tensorflow]` and `rigbench[all]`
+#: uninstallable on macOS and Linux aarch64 ("No matching distribution found").
+TENSORFLOW_WHEELS = {
+    "tensorflow-cpu": {("linux", "x86_64"), ("win32", "AMD64")},
+    "tensorflow": {("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"), ("win32", "AMD64")},
+}
+
+
+@pytest.mark.parametrize("platform", sorted(set().union(*TENSORFLOW_WHEELS.values())))
+def test_the_tensorflow_extra_names_one_installable_tensorflow_per_platform(platform):
+    sys_platform, machine = platform
+    env = {"sys_platform": sys_platform, "platform_machine": machine}
+    chosen = [req.name for req in map(Requirement, PYPROJECT["project"]["optional-dependencies"]["tensorflow"])
+              if req.name in TENSORFLOW_WHEELS and (req.marker is None or req.marker.evaluate(env))]
+    assert len(chosen) == 1 and platform in TENSORFLOW_WHEELS[chosen[0]], chosen
