@@ -144,3 +144,24 @@ def test_recommend_leaves_the_cpus_search_out_on_macos_and_says_why(tmp_path, mo
     monkeypatch.setattr(experiment, "run_trials", stop)
     with contextlib.suppress(KeyboardInterrupt):
         recommend("mlp", devices=["cpu"], batch_sizes=[64], db=db)
+
+
+# --- data-parallel ranks ---------------------------------------------------------------------
+
+def test_data_parallel_is_refused_before_anything_runs_on_windows(tmp_path, monkeypatch):
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu"])
+    monkeypatch.setattr(sys, "platform", "win32")
+    db = tmp_path / "r.db"
+    line = one_line_error(invoke("run", "mlp", "-d", "cpu", "--quick", "--processes", "2", "--db", str(db)))
+    assert "data-parallel trials (--processes, --data-parallel) do not run on Windows" in line and "WSL2" in line
+    assert not db.exists() or Store(str(db)).runs() == []
+
+
+@pytest.mark.parametrize("device", ["mps", "dml:0"])
+def test_data_parallel_on_an_apple_gpu_or_directml_is_refused(device, tmp_path, monkeypatch):
+    """No collective backend reduces their tensors: every rank would crash at its first all-reduce."""
+    monkeypatch.setattr(experiment_devices, "framework_devices", lambda framework: ["cpu", device])
+    line = one_line_error(invoke("run", "mlp", "-d", device, "--quick", "--data-parallel",
+                                 "--db", str(tmp_path / "r.db")))
+    assert f"-d {device} with data-parallel ranks" in line and "run data-parallel on cpu or cuda" in line
+

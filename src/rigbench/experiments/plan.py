@@ -15,7 +15,7 @@ from rigbench.errors import UsageError
 from rigbench.experiments.devices import chosen_devices
 from rigbench.frameworks import check_framework
 from rigbench.ranks import NodeLaunch
-from rigbench.runner.session import check_ranks_fit
+from rigbench.runner.session import check_platform, check_ranks_fit
 from rigbench.spec import EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec
 from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref
 
@@ -93,6 +93,7 @@ def plan_run(
                         world_size=processes * nodes, nodes=nodes, data_parallel=data_parallel,
                     ))
     check_ranks_fit(specs)  # here too: refused before `run` says how many threads each rank gets
+    check_platform(specs)
     check_rank_devices(specs)
     check_tf32_devices(specs)
     check_threads(specs)
@@ -141,9 +142,14 @@ def check_threads(specs: Sequence[TrialSpec]) -> None:
 def check_rank_devices(specs: Sequence[TrialSpec]) -> None:
     """A data-parallel trial's ranks take the node's GPUs from the first, one each (rank k on
     `cuda:k`, as a torchrun script does, in every framework), so `-d cuda:1` would train on
-    cuda:0 while rigbench watched cuda:1: refused, with how to pick the GPUs instead."""
+    cuda:0 while rigbench watched cuda:1: refused, with how to pick the GPUs instead. An Apple
+    GPU or a DirectML device has no collective backend (gloo and NCCL reduce CPU and CUDA
+    tensors): every such trial would crash at its first all-reduce, so it is refused too."""
     for spec in specs:
         kind, _, index = spec.device.partition(":")
+        if spec.is_data_parallel and kind in ("mps", "dml"):
+            raise UsageError(f"-d {spec.device} with data-parallel ranks: no collective backend reduces {kind} "
+                             "tensors (gloo and NCCL take CPU and CUDA ones); run data-parallel on cpu or cuda")
         if spec.is_data_parallel and index not in ("", "0") and kind != "cpu":
             raise UsageError(f"-d {spec.device} with data-parallel ranks: rank k trains on {kind}:k, one GPU each "
                              f"from {kind}:0; give -d {kind} and choose the GPUs with CUDA_VISIBLE_DEVICES")

@@ -9,6 +9,7 @@ killed and nothing half-finished is stored, except a training run's finished epo
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -188,10 +189,16 @@ def check_ranks_fit(specs: Sequence[TrialSpec]) -> None:
 
 def check_platform(specs: Sequence[TrialSpec]) -> None:
     """UsageError before any trial starts where this OS cannot run one as asked: --memory-limit
-    off Linux (each trial would end `crash` or `unsupported`, or run uncapped on macOS)."""
+    off Linux (each trial would end `crash` or `unsupported`, or run uncapped on macOS), and
+    data-parallel ranks on Windows (torch's elastic agent asks its rendezvous store for libuv,
+    which torch's Windows wheels lack, pytorch#196855; rigbench's rank agent stops its ranks by
+    POSIX process group)."""
     refusal = memory_limit_refusal()
     if refusal and any(s.measure.memory_limit_bytes for s in specs):
         raise UsageError(refusal)
+    if sys.platform == "win32" and any(s.is_data_parallel for s in specs):
+        raise UsageError("data-parallel trials (--processes, --data-parallel) do not run on Windows: "
+                         "run them on Linux or in WSL2")
 
 
 def per_rank_memory_cap(specs: Sequence[TrialSpec]) -> str | None:
