@@ -6,6 +6,7 @@ import contextlib
 import resource
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -165,3 +166,22 @@ def test_data_parallel_on_an_apple_gpu_or_directml_is_refused(device, tmp_path, 
                                  "--db", str(tmp_path / "r.db")))
     assert f"-d {device} with data-parallel ranks" in line and "run data-parallel on cpu or cuda" in line
 
+
+# --- a trial's process, its parent and its signals --------------------------------------------
+
+def test_a_trial_ends_with_its_parent_where_nothing_is_re_parented(monkeypatch):
+    """Windows re-parents no orphan: getppid() names the dead parent for ever, and a trial of a
+    killed `rigbench sweep` ran on beside the resumed one."""
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    exited = threading.Event()
+    monkeypatch.setenv("RIGBENCH_PARENT_PID", str(parent.pid))
+    monkeypatch.setattr(child.os, "name", "nt")
+    monkeypatch.setattr(child.os, "getppid", lambda: parent.pid)
+    monkeypatch.setattr(child.os, "_exit", lambda code: exited.set())
+    child.exit_with_parent(poll_s=0.01)
+    try:
+        assert not exited.wait(0.2)  # the parent runs: so does the trial
+    finally:
+        parent.kill()
+        parent.wait()
+    assert exited.wait(10)

@@ -301,12 +301,22 @@ def exit_with_parent(poll_s: float = 0.5) -> None:
 
     The child runs in its own session so that Ctrl-C reaches only the parent; the flip side
     is that nothing else would stop an orphaned trial from running on, competing with the
-    resumed sweep for the machine. A daemon thread notices the re-parenting and exits.
+    resumed sweep for the machine. A daemon thread notices the re-parenting and exits. Windows
+    re-parents nothing (getppid keeps naming the dead parent): there it asks psutil whether the
+    parent still runs (is_running also tells a new process that took its pid).
     """
     parent = int(os.environ.get("RIGBENCH_PARENT_PID") or os.getppid())
+    watched = None
+    if os.name != "posix":
+        import psutil
+
+        try:
+            watched = psutil.Process(parent)
+        except psutil.NoSuchProcess:  # died while this process started
+            os._exit(3)
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while watched.is_running() if watched else os.getppid() == parent:
             time.sleep(poll_s)
         os._exit(3)
 
