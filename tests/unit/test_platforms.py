@@ -4,17 +4,19 @@ real platforms; README.md ("Platforms") says what that leaves unchecked."""
 
 import contextlib
 import resource
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
 from typer.testing import CliRunner
 
-from rigbench.cli import app
+from rigbench.cli import app, interrupts
 from rigbench.errors import UnsupportedError
 from rigbench.experiments import devices as experiment_devices
 from rigbench.experiments import recommend as experiment
@@ -185,3 +187,20 @@ def test_a_trial_ends_with_its_parent_where_nothing_is_re_parented(monkeypatch):
         parent.kill()
         parent.wait()
     assert exited.wait(10)
+
+
+def test_an_interrupt_a_finaliser_swallowed_is_sent_again_without_os_kill_on_windows(monkeypatch):
+    """On Windows os.kill(own pid, SIGINT) is TerminateProcess: the command ended on the spot,
+    with no line saying what was kept and its trial's child left running."""
+    got = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: got.set())
+    try:
+        monkeypatch.setattr(interrupts.os, "name", "nt")
+        monkeypatch.setattr(interrupts.os, "kill", lambda *a: pytest.fail(f"os.kill{a}"))
+        interrupts._redeliver(SimpleNamespace(exc_type=KeyboardInterrupt))
+        deadline = time.monotonic() + 10
+        while not got.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the handler runs in this, the main thread, between two sleeps
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert got.is_set()

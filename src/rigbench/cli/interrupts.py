@@ -39,11 +39,21 @@ def _redeliver(unraisable: Any) -> None:
     finaliser (sent at once, it landed in this hook, which swallows it the same way); anything
     else goes to the usual hook."""
     if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-        later = threading.Timer(REDELIVER_S, os.kill, (os.getpid(), _received["signum"]))
+        later = threading.Timer(REDELIVER_S, _send_again, (_received["signum"],))
         later.daemon = True
         later.start()
         return
     sys.__unraisablehook__(unraisable)
+
+
+def _send_again(signum: int) -> None:
+    """The signal to this process again: kill() on POSIX (the kernel then interrupts the main
+    thread's wait), raise_signal on Windows, where os.kill(own pid, SIGINT) is TerminateProcess:
+    the command ended on the spot, its trial's child left running."""
+    if os.name == "posix":
+        os.kill(os.getpid(), signum)
+    else:
+        signal.raise_signal(signum)
 
 
 def install() -> None:
