@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 import email
+import re
 import shutil
 import subprocess
 import sys
 import tomllib
 import zipfile
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 import rigbench
 
@@ -93,3 +97,90 @@ def test_the_tensorflow_extra_names_one_installable_tensorflow_per_platform(plat
     chosen = [req.name for req in map(Requirement, PYPROJECT["project"]["optional-dependencies"]["tensorflow"])
               if req.name in TENSORFLOW_WHEELS and (req.marker is None or req.marker.evaluate(env))]
     assert len(chosen) == 1 and platform in TENSORFLOW_WHEELS[chosen[0]], chosen
+
+
+def _extra_names() -> set[str]:
+    return set(PYPROJECT["project"]["optional-dependencies"])
+
+
+def _requirement_names(*groups: str) -> set[str]:
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    lists = [PYPROJECT["project"]["dependencies"]] + [extras[g] for g in groups]
+    return {canonicalize_name(Requirement(r).name) for reqs in lists for r in reqs} - {"rigbench"}
+
+
+def test_every_install_hint_names_a_declared_extra():
+    """An error's `pip install 'rigbench[x]'`, and every one in the docs, must name an extra that
+    exists: pip only warns about an unknown extra, and installs nothing for it."""
+    from rigbench.frameworks import FRAMEWORKS
+
+    texts = [p.read_text(encoding="utf-8") for p in [*PACKAGE.rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]]
+    named = {name for text in texts for group in re.findall(r"""(?:rigbench|["']\.)\[([a-z0-9_,-]+)\]""", text)
+             for name in group.split(",")}
+    named |= {name for _, _, extras in FRAMEWORKS.values() for name in extras.split(",")}
+    assert {"report", "data", "postgres", "torch", "jax"} <= named  # the search finds the hints
+    assert named - _extra_names() == set()
+
+
+#: Modules src imports that no declared requirement names, each with why that is right.
+UNDECLARED_IMPORTS = {
+    "jaxlib": "installed by jax (the jax extra), imported only after jax",
+    "markupsafe": "installed by jinja2 (the report extra) and by alembic's Mako",
+    "torch_directml": "Windows DirectML's torch plugin: the user's GPU stack, not a rigbench extra",
+    "amdsmi": "ships with AMD's ROCm, not on PyPI",
+}
+
+
+def test_every_third_party_import_is_a_declared_requirement():
+    """A module src imports comes from a dependency or an extra: one that only the developer's
+    environment happens to have fails on a user's machine."""
+    found = packages_distributions()
+    imported = {alias.name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
+                for path in PACKAGE.rglob("*.py") for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0)
+                for alias in node.names}
+    third_party = imported - set(sys.stdlib_module_names) - {"rigbench", "__future__"} - set(UNDECLARED_IMPORTS)
+    declared = _requirement_names(*_extra_names())
+    undeclared = {m for m in third_party if not {canonicalize_name(d) for d in found.get(m, [])} & declared}
+    assert undeclared == set()
+
+
+BLOCK_EXTRAS = """
+import importlib.abc, sys
+BLOCKED = {blocked!r}
+class BlockExtras(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, BlockExtras())
+sys.argv[0] = "rigbench"
+from rigbench.cli import main
+main()
+"""
+
+#: A user's first commands with the core dependencies alone: (arguments, exit code, what it says).
+CORE_ONLY = [
+    (["--help"], 0, "rigbench run --quick"),
+    (["workloads"], 0, "mlp"),
+    (["run", "--quick", "--db", "{db}"], 2, "pip install 'rigbench[torch]'"),
+    (["report", "--db", "{db}", "--out", "{tmp}/r.html"], 2, "pip install 'rigbench[report]'"),
+    (["results", "list", "--db", "{db}"], 2, "does not exist"),
+]
+
+
+@pytest.mark.slow
+def test_the_core_alone_answers_each_first_command(tmp_path):
+    """Installed without any extra (no framework, no report, no data, no NVML), the first commands
+    work or end in one line naming the extra to install: exit 2, no traceback."""
+    user_extras = _extra_names() - {"test", "lint", "all"}
+    core = _requirement_names()
+    blocked = sorted(m for m, dists in packages_distributions().items()
+                     if {canonicalize_name(d) for d in dists} & (_requirement_names(*user_extras) - core))
+    assert {"torch", "jax", "tensorflow", "keras", "plotly", "jinja2", "sklearn", "PIL", "pynvml"} <= set(blocked)
+    code = BLOCK_EXTRAS.format(blocked=blocked)
+    fill = {"db": str(tmp_path / "new.db"), "tmp": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, *(a.format(**fill) for a in args)], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for args, _, _ in CORE_ONLY]
+    for proc, (args, rc, says) in zip(procs, CORE_ONLY):
+        out, _ = proc.communicate(timeout=120)
+        assert (proc.returncode, says in out, "Traceback" in out) == (rc, True, False), (args, out)
