@@ -3,6 +3,7 @@
 real platforms; README.md ("Platforms") says what that leaves unchecked."""
 
 import contextlib
+import os
 import resource
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from rigbench.experiments import recommend as experiment
 from rigbench.experiments.recommend import recommend
 from rigbench.runner import child
 from rigbench.runner.launchers import steps
+from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
 
 ROOT = Path(__file__).parents[2]
@@ -204,3 +206,22 @@ def test_an_interrupt_a_finaliser_swallowed_is_sent_again_without_os_kill_on_win
     finally:
         signal.signal(signal.SIGINT, previous)
     assert got.is_set()
+
+
+# --- text written and read ----------------------------------------------------------------------
+
+def test_stored_text_reaches_a_redirected_stdout_whatever_its_code_page(tmp_path):
+    """Windows encodes a redirected stdout in its ANSI code page (PYTHONIOENCODING=cp1252 does
+    the same here): `results export` and `results show` ended in a UnicodeEncodeError at "→"."""
+    db = str(tmp_path / "r.db")
+    store = Store(db)
+    store.add_run("run1", "2026-01-01T00:00:00+00:00", "test", {"hostname": "h"})
+    store.add_result(Result(run_id="run1", created_at="2026-01-01T00:00:00+00:00", status="crash",
+                            spec=TrialSpec(workload="mlp", device="cpu", batch_size=16),
+                            error="loss 2.3 → nan at step ≥ 5", metrics=Metrics()))
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+    for args in (["results", "export", "--format", "csv"], ["results", "show", "1"]):
+        done = subprocess.run([sys.executable, "-m", "rigbench", *args, "--db", db], capture_output=True, env=env,
+                              cwd=ROOT, timeout=120)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        assert "loss 2.3 → nan at step ≥ 5" in done.stdout.decode("utf-8")

@@ -16,13 +16,14 @@ from rigbench.cli import (
     specs,  # noqa: F401  (registers specs)
     sweep,  # noqa: F401  (registers sweep)
 )
-from rigbench.cli.common import app, results_app
+from rigbench.cli.common import app, results_app, utf8_streams
 from rigbench.cli.examples import add_examples
 
 add_examples(app, results_app)  # after every module above has registered its commands
 
 
 def main() -> None:
+    utf8_streams()
     interrupts.install()  # SIGTERM and SIGHUP stop a command as Ctrl-C does
     try:
         app()

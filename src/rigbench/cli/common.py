@@ -6,6 +6,7 @@ Each command group lives in its own module of this package and registers on `app
 from __future__ import annotations
 
 import inspect
+import io
 import os
 import shlex
 import sys
@@ -108,6 +109,16 @@ class _Console(Console):
 
 out = _Console(markup=False, piped_width=PIPED_WIDTH)
 err = _Console(stderr=True, markup=False)
+
+
+def utf8_streams() -> None:
+    """stdout and stderr write UTF-8 whatever the locale says. Windows gives a redirected stream
+    its ANSI code page (cp1252), which has no "→" or "≥" and few of the world's letters: `rigbench
+    results export --format csv > r.csv` ended in a UnicodeEncodeError at the first such stored
+    character. UTF-8 is what -o files hold, and Python's own default from 3.15 (PEP 686)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower().replace("-", "") != "utf8":
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace")
 
 def db_flag(db: str | None) -> str:
     """` --db URL` for a next-step hint when the command was given one, without its password
