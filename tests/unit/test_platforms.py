@@ -19,10 +19,11 @@ from typer.testing import CliRunner
 
 from rigbench.cli import app, interrupts
 from rigbench.errors import UnsupportedError
+from rigbench.experiments import calibrate
 from rigbench.experiments import devices as experiment_devices
 from rigbench.experiments import recommend as experiment
 from rigbench.experiments.recommend import recommend
-from rigbench.runner import child
+from rigbench.runner import child, probe
 from rigbench.runner.launchers import steps
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
@@ -225,3 +226,18 @@ def test_stored_text_reaches_a_redirected_stdout_whatever_its_code_page(tmp_path
                               cwd=ROOT, timeout=120)
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         assert "loss 2.3 → nan at step ≥ 5" in done.stdout.decode("utf-8")
+
+
+def test_a_childs_undecodable_output_ends_neither_the_device_probe_nor_a_calibration(tmp_path, monkeypatch):
+    """A native library may write bytes the parent's locale cannot decode (Windows' cp1252 leaves
+    five undefined; here UTF-8 cannot read 0xff): `rigbench devices` and `calibrate` ended in a
+    UnicodeDecodeError instead of reading the child's answer."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nprintf '\\377\\201 a native warning\\n' >&2\n"
+                    "echo '{\"torch\": {\"framework\": \"torch\", \"software\": {}, \"devices\": []}}'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    monkeypatch.setattr(probe, "_answers", {})  # the fake's answer is not this worker's torch
+    assert probe.probe_group(["torch"]) == {"torch": {"framework": "torch", "software": {}, "devices": []}}
+    found = calibrate.calibrate_in_child("torch", "cpu", ["fp32"])  # the fake writes no calibration
+    assert found["measurements"] == [] and "a native warning" in found["error"]

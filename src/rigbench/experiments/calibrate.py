@@ -48,7 +48,8 @@ def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], q
     with tempfile.TemporaryDirectory(prefix="rigbench-calibrate-") as tmp:
         out_path = Path(tmp) / "calibration.json"
         cmd = [sys.executable, "-m", "rigbench.runner.calibrate", json.dumps(request), str(out_path)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # errors=replace: a native library's bytes the locale cannot decode end no calibration
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         # Other processes' CPU share while the child measured: a peak taken on a busy machine is
         # too low, and every MFU against it too high (analysis/contention.py).
         tracker = Tracker(proc.pid, interval=0.1, rapl_root=None)

@@ -64,7 +64,9 @@ def probe_group(names: Sequence[str]) -> dict[str, dict[str, Any]]:
         check_framework(name)
     cmd = [sys.executable, "-m", "rigbench.runner.probe", *names]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+        # errors=replace: a native library may write bytes the locale cannot decode (on Windows
+        # its ANSI code page leaves five undefined), and its warning must not end the command
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise UsageError(f"probing {', '.join(names)} took longer than {PROBE_TIMEOUT_S} s") from None
     if proc.returncode != 0:
