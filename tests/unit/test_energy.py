@@ -6,6 +6,7 @@ here: the real code paths run, only the hardware is fake."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -209,6 +210,29 @@ def test_tracker_reads_an_amd_gpu_when_nvml_does_not_know_it(tmp_path):
         time.sleep(0.02)
     samples = tracker.stop()
     assert samples[0]["gpu_energy_j"] > 0 and tracker.energy_description()[0] == "gpu: amdsmi-counter"
+
+
+def _gpu_note(nvml) -> str | None:
+    tracker = Tracker(os.getpid(), interval=0.05, gpu_index=0, nvml=nvml, rapl_root=None)
+    tracker.start()
+    deadline = time.monotonic() + 10
+    while not tracker.samples and time.monotonic() < deadline:
+        time.sleep(0.02)
+    tracker.stop()
+    return tracker.energy_description()[1]
+
+
+def test_a_gpu_trial_without_nvidia_ml_py_names_the_extra(monkeypatch):
+    """`pip install 'rigbench[torch]'` alone on an NVIDIA machine: GPU %, memory and energy were
+    blank with no word why; the trial's energy note now names the extra that reads them."""
+    from rigbench.hw import nvml as hw_nvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # `import pynvml` fails, as when not installed
+    monkeypatch.setattr(hw_nvml, "_real_nvml", hw_nvml._UNSET)
+    assert _gpu_note(None) == ("gpu: no readings: nvidia-ml-py is not installed for NVML "
+                               "(pip install 'rigbench[nvidia]'), and amdsmi did not answer")
+    # installed, but NVML does not start (no driver): no install hint
+    assert _gpu_note(FakeNVML(os.getpid(), init_fails=True)) == "gpu: no readings: neither NVML nor amdsmi answered for this GPU"
 
 
 def test_rapl_power_mean_and_peak_from_the_counter():

@@ -12,10 +12,15 @@ same function names as `pynvml` (nvmlInit, nvmlDeviceGetHandleByIndex, ..., NVML
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Mapping
 from typing import Any
+
+#: What installs pynvml (pyproject.toml's `nvidia` extra): a user with an NVIDIA GPU who
+#: installed `rigbench[torch]` alone gets no utilisation, memory, power or energy.
+INSTALL = "pip install 'rigbench[nvidia]'"
 
 _lock = threading.Lock()
 _UNSET = object()
@@ -42,6 +47,14 @@ def load_nvml(nvml: Any = None) -> Any | None:
             else:
                 _real_nvml = _init(pynvml)
         return _real_nvml
+
+
+def installed() -> bool:
+    """True if pynvml can be imported (says nothing of a driver); does not import it."""
+    try:
+        return importlib.util.find_spec("pynvml") is not None
+    except (ImportError, ValueError):  # a broken or blocked install counts as absent
+        return False
 
 
 def _init(nvml: Any) -> Any | None:

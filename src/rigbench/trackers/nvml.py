@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from rigbench.hw.nvml import load_nvml, nvml_error, query
+from rigbench.hw.nvml import INSTALL, installed, load_nvml, nvml_error, query
 
-__all__ = ["OthersCompute", "gpu_sample", "load_nvml"]  # the sampler opens NVML through this module
+__all__ = ["INSTALL", "OthersCompute", "gpu_sample", "installed", "load_nvml"]  # the sampler opens NVML through this module
 
 
 def gpu_sample(nvml: Any, handle: Any, pid: int | Collection[int],

@@ -18,7 +18,8 @@ the previous sample, the first one the interval since `start()`):
 - with a GPU (`gpu_index` set and NVML working): `gpu_util_pct`, `gpu_mem_bytes`,
   `gpu_mem_device_bytes`, `gpu_mem_is_process`, `gpu_power_w`, `gpu_other_procs` (see
   nvml.gpu_sample) and `gpu_others_sm_pct`, the share of the interval in which other
-  processes' kernels ran (nvml.OthersCompute).
+  processes' kernels ran (nvml.OthersCompute). A GPU that neither NVML nor amdsmi reads has
+  none of these, and its energy note says why (nvidia-ml-py not installed, say).
 - cumulative energy since sampling began, per source that can be read: `gpu_energy_j`,
   `cpu_energy_j`, `dram_energy_j` (trackers/energy.py). When the process is gone one last
   sample with only `t` and these keys is added, so the counters reach past the trial's end.
@@ -162,7 +163,17 @@ class Tracker:
         self._gpu = self._open_gpu()
         nvml, handle = self._gpu if self._gpu is not None else (None, None)
         self._others = nvml_mod.OthersCompute(nvml, handle) if self._gpu is not None else None
-        self._energy = EnergyMeter(nvml, handle, self._rapl_root, amd_gpu=self._open_amd())
+        amd_gpu = self._open_amd()
+        self._energy = EnergyMeter(nvml, handle, self._rapl_root, amd_gpu=amd_gpu)
+        if self.gpu_index is not None and self._gpu is None and amd_gpu is None:
+            self._energy.notes.setdefault("gpu", self._unread_gpu())
+
+    def _unread_gpu(self) -> str:
+        """Why the trial's GPU has no readings at all, stored as its energy note: without it a
+        missing nvidia-ml-py left GPU %, memory and energy blank with no word why."""
+        if self._nvml_arg is None and not nvml_mod.installed():
+            return f"no readings: nvidia-ml-py is not installed for NVML ({nvml_mod.INSTALL}), and amdsmi did not answer"
+        return "no readings: neither NVML nor amdsmi answered for this GPU"
 
     def _open_amd(self) -> tuple[Any, Any] | None:
         """The trial's GPU through amdsmi, when NVML does not know it (an AMD GPU under ROCm,
