@@ -5,6 +5,7 @@ real platforms; README.md ("Platforms") says what that leaves unchecked."""
 import contextlib
 import os
 import resource
+import shlex
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from rigbench.experiments import calibrate
 from rigbench.experiments import devices as experiment_devices
 from rigbench.experiments import recommend as experiment
 from rigbench.experiments.recommend import recommend
+from rigbench.reports.terminal import command_shown
 from rigbench.runner import child, probe
 from rigbench.runner.launchers import steps
 from rigbench.spec import Metrics, Result, TrialSpec
@@ -241,3 +243,14 @@ def test_a_childs_undecodable_output_ends_neither_the_device_probe_nor_a_calibra
     assert probe.probe_group(["torch"]) == {"torch": {"framework": "torch", "software": {}, "devices": []}}
     found = calibrate.calibrate_in_child("torch", "cpu", ["fp32"])  # the fake writes no calibration
     assert found["measurements"] == [] and "a native warning" in found["error"]
+
+
+def test_the_runs_table_shows_the_program_without_its_folder_windows_or_spaced():
+    """A stored command is shlex.join(sys.argv): on Windows its program is a quoted backslashed
+    path, which `results runs` showed whole; a folder with a space was cut inside the quotes."""
+    assert command_shown(shlex.join(["C:\\Users\\Ana\\venv\\Scripts\\rigbench.exe", "run", "-d", "dml:0"])) == \
+        "rigbench.exe run -d dml:0"
+    assert command_shown(shlex.join(["/home/ana/my venv/bin/rigbench", "run", "mlp"])) == "rigbench run mlp"
+    assert command_shown("/opt/venv/bin/rigbench run -d cuda:0 --db 'a b.db'") == "rigbench run -d cuda:0 --db 'a b.db'"
+    assert command_shown("rigbench run 'unclosed") == "rigbench run 'unclosed"
+    assert command_shown("") == ""

@@ -5,6 +5,7 @@ line); cells are formatted in reports/cells.py."""
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -132,9 +133,17 @@ def utc_minute(text: str) -> str:
 
 def command_shown(command: str) -> str:
     """A stored command line as a table shows it: the program without the folder it ran from
-    ("/opt/venv/bin/rigbench run -d cuda:0" -> "rigbench run -d cuda:0"); the rest as stored."""
-    program, space, rest = command.partition(" ")
-    return program.rsplit("/", 1)[-1] + space + rest
+    ("/opt/venv/bin/rigbench run -d cuda:0" -> "rigbench run -d cuda:0"), a Windows folder too
+    ("'C:\\venv\\Scripts\\rigbench' run" -> "rigbench run"); the rest as stored. The program is the
+    first word as shlex.join quoted it: a folder with a space in it is one word."""
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):  # not shlex.join's (an unclosed quote), or empty
+        program = command.partition(" ")[0]
+    quoted = shlex.quote(program)
+    if not command.startswith(quoted):
+        quoted = program = command.partition(" ")[0]
+    return re.split(r"[/\\]", program)[-1] + command[len(quoted):]
 
 
 def runs_table(runs: Sequence[dict[str, Any]], more: str = "--json") -> FitTable:
