@@ -184,3 +184,12 @@ def test_the_core_alone_answers_each_first_command(tmp_path):
     for proc, (args, rc, says) in zip(procs, CORE_ONLY):
         out, _ = proc.communicate(timeout=120)
         assert (proc.returncode, says in out, "Traceback" in out) == (rc, True, False), (args, out)
+
+
+def test_the_readme_lists_every_extra():
+    """The README's table of extras (what a registry page shows) names each declared extra once."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| extra | for |\n", 1)[1].split("\n\n", 1)[0]
+    listed = [name for row in table.splitlines()[1:] for name in re.findall(r"`([a-z]+)`", row.split("|")[1])]
+    assert sorted(listed) == sorted(_extra_names())
+
