@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 import rigbench
 
@@ -193,3 +195,11 @@ def test_the_readme_lists_every_extra():
     listed = [name for row in table.splitlines()[1:] for name in re.findall(r"`([a-z]+)`", row.split("|")[1])]
     assert sorted(listed) == sorted(_extra_names())
 
+
+def test_the_classifiers_agree_with_requires_python_and_the_typed_marker():
+    project = PYPROJECT["project"]
+    floor = SpecifierSet(project["requires-python"])
+    versions = [c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
+                if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    assert versions and all(floor.contains(v) for v in versions) and f">={min(versions, key=Version)}" == str(floor)
+    assert ("Typing :: Typed" in project["classifiers"]) == (PACKAGE / "py.typed").exists()
