@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from types import SimpleNamespace
 
 import psutil
@@ -29,6 +29,7 @@ from rigbench.runner import child, probe
 from rigbench.runner.launchers import steps
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
+from rigbench.store.engine import sqlite_file, sqlite_url
 
 ROOT = Path(__file__).parents[2]
 
@@ -254,3 +255,16 @@ def test_the_runs_table_shows_the_program_without_its_folder_windows_or_spaced()
     assert command_shown("/opt/venv/bin/rigbench run -d cuda:0 --db 'a b.db'") == "rigbench run -d cuda:0 --db 'a b.db'"
     assert command_shown("rigbench run 'unclosed") == "rigbench run 'unclosed"
     assert command_shown("") == ""
+
+
+def test_a_database_path_opens_the_file_it_names_whatever_its_characters(tmp_path):
+    """SQLAlchemy reads `%XX` in a URL as an escape and ends the path at `?`: --db '100%20/r.db'
+    opened '100 /r.db', and a Windows user's folder may hold a '%' as well."""
+    folder = tmp_path / "100%20 a?b"
+    folder.mkdir()
+    Store(str(folder / "r.db")).add_run("run1", "2026-01-01T00:00:00+00:00", "test", {"hostname": "h"})
+    assert (folder / "r.db").is_file() and list(tmp_path.iterdir()) == [folder]
+    assert Store(str(folder / "r.db"), create=False).runs()[0]["id"] == "run1"
+    windows = r"C:\Users\Ana\100%25\rigbench.db"
+    assert sqlite_url(PureWindowsPath(windows)).startswith("sqlite:///C:\\Users\\Ana\\")
+    assert str(sqlite_file(sqlite_url(PureWindowsPath(windows)))) == windows

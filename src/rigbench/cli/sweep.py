@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -46,7 +45,7 @@ from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import EnergyMode, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.db import default_db_url, resolve_db_url
-from rigbench.store.engine import hint_argv
+from rigbench.store.engine import hint_argv, sqlite_file
 from rigbench.units import (
     clock,
     parse_memory_limit,
@@ -157,7 +156,8 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
 def _store_if_any(db: str | None) -> Store | None:
     """The database, or None where it is an SQLite file not made yet (looking never creates one)."""
     url = resolve_db_url(db) if db else default_db_url()
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+    path = sqlite_file(url)  # None: not an SQLite file (PostgreSQL, in memory)
+    if path is not None and not path.exists():
         return None
     return Store(db)
 

@@ -53,15 +53,21 @@ def default_db_url() -> str:
     """`RIGBENCH_DB` if set, else a SQLite file in the user's data directory."""
     if os.environ.get("RIGBENCH_DB"):
         return resolve_db_url(os.environ["RIGBENCH_DB"])
-    path = Path(platformdirs.user_data_dir("rigbench")) / "rigbench.db"
-    return f"sqlite:///{path}"
+    return sqlite_url(Path(platformdirs.user_data_dir("rigbench")) / "rigbench.db")
+
+
+def sqlite_url(path: Path) -> str:
+    """The URL of the SQLite file `path` (a Windows one too: sqlite:///C:\\Users\\...). SQLAlchemy
+    reads a URL's `%XX` as an escape and ends its path at `?`: a folder named `100%20` or `a?b`
+    opened another file. Those two are escaped; the rest stays as the user wrote it."""
+    return "sqlite:///" + str(path).replace("%", "%25").replace("?", "%3F")
 
 
 def resolve_db_url(text: str) -> str:
     """Accept an SQLAlchemy URL (`postgresql://...`, `sqlite:///x.db`) or a plain file path.
     `postgresql://` and `postgres://` get the psycopg 3 driver, so users need not name it."""
     if "://" not in text:
-        return f"sqlite:///{Path(text).expanduser().resolve()}"
+        return sqlite_url(Path(text).expanduser().resolve())
     if not text.lower().startswith("sqlite") and text.split("?")[0].count("@") > 1:
         # SQLAlchemy splits at the first `@` and a driver's error then names the password's rest
         # as the host, where no masking can know it for a secret
