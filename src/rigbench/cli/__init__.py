@@ -27,11 +27,13 @@ def main() -> None:
     interrupts.install()  # SIGTERM and SIGHUP stop a command as Ctrl-C does
     try:
         app()
+    except KeyboardInterrupt:  # before typer's own handling: while it builds the commands
+        raise SystemExit(interrupts.unsaid_exit()) from None
     except SystemExit as done:
-        # click ends a KeyboardInterrupt it caught itself (outside a command's own handling)
-        # with "Aborted!" and 1; the shell's convention is 128 + the signal
-        if done.code == 1 and interrupts.exit_code() != 130:
-            raise SystemExit(interrupts.exit_code()) from None
+        # typer ends a KeyboardInterrupt it caught itself (outside a command's own handling) with
+        # 130, whatever the signal, and without a word; the shell's convention is 128 + the signal
+        if interrupts.unsaid(done.code):
+            raise SystemExit(interrupts.unsaid_exit()) from None
         raise
 
 

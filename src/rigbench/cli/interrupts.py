@@ -21,13 +21,15 @@ import typer
 
 from rigbench.spec import Result, TrialSpec
 
-_received = {"signum": int(signal.SIGINT)}
+#: The signal that interrupted the command, whether one did, and whether the command said what
+#: it kept (interrupted_exit) or left that to `unsaid_exit`.
+_received = {"signum": int(signal.SIGINT), "got": False, "said": False}
 #: Seconds before an interrupt swallowed by a finaliser is sent again (_redeliver).
 REDELIVER_S = 0.05
 
 
 def _as_interrupt(signum: int, _frame: FrameType | None) -> None:
-    _received["signum"] = signum
+    _received["signum"], _received["got"] = signum, True
     raise KeyboardInterrupt
 
 
@@ -62,6 +64,8 @@ def install() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     sys.unraisablehook = _redeliver
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where it is ignored (nohup, `&`)
+        signal.signal(signal.SIGINT, _as_interrupt)  # the same KeyboardInterrupt, noted
     for name in ("SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:
@@ -107,5 +111,22 @@ def kept_text(results: Sequence[Result], total: int, noun: str, stopped: TrialSp
 
 
 def interrupted_exit() -> typer.Exit:
-    """The exit that ends an interrupted command (raise it)."""
+    """The exit that ends an interrupted command (raise it), once it has said what it kept."""
+    _received["said"] = True
     return typer.Exit(exit_code())
+
+
+def unsaid_exit() -> int:
+    """For an interrupt no command handled: one that came before the command started (typer
+    builds every command first), during its set-up, or once its trials were over (the summary
+    it prints; outside a trial, runner/session.py). Says so in one line on stderr and returns
+    the exit code. Every trial a session finished is stored by then, and none was running."""
+    print(f"interrupted ({signal_name()}) outside a trial: every trial that had finished is stored, none was "
+          "running (`rigbench results list` shows what is stored)", file=sys.stderr)
+    return exit_code()
+
+
+def unsaid(code: Any) -> bool:
+    """Whether an exit with `code` is an interrupt no command said anything of: typer ends a
+    KeyboardInterrupt with 130 (click, before, with "Aborted!" and 1)."""
+    return bool(_received["got"]) and not _received["said"] and code in (1, 130)

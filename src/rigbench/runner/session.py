@@ -8,10 +8,13 @@ killed and nothing half-finished is stored, except a training run's finished epo
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from rigbench.child_report import ChildReport
@@ -76,37 +79,68 @@ def run_trials(
     if note := per_rank_memory_cap(specs):
         log.warning("rigbench: note: %s", note)
     outcome = SessionOutcome()
-    for index, spec in enumerate(specs):
-        if on_trial_start:
-            on_trial_start(index, spec)
-        started = time.monotonic()
-        try:
-            progress = (lambda text, i=index: on_trial_progress(i, text)) if on_trial_progress else None
-            launched = launch_trial(spec, on_start=on_child_start, on_progress=progress)
-        except TrialInterrupted as kept:  # stored below, then the session stops
-            launched, outcome.interrupted = kept.outcome, True
-        except KeyboardInterrupt:
-            outcome.interrupted, outcome.stopped = True, spec
-            break
-        node_rank = NodeLaunch.from_env().node_rank if spec.nodes > 1 else 0
-        if node_rank != 0:  # node 0 stores the trial with every rank's record (runner/rank.send_to_node_zero)
-            failures = local_failures(spec, launched, node_rank)
-            for text in failures:
-                log.warning("rigbench: %s", text)
-            outcome.node_trials += 1
-            outcome.node_failed += bool(failures)
+    try:
+        for index, spec in enumerate(specs):
+            if on_trial_start:
+                on_trial_start(index, spec)
+            started = time.monotonic()
+            try:
+                progress = (lambda text, i=index: on_trial_progress(i, text)) if on_trial_progress else None
+                launched = launch_trial(spec, on_start=on_child_start, on_progress=progress)
+            except TrialInterrupted as kept:  # stored below, then the session stops
+                launched, outcome.interrupted = kept.outcome, True
+            except KeyboardInterrupt:
+                outcome.interrupted, outcome.stopped = True, spec
+                break
+            node_rank = NodeLaunch.from_env().node_rank if spec.nodes > 1 else 0
+            if node_rank != 0:  # node 0 stores the trial with every rank's record (runner/rank.send_to_node_zero)
+                failures = local_failures(spec, launched, node_rank)
+                for text in failures:
+                    log.warning("rigbench: %s", text)
+                outcome.node_trials += 1
+                outcome.node_failed += bool(failures)
+                if outcome.interrupted:
+                    break
+                continue
+            with interrupts_held():  # a finished trial is stored and counted whole
+                result = build_result(spec, launched, run_id)  # every rank's report, merged there
+                result.metrics.trial_s = time.monotonic() - started
+                store.add_result(result)
+                outcome.results.append(result)
+            if on_trial_end:
+                on_trial_end(index, result)
             if outcome.interrupted:
                 break
-            continue
-        result = build_result(spec, launched, run_id)  # every rank's report, merged there
-        result.metrics.trial_s = time.monotonic() - started
-        store.add_result(result)
-        outcome.results.append(result)
-        if on_trial_end:
-            on_trial_end(index, result)
-        if outcome.interrupted:
-            break
+    except KeyboardInterrupt:  # between trials (a callback, or one held while storing): none in flight
+        outcome.interrupted = True
     return outcome
+
+
+#: The signals the `rigbench` command turns into KeyboardInterrupt (cli/interrupts.py); SIGINT is
+#: Python's own.
+_INTERRUPTS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C (and any signal with a Python handler: the CLI's SIGTERM and SIGHUP) until
+    the block ends, then raise it: an interrupt between a trial's database commit and the
+    outcome's list lost the trial from the line that says what was kept, and one before the
+    commit, a finished trial. Main thread only (where handlers run); a signal without a
+    Python handler (a library's default SIGTERM) is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum))
+                for sig in _INTERRUPTS if callable(signal.getsignal(sig))}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if held:
+            signal.raise_signal(held[0])  # its handler runs here, as if it had just arrived
 
 
 #: Lines of a cause's text (what its process printed last) shown under its line on a node other

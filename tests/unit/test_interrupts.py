@@ -1,0 +1,115 @@
+"""An interrupt (Ctrl-C, or the SIGTERM the CLI turns into one) outside a trial: between two
+trials, while one is stored, before a command starts, once its trials are over. Each must keep
+what finished, say so in one line and exit 128 + the signal (README). A real signal is sent to
+this process; the handlers are restored after each test."""
+
+import os
+import signal
+import sys
+import time
+
+import pytest
+import typer
+
+from rigbench.cli import interrupts
+from rigbench.errors import UnsupportedError
+from rigbench.runner import session
+from rigbench.store import Store
+from tests.conftest import quick_spec
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGTERM") or sys.platform == "win32", reason="POSIX signals")
+
+
+@pytest.fixture
+def handlers(monkeypatch):
+    """The process's signal handlers and interrupt bookkeeping, as they were, after the test."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    for key, value in {"signum": int(signal.SIGINT), "got": False, "said": False}.items():
+        monkeypatch.setitem(interrupts._received, key, value)
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+def _session(tmp_path, monkeypatch, count=3):
+    """A store and `count` trials that run without a child (no launcher: each is stored `unsupported`)."""
+    monkeypatch.setattr(session, "launcher_for", lambda spec: (_ for _ in ()).throw(UnsupportedError("no launcher")))
+    store = Store(str(tmp_path / "s.db"))
+    store.add_run("run1", "t", "test", {})
+    return store, [quick_spec(batch_size=8 * (i + 1)) for i in range(count)]
+
+
+def test_an_interrupt_between_two_trials_ends_the_session_with_what_finished(tmp_path, monkeypatch, handlers):
+    # Seen: SIGTERM as a trial's line was printed left run_trials; typer ended it 130, silently.
+    store, specs = _session(tmp_path, monkeypatch)
+
+    def ended(index, result):
+        raise KeyboardInterrupt
+
+    outcome = session.run_trials(specs, store, "run1", on_trial_end=ended)
+    assert outcome.interrupted and outcome.stopped is None
+    assert [r.spec.batch_size for r in outcome.results] == [8] == [r.spec.batch_size for r in store.list()]
+
+
+def test_an_interrupt_while_a_trial_is_stored_waits_until_it_is_stored_and_counted(tmp_path, monkeypatch, handlers):
+    store, specs = _session(tmp_path, monkeypatch)
+    interrupts.install()  # SIGTERM is Ctrl-C
+    add = store.add_result
+
+    def add_signalled(result):
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives mid-store
+        time.sleep(0.05)
+        return add(result)
+
+    monkeypatch.setattr(store, "add_result", add_signalled)
+    outcome = session.run_trials(specs, store, "run1")
+    assert outcome.interrupted and outcome.stopped is None and interrupts.exit_code() == 143
+    assert [r.spec.batch_size for r in outcome.results] == [8] == [r.spec.batch_size for r in store.list()]
+    assert outcome.results[0].id is not None
+
+
+def _main_exit(monkeypatch, app) -> int:
+    import rigbench.cli as cli
+
+    monkeypatch.setattr(cli, "app", app)
+    monkeypatch.setattr(sys, "argv", ["rigbench", "go"])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    return done.value.code
+
+
+def _sigterm() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)  # the interrupt ends this
+    raise AssertionError("SIGTERM did not interrupt")
+
+
+def test_an_interrupt_no_command_handled_exits_128_plus_the_signal_with_one_line(monkeypatch, capsys, handlers):
+    # Before the command: typer builds every command before its own KeyboardInterrupt handling
+    # (seen: a traceback, and death by SIGINT, for a SIGTERM).
+    assert _main_exit(monkeypatch, _sigterm) == 143
+    assert capsys.readouterr().err == ("interrupted (SIGTERM) outside a trial: every trial that had finished is "
+                                       "stored, none was running (`rigbench results list` shows what is stored)\n")
+    # Inside a command that does not handle it (its set-up, the summary after its trials):
+    # typer ends it 130 without a word, for SIGTERM too.
+    app = typer.Typer()
+    app.command("go")(_sigterm)
+    app.command("other")(lambda: None)
+    assert _main_exit(monkeypatch, app) == 143
+    assert capsys.readouterr().err.startswith("interrupted (SIGTERM) outside a trial: ")
+
+
+def test_a_command_that_said_what_it_kept_is_left_alone(monkeypatch, capsys, handlers):
+    def go() -> None:
+        try:
+            _sigterm()
+        except KeyboardInterrupt:
+            print("interrupted (SIGTERM); its own line", file=sys.stderr)
+            raise interrupts.interrupted_exit() from None
+
+    app = typer.Typer()
+    app.command()(go)
+    app.command("other")(lambda: None)
+    assert _main_exit(monkeypatch, app) == 143
+    assert capsys.readouterr().err == "interrupted (SIGTERM); its own line\n"
