@@ -89,8 +89,8 @@ def test_an_interrupt_no_command_handled_exits_128_plus_the_signal_with_one_line
     # Before the command: typer builds every command before its own KeyboardInterrupt handling
     # (seen: a traceback, and death by SIGINT, for a SIGTERM).
     assert _main_exit(monkeypatch, _sigterm) == 143
-    assert capsys.readouterr().err == ("interrupted (SIGTERM) outside a trial: every trial that had finished is "
-                                       "stored, none was running (`rigbench results list` shows what is stored)\n")
+    assert capsys.readouterr().err == ("interrupted (SIGTERM) outside a trial: nothing was left half-done, and every "
+                                       "result stored before it stays stored (`rigbench results list` shows them)\n")
     # Inside a command that does not handle it (its set-up, the summary after its trials):
     # typer ends it 130 without a word, for SIGTERM too.
     app = typer.Typer()

@@ -119,10 +119,11 @@ def interrupted_exit() -> typer.Exit:
 def unsaid_exit() -> int:
     """For an interrupt no command handled: one that came before the command started (typer
     builds every command first), during its set-up, or once its trials were over (the summary
-    it prints; outside a trial, runner/session.py). Says so in one line on stderr and returns
-    the exit code. Every trial a session finished is stored by then, and none was running."""
-    print(f"interrupted ({signal_name()}) outside a trial: every trial that had finished is stored, none was "
-          "running (`rigbench results list` shows what is stored)", file=sys.stderr)
+    it prints; outside a trial, runner/session.py), or of a command that runs none (report).
+    Says so in one line on stderr and returns the exit code. Every trial a session finished is
+    stored by then, and none was running."""
+    print(f"interrupted ({signal_name()}) outside a trial: nothing was left half-done, and every result stored "
+          "before it stays stored (`rigbench results list` shows them)", file=sys.stderr)
     return exit_code()
 
 
