@@ -9,7 +9,9 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import typing
 import zipfile
+from collections.abc import Callable, Iterator
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -203,3 +205,21 @@ def test_the_classifiers_agree_with_requires_python_and_the_typed_marker():
                 if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
     assert versions and all(floor.contains(v) for v in versions) and f">={min(versions, key=Version)}" == str(floor)
     assert ("Typing :: Typed" in project["classifiers"]) == (PACKAGE / "py.typed").exists()
+
+
+def _command_callbacks(app) -> Iterator[Callable[..., object]]:
+    yield from (command.callback for command in app.registered_commands if command.callback)
+    for group in app.registered_groups:
+        yield from _command_callbacks(group.typer_instance)
+
+
+def test_the_typer_floor_reads_every_option_type():
+    """typer before 0.19 has no typing.Literal options ("Type not yet supported"): with typer
+    0.12-0.18, which `typer>=0.12` allowed, every command, `--help` included, ended in that
+    traceback. Checked by installing each floor of the core dependencies into a venv."""
+    from rigbench import cli
+
+    hints = [repr(t) for callback in _command_callbacks(cli.app) for t in typing.get_type_hints(callback).values()]
+    typer = next(Requirement(r) for r in PYPROJECT["project"]["dependencies"] if Requirement(r).name == "typer")
+    assert any("Literal[" in hint for hint in hints)  # the floor's reason; without it, look again
+    assert not typer.specifier.contains("0.18.0") and typer.specifier.contains("0.19.0")
