@@ -55,7 +55,9 @@ def check_framework(name: str) -> None:
     """UsageError naming what to do when a framework is unknown or not installed."""
     check_framework_name(name)
     if not is_installed(name):
-        cpu_torch = " (for torch on a CPU-only machine: pip install torch==2.13.0)" if "torch" in FRAMEWORKS[name][1] else ""
+        # PyPI's Linux torch is the CUDA build (GBs): a CPU-only machine wants torch's CPU index
+        cpu_torch = (" (a CPU-only machine: pip install torch --index-url https://download.pytorch.org/whl/cpu first)"
+                     if "torch" in FRAMEWORKS[name][1] else "")
         raise UsageError(f"framework {name!r} is not installed: pip install 'rigbench[{FRAMEWORKS[name][2]}]'{cpu_torch}")
 
 
