@@ -8,6 +8,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -153,6 +154,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.nodeid.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def held_lock(tmp_path):
+    """Another process holding the write lock of a SQLite file (`BEGIN IMMEDIATE`; `EXCLUSIVE`
+    blocks reads too), as a script or a second rigbench would: call it with the file; released
+    at the test's end."""
+    holders = []
+
+    def hold(path: Path, mode: str = "IMMEDIATE") -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+             f"c.execute('BEGIN {mode}'); print('locked', flush=True); sys.stdin.read()", str(path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "locked"
+        holders.append(proc)
+        return proc
+
+    yield hold
+    for proc in holders:
+        proc.kill()
+        proc.wait()
 
 
 def with_ctrl_c() -> None:

@@ -14,7 +14,8 @@ import typer
 from rigbench.cli import interrupts
 from rigbench.errors import UnsupportedError
 from rigbench.runner import session
-from rigbench.store import Store
+from rigbench.store import Store, spool
+from rigbench.store.waiting import WAIT_ENV
 from tests.conftest import quick_spec
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGTERM") or sys.platform == "win32", reason="POSIX signals")
@@ -67,6 +68,29 @@ def test_an_interrupt_while_a_trial_is_stored_waits_until_it_is_stored_and_count
     assert outcome.interrupted and outcome.stopped is None and interrupts.exit_code() == 143
     assert [r.spec.batch_size for r in outcome.results] == [8] == [r.spec.batch_size for r in store.list()]
     assert outcome.results[0].id is not None
+
+
+@pytest.mark.timeout(120)  # without the fix: the whole hour's wait
+def test_an_interrupt_while_the_database_is_busy_spools_the_result_instead_of_waiting(tmp_path, monkeypatch,
+                                                                                      handlers, held_lock):
+    # Seen: Ctrl-C while another process held the SQLite write lock waited out RIGBENCH_DB_WAIT_S
+    # (60 s by default) before the command stopped.
+    monkeypatch.setenv(WAIT_ENV, "3600")
+    monkeypatch.setenv("RIGBENCH_SPOOL_DIR", str(tmp_path / "spool"))
+    store, specs = _session(tmp_path, monkeypatch)
+    interrupts.install()
+    add = store.add_result
+
+    def add_signalled(result):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return add(result)
+
+    monkeypatch.setattr(store, "add_result", add_signalled)
+    held_lock(tmp_path / "s.db")
+    outcome = session.run_trials(specs, store, "run1")
+    assert outcome.interrupted and [r.id for r in outcome.results] == [None]  # kept in the spool
+    [kept] = spool.pending(store.url)
+    assert spool.read(kept)[1].spec.batch_size == 8
 
 
 def _main_exit(monkeypatch, app) -> int:

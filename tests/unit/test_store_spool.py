@@ -5,8 +5,6 @@ result is kept in the spool and stored by the next command that opens the databa
 import json
 import logging
 import os
-import subprocess
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -50,28 +48,6 @@ def count(url):
 
 def store_lines(caplog):
     return [r.getMessage() for r in caplog.records if r.name == "rigbench.store"]
-
-
-@pytest.fixture
-def held_lock(tmp_path):
-    """Another process holding the write lock of a SQLite file (`BEGIN IMMEDIATE`; `EXCLUSIVE`
-    blocks reads too), as a script or a second rigbench would: call it with the file; released
-    at the test's end."""
-    holders = []
-
-    def hold(path: Path, mode: str = "IMMEDIATE") -> subprocess.Popen:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
-             f"c.execute('BEGIN {mode}'); print('locked', flush=True); sys.stdin.read()", str(path)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "locked"
-        holders.append(proc)
-        return proc
-
-    yield hold
-    for proc in holders:
-        proc.kill()
-        proc.wait()
 
 
 def release(proc):

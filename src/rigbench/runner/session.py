@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 
 from rigbench.child_report import ChildReport
 from rigbench.errors import UnsupportedError, UsageError
@@ -26,7 +27,7 @@ from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.runner.launchers.base import TrialInterrupted
 from rigbench.spec import Result, TrialSpec
-from rigbench.store import Store
+from rigbench.store import Store, waiting
 from rigbench.store.limits import check_storable
 from rigbench.textlimits import error_line
 from rigbench.units import format_bytes
@@ -126,17 +127,23 @@ def interrupts_held() -> Iterator[None]:
     """Hold Ctrl-C (and any signal with a Python handler: the CLI's SIGTERM and SIGHUP) until
     the block ends, then raise it: an interrupt between a trial's database commit and the
     outcome's list lost the trial from the line that says what was kept, and one before the
-    commit, a finished trial. Main thread only (where handlers run); a signal without a
+    commit, a finished trial. A wait for a busy database ends at once (store/waiting.py): the
+    result is kept in the spool. Main thread only (where handlers run); a signal without a
     Python handler (a library's default SIGTERM) is left alone."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     held: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum))
-                for sig in _INTERRUPTS if callable(signal.getsignal(sig))}
+
+    def hold(signum: int, _frame: FrameType | None) -> None:
+        held.append(signum)
+        waiting.stop_waiting.set()  # a busy database is not waited for: the result goes to the spool
+
+    previous = {sig: signal.signal(sig, hold) for sig in _INTERRUPTS if callable(signal.getsignal(sig))}
     try:
         yield
     finally:
+        waiting.stop_waiting.clear()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if held:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -49,6 +50,12 @@ _ATTEMPT_S = 0.25
 _QUIET_S = 0.5
 _COUNTDOWN_EVERY_S = 10.0
 _MAX_BACKOFF_S = 5.0
+
+
+#: Set while an interrupt (Ctrl-C) waits for a result to be stored (runner/session.interrupts_held):
+#: every wait ends at its next attempt, as past its bound, so the result goes to the spool and
+#: the command stops at once, instead of the user's Ctrl-C waiting out the bound (60 s).
+stop_waiting = threading.Event()
 
 
 class Unavailable(Exception):
@@ -92,7 +99,7 @@ class Countdown:
         return self._clock() - self._start
 
     def left(self) -> float:
-        return max(0.0, self.bound_s - self.elapsed())
+        return 0.0 if stop_waiting.is_set() else max(0.0, self.bound_s - self.elapsed())
 
     def tell(self, first: Callable[[], str], later: Callable[[float], str]) -> None:
         """Log `first()` the first time, then `later(seconds left)` once per interval."""
