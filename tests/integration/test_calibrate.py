@@ -186,3 +186,34 @@ def test_a_real_calibration_travels_to_another_database(calibrated, tmp_path):
     with Store(b).engine.connect() as conn:
         stored = conn.exec_driver_sql("select count(*) from calibrations").scalar()
     assert stored == n
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_calibration_and_says_nothing_was_stored(tmp_path):
+    """Ctrl-C to the terminal's process group during the CPU's calibration: exit 130, one line
+    saying the device was stopped and nothing stored, and the calibrating child ended by rigbench
+    (a session of its own, as a trial's: before, the terminal's Ctrl-C reached it too, and the
+    command ended in typer's silent 130)."""
+    import os
+    import signal
+
+    psutil = pytest.importorskip("psutil")
+    db = tmp_path / "c.db"
+    proc = subprocess.Popen([sys.executable, "-m", "rigbench", "calibrate", "-d", "cpu", "--quick", "--precision", "fp32",
+                             "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    said = ""
+    while "matmul" not in said:  # the child is measuring
+        line = proc.stderr.readline()
+        assert line, f"calibrate ended before measuring: {proc.wait()}"
+        said += line
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert children and all(os.getpgid(c.pid) != proc.pid for c in children)  # Ctrl-C reaches rigbench alone
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == ("interrupted (Ctrl-C); no device was calibrated: nothing was stored; "
+                                            "cpu was stopped and not stored")
+    assert list_calibrations(Store(str(db))) == []
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, "the calibrating child outlived the interrupted command"

@@ -9,6 +9,7 @@ import typer
 
 from rigbench import api
 from rigbench.analysis.contention import busy_calibration_note
+from rigbench.cli import interrupts
 from rigbench.cli.common import DB_HELP, WHERE_HELP, all_of, app, err, framework_option, handles_usage_errors, out
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
@@ -64,12 +65,30 @@ def calibrate(
                 busy = busy_calibration_note(found)
                 if busy:
                     out.print(busy, highlight=False, markup=False, soft_wrap=True)
-        out.print(f"Stored in {done.db_url} (run {done.run_id}). Trials measured on these devices "
-                  f"now show MFU against these peaks: rigbench roofline", highlight=False, markup=False)
+        if len(failed) < len(done.calibrations):  # something was measured and stored
+            out.print(f"Stored in {done.db_url} (run {done.run_id}). Trials measured on these devices "
+                      f"now show MFU against these peaks: rigbench roofline", highlight=False, markup=False)
     for found in failed:
         err.print(f"calibrating {found['device']} failed: {found['error']}", highlight=False, markup=False)
+    if done.interrupted:
+        err.print(interrupted_text(done), highlight=False, markup=False, soft_wrap=True)
+        raise interrupts.interrupted_exit()
     if failed:
         raise typer.Exit(1)
+
+
+def interrupted_text(done: api.CalibrateOutcome) -> str:
+    """One line: which devices were calibrated and stored, which was stopped, how many never started."""
+    measured = [c for c in done.calibrations if not c.get("error")]
+    parts = [f"interrupted ({interrupts.signal_name()})",
+             f"{len(measured)} of {done.devices} devices calibrated and stored in {done.db_url} (run {done.run_id})"
+             if measured else "no device was calibrated: nothing was stored"]
+    if done.stopped is not None:
+        parts.append(f"{done.stopped} was stopped and not stored")
+    left = done.devices - len(done.calibrations) - (done.stopped is not None)
+    if left:
+        parts.append(f"{left} not started")
+    return "; ".join(parts)
 
 
 @app.command(short_help="Achieved TFLOP/s, MFU and bound of each stored trial.")

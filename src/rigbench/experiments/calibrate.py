@@ -25,6 +25,8 @@ from rigbench.experiments.devices import chosen_devices
 from rigbench.experiments.execute import new_run_id, start_run
 from rigbench.experiments.plan import check_thread_count
 from rigbench.runner.calibrate import PROGRESS_PREFIX
+from rigbench.runner.launchers.steps import new_session_args
+from rigbench.runner.session import interrupts_held
 from rigbench.spec import PRECISIONS
 from rigbench.store import Store
 from rigbench.store.calibrations import add_calibration
@@ -49,7 +51,9 @@ def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], q
         out_path = Path(tmp) / "calibration.json"
         cmd = [sys.executable, "-m", "rigbench.runner.calibrate", json.dumps(request), str(out_path)]
         # errors=replace: a native library's bytes the locale cannot decode end no calibration
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+        # a session of its own, as a trial's child: Ctrl-C reaches only this process, which ends it
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
+                                **new_session_args())
         # Other processes' CPU share while the child measured: a peak taken on a busy machine is
         # too low, and every MFU against it too high (analysis/contention.py).
         tracker = Tracker(proc.pid, interval=0.1, rapl_root=None)
@@ -91,20 +95,27 @@ def calibrate_devices(store: Store, add_run: Callable[[], str], created_at: Call
                       framework: str, devices: Sequence[str], precisions: Sequence[str],
                       quick: bool = False, threads: int | None = None,
                       on_device: Callable[[str], None] | None = None,
-                      on_progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                      on_progress: Callable[[str], None] | None = None,
+                      ) -> tuple[list[dict[str, Any]], bool, str | None]:
     """Calibrate each device in turn (one child each), storing each as soon as it is measured
-    under the run that `add_run()` records (once, before the first calibration is stored)."""
-    done = []
+    under the run that `add_run()` records (once, before the first calibration is stored).
+    Returns the calibrations, whether Ctrl-C (or the CLI's SIGTERM) stopped the work, and the
+    device it stopped half-way (not stored; None: it came between two)."""
+    done: list[dict[str, Any]] = []
     run_id = None
     for device in devices:
-        if on_device:
-            on_device(device)
-        found = calibrate_in_child(framework, device, precisions, quick, threads, on_progress)
-        if not found.get("error"):
-            run_id = run_id or add_run()
-            add_calibration(store, run_id, created_at(), found)
-        done.append(found)
-    return done
+        try:
+            if on_device:
+                on_device(device)
+            found = calibrate_in_child(framework, device, precisions, quick, threads, on_progress)
+            with interrupts_held():  # a finished calibration is stored and counted whole
+                if not found.get("error"):
+                    run_id = run_id or add_run()
+                    add_calibration(store, run_id, created_at(), found)
+                done.append(found)
+        except KeyboardInterrupt:
+            return done, True, None if done and done[-1]["device"] == device else device
+    return done, False, None
 
 
 @dataclass
@@ -116,6 +127,9 @@ class CalibrateOutcome:
     run_id: str
     db_url: str
     calibrations: list[dict[str, Any]]
+    devices: int = 0  # how many were to be calibrated
+    interrupted: bool = False  # by Ctrl-C (or the CLI's SIGTERM): the calibrations listed are stored
+    stopped: str | None = None  # the device in progress at the interrupt: not stored
 
 
 def calibrate(devices: Sequence[str] = (), precisions: Sequence[str] = (), quick: bool = False,
@@ -139,6 +153,7 @@ def calibrate(devices: Sequence[str] = (), precisions: Sequence[str] = (), quick
     def add_run() -> str:
         return start_run(store, command, run_id)
 
-    done = calibrate_devices(store, add_run, now_iso, framework, chosen, list(precisions) or list(PRECISIONS),
-                             quick=quick, threads=threads, on_device=on_device, on_progress=on_progress)
-    return CalibrateOutcome(run_id, store.url, done)
+    done, interrupted, stopped = calibrate_devices(
+        store, add_run, now_iso, framework, chosen, list(precisions) or list(PRECISIONS), quick=quick,
+        threads=threads, on_device=on_device, on_progress=on_progress)
+    return CalibrateOutcome(run_id, store.url, done, len(chosen), interrupted, stopped)
