@@ -28,21 +28,23 @@ def fits(batch: int) -> bool:
     return batch <= 1000
 
 
-def search_run(db: str, monkeypatch, tolerance: float, interrupt_at: int | None = None, start: int = 8):
+def search_run(db: str, monkeypatch, tolerance: float, interrupt_at: int | None = None, start: int = 8,
+               as_stored: bool = False):
     """find_max_batch with a runner that stores each probe as it ends; Ctrl-C during the
-    `interrupt_at`-th probe (1-based), which, as in a real search, is then not stored."""
+    `interrupt_at`-th probe (1-based), which, as in a real search, is then not stored; or, with
+    `as_stored`, as it was stored (the session holds it until then: it is stored and returned)."""
     calls: list[int] = []
 
     def run_trials(specs, store, run_id, **_):
         (spec,) = specs
         calls.append(spec.batch_size)
-        if len(calls) == interrupt_at:
+        if len(calls) == interrupt_at and not as_stored:
             return SessionOutcome(interrupted=True, stopped=spec)
         ok = fits(spec.batch_size)
         result = Result(run_id=run_id, created_at=now_iso(), spec=spec, status="ok" if ok else "oom",
                         metrics=Metrics(capped_peak_mib=300.0 + 0.5 * spec.batch_size if ok else None))
         store.add_result(result)
-        return SessionOutcome(results=[result])
+        return SessionOutcome(results=[result], interrupted=len(calls) == interrupt_at)
 
     monkeypatch.setattr(max_batch, "run_trials", run_trials)
     outcome = max_batch.find_max_batch("mlp", "cpu", memory_limit_bytes=LIMIT, start=start,
@@ -109,6 +111,15 @@ def test_a_search_stopped_while_growing_says_so_and_caps_nothing(tmp_path, monke
     # the search's own rule, replayed with the line through 8 and 16, had 128 next (a leap)
     assert limit.unfinished == "it was stopped before probing batch 128 (its --max was 65536)"
     assert limit.cap is None and "so it caps nothing" in rules.decide_batch(MEASURED, "cpu", limit).text
+
+
+def test_a_probe_stored_as_the_interrupt_came_counts_and_ends_the_search(tmp_path, monkeypatch):
+    """Ctrl-C as the third probe (128) was stored: the search stops there with it among its
+    probes (it was dropped from them, though stored, and 128's fit left out of the line)."""
+    stopped, stored = search_run(str(tmp_path / "mb.db"), monkeypatch, tolerance=0.0, interrupt_at=3, as_stored=True)
+    assert stopped.interrupted
+    assert [r.spec.batch_size for r in stopped.probes] == [r.spec.batch_size for r in stored] == [8, 16, 128]
+    assert stopped.largest_ok == 128
 
 
 def old_search(run, *probes):

@@ -135,7 +135,10 @@ def max_batch(
     else:
         _print_max_batch(o, db)
     if o.interrupted:
-        err.print(f"interrupted ({interrupts.signal_name()}): the {len(o.probes)} finished probes are stored (run {o.run_id})",
+        n = len(o.probes)
+        kept = (f"{n} finished probe{'s are' if n != 1 else ' is'} stored (run {o.run_id})" if n
+                else "no probe had finished: nothing was stored")
+        err.print(f"interrupted ({interrupts.signal_name()}): {kept}; a probe stopped half-way never is",
                   highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
     if o.recommended is None:

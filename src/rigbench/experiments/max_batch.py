@@ -258,10 +258,10 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
         if on_probe_start:
             on_probe_start(batch, outcome)
         session = run_trials([spec], store, run_id)  # stores the probe the moment it ends
-        if session.interrupted:
-            outcome.interrupted = True
+        outcome.interrupted = session.interrupted
+        if not session.results:  # stopped before the probe ended: not stored
             break
-        result = session.results[0]
+        result = session.results[0]  # stored, though an interrupt may have come as it was
         outcome.probes.append(result)
         if on_probe:
             on_probe(result)
@@ -277,6 +277,8 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
             outcome.crashes_over_limit.append(counted)
         else:
             outcome.stopped = result
+            break
+        if outcome.interrupted:
             break
     outcome.largest_ok = max(ok, default=None)
     outcome.smallest_oom = min(oom, default=None)
