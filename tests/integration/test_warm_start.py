@@ -158,6 +158,20 @@ def test_a_server_whose_imports_start_a_thread_refuses(tmp_path):
     assert server.proc.poll() is not None  # it ended
 
 
+def test_a_server_ends_without_tearing_its_imports_down(tmp_path):
+    """The launching process waits for its servers as it exits, and for each Ctrl-C: a torch
+    server's interpreter teardown took 1.3 s of that on the dev VM. Once its stdin closes the
+    server ends at once (nothing is left to flush): an exit handler of its imports never runs."""
+    marker = tmp_path / "torn-down"
+    (tmp_path / "tears_down.py").write_text(
+        f"import atexit, pathlib\natexit.register(pathlib.Path({str(marker)!r}).touch)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    server = warm_start.ForkServer(env, ["tears_down"])
+    assert not server.refused, server.refused
+    server.stop()
+    assert server.proc.returncode == 0 and not marker.exists()
+
+
 def test_rigbench_variables_do_not_need_a_new_server():
     key = warm_start._key
     base = {"PATH": "/bin", "RIGBENCH_DB": "a.db", "PYTEST_CURRENT_TEST": "x"}
