@@ -3,12 +3,15 @@ kernels) agrees with a plain torch loop timed in this process, the command store
 figures, with units, through a child, and they travel in a results bundle to another database."""
 
 import json
+import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -17,6 +20,7 @@ from rigbench import cli
 from rigbench.analysis.matmul_peak import COPY_BYTES, MAX_SINGLE_S, QUICK, MatmulPlan
 from rigbench.frameworks.driver.calibration import bandwidth_row, matmul_row
 from rigbench.reports.terminal import calibration_table
+from rigbench.runner.launchers.steps import remove_stale_trial_dirs
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import latest_calibration, list_calibrations
@@ -188,26 +192,33 @@ def test_a_real_calibration_travels_to_another_database(calibrated, tmp_path):
     assert stored == n
 
 
+def _calibrating(tmp_path):
+    """`rigbench calibrate -d cpu --quick` (TMPDIR under `tmp_path`) once its child measures, as
+    a terminal's job; (process, its children, the database)."""
+    import signal
+
+    psutil = pytest.importorskip("psutil")
+    db, tmp = tmp_path / "c.db", tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "rigbench", "calibrate", "-d", "cpu", "--quick", "--precision", "fp32",
+                             "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp)}, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    said = ""
+    while "matmul" not in said:  # the child is measuring
+        line = proc.stderr.readline()
+        assert line, f"calibrate ended before measuring: {proc.wait()}"
+        said += line
+    return proc, psutil.Process(proc.pid).children(recursive=True), db
+
+
 @pytest.mark.slow
 def test_ctrl_c_stops_a_calibration_and_says_nothing_was_stored(tmp_path):
     """Ctrl-C to the terminal's process group during the CPU's calibration: exit 130, one line
     saying the device was stopped and nothing stored, and the calibrating child ended by rigbench
     (a session of its own, as a trial's: before, the terminal's Ctrl-C reached it too, and the
     command ended in typer's silent 130)."""
-    import os
-    import signal
-
-    psutil = pytest.importorskip("psutil")
-    db = tmp_path / "c.db"
-    proc = subprocess.Popen([sys.executable, "-m", "rigbench", "calibrate", "-d", "cpu", "--quick", "--precision", "fp32",
-                             "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    said = ""
-    while "matmul" not in said:  # the child is measuring
-        line = proc.stderr.readline()
-        assert line, f"calibrate ended before measuring: {proc.wait()}"
-        said += line
-    children = psutil.Process(proc.pid).children(recursive=True)
+    proc, children, db = _calibrating(tmp_path)
     assert children and all(os.getpgid(c.pid) != proc.pid for c in children)  # Ctrl-C reaches rigbench alone
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -217,3 +228,16 @@ def test_ctrl_c_stops_a_calibration_and_says_nothing_was_stored(tmp_path):
     assert list_calibrations(Store(str(db))) == []
     _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, "the calibrating child outlived the interrupted command"
+
+
+@pytest.mark.slow
+def test_a_killed_calibration_leaves_no_process_and_a_folder_the_next_command_removes(tmp_path):
+    """kill -9 of calibrate: its child ends (it watches its parent), and its temporary folder,
+    named by the killed process as a trial's is, is removed by the next command (it stayed)."""
+    proc, children, _ = _calibrating(tmp_path)
+    proc.kill()
+    proc.communicate(timeout=60)
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, "the calibrating child outlived its killed parent"
+    [left] = (tmp_path / "tmp").glob("rigbench-*")
+    assert remove_stale_trial_dirs(tmp_path / "tmp") == [left]

@@ -13,7 +13,6 @@ import json
 import math
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from rigbench.experiments.devices import chosen_devices
 from rigbench.experiments.execute import new_run_id, start_run
 from rigbench.experiments.plan import check_thread_count
 from rigbench.runner.calibrate import PROGRESS_PREFIX
-from rigbench.runner.launchers.steps import new_session_args
+from rigbench.runner.launchers.steps import new_session_args, trial_folder
 from rigbench.runner.session import interrupts_held
 from rigbench.spec import PRECISIONS
 from rigbench.store import Store
@@ -47,7 +46,8 @@ def calibrate_in_child(framework: str, device: str, precisions: Sequence[str], q
     have is a UsageError (the child checks it; `calibrate` has checked every named one first)."""
     request = {"framework": framework, "device": device, "precisions": list(precisions),
                "quick": quick, "threads": threads}
-    with tempfile.TemporaryDirectory(prefix="rigbench-calibrate-") as tmp:
+    # a trial's folder: named by this process, so a later command removes it should this one be killed
+    with trial_folder() as tmp:
         out_path = Path(tmp) / "calibration.json"
         cmd = [sys.executable, "-m", "rigbench.runner.calibrate", json.dumps(request), str(out_path)]
         # errors=replace: a native library's bytes the locale cannot decode end no calibration
