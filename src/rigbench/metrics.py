@@ -48,7 +48,7 @@ class Metrics(BaseModel):
     samples_per_s: float | None = metric(
         "samples/s", "protocol", "throughput: batch / median step time (training: samples / training time)")
     samples_per_s_ci: tuple[float, float] | None = metric(
-        "samples/s", "protocol", "95% bootstrap CI of samples_per_s [low, high]")
+        "samples/s", "protocol", "95% CI of samples_per_s [low, high] (analysis/stats.median_ci)")
     tokens_per_s: float | None = metric(
         "tokens/s", "protocol", "language models (token input: lstm, gpt): samples_per_s x the sequence length "
                                 "the trial ran (its options' context); the unit language-model speeds are quoted in")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rigbench.analysis.compare import compare_results
-from rigbench.analysis.stats import bootstrap_ci, throughput_summary
+from rigbench.analysis.stats import median_ci, throughput_summary
 from rigbench.result_rules import result_problems
 from rigbench.spec import Result, TrialSpec
 from rigbench.step_windows import common_windows, timing_samples
@@ -42,7 +42,7 @@ def test_the_interval_and_noise_are_over_windows_not_over_their_copies():
     means = list(0.01 * (1 + 0.05 * rng.standard_normal(6)))
     times, windows = replicated(means, 50)
     summary = throughput_summary(times, 32, windows)
-    low, high = bootstrap_ci(means)
+    low, high = median_ci(means)
     assert (summary["samples_per_s_ci_low"], summary["samples_per_s_ci_high"]) == pytest.approx((32 / high, 32 / low))
     assert summary["steps_measured"] == 300
     copies = throughput_summary(times, 32)  # the 300 copies taken for 300 measurements

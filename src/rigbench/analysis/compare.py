@@ -16,7 +16,9 @@ A side whose trial did not end ok is incomparable too.
 
 Significance (docs/COMPARING.md): a change is reported only when both hold:
 1. Mann-Whitney U on the raw step times, two-sided, p < alpha (0.05);
-2. the 95% bootstrap confidence intervals of the two median step times do not overlap.
+2. the 95% intervals of the two median step times (stats.median_ci: order statistics, widened
+   for correlated steps) do not overlap, and each side has at least 6 measurements (fewer
+   have no 95% interval of a median).
 Otherwise: "no significant change". The ratio is B's samples/s over A's, with a 95%
 bootstrap CI (each side resampled independently, ratio of medians, fixed seed).
 
@@ -41,7 +43,15 @@ import numpy as np
 from rigbench.analysis.contention import is_busy
 from rigbench.analysis.device_prediction import Prediction, predict
 from rigbench.analysis.host_bound import host_bound_note
-from rigbench.analysis.stats import bootstrap_ci, geometric_mean, mann_whitney_u, median, t_interval, welch_interval
+from rigbench.analysis.stats import (
+    MEDIAN_CI_MIN,
+    geometric_mean,
+    mann_whitney_u,
+    median,
+    median_ci,
+    t_interval,
+    welch_interval,
+)
 from rigbench.analysis.trials import is_full_protocol, newest_run_trials
 from rigbench.spec import Result
 
@@ -61,7 +71,7 @@ class Side:
 
     result: Result                             # the newest trial (the one judged, without repeats)
     samples_per_s: float | None = None
-    ci: tuple[float, float] | None = None     # samples/s, 95% (from the median step time's CI)
+    ci: tuple[float, float] | None = None     # samples/s, 95% (from the median step time's, stats.median_ci)
     trials: list[Result] = field(default_factory=list)  # with repeats: every successful trial
 
 
@@ -215,7 +225,7 @@ def _side(trials: Sequence[Result]) -> Side:
     r = trials[-1]
     if r.status != "ok" or len(r.step_times_s) == 0:
         return Side(r)
-    low, high = bootstrap_ci(r.timing_samples(), resamples=RESAMPLES, seed=SEED)
+    low, high = median_ci(r.timing_samples())
     batch = r.spec.batch_size
     return Side(r, _speed(r), (batch / high, batch / low))
 
@@ -244,13 +254,14 @@ def ratio_ci(a_times: Sequence[float], b_times: Sequence[float], confidence: flo
 def significance(a_times: Sequence[float], b_times: Sequence[float], alpha: float = ALPHA) -> dict[str, Any]:
     """The comparison of two step-time samples (A before, B after): ratio = B's speed over
     A's (median A / median B), its bootstrap CI, U and p, and the verdict: `faster`/`slower`
-    when p < alpha and the two medians' 95% bootstrap CIs do not overlap, else `no change`."""
+    when p < alpha and the two medians' 95% intervals (stats.median_ci) do not overlap, each
+    side with at least MEDIAN_CI_MIN values (fewer have no 95% interval), else `no change`."""
     u, p = mann_whitney_u(a_times, b_times)
     ratio = median(a_times) / median(b_times)
-    a_low, a_high = bootstrap_ci(a_times, resamples=RESAMPLES, seed=SEED)
-    b_low, b_high = bootstrap_ci(b_times, resamples=RESAMPLES, seed=SEED)
+    a_low, a_high = median_ci(a_times)
+    b_low, b_high = median_ci(b_times)
     apart = a_high < b_low or b_high < a_low
-    if p < alpha and apart:
+    if p < alpha and apart and min(len(a_times), len(b_times)) >= MEDIAN_CI_MIN:
         verdict = "faster" if ratio > 1 else "slower"
     else:
         verdict = "no change"
@@ -358,7 +369,12 @@ def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, acr
     pair.p_value, pair.u = sig["p_value"], sig["u"]
     n1, n2 = len(a_samples), len(b_samples)
     smallest_p = 2 / math.comb(n1 + n2, n1)  # exact test, complete separation
-    if sig["verdict"] == "no change" and sig["p_value"] < alpha:
+    if sig["verdict"] == "no change" and sig["p_value"] < alpha and min(n1, n2) < MEDIAN_CI_MIN:
+        counted, hint = (("windows of steps", "time longer (e.g. --seconds 5: a window is about 0.1 s)")
+                         if ra.step_windows or rb.step_windows else ("steps", "time more steps (e.g. --steps 10)"))
+        pair.reason = (f"too few {counted} ({n1} and {n2}) for a 95% interval of each median (it takes "
+                       f"{MEDIAN_CI_MIN} a side); {hint}")
+    elif sig["verdict"] == "no change" and sig["p_value"] < alpha:
         pair.reason = "p < alpha but the median CIs overlap"
     elif sig["verdict"] == "no change" and smallest_p >= alpha and (ra.step_windows or rb.step_windows):
         pair.reason = (f"too few windows of steps ({n1} and {n2}; steps timed together count once) to ever "
