@@ -16,15 +16,16 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.timeout(300)
 
 
-def train_until(tmp_path, epochs_done: int, sig: signal.Signals):
-    """Start `rigbench train mlp` on digits for far more epochs than it will run, wait until the
-    trial's stderr file says `epochs_done` epochs finished, then send `sig` to rigbench."""
+def train_until(tmp_path, epochs_done: int, sig: signal.Signals, *extra: str, everyone: bool = False):
+    """Start `rigbench train mlp` on digits (and `extra`) for far more epochs than it will run,
+    wait until the trial's stderr file says `epochs_done` epochs finished, then send `sig` to
+    rigbench, or with `everyone` to each of its processes at once (as systemd stops a service)."""
     db = str(tmp_path / "train.db")
     trials = tmp_path / "tmp"
     trials.mkdir()
     env = {**__import__("os").environ, "TMPDIR": str(trials)}
     proc = subprocess.Popen([sys.executable, "-m", "rigbench", "train", "mlp", "--dataset", "digits", "-d", "cpu",
-                             "--epochs", "1000", "--threads", "1", "--db", db], env=env, text=True,
+                             "--epochs", "1000", "--threads", "1", "--db", db, *extra], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=with_ctrl_c)
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None:
@@ -35,7 +36,13 @@ def train_until(tmp_path, epochs_done: int, sig: signal.Signals):
     else:
         proc.kill()
         raise AssertionError(f"no epoch {epochs_done} in time: {proc.communicate()}")
-    proc.send_signal(sig)
+    if everyone:
+        import psutil
+
+        for one in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+            one.send_signal(sig)
+    else:
+        proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     return proc.returncode, out, " ".join(err.split()), db
 
@@ -53,6 +60,20 @@ def test_a_stopped_training_run_keeps_its_finished_epochs(tmp_path):
     assert f"interrupted (Ctrl-C); mlp torch cpu b64 fp32 t1 stopped after {kept.metrics.epochs} of 1000 epochs: " \
            f"the finished epochs are stored as trial {kept.id} (status interrupted)" in err
     assert "Stored in" in out and "interrupted" in out
+
+
+def test_sigterm_to_every_process_of_a_training_run_keeps_its_finished_epochs(tmp_path):
+    """systemd stops a service with SIGTERM to every process of its cgroup: rigbench, the
+    warm-start server, the trial, its loader's workers. The server died, and its trial, which
+    watches it, went with it; the workers died; the trial's second interrupt (its launcher's
+    SIGINT after the SIGTERM) cut its report short: every finished epoch was lost."""
+    returncode, _, err, db = train_until(tmp_path, 2, signal.SIGTERM, "--input", "loader", "--workers", "2",
+                                         everyone=True)
+    assert returncode == 143, err
+    (stored,) = Store(db).list()
+    kept = Store(db).get(stored.id)
+    assert kept.status == "interrupted" and kept.metrics.epochs == len(kept.epoch_records) >= 2, err
+    assert f"interrupted (SIGTERM); mlp torch cpu b64 fp32 t1 stopped after {kept.metrics.epochs} of 1000 epochs" in err
 
 
 def test_a_training_run_at_its_timeout_keeps_its_finished_epochs(tmp_path):
@@ -85,6 +106,7 @@ def test_a_training_run_tells_its_progress_epoch_by_epoch(tmp_path):
     heard: list[tuple[int, str]] = []
     outcome = api.run(specs, db=str(tmp_path / "t.db"), on_trial_progress=lambda i, text: heard.append((i, text)))
     assert outcome.results[0].status == "ok" and heard, outcome.results[0].error
+    heard = [(i, text) for i, text in heard if ", train loss " in text]  # the phases before them aside
     epochs = [int(text.split()[1].split("/")[0]) for _, text in heard]
     assert all(i == 0 for i, _ in heard) and epochs == [1, 2, 3, 4]
     assert all(text.startswith(f"epoch {e}/4, train loss ") for e, (_, text) in zip(epochs, heard, strict=True))

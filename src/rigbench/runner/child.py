@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from rigbench.child_report import ChildReport
@@ -334,6 +335,26 @@ def _lr_find(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     report.lr_curve = found.lr_curve
 
 
+#: The signals that stop a training run with its finished epochs reported.
+_STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _interrupt_once(_signum: int, _frame: FrameType | None) -> None:
+    """Stop a training run (KeyboardInterrupt: its finished epochs are reported), then ignore
+    the next stop: SIGTERM to every process of the run reaches this one and its launcher, which
+    then asks with SIGINT, and that second interrupt, landing as the report was being made
+    (its loader's workers shutting down), lost every finished epoch. Ignored by a handler that
+    does nothing, not SIG_IGN: Python raises OSError ("Signal 15 ignored due to race
+    condition") for a signal already pending when its handler became SIG_IGN."""
+    for sig in _STOPS:
+        signal.signal(sig, _ignored)
+    raise KeyboardInterrupt
+
+
+def _ignored(_signum: int, _frame: FrameType | None) -> None:
+    """A stop that came after the first (_interrupt_once)."""
+
+
 def main(argv: list[str]) -> int:
     """`child SPEC REPORT` (one process), or `child SPEC --rank-folder FOLDER` for a rank of a
     data-parallel trial (of any world size, 1 included): its files are in the trial's folder
@@ -351,6 +372,13 @@ def main(argv: list[str]) -> int:
         spec = TrialSpec.model_validate_json(fh.read())
     folder = Path(rest[1]) if rest[0] == RANK_FOLDER_FLAG else None
     target = rest[-1]
+    if spec.train is not None and folder is None:
+        # SIGTERM and SIGHUP stop a training run as SIGINT does, with its finished epochs
+        # reported: a service manager stopping rigbench (systemd: every process of its cgroup)
+        # or a closed terminal reached this process before its launcher could ask, and every
+        # finished epoch was lost. A rank's SIGTERM stays its agent's kill (rank_outcome.py).
+        for sig in _STOPS:
+            signal.signal(sig, _interrupt_once)
     if folder is not None:
         from rigbench.runner.rank import redirect_stderr
 

@@ -109,6 +109,8 @@ def run_trial_process(request: dict[str, Any], pages: np.ndarray) -> int:
     mapped as a cold start has them, stdin and stdout on the null device, stderr to its file,
     the trial's environment) and run it; its exit code."""
     os.setsid()  # as a cold child's start_new_session: Ctrl-C reaches only the launching process
+    for sig in _OUTLIVED:  # as a cold child has them
+        signal.signal(sig, signal.SIG_DFL)
     touch(pages)
     null = os.open(os.devnull, os.O_RDWR)
     err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -176,8 +178,17 @@ def _wait_watching(pid: int, requests: int) -> int | None:
             return None
 
 
+#: Signals the server ignores: its life is its launcher's (it ends when its stdin closes, even
+#: after a SIGKILL of the launcher). SIGTERM to every process of a run (systemd stopping
+#: rigbench) ended it, and its trial, which watches it (runner/child.exit_with_parent), ended
+#: before it could report a training run's finished epochs to the launcher that asked for them.
+_OUTLIVED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 def main(modules: list[str]) -> int:
     out = sys.stdout
+    for sig in _OUTLIVED:
+        signal.signal(sig, signal.SIG_IGN)
     try:
         refused = load(modules)
     except Exception as exc:  # noqa: BLE001 - an import that fails: the launcher starts cold

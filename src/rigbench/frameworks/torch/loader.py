@@ -7,6 +7,7 @@ runs in the main process, so persistent workers see each epoch's order too.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import numpy as np
@@ -31,6 +32,22 @@ class _EpochOrder(torch.utils.data.Sampler[list[int]]):
         return len(self.order) // self.batch_size
 
 
+def _ignore_stop_signals(_worker_id: int) -> None:
+    """A worker ignores SIGTERM and SIGHUP (torch's own loop already ignores Ctrl-C's): sent to
+    every process of a training run at once (systemd stopping rigbench, a closed terminal), they
+    ended the workers, and the trial ended in the loader's error instead of reporting the epochs
+    it had finished. The trial ends its workers itself (or its launcher kills their group). A
+    handler that does nothing, not SIG_IGN: Python raises OSError for a signal already pending
+    when its handler became SIG_IGN."""
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _ignored)
+
+
+def _ignored(_signum: int, _frame: object) -> None:
+    """A stop signal a loader worker leaves to the trial (_ignore_stop_signals)."""
+
+
 class TorchLoader:
     """A DataLoader in the shared loop's order (base.HostLoader)."""
 
@@ -40,6 +57,7 @@ class TorchLoader:
         self.loader: torch.utils.data.DataLoader | None = torch.utils.data.DataLoader(
             dataset, batch_sampler=self.sampler, num_workers=options.workers, pin_memory=pin,
             persistent_workers=options.workers > 0,  # start workers once, not every epoch
+            worker_init_fn=_ignore_stop_signals,
         )
 
     def epoch(self, order: np.ndarray, batch_size: int) -> Iterator[tuple[Tensor, Tensor]]:
