@@ -212,7 +212,6 @@ def _calibrating(tmp_path):
     return proc, psutil.Process(proc.pid).children(recursive=True), db
 
 
-@pytest.mark.slow
 def test_ctrl_c_stops_a_calibration_and_says_nothing_was_stored(tmp_path):
     """Ctrl-C to the terminal's process group during the CPU's calibration: exit 130, one line
     saying the device was stopped and nothing stored, and the calibrating child ended by rigbench
@@ -230,7 +229,6 @@ def test_ctrl_c_stops_a_calibration_and_says_nothing_was_stored(tmp_path):
     assert not alive, "the calibrating child outlived the interrupted command"
 
 
-@pytest.mark.slow
 def test_a_killed_calibration_leaves_no_process_and_a_folder_the_next_command_removes(tmp_path):
     """kill -9 of calibrate: its child ends (it watches its parent), and its temporary folder,
     named by the killed process as a trial's is, is removed by the next command (it stayed)."""
