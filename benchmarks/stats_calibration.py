@@ -195,6 +195,26 @@ def score_coverage(gen: Generator, n: int, trials: int, sims: int, seed: int = 4
     return held / sims
 
 
+def iid_resampled_speed(r, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """score's step resampling until 2026-11-28: each step drawn on its own (no blocks)."""
+    times = np.asarray(r.timing_samples(), dtype=float)
+    return r.spec.batch_size / np.median(times[rng.integers(0, times.size, size=(resamples, times.size))], axis=1)
+
+
+def score_coverages(gen: Generator, n: int, trials: int, sims: int) -> tuple[float, float]:
+    """score_coverage with the old step resampling (one step at a time) and with the current one
+    (moving blocks), on the same simulated trials (the same seed)."""
+    from rigbench.analysis import score
+
+    current = score._resampled_speed
+    score._resampled_speed = iid_resampled_speed
+    try:
+        old = score_coverage(gen, n, trials, sims)
+    finally:
+        score._resampled_speed = current
+    return old, score_coverage(gen, n, trials, sims)
+
+
 def flagged_noisy(gen: Generator, n: int, sims: int, seed: int = 5) -> float:
     """The share of simulated trials that throughput_summary flags `noisy` (CV above NOISY_CV)."""
     from rigbench.analysis.stats import throughput_summary
@@ -273,8 +293,9 @@ def main() -> None:
               "8 workloads, 500 resamples each)")
         for name in ("lognormal CV 5%", f"AR(1) phi {AR_PHI}", "AR(1) + trial offset"):
             for n, trials in ((10, 1), (60, 1), (10, 3), (60, 3)):
+                old, new = score_coverages(MODELS[name][0], n, trials, runs)
                 print(f"{name:22s} n={n:<3d} {trials} trial{'s' * (trials > 1)} a side: "
-                      f"{score_coverage(MODELS[name][0], n, trials, runs):6.1%}")
+                      f"steps one by one {old:6.1%}, in blocks (current) {new:6.1%}")
     print(f"\n({time.perf_counter() - started:.0f} s)")
 
 
