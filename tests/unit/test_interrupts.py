@@ -137,3 +137,19 @@ def test_a_command_that_said_what_it_kept_is_left_alone(monkeypatch, capsys, han
     app.command("other")(lambda: None)
     assert _main_exit(monkeypatch, app) == 143
     assert capsys.readouterr().err == "interrupted (SIGTERM); its own line\n"
+
+
+def test_ctrl_c_while_the_command_imports_is_one_line():
+    """Ctrl-C in the second the command's imports take (before main's own handling) printed a
+    traceback of 15-30 lines of import machinery; the process still ends by SIGINT (a shell's 130)."""
+    import subprocess
+
+    code = ("import os, signal, time\nimport rigbench.cli.starting\n"
+            "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\nimport rigbench.cli\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert done.stderr == "interrupted (Ctrl-C) as rigbench started: nothing was done\n"
+    assert done.returncode == -signal.SIGINT
+    other = subprocess.run([sys.executable, "-c", "import rigbench.cli.starting\nraise ValueError('kept')"],
+                           capture_output=True, text=True, timeout=60)
+    assert "Traceback" in other.stderr and other.stderr.endswith("ValueError: kept\n")  # the usual hook

@@ -4,6 +4,7 @@
 group of commands on it when imported below.
 """
 
+import rigbench.cli.starting  # noqa: F401  (first: Ctrl-C during the imports below is one line)
 from rigbench.cli import (
     advise,  # noqa: F401  (registers lr-find, scaling)
     calibrate,  # noqa: F401  (registers calibrate, roofline)
