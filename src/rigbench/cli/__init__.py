@@ -4,6 +4,8 @@
 group of commands on it when imported below.
 """
 
+import logging
+
 import rigbench.cli.starting  # noqa: F401  (first: Ctrl-C during the imports below is one line)
 from rigbench.cli import (
     advise,  # noqa: F401  (registers lr-find, scaling)
@@ -17,14 +19,34 @@ from rigbench.cli import (
     specs,  # noqa: F401  (registers specs)
     sweep,  # noqa: F401  (registers sweep)
 )
-from rigbench.cli.common import app, results_app, utf8_streams
+from rigbench.cli.common import app, err, results_app, utf8_streams
 from rigbench.cli.examples import add_examples
 
 add_examples(app, results_app)  # after every module above has registered its commands
 
 
+class ProgressLines(logging.Handler):
+    """What the layers below say on the logger "rigbench.progress" before seconds of work nothing
+    else would show (a framework asked for its devices: runner/probe.py), a line on a terminal's
+    stderr each. Not into a file or a pipe: there bad input the work finds (a device torch lacks)
+    is one line alone (README, "Exit codes"). A library user, who installs no handler, sees none."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if err.is_terminal:
+            err.print(record.getMessage(), highlight=False, markup=False, soft_wrap=True)
+
+
+def show_progress_lines() -> None:
+    progress = logging.getLogger("rigbench.progress")
+    if not any(isinstance(h, ProgressLines) for h in progress.handlers):
+        progress.addHandler(ProgressLines())
+    progress.setLevel(logging.INFO)
+    progress.propagate = False
+
+
 def main() -> None:
     utf8_streams()
+    show_progress_lines()
     interrupts.install()  # SIGTERM and SIGHUP stop a command as Ctrl-C does
     try:
         app()

@@ -8,6 +8,7 @@ context alone takes hundreds of MiB of GPU memory).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -25,6 +26,10 @@ PROBE_TIMEOUT_S = 300
 #: it runs on, when both are asked at once: that backend is then imported once, not twice
 #: (`rigbench devices`: three children instead of five).
 SHARES_CHILD_WITH = {"keras-jax": "jax", "keras-torch": "torch"}
+
+#: Where a probe that takes seconds says so before it starts: silent unless the application
+#: shows INFO of this logger (the `rigbench` command does, on a terminal: cli/__init__.py).
+progress_log = logging.getLogger("rigbench.progress")
 
 _answers: dict[str, dict[str, Any]] = {}  # this process's answers, by framework
 _lock = threading.Lock()
@@ -83,6 +88,7 @@ def probe(name: str) -> dict[str, Any]:
     with _lock:
         answer = _answers.get(name)
     if answer is None:
+        progress_log.info("asking %s which devices it can use (it starts in a child process: seconds)", name)
         answer = probe_group([name])[name]
     if "error" in answer:
         raise UsageError(f"{name} failed to start in a child process: {answer['error']}")
