@@ -273,6 +273,9 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
     def probed(name: str) -> None:
         waiting.remove(name)
         progress.update(task, advance=1, description=f"waiting for {', '.join(waiting)}" if waiting else "done")
+        if no_bar():  # a line as each answers: after the line above, 19 s of silence here
+            still = f"; waiting for {', '.join(waiting)}" if waiting else ""
+            err.print(f"  {name} answered{still}", highlight=False, markup=False, soft_wrap=True)
 
     with progress:
         rows = api.devices_info(on_probing=probing, on_probed=probed)
