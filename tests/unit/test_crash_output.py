@@ -79,3 +79,15 @@ def test_a_bare_memory_error_says_what_ran_out():
     told = ChildReport(status="ok")
     classify(MemoryError("CPU out of memory"), told, None, 300 * 2**20)
     assert told.error == "CPU out of memory"  # the framework's own words stand
+
+
+def test_the_childs_phase_lines_are_not_part_of_its_error(tmp_path):
+    """The phase lines a child writes for the progress bar (runner/epoch_lines.py) stay out of a
+    crash's stored error: what the child and its libraries said keeps the room."""
+    from rigbench.runner.epoch_lines import phase_line
+
+    path = tmp_path / "err.txt"
+    path.write_text(phase_line("starting torch") + "\n" + NATIVE + phase_line("warm-up (the first step took 1 s)") + "\n"
+                    + DUMP, encoding="utf-8")
+    tail = stderr_tail(path)
+    assert tail.startswith(NATIVE + "Fatal Python error: Aborted") and "rigbench: phase:" not in tail

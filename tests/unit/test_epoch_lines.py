@@ -3,7 +3,7 @@ progress `rigbench train` shows with it (a line per epoch where stderr is not a 
 
 from rigbench import api
 from rigbench.cli.common import _run_with_progress
-from rigbench.runner.epoch_lines import TAIL_BYTES, EpochPace, epoch_line, finished_epochs
+from rigbench.runner.epoch_lines import TAIL_BYTES, EpochPace, epoch_line, finished_epochs, newest_phase, phase_line
 from rigbench.spec import EpochRecord, Metrics, Result, TrainOptions, TrialSpec
 
 
@@ -67,3 +67,43 @@ def test_train_into_a_file_says_each_finished_epoch_on_stderr(tmp_path, monkeypa
     lines = captured.err.splitlines()
     assert lines[:2] == [f"  {spec.label()}: {text}" for text in said]
     assert lines[2].startswith(f"  {spec.label()}: ok: 2 epochs")
+
+
+def test_the_newest_phase_is_read_back_unless_an_epoch_came_after_it(tmp_path):
+    path = tmp_path / "stderr.txt"
+    assert newest_phase(path) is None  # not written yet: no progress, no error
+    path.write_text(f"{phase_line('starting torch')}\nW1127 a warning\n{phase_line('warm-up (the first step took 1.2 s)')}\n")
+    assert newest_phase(path) == "warm-up (the first step took 1.2 s)"
+    with open(path, "a") as file:  # a line being written is not read until it is whole
+        file.write("rigbench: phase: timing: at le")
+    assert newest_phase(path) == "warm-up (the first step took 1.2 s)"
+    path.write_text(f"{phase_line('epoch 1/3')}\n{epoch_line(record(1, 0.5))}\n")
+    assert newest_phase(path) is None  # the epoch tells how far it has got
+    path.write_text("x" * (10 * TAIL_BYTES) + "\n" + phase_line("step 40/100, lr 0.001, smoothed loss 2.3") + "\n")
+    assert newest_phase(path) == "step 40/100, lr 0.001, smoothed loss 2.3"
+
+
+def test_a_run_of_several_trials_into_a_file_says_each_trials_place_and_phase(tmp_path, monkeypatch, capsys):
+    """`rigbench run ... 2>log` said nothing while a trial ran (an lstm's 101 s) and no line said
+    which of how many trials it was; each phase is now a line, with the trial's place."""
+    specs = [TrialSpec(workload=w, batch_size=8) for w in ("mlp", "cnn")]
+
+    def run(specs, db, on_trial_start, on_trial_end, on_trial_progress):
+        results = []
+        for i, spec in enumerate(specs):
+            on_trial_start(i, spec)
+            on_trial_progress(i, "warm-up (the first step took 0.5 s)")
+            results.append(Result(run_id="r1", created_at="2026-01-01T00:00:00+00:00", spec=spec, status="ok",
+                                  metrics=Metrics(samples_per_s=100.0)))
+            on_trial_end(i, results[-1])
+        return api.RunOutcome("r1", "sqlite:///x", results, False)
+
+    monkeypatch.setattr(api, "run", run)
+    _run_with_progress(specs, str(tmp_path / "t.db"))
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert lines[0] == f"  [1/2] {specs[0].label()}: warm-up (the first step took 0.5 s)"
+    assert lines[1].startswith(f"  [1/2] {specs[0].label()}: 100")
+    assert lines[2] == f"  [2/2] {specs[1].label()}: warm-up (the first step took 0.5 s)"
+    assert lines[3].startswith(f"  [2/2] {specs[1].label()}: 100") and len(lines) == 4

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from rigbench.errors import DivergedError
-from rigbench.runner.protocol import measure, steps_for, warmup_step_s
+from rigbench.runner.protocol import measure, steps_for, timing_phase, warmup_step_s
 from rigbench.spec import MeasureOptions
 from tests.unit.fake_trainer import ScriptedTrainer
 
@@ -231,3 +231,25 @@ def test_an_asynchronous_device_is_waited_for_once_a_window_not_after_every_step
     assert sum(m.step_windows) == 300 and m.step_windows[0] > 1, m.step_windows
     assert m.warmup_steps == 2 and measure(ScriptedTrainer(), opts(warmup_steps=1)).warmup_steps == 1
     assert measure(ScriptedTrainer(), opts()).timer is None, "a timer that does not say"
+
+
+def test_each_phase_is_said_as_it_begins_and_none_inside_the_timed_steps():
+    """A slow trial said nothing between its start and its result (`rigbench run lstm` into a log:
+    101 s); the child now says each part as it begins, never between two timed steps."""
+    t = ScriptedTrainer()
+    heard: list[tuple[int, str]] = []
+    m = measure(t, opts(warmup_steps=3, min_steps=4), on_phase=lambda text: heard.append((t.calls, text)))
+    assert [calls for calls, _ in heard] == [0, 1, 3]  # before the first step, after it, after the warm-up
+    assert heard[0][1].startswith("first step") and heard[1][1].startswith("warm-up (the first step took ")
+    assert heard[2][1].startswith("timing: at least 4 steps and 0 s, about ")
+    assert len(m.step_times_s) == 4 and t.calls == 7  # every timed step after the last phase
+
+
+def test_the_timing_phase_says_how_long_at_the_warm_ups_pace():
+    assert timing_phase(MeasureOptions(min_steps=10, min_seconds=2.0), step_s=7.0) == \
+        "timing: at least 10 steps and 2 s, about 0:01:10 at the warm-up's pace"
+    # fast steps: the seconds decide; a capped count: the cap; agreed steps: their count
+    assert timing_phase(MeasureOptions(min_steps=10, min_seconds=30.0), step_s=0.01).endswith("about 0:00:30 at the warm-up's pace")
+    assert "about 0:00:20" in timing_phase(MeasureOptions(min_steps=10, min_seconds=60.0, max_steps=20), step_s=1.0)
+    assert timing_phase(MeasureOptions(), step_s=0.5, agreed=240) == "timing: 240 steps, about 0:02:00 at the warm-up's pace"
+    assert "about 0:00:01" in timing_phase(MeasureOptions(min_steps=3, min_seconds=0.2), step_s=0.001)  # never 0:00:00

@@ -375,26 +375,30 @@ def open_store_for(specs: list[Any], db: str | None) -> None:
 
 
 def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
-    """Run trials with a progress bar and one line per finished trial, all on stderr; where
-    stderr is not a terminal (no bar is drawn), one line per finished epoch of a training run too."""
+    """Run trials with a progress bar and one line per finished trial, all on stderr; the bar
+    says which trial and the phase it is in (runner/epoch_lines.py). Where stderr is not a
+    terminal (no bar is drawn), each phase and each finished epoch of a training run is a line."""
     open_store_for(specs, db)
     progress = progress_bar()
+    count = len(specs)
+
+    def line(i: int, text: str) -> None:  # "[2/5]" only where there is more than one trial
+        place = f"[{i + 1}/{count}] " if count > 1 else ""
+        err.print(f"  {place}{specs[i].label()}: {text}", highlight=False, markup=False, soft_wrap=True)
+
     with progress:
-        task = progress.add_task("starting", total=len(specs))
+        task = progress.add_task("starting", total=count)
 
         def started(i: int, spec: Any) -> None:
-            progress.update(task, description=f"trial {i + 1}/{len(specs)}: {spec.label()}")
+            progress.update(task, description=f"trial {i + 1}/{count}: {spec.label()}")
 
-        def advanced(i: int, text: str) -> None:  # a training run's newest epoch
-            progress.update(task, description=f"trial {i + 1}/{len(specs)}: {specs[i].label()}: {text}")
-            if not err.is_terminal:  # no bar is drawn into a file or a pipe: a line per epoch instead
-                err.print(f"  {specs[i].label()}: {text}", highlight=False, markup=False, soft_wrap=True)
+        def advanced(i: int, text: str) -> None:  # a phase, or a training run's newest epoch
+            progress.update(task, description=f"trial {i + 1}/{count}: {specs[i].label()}: {text}")
+            if no_bar():  # no bar is drawn (a file, a pipe, a dumb terminal): a line each instead
+                line(i, text)
 
         def ended(i: int, result: Any) -> None:
             progress.advance(task)
-            err.print(f"  {result.spec.label()}: {terminal.one_line_outcome(result)}",
-                      highlight=False, markup=False, soft_wrap=True)
+            line(i, terminal.one_line_outcome(result))
 
         return api.run(specs, db=db, on_trial_start=started, on_trial_end=ended, on_trial_progress=advanced)
-
-

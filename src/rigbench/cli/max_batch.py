@@ -24,7 +24,7 @@ from rigbench.experiments import max_batch as search  # its defaults: the librar
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal
-from rigbench.spec import Result
+from rigbench.spec import Result, TrialSpec
 from rigbench.units import format_bytes, parse_memory_limit
 
 
@@ -123,13 +123,18 @@ def max_batch(
                           highlight=False, markup=False)
             progress.update(task, description=f"max-batch {workload}: probing batch {batch}")
 
+        def advanced(spec: TrialSpec, text: str) -> None:  # the phase the probe is in
+            progress.update(task, description=f"max-batch {workload}: probing batch {spec.batch_size}: {text}")
+            if no_bar():  # no bar is drawn (a file, a pipe, a dumb terminal): a line each instead
+                err.print(f"  batch {spec.batch_size}: {text}", highlight=False, markup=False, soft_wrap=True)
+
         def probed(r: Result) -> None:
             err.print(_probe_line(r), highlight=False, markup=False, soft_wrap=True)
 
         o = find_max_batch(workload, device, framework=framework, precision=precision,
                            memory_limit_bytes=limit, start=start, max_batch=max_,
                            tolerance=tolerance, margin=margin, db=db, on_probe=probed,
-                           on_probe_start=probing, timeout_s=timeout)
+                           on_probe_start=probing, timeout_s=timeout, on_probe_progress=advanced)
     if as_json:
         print(strict_json(o.to_dict(), indent=2))
     else:

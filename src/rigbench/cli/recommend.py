@@ -4,13 +4,14 @@ and what it measures where they lack it (docs/STRATEGY.md, "The recommendation")
 from __future__ import annotations
 
 import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from rigbench import api
 from rigbench.cli import interrupts
-from rigbench.cli.common import DB_HELP, app, err, framework_option, handles_usage_errors, no_answer, out
+from rigbench.cli.common import DB_HELP, app, err, framework_option, handles_usage_errors, no_answer, no_bar, out
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal
-from rigbench.spec import Result
+from rigbench.spec import Result, TrialSpec
 from rigbench.units import parse_memory_limit, parse_positive_ints, split_list
 
 
@@ -34,17 +35,36 @@ def recommend(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),
 ) -> None:
     """Recommend device, batch size, learning rate, precision (and the least energy per sample, where measured), threads and loader workers, measuring only what is missing."""
+    # A bar (a spinner: how many trials run depends on what is stored) saying what runs and the
+    # phase it is in; where stderr is not a terminal (no bar), each phase is a line.
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
+                        console=err, transient=True, disable=no_bar())
+
+    def say(text: str) -> None:
+        err.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    def noted(text: str) -> None:
+        progress.update(task, description=f"recommend {workload}: {text}")
+        say(text)
+
+    def advanced(spec: TrialSpec, text: str) -> None:
+        progress.update(task, description=f"recommend {workload}: {spec.label()}: {text}")
+        if no_bar():
+            say(f"  {spec.label()}: {text}")
+
     def ended(result: Result) -> None:
         text = terminal.one_line_outcome(result)
         if result.spec.kind == "lr_find" and result.metrics.suggested_lr:
             text += f": lr-find suggests {result.metrics.suggested_lr:.3g}"
-        err.print(f"  {result.spec.label()}: {text}", highlight=False, markup=False, soft_wrap=True)
+        say(f"  {result.spec.label()}: {text}")
 
-    outcome = api.recommend(
-        workload, devices=split_list(device, "--device"), dataset_size=dataset_size, run_missing=not no_run, quick=quick,
-        batch_sizes=parse_positive_ints(batch_size, "--batch-size"), db=db, framework=framework,
-        on_note=lambda text: err.print(text, highlight=False, markup=False), on_trial_end=ended,
-        run_ids=run_id or [], memory_limit_bytes=parse_memory_limit(memory_limit) if memory_limit is not None else None)
+    with progress:
+        task = progress.add_task(f"recommend {workload}: reading the stored results", total=None)
+        outcome = api.recommend(
+            workload, devices=split_list(device, "--device"), dataset_size=dataset_size, run_missing=not no_run,
+            quick=quick, batch_sizes=parse_positive_ints(batch_size, "--batch-size"), db=db, framework=framework,
+            on_note=noted, on_trial_end=ended, on_trial_progress=advanced, run_ids=run_id or [],
+            memory_limit_bytes=parse_memory_limit(memory_limit) if memory_limit is not None else None)
     if as_json:
         print(strict_json(outcome.to_dict(), indent=2))
     else:

@@ -123,11 +123,13 @@ def _sweep_table(results: list[Result], new_run: str | None) -> FitTable:
 
 def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) -> SweepOutcome:
     """Run the sweep with a progress bar, an ETA (mean time per finished trial so far times
-    the trials left) and one line per finished trial, all on stderr."""
+    the trials left) and one line per finished trial, all on stderr; the bar says the phase each
+    trial is in, which where stderr is not a terminal (no bar) is a line each."""
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
                         TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                         TextColumn("ETA {task.fields[eta]}"), console=err, transient=True, disable=no_bar())
     timing: dict[str, float] = {}
+    labels: dict[int, str] = {}
     with progress:
         task = progress.add_task("checking the database", total=None, eta="-")
 
@@ -141,6 +143,13 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
 
         def started(i: int, spec: TrialSpec) -> None:
             progress.update(task, description=f"trial {i + 1}/{int(timing['total'])}: {spec.label()}")
+            labels[i] = spec.label()
+
+        def advanced(i: int, text: str) -> None:  # the phase the trial is in (runner/epoch_lines.py)
+            place = f"{i + 1}/{int(timing['total'])}"
+            progress.update(task, description=f"trial {place}: {labels[i]}: {text}")
+            if no_bar():  # no bar is drawn (a file, a pipe, a dumb terminal): a line each instead
+                err.print(f"  [{place}] {labels[i]}: {text}", highlight=False, markup=False, soft_wrap=True)
 
         def ended(i: int, result: Result) -> None:
             done, total = i + 1, int(timing["total"])
@@ -150,7 +159,7 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
                       f"  (ETA {eta})", highlight=False, markup=False, soft_wrap=True)
 
         return run_sweep(grid, db=db, resume=resume, on_plan=planned, on_trial_start=started,
-                         on_trial_end=ended)
+                         on_trial_end=ended, on_trial_progress=advanced)
 
 
 def _store_if_any(db: str | None) -> Store | None:

@@ -215,11 +215,12 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
                    tolerance: float = DEFAULT_TOLERANCE, margin: float = DEFAULT_MARGIN, db: str | None = None,
                    on_probe: Callable[[Result], None] | None = None,
                    on_probe_start: Callable[[int, MaxBatchOutcome], None] | None = None,
-                   timeout_s: float | None = None, command: str | None = None) -> MaxBatchOutcome:
+                   timeout_s: float | None = None, command: str | None = None,
+                   on_probe_progress: Callable[[TrialSpec, str], None] | None = None) -> MaxBatchOutcome:
     """Find the largest batch of `workload` that trains on `device` within the memory
     limit (module docstring: search, statuses, model, recommendation). Every probe is
-    stored in `db` under one run. Ctrl-C ends the search with what was found so far
-    (`interrupted`). Raises UsageError for bad input."""
+    stored in `db` under one run; `on_probe_progress` hears the phase each probe is in. Ctrl-C
+    ends the search with what was found so far (`interrupted`). Raises UsageError for bad input."""
     if precision not in PRECISIONS:
         raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if start < 1 or max_batch < start:
@@ -257,7 +258,8 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
                          device=device, batch_size=batch, precision=precision, measure=measure, search=search)
         if on_probe_start:
             on_probe_start(batch, outcome)
-        session = run_trials([spec], store, run_id)  # stores the probe the moment it ends
+        told = (lambda _i, text, probe=spec: on_probe_progress(probe, text)) if on_probe_progress else None
+        session = run_trials([spec], store, run_id, on_trial_progress=told)  # stores the probe the moment it ends
         outcome.interrupted = session.interrupted
         if not session.results:  # stopped before the probe ended: not stored
             break

@@ -146,9 +146,10 @@ class _Session:
     """Runs the missing trials of one recommendation under one run id, or lists them."""
 
     def __init__(self, store: Store, run_missing: bool, outcome: RecommendOutcome,
-                 on_note: Callable[[str], None], on_trial_end: Callable[[Result], None]):
+                 on_note: Callable[[str], None], on_trial_end: Callable[[Result], None],
+                 on_trial_progress: Callable[[TrialSpec, str], None] = lambda spec, text: None):
         self.store, self.run_missing, self.outcome = store, run_missing, outcome
-        self.on_note, self.on_trial_end = on_note, on_trial_end
+        self.on_note, self.on_trial_end, self.on_trial_progress = on_note, on_trial_end, on_trial_progress
         self.new: list[Result] = []
 
     def measure(self, what: str, why: str, specs: list[TrialSpec]) -> None:
@@ -162,7 +163,8 @@ class _Session:
         if self.outcome.run_id is None:
             self.outcome.run_id = start_run(self.store)
         session = run_trials(specs, self.store, self.outcome.run_id,
-                             on_trial_end=lambda _i, r: self.on_trial_end(r))
+                             on_trial_end=lambda _i, r: self.on_trial_end(r),
+                             on_trial_progress=lambda i, text: self.on_trial_progress(specs[i], text))
         self.new += session.results
         self.outcome.interrupted = session.interrupted
 
@@ -180,6 +182,7 @@ def recommend(
     on_trial_end: Callable[[Result], None] = lambda result: None,
     run_ids: Sequence[str] = (),
     memory_limit_bytes: int | None = None,
+    on_trial_progress: Callable[[TrialSpec, str], None] = lambda spec, text: None,
 ) -> RecommendOutcome:
     """Recommend device, batch size, learning rate, precision, threads and loader workers for
     `workload`, from stored results of this machine plus (unless `run_missing` is false) the
@@ -188,7 +191,8 @@ def recommend(
     replaces the default grid (`batch_grid`). `memory_limit_bytes`: the CPU's limit for max-batch
     (default: max_batch's), which a stored search must have been made under (search_limits).
     The energy line (rules.decide_energy) reads the energy these same trials measured: nothing is
-    run for it, and where no trial could read energy it says why."""
+    run for it, and where no trial could read energy it says why. Progress: `on_note` hears what
+    is about to run and why, `on_trial_progress` the phase each trial is in, `on_trial_end` each result."""
     ref, options = parse_workload_ref(workload)
     if dataset_size is not None and dataset_size < 1:
         raise UsageError("--dataset-size must be at least 1")
@@ -213,7 +217,7 @@ def recommend(
     check_memory_limit(memory_limit_bytes, chosen)
     outcome = RecommendOutcome(workload, chosen, [], other_machines=scope.left_out, db_url=store.url,
                                runs=scope.runs, machine=scope.machine, elsewhere=scope.elsewhere)
-    run = _Session(store, run_missing, outcome, on_note, on_trial_end)
+    run = _Session(store, run_missing, outcome, on_note, on_trial_end, on_trial_progress)
     measure = MeasureOptions.quick() if quick else MeasureOptions()
     grid = sorted(set(batch_sizes)) or batch_grid(ref, quick)
     if run_missing:  # the lr-find and loader epoch at a batch of the grid: one their data set fills
@@ -241,6 +245,7 @@ def recommend(
             on_note(f"running max-batch on {device} from b{max(grid)} up to b{top}: {why}")
             found = max_batch.find_max_batch(workload, device, framework=framework, start=max(grid),
                                              max_batch=top, db=db, on_probe=on_trial_end,
+                                             on_probe_progress=on_trial_progress,
                                              memory_limit_bytes=memory_limit_bytes if device == "cpu" else None,
                                              command=shlex.join(sys.argv))
             outcome.interrupted = found.interrupted

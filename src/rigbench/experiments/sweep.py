@@ -215,10 +215,12 @@ def sweep(
     on_plan: Callable[[list[TrialSpec], list[Result]], None] | None = None,
     on_trial_start: Callable[[int, TrialSpec], None] | None = None,
     on_trial_end: Callable[[int, Result], None] | None = None,
+    on_trial_progress: Callable[[int, str], None] | None = None,
 ) -> SweepOutcome:
     """Run a sweep (a SweepSpec, or an already planned grid); with `resume`, skip the
     points that already have a stored result. `on_plan(pending, skipped)` is called once
-    before the first trial; the trial callbacks count within `pending`."""
+    before the first trial; the trial callbacks count within `pending` (`on_trial_progress`:
+    the phase a trial is in, as `run` says it)."""
     grid = plan_sweep(sweep) if isinstance(sweep, SweepSpec) else list(sweep)
     store = Store(db)
     stored = stored_results(store, grid) if resume else {}
@@ -231,7 +233,7 @@ def sweep(
     outcome = SweepOutcome(run_id=None, db_url=store.url, grid=grid, skipped=skipped)
     if pending:
         done = run(pending, db=db, command=command, on_trial_start=on_trial_start,
-                       on_trial_end=on_trial_end)
+                   on_trial_end=on_trial_end, on_trial_progress=on_trial_progress)
         outcome.run_id, outcome.results, outcome.interrupted = done.run_id, done.results, done.interrupted
         outcome.stopped = done.stopped
     return outcome

@@ -34,7 +34,7 @@ from rigbench.frameworks.run_records import TrainingInterrupted, TrainRun
 from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.count_cache import cached_count, cached_traffic
-from rigbench.runner.epoch_lines import epoch_line
+from rigbench.runner.epoch_lines import announced, epoch_line, lr_step_phase, say_phase
 from rigbench.runner.failure_status import classify, loaded_adapter
 from rigbench.runner.protocol import measure
 from rigbench.spec import EpochRecord, LrFindOptions, TrainOptions, TrialSpec
@@ -149,6 +149,7 @@ def _run(spec: TrialSpec, folder: Path | None, report: ChildReport, stack: conte
     if folder is not None:  # a rank counts once joined: joining must come before the runtime starts
         _as_rank(adapter, spec, workload, report, folder, stack, finish)
         return adapter
+    say_phase(f"starting {spec.framework}")  # its import, where no warm-start server did it, and its runtime
     _count(adapter, spec, workload, report)
     if spec.lr_find is not None:
         _lr_find(adapter, spec, workload, report)
@@ -239,10 +240,11 @@ def _describe_compilation(adapter: FrameworkAdapter, spec: TrialSpec, report: Ch
 
 def _measure(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, report: ChildReport) -> None:
     """The speed protocol on a resident synthetic batch (`rigbench run`)."""
+    say_phase("building the model")
     trainer = adapter.build(spec, workload)
     _describe_software(adapter, spec, workload, report)
     report.device_name = trainer.device_name
-    m = measure(trainer, spec.measure)
+    m = measure(trainer, spec.measure, on_phase=say_phase)
     m.record(report)
     report.allocator_peak_bytes = trainer.allocator_peak_bytes()
     report.capped_peak_bytes = capped_peak_bytes()
@@ -253,6 +255,7 @@ def _load_data(spec: TrialSpec, opts: TrainOptions | LrFindOptions) -> LoadedDat
     already fetched and verified its files, here they are only read."""
     from rigbench.data import load_for_workload
 
+    say_phase(f"loading {opts.dataset}")
     return load_for_workload(spec.workload, opts.dataset, data_dir=opts.data_dir, download=False,
                              options=spec.workload_options)
 
@@ -274,7 +277,8 @@ def _train(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, repor
 
         report.baseline_loss = unigram_entropy(data.corpus.train).nats
     try:
-        run = training.train(build or adapter.build, spec, workload, data, on_epoch=_epoch_line, rank=rank)
+        run = training.train(announced(build or adapter.build, f"epoch 1/{spec.train.epochs}"), spec, workload, data,
+                             on_epoch=_epoch_line, rank=rank)
     except TrainingInterrupted as stop:  # the finished epochs go in the report, then it is classified
         ended = (stop.run.epochs[-1].ended_at if stop.run.epochs else None) or time.time()
         _describe_training(adapter, spec, workload, report, stop.run, ended)
@@ -329,7 +333,8 @@ def _lr_find(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     assert spec.lr_find is not None
     data = _load_data(spec, spec.lr_find)
     report.measure_start = time.time()
-    found = lr_range.lr_find(adapter.build, spec, workload, data)
+    found = lr_range.lr_find(announced(adapter.build, f"step 1/{spec.lr_find.steps}"), spec, workload, data,
+                             on_step=lr_step_phase(spec.lr_find.steps))
     report.measure_end = time.time()
     _describe(adapter, spec, workload, report, found.device_name, found.train_samples)
     report.lr_curve = found.lr_curve

@@ -36,6 +36,7 @@ from rigbench.errors import DivergedError
 from rigbench.frameworks.base import Trainer
 from rigbench.frameworks.host_timer import expect_step, windowed
 from rigbench.spec import MeasureOptions
+from rigbench.units import clock as clock_text
 
 
 @dataclass
@@ -100,16 +101,30 @@ def _agreed(agree: Callable[[int], int], estimate: int, at_least: int) -> int:
     return agreed
 
 
-def measure(trainer: Trainer, opts: MeasureOptions,
-            agree: Callable[[int], int] | None = None) -> Measurement:
+def timing_phase(opts: MeasureOptions, step_s: float, agreed: int | None = None) -> str:
+    """The timing phase in words, with how long it should take at the warm-up's pace (`step_s`
+    a step): "timing: at least 10 steps and 2 s, about 0:01:10 at the warm-up's pace"."""
+    if agreed is not None:
+        steps, seconds = f"{agreed} steps", agreed * step_s
+    else:
+        steps = f"at least {opts.min_steps} steps and {opts.min_seconds:g} s"
+        seconds = min(max(opts.min_seconds, opts.min_steps * step_s), opts.max_steps * step_s)
+    return f"timing: {steps}, about {clock_text(max(1.0, seconds))} at the warm-up's pace"
+
+
+def measure(trainer: Trainer, opts: MeasureOptions, agree: Callable[[int], int] | None = None,
+            on_phase: Callable[[str], None] | None = None) -> Measurement:
     """Warm up, then time steps per the protocol above. With `agree`, every loop runs a
     number of steps agreed between the processes (see "Agreed steps"), never stops on this
-    process's clock. Raises DivergedError."""
+    process's clock. `on_phase` hears each part as it begins (the first step, warm-up,
+    timing), never inside the timed steps. Raises DivergedError."""
+    say = on_phase or (lambda text: None)
     clock = time.perf_counter
     timer = trainer.step_timer()
     # A windowed timer sizes its first window by the warm-up's mean step after the first
     # (host_timer.py), so its warm-up takes a second step even where one was asked (--quick).
     warmup_least = max(opts.warmup_steps, 2) if windowed(timer) else opts.warmup_steps
+    say("first step (allocation, kernel choice, compilation)")
     start = clock()
     handles = [trainer.step()]
     trainer.synchronize()
@@ -120,6 +135,7 @@ def measure(trainer: Trainer, opts: MeasureOptions,
     # Time spent in `agree` waiting for the other processes (which may have started later)
     # is no step's time: the timed-steps estimate leaves it out.
     waited = 0.0
+    say(f"warm-up (the first step took {first_step_s:.3g} s)")
     if agree is None:
         while len(handles) < warmup_least or clock() - warm_from < opts.warmup_seconds:
             handles.append(trainer.step())
@@ -145,6 +161,7 @@ def measure(trainer: Trainer, opts: MeasureOptions,
         estimate = steps_for(opts.min_seconds, step_s, opts.min_steps, opts.max_steps)
         agreed = _agreed(agree, estimate, at_least=1)
 
+    say(timing_phase(opts, step_s, agreed))
     trainer.reset_peak_memory()
     expect_step(timer, step_s)
     handles = []

@@ -19,6 +19,7 @@ without recompiling. The model is not restored afterwards: the process ends with
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,8 +51,10 @@ class SmoothedLoss:
         return smoothed > self.diverge_factor * self.best
 
 
-def lr_find(build: Build, spec: TrialSpec, workload: Workload, data: LoadedData) -> LrFindRun:
-    """Run the range test of `spec.lr_find` on `data`'s training split.
+def lr_find(build: Build, spec: TrialSpec, workload: Workload, data: LoadedData,
+            on_step: Callable[[int, float, float], None] | None = None) -> LrFindRun:
+    """Run the range test of `spec.lr_find` on `data`'s training split; `on_step` hears each
+    step's number (1-based), lr and smoothed loss.
 
     Raises UnsupportedError for workloads the test does not fit (a GAN has two losses that
     trade off; the language model has no data set yet), UsageError when the training set
@@ -88,6 +91,8 @@ def lr_find(build: Build, spec: TrialSpec, workload: Workload, data: LoadedData)
             break
         smoothed = smoothed_loss.add(loss)
         curve.append((lr, loss, smoothed))
+        if on_step is not None:
+            on_step(i + 1, lr, smoothed)
         if smoothed_loss.diverged(smoothed):
             stop_reason = "diverged"
             break

@@ -108,5 +108,7 @@ class Launcher(ABC):
                on_progress: Callable[[str], None] | None = None) -> Outcome:
         """Run `spec` and return its outcome; never raises for a failing trial.
         KeyboardInterrupt ends the trial's processes and propagates. `on_progress` hears how
-        far a training run has got ("epoch 3/30, train loss 0.41, held-out accuracy 91.2%, 0:00:12
-        elapsed, ETA 0:01:48": runner/epoch_lines.EpochPace), where the launcher can tell."""
+        far the trial has got, where the launcher can tell: each phase its child enters ("warm-up
+        (the first step took 1.2 s)", runner/epoch_lines.py) and each epoch a training run finishes
+        ("epoch 3/30, train loss 0.41, held-out accuracy 91.2%, 0:00:12 elapsed, ETA 0:01:48":
+        runner/epoch_lines.EpochPace)."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rigbench.runner.epoch_lines import without_phases
+
 #: Characters of a child's stderr kept when it dies without a report.
 STDERR_TAIL_CHARS = 2000
 #: Bytes read from the end of the file: the tail, a dump and its module list.
@@ -28,8 +30,9 @@ _NOISE_FILES = ("/threading.py\"", "\"<frozen runpy>\"")
 
 
 def stderr_tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
-    """The end of a child's stderr file in at most `chars` characters ("" if there is none).
-    Reads only the file's end: a chatty child can write megabytes of warnings."""
+    """The end of a child's stderr file in at most `chars` characters ("" if there is none),
+    without rigbench's own phase lines (runner/epoch_lines.py). Reads only the file's end: a
+    chatty child can write megabytes of warnings."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -37,7 +40,7 @@ def stderr_tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
             text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-    return fitted_tail(text, chars)
+    return fitted_tail(without_phases(text), chars)
 
 
 def without_frames(text: str) -> str:

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -212,15 +212,17 @@ class Started:
 
 
 def start_process(argv: Sequence[str], env: Mapping[str, str], stderr_path: Path,
-                  tracking: TrackerSettings, warm_framework: str | None = None) -> Started:
+                  tracking: TrackerSettings, warm_framework: str | None = None,
+                  on_progress: Callable[[str], None] | None = None) -> Started:
     """Start `argv` in a new session with stdin and stdout on the null device and stderr in
     `stderr_path`, and a Tracker on its process tree. A new session: Ctrl-C reaches only the
     parent, which then ends the child itself, and a timeout can kill the child's whole
     process group. A trial child (`argv` = child_command) of `warm_framework` is forked by
-    the warm-start server where it can be (launchers/warm_start.py), else started cold."""
+    the warm-start server where it can be (launchers/warm_start.py), else started cold;
+    `on_progress` hears when a server must first import the framework (seconds)."""
     proc: ChildProcess | None = None
     if warm_framework is not None and tuple(argv[:len(CHILD_MODULE)]) == CHILD_MODULE:
-        proc = warm_start.start_trial(argv[len(CHILD_MODULE):], env, str(stderr_path), warm_framework)
+        proc = warm_start.start_trial(argv[len(CHILD_MODULE):], env, str(stderr_path), warm_framework, on_progress)
     if proc is None:
         with open(stderr_path, "wb") as err:  # the child holds its own descriptor once started
             proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -32,7 +32,7 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psutil
@@ -212,14 +212,18 @@ def server_limit() -> int:
     return max(MIN_SERVERS, min(MAX_SERVERS, int(room // (largest or DEFAULT_SERVER_BYTES))))
 
 
-def _server_for(env: Mapping[str, str], modules: Sequence[str], framework: str) -> ForkServer:
-    """The server of `env` and `modules`, started if there is none; now the most recently used."""
+def _server_for(env: Mapping[str, str], modules: Sequence[str], framework: str,
+                on_progress: Callable[[str], None] | None = None) -> ForkServer:
+    """The server of `env` and `modules`, started if there is none (said to `on_progress`: it
+    imports the framework, seconds); now the most recently used."""
     key = _key(env, modules)
     server = _servers.pop(key, None)
     if server is None:
         limit = server_limit()
         while len(_servers) >= limit:  # stopped before the new one starts: never more than the limit
             _servers.pop(next(iter(_servers))).stop()
+        if on_progress is not None:
+            on_progress(f"starting {framework} (imported once, for every trial of it)")
         server = ForkServer(env, modules)
         if server.refused:
             _say_once(f"rigbench: cold start for {framework} trials: {server.refused}")
@@ -228,13 +232,14 @@ def _server_for(env: Mapping[str, str], modules: Sequence[str], framework: str) 
 
 
 def start_trial(argv: Sequence[str], env: Mapping[str, str], stderr_path: str,
-                framework: str) -> ForkedTrial | None:
-    """A warm-started trial process, or None: start it cold (module docstring)."""
+                framework: str, on_progress: Callable[[str], None] | None = None) -> ForkedTrial | None:
+    """A warm-started trial process, or None: start it cold (module docstring). `on_progress`
+    hears of a server that must start first."""
     global _server
     modules = preload_modules(framework)
     if not modules:
         return None
-    _server = _server_for(env, modules, framework)
+    _server = _server_for(env, modules, framework, on_progress)
     if _server.refused:
         return None
     try:
