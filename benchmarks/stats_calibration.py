@@ -6,6 +6,7 @@ the real functions (analysis/stats.py, analysis/compare.py, analysis/score.py):
   same distribution are called different (the false-positive rate), and how often a real 5%,
   10% and 20% speed-up is found (the power);
 - compare with repeats (3 trials a side, the Welch interval over trials): the same;
+- ratio: how often compare's interval of the speed ratio holds 1.0 on A/A pairs;
 - noisy: how often a trial is flagged noisy (step-time CV over 10%) at a known true CV;
 - score: how often the 95% CI of a machine scored against itself holds 1.0.
 
@@ -23,7 +24,7 @@ host-timer trial's windows) and 60 (a fast default-protocol trial). Every figure
 fixed seed, so the same command prints the same table; the Monte Carlo error of a rate near
 95% over N simulations is about sqrt(0.05 * 0.95 / N) (0.7% at N = 1,000).
 
-Usage: python benchmarks/stats_calibration.py [--sims 1000] [--only coverage,compare,repeats,noisy,score]
+Usage: python benchmarks/stats_calibration.py [--sims 1000] [--only coverage,compare,ratio,repeats,noisy,score]
                                               [--references]
 """
 
@@ -215,6 +216,29 @@ def score_coverages(gen: Generator, n: int, trials: int, sims: int) -> tuple[flo
     return old, score_coverage(gen, n, trials, sims)
 
 
+def ratio_coverage(gen: Generator, n: int, sims: int, blocks: bool, seed: int = 6) -> float:
+    """The share of simulated A/A pairs (one trial a side) whose 95% interval of the speed ratio,
+    compare.ratio_ci, holds 1.0; `blocks` False: its steps drawn one by one, as until 2026-11-28."""
+    from rigbench.analysis import compare, stats
+
+    rng = np.random.default_rng(seed)
+    current = stats.resampled_medians
+
+    def one_by_one(values, rng: np.random.Generator, resamples: int) -> np.ndarray:
+        arr = np.asarray(values, dtype=float)
+        return np.median(arr[rng.integers(0, arr.size, size=(resamples, arr.size))], axis=1)
+
+    compare.resampled_medians = current if blocks else one_by_one
+    try:
+        held = 0
+        for _ in range(sims):
+            low, high = compare.ratio_ci(list(gen(rng, n)), list(gen(rng, n)), resamples=500)
+            held += low <= 1.0 <= high
+    finally:
+        compare.resampled_medians = current
+    return held / sims
+
+
 def flagged_noisy(gen: Generator, n: int, sims: int, seed: int = 5) -> float:
     """The share of simulated trials that throughput_summary flags `noisy` (CV above NOISY_CV)."""
     from rigbench.analysis.stats import throughput_summary
@@ -245,7 +269,7 @@ def references() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sims", type=int, default=1000, help="simulations a cell (default 1,000)")
-    parser.add_argument("--only", default="coverage,compare,repeats,noisy,score",
+    parser.add_argument("--only", default="coverage,compare,ratio,repeats,noisy,score",
                         help="the parts to run, comma-separated (default: all)")
     parser.add_argument("--references", action="store_true",
                         help="also the lag-1 autocorrelation of the shipped references' step times")
@@ -280,6 +304,13 @@ def main() -> None:
             for n in (10, 60):
                 cells = [called_on_trials(gen, n, 3, sims, s) for s in (0.0, *SPEEDUPS)]
                 print(f"{name:22s} {n:3d} " + " ".join(f"{c:6.1%}" for c in cells))
+    if "ratio" in parts:
+        print(f"\ncompare's ratio interval on A/A pairs, one trial a side: the share holding 1.0 ({sims:,} pairs a cell)")
+        print(f"{'model':22s} {'steps':14s} " + " ".join(f"{'n=' + str(n):>6s}" for n in SIZES[1:]))
+        for name in ("lognormal CV 5%", f"AR(1) phi {AR_PHI}"):
+            for label, blocks in (("one by one", False), ("in blocks", True)):
+                cells = [ratio_coverage(MODELS[name][0], n, sims, blocks) for n in SIZES[1:]]
+                print(f"{name:22s} {label:14s} " + " ".join(f"{c:6.1%}" for c in cells))
     if "noisy" in parts:
         print(f"\nthe share of trials flagged noisy (CV over 10%; {sims:,} trials a cell)")
         print(f"{'true step-time CV':22s} " + " ".join(f"{'n=' + str(n):>6s}" for n in SIZES))

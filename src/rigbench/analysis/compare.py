@@ -20,7 +20,8 @@ Significance (docs/COMPARING.md): a change is reported only when both hold:
    for correlated steps) do not overlap, and each side has at least 6 measurements (fewer
    have no 95% interval of a median).
 Otherwise: "no significant change". The ratio is B's samples/s over A's, with a 95%
-bootstrap CI (each side resampled independently, ratio of medians, fixed seed).
+bootstrap CI (each side resampled independently, in blocks where its steps are correlated,
+ratio of medians, fixed seed).
 
 Repeats: a side with a configuration measured more than once in its newest run (`rigbench run
 --repeat N`) has every trial of it. Where both sides have at least two successful trials, the
@@ -49,6 +50,7 @@ from rigbench.analysis.stats import (
     mann_whitney_u,
     median,
     median_ci,
+    resampled_medians,
     t_interval,
     welch_interval,
 )
@@ -241,11 +243,11 @@ def trial_significance(a_speeds: Sequence[float], b_speeds: Sequence[float]) -> 
 def ratio_ci(a_times: Sequence[float], b_times: Sequence[float], confidence: float = 0.95,
              resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
     """Bootstrap CI of median(a) / median(b) (= B's samples/s over A's at equal batch): each
-    sample resampled with replacement on its own, percentile interval, fixed seed."""
-    a, b = np.asarray(a_times, dtype=float), np.asarray(b_times, dtype=float)
+    sample resampled on its own, in blocks where its steps are correlated
+    (stats.resampled_medians), percentile interval, fixed seed."""
     rng = np.random.default_rng(seed)
-    med_a = np.median(a[rng.integers(0, a.size, size=(resamples, a.size))], axis=1)
-    med_b = np.median(b[rng.integers(0, b.size, size=(resamples, b.size))], axis=1)
+    med_a = resampled_medians(a_times, rng, resamples)
+    med_b = resampled_medians(b_times, rng, resamples)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(med_a / med_b, [tail, 100 - tail])
     return float(low), float(high)

@@ -33,7 +33,6 @@ data/reference_machines/NAME.json, or any bundle file, or a stored run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from rigbench.analysis.host_bound import host_bound_state
-from rigbench.analysis.stats import MAX_LAG1, geometric_mean, lag1_autocorrelation, median
+from rigbench.analysis.stats import geometric_mean, median, resampled_medians
 from rigbench.analysis.trials import is_full_protocol, is_quick_protocol, newest_run_trials
 from rigbench.spec import Result, TrialSpec
 from rigbench.workloads import WORKLOADS, resolved_options
@@ -252,25 +251,11 @@ def resampled_speeds(trials: Sequence[Result], rng: np.random.Generator, resampl
     return np.exp(log_total / len(trials))
 
 
-def block_length(times: np.ndarray) -> int:
-    """The moving-block bootstrap's block: (1 + r) / (1 - r) steps, rounded up, for the steps'
-    lag-1 autocorrelation r (read as 0 to MAX_LAG1, as median_ci reads it); 1 for independent
-    steps, 3 at the 0.43 of the dev VM's reference; at most half the steps."""
-    r = min(max(lag1_autocorrelation(times), 0.0), MAX_LAG1)
-    return max(1, min(math.ceil((1 + r) / (1 - r) - 1e-9), times.size // 2))
-
-
 def _resampled_speed(r: Result, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    """`resamples` replicates of one trial's samples/s, its steps drawn in runs of block_length
-    consecutive ones (a moving-block bootstrap): consecutive steps share the machine's state,
-    and drawing them one by one made the score's CI hold 1.0 for a machine against itself in
-    75% of cases with correlated steps (benchmarks/stats_calibration.py --only score)."""
-    times = np.asarray(r.timing_samples(), dtype=float)
-    length = block_length(times)
-    blocks = -(-times.size // length)
-    starts = rng.integers(0, times.size - length + 1, size=(resamples, blocks, 1))
-    drawn = times[(starts + np.arange(length)).reshape(resamples, -1)[:, :times.size]]
-    return r.spec.batch_size / np.median(drawn, axis=1)
+    """`resamples` replicates of one trial's samples/s, its steps drawn in blocks where they are
+    correlated (stats.resampled_medians): drawn one by one, the score's CI held 1.0 for a machine
+    against itself in 75% of cases with correlated steps (benchmarks/stats_calibration.py)."""
+    return r.spec.batch_size / resampled_medians(r.timing_samples(), rng, resamples)
 
 
 def compute_score(ours: Mapping[str, Sequence[Result]], reference: Mapping[str, Sequence[Result]], cls: str,

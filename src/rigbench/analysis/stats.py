@@ -161,6 +161,29 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float,
     return float(ordered[k - 1]), float(ordered[n - k])
 
 
+def block_length(values: Sequence[float] | np.ndarray) -> int:
+    """The moving-block bootstrap's block for measurements in the order taken: (1 + r) / (1 - r)
+    of them, rounded up, for their lag-1 autocorrelation r (read as median_ci reads it: 0 to
+    MAX_LAG1); 1 for independent ones, 3 at the 0.43 of the dev VM's reference; at most a
+    quarter of them (four blocks at least: fewer drew worse intervals than blocks of 1 at 5-10
+    steps, benchmarks/stats_calibration.py --only ratio)."""
+    arr = np.asarray(values, dtype=float)
+    r = min(max(lag1_autocorrelation(arr), 0.0), MAX_LAG1)
+    return max(1, min(math.ceil((1 + r) / (1 - r) - 1e-9), arr.size // 4))
+
+
+def resampled_medians(values: Sequence[float] | np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """`resamples` bootstrap replicates of the median of `values` (in the order taken), drawn in
+    runs of block_length consecutive ones (a moving-block bootstrap): consecutive steps share the
+    machine's state, and drawn one by one, correlated steps read as many independent ones
+    (docs/METHODOLOGY.md, "Are the intervals right?"). With blocks of 1 the draws are the plain
+    bootstrap's, number for number."""
+    arr = np.asarray(values, dtype=float)
+    length = block_length(arr)
+    starts = rng.integers(0, arr.size - length + 1, size=(resamples, -(-arr.size // length), 1))
+    return np.median(arr[(starts + np.arange(length)).reshape(resamples, -1)[:, :arr.size]], axis=1)
+
+
 def throughput_summary(step_times_s: Sequence[float], batch_size: int,
                        windows: Sequence[int] = ()) -> dict[str, float | bool | int]:
     """Summary of timed steps: median/IQR step time (ms), samples/s with its 95% CI, noise.
