@@ -142,7 +142,11 @@ def test_floats_are_rounded_in_their_units():
     assert value(lines, "step_time_ms_median") == "99.8 ms"
     assert value(lines, "step_time_cv") == "0.1547 (noisy)" and value(lines, "noisy") == "yes"
     assert value(lines, "cpu_util_pct_mean") == "50.1%"
-    assert value(lines, "flops_per_sample") == "56.9 MFLOP" and value(lines, "bytes_per_sample") == "2.07 MB"
+    assert value(lines, "flops_per_sample") == "56.9 MFLOP"
+    assert value(lines, "bytes_per_sample") == "2.07 MB (an early estimate: fp32 bytes, attention unfused)"
+    revised = r.model_copy(update={"metrics": r.metrics.model_copy(update={"bytes_estimate_revision": 2})})
+    assert value(render(revised), "bytes_per_sample") == "2.07 MB (estimate revision 2: at the trial's precision)"
+    assert not [line for line in render(revised) if "bytes_estimate_revision" in line]  # said in its row
     assert value(lines, "params") == "10,020,874 parameters"
     assert value(lines, "epoch_seconds") == "19,535 s (5:25:35)"
 

@@ -25,7 +25,8 @@ from rigbench.units import clock, format_bytes
 Rows = list[tuple[str, str]]
 
 #: The metrics each heading lists, in order; a metric in none of them is listed under "other"
-#: (so a new one shows before it is placed). samples_per_s_ci is part of samples_per_s's row.
+#: (so a new one shows before it is placed). samples_per_s_ci is part of samples_per_s's row,
+#: bytes_estimate_revision of bytes_per_sample's.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("speed", ("samples_per_s", "tokens_per_s", "step_time_ms_median", "step_time_ms_mean", "step_time_ms_iqr",
                "step_time_cv", "noisy", "steps_measured", "first_step_s", "warmup_s", "cpu_ms_per_step",
@@ -35,7 +36,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "target_accuracy", "target_loss", "seconds_to_target", "epochs_to_target", "train_seconds",
                   "eval_seconds", "input_fraction", "copy_fraction", "diverged_at_epoch")),
     ("learning-rate range test", ("suggested_lr",)),
-    ("model and data", ("params", "flops_per_sample", "bytes_per_sample", "bytes_estimate_revision", "dataset",
+    ("model and data", ("params", "flops_per_sample", "bytes_per_sample", "dataset",
                         "dataset_size")),
     ("resources", ("cpu_util_pct_mean", "cpu_util_pct_p95", "system_cpu_pct_mean", "system_cpu_pct_p95",
                    "others_cpu_pct_mean", "rss_peak_mib", "capped_peak_mib", "allocator_peak_mib",
@@ -50,8 +51,9 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
                        "replicas_identical", "allreduce_grad_ms", "allreduce_busbw_gbs", "allreduce_latency_us",
                        "allreduce_table")),
 )
-#: Shown elsewhere: in samples_per_s's row, and among the trial's own rows (setup_rows).
-ELSEWHERE = ("samples_per_s_ci", "trial_s")
+#: Shown elsewhere: in samples_per_s's and bytes_per_sample's rows, and among the trial's own
+#: rows (setup_rows).
+ELSEWHERE = ("samples_per_s_ci", "bytes_estimate_revision", "trial_s")
 #: final_loss is the last training loss of a speed trial's steps, of a training run's last
 #: epoch, of a range test's ramp: it goes under the heading of its kind.
 _FINAL_LOSS = {"train": "training", "lr_find": "learning-rate range test"}
@@ -154,6 +156,10 @@ def _metric_row(r: Result, name: str, value: Any) -> str | None:
         return per_epoch(value, _loss, highest=False)
     if name == "allreduce_table":
         return _allreduce(value)
+    if name == "bytes_per_sample":  # which count made it, in words: a bare "revision 2" row said nothing
+        revision = r.metrics.bytes_estimate_revision
+        return metric_text(name, value) + (f" (estimate revision {revision}: at the trial's precision)" if revision
+                                           else " (an early estimate: fp32 bytes, attention unfused)")
     if name == "step_time_cv" and r.metrics.noisy:
         return f"{_loss(value)} (noisy)"
     if name == "others_cpu_pct_mean" and is_busy(r.metrics):
