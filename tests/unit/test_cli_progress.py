@@ -72,3 +72,18 @@ def test_recommend_into_a_pipe_says_each_trials_phase(monkeypatch):
         f"  {spec.label()}: timing: at least 10 steps and 2 s, about 0:00:30 at the warm-up's pace",
         f"  {spec.label()}: 100.0 samples/s"]
     assert json.loads(done.stdout)["workload"] == "mlp"
+
+
+def test_long_reads_and_writes_show_a_spinner_on_a_terminal_and_nothing_in_a_pipe(monkeypatch, capsys):
+    """`results export --format bundle` (20 s on 4,788 results), `results import` of its bundle
+    (17 s) and `report` (7.5 s) drew nothing on a terminal until their end. Into a pipe they stay
+    silent: an error found on the way (an --out that cannot be written) is one line alone."""
+    from rigbench.cli.common import working
+
+    for terminal, said in ((True, True), (False, False)):
+        monkeypatch.setattr(err, "_force_terminal", terminal)
+        monkeypatch.setattr(err, "is_interactive", terminal)
+        with working("reading the results"):
+            pass
+        captured = capsys.readouterr()
+        assert ("reading the results" in captured.err) is said and captured.out == ""

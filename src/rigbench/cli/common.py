@@ -5,12 +5,13 @@ Each command group lives in its own module of this package and registers on `app
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import wraps
 from typing import Any, cast
 
@@ -365,6 +366,14 @@ def progress_bar() -> Progress:
     """The bar of long work on stderr: what is going on, done/total, time so far; gone when done."""
     return Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                     TimeElapsedColumn(), console=err, transient=True, disable=no_bar())
+
+
+@contextlib.contextmanager
+def working(text: str) -> Iterator[None]:
+    """Seconds of work nothing else shows: a spinner saying `text` on a terminal, gone when done;
+    nothing where no bar is drawn, where an error the work finds is one line alone."""
+    with err.status(text) if not no_bar() else contextlib.nullcontext():
+        yield
 
 
 def open_store_for(specs: list[Any], db: str | None) -> None:

@@ -18,6 +18,7 @@ from rigbench.cli.common import (
     handles_usage_errors,
     out,
     results_app,
+    working,
 )
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
@@ -339,7 +340,8 @@ def results_import(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Import a results bundle: validated in full first; a malformed file changes nothing (exit 2)."""
-    done = api.import_bundle(file, db=db)
+    with working(f"importing {file}: every result checked, then stored"):
+        done = api.import_bundle(file, db=db)
     text = f"Imported {done.added_results} results in {len(done.added_runs)} new runs from {file}"
     if done.added_calibrations:
         text += f", and {done.added_calibrations} calibration measurements (`rigbench roofline` reads them)"

@@ -34,6 +34,7 @@ from rigbench.cli.common import (
     say_none_match,
     show_hint,
     stored_text,
+    working,
 )
 from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
@@ -318,16 +319,16 @@ def results_export(
     """Export stored results as flat JSON or CSV rows, or as a full bundle for `results import`."""
     if fmt not in ("json", "csv", "bundle"):
         raise UsageError(f"--format must be json, csv or bundle, got {fmt!r}")
-    if fmt == "bundle":  # full fidelity, importable (store/bundle.py)
-        from rigbench.store.bundle import dump_bundle
+    from rigbench.store.bundle import dump_bundle
 
-        bundle = api.export_bundle(db, [run_id] if run_id else None)
-        rows, text = bundle["results"], dump_bundle(bundle)
-        measured = len(bundle.get("calibrations", []))  # a calibrate run: calibrations, no results
-    else:
-        rows = Store(db, create=False).list(run_id=run_id)
-        text = to_json(rows) if fmt == "json" else to_csv(rows)
-        measured = 0
+    with working("reading the results"):
+        if fmt == "bundle":  # full fidelity, importable (store/bundle.py)
+            bundle = api.export_bundle(db, [run_id] if run_id else None)
+            rows, measured = bundle["results"], len(bundle.get("calibrations", []))  # calibrate: calibrations only
+        else:
+            rows, measured = Store(db, create=False).list(run_id=run_id), 0
+    with working(f"writing {len(rows)} results as {fmt}"):
+        text = dump_bundle(bundle) if fmt == "bundle" else to_json(rows) if fmt == "json" else to_csv(rows)
     if not rows and not measured:
         say_none_match(Store(db, create=False), {"--run": run_id})
     if output:
@@ -375,8 +376,9 @@ def report(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Write an HTML report: a summary per workload, then charts (speed per workload, speed-ups beside published ones, roofline, scaling, training, energy, resources), machines, failures."""
-    done = api.report(output, db=db, run_ids=run_id or [], where=where or [], png_dir=png_dir,
-                      screenshot=screenshot)
+    with working(f"writing {output}: reading the results, drawing the charts"):
+        done = api.report(output, db=db, run_ids=run_id or [], where=where or [], png_dir=png_dir,
+                          screenshot=screenshot)
     out.print(f"Wrote {done.path} ({done.size_bytes / 1024:,.0f} KB): {done.trials} trials, "
               f"{len(done.charts)} charts", highlight=False, markup=False, soft_wrap=True)
     if done.pngs:
