@@ -52,7 +52,10 @@ def make_seed(folder: str) -> str:
 
 def _scaled(result: Any, run_id: str, when: datetime, factor: float, batch_scale: int, gpu: bool,
             rng: random.Random) -> Any:
-    """A copy of `result` in run `run_id`, as if measured `factor` times faster."""
+    """A copy of `result` in run `run_id`, as if measured `factor` times faster, at `batch_scale`
+    times the batch (each step that much longer: the same samples/s, so the copy still holds
+    samples/s = batch / median step, which an import of its bundle checks)."""
+    from rigbench.analysis.stats import throughput_summary
     from rigbench.spec import Result
 
     data = result.model_dump(mode="json")
@@ -63,16 +66,19 @@ def _scaled(result: Any, run_id: str, when: datetime, factor: float, batch_scale
         spec["device"] = "cuda:0"
         data["device_name"] = GPU_NAME
     metrics = data["metrics"]
-    for name in ("samples_per_s", "tokens_per_s"):
-        if metrics.get(name):
-            metrics[name] *= factor
-    if metrics.get("samples_per_s_ci"):
-        metrics["samples_per_s_ci"] = [v * factor for v in metrics["samples_per_s_ci"]]
-    if metrics.get("step_time_ms_median"):
-        metrics["step_time_ms_median"] /= factor
+    stretch = batch_scale / factor  # each step's time
     steps = data["step_times_s"]
     if steps and not data["step_windows"]:  # resample: a realistic 20-200 steps per trial
-        data["step_times_s"] = [rng.choice(steps) / factor for _ in range(rng.randint(20, 200))]
+        data["step_times_s"] = [rng.choice(steps) * stretch for _ in range(rng.randint(20, 200))]
+    else:
+        data["step_times_s"] = [t * stretch for t in steps]
+    if data["step_times_s"] and metrics.get("samples_per_s"):  # the figures from the new steps, as a trial's
+        summary = throughput_summary(data["step_times_s"], spec["batch_size"], data["step_windows"])
+        per_sample = (metrics.get("tokens_per_s") or 0) / metrics["samples_per_s"]  # a language model's tokens
+        low, high = summary.pop("samples_per_s_ci_low"), summary.pop("samples_per_s_ci_high")
+        metrics.update(summary, samples_per_s_ci=[low, high])
+        if per_sample:
+            metrics["tokens_per_s"] = metrics["samples_per_s"] * per_sample
     return Result.model_validate(data)
 
 
