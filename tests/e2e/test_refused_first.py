@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from rigbench import api
 from rigbench.cli import app
-from rigbench.cli.common import progress_bar
+from rigbench.cli.console import progress_bar
 from rigbench.experiments import calibrate as experiment_calibrate
 from rigbench.experiments import devices as experiment_devices
 from tests.e2e.test_bad_input import assert_one_line_error, stored_db

@@ -9,7 +9,7 @@ import json
 from typer.testing import CliRunner
 
 from rigbench.cli import app, show_progress_lines
-from rigbench.cli.common import err
+from rigbench.cli.console import err
 from rigbench.experiments.max_batch import MaxBatchOutcome
 from rigbench.experiments.recommend import RecommendOutcome
 from rigbench.runner import probe
@@ -78,7 +78,7 @@ def test_long_reads_and_writes_show_a_spinner_on_a_terminal_and_nothing_in_a_pip
     """`results export --format bundle` (20 s on 4,788 results), `results import` of its bundle
     (17 s) and `report` (7.5 s) drew nothing on a terminal until their end. Into a pipe they stay
     silent: an error found on the way (an --out that cannot be written) is one line alone."""
-    from rigbench.cli.common import working
+    from rigbench.cli.console import working
 
     for terminal, said in ((True, True), (False, False)):
         monkeypatch.setattr(err, "_force_terminal", terminal)

@@ -236,7 +236,7 @@ def test_a_peak_that_falls_as_the_batch_grows_on_a_gpu_gives_no_line_and_says_wh
 
 
 def test_a_search_without_a_line_says_why_in_its_summary_and_json():
-    from rigbench.cli.common import out
+    from rigbench.cli.console import out
     from rigbench.cli.max_batch import _print_max_batch
 
     why = falling_peak([(b, mib * MIB) for b, mib in H200_CATSDOGS])
@@ -249,7 +249,7 @@ def test_a_search_without_a_line_says_why_in_its_summary_and_json():
 
 
 def test_printed_summary_names_the_model_the_stop_and_the_recommendation():
-    from rigbench.cli.common import out
+    from rigbench.cli.console import out
     from rigbench.cli.max_batch import _print_max_batch
 
     stop = probe(128, "timeout", None)
@@ -289,7 +289,7 @@ def test_the_search_fits_the_line_to_the_probes_that_ran_to_judge_a_crash():
 
 
 def test_a_crash_counted_as_oom_is_named_in_the_summary_and_the_json():
-    from rigbench.cli.common import out
+    from rigbench.cli.console import out
     from rigbench.cli.max_batch import _print_max_batch
 
     probes = [probe(128, "ok", 556.0), probe(256, "ok", 812.0), probe(512, "crash", None, SEGFAULT)]
@@ -305,7 +305,7 @@ def test_a_crash_counted_as_oom_is_named_in_the_summary_and_the_json():
 
 
 def test_a_crash_without_a_model_stops_the_search_and_says_how_to_tell():
-    from rigbench.cli.common import out
+    from rigbench.cli.console import out
     from rigbench.cli.max_batch import _print_max_batch
 
     stop = probe(512, "crash", None, SEGFAULT)
@@ -348,7 +348,7 @@ def test_a_stored_search_that_ran_to_its_end_reads_as_complete_and_one_stopped_e
 def test_an_interrupted_search_without_an_oom_says_it_found_no_ceiling():
     """`max-batch` stopped by Ctrl-C after 5 ok probes said `recommended batch: 1024 (capped at the
     largest batch that ran)` where `recommend` called the same search one that caps nothing."""
-    from rigbench.cli.common import out
+    from rigbench.cli.console import out
     from rigbench.cli.max_batch import _print_max_batch
 
     outcome = outcome_of([probe(32, "ok", 332.0), probe(64, "ok", 364.0)], smallest_oom=None, interrupted=True)

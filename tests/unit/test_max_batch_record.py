@@ -6,7 +6,7 @@ here with a fake runner that stores each probe as run_trials does: no child proc
 import pytest
 
 from rigbench.analysis import recommend as rules
-from rigbench.cli.common import out
+from rigbench.cli.console import out
 from rigbench.cli.max_batch import _print_max_batch
 from rigbench.experiments import max_batch
 from rigbench.experiments.search_limits import limit_of, stored_limit

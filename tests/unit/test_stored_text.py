@@ -301,7 +301,7 @@ def test_the_commands_consoles_write_control_characters_out_in_plain_lines():
     one-line outcome) goes through cli.common's consoles, which write control characters out."""
     import io
 
-    from rigbench.cli.common import _Console
+    from rigbench.cli.console import _Console
 
     buffer = io.StringIO()
     console = _Console(file=buffer, markup=False, width=100)

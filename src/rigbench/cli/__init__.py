@@ -19,7 +19,8 @@ from rigbench.cli import (
     specs,  # noqa: F401  (registers specs)
     sweep,  # noqa: F401  (registers sweep)
 )
-from rigbench.cli.common import app, err, results_app, utf8_streams
+from rigbench.cli.common import app, results_app
+from rigbench.cli.console import err, utf8_streams
 from rigbench.cli.examples import add_examples
 
 add_examples(app, results_app)  # after every module above has registered its commands

@@ -22,14 +22,13 @@ from rigbench.cli.common import (
     app,
     db_flag,
     energy_option,
-    err,
     framework_option,
     handles_usage_errors,
     no_answer,
-    out,
     parse_compile,
     stored_text,
 )
+from rigbench.cli.console import err, out
 from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
 from rigbench.experiments.lr_find import train_argv

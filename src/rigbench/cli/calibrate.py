@@ -10,7 +10,8 @@ import typer
 from rigbench import api
 from rigbench.analysis.contention import busy_calibration_note
 from rigbench.cli import interrupts
-from rigbench.cli.common import DB_HELP, WHERE_HELP, all_of, app, err, framework_option, handles_usage_errors, out
+from rigbench.cli.common import DB_HELP, WHERE_HELP, all_of, app, framework_option, handles_usage_errors
+from rigbench.cli.console import err, out
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal

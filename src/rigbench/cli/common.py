@@ -1,28 +1,25 @@
-"""What every `rigbench` command shares: the typer app, consoles, error handling, progress.
+"""What every `rigbench` command shares: the typer app, its options, error handling, running
+trials with progress (the consoles and the bar themselves: cli/console.py).
 
 Each command group lives in its own module of this package and registers on `app`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
-import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any, cast
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console, ConsoleDimensions
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy.exc import DBAPIError
 from typer.core import TyperGroup
 
 from rigbench import __version__, api
+from rigbench.cli.console import err, no_bar, progress_bar
 from rigbench.compile_modes import COMPILE_MODES, CompileMode, compile_mode
 from rigbench.errors import UsageError, validation_line
 from rigbench.experiments.plan import tf32_off_cuda
@@ -33,7 +30,6 @@ from rigbench.spec import ENERGY_MODES, PRECISIONS, Result
 from rigbench.store import Store
 from rigbench.store.engine import error_text, resolve_db_url, sqlite_file, url_without_password
 from rigbench.store.limits import check_storable
-from rigbench.textlimits import visible
 from rigbench.units import split_list
 from rigbench.workloads import WORKLOADS, parse_workload_ref
 
@@ -60,66 +56,6 @@ app = typer.Typer(
 results_app = typer.Typer(help="Stored results: list trials, list runs, show one, export (JSON, CSV, bundle), import a bundle, flush the spool.",
                           no_args_is_help=True, cls=_OrderedCommands)
 app.add_typer(results_app, name="results", short_help="Stored results: list, runs, show, export, import, flush.")
-
-# A terminal's tables fit its width (reports/table_fit.py). Into a file or a pipe rich would
-# assume 80 columns; there tables are laid out PIPED_WIDTH wide, so rows keep their columns,
-# unless COLUMNS is set: a width asked for (`COLUMNS=80 rigbench results list | less`) wins,
-# in a terminal or not, and is read when printing (a test's CliRunner env sets it).
-# markup=False: what is printed is often stored text (an error's "[enforce fail at ...]", a
-# workload option), shown verbatim; styles are given as rich.text.Text, never as markup.
-PIPED_WIDTH = 200
-
-
-def columns_set() -> int | None:
-    """The width COLUMNS asks for, or None where it is unset (or not a positive number)."""
-    text = os.environ.get("COLUMNS", "").strip()
-    return int(text) if text.isdigit() and int(text) > 0 else None
-
-
-class _Console(Console):
-    """A Console whose plain-string lines have their control characters written out
-    (textlimits.visible): notes and messages quote stored text (a device name, an error), and a
-    stored ESC sequence must not act on the terminal. Tables and Text cells are already so.
-    `piped_width`: its width into a file or a pipe, where COLUMNS does not say one."""
-
-    def __init__(self, *args: Any, piped_width: int | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._piped_width = piped_width
-        if kwargs.get("width") is None:
-            self._width = None  # rich read COLUMNS once, here; `size` reads it at each print
-
-    @property
-    def size(self) -> ConsoleDimensions:
-        size = super().size
-        if self._width is not None:  # given, or set (`console.width = 80`)
-            return size
-        columns = columns_set()
-        if columns is not None:
-            return ConsoleDimensions(columns, size.height)
-        if self._piped_width is not None and not self.is_terminal:
-            return ConsoleDimensions(self._piped_width, size.height)
-        return size
-
-    @size.setter
-    def size(self, new_size: tuple[int, int]) -> None:
-        self._width, self._height = new_size
-
-    def print(self, *objects: Any, **kwargs: Any) -> None:
-        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
-
-
-out = _Console(markup=False, piped_width=PIPED_WIDTH)
-err = _Console(stderr=True, markup=False)
-
-
-def utf8_streams() -> None:
-    """stdout and stderr write UTF-8 whatever the locale says. Windows gives a redirected stream
-    its ANSI code page (cp1252), which has no "→" or "≥" and few of the world's letters: `rigbench
-    results export --format csv > r.csv` ended in a UnicodeEncodeError at the first such stored
-    character. UTF-8 is what -o files hold, and Python's own default from 3.15 (PEP 686)."""
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower().replace("-", "") != "utf8":
-            stream.reconfigure(encoding="utf-8", errors="backslashreplace")
 
 def db_flag(db: str | None) -> str:
     """` --db URL` for a next-step hint when the command was given one, without its password
@@ -354,26 +290,6 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """rigbench: trustworthy training benchmarks for this machine."""
-
-
-def no_bar() -> bool:
-    """Whether a progress bar must stay off: where stderr is not a terminal it is never drawn,
-    yet rich ends it with a blank line, which put an empty line before an error's one line."""
-    return not err.is_interactive
-
-
-def progress_bar() -> Progress:
-    """The bar of long work on stderr: what is going on, done/total, time so far; gone when done."""
-    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), console=err, transient=True, disable=no_bar())
-
-
-@contextlib.contextmanager
-def working(text: str) -> Iterator[None]:
-    """Seconds of work nothing else shows: a spinner saying `text` on a terminal, gone when done;
-    nothing where no bar is drawn, where an error the work finds is one line alone."""
-    with err.status(text) if not no_bar() else contextlib.nullcontext():
-        yield
 
 
 def open_store_for(specs: list[Any], db: str | None) -> None:

@@ -9,17 +9,8 @@ import typer
 from rich.text import Text
 
 from rigbench import api
-from rigbench.cli.common import (
-    DB_HELP,
-    WHERE_KEYS_HELP,
-    _check_precision,
-    app,
-    err,
-    handles_usage_errors,
-    out,
-    results_app,
-    working,
-)
+from rigbench.cli.common import DB_HELP, WHERE_KEYS_HELP, _check_precision, app, handles_usage_errors, results_app
+from rigbench.cli.console import err, out, working
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
 from rigbench.reports import compare_tables, terminal

@@ -22,20 +22,16 @@ from rigbench.cli.common import (
     app,
     db_flag,
     energy_option,
-    err,
     framework_option,
     handles_usage_errors,
     no_answer,
-    no_bar,
-    out,
     parse_compile,
-    progress_bar,
     results_app,
     say_none_match,
     show_hint,
     stored_text,
-    working,
 )
+from rigbench.cli.console import err, no_bar, out, progress_bar, working
 from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json

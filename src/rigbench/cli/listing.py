@@ -11,10 +11,10 @@ from rigbench.cli.common import (
     all_of,
     handles_usage_errors,
     listed_results,
-    out,
     results_app,
     say_none_match,
 )
+from rigbench.cli.console import out
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal

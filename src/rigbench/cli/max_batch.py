@@ -12,13 +12,11 @@ from rigbench.cli.common import (
     _check_precision,
     app,
     db_flag,
-    err,
     framework_option,
     handles_usage_errors,
     no_answer,
-    no_bar,
-    out,
 )
+from rigbench.cli.console import err, no_bar, out
 from rigbench.errors import UsageError
 from rigbench.experiments import max_batch as search  # its defaults: the library's are the command's
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric

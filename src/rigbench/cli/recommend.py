@@ -8,7 +8,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from rigbench import api
 from rigbench.cli import interrupts
-from rigbench.cli.common import DB_HELP, app, err, framework_option, handles_usage_errors, no_answer, no_bar, out
+from rigbench.cli.common import DB_HELP, app, framework_option, handles_usage_errors, no_answer
+from rigbench.cli.console import err, no_bar, out
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.spec import Result, TrialSpec

@@ -19,7 +19,8 @@ from rigbench.analysis.specs import (
     lookup,
     peak_flops,
 )
-from rigbench.cli.common import app, handles_usage_errors, out
+from rigbench.cli.common import app, handles_usage_errors
+from rigbench.cli.console import out
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
 from rigbench.reports.cells import cells

@@ -17,15 +17,13 @@ from rigbench.cli.common import (
     _check_precision,
     app,
     energy_option,
-    err,
     framework_option,
     handles_usage_errors,
-    no_bar,
     open_store_for,
-    out,
     parse_compile,
     stored_text,
 )
+from rigbench.cli.console import err, no_bar, out
 from rigbench.errors import UsageError
 from rigbench.experiments.sweep import (
     SweepOutcome,

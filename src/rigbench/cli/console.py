@@ -1,0 +1,96 @@
+"""The command line's two consoles (stdout for results, stderr for everything else) and its
+signs of long work: a progress bar and a spinner on a terminal, nothing where no bar is drawn."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console, ConsoleDimensions
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rigbench.textlimits import visible
+
+# A terminal's tables fit its width (reports/table_fit.py). Into a file or a pipe rich would
+# assume 80 columns; there tables are laid out PIPED_WIDTH wide, so rows keep their columns,
+# unless COLUMNS is set: a width asked for (`COLUMNS=80 rigbench results list | less`) wins,
+# in a terminal or not, and is read when printing (a test's CliRunner env sets it).
+# markup=False: what is printed is often stored text (an error's "[enforce fail at ...]", a
+# workload option), shown verbatim; styles are given as rich.text.Text, never as markup.
+PIPED_WIDTH = 200
+
+
+def columns_set() -> int | None:
+    """The width COLUMNS asks for, or None where it is unset (or not a positive number)."""
+    text = os.environ.get("COLUMNS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+class _Console(Console):
+    """A Console whose plain-string lines have their control characters written out
+    (textlimits.visible): notes and messages quote stored text (a device name, an error), and a
+    stored ESC sequence must not act on the terminal. Tables and Text cells are already so.
+    `piped_width`: its width into a file or a pipe, where COLUMNS does not say one."""
+
+    def __init__(self, *args: Any, piped_width: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._piped_width = piped_width
+        if kwargs.get("width") is None:
+            self._width = None  # rich read COLUMNS once, here; `size` reads it at each print
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is not None:  # given, or set (`console.width = 80`)
+            return size
+        columns = columns_set()
+        if columns is not None:
+            return ConsoleDimensions(columns, size.height)
+        if self._piped_width is not None and not self.is_terminal:
+            return ConsoleDimensions(self._piped_width, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+out = _Console(markup=False, piped_width=PIPED_WIDTH)
+err = _Console(stderr=True, markup=False)
+
+
+def utf8_streams() -> None:
+    """stdout and stderr write UTF-8 whatever the locale says. Windows gives a redirected stream
+    its ANSI code page (cp1252), which has no "→" or "≥" and few of the world's letters: `rigbench
+    results export --format csv > r.csv` ended in a UnicodeEncodeError at the first such stored
+    character. UTF-8 is what -o files hold, and Python's own default from 3.15 (PEP 686)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower().replace("-", "") != "utf8":
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+
+
+def no_bar() -> bool:
+    """Whether a progress bar must stay off: where stderr is not a terminal it is never drawn,
+    yet rich ends it with a blank line, which put an empty line before an error's one line."""
+    return not err.is_interactive
+
+
+def progress_bar() -> Progress:
+    """The bar of long work on stderr: what is going on, done/total, time so far; gone when done."""
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), console=err, transient=True, disable=no_bar())
+
+
+@contextlib.contextmanager
+def working(text: str) -> Iterator[None]:
+    """Seconds of work nothing else shows: a spinner saying `text` on a terminal, gone when done;
+    nothing where no bar is drawn, where an error the work finds is one line alone."""
+    with err.status(text) if not no_bar() else contextlib.nullcontext():
+        yield
