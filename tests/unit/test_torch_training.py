@@ -85,6 +85,20 @@ def test_loader_mode_times_input_and_copy(workers, pin_memory, no_fork_after_jax
     assert 0 <= record.accuracy <= 1
 
 
+@pytest.mark.timeout(120)  # without the fix: a worker that cannot hand over a batch, and a loader that waits for ever
+def test_loader_workers_train_under_a_long_temporary_directory(tmp_path, monkeypatch, no_fork_after_jax):
+    """A worker hands each batch over a Unix socket under the temporary directory; past 107
+    characters its bind failed ("AF_UNIX path too long") and `train --workers N` hung."""
+    import tempfile
+
+    long = tmp_path / ("t" * (120 - len(str(tmp_path))))
+    long.mkdir()
+    monkeypatch.setenv("TMPDIR", str(long))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    (record,) = _train(_spec("mlp", 1, max_train_samples=128, input_mode="loader", workers=1)).epochs
+    assert record.steps == 128 // 32 and 0 <= record.accuracy <= 1
+
+
 def test_same_seed_same_run():
     first = _train(_spec("cnn", 1, max_train_samples=256))
     again = _train(_spec("cnn", 1, max_train_samples=256))

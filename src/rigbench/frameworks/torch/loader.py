@@ -7,7 +7,9 @@ runs in the main process, so persistent workers see each epoch's order too.
 
 from __future__ import annotations
 
+import os
 import signal
+import tempfile
 from collections.abc import Iterator
 
 import numpy as np
@@ -48,11 +50,29 @@ def _ignored(_signum: int, _frame: object) -> None:
     """A stop signal a loader worker leaves to the trial (_ignore_stop_signals)."""
 
 
+#: The longest path of a Unix socket (Linux: 108 bytes with the NUL), and what multiprocessing
+#: adds to the temporary directory for a worker's (pymp-XXXXXXXX/listener-XXXXXXXX).
+SOCKET_PATH_MAX = 107
+SOCKET_SUFFIX = 32
+
+
+def short_temp_dir() -> None:
+    """A worker hands each batch over a Unix socket under the temporary directory; past
+    SOCKET_PATH_MAX its bind fails in the worker's feeder thread ("AF_UNIX path too long") and
+    the loader waits for ever: a long TMPDIR (a CI job's, pytest's) hung `train --workers N`
+    until its --timeout. This process's temporary directory is then /tmp, for its workers too
+    (forked, or spawned: they read TMPDIR)."""
+    if len(tempfile.gettempdir()) + SOCKET_SUFFIX > SOCKET_PATH_MAX and os.access("/tmp", os.W_OK):
+        tempfile.tempdir = os.environ["TMPDIR"] = "/tmp"
+
+
 class TorchLoader:
     """A DataLoader in the shared loop's order (base.HostLoader)."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray, options: TrainOptions, pin: bool):
         self.sampler = _EpochOrder()
+        if options.workers > 0:
+            short_temp_dir()
         dataset = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
         self.loader: torch.utils.data.DataLoader | None = torch.utils.data.DataLoader(
             dataset, batch_sampler=self.sampler, num_workers=options.workers, pin_memory=pin,
