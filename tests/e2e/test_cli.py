@@ -152,7 +152,7 @@ def test_ctrl_c_keeps_finished_trials(db):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     said = " ".join(stderr.split())
-    assert "interrupted (Ctrl-C); 1 of 2 trials finished and were stored in sqlite:///" in said
+    assert "interrupted (Ctrl-C); 1 of 2 trials finished and was stored in sqlite:///" in said
     assert "mlp torch cpu b4096 fp32 was stopped and not stored" in said
     with sqlite3.connect(db) as con:
         assert con.execute("select batch_size, status from trials").fetchall() == [(8, "ok")]

@@ -77,7 +77,7 @@ def test_interrupted_sweeps_resume_to_one_result_per_point(tmp_path):
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
     assert len(stored_specs(db)) == 1
-    assert "interrupted (SIGTERM); 1 of 3 trials finished and were stored in sqlite:///" in stderr
+    assert "interrupted (SIGTERM); 1 of 3 trials finished and was stored in sqlite:///" in stderr
     assert ("mlp torch cpu b16 fp32 t1 was stopped and not stored; 1 not started; 2 grid points left"
             in " ".join(stderr.split()))
     resume_cmd = stderr.split("Resume with: ", 1)[1].strip()

@@ -156,7 +156,7 @@ def test_an_interrupted_scaling_study_shows_its_finished_trials_and_how_to_list_
     assert res.exit_code == 130, res.output
     assert "speed-up over the fp32 eager default" in res.stdout and "fp32 eager, default threads" in res.stdout
     last = res.stderr.strip().splitlines()[-1]
-    assert last.startswith("interrupted (Ctrl-C); 1 of 4 trials finished and were stored in sqlite:///x.db (run r1)")
+    assert last.startswith("interrupted (Ctrl-C); 1 of 4 trials finished and was stored in sqlite:///x.db (run r1)")
     assert last.endswith(f"; see them: rigbench results list --run r1 --db {tmp_path / 's.db'}")
 
 

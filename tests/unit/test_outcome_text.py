@@ -123,7 +123,7 @@ def test_an_interrupt_says_exactly_what_was_kept():
     speed = TrialSpec(workload="mlp", device="cpu", batch_size=64)
     done = Result(id=7, run_id="r", created_at="t", spec=speed, status="ok")
     assert kept_text([done], 3, "trial", speed.model_copy(update={"batch_size": 8}), "db (run r)") == (
-        "interrupted (Ctrl-C); 1 of 3 trials finished and were stored in db (run r); "
+        "interrupted (Ctrl-C); 1 of 3 trials finished and was stored in db (run r); "
         "mlp torch cpu b8 fp32 was stopped and not stored; 1 not started")
     # a result the database could not take went to the spool: kept, not stored
     spooled = done.model_copy(update={"id": None})

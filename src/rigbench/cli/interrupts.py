@@ -93,7 +93,8 @@ def kept_text(results: Sequence[Result], total: int, noun: str, stopped: TrialSp
         parts.append(f"{len(finished)} of {total} {noun}s finished: {len(finished) - spooled} stored in {where}, "
                      f"{spooled} kept in the spool (`rigbench results flush` stores them)")
     elif finished:
-        parts.append(f"{len(finished)} of {total} {noun}s finished and were stored in {where}")
+        parts.append(f"{len(finished)} of {total} {noun}s finished and {'was' if len(finished) == 1 else 'were'} "
+                     f"stored in {where}")
     elif len(results) == 0:
         parts.append(f"no {noun} had finished: nothing was stored")
     for r in results:

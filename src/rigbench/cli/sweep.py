@@ -283,6 +283,7 @@ def sweep(
         ran = len(grid) - len(outcome.skipped)
         kept = interrupts.kept_text(outcome.results, ran, "trial", outcome.stopped,
                                     f"{outcome.db_url} (run {outcome.run_id})")
-        err.print(f"{kept}; {len(grid) - len(finished)} grid points left. Resume with: {_resume_command()}",
+        left = len(grid) - len(finished)
+        err.print(f"{kept}; {left} grid point{'s' * (left != 1)} left. Resume with: {_resume_command()}",
                   highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
