@@ -38,7 +38,7 @@ class ChildReport(BaseModel):
     losses: list[float] = Field(default_factory=list)
     measure_cpu_s: float | None = None  # the process's CPU seconds over the timed steps
     allocator_peak_bytes: int | None = None
-    capped_peak_bytes: int | None = None  # under --memory-limit (runner/child.capped_peak_bytes)
+    capped_peak_bytes: int | None = None  # under --memory-limit (runner/memory_cap.capped_peak_bytes)
     diverged_at_step: int | None = None
     # training runs (`rigbench train`)
     epochs: list[EpochRecord] = Field(default_factory=list)

@@ -25,7 +25,7 @@ from rigbench.experiments import devices as experiment_devices
 from rigbench.experiments import recommend as experiment
 from rigbench.experiments.recommend import recommend
 from rigbench.reports.terminal import command_shown
-from rigbench.runner import child, probe
+from rigbench.runner import child, memory_cap, probe
 from rigbench.runner.launchers import steps
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
@@ -135,7 +135,7 @@ def test_memory_limit_is_refused_before_anything_runs_off_linux(platform, why, t
     assert not db.exists() or Store(str(db)).runs() == []
     monkeypatch.setattr(resource, "setrlimit", lambda *a: pytest.fail("capped the test's own process"))
     with pytest.raises(UnsupportedError, match=why):  # the child's own check, should a trial get there
-        child.apply_memory_limit(2**30)
+        memory_cap.apply_memory_limit(2**30)
 
 
 def test_recommend_leaves_the_cpus_search_out_on_macos_and_says_why(tmp_path, monkeypatch):

@@ -56,7 +56,7 @@ def available_memory(root: Path = CGROUP_ROOT) -> int:
 
 
 def memory_cap_missing() -> str | None:
-    """None where a trial's memory can be capped (Linux: RLIMIT_AS, runner/child.apply_memory_limit),
+    """None where a trial's memory can be capped (Linux: RLIMIT_AS, runner/memory_cap.apply_memory_limit),
     else why not, for a one-line refusal: macOS accepts RLIMIT_AS (or rejects it with EINVAL)
     but never enforces it, and Windows has no such limit."""
     if sys.platform.startswith("linux"):
