@@ -19,6 +19,7 @@ from typing import Any
 
 import typer
 
+from rigbench.runner.signal_names import TERMINATIONS
 from rigbench.spec import Result, TrialSpec
 
 #: The signal that interrupted the command, whether one did, and whether the command said what
@@ -66,10 +67,8 @@ def install() -> None:
     sys.unraisablehook = _redeliver
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where it is ignored (nohup, `&`)
         signal.signal(signal.SIGINT, _as_interrupt)  # the same KeyboardInterrupt, noted
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            signal.signal(sig, _as_interrupt)
+    for sig in TERMINATIONS:
+        signal.signal(sig, _as_interrupt)
 
 
 def exit_code() -> int:

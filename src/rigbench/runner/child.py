@@ -38,6 +38,7 @@ from rigbench.runner.epoch_lines import announced, epoch_line, lr_step_phase, sa
 from rigbench.runner.failure_status import classify, loaded_adapter
 from rigbench.runner.memory_cap import apply_memory_limit, capped_peak_bytes
 from rigbench.runner.protocol import measure
+from rigbench.runner.signal_names import STOPS
 from rigbench.spec import EpochRecord, LrFindOptions, TrainOptions, TrialSpec
 from rigbench.workloads import Workload, get_workload, resolved_options, shaped
 from rigbench.workloads.flops import train_flops_per_sample
@@ -292,10 +293,6 @@ def _lr_find(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     report.lr_curve = found.lr_curve
 
 
-#: The signals that stop a training run with its finished epochs reported.
-_STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-
 def _interrupt_once(_signum: int, _frame: FrameType | None) -> None:
     """Stop a training run (KeyboardInterrupt: its finished epochs are reported), then ignore
     the next stop: SIGTERM to every process of the run reaches this one and its launcher, which
@@ -303,7 +300,7 @@ def _interrupt_once(_signum: int, _frame: FrameType | None) -> None:
     (its loader's workers shutting down), lost every finished epoch. Ignored by a handler that
     does nothing, not SIG_IGN: Python raises OSError ("Signal 15 ignored due to race
     condition") for a signal already pending when its handler became SIG_IGN."""
-    for sig in _STOPS:
+    for sig in STOPS:
         signal.signal(sig, _ignored)
     raise KeyboardInterrupt
 
@@ -334,7 +331,7 @@ def main(argv: list[str]) -> int:
         # reported: a service manager stopping rigbench (systemd: every process of its cgroup)
         # or a closed terminal reached this process before its launcher could ask, and every
         # finished epoch was lost. A rank's SIGTERM stays its agent's kill (rank_outcome.py).
-        for sig in _STOPS:
+        for sig in STOPS:
             signal.signal(sig, _interrupt_once)
     if folder is not None:
         from rigbench.runner.rank import redirect_stderr

@@ -44,6 +44,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from rigbench.runner.signal_names import TERMINATIONS
+
 #: The name a forked trial gives its process (its command line stays the server's), so that
 #: ps, top and tests can tell trials from the server.
 TRIAL_PROCESS_NAME = "rigbench-trial"
@@ -182,7 +184,7 @@ def _wait_watching(pid: int, requests: int) -> int | None:
 #: after a SIGKILL of the launcher). SIGTERM to every process of a run (systemd stopping
 #: rigbench) ended it, and its trial, which watches it (runner/child.exit_with_parent), ended
 #: before it could report a training run's finished epochs to the launcher that asked for them.
-_OUTLIVED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_OUTLIVED = TERMINATIONS
 
 
 def main(modules: list[str]) -> int:

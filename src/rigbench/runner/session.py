@@ -26,6 +26,7 @@ from rigbench.ranks import NodeLaunch
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.runner.launchers.base import TrialInterrupted
+from rigbench.runner.signal_names import STOPS
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store, waiting
 from rigbench.store.limits import check_storable
@@ -117,11 +118,6 @@ def run_trials(
     return outcome
 
 
-#: The signals the `rigbench` command turns into KeyboardInterrupt (cli/interrupts.py); SIGINT is
-#: Python's own.
-_INTERRUPTS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[None]:
     """Hold Ctrl-C (and any signal with a Python handler: the CLI's SIGTERM and SIGHUP) until
@@ -139,7 +135,7 @@ def interrupts_held() -> Iterator[None]:
         held.append(signum)
         waiting.stop_waiting.set()  # a busy database is not waited for: the result goes to the spool
 
-    previous = {sig: signal.signal(sig, hold) for sig in _INTERRUPTS if callable(signal.getsignal(sig))}
+    previous = {sig: signal.signal(sig, hold) for sig in STOPS if callable(signal.getsignal(sig))}
     try:
         yield
     finally:

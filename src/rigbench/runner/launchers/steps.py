@@ -41,7 +41,7 @@ from rigbench.frameworks import load_adapter
 from rigbench.runner import rank_files
 from rigbench.runner.launchers import warm_start
 from rigbench.runner.launchers.base import TrackerSettings
-from rigbench.runner.signal_names import signal_name
+from rigbench.runner.signal_names import TERMINATIONS, signal_name
 from rigbench.spec import TrialSpec
 from rigbench.trackers.sampler import Tracker
 
@@ -97,8 +97,8 @@ def _terminate_unwinds() -> Iterator[None]:
 
     installed = {}
     if threading.current_thread() is threading.main_thread():
-        for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
-            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+        for sig in TERMINATIONS:
+            if signal.getsignal(sig) is signal.SIG_DFL:
                 installed[sig] = signal.signal(sig, unwind)
     try:
         yield
