@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from typer.core import TyperGroup
 
 from rigbench import __version__, api
-from rigbench.cli.console import err, no_bar, progress_bar
+from rigbench.cli.console import err, progress_bar, progressed
 from rigbench.compile_modes import COMPILE_MODES, CompileMode, compile_mode
 from rigbench.errors import UsageError, validation_line
 from rigbench.experiments.plan import tf32_off_cuda
@@ -307,9 +307,9 @@ def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
     progress = progress_bar()
     count = len(specs)
 
-    def line(i: int, text: str) -> None:  # "[2/5]" only where there is more than one trial
+    def line(i: int, text: str) -> str:  # "[2/5]" only where there is more than one trial
         place = f"[{i + 1}/{count}] " if count > 1 else ""
-        err.print(f"  {place}{specs[i].label()}: {text}", highlight=False, markup=False, soft_wrap=True)
+        return f"  {place}{specs[i].label()}: {text}"
 
     with progress:
         task = progress.add_task("starting", total=count)
@@ -318,12 +318,10 @@ def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
             progress.update(task, description=f"trial {i + 1}/{count}: {spec.label()}")
 
         def advanced(i: int, text: str) -> None:  # a phase, or a training run's newest epoch
-            progress.update(task, description=f"trial {i + 1}/{count}: {specs[i].label()}: {text}")
-            if no_bar():  # no bar is drawn (a file, a pipe, a dumb terminal): a line each instead
-                line(i, text)
+            progressed(progress, task, f"trial {i + 1}/{count}: {specs[i].label()}: {text}", line(i, text))
 
         def ended(i: int, result: Any) -> None:
             progress.advance(task)
-            line(i, terminal.one_line_outcome(result))
+            err.print(line(i, terminal.one_line_outcome(result)), highlight=False, markup=False, soft_wrap=True)
 
         return api.run(specs, db=db, on_trial_start=started, on_trial_end=ended, on_trial_progress=advanced)

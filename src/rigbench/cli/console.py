@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console, ConsoleDimensions
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from rigbench.textlimits import visible
 
@@ -86,6 +86,14 @@ def progress_bar() -> Progress:
     """The bar of long work on stderr: what is going on, done/total, time so far; gone when done."""
     return Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                     TimeElapsedColumn(), console=err, transient=True, disable=no_bar())
+
+
+def progressed(progress: Progress, task: TaskID, description: str, line: str, **update: Any) -> None:
+    """How far long work has got: the bar's `description` (and any other `update` of its task) on
+    a terminal; where no bar is drawn (a file, a pipe, a dumb terminal), `line` on stderr instead."""
+    progress.update(task, description=description, **update)
+    if no_bar():
+        err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 @contextlib.contextmanager

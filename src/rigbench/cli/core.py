@@ -31,7 +31,7 @@ from rigbench.cli.common import (
     show_hint,
     stored_text,
 )
-from rigbench.cli.console import err, no_bar, out, progress_bar, working
+from rigbench.cli.console import err, out, progress_bar, progressed, working
 from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
@@ -262,17 +262,15 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
 
     def probing(names: list[str]) -> None:
         waiting.extend(names)
-        progress.update(task, total=len(names), description=f"asking {', '.join(names)} for devices")
-        if no_bar():  # into a pipe or a log there is no bar: say why nothing comes for seconds
-            err.print(f"asking {', '.join(names)} for devices (a child process each, seconds each)",
-                      highlight=False, markup=False, soft_wrap=True)
+        # into a pipe or a log there is no bar: say why nothing comes for seconds
+        progressed(progress, task, f"asking {', '.join(names)} for devices",
+                   f"asking {', '.join(names)} for devices (a child process each, seconds each)", total=len(names))
 
     def probed(name: str) -> None:
         waiting.remove(name)
-        progress.update(task, advance=1, description=f"waiting for {', '.join(waiting)}" if waiting else "done")
-        if no_bar():  # a line as each answers: after the line above, 19 s of silence here
-            still = f"; waiting for {', '.join(waiting)}" if waiting else ""
-            err.print(f"  {name} answered{still}", highlight=False, markup=False, soft_wrap=True)
+        still = f"; waiting for {', '.join(waiting)}" if waiting else ""  # a line as each answers, into a pipe
+        progressed(progress, task, f"waiting for {', '.join(waiting)}" if waiting else "done",
+                   f"  {name} answered{still}", advance=1)
 
     with progress:
         rows = api.devices_info(on_probing=probing, on_probed=probed)

@@ -16,7 +16,7 @@ from rigbench.cli.common import (
     handles_usage_errors,
     no_answer,
 )
-from rigbench.cli.console import err, no_bar, out
+from rigbench.cli.console import err, no_bar, out, progressed
 from rigbench.errors import UsageError
 from rigbench.experiments import max_batch as search  # its defaults: the library's are the command's
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
@@ -122,9 +122,8 @@ def max_batch(
             progress.update(task, description=f"max-batch {workload}: probing batch {batch}")
 
         def advanced(spec: TrialSpec, text: str) -> None:  # the phase the probe is in
-            progress.update(task, description=f"max-batch {workload}: probing batch {spec.batch_size}: {text}")
-            if no_bar():  # no bar is drawn (a file, a pipe, a dumb terminal): a line each instead
-                err.print(f"  batch {spec.batch_size}: {text}", highlight=False, markup=False, soft_wrap=True)
+            progressed(progress, task, f"max-batch {workload}: probing batch {spec.batch_size}: {text}",
+                       f"  batch {spec.batch_size}: {text}")
 
         def probed(r: Result) -> None:
             err.print(_probe_line(r), highlight=False, markup=False, soft_wrap=True)

@@ -9,7 +9,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rigbench import api
 from rigbench.cli import interrupts
 from rigbench.cli.common import DB_HELP, app, framework_option, handles_usage_errors, no_answer
-from rigbench.cli.console import err, no_bar, out
+from rigbench.cli.console import err, no_bar, out, progressed
 from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.spec import Result, TrialSpec
@@ -49,9 +49,7 @@ def recommend(
         say(text)
 
     def advanced(spec: TrialSpec, text: str) -> None:
-        progress.update(task, description=f"recommend {workload}: {spec.label()}: {text}")
-        if no_bar():
-            say(f"  {spec.label()}: {text}")
+        progressed(progress, task, f"recommend {workload}: {spec.label()}: {text}", f"  {spec.label()}: {text}")
 
     def ended(result: Result) -> None:
         text = terminal.one_line_outcome(result)

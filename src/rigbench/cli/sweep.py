@@ -23,7 +23,7 @@ from rigbench.cli.common import (
     parse_compile,
     stored_text,
 )
-from rigbench.cli.console import err, no_bar, out
+from rigbench.cli.console import err, no_bar, out, progressed
 from rigbench.errors import UsageError
 from rigbench.experiments.sweep import (
     SweepOutcome,
@@ -145,9 +145,7 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
 
         def advanced(i: int, text: str) -> None:  # the phase the trial is in (runner/epoch_lines.py)
             place = f"{i + 1}/{int(timing['total'])}"
-            progress.update(task, description=f"trial {place}: {labels[i]}: {text}")
-            if no_bar():  # no bar is drawn (a file, a pipe, a dumb terminal): a line each instead
-                err.print(f"  [{place}] {labels[i]}: {text}", highlight=False, markup=False, soft_wrap=True)
+            progressed(progress, task, f"trial {place}: {labels[i]}: {text}", f"  [{place}] {labels[i]}: {text}")
 
         def ended(i: int, result: Result) -> None:
             done, total = i + 1, int(timing["total"])
