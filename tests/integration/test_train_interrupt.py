@@ -2,6 +2,7 @@
 `interrupted`, said in one line, exit 128 + the signal (issue 23 item 19: Ctrl-C used to print
 "Stored in ..." although nothing was stored, and the finished epochs were lost)."""
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -40,7 +41,8 @@ def train_until(tmp_path, epochs_done: int, sig: signal.Signals, *extra: str, ev
         import psutil
 
         for one in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
-            one.send_signal(sig)
+            with contextlib.suppress(psutil.NoSuchProcess):  # one that ended since the listing, as systemd skips it
+                one.send_signal(sig)
     else:
         proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
