@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -38,7 +39,6 @@ from rigbench.json_text import strict_json
 from rigbench.reports import terminal
 from rigbench.spec import EnergyMode
 from rigbench.store import Store
-from rigbench.store.export import to_csv, to_json
 from rigbench.units import (
     parse_memory_limit,
     parse_positive_floats,
@@ -313,28 +313,33 @@ def results_export(
     """Export stored results as flat JSON or CSV rows, or as a full bundle for `results import`."""
     if fmt not in ("json", "csv", "bundle"):
         raise UsageError(f"--format must be json, csv or bundle, got {fmt!r}")
-    from rigbench.store.bundle import dump_bundle
+    from rigbench.store.bundle import write_bundle
+    from rigbench.store.export import replacing, write_csv, write_json
 
-    with working("reading the results"):
-        if fmt == "bundle":  # full fidelity, importable (store/bundle.py)
-            bundle = api.export_bundle(db, [run_id] if run_id else None)
-            rows, measured = bundle["results"], len(bundle.get("calibrations", []))  # calibrate: calibrations only
-        else:
-            rows, measured = Store(db, create=False).list(run_id=run_id), 0
-    with working(f"writing {len(rows)} results as {fmt}"):
-        text = dump_bundle(bundle) if fmt == "bundle" else to_json(rows) if fmt == "json" else to_csv(rows)
-    if not rows and not measured:
-        say_none_match(Store(db, create=False), {"--run": run_id})
+    store = Store(db, create=False)
+    said = fmt != "bundle" and not store.count(run_id=run_id)
+    if said:  # an unknown --run refused before the output is touched
+        say_none_match(store, {"--run": run_id})
+    # written as they are read (store.stream): a fleet's database is not held in memory at once
+    try:
+        with replacing(output) if output else contextlib.nullcontext(sys.stdout) as fh, \
+                working(f"writing the results as {fmt}") if output or not sys.stdout.isatty() else contextlib.nullcontext():
+            if fmt == "bundle":  # full fidelity, importable (store/bundle.py); calibrate: calibrations only
+                rows, measured = write_bundle(store, [run_id] if run_id else None, fh,
+                                              spill_dir=os.path.dirname(os.path.abspath(output)) if output else None)
+            else:
+                rows, measured = (write_json if fmt == "json" else write_csv)(store.stream(run_id=run_id), fh), 0
+            if not output and fmt == "json":
+                fh.write("\n")
+    except OSError as exc:
+        if not output:
+            raise
+        raise UsageError(f"cannot write --output {output}: {exc.strerror}") from None
+    if not rows and not measured and not said:
+        say_none_match(store, {"--run": run_id})
     if output:
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise UsageError(f"cannot write --output {output}: {exc.strerror}") from None
         also = f" and {measured} calibration measurements" if measured else ""
-        err.print(f"wrote {len(rows)} results{also} to {output}", highlight=False, markup=False, soft_wrap=True)
-    else:
-        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        err.print(f"wrote {rows} results{also} to {output}", highlight=False, markup=False, soft_wrap=True)
 
 
 @results_app.command("flush", short_help="Store results spooled while the database was unreachable.")

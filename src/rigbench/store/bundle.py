@@ -32,11 +32,14 @@ lands, or nothing.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
@@ -53,6 +56,7 @@ from rigbench.store.bundle_calibrations import (
 )
 from rigbench.store.calibrations import CalibrationRecord
 from rigbench.store.db import Store
+from rigbench.store.export import json_pieces
 from rigbench.store.machines import machine_problem, read_machine
 from rigbench.store.rows import stored_command, trial_key
 from rigbench.store.schema import runs
@@ -129,26 +133,50 @@ def stored_runs(store: Store, run_ids: Sequence[str] | None = None) -> list[RunR
 def export_bundle(store: Store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """Every result of `run_ids` (default: all) with raw samples, the calibrations stored under
     them (a `rigbench calibrate` run has calibrations and no results), and their runs, as a dict."""
-    results: list[Result] = []
+    text = io.StringIO()
+    write_bundle(store, run_ids, text)
+    return dict(json.loads(text.getvalue()))
+
+
+def write_bundle(store: Store, run_ids: Sequence[str] | None, out: TextIO,
+                 spill_dir: str | None = None) -> tuple[int, int]:
+    """export_bundle's bundle as dump_bundle writes it, into `out`, each result written as it is
+    read (Store.stream): memory does not grow with the results. Its runs come first and are those
+    of the results that could be read, so the results go to a temporary file (in `spill_dir`:
+    beside the output, not a /tmp that may be memory) until they are known. Returns how many
+    results and calibration measurements were written."""
     chosen = list(dict.fromkeys(run_ids)) if run_ids else None
     calibrated = exported_calibrations(store, chosen)
-    selected: list[str | None] = list(chosen) if chosen else [None]
-    for run_id in selected:
-        listed = store.list(run_id=run_id)
-        if run_id is not None and not listed and not any(c["run_id"] == run_id for c in calibrated):
+    for run_id in chosen or []:
+        if not store.count(run_id=run_id) and not any(c["run_id"] == run_id for c in calibrated):
             raise UsageError(f"no results stored for --run {run_id!r} in {store.url}, nor calibrations: "
                              "`rigbench results runs` lists the stored runs")
-        results += store.full(listed)  # a trial whose raw samples cannot be read: skipped, said
-    used = list(dict.fromkeys([r.run_id for r in results] + [c["run_id"] for c in calibrated]))
-    bundle = {
-        "format": FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
-        "rigbench_version": __version__,
-        "runs": [r.model_dump() for r in stored_runs(store, used)],
-        "results": [r.model_dump(mode="json") for r in results],
-    }
+    selected: list[str | None] = list(chosen) if chosen else [None]
+    used: dict[str, None] = {}
+    written = 0
+
+    def results() -> Iterator[dict[str, Any]]:
+        nonlocal written
+        for run_id in selected:
+            for result in store.stream(run_id=run_id, raw=True):  # one whose raw samples cannot be read: skipped, said
+                used[result.run_id] = None
+                written += 1
+                yield result.model_dump(mode="json")
+
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=spill_dir) as spill:
+        for piece in json_pieces(results(), 1, 1):
+            spill.write(piece)
+        used.update(dict.fromkeys(c["run_id"] for c in calibrated))
+        head = json.dumps({"format": FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
+                           "rigbench_version": __version__,
+                           "runs": [r.model_dump() for r in stored_runs(store, list(used))]}, indent=1)
+        out.write(head.removesuffix("\n}") + ',\n "results": ')
+        spill.seek(0)
+        shutil.copyfileobj(spill, out)
     if calibrated:  # only then: a bundle without calibrations stays readable by an older rigbench
-        bundle["calibrations"] = calibrated
-    return bundle
+        out.write(',\n "calibrations": ' + json.dumps(calibrated, indent=1).replace("\n", "\n "))
+    out.write("\n}\n")
+    return written, len(calibrated)
 
 
 def dump_bundle(bundle: dict[str, Any]) -> str:

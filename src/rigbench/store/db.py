@@ -327,6 +327,13 @@ class Store:
         with self._reading() as conn:
             return rows.full_results(conn, [r.id for r in results if r.id is not None], self.url)
 
+    def stream(self, run_id: str | None = None, *, raw: bool = False, chunk: int | None = None) -> Iterator[Result]:
+        """The results `list(run_id=run_id)` lists (with their raw samples if `raw`), oldest
+        first, read from the database `chunk` rows at a time as they are used (rows.stream_results):
+        an export holds one page of decoded results, however many are stored."""
+        with self._reading() as conn:
+            yield from rows.stream_results(conn, _filters({"run_id": run_id}), raw, self.url, chunk)
+
     def of_runs(self, run_ids: Sequence[str]) -> list[Result]:
         """The results of the runs `run_ids`, as `list` lists them (without raw samples, oldest
         first, unreadable rows skipped with a warning)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -183,21 +183,55 @@ def full_results(conn: Connection, trial_ids: Sequence[int], url: str) -> list[R
     return _readable((found[i] for i in ids if i in found), True, url)
 
 
+#: Rows a streamed read (stream_results) decodes at a time: its memory, whatever the database holds.
+STREAM_CHUNK = 500
+
+
+def stream_results(conn: Connection, where: dict[str, Any], raw: bool, url: str,
+                   chunk: int | None = None) -> Iterator[Result]:
+    """list_results' results (with their raw samples if `raw`), oldest first, read `chunk` rows
+    (default STREAM_CHUNK) at a time by id, so a command over a fleet's database holds a page of
+    decoded rows, not all of them (20,000 results: 630 MB). Rows stored once it has begun are
+    left out, as one list_results call would. Unreadable rows: skipped as list_results skips
+    them, with its one warning once every row has been read."""
+    query = _with_samples() if raw else select(trials.c.id, trials.c.result_json)
+    last = conn.execute(select(func.max(trials.c.id))).scalar()
+    after = 0
+    skipped: list[tuple[int, str]] = []
+    while last is not None and after < last:
+        page = conn.execute(query.where(*_equal(where), trials.c.id > after, trials.c.id <= last)
+                            .order_by(trials.c.id).limit(chunk or STREAM_CHUNK)).all()
+        if not page:
+            break
+        after = page[-1].id
+        yield from _decoded(page, raw, skipped)
+    _warn_skipped(skipped, url)
+
+
+def _decoded(rows: Iterable[Any], raw: bool, skipped: list[tuple[int, str]]) -> Iterator[Result]:
+    """Each row as a Result; one that cannot be read goes to `skipped` (its id and why)."""
+    for row in rows:
+        try:
+            yield _decode(row, raw=raw)
+        except (ValueError, TypeError, ValidationError) as exc:
+            skipped.append((row.id, _why(exc)))
+
+
 def _readable(rows: Iterable[Any], raw: bool, url: str) -> list[Result]:
     """Each row as a Result, skipping those that cannot be read, with one warning naming the
     first and counting the rest: one bad row never breaks a command over the whole database."""
-    out, skipped = [], []
-    for row in rows:
-        try:
-            out.append(_decode(row, raw=raw))
-        except (ValueError, TypeError, ValidationError) as exc:
-            skipped.append((row.id, _why(exc)))
+    skipped: list[tuple[int, str]] = []
+    out = list(_decoded(rows, raw, skipped))
+    _warn_skipped(skipped, url)
+    return out
+
+
+def _warn_skipped(skipped: list[tuple[int, str]], url: str) -> None:
     if skipped:
         first_id, why = skipped[0]
         more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
         log.warning("skipped %d stored result(s) in %s that cannot be read: trial %s (%s)%s",
                     len(skipped), url, first_id, why, more)
-    return out
 
 
 def run_machines(conn: Connection, run_ids: Sequence[str], url: str) -> dict[str, dict[str, Any]]:
