@@ -163,12 +163,14 @@ def _defines(module: Path, name: str) -> bool:
 
 def test_every_file_module_and_function_the_docs_name_exists():
     """`store/lenient.py`, `analysis/stats.median_ci`, `tests/contract/test_workloads.STEPS`:
-    a file under the repository or the package, and the name defined in it."""
+    a file under the repository or the package, and the name defined in it (never a file
+    beside the checkout, `../shared/...`, which a user's clone or install lacks)."""
     folders = {p.name for p in PACKAGE.rglob("*") if p.is_dir()} | {"src", "tests", "benchmarks", "docs", "examples", ".ci"}
     checked = 0
     for page in PAGES:
         for number, line, code in _lines(page):
             for span in re.findall(r"`([^`\s]+)`", line) if not code else []:
+                assert not span.startswith("../"), f"{page.relative_to(ROOT)}:{number}: {span} is outside the repository"
                 if not re.fullmatch(r"[\w./-]+", span) or "/" not in span or span.split("/")[0] not in folders or span in NOT_REPO_PATHS:
                     continue
                 checked += 1
