@@ -349,3 +349,17 @@ def test_clip_value_clips_every_string_and_keeps_every_number_as_it_is():
     assert clipped["n"]["b"] is False and clipped[short][2] is True and isinstance(clipped[short][4], tuple)
     spec = clip_value(TrialSpec(workload="mlp", batch_size=8, framework=long), 5)
     assert spec.framework == short and spec.batch_size == 8
+
+
+def test_clip_result_gives_the_result_itself_where_nothing_is_long_and_a_copy_where_anything_is():
+    # a report over a fleet's database clips every result: one that needs nothing is not copied
+    plain = result("r", error="boom", device_name="cpu", software="2.13.0", options={"k": "v"})
+    assert clip_result(plain) is plain
+    long = "v" * 1000
+    note = "[truncated: 1,000 characters]"
+    in_options = plain.model_copy(update={"spec": plain.spec.model_copy(update={"workload_options": {"k": long}})})
+    assert clip_result(in_options).spec.workload_options["k"].endswith(note)
+    in_tracker = plain.model_copy(update={"tracker_samples": [{"t": 1.0}, {long: 2.0}]})
+    assert list(clip_result(in_tracker).tracker_samples[1])[0].endswith(note)
+    assert clip_result(in_tracker).tracker_samples[0] == {"t": 1.0}
+    assert in_options.spec.workload_options["k"] == long and list(in_tracker.tracker_samples[1]) == [long]  # not changed
