@@ -324,3 +324,17 @@ def test_specs_command_shows_a_match_with_its_full_source():
     unknown = runner.invoke(cli.app, ["specs", "AMD EPYC"])
     assert unknown.exit_code == 2 and "no spec sheet matches" in unknown.stderr
     assert runner.invoke(cli.app, ["specs", "--kind", "tpu"]).exit_code == 2
+
+
+def test_a_device_name_is_looked_up_in_the_sheets_once_however_many_results_ask():
+    # roofline and report ask per result: 20,000 results of a few devices matched every name anew
+    from rigbench.analysis.specs import spec_sheet
+    from rigbench.spec import Result, TrialSpec
+
+    results = [Result(run_id="r", created_at="t", status="ok", device_name=name,
+                      spec=TrialSpec(workload="mlp", device="cuda:0", batch_size=8))
+               for name in ["NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"] * 50]
+    lookup.cache_clear()
+    found = [spec_sheet(r) for r in results]
+    assert {s.name for s in found if s} == {"NVIDIA H100 SXM5 80GB", "NVIDIA GeForce RTX 4090"}
+    assert lookup.cache_info().misses == 2
