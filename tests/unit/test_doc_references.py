@@ -183,3 +183,18 @@ def test_every_file_module_and_function_the_docs_name_exists():
                 assert module, f"{page.relative_to(ROOT)}:{number}: no file {span}"
                 assert module.is_dir() or _defines(module, name), f"{page.relative_to(ROOT)}:{number}: {name} is not in {module.relative_to(ROOT)}"
     assert checked > 200, checked
+
+
+def test_the_readmes_json_fields_name_every_field_in_the_rows_order():
+    """README's "JSON fields" lists a result's keys as `Result.row()` orders them: the head
+    columns, then every metric (the training figures as the range `epochs ... diverged_at_epoch`).
+    A metric added to metrics.py without a word here left the list short twice."""
+    from rigbench.metrics import Metrics
+    from rigbench.spec import ROW_HEAD_COLUMNS
+
+    expected = [*ROW_HEAD_COLUMNS, *Metrics.model_fields]
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### JSON fields", 1)[1].split("\n## ", 1)[0]
+    section = section.replace("epochs ... diverged_at_epoch", " ".join(expected[expected.index("epochs"):expected.index("diverged_at_epoch") + 1]))
+    named = list(dict.fromkeys(word for word in re.findall(r"\b[a-z][a-z0-9_]*\b", section) if word in expected))
+    assert named == expected, [name for name in expected if name not in named] or named
