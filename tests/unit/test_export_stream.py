@@ -201,6 +201,11 @@ def test_an_output_that_is_not_a_regular_file_is_written_in_place(tmp_path):
         fh.write("[]")
     reader.join(timeout=10)
     assert got == ["[]"] and fifo.is_fifo()  # not replaced by a regular file
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to(tmp_path / "real.json")
+    with replacing(str(tmp_path / "link.json")) as fh:
+        fh.write("new")
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "new"
 
 
 def test_an_unknown_run_is_refused_before_the_output_is_touched(filled, tmp_path):

@@ -98,8 +98,9 @@ def replacing(path: str) -> Iterator[TextIO]:
     """A file to write `path`'s new content into: a temporary file beside it, put in its place
     when the block ends and removed if it raises, so an export stopped halfway (Ctrl-C, a lost
     database) leaves no half file nor loses the old one. A path that is there and not a regular
-    file (/dev/stdout, a named pipe) is written directly. OSError if it cannot be written."""
-    target = Path(path)
+    file (/dev/stdout, a named pipe) is written directly, and a symbolic link's file replaced
+    (the link kept). OSError if it cannot be written."""
+    target = Path(path).resolve()
     if target.exists() and not stat.S_ISREG(target.stat().st_mode):
         with open(target, "w", encoding="utf-8") as fh:
             yield fh
