@@ -47,7 +47,7 @@ def test_max_batch_into_a_pipe_says_each_probes_phase(monkeypatch):
         on_probe(done.probes[-1])
         return done
 
-    monkeypatch.setattr("rigbench.cli.max_batch.find_max_batch", find)
+    monkeypatch.setattr("rigbench.experiments.max_batch.find_max_batch", find)  # the command imports it when run
     done = CliRunner().invoke(app, ["max-batch", "mlp", "--json"])
     lines = done.stderr.splitlines()
     at = lines.index("  batch 256: warm-up (the first step took 2.1 s)")

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from rigbench import api
 from rigbench.analysis.recommend_model import Line
 from rigbench.cli import advise, app, core
-from rigbench.cli import max_batch as max_batch_cli
+from rigbench.experiments import max_batch
 from rigbench.experiments.max_batch import MIB, MaxBatchOutcome
 from rigbench.experiments.recommend import RecommendOutcome
 from rigbench.spec import Metrics, Result, TrialSpec
@@ -117,7 +117,7 @@ def _searched(recommended: int | None) -> MaxBatchOutcome:
 
 @pytest.mark.parametrize("recommended, code", [(None, 1), (16, 0)])
 def test_max_batch_exits_1_when_no_batch_fits(tmp_path, monkeypatch, recommended, code):
-    monkeypatch.setattr(max_batch_cli, "find_max_batch", lambda *a, **k: _searched(recommended))
+    monkeypatch.setattr(max_batch, "find_max_batch", lambda *a, **k: _searched(recommended))  # the command imports it when run
     res = invoke("max-batch", "mlp", "--memory-limit", "200MiB", "--db", str(tmp_path / "m.db"))
     assert res.exit_code == code, res.output
     assert f"recommended batch: {recommended or '-'}" in res.stdout  # the answer is printed either way

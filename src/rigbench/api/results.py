@@ -6,14 +6,13 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rigbench.analysis.summary import machine_identity, recommendation_text
 from rigbench.errors import UsageError
-from rigbench.experiments.recommend import stored_recommendation
 from rigbench.spec import Result
-from rigbench.store import Store
-from rigbench.store.calibrations import device_calibrations
+
+if TYPE_CHECKING:  # imported where used: the CLI's --where help reads WHERE_KEYS before any command runs
+    from rigbench.store import Store
 
 #: `--where KEY=VALUE` keys and how each reads a Result. Each matches its value exactly but
 #: those in WHERE_PARTS.
@@ -96,6 +95,9 @@ def recommendations(results: Sequence[Result], machines: dict[str, dict | None],
     """workload -> the one-line recommendation, for each workload a stored `rigbench recommend`
     run covers (the newest such run), decided from the selected results of that run's machine
     and naming that machine (its GPUs, else its CPU)."""
+    from rigbench.analysis.summary import machine_identity, recommendation_text
+    from rigbench.experiments.recommend import stored_recommendation
+
     out: dict[str, str] = {}
     for run_id, command in commands.items():  # oldest first: a newer run replaces an older one
         target = recommend_target(command)
@@ -168,6 +170,9 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
             raise UsageError(f"the report needs {exc.name.split('.')[0]}: "
                              f"pip install 'rigbench[report]'") from None
         raise
+    from rigbench.store import Store
+    from rigbench.store.calibrations import device_calibrations
+
     store = Store(db, create=False)
     results = select_results(store, run_ids, where)
     machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}

@@ -4,14 +4,11 @@ cli/recommend.py)."""
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rigbench import api
-from rigbench.analysis.lr_find import MIN_POINTS, compact_curve, suggest_lr
-from rigbench.analysis.process_scaling import ProcessRow, process_scaling_rows, scaling_verdict
-from rigbench.analysis.scaling import ScalingRow, scaling_table
 from rigbench.cli import interrupts
 from rigbench.cli.common import (
     DATA_DIR_HELP,
@@ -31,13 +28,15 @@ from rigbench.cli.common import (
 from rigbench.cli.console import err, out
 from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
-from rigbench.experiments.lr_find import train_argv
 from rigbench.json_text import strict_json
-from rigbench.reports import terminal
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import EnergyMode, Result
 from rigbench.units import parse_positive_ints, split_list
 from rigbench.workloads import get_workload
+
+if TYPE_CHECKING:
+    from rigbench.analysis.process_scaling import ProcessRow
+    from rigbench.analysis.scaling import ScalingRow
 
 
 def _print(text: str) -> None:
@@ -67,6 +66,8 @@ def _check_positive(**values: int | None) -> None:
 
 def lr_find_summary(result: Result) -> dict[str, Any]:
     """The JSON of `rigbench lr-find`: the suggestion, the rule and figures behind it, the curve."""
+    from rigbench.analysis.lr_find import suggest_lr
+
     opts = result.spec.lr_find
     if opts is None:
         raise ValueError(f"trial {result.id} is not a learning-rate range test")
@@ -105,6 +106,9 @@ def lr_find(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the suggestion, its rule and figures, and the whole curve."),
 ) -> None:
     """Learning-rate range test: grow the lr exponentially on real batches, stop when the loss diverges, suggest a rate."""
+    from rigbench.analysis.lr_find import MIN_POINTS
+    from rigbench.reports import terminal
+
     _check_precision(precision, [device])
     if not 0 < start_lr < end_lr:
         raise UsageError(f"--start-lr must be more than 0 and less than --end-lr ({end_lr:g}), got {start_lr:g}")
@@ -162,11 +166,15 @@ def _print_lr_find(s: dict[str, Any], outcome: api.RunOutcome, db: str | None) -
 def train_hint(result: Result, lr: float, db: str | None) -> str:
     """The `rigbench train` command that trains the range test's own configuration at `lr`,
     quoted for a shell; the database as other hints name it (db_flag: no password)."""
+    from rigbench.experiments.lr_find import train_argv
+
     return "rigbench " + shlex.join(train_argv(result, lr)) + db_flag(db)
 
 
 def lr_curve_table(s: dict[str, Any]) -> FitTable:
     """A few points of the range test's curve (lr_find_summary), its minimum marked."""
+    from rigbench.analysis.lr_find import compact_curve
+
     table = FitTable([Column("lr", "right"), Column("smoothed loss", "right"), Column("")],
                      title="curve (every few steps)")
     keep = [s["lr_at_min"]] if s["lr_at_min"] is not None else []
@@ -210,6 +218,9 @@ def scaling(
 ) -> None:
     """Speed-up of thread counts, precisions, torch.compile and channels-last over the fp32 eager
     default; with --processes, how the workload scales over data-parallel processes."""
+    from rigbench.analysis.scaling import scaling_table
+    from rigbench.reports import terminal
+
     _check_positive(batch_size=batch_size)
     # the process study times one fp32 configuration per count: a knob given with it would be
     # silently ignored, so it is refused (and --strong means nothing without --processes)
@@ -255,6 +266,9 @@ def scaling(
 
 def _process_scaling(workload: str, device: str, batch_size: int | None, counts: list[int], mode: str,
                      quick: bool, framework: str, energy: EnergyMode, db: str | None, as_json: bool) -> None:
+    from rigbench.analysis.process_scaling import process_scaling_rows, scaling_verdict
+    from rigbench.reports import terminal
+
     specs = api.plan_process_scaling(workload, counts, device, batch_size, mode=mode, quick=quick,
                                      framework=framework, energy=energy)
     outcome = _run_with_progress(specs, db)
@@ -278,6 +292,8 @@ def _process_scaling(workload: str, device: str, batch_size: int | None, counts:
 
 def process_scaling_view(rows: list[ProcessRow], title: str) -> FitTable:
     """The process-scaling rows as a table."""
+    from rigbench.reports import terminal
+
     table = FitTable([
         Column("trial", "right"), Column("processes", "right", short="N"),
         Column("batch/rank", "right", priority=40, short="b/rank"), Column("global batch", "right", priority=45, short="batch"),
@@ -317,6 +333,8 @@ def baseline_drift_line(rows: list[ScalingRow]) -> str | None:
 
 
 def _scaling_note(r: ScalingRow) -> str:
+    from rigbench.reports import terminal
+
     if r.status != "ok":
         return f"{r.status}: {terminal.error_line(r.error)}"
     notes = []
@@ -334,6 +352,8 @@ def _scaling_note(r: ScalingRow) -> str:
 def scaling_table_view(rows: list[ScalingRow], title: str) -> FitTable:
     """The scaling rows as a table: variant, threads, samples/s, speed-up, samples/J (only
     when some row has a measured energy), note."""
+    from rigbench.reports import terminal
+
     energy = any(r.samples_per_j is not None for r in rows)
     table = FitTable([
         Column("trial", "right"), Column("variant", cut=True), Column("threads", "right", priority=50),

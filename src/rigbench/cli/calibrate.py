@@ -14,7 +14,6 @@ from rigbench.cli.common import DB_HELP, WHERE_HELP, all_of, app, framework_opti
 from rigbench.cli.console import err, out
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
-from rigbench.reports import terminal
 from rigbench.textlimits import NAME_CHARS, clip
 from rigbench.units import split_list
 
@@ -46,6 +45,8 @@ def calibrate(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the run id and every measurement (FLOP/s and B/s)."),
 ) -> None:
     """Measure each device's ceilings: peak matmul TFLOP/s per precision, memory bandwidth, host<->device copy bandwidth (pageable and pinned). Stored for `rigbench roofline`."""
+    from rigbench.reports import terminal
+
     def started(dev: str) -> None:
         err.print(f"calibrating {dev} ...", highlight=False)
 
@@ -102,6 +103,8 @@ def roofline(
     limit: int = typer.Option(50, "--limit", help="Show the newest N trials in the table (the notes under it, and --json, cover every one)."),
 ) -> None:
     """Per successful trial: achieved TFLOP/s, MFU against the spec-sheet and the calibrated peak, arithmetic intensity, and the roofline bound that limits it; then each workload whose fp32 steps are mostly per-step overhead (measured at three batches or more), which neither roof describes."""
+    from rigbench.reports import terminal
+
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     rows = api.roofline(db=db, run_ids=run_id or [], where=where or [])

@@ -11,27 +11,29 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import typer
 from pydantic import ValidationError
-from sqlalchemy.exc import DBAPIError
 from typer.core import TyperGroup
 
 from rigbench import __version__, api
 from rigbench.cli.console import err, progress_bar, progressed
 from rigbench.compile_modes import COMPILE_MODES, CompileMode, compile_mode
 from rigbench.errors import UsageError, validation_line
-from rigbench.experiments.plan import tf32_off_cuda
 from rigbench.frameworks import framework_names
 from rigbench.numlimits import number_problem, seconds_problem
-from rigbench.reports import terminal
 from rigbench.spec import ENERGY_MODES, PRECISIONS, Result
-from rigbench.store import Store
-from rigbench.store.engine import error_text, resolve_db_url, sqlite_file, url_without_password
-from rigbench.store.limits import check_storable
 from rigbench.units import split_list
 from rigbench.workloads import WORKLOADS, parse_workload_ref
+
+# The database (SQLAlchemy), the tables (numpy, through the analysis) and the strategies are
+# imported in the functions that use them, here and in every command module: `rigbench --help`
+# and `--version` need none of them (docs/ARCHITECTURE.md, "Decisions"; tests/unit/test_startup_imports.py).
+if TYPE_CHECKING:
+    from sqlalchemy.exc import DBAPIError
+
+    from rigbench.store import Store
 
 #: The order `rigbench --help` and `rigbench results --help` list the commands in: a user's way
 #: through them, from measuring to advice to what is stored. A command not named here comes last.
@@ -60,6 +62,8 @@ app.add_typer(results_app, name="results", short_help="Stored results: list, run
 def db_flag(db: str | None) -> str:
     """` --db URL` for a next-step hint when the command was given one, without its password
     (PGPASSWORD or ~/.pgpass supplies it again: docs/fleet.md); "" without --db."""
+    from rigbench.store.engine import url_without_password
+
     return f" --db {shlex.quote(url_without_password(db))}" if db else ""
 
 
@@ -206,7 +210,11 @@ def _check_db(db: Any) -> None:
     """A `--db` that names a lasting database: an in-memory SQLite one is gone when the command
     ends, so `run` said "Stored in sqlite://" and suggested a `results show` that found nothing.
     (The library takes one: a program that keeps its Store keeps the database.)"""
-    if isinstance(db, str) and db.strip().lower().startswith("sqlite") and sqlite_file(resolve_db_url(db)) is None:
+    if not (isinstance(db, str) and db.strip().lower().startswith("sqlite")):
+        return
+    from rigbench.store.engine import resolve_db_url, sqlite_file
+
+    if sqlite_file(resolve_db_url(db)) is None:
         raise UsageError(f"--db {db} is an in-memory database, gone when the command ends: give a file, "
                          "e.g. --db results.db")
 
@@ -229,11 +237,22 @@ def handles_usage_errors(fn: Callable) -> Callable:
         except ValidationError as exc:
             print(f"rigbench: error: invalid setting: {validation_line(exc)}", file=sys.stderr)
             raise typer.Exit(2) from None
-        except DBAPIError as exc:  # what the store's own checks let through: a table dropped by hand
+        except Exception as exc:
+            if not _database_failed(exc):
+                raise
+            from rigbench.store.engine import error_text
+
             print(f"rigbench: error: the database failed: {error_text(exc)}: check the --db you gave "
                   "(a file another program changed?); what was stored before stays stored", file=sys.stderr)
             raise typer.Exit(2) from None
     return wrapper
+
+
+def _database_failed(exc: Exception) -> TypeGuard[DBAPIError]:
+    """A DBAPIError, what the store's own checks let through (a table dropped by hand). Asked
+    of SQLAlchemy only where a command loaded it: one that opened no database raised none."""
+    sqlalchemy_exc = sys.modules.get("sqlalchemy.exc")
+    return sqlalchemy_exc is not None and isinstance(exc, sqlalchemy_exc.DBAPIError)
 
 
 def no_answer(why: str) -> typer.Exit:
@@ -253,6 +272,8 @@ def _check_precision(precision: str, devices: Sequence[str] = ()) -> None:
         raise UsageError(f"--precision must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, got {precision!r}")
     other = next((d for d in devices if precision == "tf32" and not d.startswith("cuda")), None)
     if other is not None:
+        from rigbench.experiments.plan import tf32_off_cuda
+
         raise UsageError(tf32_off_cuda(other))
 
 
@@ -295,6 +316,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 def open_store_for(specs: list[Any], db: str | None) -> None:
     """Before any trial: refuse a value the database cannot store (store/limits.py), then open
     (and validate) the database, so neither costs a measured result."""
+    from rigbench.store import Store
+    from rigbench.store.limits import check_storable
+
     check_storable(specs)
     Store(db)
 
@@ -303,6 +327,8 @@ def _run_with_progress(specs: list[Any], db: str | None) -> api.RunOutcome:
     """Run trials with a progress bar and one line per finished trial, all on stderr; the bar
     says which trial and the phase it is in (runner/epoch_lines.py). Where stderr is not a
     terminal (no bar is drawn), each phase and each finished epoch of a training run is a line."""
+    from rigbench.reports import terminal
+
     open_store_for(specs, db)
     progress = progress_bar()
     count = len(specs)

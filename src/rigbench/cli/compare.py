@@ -13,8 +13,6 @@ from rigbench.cli.common import DB_HELP, WHERE_KEYS_HELP, _check_precision, app,
 from rigbench.cli.console import err, out, working
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
-from rigbench.reports import compare_tables, terminal
-from rigbench.store.bundle import SHOWN
 from rigbench.units import split_list
 
 
@@ -76,6 +74,8 @@ def _say(text: str) -> None:
 
 
 def _print_pairs(outcome: Any) -> None:
+    from rigbench.reports import compare_tables
+
     _say(f"A: {outcome.label_a} on {outcome.machine_a}")
     _say(f"B: {outcome.label_b} on {outcome.machine_b}")
     if not outcome.same_machine:
@@ -98,12 +98,15 @@ def _print_pairs(outcome: Any) -> None:
              f"roofline`); in parentheses where a trial reached under {NEAR_CEILING:.0%} of its ceiling, which then "
              "does not limit it, so the ratio does not predict its speed.")
     on_trials = any(p.a.trials and p.b.trials for p in outcome.pairs)
+    tested = sum(p.p_adjusted is not None for p in outcome.pairs)
     _say("Trials pair only when their configurations are equal. Changes count only when Mann-Whitney U "
          "gives p < 0.05 AND the 95% CIs of the two median step times do not overlap"
          + ("; configurations with two or more trials a side are judged on the trials instead (the 95% Welch "
             "interval of B/A leaves out 1). " if on_trials else
             ". Those CIs cover the noise within a trial, not between trials: run both sides with --repeat 3 "
             "to judge on trials. ")
+         + (f"The {tested} pairs' p values are adjusted together (Benjamini-Hochberg): a change counts only "
+            "while its adjusted p is under 0.05 too. " if tested else "")
          + ", ".join(f"{v}: {n}" for v, n in counts.items()))
 
 
@@ -151,6 +154,7 @@ def _frameworks(workloads: list[str], run_ids: list[str], batch_size: int | None
                 db: str | None, as_json: bool) -> None:
     from rigbench.analysis.frameworks import TABLE5, slowest_to_fastest
     from rigbench.analysis.published_tables import SOURCES
+    from rigbench.reports import compare_tables
 
     tables = api.compare_frameworks(db=db, workloads=workloads, run_ids=run_ids, batch_size=batch_size,
                                     precisions=precisions)
@@ -239,6 +243,7 @@ def _measure_command(workload: str, batch_size: int | None, frameworks: list[str
 
 def _print_matches(matches: list[Any]) -> None:
     from rigbench.analysis.peaks import clock_assumption
+    from rigbench.reports import compare_tables
 
     out.print(compare_tables.published_table(matches))
     ranged = sorted({said for m in matches if (said := clock_assumption(m.predicted_by_clock))})
@@ -275,6 +280,8 @@ def score(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout."),
 ) -> None:
     """One number: the geometric mean of speed-ups over a reference machine across a pinned suite of workloads (each at its reference batch; the score names the suite's version), with a 95% CI."""
+    from rigbench.reports import compare_tables, terminal
+
     if list_references:
         from rigbench.analysis.score import shipped_references
 
@@ -331,6 +338,8 @@ def results_import(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Import a results bundle: validated in full first; a malformed file changes nothing (exit 2)."""
+    from rigbench.store.bundle import SHOWN
+
     with working(f"importing {file}: every result checked, then stored"):
         done = api.import_bundle(file, db=db)
     text = f"Imported {done.added_results} results in {len(done.added_runs)} new runs from {file}"

@@ -36,9 +36,7 @@ from rigbench.cli.console import err, out, progress_bar, progressed, working
 from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
-from rigbench.reports import terminal
 from rigbench.spec import EnergyMode
-from rigbench.store import Store
 from rigbench.units import (
     parse_memory_limit,
     parse_positive_floats,
@@ -96,6 +94,8 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print only a JSON array of results on stdout (progress goes to stderr)."),
 ) -> None:
     """Train workloads on devices, each trial in its own process; store and show the results."""
+    from rigbench.reports import terminal
+
     _check_precision(precision)
     if threads is not None and threads < 1:
         raise UsageError("--threads must be at least 1")
@@ -184,6 +184,8 @@ def train(
     """Train on a real data set: held-out accuracy (language models: loss, perplexity, bits per
     byte) per epoch, time and epochs to a target. Into a file or a pipe (no progress bar), one
     line per finished epoch on stderr."""
+    from rigbench.reports import terminal
+
     devices = split_list(device, "--device")
     frameworks = split_list(framework, "--framework") or ["torch"]
     _check_precision(precision, devices or ["cpu"])
@@ -244,6 +246,8 @@ def train(
 @handles_usage_errors
 def workloads(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the reference workloads: shapes, data set size, parameters, FLOPs, origin."""
+    from rigbench.reports import terminal
+
     rows = api.workloads_info()
     if as_json:
         print(strict_json(rows, indent=2))
@@ -256,6 +260,8 @@ def workloads(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
 def devices(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List this machine's devices and which frameworks can use each (each installed framework
     is asked in a child process: seconds each, side by side)."""
+    from rigbench.reports import terminal
+
     progress = progress_bar()
     waiting: list[str] = []
     task = progress.add_task("", total=None)
@@ -288,6 +294,9 @@ def results_show(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Show one trial: its fields with a value, grouped and rounded; --json prints every field and raw sample."""
+    from rigbench.reports import terminal
+    from rigbench.store import Store
+
     store = Store(db, create=False)
     result = store.get(trial_id)
     if result is None:
@@ -313,6 +322,7 @@ def results_export(
     """Export stored results as flat JSON or CSV rows, or as a full bundle for `results import`."""
     if fmt not in ("json", "csv", "bundle"):
         raise UsageError(f"--format must be json, csv or bundle, got {fmt!r}")
+    from rigbench.store import Store
     from rigbench.store.bundle import write_bundle
     from rigbench.store.export import replacing, write_csv, write_json
 
@@ -346,7 +356,7 @@ def results_export(
 @handles_usage_errors
 def results_flush(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Store the results kept in the spool while this database was unreachable or busy (any command that opens it does so too)."""
-    from rigbench.store import spool
+    from rigbench.store import Store, spool
 
     store = Store(db, create=False, import_spool=False)
     done = store.flush_spool()

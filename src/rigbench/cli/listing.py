@@ -17,9 +17,7 @@ from rigbench.cli.common import (
 from rigbench.cli.console import out
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
-from rigbench.reports import terminal
 from rigbench.spec import STATUSES
-from rigbench.store import Store
 
 
 @results_app.command("list", short_help="List stored results, newest last.")
@@ -33,6 +31,9 @@ def results_list(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """List stored results, newest last; where they come from several runs, each row's run id."""
+    from rigbench.reports import terminal
+    from rigbench.store import Store
+
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit} (every result: `rigbench results export`)")
     if status is not None and status not in STATUSES:
@@ -61,6 +62,9 @@ def results_runs(
     """List the stored runs, newest last: each run's id (what --run takes), when it started, its
     machine (host, CPU, GPUs by model), how many trials and calibration measurements it stored,
     and the command that made it (masked, as stored)."""
+    from rigbench.reports import terminal
+    from rigbench.store import Store
+
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     store = Store(db, create=False)

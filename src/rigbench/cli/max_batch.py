@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -18,15 +20,19 @@ from rigbench.cli.common import (
 )
 from rigbench.cli.console import err, no_bar, out, progressed
 from rigbench.errors import UsageError
-from rigbench.experiments import max_batch as search  # its defaults: the library's are the command's
-from rigbench.experiments.max_batch import MIB, MaxBatchOutcome, find_max_batch, memory_metric
+from rigbench.experiments import max_batch_logic as search  # its defaults: the library's are the command's
+from rigbench.experiments.max_batch_logic import MIB, memory_metric
 from rigbench.json_text import strict_json
-from rigbench.reports import terminal
 from rigbench.spec import Result, TrialSpec
 from rigbench.units import format_bytes, parse_memory_limit
 
+if TYPE_CHECKING:
+    from rigbench.experiments.max_batch import MaxBatchOutcome
+
 
 def _probe_line(r: Result) -> str:
+    from rigbench.reports import terminal
+
     peak = getattr(r.metrics, memory_metric(r.spec.device, [r]))
     text = f"  batch {r.spec.batch_size}: {r.status}"
     if peak is not None:
@@ -39,6 +45,8 @@ def _probe_line(r: Result) -> str:
 
 
 def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
+    from rigbench.reports import terminal
+
     out.print(terminal.max_batch_table(o))
 
     def say(text: str) -> None:
@@ -105,6 +113,8 @@ def max_batch(
     as_json: bool = typer.Option(False, "--json", help="Print only one JSON object on stdout: probes, model, limit, largest ok, smallest oom, recommendation."),
 ) -> None:
     """The largest batch that trains without running out of memory, and a recommended batch with a safety margin."""
+    from rigbench.experiments.max_batch import find_max_batch
+
     _check_precision(precision, [device])
     if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")

@@ -11,7 +11,6 @@ from rigbench.cli import interrupts
 from rigbench.cli.common import DB_HELP, app, framework_option, handles_usage_errors, no_answer
 from rigbench.cli.console import err, no_bar, out, progressed
 from rigbench.json_text import strict_json
-from rigbench.reports import terminal
 from rigbench.spec import Result, TrialSpec
 from rigbench.units import parse_memory_limit, parse_positive_ints, split_list
 
@@ -36,6 +35,8 @@ def recommend(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the same lines with the numbers behind each, what ran and what is missing."),
 ) -> None:
     """Recommend device, batch size, learning rate, precision (and the least energy per sample, where measured), threads and loader workers, measuring only what is missing."""
+    from rigbench.reports import terminal
+
     # A bar (a spinner: how many trials run depends on what is stored) saying what runs and the
     # phase it is in; where stderr is not a terminal (no bar), each phase is a line.
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),

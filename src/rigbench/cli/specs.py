@@ -23,7 +23,6 @@ from rigbench.cli.common import app, handles_usage_errors
 from rigbench.cli.console import out
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
-from rigbench.reports.cells import cells
 from rigbench.reports.table_fit import Column, FitTable
 
 
@@ -45,6 +44,8 @@ def source_domains(source: str) -> str:
 
 def specs_table(rows: list[HardwareSpec]) -> FitTable:
     """One line per device: dense peaks (TFLOP/s), memory, bandwidth, power, year, where from."""
+    from rigbench.reports.cells import cells
+
     table = FitTable([
         Column("name", cut=True), Column("kind", priority=40), Column("fp32", "right"),
         Column("tf32", "right", priority=55), Column("fp16", "right", priority=60), Column("bf16", "right", priority=58),

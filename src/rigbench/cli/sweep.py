@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -25,25 +25,9 @@ from rigbench.cli.common import (
 )
 from rigbench.cli.console import err, no_bar, out, progressed
 from rigbench.errors import UsageError
-from rigbench.experiments.sweep import (
-    SweepOutcome,
-    earlier_trials,
-    estimate,
-    load_sweep_file,
-    plan_sweep,
-    spec_key,
-    stored_results,
-    sweep_spec,
-)
-from rigbench.experiments.sweep import sweep as run_sweep
 from rigbench.json_text import strict_json
-from rigbench.reports import terminal
-from rigbench.reports.cells import cells
 from rigbench.reports.table_fit import Column, FitTable
 from rigbench.spec import EnergyMode, Result, TrialSpec
-from rigbench.store import Store
-from rigbench.store.db import default_db_url, resolve_db_url
-from rigbench.store.engine import hint_argv, sqlite_file
 from rigbench.units import (
     clock,
     parse_memory_limit,
@@ -52,6 +36,10 @@ from rigbench.units import (
     split_list,
     split_workload_refs,
 )
+
+if TYPE_CHECKING:
+    from rigbench.experiments.sweep import SweepOutcome
+    from rigbench.store import Store
 
 
 def _switches(values: list[str] | None, flag: str) -> list[bool]:
@@ -74,6 +62,8 @@ def _interactive() -> bool:
 def _announce(grid: list[TrialSpec], db: str | None, resume: bool, yes: bool) -> None:
     """Say how many trials will run and how long that takes at least (and at most, every trial
     to its timeout); above CONFIRM_ABOVE_S ask first on a terminal, unless --yes."""
+    from rigbench.experiments.sweep import earlier_trials, estimate, spec_key
+
     pending = grid
     if resume:
         _, stored = _stored_if_any(grid, db)
@@ -95,6 +85,8 @@ def _announce(grid: list[TrialSpec], db: str | None, resume: bool, yes: bool) ->
 def _resume_command() -> str:
     """This command again with --resume, a database URL without its password (an interrupted
     sweep on PostgreSQL printed it)."""
+    from rigbench.store.engine import hint_argv
+
     args = hint_argv(sys.argv[1:])
     return "rigbench " + shlex.join(args + ([] if "--resume" in args else ["--resume"]))
 
@@ -103,6 +95,9 @@ def _sweep_table(results: list[Result], new_run: str | None) -> FitTable:
     """One row per grid point; `ran` says whether it ran now or in which earlier run. A
     samples/J column only when some point has a measured energy (none on a machine that
     cannot read one)."""
+    from rigbench.reports import terminal
+    from rigbench.reports.cells import cells
+
     energy = terminal.any_energy(results)
     table = FitTable([
         Column("id", "right"), *terminal.trial_columns(), Column("samples/s [95% CI]", "right", short="samples/s"),
@@ -123,6 +118,9 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
     """Run the sweep with a progress bar, an ETA (mean time per finished trial so far times
     the trials left) and one line per finished trial, all on stderr; the bar says the phase each
     trial is in, which where stderr is not a terminal (no bar) is a line each."""
+    from rigbench.experiments.sweep import sweep as run_sweep
+    from rigbench.reports import terminal
+
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
                         TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                         TextColumn("ETA {task.fields[eta]}"), console=err, transient=True, disable=no_bar())
@@ -160,6 +158,10 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
 
 def _store_if_any(db: str | None) -> Store | None:
     """The database, or None where it is an SQLite file not made yet (looking never creates one)."""
+    from rigbench.store import Store
+    from rigbench.store.db import default_db_url, resolve_db_url
+    from rigbench.store.engine import sqlite_file
+
     url = resolve_db_url(db) if db else default_db_url()
     path = sqlite_file(url)  # None: not an SQLite file (PostgreSQL, in memory)
     if path is not None and not path.exists():
@@ -169,11 +171,17 @@ def _store_if_any(db: str | None) -> Store | None:
 
 def _stored_if_any(grid: list[TrialSpec], db: str | None) -> tuple[str, dict[str, Result]]:
     """The database's URL and the grid points it holds; a dry run never creates a database."""
+    from rigbench.experiments.sweep import stored_results
+    from rigbench.store.db import default_db_url, resolve_db_url
+
     store = _store_if_any(db)
     return (store.url, stored_results(store, grid)) if store else (resolve_db_url(db) if db else default_db_url(), {})
 
 
 def _dry_run(grid: list[TrialSpec], db: str | None, resume: bool, as_json: bool) -> None:
+    from rigbench.experiments.sweep import spec_key
+    from rigbench.reports.cells import cells
+
     url, stored = _stored_if_any(grid, db)
     keys = [spec_key(s) for s in grid]
     n_stored = sum(k in stored for k in keys)
@@ -230,6 +238,9 @@ def sweep(
     """Run the product of lists of settings (from flags or a TOML file); resumable with --resume.
     Says first how many trials will run and how long that takes; asks on a terminal when that
     is over 30 minutes."""
+    from rigbench.experiments.sweep import load_sweep_file, plan_sweep, sweep_spec
+    from rigbench.reports import terminal
+
     if steps is not None and steps < 2:
         raise UsageError("--steps must be at least 2")
     if timeout is not None and timeout <= 0:

@@ -59,6 +59,10 @@ from rigbench.errors import BELOW_FRAMEWORK, UsageError
 from rigbench.experiments.devices import chosen_devices, devices_info
 from rigbench.experiments.execute import start_run
 from rigbench.experiments.max_batch_logic import (
+    DEFAULT_MARGIN,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_START,
+    DEFAULT_TOLERANCE,
     LEAP,
     MIB,
     check_memory_limit,
@@ -93,16 +97,6 @@ VALUE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 #: CPU default limit: this fraction of the RAM available when the search starts, so that
 #: the probes leave room for everything else running on the machine.
 DEFAULT_RAM_FRACTION = 0.5
-#: The search's defaults, `rigbench max-batch`'s and the library's alike.
-DEFAULT_START = 8
-DEFAULT_MAX_BATCH = 65536
-#: Bisect until the gap is within 5% of the largest batch that ran, not down to one sample:
-#: the boundary itself moves by a few percent between runs (docs/STRATEGY.md: under one cap
-#: batch 1776 ran 2 times of 5, 1777 4 of 5), and the recommendation keeps DEFAULT_MARGIN
-#: below it anyway. One sample cost about log2(batch) probes more (mlp under a 2 GiB cap on
-#: the dev VM, doubling from 1: 32 probes to 36,366 ok / 36,367 oom, where 5% takes 22).
-DEFAULT_TOLERANCE = 0.05
-DEFAULT_MARGIN = 0.1
 
 
 @dataclass

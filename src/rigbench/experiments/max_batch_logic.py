@@ -27,6 +27,18 @@ def check_memory_limit(limit: int | None, devices: Sequence[str]) -> None:
 
 MIB = 2**20
 
+#: The search's defaults, `rigbench max-batch`'s and the library's alike (here, not in max_batch.py:
+#: the command's --help reads them without importing the search's runner and database).
+DEFAULT_START = 8
+DEFAULT_MAX_BATCH = 65536
+#: Bisect until the gap is within 5% of the largest batch that ran, not down to one sample:
+#: the boundary itself moves by a few percent between runs (docs/STRATEGY.md: under one cap
+#: batch 1776 ran 2 times of 5, 1777 4 of 5), and the recommendation keeps DEFAULT_MARGIN
+#: below it anyway. One sample cost about log2(batch) probes more (mlp under a 2 GiB cap on
+#: the dev VM, doubling from 1: 32 probes to 36,366 ok / 36,367 oom, where 5% takes 22).
+DEFAULT_TOLERANCE = 0.05
+DEFAULT_MARGIN = 0.1
+
 
 #: The most a search multiplies the batch by in one step before an out-of-memory (next_probe).
 LEAP = 8
