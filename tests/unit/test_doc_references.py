@@ -198,3 +198,15 @@ def test_the_readmes_json_fields_name_every_field_in_the_rows_order():
     section = section.replace("epochs ... diverged_at_epoch", " ".join(expected[expected.index("epochs"):expected.index("diverged_at_epoch") + 1]))
     named = list(dict.fromkeys(word for word in re.findall(r"\b[a-z][a-z0-9_]*\b", section) if word in expected))
     assert named == expected, [name for name in expected if name not in named] or named
+
+
+def test_the_data_sets_table_names_the_workloads_each_set_trains():
+    """docs/DATASETS.md's "accepted by" column is data/accepts.ACCEPTS read the other way round."""
+    from rigbench.data.accepts import ACCEPTS
+
+    text = (ROOT / "docs" / "DATASETS.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)` \|.*\| ([^|]+) \|$", text.split("| name | images |", 1)[1].split("\n\n", 1)[0], re.MULTILINE)
+    assert len(rows) >= 5, rows
+    for name, accepted_by in rows:
+        named = {word for word in re.findall(r"\w+", accepted_by) if word in ACCEPTS}
+        assert named == {w for w, sets in ACCEPTS.items() if name in sets}, (name, accepted_by)
