@@ -1,10 +1,13 @@
 """What `rigbench` imports before it answers: the commands that train nothing and read nothing
 (--help, --version, any COMMAND --help) import no database driver, no numpy, no strategy and no
-framework; `rigbench.api` imports each public name where it lives on first use (api/__init__.py).
-benchmarks/startup.py has the seconds this saves; these tests assert only which modules load."""
+framework; those that list or show stored results, the database but no numpy; `rigbench.api`
+imports each public name where it lives on first use (api/__init__.py). benchmarks/startup.py
+has the seconds this saves; these tests assert only which modules load."""
 
 import ast
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -45,6 +48,33 @@ def test_help_and_version_import_no_database_numpy_strategy_or_framework():
     for step, modules in seen.items():
         loaded = {m for m in modules if m.split(".")[0] in NOT_FOR_HELP or m in NOT_FOR_HELP}
         assert not loaded, f"{step} imported {sorted({m if m.startswith('rigbench') else m.split('.')[0] for m in loaded})}"
+
+
+READING = textwrap.dedent("""
+    import json, sys
+    import rigbench.cli
+    db = sys.argv[1]
+    for argv in (["results", "list", "--db", db], ["results", "show", "1", "--db", db],
+                 ["results", "runs", "--db", db], ["workloads"]):
+        sys.argv = ["rigbench", *argv]
+        try:
+            rigbench.cli.main()
+        except SystemExit as done:
+            assert done.code in (0, None), (argv, done.code)
+    print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+""")
+
+
+def test_listing_and_showing_stored_results_import_the_database_but_no_numpy(tmp_path):
+    db = tmp_path / "v01.db"  # 5 runs of v0.1, migrated as the first command opens it
+    shutil.copy(Path(__file__).parents[1] / "fixtures" / "v01.db", db)
+    proc = subprocess.run([sys.executable, "-c", READING, str(db)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    modules = set(json.loads(proc.stderr.strip().splitlines()[-1]))
+    assert "rigbench.store.db" in modules and "rigbench.reports.terminal" in modules  # it did read and show
+    assert "c1b7312dc1af" in proc.stdout and "resnet" in proc.stdout  # a run's id, and `workloads`' table
+    assert not {m.split(".")[0] for m in modules} & {"numpy", "torch", "jax", "tensorflow", "keras", "plotly"}
 
 
 def _type_checking_imports() -> dict[str, tuple[str, ...]]:

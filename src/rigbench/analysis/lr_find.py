@@ -38,8 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from rigbench.analysis.stats import median
-
 #: The suggestion is the lr at the minimum smoothed loss divided by this (fastai's `minimum`).
 MIN_DIVISOR = 10.0
 #: Points needed after skipping the start to suggest anything.
@@ -128,6 +126,8 @@ def clear_fall(start: tuple[float, float], lowest: tuple[float, float], raw: Seq
     """None when the smoothed loss falls clearly from `start` to `lowest` ((lr, smoothed loss)
     each), judged against the noise of the `raw` losses up to the minimum (module docstring);
     else why not, in one line, with the range to try instead."""
+    from rigbench.analysis.stats import median  # numpy: here, not for every table that shows a range test
+
     fall = start[1] - lowest[1]
     steps = [abs(b - a) for a, b in pairwise(raw)]
     noise = median(steps) / _MEDIAN_STEP_PER_SIGMA if steps else 0.0

@@ -15,7 +15,6 @@ from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from rigbench.analysis.stats import geometric_mean
 from rigbench.fingerprint import machine_key
 from rigbench.spec import MeasureOptions, Result
 
@@ -134,6 +133,8 @@ class RunSpeed:
 
     @property
     def samples_per_s(self) -> float:
+        from rigbench.analysis.stats import geometric_mean  # numpy: not for the tables that only name devices
+
         return geometric_mean(self.speeds)
 
     @property
