@@ -175,10 +175,12 @@ def called_on_trials(gen: Generator, n: int, trials: int, sims: int, speedup: fl
     return hits / sims
 
 
-def score_coverage(gen: Generator, n: int, trials: int, sims: int, seed: int = 4) -> float:
-    """The share of simulated scores of a machine against itself (every suite workload, `trials`
-    trials a side of `n` steps from `gen` on both) whose 95% CI holds 1.0."""
-    from rigbench.analysis.score import compute_score, default_suite
+def score_coverages(gen: Generator, n: int, trials: int, sims: int, seed: int = 4) -> tuple[float, float, float]:
+    """The shares of simulated scores of a machine against itself (every suite workload, `trials`
+    trials a side of `n` steps from `gen` on both) whose 95% CI holds 1.0, three ways on the same
+    draws: the two-stage bootstrap with steps drawn one by one (until 2026-11-28), in blocks (until
+    the Welch interval over repeats, also 2026-11-28), and compute_score's now."""
+    from rigbench.analysis import score as scoring
     from rigbench.spec import Result, TrialSpec
 
     rng = np.random.default_rng(seed)
@@ -187,33 +189,27 @@ def score_coverage(gen: Generator, n: int, trials: int, sims: int, seed: int = 4
         return {w: tuple(Result(run_id=run, created_at="2026-01-01T00:00:00+00:00", status="ok",
                                 spec=TrialSpec(workload=w, device="cpu", batch_size=batch),
                                 step_times_s=[float(t) for t in gen(rng, n)]) for _ in range(trials))
-                for w, batch in default_suite()}
+                for w, batch in scoring.default_suite()}
 
-    held = 0
+    held = np.zeros(3)
+    current = scoring._resampled_speed
     for _ in range(sims):
-        score = compute_score(side("ours"), side("ref"), "cpu", resamples=500)
-        held += score is not None and score.ci[0] <= 1.0 <= score.ci[1]
-    return held / sims
+        score = scoring.compute_score(side("ours"), side("ref"), "cpu", resamples=500)
+        assert score is not None
+        blocks = scoring.bootstrap_interval(score.items, 500) if trials > 1 else score.ci
+        scoring._resampled_speed = iid_resampled_speed
+        try:
+            one_by_one = scoring.bootstrap_interval(score.items, 500)
+        finally:
+            scoring._resampled_speed = current
+        held += [low <= 1.0 <= high for low, high in (one_by_one, blocks, score.ci)]
+    return tuple(held / sims)  # type: ignore[return-value]
 
 
 def iid_resampled_speed(r, rng: np.random.Generator, resamples: int) -> np.ndarray:
     """score's step resampling until 2026-11-28: each step drawn on its own (no blocks)."""
     times = np.asarray(r.timing_samples(), dtype=float)
     return r.spec.batch_size / np.median(times[rng.integers(0, times.size, size=(resamples, times.size))], axis=1)
-
-
-def score_coverages(gen: Generator, n: int, trials: int, sims: int) -> tuple[float, float]:
-    """score_coverage with the old step resampling (one step at a time) and with the current one
-    (moving blocks), on the same simulated trials (the same seed)."""
-    from rigbench.analysis import score
-
-    current = score._resampled_speed
-    score._resampled_speed = iid_resampled_speed
-    try:
-        old = score_coverage(gen, n, trials, sims)
-    finally:
-        score._resampled_speed = current
-    return old, score_coverage(gen, n, trials, sims)
 
 
 def ratio_coverage(gen: Generator, n: int, sims: int, blocks: bool, seed: int = 6) -> float:
@@ -321,12 +317,12 @@ def main() -> None:
     if "score" in parts:
         runs = max(sims // 5, 50)
         print(f"\nscore of a machine against itself: the share of 95% CIs holding 1.0 ({runs:,} scores a cell, "
-              "8 workloads, 500 resamples each)")
+              "8 workloads, 500 resamples each); bootstrap with steps one by one / in blocks / current")
         for name in ("lognormal CV 5%", f"AR(1) phi {AR_PHI}", "AR(1) + trial offset"):
-            for n, trials in ((10, 1), (60, 1), (10, 3), (60, 3)):
-                old, new = score_coverages(MODELS[name][0], n, trials, runs)
+            for n, trials in ((10, 1), (60, 1), (10, 2), (60, 2), (10, 3), (60, 3)):
+                cells = score_coverages(MODELS[name][0], n, trials, runs)
                 print(f"{name:22s} n={n:<3d} {trials} trial{'s' * (trials > 1)} a side: "
-                      f"steps one by one {old:6.1%}, in blocks (current) {new:6.1%}")
+                      + " / ".join(f"{c:6.1%}" for c in cells))
     print(f"\n({time.perf_counter() - started:.0f} s)")
 
 

@@ -357,6 +357,25 @@ def _ar1_times(phi, n=60, seed=7):
     return [0.1 * math.exp(x) for x in logs]
 
 
+def test_with_repeats_on_both_sides_the_ci_is_welchs_over_trials():
+    """Constant steps make each trial's samples/s exact. mlp: ours 640 and 320 samples/s, the
+    reference 320 twice; cnn: ours 1,280 twice, the reference 1,280 and 640. Each speed-up is
+    sqrt(2), so the score is sqrt(2); in logs each workload differs by ln2 / 2, and the two sides
+    that vary have a variance of their mean of (ln2)^2 / 4 each: over 2^2 workloads, se^2 =
+    (ln2)^2 / 8, df = 2 (t 4.303), so the CI is exp(ln2 / 2 +- 4.303 ln2 / sqrt(8)). The
+    bootstrap of two trials a side would draw only what those two trials show."""
+    ours = {"mlp": (make("mlp", [0.1] * 5), make("mlp", [0.2] * 5)), "cnn": (make("cnn", [0.1] * 5),) * 2}
+    reference = {"mlp": (make("mlp", [0.2] * 5),) * 2, "cnn": (make("cnn", [0.1] * 5), make("cnn", [0.2] * 5))}
+    score = compute_score(ours, reference, "cpu")
+    assert score.value == pytest.approx(math.sqrt(2)) and score.ci_covers == "repeats"
+    half = 4.303 * math.log(2) / math.sqrt(8)
+    assert score.ci == (pytest.approx(math.exp(math.log(2) / 2 - half)), pytest.approx(math.exp(math.log(2) / 2 + half)))
+    # one side of one workload with a single trial: the bootstrap again, which stays within
+    # what its draws can give (here mlp 1-2 times, cnn 1-2 times)
+    partial = compute_score(ours, {**reference, "mlp": reference["mlp"][:1]}, "cpu")
+    assert partial.ci_covers == "repeats in part" and 1.0 <= partial.ci[0] < partial.ci[1] <= 2.0
+
+
 def test_score_resamples_correlated_steps_in_blocks():
     """A trial's steps are drawn in runs of (1 + r) / (1 - r) consecutive ones: drawn one by one,
     correlated steps looked as informative as independent ones, and the score's CI held 1.0 for a

@@ -61,3 +61,16 @@ def test_empty_inputs_raise():
             fn([])
     with pytest.raises(ValueError):
         stats.throughput_summary([], 8)
+
+
+def test_mean_difference_interval_by_hand():
+    # two groups: (a [0, 2], b [1, 3]) differ by 1 and (a [1, 3], b [4, 6]) by 3: mean 2. Each side's
+    # variance of its mean is 2 / 2 = 1, over 2^2 groups: se^2 = 4 x 1/4 = 1; df = 1 / (4 x (1/4)^2 / 1) = 4
+    diff, low, high = stats.mean_difference_interval([([0, 2], [1, 3]), ([1, 3], [4, 6])])
+    assert (diff, low, high) == (pytest.approx(2.0), pytest.approx(2.0 - 2.776), pytest.approx(2.0 + 2.776))
+    # one group is Welch's two-sample interval
+    assert stats.mean_difference_interval([([1, 2, 4], [3, 5, 6, 9])]) == stats.welch_interval([1, 2, 4], [3, 5, 6, 9])
+    # every value equal on every side: a point, at the values less one a side (df 4: no division by 0)
+    assert stats.mean_difference_interval([([1, 1], [2, 2]), ([3, 3], [3, 3])]) == (0.5, 0.5, 0.5)
+    with pytest.raises(ValueError, match="at least two values a side"):
+        stats.mean_difference_interval([([1, 2], [3])])

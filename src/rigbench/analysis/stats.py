@@ -90,14 +90,31 @@ def t_975(df: float) -> float:
 def welch_interval(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
     """mean(b) - mean(a) with its 95% Welch interval (unequal variances, Welch-Satterthwaite
     degrees of freedom), as (difference, low, high); each side needs at least two values."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if x.size < 2 or y.size < 2:
-        raise ValueError("a Welch interval needs at least two values a side")
-    va, vb = float(x.var(ddof=1)) / x.size, float(y.var(ddof=1)) / y.size
-    diff, se = float(y.mean() - x.mean()), math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (x.size - 1) + vb ** 2 / (y.size - 1)) if se > 0 else x.size + y.size - 2
+    return mean_difference_interval([(a, b)])
+
+
+def mean_difference_interval(groups: Sequence[tuple[Sequence[float], Sequence[float]]]) -> tuple[float, float, float]:
+    """The mean over `groups` of mean(b) - mean(a), with its 95% Welch interval, as (difference,
+    low, high): the variances of the side means added (independent sides, unequal variances),
+    Welch-Satterthwaite degrees of freedom over every side (t_975 rounds them down). One group
+    is Welch's two-sample interval; every side needs at least two values."""
+    diff, se, df = _welch(groups)
     half = t_975(df) * se
     return diff, diff - half, diff + half
+
+
+def _welch(groups: Sequence[tuple[Sequence[float], Sequence[float]]]) -> tuple[float, float, float]:
+    """(mean over groups of mean(b) - mean(a), its standard error, Welch-Satterthwaite df); the df
+    is the values less one a side, summed, where every side's values are all equal."""
+    sides = [np.asarray(side, dtype=float) for group in groups for side in group]
+    if not groups or any(side.size < 2 for side in sides):
+        raise ValueError("a Welch interval needs at least two values a side")
+    diff = sum(float(np.mean(b)) - float(np.mean(a)) for a, b in groups) / len(groups)
+    shares = [float(side.var(ddof=1)) / side.size / len(groups) ** 2 for side in sides]  # each side's part of se^2
+    se = math.sqrt(sum(shares))
+    spread = sum(v * v / (side.size - 1) for v, side in zip(shares, sides))
+    df = sum(shares) ** 2 / spread if spread > 0 else float(sum(side.size - 1 for side in sides))
+    return diff, se, df
 
 
 def bootstrap_ci(values: Sequence[float], stat=np.median, confidence: float = 0.95,
