@@ -8,7 +8,9 @@ the real functions (analysis/stats.py, analysis/compare.py, analysis/score.py):
 - compare with repeats (3 trials a side, the Welch interval over trials): the same;
 - ratio: how often compare's interval of the speed ratio holds 1.0 on A/A pairs;
 - noisy: how often a trial is flagged noisy (step-time CV over 10%) at a known true CV;
-- score: how often the 95% CI of a machine scored against itself holds 1.0.
+- score: how often the 95% CI of a machine scored against itself holds 1.0;
+- family: a compare of 8 workloads at once, how often it calls any unchanged one different, and
+  how many changed ones it finds, with each pair judged alone and with their p values adjusted.
 
 The step-time models (each with a true median step of 1): lognormal at a CV of 5% and of 20%;
 5% of the steps stalled 1.5 to 3 times longer; a slow drift of +-5% across the trial; AR(1)
@@ -24,7 +26,7 @@ host-timer trial's windows) and 60 (a fast default-protocol trial). Every figure
 fixed seed, so the same command prints the same table; the Monte Carlo error of a rate near
 95% over N simulations is about sqrt(0.05 * 0.95 / N) (0.7% at N = 1,000).
 
-Usage: python benchmarks/stats_calibration.py [--sims 1000] [--only coverage,compare,ratio,repeats,noisy,score]
+Usage: python benchmarks/stats_calibration.py [--sims 1000] [--only coverage,compare,ratio,repeats,noisy,score,family]
                                               [--references]
 """
 
@@ -212,6 +214,44 @@ def iid_resampled_speed(r, rng: np.random.Generator, resamples: int) -> np.ndarr
     return r.spec.batch_size / np.median(times[rng.integers(0, times.size, size=(resamples, times.size))], axis=1)
 
 
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment (the other standard choice, shown beside compare's)."""
+    adjusted, running = [1.0] * len(p_values), 0.0
+    for rank, i in enumerate(sorted(range(len(p_values)), key=lambda j: p_values[j])):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def family(gen: Generator, n: int, trials: int, speedups: list[float], sims: int, seed: int = 7) -> np.ndarray:
+    """One compare of len(speedups) workloads at a time (B's steps 1 + s faster in each; 0: the
+    same), judged as compare judges (on steps with one trial a side, else on trials): the share of
+    compares calling any unchanged workload different, and of changed workloads found, each with
+    every pair at 5% alone, Holm-adjusted, and as compare adjusts them (Benjamini-Hochberg)."""
+    from rigbench.analysis.compare import Pair, adjust_for_pairs, significance, trial_significance
+    from rigbench.analysis.stats import median
+
+    rng = np.random.default_rng(seed)
+    same, changed = [s == 0 for s in speedups], [s != 0 for s in speedups]
+    tally = np.zeros((2, 3))  # (any false call, changes found) x (alone, Holm, Benjamini-Hochberg)
+    for _ in range(sims):
+        pairs = []
+        for s in speedups:
+            if trials == 1:
+                judged = significance(list(gen(rng, n)), list(gen(rng, n) / (1 + s)))
+            else:
+                judged = trial_significance([1 / median(list(gen(rng, n))) for _ in range(trials)],
+                                            [(1 + s) / median(list(gen(rng, n))) for _ in range(trials)])
+            pairs.append(Pair("w", None, None, judged["verdict"], p_value=judged["p_value"]))
+        alone = [p.verdict != "no change" for p in pairs]
+        held = [call and q < 0.05 for call, q in zip(alone, holm([p.p_value or 1.0 for p in pairs]))]
+        adjust_for_pairs(pairs)
+        for k, calls in enumerate((alone, held, [p.verdict != "no change" for p in pairs])):
+            tally[0, k] += any(c and z for c, z in zip(calls, same))
+            tally[1, k] += sum(c and z for c, z in zip(calls, changed)) / max(sum(changed), 1)
+    return tally / sims
+
+
 def ratio_coverage(gen: Generator, n: int, sims: int, blocks: bool, seed: int = 6) -> float:
     """The share of simulated A/A pairs (one trial a side) whose 95% interval of the speed ratio,
     compare.ratio_ci, holds 1.0; `blocks` False: its steps drawn one by one, as until 2026-11-28."""
@@ -265,7 +305,7 @@ def references() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sims", type=int, default=1000, help="simulations a cell (default 1,000)")
-    parser.add_argument("--only", default="coverage,compare,ratio,repeats,noisy,score",
+    parser.add_argument("--only", default="coverage,compare,ratio,repeats,noisy,score,family",
                         help="the parts to run, comma-separated (default: all)")
     parser.add_argument("--references", action="store_true",
                         help="also the lag-1 autocorrelation of the shipped references' step times")
@@ -323,6 +363,19 @@ def main() -> None:
                 cells = score_coverages(MODELS[name][0], n, trials, runs)
                 print(f"{name:22s} n={n:<3d} {trials} trial{'s' * (trials > 1)} a side: "
                       + " / ".join(f"{c:6.1%}" for c in cells))
+    if "family" in parts:
+        runs = max(sims // 2, 50)
+        print(f"\ncompare of 8 workloads at once ({runs:,} compares a cell): the share calling any unchanged "
+              "workload different / the share of changed ones found; each pair alone / Holm / Benjamini-Hochberg")
+        cases = {"A/A": [0.0] * 8, "one +20%": [0.2] + [0.0] * 7, "all +10%": [0.1] * 8, "half +10%": [0.1] * 4 + [0.0] * 4}
+        for name, n, trials in (("lognormal CV 5%", 10, 3), ("lognormal CV 5%", 60, 3), ("AR(1) + trial offset", 10, 3),
+                                ("AR(1) + trial offset", 60, 3), (f"AR(1) phi {AR_PHI}", 60, 1),
+                                ("AR(1) + trial offset", 60, 1)):
+            for case, speedups in cases.items():
+                (f1, f2, f3), (h1, h2, h3) = family(MODELS[name][0], n, trials, speedups, runs)
+                print(f"{name:22s} n={n:<3d} {trials} trial{'s' * (trials > 1)} {case:9s}: "
+                      + (f"any false {f1:6.1%} / {f2:6.1%} / {f3:6.1%}" if 0.0 in speedups else " " * 34)
+                      + (f"  found {h1:6.1%} / {h2:6.1%} / {h3:6.1%}" if any(speedups) else ""))
     print(f"\n({time.perf_counter() - started:.0f} s)")
 
 

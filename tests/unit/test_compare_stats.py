@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from rigbench.analysis.compare import compare_results, ratio_ci, significance
-from rigbench.analysis.stats import mann_whitney_u
+from rigbench.analysis.compare import Pair, adjust_for_pairs, compare_results, ratio_ci, significance
+from rigbench.analysis.stats import mann_whitney_u, welch_p
 from rigbench.spec import Result, TrialSpec
 
 SOFTWARE = {"torch": "2.13.0", "cuda": None, "cudnn": None, "mkldnn": True, "num_threads": 2}
@@ -304,10 +304,12 @@ def test_repeats_are_judged_on_trials_so_drift_between_trials_is_not_a_change():
     b = [_trial(v, rid, "b") for rid, v in enumerate((1300.0, 1100.0, 1000.0), start=4)]
     assert compare_results(a[-1:], b[-1:], same_machine=True).pairs[0].verdict == "slower"
     (pair,) = compare_results(a, b, same_machine=True).pairs
-    assert pair.verdict == "no change" and pair.p_value is None
-    assert pair.notes == ["judged on trials: 3 in A, 3 in B"]
     speeds_a = [32 / float(np.median(t.step_times_s)) for t in a]
     speeds_b = [32 / float(np.median(t.step_times_s)) for t in b]
+    # the p column is Welch's on the trials' log samples/s; one pair: nothing to adjust
+    assert pair.verdict == "no change" and pair.p_value == pytest.approx(welch_p(np.log(speeds_a), np.log(speeds_b)))
+    assert pair.p_value > 0.05 and pair.p_adjusted is None
+    assert pair.notes == ["judged on trials: 3 in A, 3 in B"]
     geo = [math.exp(np.mean(np.log(s))) for s in (speeds_a, speeds_b)]
     assert pair.a.samples_per_s == pytest.approx(geo[0]) and pair.b.samples_per_s == pytest.approx(geo[1])
     assert pair.ratio == pytest.approx(geo[1] / geo[0])
@@ -353,6 +355,46 @@ def test_welch_interval_against_scipy():
     assert low < float(ref.confidence_interval(0.95).low) and high > float(ref.confidence_interval(0.95).high)
     with pytest.raises(ValueError, match="at least two values a side"):
         welch_interval([1.0], [2.0, 3.0])
+    # Welch's p is scipy's, at 6.98 degrees of freedom (the interval's 6 make it a little wider)
+    assert welch_p(a, b) == pytest.approx(float(ref.pvalue), rel=1e-9)
+    assert welch_p([1.0, 1.0], [1.0, 1.0]) == 1.0 and welch_p([1.0, 1.0], [2.0, 2.0]) == 0.0
+
+
+def _tested(verdict, p):
+    return Pair("mlp", None, None, verdict, p_value=p)
+
+
+def test_several_pairs_keep_a_change_only_while_their_adjusted_p_allows():
+    """Judged at 5% each, 8 pairs of identical runs called at least one change in about 1
+    compare in 5 (3 trials a side, benchmarks/stats_calibration.py --only family); the p values
+    of the pairs tested together are adjusted (Benjamini-Hochberg) and a change needs that too."""
+    # one change at p = 0.03 among 7 pairs at p = 0.6: adjusted 0.03 x 8 / 1 = 0.24, undone
+    lone = [_tested("faster", 0.03)] + [_tested("no change", 0.6) for _ in range(7)]
+    adjust_for_pairs(lone)
+    assert lone[0].verdict == "no change" and lone[0].p_adjusted == pytest.approx(0.24)
+    assert lone[0].reason.startswith("p = 0.03 alone, 0.24 adjusted for the 8 pairs tested together "
+                                     "(Benjamini-Hochberg): over 0.05; more trials a side")
+    assert [p.p_adjusted for p in lone[1:]] == [pytest.approx(0.6)] * 7
+    # every pair changed at p = 0.03: the 8th smallest p times 8 / 8, each stands
+    broad = [_tested("slower", 0.03) for _ in range(8)]
+    adjust_for_pairs(broad)
+    assert [p.verdict for p in broad] == ["slower"] * 8 and broad[0].p_adjusted == pytest.approx(0.03)
+    # untested (incomparable) pairs do not count; one tested pair has nothing to adjust
+    alone = [_tested("faster", 0.03), _tested("incomparable", None)]
+    adjust_for_pairs(alone)
+    assert alone[0].verdict == "faster" and alone[0].p_adjusted is None
+
+
+def test_a_clear_change_among_several_pairs_stands():
+    rng = np.random.default_rng(8)
+    a = [make(_times(rng, 0.12), rid=1), make(_times(rng, 0.05), batch=8, rid=2)]
+    b = [make(_times(rng, 0.10), rid=3, run_id="b"), make(_times(rng, 0.05), batch=8, rid=4, run_id="b")]
+    pairs = {p.key: p for p in compare_results(a, b, same_machine=True).pairs}
+    changed, same = pairs["mlp torch cpu b32 fp32"], pairs["mlp torch cpu b8 fp32"]
+    assert changed.p_value < same.p_value  # adjusted: the smaller p x 2 / 1 (or the larger), the larger x 2 / 2
+    assert changed.verdict == "faster" and changed.p_adjusted == pytest.approx(min(2 * changed.p_value, same.p_value))
+    assert same.verdict == "no change" and same.p_adjusted == pytest.approx(same.p_value)
+    assert changed.as_dict()["p_adjusted"] == changed.p_adjusted
 
 
 @pytest.mark.parametrize("args", [["--where-a", "workload=resnet", "--where-b", "workload=resnet"],
@@ -381,3 +423,22 @@ def test_a_side_over_two_gpu_models_says_which_it_compared():
             "NVIDIA H200, is compared; narrow A to one device (a run id, or --where-a device_name=MODEL)") in pair.notes
     [pair] = compare_results([h200], [cpu_side], same_machine=False).pairs
     assert not any(n.startswith("A also holds") for n in pair.notes)
+
+
+def test_the_compare_command_says_the_p_values_were_adjusted(tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+    from rigbench.store import Store
+
+    db = str(tmp_path / "c.db")
+    store, rng = Store(db), np.random.default_rng(8)
+    for run_id, slow in (("a", 0.12), ("b", 0.10)):
+        store.add_run(run_id, "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "here", "cpu_model": "AMD EPYC"})
+        for batch, step in ((32, slow), (8, 0.05)):
+            store.add_result(make(_times(rng, step), batch=batch, rid=None, run_id=run_id))
+    done = CliRunner().invoke(cli.app, ["compare", "a", "b", "--db", db], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    text = " ".join(done.output.split())
+    assert "The 2 pairs' p values are adjusted together (Benjamini-Hochberg): a change counts only while its " \
+           "adjusted p is under 0.05 too." in text and "faster: 1" in text

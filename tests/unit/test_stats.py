@@ -63,6 +63,21 @@ def test_empty_inputs_raise():
         stats.throughput_summary([], 8)
 
 
+def test_t_two_sided_p_by_hand_and_against_scipy():
+    # df 1 is the Cauchy: P(|T| >= 1) = 1/2; df 2: P(|T| >= t) = 1 - t / sqrt(2 + t^2) exactly
+    assert stats.t_two_sided_p(1.0, 1) == pytest.approx(0.5, rel=1e-9)
+    assert stats.t_two_sided_p(2.0, 2) == pytest.approx(1 - 2 / math.sqrt(6), rel=1e-9)
+    assert stats.t_two_sided_p(0.0, 5) == 1.0 and stats.t_two_sided_p(-2.0, 2) == stats.t_two_sided_p(2.0, 2)
+    # at the table's quantiles the p is 0.05, as far as their three decimals allow
+    assert [stats.t_two_sided_p(stats.t_975(df), df) for df in range(1, 31)] == [pytest.approx(0.05, abs=6e-5)] * 30
+    with pytest.raises(ValueError, match="at least 1 degree of freedom"):
+        stats.t_two_sided_p(2.0, 0.5)
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2.9, 7, 30, 31.5, 200):  # Welch's degrees of freedom are seldom whole
+        for t in (0.3, 1.0, 2.5, 12.0, 300.0):  # a tiny tail keeps its digits
+            assert stats.t_two_sided_p(t, df) == pytest.approx(2 * float(scipy_stats.t.sf(t, df)), rel=1e-6)
+
+
 def test_mean_difference_interval_by_hand():
     # two groups: (a [0, 2], b [1, 3]) differ by 1 and (a [1, 3], b [4, 6]) by 3: mean 2. Each side's
     # variance of its mean is 2 / 2 = 1, over 2^2 groups: se^2 = 4 x 1/4 = 1; df = 1 / (4 x (1/4)^2 / 1) = 4
@@ -74,3 +89,14 @@ def test_mean_difference_interval_by_hand():
     assert stats.mean_difference_interval([([1, 1], [2, 2]), ([3, 3], [3, 3])]) == (0.5, 0.5, 0.5)
     with pytest.raises(ValueError, match="at least two values a side"):
         stats.mean_difference_interval([([1, 2], [3])])
+
+
+def test_benjamini_hochberg_by_hand_and_against_scipy():
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4/1, 4/2, 4/3, 4/4 = 0.02, 0.02, 0.04, 0.04 (then the least
+    # of each and those above it), back in the given order
+    assert stats.benjamini_hochberg([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert stats.benjamini_hochberg([0.5]) == [0.5] and stats.benjamini_hochberg([]) == []
+    assert stats.benjamini_hochberg([0.3, 0.9]) == pytest.approx([0.6, 0.9])  # 0.3 x 2 = 0.6, under 0.9
+    scipy_stats = pytest.importorskip("scipy.stats")
+    ps = [0.001, 0.2, 0.04, 0.04, 0.8, 0.012, 0.3]
+    assert stats.benjamini_hochberg(ps) == pytest.approx(list(scipy_stats.false_discovery_control(ps)))

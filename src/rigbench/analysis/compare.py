@@ -17,11 +17,9 @@ A side whose trial did not end ok is incomparable too.
 Significance (docs/COMPARING.md): a change is reported only when both hold:
 1. Mann-Whitney U on the raw step times, two-sided, p < alpha (0.05);
 2. the 95% intervals of the two median step times (stats.median_ci: order statistics, widened
-   for correlated steps) do not overlap, and each side has at least 6 measurements (fewer
-   have no 95% interval of a median).
+   for correlated steps) do not overlap, and each side has at least 6 measurements.
 Otherwise: "no significant change". The ratio is B's samples/s over A's, with a 95%
-bootstrap CI (each side resampled independently, in blocks where its steps are correlated,
-ratio of medians, fixed seed).
+bootstrap CI (each side resampled on its own, in blocks where its steps are correlated).
 
 Repeats: a side with a configuration measured more than once in its newest run (`rigbench run
 --repeat N`) has every trial of it. Where both sides have at least two successful trials, the
@@ -30,6 +28,10 @@ between trials (docs/METHODOLOGY.md): each trial's samples/s is one value, each 
 is their geometric mean with a 95% t interval, and B/A is the ratio of the geometric means with
 the 95% Welch interval of the difference of mean log samples/s; a change is reported when that
 interval leaves out 1.
+
+Several pairs: their p values (Mann-Whitney U's, or Welch's on trials) are adjusted together
+(Benjamini-Hochberg, adjust_for_pairs), and a change stands only while its adjusted p is under
+alpha too.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from rigbench.analysis.device_prediction import Prediction, predict
 from rigbench.analysis.host_bound import host_bound_note
 from rigbench.analysis.stats import (
     MEDIAN_CI_MIN,
+    benjamini_hochberg,
     geometric_mean,
     mann_whitney_u,
     median,
@@ -53,6 +56,7 @@ from rigbench.analysis.stats import (
     resampled_medians,
     t_interval,
     welch_interval,
+    welch_p,
 )
 from rigbench.analysis.trials import is_full_protocol, newest_run_trials
 from rigbench.spec import Result
@@ -88,7 +92,8 @@ class Pair:
     reason: str = ""                           # why incomparable, or what to keep in mind
     ratio: float | None = None                 # B samples/s / A samples/s
     ratio_ci: tuple[float, float] | None = None
-    p_value: float | None = None
+    p_value: float | None = None               # Mann-Whitney U's on steps, Welch's on trials
+    p_adjusted: float | None = None            # for every pair tested together (adjust_for_pairs)
     u: float | None = None
     notes: list[str] = field(default_factory=list)
     #: on two different devices: what the spec sheets predict for B/A (device_prediction.py)
@@ -106,7 +111,7 @@ class Pair:
                     "samples_per_s_trials": [_speed(t) for t in s.trials]}
         return {"trial": self.key, "verdict": self.verdict, "reason": self.reason,
                 "ratio": self.ratio, "ratio_ci": list(self.ratio_ci) if self.ratio_ci else None,
-                "p_value": self.p_value, "u": self.u, "notes": self.notes,
+                "p_value": self.p_value, "p_adjusted": self.p_adjusted, "u": self.u, "notes": self.notes,
                 "predicted": self.predicted.as_dict() if self.predicted else None,
                 "a": side(self.a), "b": side(self.b)}
 
@@ -234,10 +239,28 @@ def _side(trials: Sequence[Result]) -> Side:
 
 def trial_significance(a_speeds: Sequence[float], b_speeds: Sequence[float]) -> dict[str, Any]:
     """Two sides' per-trial samples/s (at least two each): B/A as the ratio of the geometric
-    means, its 95% Welch interval, and `faster`/`slower` where the interval leaves out 1."""
-    diff, low, high = welch_interval([math.log(v) for v in a_speeds], [math.log(v) for v in b_speeds])
+    means, its 95% Welch interval, `faster`/`slower` where the interval leaves out 1, and Welch's
+    p (stats.welch_p), which adjust_for_pairs adjusts."""
+    logs_a, logs_b = [math.log(v) for v in a_speeds], [math.log(v) for v in b_speeds]
+    diff, low, high = welch_interval(logs_a, logs_b)
     verdict = "faster" if low > 0 else "slower" if high < 0 else "no change"
-    return {"ratio": math.exp(diff), "ratio_ci": (math.exp(low), math.exp(high)), "verdict": verdict}
+    return {"ratio": math.exp(diff), "ratio_ci": (math.exp(low), math.exp(high)), "verdict": verdict,
+            "p_value": welch_p(logs_a, logs_b)}
+
+
+def adjust_for_pairs(pairs: Sequence[Pair], alpha: float = ALPHA) -> None:
+    """Where several pairs were tested, a change stands only while its p adjusted for them all
+    (stats.benjamini_hochberg) is under `alpha`, and one undone says why (module docstring)."""
+    tested = [p for p in pairs if p.p_value is not None]
+    if len(tested) < 2:
+        return
+    for pair, adjusted in zip(tested, benjamini_hochberg([p.p_value for p in tested if p.p_value is not None])):
+        pair.p_adjusted = adjusted
+        if pair.verdict in ("faster", "slower") and adjusted >= alpha:
+            pair.verdict = "no change"
+            pair.reason = (f"p = {pair.p_value:.2g} alone, {adjusted:.2g} adjusted for the {len(tested)} pairs "
+                           f"tested together (Benjamini-Hochberg): over {alpha:g}; more trials a side "
+                           "(`run --repeat 5`) resolve a real change")
 
 
 def ratio_ci(a_times: Sequence[float], b_times: Sequence[float], confidence: float = 0.95,
@@ -290,6 +313,7 @@ def compare_results(a: Sequence[Result], b: Sequence[Result], same_machine: bool
     newest_b = newest_run_trials(b, pairing.key)
     pairs = [_judge(ta, newest_b[key], pairing, across_versions, alpha)
              for key, ta in newest_a.items() if key in newest_b]
+    adjust_for_pairs(pairs, alpha)
     for pair, key in zip(pairs, [k for k in newest_a if k in newest_b], strict=True):
         pair.notes += [note for name, side, newest in (("A", a, newest_a[key]), ("B", b, newest_b[key]))
                        if (note := _hidden_devices(name, side, newest, pairing.key, key))]
@@ -363,6 +387,7 @@ def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, acr
     if side_a.trials and side_b.trials:
         judged = trial_significance([_speed(t) for t in side_a.trials], [_speed(t) for t in side_b.trials])
         pair.verdict, pair.ratio, pair.ratio_ci = judged["verdict"], judged["ratio"], judged["ratio_ci"]
+        pair.p_value = judged["p_value"]
         pair.notes.append(f"judged on trials: {len(side_a.trials)} in A, {len(side_b.trials)} in B")
         return pair
     a_samples, b_samples = ra.timing_samples(), rb.timing_samples()
