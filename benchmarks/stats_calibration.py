@@ -284,22 +284,32 @@ def flagged_noisy(gen: Generator, n: int, sims: int, seed: int = 5) -> float:
 
 
 def references() -> None:
-    """The lag-1 autocorrelation of log step times in the shipped reference machines' trials."""
+    """The lag-1 autocorrelation of log step times in the shipped reference machines' trials, and
+    the trials flagged noisy (their step-time CV, and the narrowest and widest 95% interval of
+    their samples/s as a share of it)."""
+    from rigbench.analysis.stats import NOISY_CV, coefficient_of_variation, median, median_ci
     from rigbench.step_windows import timing_samples
 
     folder = resources.files("rigbench.analysis").joinpath("data/reference_machines")
     for path in sorted(folder.iterdir(), key=lambda p: p.name):
         if not path.name.endswith(".json"):
             continue
-        found = []
+        found, noisy = [], []
         for r in json.loads(path.read_text(encoding="utf-8"))["results"]:
-            logs = np.log(timing_samples(r.get("step_times_s") or [], r.get("step_windows") or []))
+            samples = timing_samples(r.get("step_times_s") or [], r.get("step_windows") or [])
+            logs = np.log(samples)
             if logs.size >= 8:
                 centred = logs - logs.mean()
                 found.append((r["spec"]["workload"], logs.size,
                               float((centred[1:] * centred[:-1]).sum() / (centred ** 2).sum())))
+            if (cv := coefficient_of_variation(samples)) > NOISY_CV:
+                low, high = median_ci(samples)
+                noisy.append(f"{r['spec']['workload']} CV {cv:.0%}, CI -{1 - median(samples) / high:.1%} to "
+                             f"+{median(samples) / low - 1:.1%} (n {len(samples)})")
         shown = ", ".join(f"{w} {ac:+.2f} (n {n})" for w, n, ac in found)
-        print(f"{path.name.removesuffix('.json')}: median {np.median([ac for *_, ac in found]):+.2f}: {shown}")
+        name = path.name.removesuffix(".json")
+        print(f"{name}: median {np.median([ac for *_, ac in found]):+.2f}: {shown}")
+        print(f"{name}: noisy {len(noisy)} of {len(found)}: {'; '.join(noisy)}")
 
 
 def main() -> None:
@@ -352,7 +362,7 @@ def main() -> None:
         print(f"{'true step-time CV':22s} " + " ".join(f"{'n=' + str(n):>6s}" for n in SIZES))
         for label, gen in (("lognormal 5%", lognormal(0.05)), ("lognormal 8%", lognormal(0.08)),
                            ("lognormal 12%", lognormal(0.12)), ("lognormal 20%", lognormal(0.20)),
-                           ("AR(1) 12%", lambda rng, n: ar1(rng, n, cv=0.12))):
+                           ("AR(1) 12%", lambda rng, n: ar1(rng, n, cv=0.12)), ("lognormal 5%, 5% stalls", stalls)):
             print(f"{label:22s} " + " ".join(f"{flagged_noisy(gen, n, sims):6.1%}" for n in SIZES))
     if "score" in parts:
         runs = max(sims // 5, 50)
