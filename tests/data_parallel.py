@@ -41,8 +41,9 @@ def agent_launcher(framework: str) -> AgentLauncher:
     return TorchrunLauncher() if framework == "torch" else RanksLauncher()
 
 
-def launch(spec: TrialSpec, on_start=None) -> Outcome:
-    return agent_launcher(spec.framework).launch(spec, TrackerSettings.for_spec(spec), on_start=on_start)
+def launch(spec: TrialSpec, on_start=None, on_progress=None) -> Outcome:
+    return agent_launcher(spec.framework).launch(spec, TrackerSettings.for_spec(spec), on_start=on_start,
+                                                 on_progress=on_progress)
 
 
 def check_two_ranks_agree(outcome: Outcome, steps: int = 5) -> None:

@@ -39,12 +39,28 @@ def temporary_folder(tmp_path_factory):
     return tmp_path_factory.mktemp("tmpdir")
 
 
+#: What a rank of a speed trial says as it enters each part (runner/rank.py, runner/protocol.py),
+#: in order: the launcher hands on the first rank's.
+RANK_PHASES = ("starting torch, joining the group of 2 processes", "all-reduce check", "building the model",
+               "first step", "warm-up (the first step took ", "timing: 5 steps, about ",
+               "the same steps without gradient synchronisation")
+
+
 @pytest.fixture(scope="module")
 def two_ranks(temporary_folder):
     spec = dp_spec(2)
+    heard: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TMPDIR", str(temporary_folder))  # the agent and its ranks inherit it
-        return spec, launch(spec)
+        patch.setattr("rigbench.runner.launchers.progress_watch.PROGRESS_POLL_S", 0.02)  # to hear most phases
+        outcome = launch(spec, on_progress=heard.append)
+    return spec, outcome, heard
+
+
+def test_the_launcher_hands_on_the_phases_of_the_first_rank_in_order(two_ranks):
+    *_, heard = two_ranks
+    places = [next((i for i, phase in enumerate(RANK_PHASES) if text.startswith(phase)), None) for text in heard]
+    assert heard and None not in places and places == sorted(places), heard
 
 
 def test_a_torch_trial_of_two_processes_takes_the_torchrun_launcher():
@@ -53,7 +69,7 @@ def test_a_torch_trial_of_two_processes_takes_the_torchrun_launcher():
 
 
 def test_two_ranks_agree_and_hold_identical_replicas(two_ranks):
-    _, outcome = two_ranks
+    _, outcome, _ = two_ranks
     check_two_ranks_agree(outcome)
     r0, r1 = outcome.reports
     assert r0.threads == r1.threads == 1
@@ -61,7 +77,7 @@ def test_two_ranks_agree_and_hold_identical_replicas(two_ranks):
 
 
 def test_the_result_counts_the_global_batch_and_keeps_every_rank(two_ranks):
-    spec, outcome = two_ranks
+    spec, outcome, _ = two_ranks
     result = build_result(spec, outcome, "run-dp")
     m, (r0, r1) = result.metrics, outcome.reports
     steps = [max(a, b) for a, b in zip(r0.step_times_s, r1.step_times_s)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rigbench import api
-from rigbench.runner.launchers.process import ProcessLauncher
+from rigbench.runner.launchers.progress_watch import wait_telling
 from rigbench.runner.launchers.steps import Started
 from rigbench.spec import MeasureOptions, TrialSpec
 
@@ -32,8 +32,8 @@ wait_for("heard again")
 
 
 def test_the_launcher_hands_on_each_phase_its_child_enters_and_again_while_it_stays(tmp_path, monkeypatch):
-    monkeypatch.setattr("rigbench.runner.launchers.process.PROGRESS_POLL_S", 0.02)
-    monkeypatch.setattr("rigbench.runner.launchers.process.QUIET_S", 0.1)
+    monkeypatch.setattr("rigbench.runner.launchers.progress_watch.PROGRESS_POLL_S", 0.02)
+    monkeypatch.setattr("rigbench.runner.launchers.progress_watch.QUIET_S", 0.1)
     stderr_path = tmp_path / "stderr.txt"
     heard: list[str] = []
 
@@ -44,8 +44,8 @@ def test_the_launcher_hands_on_each_phase_its_child_enters_and_again_while_it_st
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-c", HANDSHAKE, str(tmp_path)], stderr=err)
     try:
-        ended = ProcessLauncher._ended_telling(TrialSpec(workload="mlp", batch_size=8), Started(proc, stderr_path, None),
-                                               on_progress)
+        ended = wait_telling(TrialSpec(workload="mlp", batch_size=8), Started(proc, stderr_path, None),
+                             lambda: stderr_path, on_progress)
     finally:
         proc.kill()
     phases = [text for text in heard if not text.endswith(" so far")]

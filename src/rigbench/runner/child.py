@@ -141,6 +141,7 @@ def _as_rank(adapter: FrameworkAdapter, spec: TrialSpec, workload: Workload, rep
     rank_side.describe_rank(report, me)
     finish.append(lambda final: rank_side.describe_rank(final, me))  # again at the end: the memory peak
     beat = stack.enter_context(rank_side.Heartbeat(rank_files.progress_path(folder, me.rank)))
+    say_phase(f"starting {spec.framework}, joining the group of {spec.world_size} processes")
     collective = stack.enter_context(rank_side.joined(adapter, spec, me, report))
     _count(adapter, spec, workload, report)
     if spec.nodes > 1:  # the report reaches node 0, which stores the trial

@@ -45,6 +45,7 @@ from rigbench.frameworks.base import (
 from rigbench.frameworks.host_timer import expect_step
 from rigbench.ranks import NodeLaunch, RankInfo
 from rigbench.runner import rank_files
+from rigbench.runner.epoch_lines import say_phase
 from rigbench.runner.protocol import measure
 from rigbench.spec import TrialSpec
 from rigbench.workloads import Workload
@@ -152,11 +153,13 @@ def measure_rank(build: Callable[[TrialSpec, Workload], Any], spec: TrialSpec, w
                  report: ChildReport, collective: Collective, beat: Heartbeat) -> Any:
     """The speed protocol as one rank of a synchronous data-parallel trial (module docstring);
     fills `report` and returns the trainer."""
+    say_phase("all-reduce check")
     report.allreduce_s = check_all_reduce(collective, 4 * (report.params or 0))
+    say_phase("building the model")
     trainer = cast(DataParallelTrainer, build(spec, workload))
     me = psutil.Process()
     cpu_before = sum(me.cpu_times()[:2])
-    m = measure(beat.counting(trainer), spec.measure, agree=collective.agree)
+    m = measure(beat.counting(trainer), spec.measure, agree=collective.agree, on_phase=say_phase)
     cpu_used = sum(me.cpu_times()[:2]) - cpu_before
     m.record(report)
     report.allocator_peak_bytes = trainer.allocator_peak_bytes()
@@ -165,6 +168,7 @@ def measure_rank(build: Callable[[TrialSpec, Workload], Any], spec: TrialSpec, w
     wall = m.warmup_s + (m.measure_end - m.measure_start)
     report.cpu_util_pct = 100.0 * cpu_used / wall / (psutil.cpu_count() or 1) if wall > 0 else None
     report.param_digest, report.param_sums = trainer.parameter_fingerprint()
+    say_phase("the same steps without gradient synchronisation (the communication's share)")
     report.nosync_step_times_s = _nosync_steps(trainer, min(len(m.step_times_s), NOSYNC_STEPS_MAX),
                                                 statistics.median(m.step_times_s))
     return trainer

@@ -28,6 +28,13 @@ def stderr_path(folder: Path, rank: int) -> Path:
     return folder / f"stderr-rank{rank}.txt"
 
 
+def first_stderr_path(folder: Path, world_size: int) -> Path | None:
+    """The stderr file of the lowest rank that has started on this machine (None before any has):
+    the one whose phases and epochs stand for the trial's progress (every rank passes the same
+    ones, in step)."""
+    return next((path for rank in range(world_size) if (path := stderr_path(folder, rank)).exists()), None)
+
+
 def agent_stderr_path(folder: Path) -> Path:
     """The agent's own stderr (torch's elastic agent's rendezvous errors land there)."""
     return folder / "stderr.txt"

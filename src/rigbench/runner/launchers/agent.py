@@ -29,6 +29,7 @@ from typing import ClassVar
 from rigbench.hw.cpu import usable_cores
 from rigbench.runner import rank_files
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
+from rigbench.runner.launchers.progress_watch import wait_telling
 from rigbench.runner.launchers.rank_outcome import ran_here, rank_reports
 from rigbench.runner.launchers.steps import (
     Started,
@@ -70,7 +71,8 @@ class AgentLauncher(Launcher):
                on_start: Callable[[int], None] | None = None,
                on_progress: Callable[[str], None] | None = None) -> Outcome:
         """Run `spec` on spec.world_size ranks and return one report per rank; never raises
-        for a failing trial. KeyboardInterrupt kills the agent and every rank and propagates."""
+        for a failing trial. KeyboardInterrupt kills the agent and every rank and propagates.
+        `on_progress` hears the phases and epochs of the first rank that started here."""
         ranks_spec = spec.model_copy(update={"threads": threads_per_rank(spec)})
         with trial_folder() as folder:
             spec_path = write_spec(folder, ranks_spec)
@@ -81,7 +83,10 @@ class AgentLauncher(Launcher):
                 if on_start:
                     on_start(started[0].pid)
                 deadline = time.time() + spec.measure.timeout_s
-                [timed_out] = wait_all(started, spec.measure.timeout_s)
+                if on_progress is not None:  # the phases and epochs of this machine's first rank
+                    wait_telling(spec, started[0], lambda: rank_files.first_stderr_path(folder, spec.world_size),
+                                 on_progress)
+                [timed_out] = wait_all(started, 0.0 if on_progress is not None else spec.measure.timeout_s)
             # Heartbeats are judged at the deadline, not after the kill (which takes a while)
             stopped_at = min(time.time(), deadline)
             [agent] = started

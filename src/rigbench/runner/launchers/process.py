@@ -10,13 +10,12 @@ those is a step in launchers/steps.py; this launcher is their composition for wo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rigbench.runner.epoch_lines import EpochPace, finished_epochs, newest_phase
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings, TrialInterrupted
 from rigbench.runner.launchers.crash_output import STDERR_TAIL_CHARS, stderr_tail
+from rigbench.runner.launchers.progress_watch import wait_telling
 from rigbench.runner.launchers.steps import (
     TRIAL_DIR_PREFIX,
     Started,
@@ -24,7 +23,6 @@ from rigbench.runner.launchers.steps import (
     child_env,
     describe_exit,
     ending_on_error,
-    exited_within,
     interrupt_for_report,
     kill_group,
     new_session_args,
@@ -37,19 +35,10 @@ from rigbench.runner.launchers.steps import (
     write_spec,
 )
 from rigbench.spec import TrialSpec
-from rigbench.units import clock
 
 # The steps were defined here before launchers/steps.py; their old import path still works.
 __all__ = ["STDERR_TAIL_CHARS", "TRIAL_DIR_PREFIX", "ProcessLauncher", "child_env", "describe_exit",
            "kill_group", "new_session_args", "remove_stale_trial_dirs"]
-
-
-#: How often a child's stderr file is read for its newest phase and a training child's for its
-#: finished epochs.
-PROGRESS_POLL_S = 1.0
-#: A phase this long without a newer one is said again with the time spent in it: a log is never
-#: silent for long, though the timed steps themselves say nothing (an lstm's took 55 s here).
-QUIET_S = 15.0
 
 
 class ProcessLauncher(Launcher):
@@ -72,8 +61,9 @@ class ProcessLauncher(Launcher):
                                              on_progress=on_progress))
                 if on_start:
                     on_start(started[0].pid)
+                child = started[0]
                 try:
-                    if (spec.train or on_progress) and not self._ended_telling(spec, started[0], on_progress):
+                    if (spec.train or on_progress) and not wait_telling(spec, child, lambda: child.stderr_path, on_progress):
                         kept = self._finished_epochs(spec, started[0], report_path) if spec.train else None
                         if kept is not None:  # a long training run keeps what it finished
                             return self._timed_out_with_epochs(spec, kept)
@@ -96,34 +86,6 @@ class ProcessLauncher(Launcher):
         method, note = child.tracker.energy_description()
         return Outcome(reports=[report], samples=samples, returncode=child.proc.returncode,
                        energy_method=method, energy_note=note)
-
-    @staticmethod
-    def _ended_telling(spec: TrialSpec, child: Started, on_progress: Callable[[str], None] | None) -> bool:
-        """Wait for the child up to its timeout, telling `on_progress` of each phase it enters (and
-        again, with the time in it, every QUIET_S it stays there) and each epoch a training child
-        finishes (its stderr file, once a second, and once more when it exits: every epoch is told,
-        a fast one late); True if it exited in time."""
-        started = time.monotonic()
-        deadline = started + spec.measure.timeout_s
-        pace = EpochPace(spec.train.epochs if spec.train else 0, started)
-        said, phase, phase_at, told_at = 0, None, started, started
-        while (left := deadline - time.monotonic()) > 0:
-            ended = exited_within(child, min(PROGRESS_POLL_S, left))
-            if on_progress is not None:
-                now = time.monotonic()
-                newest = None if ended else newest_phase(child.stderr_path)  # an ended one's result tells
-                if newest is not None and newest != phase:
-                    phase, phase_at, told_at = newest, now, now
-                    on_progress(newest)
-                elif newest is not None and now - told_at >= QUIET_S:  # still in it: said again, with its time
-                    told_at = now
-                    on_progress(f"{newest}; {clock(now - phase_at)} so far")
-                for epoch, figures in finished_epochs(child.stderr_path, said):
-                    said = epoch
-                    on_progress(pace.text(epoch, figures, now))
-            if ended:
-                return True
-        return child.proc.poll() is not None
 
     @staticmethod
     def _timed_out_with_epochs(spec: TrialSpec, kept: Outcome) -> Outcome:
