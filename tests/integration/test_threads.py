@@ -30,6 +30,10 @@ def test_torch_and_jax_run_the_threads_asked_for_above_the_cores(tmp_path, caplo
     torch, jax = results
     assert "timer" not in torch.software
     assert jax.software["timer"] == "host clock, a wait for the device per 0.1 s window of steps"
-    assert torch.step_windows == [] and jax.step_windows and sum(jax.step_windows) == len(jax.step_times_s)
+    assert torch.step_windows == []
+    # JAX's steps in windows of ~0.1 s; on a loaded machine (a step of 0.1 s or more) each window
+    # is one step, stored as none (host_timer.windows): seen when other work shared the 2 cores
+    if jax.step_windows or min(jax.step_times_s) < 0.05:
+        assert jax.step_windows and sum(jax.step_windows) == len(jax.step_times_s)
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and f"--threads {threads} is more than the {threads - 2} CPUs" in warnings[0]
