@@ -127,8 +127,9 @@ def build(seed_db: str, url: str, total: int, n_runs: int, n_machines: int, rng_
     return stored
 
 
-def _timed(args: Sequence[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MiB) of one `rigbench` command."""
+def _timed(args: Sequence[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds (user and system), peak RSS in MiB) of one `rigbench` command.
+    The CPU time moves less than the wall time on a machine other work shares."""
     began = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "rigbench", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -140,7 +141,7 @@ def _timed(args: Sequence[str]) -> tuple[float, float]:
     if proc.stderr:
         proc.stderr.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def commands(url: str, out: str) -> list[tuple[str, list[str]]]:
@@ -199,14 +200,15 @@ def main() -> None:
             if args.only and args.only not in name:
                 continue
             times = [_timed([*argv, "--db", url]) for _ in range(args.repeat)]
-            walls = [t for t, _ in times]
-            cell = f"{min(walls):6.2f} / {statistics.median(walls):6.2f} s {max(r for _, r in times):5.0f} MiB"
+            walls = [t for t, _, _ in times]
+            cell = (f"{min(walls):6.2f} / {statistics.median(walls):6.2f} s {min(c for _, c, _ in times):6.2f} s "
+                    f"{max(r for _, _, r in times):5.0f} MiB")
             table.setdefault(name, []).append(cell)
             print(f"  {name:26} {cell}", flush=True)
-    print(f"\n{'command':26} " + " | ".join(f"{display_url(u)[-28:]:>28}" for u in args.db))
-    print(f"{'':26} " + " | ".join(f"{'best / median, peak RSS':>28}" for _ in args.db))
+    print(f"\n{'command':26} " + " | ".join(f"{display_url(u)[-38:]:>38}" for u in args.db))
+    print(f"{'':26} " + " | ".join(f"{'best / median, least CPU, peak RSS':>38}" for _ in args.db))
     for name, cells in table.items():
-        print(f"{name:26} " + " | ".join(f"{c:>28}" for c in cells))
+        print(f"{name:26} " + " | ".join(f"{c:>38}" for c in cells))
 
 
 if __name__ == "__main__":
