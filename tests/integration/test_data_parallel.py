@@ -11,6 +11,7 @@ import statistics
 
 import pytest
 
+from rigbench.runner import rank_files
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import launcher_for
 from rigbench.textlimits import error_line
@@ -114,17 +115,19 @@ def test_a_killed_rank_makes_the_trial_a_crash_naming_it_and_leaves_no_process()
     assert all(gone(pid) for pid in signalled.pids.values()), signalled.pids
 
 
-def test_a_hung_rank_makes_the_trial_a_timeout_naming_it_and_leaves_no_process():
+def test_a_hung_rank_makes_the_trial_a_timeout_naming_it_and_leaves_no_process(monkeypatch):
     # SIGSTOP: rank 1 stops (its heartbeat too), rank 0 waits for it in an all-reduce, and the
-    # trial ends at its timeout, so the test lasts that long. 40 s: the ranks step 5-8 s after
-    # the start here, but on CI's loaded 2-core VM they had not started after 16 s (three torch
-    # processes importing beside other tests' frameworks); the ranks must step and rank 1's
-    # heartbeat go stale (2 s) before the timeout, and 40 s leaves 2.5 times that CI wait.
+    # launcher ends the trial once rank 1's heartbeat has stood still for STALL_S (3 s here, 60 by
+    # default), long before the timeout. 40 s: the ranks step 5-8 s after the start here, but on
+    # CI's loaded 2-core VM they had not started after 16 s (three torch processes importing
+    # beside other tests' frameworks), and a trial that never stepped would time out instead.
+    monkeypatch.setattr(rank_files, "STALL_S", 3.0)
     spec = dp_spec(2, min_steps=3, max_steps=100000, min_seconds=120.0, timeout_s=40.0)
     outcome, signalled = signal_rank_when_stepping(spec, signal.SIGSTOP, rank=1)
     signalled.check_sent(outcome)
     report = outcome.report
     assert report.status == "timeout", report.error
-    assert error_line(report.error).startswith("rank 1: ") and "rank 1 stopped responding" in report.error
+    assert error_line(report.error).startswith("rank 1: the trial was stopped 3 s after a rank stopped responding")
+    assert "rank 1 stopped responding" in report.error
     assert "waiting for rank 1" in outcome.reports[0].error
     assert all(gone(pid) for pid in signalled.pids.values()), signalled.pids

@@ -13,7 +13,7 @@ from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.launchers.agent import threads_per_rank, usable_cores
 from rigbench.runner.launchers.merge import merge_reports
-from rigbench.runner.launchers.rank_outcome import Beat, holding_up, rank_reports
+from rigbench.runner.launchers.rank_outcome import Beat, Stalls, holding_up, rank_reports
 from rigbench.spec import MeasureOptions, TrialSpec
 from rigbench.textlimits import error_line
 
@@ -65,6 +65,40 @@ def test_timed_out_ranks_are_reported_with_the_culprit_first(tmp_path):
     assert reports[0].collateral and "waiting for rank 1" in reports[0].error
     assert "rank 1 stopped responding 9.0 s before the deadline, at step 5" in reports[1].error
     assert error_line(merge_reports(reports).error).startswith("rank 1: ")
+
+
+def test_a_heartbeat_that_stands_still_for_stall_s_by_the_monotonic_clock_is_a_stall(tmp_path, monkeypatch):
+    clock = [500.0]
+    monkeypatch.setattr("rigbench.runner.launchers.rank_outcome.time.monotonic", lambda: clock[0])
+
+    def beat(rank: int, at: float) -> None:
+        rank_files.progress_path(tmp_path, rank).write_text(json.dumps({"pid": 1, "steps": 3, "at": at}))
+
+    stalls = Stalls(tmp_path, spec(world_size=3))
+    beat(0, 1.0)
+    beat(1, 1.0)  # rank 2 has not beaten yet: not started, never a stall (the timeout's to judge)
+    assert stalls.ranks() == []
+    clock[0] += rank_files.STALL_S - 1
+    beat(0, 2.0)
+    assert stalls.ranks() == []
+    clock[0] += 1  # rank 1's beat unchanged for STALL_S, rank 0's new a second ago
+    assert stalls.ranks() == [1]
+    beat(1, 9e9)  # its own clock's time does not matter, only that it moved
+    assert stalls.ranks() == []
+    clock[0] += rank_files.STALL_S
+    rank_files.report_path(tmp_path, 0).write_text("{}")  # finished: its heartbeat may stop
+    assert stalls.ranks() == [1]
+
+
+def test_a_trial_stopped_for_a_stall_says_so_not_that_it_ran_out_of_time(tmp_path):
+    now = 1000.0
+    for rank, beat in ((0, {"pid": 1, "steps": 5, "at": now}), (1, {"pid": 2, "steps": 5, "at": now - 61})):
+        rank_files.progress_path(tmp_path, rank).write_text(json.dumps(beat))
+    r0, r1 = rank_reports(tmp_path, spec(timeout_s=600.0), timed_out=True, stopped_at=now, stalled=True)
+    assert (r0.status, r1.status) == ("timeout", "timeout") and r0.collateral and not r1.collateral
+    assert r1.error.startswith(f"the trial was stopped {rank_files.STALL_S:g} s after a rank stopped responding, "
+                               "before its 600 s timeout (--timeout): rank 1 stopped responding 61.0 s before it "
+                               "was stopped, at step 5")
 
 
 def test_the_first_failure_the_agent_saw_is_the_cause(tmp_path):

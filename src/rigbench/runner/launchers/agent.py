@@ -30,7 +30,7 @@ from rigbench.hw.cpu import usable_cores
 from rigbench.runner import rank_files
 from rigbench.runner.launchers.base import Launcher, Outcome, TrackerSettings
 from rigbench.runner.launchers.progress_watch import wait_telling
-from rigbench.runner.launchers.rank_outcome import ran_here, rank_reports
+from rigbench.runner.launchers.rank_outcome import Stalls, ran_here, rank_reports
 from rigbench.runner.launchers.steps import (
     Started,
     child_env,
@@ -83,19 +83,31 @@ class AgentLauncher(Launcher):
                 if on_start:
                     on_start(started[0].pid)
                 deadline = time.time() + spec.measure.timeout_s
-                if on_progress is not None:  # the phases and epochs of this machine's first rank
-                    wait_telling(spec, started[0], lambda: rank_files.first_stderr_path(folder, spec.world_size),
-                                 on_progress)
-                [timed_out] = wait_all(started, 0.0 if on_progress is not None else spec.measure.timeout_s)
-            # Heartbeats are judged at the deadline, not after the kill (which takes a while)
-            stopped_at = min(time.time(), deadline)
+                stalled = self._wait(spec, started[0], folder, on_progress)
+                # Heartbeats are judged now, not after the kill (which takes a while)
+                stopped_at = min(time.time(), deadline)
+                [timed_out] = wait_all(started, 0.0)
             [agent] = started
             samples = agent.tracker.stop()
             reports = rank_reports(folder, spec, timed_out=timed_out, stopped_at=stopped_at,
-                                   returncode=agent.proc.returncode)
+                                   returncode=agent.proc.returncode, stalled=stalled)
             method, note = agent.tracker.energy_description()
             return Outcome(reports=reports, samples=samples, returncode=agent.proc.returncode,
                            energy_method=method, energy_note=note, ran_here=ran_here(folder, spec))
+
+    @staticmethod
+    def _wait(spec: TrialSpec, agent: Started, folder: Path, on_progress: Callable[[str], None] | None) -> bool:
+        """Wait for the agent up to the trial's timeout, telling `on_progress` the phases and
+        epochs of this machine's first rank; True if it was stopped early because a rank froze
+        (rank_outcome.Stalls): the others would wait for it in a collective until the deadline."""
+        stalls, frozen = Stalls(folder, spec), list[int]()
+
+        def stop() -> bool:
+            frozen[:] = stalls.ranks()
+            return bool(frozen)
+
+        wait_telling(spec, agent, lambda: rank_files.first_stderr_path(folder, spec.world_size), on_progress, stop)
+        return bool(frozen)
 
 
 class TorchrunLauncher(AgentLauncher):

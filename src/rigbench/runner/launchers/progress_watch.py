@@ -22,11 +22,12 @@ QUIET_S = 15.0
 
 
 def wait_telling(spec: TrialSpec, process: Started, stderr_path: Callable[[], Path | None],
-                 on_progress: Callable[[str], None] | None) -> bool:
+                 on_progress: Callable[[str], None] | None, stop: Callable[[], bool] | None = None) -> bool:
     """Wait for `process` up to the trial's timeout, telling `on_progress` of each phase the file
     `stderr_path()` names enters (and again, with the time in it, every QUIET_S it stays there)
     and each epoch a training run finishes (the file once a second, and once more when the
-    process exits: every epoch is told, a fast one late); True if it exited in time. The file is
+    process exits: every epoch is told, a fast one late); True if it exited in time, False past
+    the timeout or once `stop()` (asked once a second) says the trial cannot finish. The file is
     asked for anew each time: a rank's appears only once the rank has started."""
     started = time.monotonic()
     deadline = started + spec.measure.timeout_s
@@ -49,4 +50,6 @@ def wait_telling(spec: TrialSpec, process: Started, stderr_path: Callable[[], Pa
                 on_progress(pace.text(epoch, figures, now))
         if ended:
             return True
+        if stop is not None and stop():
+            return False
     return process.proc.poll() is not None

@@ -3,7 +3,8 @@ ended (runner/rank_files.py names the files).
 
 - A rank that wrote its report has it (a timed-out trial keeps the reports of ranks that
   finished: the trial is still `timeout`, through the ranks that did not).
-- Past the timeout, the ranks without a report are `timeout`, and the rank that held the
+- Past the timeout, or once a rank's heartbeat has stood still for rank_files.STALL_S (`Stalls`:
+  its peers would wait for it until the timeout), the ranks without a report are `timeout`, and the rank that held the
   others up is named from the heartbeats: one whose heartbeat stopped (stopped, or frozen with
   its interpreter), else one that had started fewer steps than the others (they wait for it in
   an all-reduce), else every unfinished rank. The others are marked `collateral`.
@@ -26,6 +27,7 @@ merge.merge_reports then names the first failing rank that is not collateral.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,21 +68,51 @@ def holding_up(beats: dict[int, Beat | None], stopped_at: float) -> list[int]:
     return sorted(behind or beats)
 
 
-def _hang_text(rank: int, beat: Beat | None, stopped_at: float) -> str:
+class Stalls:
+    """While a trial runs: the ranks on this machine whose heartbeat has stood still for
+    rank_files.STALL_S, by this process's monotonic clock (a step of the wall clock, or a machine
+    suspended and woken, moves it not), among those that have beaten and written no report yet."""
+
+    def __init__(self, folder: Path, spec: TrialSpec):
+        self.folder, self.world_size = folder, spec.world_size
+        self._changed: dict[int, tuple[float, float]] = {}  # rank -> (its beat's time, when it was new)
+
+    def ranks(self) -> list[int]:
+        now, stalled = time.monotonic(), []
+        for rank in range(self.world_size):
+            beat = read_beat(self.folder, rank)
+            if beat is None or rank_files.report_path(self.folder, rank).exists():
+                continue
+            seen = self._changed.get(rank)
+            if seen is None or seen[0] != beat.at:
+                self._changed[rank] = (beat.at, now)
+            elif now - seen[1] >= rank_files.STALL_S:
+                stalled.append(rank)
+        return stalled
+
+
+def _hang_text(rank: int, beat: Beat | None, stopped_at: float, end: str) -> str:
     if beat is None:
         return f"rank {rank} sent no heartbeat here (it never started, or ran on another node)"
     quiet = stopped_at - beat.at
     stale_after = rank_files.HEARTBEAT_S * rank_files.STALE_BEATS
-    state = f"stopped responding {quiet:.1f} s before the deadline" if quiet > stale_after else "was still running"
+    state = f"stopped responding {quiet:.1f} s before {end}" if quiet > stale_after else "was still running"
     return f"rank {rank} {state}, at step {beat.steps}"
 
 
-def timeout_reports(folder: Path, spec: TrialSpec, unfinished: list[int], stopped_at: float) -> dict[int, ChildReport]:
-    """The reports of the ranks still running at the deadline."""
+def timeout_reports(folder: Path, spec: TrialSpec, unfinished: list[int], stopped_at: float,
+                    stalled: bool = False) -> dict[int, ChildReport]:
+    """The reports of the ranks still running at the deadline, or when the trial was `stalled`:
+    ended early because a rank's heartbeat stood still (Stalls)."""
     beats = {rank: read_beat(folder, rank) for rank in unfinished}
     culprits = holding_up(beats, stopped_at)
-    head = f"the trial did not finish within {spec.measure.timeout_s:g} s (--timeout)"
-    why = "; ".join(_hang_text(r, beats[r], stopped_at) for r in culprits)
+    if stalled:
+        head = (f"the trial was stopped {rank_files.STALL_S:g} s after a rank stopped responding, before its "
+                f"{spec.measure.timeout_s:g} s timeout (--timeout)")
+    else:
+        head = f"the trial did not finish within {spec.measure.timeout_s:g} s (--timeout)"
+    end = "it was stopped" if stalled else "the deadline"
+    why = "; ".join(_hang_text(r, beats[r], stopped_at, end) for r in culprits)
     reports = {}
     for rank in unfinished:
         if rank in culprits:
@@ -105,9 +137,10 @@ def _failure_report(rank: int, spec: TrialSpec, failure: dict, first: int, stder
 
 
 def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: float,
-                 returncode: int | None = None) -> list[ChildReport]:
+                 returncode: int | None = None, stalled: bool = False) -> list[ChildReport]:
     """One report per rank, in rank order (rules in the module docstring); `returncode` is the
-    agent's exit (None while it ran at the deadline)."""
+    agent's exit (None while it ran at the deadline); `stalled`: stopped before the deadline
+    because a rank stopped responding (Stalls)."""
     written: dict[int, ChildReport] = {}
     for rank in range(spec.world_size):
         path = rank_files.report_path(folder, rank)
@@ -118,7 +151,7 @@ def rank_reports(folder: Path, spec: TrialSpec, *, timed_out: bool, stopped_at: 
         written.update(never_started(folder, spec, missing, timed_out=timed_out, returncode=returncode))
         return [written[r] for r in range(spec.world_size)]
     if timed_out and missing:
-        written.update(timeout_reports(folder, spec, missing, stopped_at))
+        written.update(timeout_reports(folder, spec, missing, stopped_at, stalled))
         return [written[r] for r in range(spec.world_size)]
     agent = _agent(folder)
     here = ran_here(folder, spec)
