@@ -1,5 +1,5 @@
 """Are rigbench's statistical claims true? Simulated step times with a known truth, put through
-the real functions (analysis/stats.py, analysis/compare.py, analysis/score.py):
+the real functions (analysis/stats.py, analysis/compare.py, analysis/significance.py, analysis/score.py):
 
 - coverage: how often a trial's 95% interval of the median step time holds the true median;
 - compare, one trial a side (Mann-Whitney U and CIs apart): how often two trials drawn from the
@@ -132,8 +132,8 @@ def old_significance(a: list[float], b: list[float]) -> str:
 
 
 def new_significance(a: list[float], b: list[float]) -> str:
-    """compare's one-trial verdict now (compare.significance)."""
-    from rigbench.analysis.compare import significance
+    """compare's one-trial verdict now (significance.significance)."""
+    from rigbench.analysis.significance import significance
 
     return str(significance(a, b)["verdict"])
 
@@ -164,8 +164,8 @@ def called(gen: Generator, n: int, sims: int, speedup: float = 0.0, rule: Callab
 
 
 def called_on_trials(gen: Generator, n: int, trials: int, sims: int, speedup: float = 0.0, seed: int = 3) -> float:
-    """As `called`, for `trials` trials a side judged on trials (compare.trial_significance)."""
-    from rigbench.analysis.compare import trial_significance
+    """As `called`, for `trials` trials a side judged on trials (significance.trial_significance)."""
+    from rigbench.analysis.significance import trial_significance
     from rigbench.analysis.stats import median
 
     rng = np.random.default_rng(seed)
@@ -228,7 +228,8 @@ def family(gen: Generator, n: int, trials: int, speedups: list[float], sims: int
     same), judged as compare judges (on steps with one trial a side, else on trials): the share of
     compares calling any unchanged workload different, and of changed workloads found, each with
     every pair at 5% alone, Holm-adjusted, and as compare adjusts them (Benjamini-Hochberg)."""
-    from rigbench.analysis.compare import Pair, adjust_for_pairs, significance, trial_significance
+    from rigbench.analysis.compare import Pair, adjust_for_pairs
+    from rigbench.analysis.significance import significance, trial_significance
     from rigbench.analysis.stats import median
 
     rng = np.random.default_rng(seed)
@@ -254,8 +255,8 @@ def family(gen: Generator, n: int, trials: int, speedups: list[float], sims: int
 
 def ratio_coverage(gen: Generator, n: int, sims: int, blocks: bool, seed: int = 6) -> float:
     """The share of simulated A/A pairs (one trial a side) whose 95% interval of the speed ratio,
-    compare.ratio_ci, holds 1.0; `blocks` False: its steps drawn one by one, as until 2026-11-28."""
-    from rigbench.analysis import compare, stats
+    significance.ratio_ci, holds 1.0; `blocks` False: its steps drawn one by one, as until 2026-11-28."""
+    from rigbench.analysis import significance, stats
 
     rng = np.random.default_rng(seed)
     current = stats.resampled_medians
@@ -264,14 +265,14 @@ def ratio_coverage(gen: Generator, n: int, sims: int, blocks: bool, seed: int = 
         arr = np.asarray(values, dtype=float)
         return np.median(arr[rng.integers(0, arr.size, size=(resamples, arr.size))], axis=1)
 
-    compare.resampled_medians = current if blocks else one_by_one
+    significance.resampled_medians = current if blocks else one_by_one
     try:
         held = 0
         for _ in range(sims):
-            low, high = compare.ratio_ci(list(gen(rng, n)), list(gen(rng, n)), resamples=500)
+            low, high = significance.ratio_ci(list(gen(rng, n)), list(gen(rng, n)), resamples=500)
             held += low <= 1.0 <= high
     finally:
-        compare.resampled_medians = current
+        significance.resampled_medians = current
     return held / sims
 
 

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from rigbench.analysis.compare import Pair, adjust_for_pairs, compare_results, ratio_ci, significance
+from rigbench.analysis.compare import Pair, adjust_for_pairs, compare_results
+from rigbench.analysis.significance import ratio_ci, significance
 from rigbench.analysis.stats import mann_whitney_u, welch_p
 from rigbench.spec import Result, TrialSpec
 

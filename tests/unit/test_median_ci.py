@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rigbench.analysis.compare import compare_results, significance
+from rigbench.analysis.compare import compare_results
+from rigbench.analysis.significance import significance
 from rigbench.analysis.stats import MEDIAN_CI_MIN, lag1_autocorrelation, median_ci
 from rigbench.spec import Result, TrialSpec
 
@@ -93,11 +94,11 @@ def test_five_steps_a_side_are_never_a_change_however_far_apart():
 def test_identical_correlated_trials_are_called_different_under_5_percent_of_the_time(monkeypatch):
     """1,000 simulated A/A pairs of 20 AR(1) steps a side (fixed seed): the bootstrap intervals
     called 9% of them different; a real 20% speed-up is still found in most pairs."""
-    from rigbench.analysis import compare
+    from rigbench.analysis import significance
 
     # the verdict rests on U and median_ci alone: the printed ratio's bootstrap (2,000 resamples
     # a pair, most of this test's time) is left out
-    monkeypatch.setattr(compare, "ratio_ci", lambda a, b: (math.nan, math.nan))
+    monkeypatch.setattr(significance, "ratio_ci", lambda a, b: (math.nan, math.nan))
     gen = calibration.MODELS[f"AR(1) phi {calibration.AR_PHI}"][0]
     assert calibration.called(gen, 20, 1000) < 0.05
     assert calibration.called(gen, 60, 200, speedup=0.20) > 0.8

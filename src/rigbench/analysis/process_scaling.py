@@ -7,7 +7,7 @@ measured for the model's gradients. Pure functions over stored Results, no I/O.
   the global batch (each rank takes global / N).
 - speed-up(N) = samples/s(N) / samples/s(1); efficiency(N) = speed-up(N) / N (the one rule
   for every framework, docs/METHODOLOGY.md's "Data parallel"). Its 95% CI is the bootstrap CI
-  of median step(1) / median step(N) (analysis/compare.ratio_ci, each sample resampled on its
+  of median step(1) / median step(N) (analysis/significance.ratio_ci, each sample resampled on its
   own) times global batch(N) / (N x global batch(1)).
 - Prediction: step(N) = step(1) x per-rank batch(N) / batch(1) + all-reduce(N), where
   all-reduce(N) is the trial's own pre-run check at the gradient bytes (allreduce_grad_ms).
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rigbench.analysis.compare import ratio_ci
+from rigbench.analysis.significance import ratio_ci
 from rigbench.analysis.trials import workload_label
 from rigbench.spec import Result
 
