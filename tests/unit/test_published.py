@@ -257,8 +257,9 @@ def test_a_busy_trial_of_ours_is_named_in_the_notes():
     assert not any("busy:" in note for note in quiet.notes)
     noisy = ours()
     noisy.metrics = noisy.metrics.model_copy(update={"noisy": True, "step_time_cv": 0.16, "others_cpu_pct_mean": 3.0})
-    assert ("Our figure is noisy (step-time CV 16%): the machine was quiet (others used 3% of the CPU), so the "
-            "trial was short or its steps vary.") in compare_published([noisy], ["yin2020"], fake_peak).matches[0].notes
+    assert ("Our steps vary (step-time CV 16%, noisy): the machine was quiet (others used 3% of the CPU), so some "
+            "steps stalled or the work itself varies; its interval says how well the figure is known."
+            ) in compare_published([noisy], ["yin2020"], fake_peak).matches[0].notes
 
 
 # ---------------------------------------------------------------- audit fixes

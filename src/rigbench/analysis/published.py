@@ -364,10 +364,13 @@ def explain(m: PublishedMatch) -> list[str]:
         notes.append(f"The networks are {alike} ({m.mapping.why}): read the ratios as rough.")
     others = ours.metrics.others_cpu_pct_mean
     if ours.metrics.noisy:
-        why = ("the machine was busy or the trial short" if others is None or is_busy(ours.metrics) else
-               f"the machine was quiet (others used {others:.0f}% of the CPU), so the trial was short or its "
-               "steps vary")
-        notes.append(f"Our figure is noisy (step-time CV {ours.metrics.step_time_cv:.0%}): {why}.")
+        # noisy says the steps vary (a few stalled steps are enough), not that the median is
+        # uncertain: its interval says that (docs/METHODOLOGY.md, "noisy")
+        why = ("the machine was busy, or a few steps stalled" if others is None or is_busy(ours.metrics) else
+               f"the machine was quiet (others used {others:.0f}% of the CPU), so some steps stalled or the "
+               "work itself varies")
+        notes.append(f"Our steps vary (step-time CV {ours.metrics.step_time_cv:.0%}, noisy): {why}; its interval "
+                     "says how well the figure is known.")
     if is_busy(ours.metrics):
         notes.append(f"Our figure is busy: other processes used {ours.metrics.others_cpu_pct_mean:.0f}% of the "
                      "CPU while it was timed, so it is this machine under that load.")
