@@ -267,3 +267,16 @@ def test_a_database_path_opens_the_file_it_names_whatever_its_characters(tmp_pat
     windows = r"C:\Users\Ana\100%25\rigbench.db"
     assert sqlite_url(PureWindowsPath(windows)).startswith("sqlite:///C:\\Users\\Ana\\")
     assert str(sqlite_file(sqlite_url(PureWindowsPath(windows)))) == windows
+
+
+def test_a_windows_crash_is_named_by_its_status_not_a_ten_digit_number():
+    """A crashed Windows process exits with an NTSTATUS, which Python reads unsigned: 3221225477
+    said nothing; 0xC0000005 with its meaning says what happened. POSIX codes stay as they were."""
+    spec = TrialSpec(workload="mlp", batch_size=8)
+    error = steps.describe_exit(0xC0000005, "", spec).error
+    assert error == ("the trial's process exited with code 0xC0000005 (an access violation, a crash in native "
+                     "code) without a report")
+    assert "code 0xC0000409 (a fail-fast exit" in steps.describe_exit(3221226505, "", spec).error
+    assert "code 0xC0DE0001 (a Windows error status)" in steps.describe_exit(0xC0DE0001, "", spec).error
+    assert steps.describe_exit(1, "", spec).error == "the trial's process exited with code 1 without a report"
+    assert steps.describe_exit(-11, "", spec).error == "the trial's process was killed by SIGSEGV"

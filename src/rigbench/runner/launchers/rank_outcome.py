@@ -36,6 +36,7 @@ from rigbench.ranks import NodeLaunch
 from rigbench.runner import rank_files
 from rigbench.runner.launchers.crash_output import READ_BYTES, fitted_tail, stderr_tail, without_frames
 from rigbench.runner.launchers.steps import describe_exit, with_stderr
+from rigbench.runner.signal_names import exit_code_text
 from rigbench.spec import TrialSpec
 
 
@@ -189,7 +190,7 @@ def never_started(folder: Path, spec: TrialSpec, missing: list[int], *, timed_ou
         if spec.framework == "torch" and node is not None:
             why += f": torch's agent waits at its rendezvous, {NodeLaunch.from_env().endpoint}, for all {spec.nodes} nodes"
     else:
-        why = f"no rank started {where}: the launch agent exited with code {returncode} first"
+        why = f"no rank started {where}: the launch agent exited with {exit_code_text(returncode)} first"
     error = with_stderr(fitted_tail(without_frames(stderr_tail(rank_files.agent_stderr_path(folder), READ_BYTES))), why)
     here = ran_here(folder, spec)
     reports = {}

@@ -41,7 +41,7 @@ from rigbench.frameworks import load_adapter
 from rigbench.runner import rank_files
 from rigbench.runner.launchers import warm_start
 from rigbench.runner.launchers.base import TrackerSettings
-from rigbench.runner.signal_names import TERMINATIONS, signal_name
+from rigbench.runner.signal_names import TERMINATIONS, exit_code_text, signal_name
 from rigbench.spec import TrialSpec
 from rigbench.trackers.sampler import Tracker
 
@@ -325,7 +325,7 @@ def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildRe
     if spec.measure.memory_limit_bytes and any(text in stderr_tail.lower() for text in _CAP_EXHAUSTED):
         limit = spec.measure.memory_limit_bytes / 2**20
         return ChildReport(status="oom", error=with_stderr(stderr_tail, (
-            f"the trial's process exited with code {returncode}: the memory limit ({limit:.0f} MiB, an "
+            f"the trial's process exited with {exit_code_text(returncode)}: the memory limit ({limit:.0f} MiB, an "
             f"address-space cap that thread stacks also count against) left too little")))
     if returncode < 0:
         hint = ""
@@ -338,7 +338,7 @@ def describe_exit(returncode: int, stderr_tail: str, spec: TrialSpec) -> ChildRe
                     "crashes this way when the cap is reached: try a larger limit)")
         message = f"the trial's process was killed by {signal_name(-returncode)}{hint}"
     else:
-        message = f"the trial's process exited with code {returncode} without a report"
+        message = f"the trial's process exited with {exit_code_text(returncode)} without a report"
     return ChildReport(status="crash", error=with_stderr(stderr_tail, message))
 
 
