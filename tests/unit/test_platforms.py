@@ -150,7 +150,7 @@ def test_recommend_leaves_the_cpus_search_out_on_macos_and_says_why(tmp_path, mo
     def stop(*_a, **_k):
         raise KeyboardInterrupt  # the search was skipped; the trials after it need not run here
 
-    monkeypatch.setattr(experiment, "run_trials", stop)
+    monkeypatch.setattr("rigbench.experiments.recommend_trials.run_trials", stop)
     with contextlib.suppress(KeyboardInterrupt):
         recommend("mlp", devices=["cpu"], batch_sizes=[64], db=db)
 

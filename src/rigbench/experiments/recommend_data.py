@@ -1,12 +1,12 @@
 """The real-data trials of `rigbench recommend`: an lr-find and a one-epoch `train --input
 loader` run on the first data set the workload accepts whose files are here (never downloaded),
-at the batch the recommendation picks (experiments/recommend._data_trials).
+at the batch the recommendation picks (experiments/recommend_trials.data_trials).
 
 Their batch must fill one batch of that data set's training split, as `train` and `lr-find`
 require (plan.check_batches_fill): the trial's own check (frameworks/driver) would end it
 `unsupported` after the max-batch search and the speed trials had run. `check_data_batches`
 refuses, before the first trial, a batch of the grid the recommendation will pick from;
-`short_of` tells `_data_trials` when the batch it picked (a stored trial's, which no flag chose)
+`short_of` tells `data_trials` when the batch it picked (a stored trial's, which no flag chose)
 is one the set cannot fill, so that the trials are said missing rather than run.
 """
 
