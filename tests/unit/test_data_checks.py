@@ -166,13 +166,12 @@ def test_recommend_refuses_a_batch_its_lr_find_and_loader_epoch_cannot_fill(tmp_
     without MNIST in the cache) at the batch it picks from its grid: a grid batch that set cannot
     fill is refused before the first trial, as `lr-find -b 5000` is (both used to end `unsupported`
     after the max-batch search and the speed trials had run)."""
-    from rigbench.experiments import max_batch
-    from rigbench.experiments import recommend as experiment
+    from rigbench.experiments import max_batch, recommend_trials
     from rigbench.store import Store
 
     monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(max_batch, "find_max_batch", _no_trial)
-    monkeypatch.setattr(experiment, "run_trials", _no_trial)
+    monkeypatch.setattr(recommend_trials, "run_trials", _no_trial)
     db = tmp_path / "r.db"
     result = CliRunner().invoke(app, ["recommend", "mlp", "-d", "cpu", "-b", "64,5000", "--db", str(db)])
     assert result.exit_code == 2, (result.output, result.exception)
@@ -193,7 +192,7 @@ def test_recommend_checks_only_the_data_trials_it_will_run(tmp_path, monkeypatch
     batch is its own business then (the speed trials use synthetic data). Where the batch it picks
     is one the data set cannot fill (a stored trial's, which no flag chose), the data trials are
     said missing, with why, instead of run to `unsupported`."""
-    from rigbench.experiments import recommend as experiment
+    from rigbench.experiments import recommend_trials as trials
     from rigbench.experiments.recommend_data import check_data_batches
     from rigbench.workloads import get_workload
 
@@ -210,10 +209,10 @@ def test_recommend_checks_only_the_data_trials_it_will_run(tmp_path, monkeypatch
     check_data_batches(mlp, {}, ["cpu"], [64, 5000], [lr_find, loader])
     check_data_batches(mlp, {}, ["cpu"], [64, 1438], [])
 
-    monkeypatch.setattr(experiment, "run_trials", _no_trial)
-    outcome = experiment.RecommendOutcome("mlp", ["cpu"], [])
-    session = experiment._Session(None, True, outcome, lambda text: None, lambda r: None)  # type: ignore[arg-type]
-    experiment._data_trials(session, [], mlp, {}, "torch", "cpu", 5000, quick=False)
+    monkeypatch.setattr(trials, "run_trials", _no_trial)
+    outcome = trials.RecommendOutcome("mlp", ["cpu"], [])
+    session = trials.Session(None, True, outcome, lambda text: None, lambda r: None)  # type: ignore[arg-type]
+    trials.data_trials(session, [], mlp, {}, "torch", "cpu", 5000, quick=False)
     assert outcome.missing == ["lr-find and the input pipeline at b5000: digits, the data set here offline, has 1,438 "
                                "training samples, fewer than one batch (rigbench lr-find mlp --dataset ... can "
                                "download a larger one)"]
