@@ -197,8 +197,8 @@ def export_bundle(db: str | None = None, run_ids: Sequence[str] | None = None) -
 
 def import_bundle(path: str, db: str | None = None) -> Any:
     """Validate a bundle file completely, then add its runs, results and calibrations (ImportOutcome)."""
+    from rigbench.store.bundle import check_bundle
     from rigbench.store.bundle import import_bundle as _import
-    from rigbench.store.bundle import load_bundle
 
-    bundle = load_bundle(path)  # all checks before the database is even opened
+    bundle = check_bundle(path)  # all checks before the database is even opened; results read again to store
     return _import(Store(db), bundle)
