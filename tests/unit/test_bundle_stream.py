@@ -169,6 +169,22 @@ def test_a_bundle_with_its_results_before_its_runs_imports_the_same(tmp_path):
         check_bundle(path)
 
 
+def test_a_byte_order_mark_is_refused_as_json_loads_refuses_it(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(bundle(2)).encode())
+    with pytest.raises(UsageError, match=r"bom.json: not valid JSON \(line 1, column 1: Unexpected UTF-8 BOM"):
+        check_bundle(path)
+
+
+def test_a_byte_that_is_not_utf8_is_named_at_its_place_in_the_file(tmp_path):
+    text = json.dumps(bundle(50), indent=1).encode()
+    assert len(text) > 20_000  # past the first piece the file is read in
+    path = tmp_path / "bad.json"
+    path.write_bytes(text[:15_000] + b"\xff" + text[15_000:])
+    with pytest.raises(UsageError, match=r"bad.json: 'utf-8' codec can't decode byte 0xff in position 15000: invalid start"):
+        check_bundle(path)
+
+
 def test_a_key_given_twice_is_refused_not_half_imported(tmp_path):
     text = json.dumps(bundle(4))
     path = tmp_path / "joined.json"

@@ -31,6 +31,7 @@ lands, or nothing (a result refused against what is stored rolls back what came 
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import io
 import json
@@ -180,16 +181,36 @@ def check_bundle(path: str | Path) -> BundleFile:
     store a bundle of any size (its results are read again then, one at a time)."""
     try:
         return read_bundle(_opener(path), str(path))
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot read {path}: {_not_utf8(path)}") from None
 
 
 def load_bundle(path: str | Path) -> Bundle:
     """Read and validate a bundle file, its results held in memory (compare, score)."""
     try:
         return _kept(read_bundle(_opener(path), str(path), keep=True))
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot read {path}: {_not_utf8(path)}") from None
+
+
+def _not_utf8(path: str | Path) -> str:
+    """Why the file is not UTF-8, as Python says it with the position in the file (a file read
+    in pieces says the position in the piece)."""
+    decoder, done = codecs.getincrementaldecoder("utf-8")(), 0
+    with open(path, "rb") as file:
+        while True:
+            piece = file.read(1 << 20)
+            held = len(decoder.getstate()[0])  # the end of the piece before, not decoded yet
+            try:
+                decoder.decode(piece, final=not piece)
+            except UnicodeDecodeError as exc:
+                start, end = done - held + exc.start, done - held + exc.end
+                what = (f"byte 0x{exc.object[exc.start]:02x} in position {start}" if end - start == 1
+                        else f"bytes in position {start}-{end - 1}")
+                return f"'utf-8' codec can't decode {what}: {exc.reason}"
+            if not piece:
+                return "not UTF-8 text"
+            done += len(piece)
 
 
 def _kept(checked: BundleFile) -> Bundle:

@@ -161,6 +161,8 @@ def read_bundle(open_: Opener, origin: str, keep: bool = False) -> BundleFile:
     with open_() as text:
         stream = JsonStream(text, origin)
         first = stream.peek()
+        if first == "\ufeff":  # as json.loads says it
+            raise stream.error("Unexpected UTF-8 BOM (decode using utf-8-sig)")
         if first == "[":
             raise fail("a list of flat rows, not a bundle: export with `rigbench results export --format bundle`")
         if first != "{":
