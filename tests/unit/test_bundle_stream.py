@@ -162,6 +162,7 @@ def test_a_bundle_with_its_results_before_its_runs_imports_the_same(tmp_path):
     target = Store(str(tmp_path / "target.db"))
     assert import_bundle(target, check_bundle(path)).added_results == 300
     assert stored(target) == [result(i, i % RUNS).model_dump(mode="json", exclude={"id"}) for i in range(300)]
+    assert load_bundle(path).results == [result(i, i % RUNS) for i in range(300)]  # kept, as compare reads them
     data = bundle()
     data["results"][7]["run_id"] = "elsewhere"
     path.write_text(json.dumps(data, sort_keys=True))

@@ -207,7 +207,10 @@ def read_bundle(open_: Opener, origin: str, keep: bool = False) -> BundleFile:
             raise fail(f"runs[{i}].created_at: {not_a_time(run.created_at)}")
     if checks is None or checks.count != count or checks.run_ids != run_ids:  # the runs came after: read again
         checks = _Checks(run_ids)
-        kept = [r for r in map(checks.add, _results(open_, origin)) if keep and r is not None]
+        for raw in _results(open_, origin):
+            result = checks.add(raw)
+            if keep and result is not None:
+                kept.append(result)
     if checks.refused:
         raise fail(refusal(checks.refused, count))
     calibrated = check_calibrations(valid.calibrations, run_ids)
