@@ -3,7 +3,13 @@ held a timed-out trial up, which rank a failed trial is blamed on, and the per-r
 against hand numbers."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
+import psutil
 import pytest
 
 from rigbench.analysis.ranks import all_reduce_table, bus_bandwidth, comm_share, rank_metrics, rank_record
@@ -13,7 +19,15 @@ from rigbench.ranks import RankInfo
 from rigbench.runner import rank_files
 from rigbench.runner.launchers.agent import threads_per_rank, usable_cores
 from rigbench.runner.launchers.merge import merge_reports
-from rigbench.runner.launchers.rank_outcome import Beat, Stalls, holding_up, rank_reports
+from rigbench.runner.launchers.rank_outcome import (
+    STALL_CPU_S,
+    Beat,
+    Stalls,
+    cpu_seconds,
+    frozen,
+    holding_up,
+    rank_reports,
+)
 from rigbench.spec import MeasureOptions, TrialSpec
 from rigbench.textlimits import error_line
 
@@ -71,8 +85,8 @@ def test_a_heartbeat_that_stands_still_for_stall_s_by_the_monotonic_clock_is_a_s
     clock = [500.0]
     monkeypatch.setattr("rigbench.runner.launchers.rank_outcome.time.monotonic", lambda: clock[0])
 
-    def beat(rank: int, at: float) -> None:
-        rank_files.progress_path(tmp_path, rank).write_text(json.dumps({"pid": 1, "steps": 3, "at": at}))
+    def beat(rank: int, at: float) -> None:  # no pid: the stillness alone (whether it froze: next test)
+        rank_files.progress_path(tmp_path, rank).write_text(json.dumps({"steps": 3, "at": at}))
 
     stalls = Stalls(tmp_path, spec(world_size=3))
     beat(0, 1.0)
@@ -88,6 +102,32 @@ def test_a_heartbeat_that_stands_still_for_stall_s_by_the_monotonic_clock_is_a_s
     clock[0] += rank_files.STALL_S
     rank_files.report_path(tmp_path, 0).write_text("{}")  # finished: its heartbeat may stop
     assert stalls.ranks() == [1]
+
+
+def test_a_still_heartbeat_is_a_stall_only_where_its_process_stopped_or_computes_nothing():
+    """A rank that computes without beating (a long call holding the interpreter, a heartbeat a
+    full disk cannot write) is left to the timeout; a stopped, gone or idle one froze."""
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        cpu_then = {p.pid: cpu_seconds(p.pid) for p in (spinning, idle)}
+        deadline = time.monotonic() + 60
+        while cpu_seconds(spinning.pid) - cpu_then[spinning.pid] < 2 * STALL_CPU_S:  # by CPU, not by the clock
+            assert time.monotonic() < deadline, "the spinning process got no CPU"
+            time.sleep(0.05)
+        assert not frozen(spinning.pid, cpu_then[spinning.pid])
+        assert frozen(idle.pid, cpu_then[idle.pid])
+        os.kill(spinning.pid, signal.SIGSTOP)
+        while psutil.Process(spinning.pid).status() != psutil.STATUS_STOPPED:  # the signal is delivered later
+            assert time.monotonic() < deadline, "SIGSTOP did not stop the process"
+            time.sleep(0.01)
+        assert frozen(spinning.pid, cpu_seconds(spinning.pid) - 10 * STALL_CPU_S)  # stopped, whatever it used
+    finally:
+        for p in (spinning, idle):
+            p.kill()
+            p.wait()
+    assert frozen(spinning.pid, 0.0)  # gone
+    assert frozen(None, None)  # no pid in the beat: its stillness alone
 
 
 def test_a_trial_stopped_for_a_stall_says_so_not_that_it_ran_out_of_time(tmp_path):

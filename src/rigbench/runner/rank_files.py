@@ -11,10 +11,10 @@ from pathlib import Path
 #: STALE_BEATS of them says the rank stopped (runner/launchers/rank_outcome.py).
 HEARTBEAT_S = 0.5
 STALE_BEATS = 4
-#: Seconds a running rank's heartbeat may stand still before the launcher ends the trial: its peers
-#: would wait for it in a collective until the timeout (600 s by default). The heartbeat is a thread
-#: of its own, so it stops only when the whole process does (stopped, frozen with the interpreter),
-#: never for a long step, a compilation or a wait for a peer.
+#: Seconds a running rank's heartbeat may stand still, its process stopped or idle, before the
+#: launcher ends the trial (launchers/rank_outcome.Stalls): its peers would wait for it in a
+#: collective until the timeout (600 s by default). The heartbeat is a thread of its own, so it stops
+#: only when the whole process does, never for a long step, a compilation or a wait for a peer.
 STALL_S = 60.0
 
 

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from rigbench.child_report import ChildReport
 from rigbench.ranks import NodeLaunch
 from rigbench.runner import rank_files
@@ -46,13 +48,15 @@ class Beat:
 
     steps: int
     at: float
+    pid: int | None = None
 
 
 def read_beat(folder: Path, rank: int) -> Beat | None:
     """The rank's last heartbeat, or None if it never wrote one (or it cannot be read)."""
     try:
         data = json.loads(rank_files.progress_path(folder, rank).read_text(encoding="utf-8"))
-        return Beat(int(data["steps"]), float(data["at"]))
+        pid = data.get("pid")
+        return Beat(int(data["steps"]), float(data["at"]), pid if isinstance(pid, int) else None)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -70,13 +74,17 @@ def holding_up(beats: dict[int, Beat | None], stopped_at: float) -> list[int]:
 
 
 class Stalls:
-    """While a trial runs: the ranks on this machine whose heartbeat has stood still for
-    rank_files.STALL_S, by this process's monotonic clock (a step of the wall clock, or a machine
-    suspended and woken, moves it not), among those that have beaten and written no report yet."""
+    """While a trial runs: the ranks on this machine that froze. A rank's heartbeat has stood still
+    for rank_files.STALL_S, by this process's monotonic clock (a step of the wall clock, or a
+    machine suspended and woken, moves it not), and its process is stopped or gone, or used less
+    than STALL_CPU_S of CPU meanwhile: one that computes without beating (a long call holding the
+    interpreter, a heartbeat a full disk cannot write) is left to the timeout. Ranks that have not
+    beaten yet, or have written their report, are left out."""
 
     def __init__(self, folder: Path, spec: TrialSpec):
         self.folder, self.world_size = folder, spec.world_size
-        self._changed: dict[int, tuple[float, float]] = {}  # rank -> (its beat's time, when it was new)
+        # rank -> (its beat's time, when it was new, the rank's CPU seconds then)
+        self._changed: dict[int, tuple[float, float, float | None]] = {}
 
     def ranks(self) -> list[int]:
         now, stalled = time.monotonic(), []
@@ -86,10 +94,43 @@ class Stalls:
                 continue
             seen = self._changed.get(rank)
             if seen is None or seen[0] != beat.at:
-                self._changed[rank] = (beat.at, now)
-            elif now - seen[1] >= rank_files.STALL_S:
+                self._changed[rank] = (beat.at, now, cpu_seconds(beat.pid))
+            elif now - seen[1] >= rank_files.STALL_S and frozen(beat.pid, seen[2]):
                 stalled.append(rank)
         return stalled
+
+
+#: CPU seconds a rank whose heartbeat stood still for STALL_S may have used and still be frozen.
+STALL_CPU_S = 1.0
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """The process's CPU time (user + system), None where it cannot be read."""
+    if pid is None:
+        return None
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except (psutil.Error, OSError):
+        return None
+    return float(times.user + times.system)
+
+
+def frozen(pid: int | None, cpu_then: float | None) -> bool:
+    """Whether a rank without a heartbeat is frozen: its process stopped (SIGSTOP), a zombie or
+    gone, or it used under STALL_CPU_S of CPU since `cpu_then`. Without a pid, the stillness alone."""
+    if pid is None:
+        return True
+    try:
+        process = psutil.Process(pid)
+        if process.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE,
+                                psutil.STATUS_DEAD):
+            return True
+    except psutil.NoSuchProcess:
+        return True
+    except (psutil.Error, OSError):
+        return False  # cannot tell: the timeout judges it
+    now = cpu_seconds(pid)
+    return now is not None and cpu_then is not None and now - cpu_then < STALL_CPU_S
 
 
 def _hang_text(rank: int, beat: Beat | None, stopped_at: float, end: str) -> str:
