@@ -100,14 +100,10 @@ class AgentLauncher(Launcher):
         """Wait for the agent up to the trial's timeout, telling `on_progress` the phases and
         epochs of this machine's first rank; True if it was stopped early because a rank froze
         (rank_outcome.Stalls): the others would wait for it in a collective until the deadline."""
-        stalls, frozen = Stalls(folder, spec), list[int]()
-
-        def stop() -> bool:
-            frozen[:] = stalls.ranks()
-            return bool(frozen)
-
-        wait_telling(spec, agent, lambda: rank_files.first_stderr_path(folder, spec.world_size), on_progress, stop)
-        return bool(frozen)
+        stalls = Stalls(folder, spec)
+        wait_telling(spec, agent, lambda: rank_files.first_stderr_path(folder, spec.world_size), on_progress,
+                     stop=lambda: bool(stalls.ranks()))
+        return bool(stalls.found)
 
 
 class TorchrunLauncher(AgentLauncher):

@@ -85,9 +85,11 @@ class Stalls:
         self.folder, self.world_size = folder, spec.world_size
         # rank -> (its beat's time, when it was new, the rank's CPU seconds then)
         self._changed: dict[int, tuple[float, float, float | None]] = {}
+        self.found: list[int] = []  # what `ranks` said last
 
     def ranks(self) -> list[int]:
-        now, stalled = time.monotonic(), []
+        now, stalled = time.monotonic(), list[int]()
+        self.found = stalled
         for rank in range(self.world_size):
             beat = read_beat(self.folder, rank)
             if beat is None or rank_files.report_path(self.folder, rank).exists():
