@@ -179,16 +179,17 @@ def _opener(path: str | Path) -> Opener:
 def check_bundle(path: str | Path) -> BundleFile:
     """Read and validate a bundle file, one result at a time: what `import_bundle` takes to
     store a bundle of any size (its results are read again then, one at a time)."""
-    try:
-        return read_bundle(_opener(path), str(path))
-    except UnicodeDecodeError:
-        raise UsageError(f"cannot read {path}: {_not_utf8(path)}") from None
+    return _read_file(path, keep=False)
 
 
 def load_bundle(path: str | Path) -> Bundle:
     """Read and validate a bundle file, its results held in memory (compare, score)."""
+    return _kept(_read_file(path, keep=True))
+
+
+def _read_file(path: str | Path, keep: bool) -> BundleFile:
     try:
-        return _kept(read_bundle(_opener(path), str(path), keep=True))
+        return read_bundle(_opener(path), str(path), keep=keep)
     except UnicodeDecodeError:
         raise UsageError(f"cannot read {path}: {_not_utf8(path)}") from None
 
