@@ -363,3 +363,35 @@ def test_clip_result_gives_the_result_itself_where_nothing_is_long_and_a_copy_wh
     assert list(clip_result(in_tracker).tracker_samples[1])[0].endswith(note)
     assert clip_result(in_tracker).tracker_samples[0] == {"t": 1.0}
     assert in_options.spec.workload_options["k"] == long and list(in_tracker.tracker_samples[1]) == [long]  # not changed
+
+
+def test_clip_result_clips_long_names_among_many_numbers_as_it_clips_them_alone():
+    # raw samples are told apart in bulk (clip_value's fast paths): a long name among them is still found
+    from rigbench.rank_record import RankRecord
+    from rigbench.spec import EpochRecord
+    from rigbench.textlimits import clip_value
+
+    long, steps = "k" * 300, [0.1] * 200
+    short = clip(long, NAME_CHARS)
+    samples = [{"t": float(i), "rss_bytes": None} for i in range(50)]
+    plain = result("r", error="boom", device_name="cpu", software="2.13.0").model_copy(update={
+        "step_times_s": steps, "tracker_samples": samples, "loss_curve": [1.0, 2.0], "lr_curve": [(1.0, 2.0, 3.0)],
+        "epoch_records": [EpochRecord(epoch=1, steps=2, train_loss=1.0, train_seconds=1.0, eval_seconds=0.5,
+                                      extra={"loss_d": 0.5})],
+        "ranks": [RankRecord(rank=0, status="ok", host="node1")]})
+    assert clip_result(plain) is plain
+    wide = plain.model_copy(update={
+        "tracker_samples": [*samples, {"t": 60.0, long: 1.0}],
+        "epoch_records": [plain.epoch_records[0].model_copy(update={"extra": {long: 0.5}})],
+        "ranks": [RankRecord(rank=0, status="ok", host=long)],
+        "software": {"torch": "2.13.0", "build": {"flags": ["-O2", long], "n": 3}}})
+    clipped = clip_result(wide)
+    assert clipped.tracker_samples == [*samples, {"t": 60.0, short: 1.0}]
+    assert clipped.tracker_samples[0] is samples[0] and clipped.step_times_s is steps  # what needed nothing is kept
+    assert clipped.epoch_records[0].extra == {short: 0.5} and clipped.ranks[0].host == short
+    assert clipped.software == {"torch": "2.13.0", "build": {"flags": ["-O2", short], "n": 3}}
+    assert wide.tracker_samples[-1] == {"t": 60.0, long: 1.0}  # the given result is not changed
+    # not strings at all, or not only: an int key, a number subclass, a string among numbers
+    assert clip_value([{1: long}, {"t": 1.0}], 5) == [{1: clip(long, 5)}, {"t": 1.0}]
+    assert clip_value([1.0, 2, None, True, long], 5) == [1.0, 2, None, True, clip(long, 5)]
+    assert clip_value({"a": 1, long: None}, 5) == {"a": 1, clip(long, 5): None}
