@@ -5,6 +5,7 @@ group of commands on it when imported below.
 """
 
 import logging
+import sys
 
 import rigbench.cli.starting  # noqa: F401  (first: Ctrl-C during the imports below is one line)
 from rigbench.cli import (
@@ -20,7 +21,7 @@ from rigbench.cli import (
     sweep,  # noqa: F401  (registers sweep)
 )
 from rigbench.cli.common import app, results_app
-from rigbench.cli.console import err, utf8_streams
+from rigbench.cli.console import err, output_gone, utf8_streams
 from rigbench.cli.examples import add_examples
 
 add_examples(app, results_app)  # after every module above has registered its commands
@@ -58,6 +59,10 @@ def main() -> None:
         # 130, whatever the signal, and without a word; the shell's convention is 128 + the signal
         if interrupts.unsaid(done.code):
             raise SystemExit(interrupts.unsaid_exit()) from None
+        try:  # what is still buffered: written at exit, a closed pipe was "Exception ignored" and exit 120
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise SystemExit(output_gone()) from None
         raise
 
 

@@ -4,8 +4,10 @@ signs of long work: a progress bar and a spinner on a terminal, nothing where no
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -61,6 +63,11 @@ class _Console(Console):
     def print(self, *objects: Any, **kwargs: Any) -> None:
         super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
+    def on_broken_pipe(self) -> None:
+        """rich would end the process here with exit 1 (what `no_answer` means); raised instead,
+        the closed pipe ends the command as any write to it does (output_gone)."""
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
 
 out = _Console(markup=False, piped_width=PIPED_WIDTH)
 err = _Console(stderr=True, markup=False)
@@ -74,6 +81,28 @@ def utf8_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower().replace("-", "") != "utf8":
             stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+
+
+#: The exit code where what read the output stopped reading (`| head -3`): 128 + SIGPIPE, what a
+#: shell reports of `git log | head -3` or `ls | head -3`, whose processes SIGPIPE ends.
+OUTPUT_GONE = 128 + getattr(signal, "SIGPIPE", 13)
+
+
+def output_gone() -> int:
+    """A write to stdout or stderr found its reader gone (BrokenPipeError): the command ends
+    silently with OUTPUT_GONE, as git and ls do, where Python printed a traceback (or click said
+    nothing and exited 1, its code for "no answer"). SIGPIPE itself is left ignored, as Python
+    sets it: it would also end the command mid-write to a database's socket. What was stored
+    stays stored. The closed stream is pointed at os.devnull, so that the data still buffered
+    for it cannot fail again at exit (the recipe of Python's "Note on SIGPIPE")."""
+    out.quiet = err.quiet = True
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    return OUTPUT_GONE
 
 
 def no_bar() -> bool:

@@ -1,0 +1,64 @@
+"""A reader that stops reading (`rigbench results show 1 | head -3`): the command ends silently
+with 141 (128 + SIGPIPE), what a shell reports of `git log | head -3`, where it ended with exit 1
+(rich's and click's own handling; 1 means "no answer" here) or, for output still buffered at
+exit, "Exception ignored ... BrokenPipeError" and 120. A real pipe and a real `rigbench` process:
+the read end is closed before the command writes, as `head` closes it once it has its lines."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rigbench.cli.console import OUTPUT_GONE
+from rigbench.spec import Metrics, Result, TrialSpec
+from rigbench.store import Store
+
+ROOT = Path(__file__).parents[2]
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGPIPE and its exit code are POSIX's")
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("pipe") / "r.db")
+    store = Store(path)
+    store.add_run("run1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "box"})
+    for batch in (16, 32, 64):
+        store.add_result(Result(run_id="run1", created_at="2026-01-01T00:00:00+00:00", status="ok",
+                                spec=TrialSpec(workload="mlp", device="cpu", batch_size=batch),
+                                metrics=Metrics(samples_per_s=100.0 * batch)))
+    return path
+
+
+def into_a_closed_pipe(stream: str, *args: str) -> tuple[int, bytes]:
+    """Run `rigbench ARGS` with `stream` (stdout or stderr) a pipe nobody reads: its exit code
+    and what it wrote on the other stream. PYTHONUNBUFFERED is left out, as a user's shell has
+    it: a small output then waits in the buffer until the command ends."""
+    read, write = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, stream: write}
+    proc = subprocess.Popen([sys.executable, "-m", "rigbench", *args], cwd=ROOT, env=env, **streams)
+    os.close(write)
+    os.close(read)  # the reader is gone before the first write
+    other = proc.communicate(timeout=120)[1 if stream == "stdout" else 0]
+    return proc.returncode, other
+
+
+@pytest.mark.parametrize("args", [
+    ("results", "list"),  # a rich table: rich's own handling exited 1
+    ("results", "export", "--format", "csv"),  # rows written to sys.stdout: click's handling exited 1
+    ("results", "runs", "--json"),  # small: still buffered when the command returns, written at exit
+])
+def test_a_closed_stdout_ends_the_command_silently_with_141(db, args):
+    code, stderr = into_a_closed_pipe("stdout", *args, "--db", db)
+    assert (code, stderr.decode()) == (OUTPUT_GONE, "") == (141, "")
+
+
+def test_a_closed_stderr_ends_the_command_silently_with_141(db):
+    """`rigbench ... 2>&1 | head -1`: the line saying nothing matched goes to stderr."""
+    code, stdout = into_a_closed_pipe("stderr", "results", "list", "--status", "crash", "--db", db)
+    assert (code, stdout) == (141, b"")
