@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.console import Console, ConsoleDimensions
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from rigbench.textlimits import visible
 
@@ -128,6 +129,7 @@ def progressed(progress: Progress, task: TaskID, description: str, line: str, **
 @contextlib.contextmanager
 def working(text: str) -> Iterator[None]:
     """Seconds of work nothing else shows: a spinner saying `text` on a terminal, gone when done;
-    nothing where no bar is drawn, where an error the work finds is one line alone."""
-    with err.status(text) if not no_bar() else contextlib.nullcontext():
+    nothing where no bar is drawn, where an error the work finds is one line alone. `text` is
+    literal (it names a file the user gave): rich reads a str here as markup."""
+    with err.status(Text(visible(text))) if not no_bar() else contextlib.nullcontext():
         yield
