@@ -3,6 +3,7 @@ signs of long work: a progress bar and a spinner on a terminal, nothing where no
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import io
@@ -74,14 +75,38 @@ out = _Console(markup=False, piped_width=PIPED_WIDTH)
 err = _Console(stderr=True, markup=False)
 
 
+#: What a terminal whose encoding lacks a character shows instead (utf8_streams): one character
+#: for one where a table's columns depend on it (a cut cell's "…", a rule's "─", a range's "–",
+#: micro's "µ": "450 us"), more where only a line's end moves. Any other: its \u escape.
+ASCII_STAND_INS = {"…": "~", "─": "-", "–": "-", "—": "-", "×": "x", "µ": "u", "·": ".", "‘": "'",
+                   "’": "'", "“": '"', "”": '"', "→": "->", "←": "<-", "≥": ">=", "≤": "<=", "±": "+/-",
+                   "≈": "~", "√": "sqrt "}
+
+
+def _stand_in(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start:error.end]
+    return "".join(ASCII_STAND_INS.get(c, c.encode("ascii", "backslashreplace").decode()) for c in text), error.end
+
+
+codecs.register_error("rigbench.stand_in", _stand_in)
+
+
 def utf8_streams() -> None:
-    """stdout and stderr write UTF-8 whatever the locale says. Windows gives a redirected stream
-    its ANSI code page (cp1252), which has no "→" or "≥" and few of the world's letters: `rigbench
-    results export --format csv > r.csv` ended in a UnicodeEncodeError at the first such stored
-    character. UTF-8 is what -o files hold, and Python's own default from 3.15 (PEP 686)."""
+    """stdout and stderr write UTF-8 whatever the locale says, into a file or a pipe. Windows gives
+    a redirected stream its ANSI code page (cp1252), which has no "→" or "≥" and few of the
+    world's letters: `rigbench results export --format csv > r.csv` ended in a UnicodeEncodeError
+    at the first such stored character. UTF-8 is what -o files hold, and Python's own default
+    from 3.15 (PEP 686). A terminal keeps its encoding (PYTHONIOENCODING=ascii, a Latin-1 or a
+    legacy Windows console): it shows that, and UTF-8 there was "â”€" for each "─". What it
+    lacks is written as ASCII_STAND_INS says, and rich draws its tables' rules in ASCII."""
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower().replace("-", "") != "utf8":
-            stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+            if stream.isatty():
+                stream.reconfigure(errors="rigbench.stand_in")
+            else:
+                stream.reconfigure(encoding="utf-8", errors="backslashreplace")
 
 
 #: The exit code where what read the output stopped reading (`| head -3`): 128 + SIGPIPE, what a

@@ -48,6 +48,9 @@ LAST_RESORT = 4
 SEPARATOR = 2
 #: Cells that say nothing; a column of only these goes first.
 EMPTY = ("", "-")
+#: The rule under the header where the terminal has no "─" (cli/console.utf8_streams): rich's
+#: own stand-in, box.ASCII, draws a "|" between columns and a "+" at each crossing.
+ASCII_HEAD = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 
 
 @dataclass(frozen=True)
@@ -201,8 +204,9 @@ class FitTable:
                 dropped.append(i)
         return Layout(shown, True, sorted(dropped), shrunk, briefed & set(shown))
 
-    def fitted(self, width: int) -> tuple[Table, Text | None]:
-        """The rich Table laid out for `width`, and the footnote (None when nothing is left out or cut)."""
+    def fitted(self, width: int, ascii_only: bool = False) -> tuple[Table, Text | None]:
+        """The rich Table laid out for `width`, and the footnote (None when nothing is left out or
+        cut); its rule in ASCII where `ascii_only` (the console's encoding has no "─")."""
         shown, short, dropped, shrunk, briefed = self.layout(width)
         # shrunk free text gets what the other columns leave, shared out in order, at least its least
         room = width - sum(self._natural(i, short, i in briefed) for i in shown if i not in shrunk) \
@@ -214,7 +218,7 @@ class FitTable:
             least = LAST_RESORT if squeezed else self._least(i, short)
             limits[i] = min(self._natural(i, short), max(least, room // (len(shrunk) - n)))
             room -= limits[i]
-        table = Table(title=self.title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+        table = Table(title=self.title, box=ASCII_HEAD if ascii_only else box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                       collapse_padding=True, header_style="bold", show_header=self.show_header,
                       title_justify=self.title_justify)
         for i in shown:
@@ -239,7 +243,7 @@ class FitTable:
         return Text("; ".join(parts) + ".", style="dim") if parts else None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        table, note = self.fitted(options.max_width)
+        table, note = self.fitted(options.max_width, options.ascii_only)
         yield table
         if note is not None:
             yield note
