@@ -201,7 +201,7 @@ class Metrics(BaseModel):
         "GB/s", "ranks", "pre-run check: all-reduce bus bandwidth at the gradient bytes (nccl-tests: "
                          "bytes/time x 2(n-1)/n)")
     allreduce_latency_us: float | None = metric(
-        "us", "ranks", "pre-run check: all-reduce time of the smallest message (4 KiB)")
+        "µs", "ranks", "pre-run check: all-reduce time of the smallest message (4 KiB)")
     allreduce_table: list[list[float]] | None = metric(
         "", "ranks", "pre-run check: [bytes, seconds, bus bandwidth B/s] per message size")
     trial_s: float | None = metric(

@@ -1,6 +1,6 @@
 """What the commands' consoles write on a terminal: text the user gave or stored is shown as it
 is, never read as rich markup; a terminal whose encoding lacks a character shows an ASCII stand-in
-for it, while a file or a pipe gets UTF-8."""
+for it (µs as us), while a file or a pipe gets UTF-8."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def one_result_db(tmp_path: Path) -> str:
     store.add_run("run1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "box"})
     store.add_result(Result(run_id="run1", created_at="2026-01-01T00:00:00+00:00", status="ok",
                             spec=TrialSpec(workload="mlp", device="cpu", batch_size=16),
-                            metrics=Metrics(samples_per_s=100.0, samples_per_s_ci=(90.0, 110.0))))
+                            metrics=Metrics(samples_per_s=100.0, samples_per_s_ci=(90.0, 110.0),
+                                            allreduce_latency_us=12.5)))
     return path
 
 
@@ -55,16 +56,16 @@ def on_a_terminal(*args: str, **env: str) -> str:
 def test_a_terminal_without_utf8_gets_ascii_stand_ins_and_a_pipe_gets_utf8(tmp_path):
     """PYTHONIOENCODING=ascii (or a Latin-1 or a legacy Windows console) on a terminal: every
     stream was made UTF-8, which such a terminal shows as "â”€" for each "─". The terminal keeps
-    its encoding: the table's rule and the interval's dash become ASCII, one
+    its encoding: the table's rule, the interval's dash and micro's µ become ASCII, one
     character for one where a column depends on it; into a pipe the same command writes UTF-8."""
     db = one_result_db(tmp_path)
     listed = on_a_terminal("results", "list", "--db", db, PYTHONIOENCODING="ascii")
     assert "\n---" in listed and "100 [90-110]" in listed and "\\u" not in listed
     shown = on_a_terminal("results", "show", "1", "--db", db, PYTHONIOENCODING="ascii")
-    assert "100 [90-110] samples/s" in shown
+    assert "100 [90-110] samples/s" in shown and "allreduce_latency_us  12.5 us\n" in shown
     piped = subprocess.run([sys.executable, "-m", "rigbench", "results", "show", "1", "--db", db], cwd=ROOT,
                            capture_output=True, env={**os.environ, "PYTHONIOENCODING": "ascii"}, timeout=120)
-    assert "100 [90–110] samples/s" in piped.stdout.decode("utf-8")
+    assert "allreduce_latency_us  12.5 µs\n" in piped.stdout.decode("utf-8")
 
 
 def test_the_spinner_shows_a_file_name_with_brackets_as_it_is(tmp_path, monkeypatch):

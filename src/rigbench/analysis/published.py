@@ -319,8 +319,8 @@ def explain(m: PublishedMatch) -> list[str]:
             if mfu_pub < 0.05:
                 at_peak_us = step / m.peak_published.flops * 1e6
                 notes.append(
-                    f"A step of {row.batch_size} samples is {step / 1e9:,.2f} GFLOP: {at_peak_us:,.0f} us "
-                    f"of work at the {row.device}'s peak, but it took {1e6 / row.steps_per_s:,.0f} us. "
+                    f"A step of {row.batch_size} samples is {step / 1e9:,.2f} GFLOP: {at_peak_us:,.0f} µs "
+                    f"of work at the {row.device}'s peak, but it took {1e6 / row.steps_per_s:,.0f} µs. "
                     f"Time that does not scale with FLOP/s (framework and kernel-launch overhead, "
                     f"feeding input, small layers that cannot fill the device) dominates.")
         _memory_note(m, notes, flops)

@@ -59,7 +59,7 @@ ELSEWHERE = ("samples_per_s_ci", "bytes_estimate_revision", "trial_s")
 _FINAL_LOSS = {"train": "training", "lr_find": "learning-rate range test"}
 _UNITS = {m.name: m.unit for m in METRICS}
 #: Units written as a count of them after the number ("6 steps").
-_COUNTED = ("ms", "s", "MiB", "J", "W", "GB/s", "us", "samples", "steps", "epochs", "parameters", "processes")
+_COUNTED = ("ms", "s", "MiB", "J", "W", "GB/s", "µs", "samples", "steps", "epochs", "parameters", "processes")
 
 
 def _loss(value: float) -> str:
