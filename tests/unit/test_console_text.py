@@ -82,3 +82,16 @@ def test_the_spinner_shows_a_file_name_with_brackets_as_it_is(tmp_path, monkeypa
         assert done.exit_code == 0, done.output
         assert f"writing {out}: reading the results" in done.stderr
         assert out.exists()
+
+
+def test_a_terminal_too_narrow_for_the_essential_columns_is_told_that_text_was_cut(tmp_path):
+    """Where even the columns never left out do not fit (`rigbench score` at 40 columns: "4,074…"
+    for 4,074.2, "speed-…" for its header), rich cuts every column; the footnote said nothing
+    of it, as it says of a cut note, and where the whole text is."""
+    db = one_result_db(tmp_path)
+    done = CliRunner().invoke(app, ["results", "list", "--db", db], env={"COLUMNS": "24"})
+    assert done.exit_code == 0, done.output
+    assert "…" in done.stdout
+    assert "text ending in … was cut to fit (`rigbench results export` has it whole)" in " ".join(done.stdout.split())
+    wide = CliRunner().invoke(app, ["results", "list", "--db", db], env={"COLUMNS": "200"})
+    assert "…" not in wide.stdout and "was cut" not in wide.stdout

@@ -225,7 +225,11 @@ class FitTable:
             column = self.columns[i]
             table.add_column(self._header_of(i, short), justify=column.justify, no_wrap=not column.wrap,
                              overflow="fold" if column.wrap else "ellipsis", max_width=limits.get(i))
-        cut = any(self.columns[i].cut and limits[i] < self._natural(i, short) for i in shrunk)
+        # wider still (the essential columns alone, at 40 columns): rich cuts every column evenly,
+        # a figure's digits and a header too, which the footnote must say as it says a cut text
+        wider = sum(limits.get(i, self._natural(i, short, i in briefed)) for i in shown) \
+            + SEPARATOR * max(0, len(shown) - 1) > width
+        cut = wider or any(self.columns[i].cut and limits[i] < self._natural(i, short) for i in shrunk)
         cells = {i: self._cells_of(i, short, i in briefed) for i in shown}
         for r, row in enumerate(self.rows):
             table.add_row(*(cells[i][r] for i in shown), style=row.style, end_section=row.end_section)
