@@ -219,3 +219,27 @@ def test_a_bundle_written_by_an_older_rigbench_still_imports(tmp_path):
     done = import_bundle(target, check_bundle(OLD_BUNDLE))
     assert (len(done.added_runs), done.added_results) == (len(data["runs"]), len(data["results"]))
     assert stored(target) == [Result.model_validate(r).model_dump(mode="json", exclude={"id"}) for r in data["results"]]
+
+
+def test_a_result_is_read_from_its_text_in_the_file_as_from_its_decoding(tmp_path):
+    # each result is validated from its own text in the file (across read pieces: CHUNK is 64 here)
+    text = json.dumps(bundle(20), indent=1)
+    text = text.replace('"status": "ok"', '"status": "crash", "status": "ok"', 1)  # the last one counts, as json.loads
+    text = text.replace('"step_times_s": [\n    0.1,', '"step_times_s": [\n    1E-1,', 1)
+    path = tmp_path / "written.json"
+    path.write_text(text)
+    target = Store(str(tmp_path / "target.db"))
+    assert import_bundle(target, check_bundle(path)).added_results == 20
+    assert stored(target) == [result(i, i % RUNS).model_dump(mode="json", exclude={"id"}) for i in range(20)]
+
+
+def test_a_result_pydantic_cannot_read_from_its_text_is_refused_as_json_dumps_writes_it(tmp_path):
+    # deeper than pydantic's JSON parser goes, an escaped lone surrogate: the line and column are
+    # those of the result written out on one line by json.dumps, as every result was validated before
+    data = bundle(3)
+    data["results"][1]["software"] = {"deep": json.loads("[" * 250 + "]" * 250)}
+    data["results"][2]["device_name"] = "\udc80"
+    with pytest.raises(UsageError, match=r"2 of 3 results refused, nothing imported: results\[1\]\.\(top level\): Invalid "
+                                         r"JSON: recursion limit exceeded at line 1 column 3060; results\[2\]\.\(top "
+                                         r"level\): Invalid JSON: lone leading surrogate in hex escape at line 1 column 687"):
+        check_bundle(write(tmp_path, data))

@@ -24,6 +24,7 @@ from rigbench.store.bundle_calibrations import check_calibrations
 from rigbench.store.calibrations import CalibrationRecord
 from rigbench.store.json_stream import ARRAY, JsonStream, entries
 from rigbench.store.machines import machine_problem
+from rigbench.store.rows import trial_key
 from rigbench.textlimits import ERROR_CHARS, NAME_CHARS, TEXT_LIMITS, clip, clip_result, clip_value
 from rigbench.timestamps import not_a_time
 
@@ -75,6 +76,7 @@ class BundleFile:
     _open: Opener
     _digest: bytes                   # of the results as first read (their JSON text)
     _clipped: set[int]               # which results were clipped
+    repeated: set[bytes]             # trial_digest of each trial more than one result is of
 
     def each(self) -> Iterator[Result]:
         """The bundle's results as checked (text clipped), read again from the file unless kept.
@@ -85,11 +87,10 @@ class BundleFile:
             yield from self.results
             return
         digest, count = hashlib.sha256(), 0
-        for raw in _results(self._open, self.origin):
-            text = json.dumps(raw)
-            digest.update(text.encode() + b"\n")
+        for raw, text in _results(self._open, self.origin):
+            digest.update(_encoded(text))
             try:
-                result = Result.model_validate_json(text, strict=True)
+                result = _validated(raw, text)
             except ValidationError:
                 break  # changed: said below
             yield clip_result(result) if count in self._clipped else result
@@ -98,12 +99,38 @@ class BundleFile:
             raise UsageError(f"{self.origin}: changed while it was imported: import it again")
 
 
-def _results(open_: Opener, origin: str) -> Iterator[Any]:
-    """Each item of the bundle's results array, decoded as it is reached."""
+def _results(open_: Opener, origin: str) -> Iterator[tuple[Any, str]]:
+    """Each item of the bundle's results array, decoded as it is reached, with its JSON text."""
     with open_() as text:
-        for key, value in entries(JsonStream(text, origin), "results"):
+        for key, value in entries(JsonStream(text, origin), "results", texts=True):
             if key is None:
                 yield value
+
+
+def _encoded(text: str) -> bytes:
+    """A result's JSON text as digested (a str given to parse_bundle may hold a lone surrogate)."""
+    return text.encode("utf-8", "surrogatepass") + b"\n"
+
+
+def _validated(raw: Any, text: str) -> Result:
+    """The result whose JSON text is `text` (decoded: `raw`), validated from that text. Where
+    pydantic refuses it, from json.dumps(raw) instead, as every result was before it was taken
+    from the file's text (dumping each result's thousands of figures was a fifth of an import),
+    so a refusal reads as it did: an "Invalid JSON" error (a nesting deeper than pydantic reads,
+    an escaped lone surrogate) says its line and column in that text."""
+    try:
+        return Result.model_validate_json(text, strict=True)
+    except ValidationError:
+        return Result.model_validate_json(json.dumps(raw), strict=True)
+
+
+def trial_digest(result: Result) -> bytes:
+    """rows.trial_key as a digest: what an import keeps of each result it has read."""
+    return digest(trial_key(result))
+
+
+def digest(value: Any) -> bytes:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
 
 
 class _Checks:
@@ -117,14 +144,15 @@ class _Checks:
         self.clipped: set[int] = set()
         self.digest = hashlib.sha256()
         self._row_of_id: dict[int, int] = {}
+        self._trials: set[bytes] = set()
+        self.repeated: set[bytes] = set()
 
-    def add(self, raw: Any) -> Result | None:
-        """`raw` (the next result) as it is stored, or None when refused (or not an object,
-        which the envelope's check names)."""
+    def add(self, raw: Any, text: str) -> Result | None:
+        """`raw` (the next result, decoded from `text`) as it is stored, or None when refused
+        (or not an object, which the envelope's check names)."""
         i, where = self.count, f"results[{self.count}]"
         self.count += 1
-        text = json.dumps(raw)
-        self.digest.update(text.encode() + b"\n")
+        self.digest.update(_encoded(text))
         if not isinstance(raw, dict):
             return None
         checked = _check_result(raw, text, where, self.run_ids)
@@ -144,6 +172,10 @@ class _Checks:
             self.clipped.add(i)
             self.notes += [_clipped_note(f"{where}.{name}", getattr(checked, name), TEXT_LIMITS.get(name, NAME_CHARS))
                            for name in Result.model_fields if getattr(clipped, name) != getattr(checked, name)]
+        trial = trial_digest(clipped)  # only a result of a repeated trial can be another's copy (store/bundle.py)
+        if trial in self._trials:
+            self.repeated.add(trial)
+        self._trials.add(trial)
         return clipped
 
 
@@ -169,12 +201,12 @@ def read_bundle(open_: Opener, origin: str, keep: bool = False) -> BundleFile:
             stream.value()  # not JSON: said where; JSON: not an object
             stream.end()
             raise fail(f"expected a JSON object with \"format\": \"{FORMAT}\"")
-        for key, value in entries(stream, "results"):
+        for key, value in entries(stream, "results", texts=True):
             if key is None:
-                if not isinstance(value, dict) and not_object < 0:
+                if not isinstance(value[0], dict) and not_object < 0:
                     not_object = count
                 count += 1
-                result = checks.add(value) if checks else None
+                result = checks.add(*value) if checks else None
                 if keep and result is not None:
                     kept.append(result)
                 continue
@@ -207,8 +239,8 @@ def read_bundle(open_: Opener, origin: str, keep: bool = False) -> BundleFile:
             raise fail(f"runs[{i}].created_at: {not_a_time(run.created_at)}")
     if checks is None or checks.count != count or checks.run_ids != run_ids:  # the runs came after: read again
         checks = _Checks(run_ids)
-        for raw in _results(open_, origin):
-            result = checks.add(raw)
+        for raw, json_text in _results(open_, origin):
+            result = checks.add(raw, json_text)
             if keep and result is not None:
                 kept.append(result)
     if checks.refused:
@@ -220,21 +252,23 @@ def read_bundle(open_: Opener, origin: str, keep: bool = False) -> BundleFile:
     notes = checks.notes + [f"runs[{i}]: text over its limit stored clipped"
                             for i, (a, b) in enumerate(zip(valid.runs, runs_)) if a != b]
     return BundleFile(origin, runs_, count, notes + calibrated[1], calibrated[0], kept if keep else None,
-                      open_, checks.digest.digest(), checks.clipped)
+                      open_, checks.digest.digest(), checks.clipped, checks.repeated)
 
 
 def _unknown_key(given: Any, known: Any, path: str) -> str | None:
     """The first key of `given` that validation dropped (absent from the re-dumped `known`)."""
+    if given == known:  # the same keys all the way down, told in C (a result's tracker samples: thousands)
+        return None
     if isinstance(given, dict) and isinstance(known, dict):
         for key, value in given.items():
             if key not in known:
                 return f"{path}.{key}"
-            found = _unknown_key(value, known[key], f"{path}.{key}")
+            found = _unknown_key(value, known[key], f"{path}.{key}") if isinstance(value, (dict, list)) else None
             if found:
                 return found
     elif isinstance(given, list) and isinstance(known, list):
-        for i, (g, k) in enumerate(zip(given, known)):
-            found = _unknown_key(g, k, f"{path}[{i}]")
+        for i, (g, k) in enumerate(zip(given, known)):  # a call only for what can hold keys (not each step time)
+            found = _unknown_key(g, k, f"{path}[{i}]") if isinstance(g, (dict, list)) else None
             if found:
                 return found
     return None
@@ -249,7 +283,7 @@ def _check_result(raw: dict[str, Any], text: str, where: str, run_ids: set[str])
     """One result of a bundle (decoded, and as JSON text) as a Result, or why it is refused (its
     first broken rule)."""
     try:
-        result = Result.model_validate_json(text, strict=True)
+        result = _validated(raw, text)
     except ValidationError as exc:
         return validation_line(exc, where)
     unknown = _unknown_key(raw, result.model_dump(mode="json"), where)

@@ -72,6 +72,14 @@ class JsonStream:
 
     def value(self) -> Any:
         """Decode the next value."""
+        return self._decoded(False)[0]
+
+    def value_text(self) -> tuple[Any, str]:
+        """Decode the next value; with its JSON text as the document holds it (a bundle's
+        result is digested and validated from it, not from its decoding written out again)."""
+        return self._decoded(True)
+
+    def _decoded(self, text: bool) -> tuple[Any, str]:
         self.peek()
         while True:
             try:
@@ -84,8 +92,8 @@ class JsonStream:
             # a number near the end may go on in the next piece (`22.5` of `22.5e-3`)
             cut_short = isinstance(value, (int, float)) and end >= len(self._buf) - _NEAR_END
             if not cut_short or not self._more():
-                self._pos = end
-                return value
+                start, self._pos = self._pos, end
+                return value, self._buf[start:end] if text else ""
 
     def end(self) -> None:
         """Only white space may follow."""
@@ -104,10 +112,11 @@ class JsonStream:
 ARRAY = object()
 
 
-def entries(stream: JsonStream, streamed: str) -> Iterator[tuple[str | None, Any]]:
+def entries(stream: JsonStream, streamed: str, texts: bool = False) -> Iterator[tuple[str | None, Any]]:
     """The entries of the object `stream` holds, in order, as (key, value); the value of key
-    `streamed`, when an array, comes as (streamed, ARRAY) and then (None, item) for each item,
-    each decoded only when the one before has been used. Then only white space may follow."""
+    `streamed`, when an array, comes as (streamed, ARRAY) and then (None, item) for each item
+    (with `texts`, (None, (item, its JSON text))), each decoded only when the one before has
+    been used. Then only white space may follow."""
     stream.expect("{", "value")
     if not stream.take("}"):
         while True:
@@ -119,7 +128,7 @@ def entries(stream: JsonStream, streamed: str) -> Iterator[tuple[str | None, Any
                 yield key, ARRAY
                 if not stream.take("]"):
                     while True:
-                        yield None, stream.value()
+                        yield None, stream.value_text() if texts else stream.value()
                         if stream.expect(",]", "',' delimiter") == "]":
                             break
             else:
