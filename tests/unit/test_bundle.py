@@ -11,6 +11,7 @@ from rigbench.spec import SCHEMA_VERSION, EpochRecord, Metrics, Result, TrialSpe
 from rigbench.store import Store
 from rigbench.store.bundle import (
     FORMAT,
+    check_bundle,
     dump_bundle,
     export_bundle,
     import_bundle,
@@ -235,3 +236,18 @@ def test_over_long_text_is_stored_clipped_and_said(source, tmp_path):
                           "results[2].device_name: 1,000 characters over the 256 stored, clipped"]
     stored = Store(str(tmp_path / "target.db")).list()
     assert stored[1].error.endswith("[truncated: 200,000 characters]")
+
+
+@pytest.mark.parametrize("read", [load_bundle, check_bundle], ids=["whole", "streamed"])
+def test_a_copy_lands_once_whatever_the_order_of_its_keys(source, tmp_path, read):
+    data = _bundle(source)
+    for result in data["results"]:
+        del result["id"]
+    copy = json.loads(json.dumps(data["results"][2]))
+    copy["software"] = dict(reversed(copy["software"].items()))  # joined by hand: the same content, written otherwise
+    copy["tracker_samples"] = [dict(reversed(s.items())) for s in copy["tracker_samples"]]
+    data["results"].insert(1, copy)
+    path = tmp_path / "joined.json"
+    path.write_text(json.dumps(data))
+    done = import_bundle(Store(str(tmp_path / "target.db")), read(path))
+    assert (done.added_results, done.skipped_results) == (3, 1)

@@ -32,7 +32,6 @@ lands, or nothing (a result refused against what is stored rolls back what came 
 from __future__ import annotations
 
 import codecs
-import hashlib
 import io
 import json
 import shutil
@@ -48,12 +47,22 @@ from rigbench import __version__
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION, Result
 from rigbench.store.bundle_calibrations import exported_calibrations, insert_calibrations, new_calibrations
-from rigbench.store.bundle_read import FORMAT, SHOWN, BundleFile, Opener, RunRecord, read_bundle, refusal
+from rigbench.store.bundle_read import (
+    FORMAT,
+    SHOWN,
+    BundleFile,
+    Opener,
+    RunRecord,
+    digest,
+    read_bundle,
+    refusal,
+    trial_digest,
+)
 from rigbench.store.calibrations import CalibrationRecord
 from rigbench.store.db import Store
 from rigbench.store.export import json_pieces
 from rigbench.store.machines import read_machine
-from rigbench.store.rows import stored_command, stream_results, trial_key
+from rigbench.store.rows import stored_command, stream_results
 from rigbench.store.schema import runs
 from rigbench.textlimits import NAME_CHARS, clip, clip_value
 from rigbench.timestamps import now_iso
@@ -83,6 +92,15 @@ class Bundle:
 
     def each(self) -> Iterator[Result]:
         return iter(self.results)
+
+    @property
+    def repeated(self) -> set[bytes]:
+        """trial_digest of each trial more than one result is of (as BundleFile.repeated)."""
+        seen: set[bytes] = set()
+        repeated: set[bytes] = set()
+        for trial in map(trial_digest, self.results):
+            (repeated if trial in seen else seen).add(trial)
+        return repeated
 
 
 @dataclass
@@ -235,20 +253,23 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
         for run_id in present:
             for r in stream_results(tx.conn, {"run_id": run_id}, False, tx.url):
                 if r.id is not None:
-                    stored.setdefault(_digest(trial_key(r)), []).append(r.id)
+                    stored.setdefault(trial_digest(r), []).append(r.id)
         new_runs = [r for r in bundle.runs if r.id not in present]
         for run in new_runs:  # before their results: a result's run_id must exist
             tx.add_run(run.id, run.created_at, run.command, run.machine)
         added = 0
         refused: list[str] = []
-        in_bundle: set[bytes] = set()  # each result's content: a copy in a hand-joined bundle lands once
+        repeated = bundle.repeated  # only a result of a trial another result of the bundle is of can be a copy
+        in_bundle: set[bytes] = set()  # their contents: a copy in a hand-joined bundle lands once
         for i, result in enumerate(bundle.each()):
+            trial = trial_digest(result)
             # (not by trial_key alone: repeats of one spec can share a run and a second, with other figures)
-            content = _digest(_content(result))
-            if content in in_bundle:
-                continue
-            in_bundle.add(content)
-            same = stored.get(_digest(trial_key(result)), [])
+            if trial in repeated:
+                content = digest(_content(result))
+                if content in in_bundle:
+                    continue
+                in_bundle.add(content)
+            same = stored.get(trial, [])
             if not same:
                 if not refused:  # once one is refused nothing will land: only the rest's checks go on
                     tx.add_result(result.model_copy(update={"id": None}))
@@ -268,10 +289,6 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
     present_ids = [r.id for r in bundle.runs if r.id in present]
     return ImportOutcome([r.id for r in new_runs], present_ids, added, bundle.count - added, bundle.notes,
                          len(new_cals), len(bundle.calibrations) - len(new_cals))
-
-
-def _digest(value: Any) -> bytes:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
 
 
 def _content(result: Result) -> dict[str, Any]:
