@@ -95,3 +95,13 @@ def test_a_terminal_too_narrow_for_the_essential_columns_is_told_that_text_was_c
     assert "text ending in … was cut to fit (`rigbench results export` has it whole)" in " ".join(done.stdout.split())
     wide = CliRunner().invoke(app, ["results", "list", "--db", db], env={"COLUMNS": "200"})
     assert "…" not in wide.stdout and "was cut" not in wide.stdout
+
+
+def test_an_error_line_writes_the_control_characters_it_quotes_out(tmp_path):
+    """`rigbench: error: ...` quotes what was given or stored (here a --db path, as a glob or
+    $RIGBENCH_DB may give it): an ESC in it turned the terminal's text red (or cleared it), where
+    every other line the commands print writes it out (textlimits.visible)."""
+    db = str(tmp_path / "\x1b[31mred.db")
+    done = CliRunner().invoke(app, ["results", "list", "--db", db])
+    assert done.exit_code == 2
+    assert "\x1b" not in done.stderr and "\\x1b[31mred.db does not exist" in done.stderr

@@ -24,6 +24,7 @@ from rigbench.errors import UsageError, validation_line
 from rigbench.frameworks import framework_names
 from rigbench.numlimits import number_problem, seconds_problem
 from rigbench.spec import ENERGY_MODES, PRECISIONS, Result
+from rigbench.textlimits import visible
 from rigbench.units import split_list
 from rigbench.workloads import WORKLOADS, parse_workload_ref
 
@@ -235,20 +236,27 @@ def handles_usage_errors(fn: Callable) -> Callable:
         except BrokenPipeError:  # what read the output stopped reading (`| head`): before click, which exits 1
             raise typer.Exit(output_gone()) from None
         except UsageError as exc:
-            print(f"rigbench: error: {exc}", file=sys.stderr)  # one line, never wrapped
+            _error_line(str(exc))
             raise typer.Exit(2) from None
         except ValidationError as exc:
-            print(f"rigbench: error: invalid setting: {validation_line(exc)}", file=sys.stderr)
+            _error_line(f"invalid setting: {validation_line(exc)}")
             raise typer.Exit(2) from None
         except Exception as exc:
             if not _database_failed(exc):
                 raise
             from rigbench.store.engine import error_text
 
-            print(f"rigbench: error: the database failed: {error_text(exc)}: check the --db you gave "
-                  "(a file another program changed?); what was stored before stays stored", file=sys.stderr)
+            _error_line(f"the database failed: {error_text(exc)}: check the --db you gave (a file another "
+                        "program changed?); what was stored before stays stored")
             raise typer.Exit(2) from None
     return wrapper
+
+
+def _error_line(text: str) -> None:
+    """`rigbench: error: TEXT` on stderr: one line, never wrapped, its control characters written
+    out (textlimits.visible), as the consoles write theirs: it quotes what was given or stored
+    (a --db path, a bundle's names), and an ESC there acted on the terminal."""
+    print(f"rigbench: error: {visible(text)}", file=sys.stderr)
 
 
 def _database_failed(exc: Exception) -> TypeGuard[DBAPIError]:
