@@ -105,3 +105,20 @@ def test_an_error_line_writes_the_control_characters_it_quotes_out(tmp_path):
     done = CliRunner().invoke(app, ["results", "list", "--db", db])
     assert done.exit_code == 2
     assert "\x1b" not in done.stderr and "\\x1b[31mred.db does not exist" in done.stderr
+
+
+def test_a_warning_writes_the_stored_text_it_quotes_out(tmp_path):
+    """A warning of the layers below (here: a run whose machine fingerprint cannot be read) went
+    to Python's last-resort handler, which printed a stored run id's ESC as it was; the command
+    now prints it through its stderr console, once."""
+    import sqlite3
+
+    db = str(tmp_path / "w.db")
+    Store(db).add_run("r\x1b[31mred", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "box"})
+    with sqlite3.connect(db) as conn:
+        conn.execute("update runs set machine_json = '{oops'")
+    done = subprocess.run([sys.executable, "-m", "rigbench", "results", "runs", "--db", db], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("run r\\x1b[31mred in ") and "its machine fingerprint cannot be read" in line

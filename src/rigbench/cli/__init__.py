@@ -38,6 +38,16 @@ class ProgressLines(logging.Handler):
             err.print(record.getMessage(), highlight=False, markup=False, soft_wrap=True)
 
 
+class WarningLines(logging.Handler):
+    """What the layers below warn of (a stored row that cannot be read, a result kept in the
+    spool), a line on stderr each, through the stderr console as every other line: control
+    characters written out, where Python's last-resort handler printed a stored run id's ESC
+    as it was, and it acted on the terminal."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(record.getMessage(), highlight=False, markup=False, soft_wrap=True)
+
+
 def show_progress_lines() -> None:
     progress = logging.getLogger("rigbench.progress")
     if not any(isinstance(h, ProgressLines) for h in progress.handlers):
@@ -46,9 +56,18 @@ def show_progress_lines() -> None:
     progress.propagate = False
 
 
+def show_warning_lines() -> None:
+    """The command's own handler of rigbench's warnings (main only: a library user's logging,
+    and a test's, stay as they are)."""
+    warnings = logging.getLogger("rigbench")
+    if not any(isinstance(h, WarningLines) for h in warnings.handlers):
+        warnings.addHandler(WarningLines(logging.WARNING))
+
+
 def main() -> None:
     utf8_streams()
     show_progress_lines()
+    show_warning_lines()
     interrupts.install()  # SIGTERM and SIGHUP stop a command as Ctrl-C does
     try:
         app()
