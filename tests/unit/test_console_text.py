@@ -68,6 +68,17 @@ def test_a_terminal_without_utf8_gets_ascii_stand_ins_and_a_pipe_gets_utf8(tmp_p
     assert "allreduce_latency_us  12.5 µs\n" in piped.stdout.decode("utf-8")
 
 
+@pytest.mark.slow  # a report in a child process: about 6 s here
+@pytest.mark.skipif(os.name != "posix", reason="a pseudo-terminal is POSIX's")
+def test_the_spinner_of_a_terminal_without_braille_is_a_turning_line(tmp_path):
+    r"""The spinner (an interactive terminal: TERM other than dumb) drew its braille dots on a
+    terminal without them as "\u280b", "\u2819", ..."""
+    db = one_result_db(tmp_path)
+    drawn = on_a_terminal("report", "--db", db, "--out", str(tmp_path / "r.html"), PYTHONIOENCODING="ascii",
+                          TERM="xterm")
+    assert "writing" in drawn and "\\u" not in drawn
+
+
 def test_the_spinner_shows_a_file_name_with_brackets_as_it_is(tmp_path, monkeypatch):
     """`rigbench report --out '[/]r.html'` on a terminal ended in a MarkupError traceback ("closing
     tag '[/]' has nothing to close"), and `--out '[bold]r.html'` drew the spinner's line bold,

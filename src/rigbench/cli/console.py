@@ -155,6 +155,8 @@ def progressed(progress: Progress, task: TaskID, description: str, line: str, **
 def working(text: str) -> Iterator[None]:
     """Seconds of work nothing else shows: a spinner saying `text` on a terminal, gone when done;
     nothing where no bar is drawn, where an error the work finds is one line alone. `text` is
-    literal (it names a file the user gave): rich reads a str here as markup."""
-    with err.status(Text(visible(text))) if not no_bar() else contextlib.nullcontext():
+    literal (it names a file the user gave): rich reads a str here as markup. Its braille dots
+    are a turning line where the terminal's encoding has none (rich's bar turns ASCII itself)."""
+    spinner = "line" if err.options.ascii_only else "dots"
+    with err.status(Text(visible(text)), spinner=spinner) if not no_bar() else contextlib.nullcontext():
         yield
