@@ -13,6 +13,7 @@ from sqlalchemy import inspect
 
 from rigbench.spec import SCHEMA_VERSION, Metrics, Result, TrialSpec
 from rigbench.store import Store
+from rigbench.store.bundle import BATCH
 from rigbench.store.migrate import HEAD_REVISION
 from tests.databases import connection, sql
 
@@ -131,27 +132,25 @@ def test_one_bundle_imported_twice_at_once_is_stored_once(db_url, tmp_path):
     assert sql(db_url, "select count(*) from runs") == [(1,)]
 
 
-# Imports a bundle; after its 50th result (written, not committed) it prints how many trials
-# its transaction sees and waits, so the test kills it with the transaction open.
+# Imports a bundle; after its first batch of results (bundle.BATCH, written, not committed) it
+# prints how many trials its transaction sees and waits, so the test kills it with the
+# transaction open.
 IMPORTER = """
 import sys
 from rigbench.store import Store
 from rigbench.store.bundle import import_bundle, load_bundle
 from rigbench.store.db import Transaction
 
-real = Transaction.add_result
-calls = []
+real = Transaction.add_results
 
-def add_then_wait(self, result):
-    new_id = real(self, result)
-    calls.append(new_id)
-    if len(calls) == 50:
-        seen = self.conn.exec_driver_sql("select count(*) from trials").scalar()
-        print(seen, flush=True)
-        sys.stdin.readline()  # never answered: the test kills this process
-    return new_id
+def add_then_wait(self, results):
+    new_ids = real(self, results)
+    seen = self.conn.exec_driver_sql("select count(*) from trials").scalar()
+    print(seen, flush=True)
+    sys.stdin.readline()  # never answered: the test kills this process
+    return new_ids
 
-Transaction.add_result = add_then_wait
+Transaction.add_results = add_then_wait
 import_bundle(Store(sys.argv[1]), load_bundle(sys.argv[2]))
 """
 
@@ -189,7 +188,7 @@ def test_a_bundle_import_killed_midway_leaves_the_database_as_it_was(tmp_path):
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = child.stdout.readline()
-        assert line.strip() == "51", child.stderr.read()  # its transaction holds 50 new trials
+        assert line.strip() == str(1 + BATCH), child.stderr.read()  # its transaction holds BATCH new trials
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(timeout=60) == -signal.SIGKILL
     finally:

@@ -140,16 +140,13 @@ def test_a_run_id_clash_with_another_machine_is_refused(source, tmp_path):
 def test_a_failed_write_is_undone(source, monkeypatch, db_url):
     target = Store(db_url)
     bundle = parse_bundle(dump_bundle(_bundle(source)))
-    calls = {"n": 0}
-    real = Transaction.add_result  # the import writes through one transaction
+    real = Transaction.add_results  # the import writes through one transaction
 
-    def failing(self, result):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError("disk full")
-        return real(self, result)
+    def failing(self, results):
+        real(self, results)  # written, then the disk is full
+        raise OSError("disk full")
 
-    monkeypatch.setattr(Transaction, "add_result", failing)
+    monkeypatch.setattr(Transaction, "add_results", failing)
     with pytest.raises(OSError, match="disk full"):
         import_bundle(target, bundle)
     assert counts(target) == (0, 0, 0)

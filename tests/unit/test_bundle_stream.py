@@ -10,7 +10,7 @@ import pytest
 
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION, Metrics, Result, TrialSpec
-from rigbench.store import Store, json_stream
+from rigbench.store import Store, json_stream, rows
 from rigbench.store.bundle import check_bundle, import_bundle, load_bundle
 from rigbench.store.json_stream import ARRAY, JsonStream, entries
 
@@ -243,3 +243,28 @@ def test_a_result_pydantic_cannot_read_from_its_text_is_refused_as_json_dumps_wr
                                          r"JSON: recursion limit exceeded at line 1 column 3060; results\[2\]\.\(top "
                                          r"level\): Invalid JSON: lone leading surrogate in hex escape at line 1 column 687"):
         check_bundle(write(tmp_path, data))
+
+
+
+def table_rows(store: Store) -> dict[str, list]:
+    with store.engine.connect() as conn:
+        return {t: [tuple(r) for r in conn.exec_driver_sql(f"select * from {t} order by 1")]
+                for t in ("runs", "trials", "trial_samples")}
+
+
+def test_a_database_that_cannot_say_new_ids_in_order_gets_the_same_rows_one_at_a_time(tmp_path, monkeypatch):
+    # SQLite before 3.35 has no RETURNING: rows.insert_results falls back to a statement a result
+    path = write(tmp_path, bundle())
+    batched, single = Store(str(tmp_path / "batched.db")), Store(str(tmp_path / "single.db"))
+    import_bundle(batched, check_bundle(path))
+    real, one_by_one = rows.insert_result, []
+
+    def insert_one(conn, result):
+        one_by_one.append(result.created_at)
+        return real(conn, result)
+
+    monkeypatch.setattr(rows, "insert_result", insert_one)
+    monkeypatch.setattr(single.engine.dialect, "insert_executemany_returning_sort_by_parameter_order", False)
+    import_bundle(single, check_bundle(path))
+    assert len(one_by_one) == 300
+    assert table_rows(single) == table_rows(batched) and len(table_rows(single)["trial_samples"]) == 300

@@ -67,9 +67,13 @@ from rigbench.store.schema import runs
 from rigbench.textlimits import NAME_CHARS, clip, clip_value
 from rigbench.timestamps import now_iso
 
-__all__ = ["FORMAT", "SHOWN", "Bundle", "BundleFile", "ImportOutcome", "RunRecord", "check_bundle",
+__all__ = ["BATCH", "FORMAT", "SHOWN", "Bundle", "BundleFile", "ImportOutcome", "RunRecord", "check_bundle",
            "dump_bundle", "export_bundle", "import_bundle", "load_bundle", "parse_bundle", "refusal",
            "stored_runs", "write_bundle"]
+
+
+#: Results an import stores in one statement (Transaction.add_results).
+BATCH = 100
 
 
 @dataclass
@@ -259,6 +263,7 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
             tx.add_run(run.id, run.created_at, run.command, run.machine)
         added = 0
         refused: list[str] = []
+        pending: list[Result] = []  # stored BATCH at a time (Transaction.add_results): a few MB held
         repeated = bundle.repeated  # only a result of a trial another result of the bundle is of can be a copy
         in_bundle: set[bytes] = set()  # their contents: a copy in a hand-joined bundle lands once
         for i, result in enumerate(bundle.each()):
@@ -272,7 +277,10 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
             same = stored.get(trial, [])
             if not same:
                 if not refused:  # once one is refused nothing will land: only the rest's checks go on
-                    tx.add_result(result.model_copy(update={"id": None}))
+                    pending.append(result.model_copy(update={"id": None}))
+                    if len(pending) == BATCH:
+                        tx.add_results(pending)
+                        pending.clear()
                 added += 1
                 continue
             copies = [tx.get(trial_id) for trial_id in same]
@@ -282,6 +290,7 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
                                f"stored with other content ({differences[0]}): an edited or re-measured copy")
         if refused:  # raised inside the transaction: what was written is rolled back
             raise UsageError(f"{bundle.origin}: {refusal(refused, bundle.count)}")
+        tx.add_results(pending)
         new_cals, cal_refusal = new_calibrations(tx.conn, bundle.calibrations, list(present))
         if cal_refusal:
             raise UsageError(f"{bundle.origin}: {cal_refusal}")

@@ -55,6 +55,10 @@ class Transaction:
         """Store a result with its raw samples; returns its id (also set on `result`)."""
         return rows.insert_result(self.conn, result)
 
+    def add_results(self, results: Sequence[Result]) -> list[int]:
+        """add_result for each of `results`, in one statement per table (rows.insert_results)."""
+        return rows.insert_results(self.conn, results)
+
     def get(self, trial_id: int) -> Result | None:
         """As Store.get (raw samples included), seeing this transaction's own writes."""
         return rows.get_result(self.conn, trial_id)

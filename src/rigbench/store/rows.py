@@ -53,8 +53,34 @@ def insert_run(conn: Connection, run_id: str, created_at: str, command: str, mac
 
 def insert_result(conn: Connection, result: Result) -> int:
     """Store a result with its raw samples; returns its id (also set on `result`)."""
+    inserted = conn.execute(insert(trials).values(**_trial_row(result)))
+    new_id = int(inserted.inserted_primary_key[0])  # type: ignore[index]
+    conn.execute(insert(trial_samples).values(**_samples_row(new_id, result)))
+    result.id = new_id
+    return new_id
+
+
+def insert_results(conn: Connection, results: Sequence[Result]) -> list[int]:
+    """insert_result for each of `results`, in one statement per table (executemany, the new
+    ids read back in order): a bundle's import stores thousands, and SQLAlchemy's work for a
+    statement a row was a tenth of it. Row by row where the database cannot say the ids in
+    order (SQLite before 3.35 has no RETURNING)."""
+    if not conn.dialect.insert_executemany_returning_sort_by_parameter_order:
+        return [insert_result(conn, r) for r in results]
+    if not results:
+        return []
+    added = conn.execute(insert(trials).returning(trials.c.id, sort_by_parameter_order=True),
+                         [_trial_row(r) for r in results])
+    ids = [int(i) for i in added.scalars()]
+    conn.execute(insert(trial_samples), [_samples_row(i, r) for i, r in zip(ids, results, strict=True)])
+    for new_id, result in zip(ids, results, strict=True):
+        result.id = new_id
+    return ids
+
+
+def _trial_row(result: Result) -> dict[str, Any]:
     spec = result.spec
-    inserted = conn.execute(insert(trials).values(
+    return dict(
         run_id=result.run_id, created_at=column_text(result.created_at), workload=column_text(spec.workload),
         kind=spec.kind, workload_options=json.dumps(spec.workload_options, sort_keys=True, separators=(",", ":")),
         world_size=spec.world_size,
@@ -65,14 +91,12 @@ def insert_result(conn: Connection, result: Result) -> int:
         step_time_ms_median=result.metrics.step_time_ms_median,
         schema_version=result.schema_version,
         result_json=result.model_dump_json(exclude=_RAW_FIELDS | {"id"}),
-    ))
-    new_id = int(inserted.inserted_primary_key[0])  # type: ignore[index]
-    conn.execute(insert(trial_samples).values(
-        trial_id=new_id, step_times_json=json.dumps(result.step_times_s),
-        tracker_json=json.dumps(result.tracker_samples),
-    ))
-    result.id = new_id
-    return new_id
+    )
+
+
+def _samples_row(trial_id: int, result: Result) -> dict[str, Any]:
+    return dict(trial_id=trial_id, step_times_json=json.dumps(result.step_times_s),
+                tracker_json=json.dumps(result.tracker_samples))
 
 
 def _decode(row: Any, raw: bool) -> Result:
