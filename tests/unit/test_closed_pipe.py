@@ -52,6 +52,7 @@ def into_a_closed_pipe(stream: str, *args: str) -> tuple[int, bytes]:
     ("results", "list"),  # a rich table: rich's own handling exited 1
     ("results", "export", "--format", "csv"),  # rows written to sys.stdout: click's handling exited 1
     ("results", "runs", "--json"),  # small: still buffered when the command returns, written at exit
+    ("results", "list", "--help"),  # click's own output
 ])
 def test_a_closed_stdout_ends_the_command_silently_with_141(db, args):
     code, stderr = into_a_closed_pipe("stdout", *args, "--db", db)

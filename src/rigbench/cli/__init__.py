@@ -78,6 +78,8 @@ def main() -> None:
         # 130, whatever the signal, and without a word; the shell's convention is 128 + the signal
         if interrupts.unsaid(done.code):
             raise SystemExit(interrupts.unsaid_exit()) from None
+        if isinstance(done.__context__, BrokenPipeError):  # click's exit 1 for a closed pipe, --help's too
+            raise SystemExit(output_gone()) from None
         try:  # what is still buffered: written at exit, a closed pipe was "Exception ignored" and exit 120
             sys.stdout.flush()
         except BrokenPipeError:

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from rigbench import __version__, api
-from rigbench.cli.console import err, output_gone, progress_bar, progressed
+from rigbench.cli.console import err, progress_bar, progressed
 from rigbench.compile_modes import COMPILE_MODES, CompileMode, compile_mode
 from rigbench.errors import UsageError, validation_line
 from rigbench.frameworks import framework_names
@@ -223,8 +223,7 @@ def _check_db(db: Any) -> None:
 def handles_usage_errors(fn: Callable) -> Callable:
     """Bad input: one line naming what to change, exit code 2. Numbers out of numlimits' bounds
     are refused before the command runs; a pydantic ValidationError that gets past a command's
-    own checks (a TrialSpec it builds) is bad input too, never a traceback. A closed pipe ends
-    the command silently (console.output_gone)."""
+    own checks (a TrialSpec it builds) is bad input too, never a traceback."""
     flags = _flag_names(fn)
 
     @wraps(fn)
@@ -233,8 +232,6 @@ def handles_usage_errors(fn: Callable) -> Callable:
             _check_numbers(flags, kwargs)
             _check_db(kwargs.get("db"))
             return fn(*args, **kwargs)
-        except BrokenPipeError:  # what read the output stopped reading (`| head`): before click, which exits 1
-            raise typer.Exit(output_gone()) from None
         except UsageError as exc:
             _error_line(str(exc))
             raise typer.Exit(2) from None

@@ -122,7 +122,9 @@ def output_gone() -> int:
     stays stored. The closed stream is pointed at os.devnull, so that the data still buffered
     for it cannot fail again at exit (the recipe of Python's "Note on SIGPIPE")."""
     out.quiet = err.quiet = True
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):  # click may have wrapped the first two
+        if stream is None:
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):
