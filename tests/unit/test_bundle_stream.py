@@ -268,3 +268,22 @@ def test_a_database_that_cannot_say_new_ids_in_order_gets_the_same_rows_one_at_a
     import_bundle(single, check_bundle(path))
     assert len(one_by_one) == 300
     assert table_rows(single) == table_rows(batched) and len(table_rows(single)["trial_samples"]) == 300
+
+
+def test_the_import_reads_each_result_again_where_the_check_found_it(tmp_path):
+    # the second reading takes each result's characters where the first found them: text not
+    # in ASCII (é, an emoji) and Windows line ends (read as one character) must not move them
+    data = bundle(30)
+    for r in data["results"]:
+        r["device_name"] = "Ryzen é \U0001f680"
+    path = tmp_path / "windows.json"
+    path.write_bytes(json.dumps(data, indent=1, ensure_ascii=False).replace("\n", "\r\n").encode())
+    target = Store(str(tmp_path / "target.db"))
+    assert import_bundle(target, check_bundle(path)).added_results == 30
+    assert [r["device_name"] for r in stored(target)] == ["Ryzen é \U0001f680"] * 30
+    assert stored(target) == [r.model_dump(mode="json", exclude={"id"}) for r in load_bundle(path).results]
+
+    checked = check_bundle(path)  # then edited, to the same length: caught by the digest
+    path.write_bytes(path.read_bytes().replace(b'"rss_bytes": 5000000000.0', b'"rss_bytes": 6000000000.0', 1))
+    with pytest.raises(UsageError, match="windows.json: changed while it was imported: import it again"):
+        import_bundle(Store(str(tmp_path / "other.db")), checked)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -77,30 +78,36 @@ class BundleFile:
     _digest: bytes                   # of the results as first read (their JSON text)
     _clipped: set[int]               # which results were clipped
     repeated: set[bytes]             # trial_digest of each trial more than one result is of
+    _spans: array[int]               # where each result's text starts in the file, and its length
 
     def each(self) -> Iterator[Result]:
-        """The bundle's results as checked (text clipped), read again from the file unless kept.
-        Not checked again: a digest of them all is, at the end, against the first reading's,
-        and a file changed in between raises UsageError there (an import's transaction then
-        stores nothing)."""
+        """The bundle's results as checked (text clipped), read again from the file unless kept:
+        each one's text where the check found it, not parsed as JSON again (half the time of
+        this reading). Not checked again: a digest of them all is, at the end, against the
+        first reading's, and a file changed in between raises UsageError there (an import's
+        transaction then stores nothing)."""
         if self.results is not None:
             yield from self.results
             return
-        digest, count = hashlib.sha256(), 0
-        for raw, text in _results(self._open, self.origin):
-            digest.update(_encoded(text))
-            try:
-                result = _validated(raw, text)
-            except ValidationError:
-                break  # changed: said below
-            yield clip_result(result) if count in self._clipped else result
-            count += 1
+        digest, count, at = hashlib.sha256(), 0, 0
+        with self._open() as file:
+            for start, length in zip(self._spans[::2], self._spans[1::2], strict=True):
+                file.read(start - at)  # a comma and white space (before the first: the runs)
+                text, at = file.read(length), start + length
+                digest.update(_encoded(text))
+                try:
+                    result = _validated(None, text)
+                except (ValueError, ValidationError):  # ValidationError is a ValueError; json's too
+                    break  # changed: said below
+                yield clip_result(result) if count in self._clipped else result
+                count += 1
         if count != self.count or digest.digest() != self._digest:
             raise UsageError(f"{self.origin}: changed while it was imported: import it again")
 
 
-def _results(open_: Opener, origin: str) -> Iterator[tuple[Any, str]]:
-    """Each item of the bundle's results array, decoded as it is reached, with its JSON text."""
+def _results(open_: Opener, origin: str) -> Iterator[tuple[Any, str, int]]:
+    """Each item of the bundle's results array, decoded as it is reached, with its JSON text
+    and where that starts."""
     with open_() as text:
         for key, value in entries(JsonStream(text, origin), "results", texts=True):
             if key is None:
@@ -113,15 +120,16 @@ def _encoded(text: str) -> bytes:
 
 
 def _validated(raw: Any, text: str) -> Result:
-    """The result whose JSON text is `text` (decoded: `raw`), validated from that text. Where
-    pydantic refuses it, from json.dumps(raw) instead, as every result was before it was taken
-    from the file's text (dumping each result's thousands of figures was a fifth of an import),
-    so a refusal reads as it did: an "Invalid JSON" error (a nesting deeper than pydantic reads,
-    an escaped lone surrogate) says its line and column in that text."""
+    """The result whose JSON text is `text` (decoded: `raw`, or None: decoded here if need be),
+    validated from that text. Where pydantic refuses it, from json.dumps(raw) instead, as every
+    result was before it was taken from the file's text (dumping each result's thousands of
+    figures was a fifth of an import), so a refusal reads as it did: an "Invalid JSON" error (a
+    nesting deeper than pydantic reads, an escaped lone surrogate) says its line and column in
+    that text."""
     try:
         return Result.model_validate_json(text, strict=True)
     except ValidationError:
-        return Result.model_validate_json(json.dumps(raw), strict=True)
+        return Result.model_validate_json(json.dumps(json.loads(text) if raw is None else raw), strict=True)
 
 
 def trial_digest(result: Result) -> bytes:
@@ -146,13 +154,15 @@ class _Checks:
         self._row_of_id: dict[int, int] = {}
         self._trials: set[bytes] = set()
         self.repeated: set[bytes] = set()
+        self.spans = array("q")  # 16 bytes a result
 
-    def add(self, raw: Any, text: str) -> Result | None:
-        """`raw` (the next result, decoded from `text`) as it is stored, or None when refused
-        (or not an object, which the envelope's check names)."""
+    def add(self, raw: Any, text: str, start: int) -> Result | None:
+        """`raw` (the next result, decoded from `text`, which starts at `start`) as it is
+        stored, or None when refused (or not an object, which the envelope's check names)."""
         i, where = self.count, f"results[{self.count}]"
         self.count += 1
         self.digest.update(_encoded(text))
+        self.spans += array("q", (start, len(text)))
         if not isinstance(raw, dict):
             return None
         checked = _check_result(raw, text, where, self.run_ids)
@@ -239,8 +249,8 @@ def read_bundle(open_: Opener, origin: str, keep: bool = False) -> BundleFile:
             raise fail(f"runs[{i}].created_at: {not_a_time(run.created_at)}")
     if checks is None or checks.count != count or checks.run_ids != run_ids:  # the runs came after: read again
         checks = _Checks(run_ids)
-        for raw, json_text in _results(open_, origin):
-            result = checks.add(raw, json_text)
+        for raw, json_text, start in _results(open_, origin):
+            result = checks.add(raw, json_text, start)
             if keep and result is not None:
                 kept.append(result)
     if checks.refused:
@@ -252,7 +262,7 @@ def read_bundle(open_: Opener, origin: str, keep: bool = False) -> BundleFile:
     notes = checks.notes + [f"runs[{i}]: text over its limit stored clipped"
                             for i, (a, b) in enumerate(zip(valid.runs, runs_)) if a != b]
     return BundleFile(origin, runs_, count, notes + calibrated[1], calibrated[0], kept if keep else None,
-                      open_, checks.digest.digest(), checks.clipped, checks.repeated)
+                      open_, checks.digest.digest(), checks.clipped, checks.repeated, checks.spans)
 
 
 def _unknown_key(given: Any, known: Any, path: str) -> str | None:

@@ -29,6 +29,9 @@ class JsonStream:
     def __init__(self, text: TextIO, origin: str, chunk: int | None = None):
         self._text, self._origin, self._chunk = text, origin, chunk or CHUNK
         self._buf, self._pos, self._eof = "", 0, False
+        self._dropped = 0  # characters decoded and dropped from the buffer's start
+        #: where the value decoded last began, in characters from the start of the text
+        self.start = 0
         self._line, self._line_start = 1, 0  # the buffer's first line, and where it starts (may be < 0)
         self._decoder = json.JSONDecoder()
 
@@ -42,6 +45,7 @@ class JsonStream:
             self._eof = True
             return False
         done = self._buf[:self._pos]
+        self._dropped += self._pos
         lines = done.count("\n")
         self._line += lines
         self._line_start = done.rindex("\n") + 1 - self._pos if lines else self._line_start - self._pos
@@ -93,6 +97,7 @@ class JsonStream:
             cut_short = isinstance(value, (int, float)) and end >= len(self._buf) - _NEAR_END
             if not cut_short or not self._more():
                 start, self._pos = self._pos, end
+                self.start = self._dropped + start
                 return value, self._buf[start:end] if text else ""
 
     def end(self) -> None:
@@ -115,8 +120,8 @@ ARRAY = object()
 def entries(stream: JsonStream, streamed: str, texts: bool = False) -> Iterator[tuple[str | None, Any]]:
     """The entries of the object `stream` holds, in order, as (key, value); the value of key
     `streamed`, when an array, comes as (streamed, ARRAY) and then (None, item) for each item
-    (with `texts`, (None, (item, its JSON text))), each decoded only when the one before has
-    been used. Then only white space may follow."""
+    (with `texts`, (None, (item, its JSON text, where that starts: JsonStream.start))), each
+    decoded only when the one before has been used. Then only white space may follow."""
     stream.expect("{", "value")
     if not stream.take("}"):
         while True:
@@ -128,7 +133,7 @@ def entries(stream: JsonStream, streamed: str, texts: bool = False) -> Iterator[
                 yield key, ARRAY
                 if not stream.take("]"):
                     while True:
-                        yield None, stream.value_text() if texts else stream.value()
+                        yield None, (*stream.value_text(), stream.start) if texts else stream.value()
                         if stream.expect(",]", "',' delimiter") == "]":
                             break
             else:
