@@ -63,3 +63,11 @@ def test_a_closed_stderr_ends_the_command_silently_with_141(db):
     """`rigbench ... 2>&1 | head -1`: the line saying nothing matched goes to stderr."""
     code, stdout = into_a_closed_pipe("stderr", "results", "list", "--status", "crash", "--db", db)
     assert (code, stdout) == (141, b"")
+
+
+def test_a_command_started_with_stdout_closed_ends_as_before(db):
+    """`rigbench workloads >&-`: Python's sys.stdout is None, which the flush at exit of the
+    closed-pipe handling read as a stream (AttributeError traceback)."""
+    done = subprocess.run([sys.executable, "-m", "rigbench", "workloads"], cwd=ROOT, stderr=subprocess.PIPE,
+                          preexec_fn=lambda: os.close(1), timeout=120)
+    assert (done.returncode, done.stderr) == (0, b"")

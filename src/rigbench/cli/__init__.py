@@ -81,7 +81,8 @@ def main() -> None:
         if isinstance(done.__context__, BrokenPipeError):  # click's exit 1 for a closed pipe, --help's too
             raise SystemExit(output_gone()) from None
         try:  # what is still buffered: written at exit, a closed pipe was "Exception ignored" and exit 120
-            sys.stdout.flush()
+            if sys.stdout is not None:  # None: started with stdout closed (`>&-`)
+                sys.stdout.flush()
         except BrokenPipeError:
             raise SystemExit(output_gone()) from None
         raise

@@ -79,8 +79,7 @@ err = _Console(stderr=True, markup=False)
 #: for one where a table's columns depend on it (a cut cell's "…", a rule's "─", a range's "–",
 #: micro's "µ": "450 us"), more where only a line's end moves. Any other: its \u escape.
 ASCII_STAND_INS = {"…": "~", "─": "-", "–": "-", "—": "-", "×": "x", "µ": "u", "·": ".", "‘": "'",
-                   "’": "'", "“": '"', "”": '"', "→": "->", "←": "<-", "≥": ">=", "≤": "<=", "±": "+/-",
-                   "≈": "~", "√": "sqrt "}
+                   "’": "'", "“": '"', "”": '"', "→": "->", "←": "<-", "≥": ">=", "≤": "<=", "±": "+/-"}
 
 
 def _stand_in(error: UnicodeError) -> tuple[str, int]:
