@@ -44,3 +44,18 @@ def test_no_test_counts_the_workloads():
     found = [f"{path.relative_to(TESTS)}:{i}" for path in sorted(TESTS.rglob("*.py"))
              for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if counted.search(line)]
     assert found == []
+
+
+def test_the_workers_take_the_files_in_collection_order():
+    """pyproject's addopts: with `--dist loadfile`, xdist by default hands out the files sorted by
+    their number of tests, which left the slow files of one to four tests (the library doc's
+    examples, recommend, the TensorFlow e2e) for the end, where one worker ran them while the other
+    had finished. In collection order the long contract, e2e and integration files go first and the
+    unit files' short tests even the two workers out at the end."""
+    import tomllib
+
+    options = tomllib.loads((TESTS.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    addopts = options["tool"]["pytest"]["ini_options"]["addopts"].split()
+    assert "--no-loadscope-reorder" in addopts and addopts[addopts.index("--dist") + 1] == "loadfile"
+    first_unit = min(i for i, path in enumerate(sorted(TESTS.glob("*/test_*.py"))) if path.parent.name == "unit")
+    assert all(path.parent.name == "unit" for path in sorted(TESTS.glob("*/test_*.py"))[first_unit:])
