@@ -2,7 +2,8 @@
 with 141 (128 + SIGPIPE), what a shell reports of `git log | head -3`, where it ended with exit 1
 (rich's and click's own handling; 1 means "no answer" here) or, for output still buffered at
 exit, "Exception ignored ... BrokenPipeError" and 120. A real pipe and a real `rigbench` process:
-the read end is closed before the command writes, as `head` closes it once it has its lines."""
+the read end is closed before the command writes, as `head` closes it once it has its lines.
+Output that finds no room (a full disk) is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -71,3 +72,17 @@ def test_a_command_started_with_stdout_closed_ends_as_before(db):
     done = subprocess.run([sys.executable, "-m", "rigbench", "workloads"], cwd=ROOT, stderr=subprocess.PIPE,
                           preexec_fn=lambda: os.close(1), timeout=120)
     assert (done.returncode, done.stderr) == (0, b"")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="/dev/full: Linux's always-full device")
+@pytest.mark.parametrize("args", [("results", "export", "--format", "csv"), ("results", "list"),
+                                  ("results", "runs", "--json")])
+def test_output_onto_a_full_disk_is_one_line_and_exit_2(db, args):
+    """`rigbench results export > r.csv` on a full disk ended in a traceback of 50 lines (rich's,
+    through typer) or, where the output was still buffered, "Exception ignored" and 120."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "rigbench", *args, "--db", db], cwd=ROOT, env=env, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (2, "rigbench: error: cannot write the output: No space left on device; "
+                                                 "what was stored stays stored\n")

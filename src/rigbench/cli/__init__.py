@@ -21,7 +21,7 @@ from rigbench.cli import (
     sweep,  # noqa: F401  (registers sweep)
 )
 from rigbench.cli.common import app, results_app
-from rigbench.cli.console import err, output_gone, utf8_streams
+from rigbench.cli.console import NO_ROOM, err, output_failed, output_gone, utf8_streams
 from rigbench.cli.examples import add_examples
 
 add_examples(app, results_app)  # after every module above has registered its commands
@@ -73,6 +73,10 @@ def main() -> None:
         app()
     except KeyboardInterrupt:  # before typer's own handling: while it builds the commands
         raise SystemExit(interrupts.unsaid_exit()) from None
+    except OSError as exc:
+        if exc.errno not in NO_ROOM:
+            raise
+        raise SystemExit(output_failed(exc)) from None
     except SystemExit as done:
         # typer ends a KeyboardInterrupt it caught itself (outside a command's own handling) with
         # 130, whatever the signal, and without a word; the shell's convention is 128 + the signal
@@ -85,6 +89,10 @@ def main() -> None:
                 sys.stdout.flush()
         except BrokenPipeError:
             raise SystemExit(output_gone()) from None
+        except OSError as exc:
+            if exc.errno not in NO_ROOM:
+                raise
+            raise SystemExit(output_failed(exc)) from None
         raise
 
 

@@ -132,6 +132,23 @@ def output_gone() -> int:
     return OUTPUT_GONE
 
 
+#: What a write that found no room raises: a full disk or quota, a file past its size limit.
+NO_ROOM = tuple(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG") if hasattr(errno, name))
+
+
+def output_failed(exc: OSError) -> int:
+    """A write found no room (`rigbench results export > r.csv` on a full disk): one line on
+    stderr saying which and why, exit 2 (as an --out that cannot be written), where a traceback
+    of 50 lines was; what was stored stays stored. What stdout still holds goes to os.devnull,
+    where it cannot fail again at exit."""
+    out.quiet = True
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    print(f"rigbench: error: cannot write {exc.filename or 'the output'}: {exc.strerror}; what was stored "
+          "stays stored", file=sys.stderr)
+    return 2
+
+
 def no_bar() -> bool:
     """Whether a progress bar must stay off: where stderr is not a terminal it is never drawn,
     yet rich ends it with a blank line, which put an empty line before an error's one line."""
