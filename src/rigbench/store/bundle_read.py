@@ -97,7 +97,7 @@ class BundleFile:
                 digest.update(_encoded(text))
                 try:
                     result = _validated(None, text)
-                except (ValueError, ValidationError):  # ValidationError is a ValueError; json's too
+                except ValueError:  # pydantic's ValidationError, or json's error where it falls back
                     break  # changed: said below
                 yield clip_result(result) if count in self._clipped else result
                 count += 1
@@ -138,6 +138,7 @@ def trial_digest(result: Result) -> bytes:
 
 
 def digest(value: Any) -> bytes:
+    """sha256 of `value` as sorted JSON: the same for the same content, whatever its keys' order."""
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
 
 
