@@ -127,12 +127,13 @@ def build(seed_db: str, url: str, total: int, n_runs: int, n_machines: int, rng_
     return stored
 
 
-def _timed(args: Sequence[str]) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds (user and system), peak RSS in MiB) of one `rigbench` command.
-    The CPU time moves less than the wall time on a machine other work shares."""
+def _timed(args: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds (user and system), peak RSS in MiB) of one `rigbench` command
+    (in environment `env`, default this one's). The CPU time moves less than the wall time on a
+    machine other work shares."""
     began = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "rigbench", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - began
     if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: ran, but no answer (e.g. nothing to compare)
