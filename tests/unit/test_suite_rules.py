@@ -59,3 +59,14 @@ def test_the_workers_take_the_files_in_collection_order():
     assert "--no-loadscope-reorder" in addopts and addopts[addopts.index("--dist") + 1] == "loadfile"
     first_unit = min(i for i, path in enumerate(sorted(TESTS.glob("*/test_*.py"))) if path.parent.name == "unit")
     assert all(path.parent.name == "unit" for path in sorted(TESTS.glob("*/test_*.py"))[first_unit:])
+
+
+def test_the_suites_processes_cache_their_bytecode():
+    """tests/conftest.py lifts PYTHONDONTWRITEBYTECODE (set on this project's VMs): without the
+    cache every `rigbench` a test starts compiled its modules from source again."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "import sys; print(sys.dont_write_bytecode)"],
+                         capture_output=True, text=True, check=True).stdout
+    assert sys.dont_write_bytecode is False and out.strip() == "False"
