@@ -3,14 +3,21 @@ where a fleet gathers machines' bundles), and malformed files that must be refus
 writing anything."""
 
 import json
+import re
+import shutil
+from pathlib import Path
 
 import pytest
+from sqlalchemy import select, update
 
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION, EpochRecord, Metrics, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.bundle import (
     FORMAT,
+    Bundle,
+    _content,
+    _difference,
     check_bundle,
     dump_bundle,
     export_bundle,
@@ -19,6 +26,7 @@ from rigbench.store.bundle import (
     parse_bundle,
 )
 from rigbench.store.db import Transaction
+from rigbench.store.schema import trials
 
 MACHINE = {"hostname": "box", "cpu_model": "AMD EPYC", "gpus": []}
 
@@ -248,3 +256,113 @@ def test_a_copy_lands_once_whatever_the_order_of_its_keys(source, tmp_path, read
     path.write_text(json.dumps(data))
     done = import_bundle(Store(str(tmp_path / "target.db")), read(path))
     assert (done.added_results, done.skipped_results) == (3, 1)
+
+
+# --- a re-import knows a stored copy by its text; any other row is compared as before ----------
+
+@pytest.fixture()
+def decoded(monkeypatch):
+    """The ids of the stored results an import reads back to compare (Transaction.get)."""
+    ids = []
+    real = Transaction.get
+
+    def get(self, trial_id):
+        ids.append(trial_id)
+        return real(self, trial_id)
+
+    monkeypatch.setattr(Transaction, "get", get)
+    return ids
+
+
+def test_a_reimport_skips_each_copy_by_its_stored_text_without_decoding_it(source, db_url, decoded):
+    target = Store(db_url)
+    bundle = parse_bundle(dump_bundle(_bundle(source)))
+    import_bundle(target, bundle)
+    done = import_bundle(target, bundle)
+    assert (done.added_results, done.skipped_results) == (0, 3)
+    assert counts(target) == (2, 3, 3) and decoded == []
+
+
+def test_an_edited_reimport_is_decoded_and_refused_on_every_database(source, db_url, decoded):
+    target = Store(db_url)
+    data = _bundle(source)
+    import_bundle(target, parse_bundle(json.dumps(data)))
+    data["results"][2]["tracker_samples"][0]["rss_bytes"] = 6.0  # a raw sample: its own column
+    clipped = ' ... [truncated: 48 characters]'
+    with pytest.raises(UsageError, match=re.escape(
+            'bundle: 1 of 3 results refused, nothing imported: results[2]: trial 3 of run run2 (same time and spec) '
+            f'is stored with other content (tracker_samples: [{{"t": 1.0, "rss_bytes": 5.0, "gpu_util"{clipped} '
+            f'stored, [{{"t": 1.0, "rss_bytes": 6.0, "gpu_util"{clipped} in the bundle): an edited or re-measured copy')):
+        import_bundle(target, parse_bundle(json.dumps(data)))
+    assert decoded == [3] and counts(target) == (2, 3, 3)
+
+
+def test_a_row_an_older_rigbench_wrote_is_decoded_and_compared(source, db_url, decoded):
+    """A stored row without a field added since (read as its default) is not the text this
+    rigbench writes: it is decoded, and the same content is skipped, other content refused."""
+    target = Store(db_url)
+    data = _bundle(source)
+    import_bundle(target, parse_bundle(json.dumps(data)))
+    with target.engine.begin() as conn:
+        for row in conn.execute(select(trials.c.id, trials.c.result_json)).all():
+            old = {k: v for k, v in json.loads(row.result_json).items() if k != "step_windows"}
+            conn.execute(update(trials).where(trials.c.id == row.id).values(result_json=json.dumps(old)))
+    done = import_bundle(target, parse_bundle(json.dumps(data)))
+    assert (done.added_results, done.skipped_results) == (0, 3) and len(decoded) == 3
+    data["results"][0]["step_windows"] = [3]
+    with pytest.raises(UsageError, match=r"results\[0\]: .* \(step_windows: \[\] stored, \[3\] in the bundle\)"):
+        import_bundle(target, parse_bundle(json.dumps(data)))
+
+
+def test_a_database_rigbench_v01_wrote_takes_its_own_bundle_back(tmp_path, decoded):
+    path = tmp_path / "v01.db"
+    shutil.copy(Path(__file__).parents[1] / "fixtures" / "v01.db", path)
+    store = Store(str(path))
+    before = counts(store)
+    bundle = parse_bundle(dump_bundle(export_bundle(store)))
+    done = import_bundle(store, bundle)
+    assert (done.added_results, done.skipped_results) == (0, bundle.count) and len(decoded) == bundle.count
+    assert counts(store) == before
+
+
+def test_a_stored_copy_that_cannot_be_read_back_is_said_not_skipped(source, tmp_path):
+    """An inf step time (refused in a file; given here through the library) is stored as
+    `Infinity`, which reads back as unreadable: the re-import says so, as it did before it
+    knew copies by their text, rather than skipping the copy."""
+    bundle = parse_bundle(dump_bundle(_bundle(source)))
+    bad = bundle.results[0].model_copy(update={"step_times_s": [0.1, float("inf")]})
+    target = Store(str(tmp_path / "target.db"))
+    import_bundle(target, Bundle(bundle.runs, [bad]))
+    with pytest.raises(ValueError, match=r"trial 1 cannot be read \(step_times_s\[1\]: not a finite number\)"):
+        import_bundle(target, Bundle(bundle.runs, [bad]))
+
+
+def test_a_result_pydantic_cannot_write_is_compared_as_before(source, tmp_path):
+    """A lone surrogate (refused in a file; given here through the library): its stored text
+    cannot be written to compare, so the stored copy is decoded and compared, as before."""
+    bundle = parse_bundle(dump_bundle(_bundle(source)))
+    target = Store(str(tmp_path / "target.db"))
+    import_bundle(target, bundle)
+    odd = bundle.results[1].model_copy(update={"error": "out of \ud800"})
+    with pytest.raises(UsageError, match=r'results\[0\]: trial 2 .* \(error: "out of memory" stored, '
+                                         r'"out of \\ud800" in the bundle\)'):
+        import_bundle(target, Bundle(bundle.runs, [odd]))
+
+
+@pytest.mark.parametrize("update", [
+    {"software": {"torch": "2.13.0", "odd": float("nan"), "far": float("inf"), "big": 2**70, "n": [1, 1.0, True]}},
+    {"tracker_samples": [{"t": 1.0, "gpu_util": float("nan")}, {"t": 2.0, "gpu_util": None}]},
+    {"error": "NUL \x00, \u2028 and ü", "device_name": "é" * 300},
+    {"step_times_s": [1e-6, 0.1 + 0.2, 1e16], "loss_curve": [5e-324, 1.7976931348623157e308]},
+], ids=["software", "tracker", "text", "floats"])
+def test_a_copy_known_by_its_text_is_one_by_its_content(source, tmp_path, update, decoded):
+    """What the text rule relies on: a validated result stored and read back has its content
+    (JSON values, what the comparison compares), for odd but valid values."""
+    data = _bundle(source)
+    data["results"] = [{**data["results"][1], **update}]  # an oom: no figures tied to its step times
+    bundle = parse_bundle(json.dumps(data))
+    target = Store(str(tmp_path / "target.db"))
+    import_bundle(target, bundle)
+    assert import_bundle(target, bundle).skipped_results == 1 and decoded == []
+    result = bundle.results[0]
+    assert _difference(_content(target.get(1)), _content(result)) is None

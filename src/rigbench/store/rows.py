@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
@@ -90,13 +91,55 @@ def _trial_row(result: Result) -> dict[str, Any]:
         samples_per_s=result.metrics.samples_per_s,
         step_time_ms_median=result.metrics.step_time_ms_median,
         schema_version=result.schema_version,
-        result_json=result.model_dump_json(exclude=_RAW_FIELDS | {"id"}),
+        result_json=_result_json(result),
     )
 
 
 def _samples_row(trial_id: int, result: Result) -> dict[str, Any]:
-    return dict(trial_id=trial_id, step_times_json=json.dumps(result.step_times_s),
-                tracker_json=json.dumps(result.tracker_samples))
+    step_times_json, tracker_json = _samples_json(result)
+    return dict(trial_id=trial_id, step_times_json=step_times_json, tracker_json=tracker_json)
+
+
+def _result_json(result: Result) -> str:
+    return result.model_dump_json(exclude=_RAW_FIELDS | {"id"})
+
+
+def _samples_json(result: Result) -> tuple[str, str]:
+    return json.dumps(result.step_times_s), json.dumps(result.tracker_samples)
+
+
+def text_digest(result: Result) -> bytes | None:
+    """A digest of the JSON texts storing `result` writes (its result_json and raw samples'
+    columns): stored_digests' digest of a row that holds them byte for byte. None where pydantic
+    cannot write it (a lone surrogate, which only a Result built by hand holds): nor can storing it."""
+    try:
+        return _digest(_result_json(result), *_samples_json(result))
+    except ValueError:
+        return None
+
+
+def _digest(*texts: str) -> bytes:
+    digest = hashlib.sha256()
+    for text in texts:  # each after its length: no two lists of texts give the same bytes
+        encoded = text.encode("utf-8", "surrogatepass")
+        digest.update(len(encoded).to_bytes(8, "little") + encoded)
+    return digest.digest()
+
+
+def stored_digests(conn: Connection, run_ids: Sequence[str]) -> dict[int, bytes]:
+    """Trial id -> text_digest's digest of the texts its row holds, for the results of `run_ids`
+    with raw samples, read STREAM_CHUNK rows at a time: texts only, none decoded (a bundle's
+    re-import finds its copies by them, store/bundle.py)."""
+    query = (select(trials.c.id, trials.c.result_json, trial_samples.c.step_times_json, trial_samples.c.tracker_json)
+             .join(trial_samples, trial_samples.c.trial_id == trials.c.id))
+    found: dict[int, bytes] = {}
+    for run_id in run_ids:
+        after = 0
+        while page := conn.execute(query.where(trials.c.run_id == run_id, trials.c.id > after)
+                                   .order_by(trials.c.id).limit(STREAM_CHUNK)).all():
+            after = page[-1].id
+            found.update((r.id, _digest(r.result_json, r.step_times_json, r.tracker_json)) for r in page)
+    return found
 
 
 def _decode(row: Any, raw: bool) -> Result:
