@@ -36,7 +36,6 @@ from __future__ import annotations
 import codecs
 import io
 import json
-import math
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -264,8 +263,7 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
         # each stored row's texts, digested: a row holding byte for byte what storing a validated
         # result writes reads back as that result (written as it is read: pydantic and json round
         # trip; test_bundle checks odd values), so the same text is the same content, and decoding
-        # each copy again was most of a re-import. An inf or NaN step time is the exception: it
-        # reads back as unreadable (lenient.read_result), which only the comparison below says.
+        # each copy again was most of a re-import (text_digest is None where that does not hold).
         texts = stored_digests(tx.conn, list(present))
         new_runs = [r for r in bundle.runs if r.id not in present]
         for run in new_runs:  # before their results: a result's run_id must exist
@@ -293,8 +291,7 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
                 added += 1
                 continue
             mine = text_digest(result)
-            if mine and all(texts.get(trial_id) == mine for trial_id in same) \
-                    and all(map(math.isfinite, result.step_times_s)):
+            if mine and all(texts.get(trial_id) == mine for trial_id in same):
                 continue  # a copy: what follows would find each stored row the same, without decoding it
             copies = [tx.get(trial_id) for trial_id in same]
             differences = [_difference(_content(c), _content(result)) for c in copies if c is not None]

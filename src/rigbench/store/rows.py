@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -110,8 +111,12 @@ def _samples_json(result: Result) -> tuple[str, str]:
 
 def text_digest(result: Result) -> bytes | None:
     """A digest of the JSON texts storing `result` writes (its result_json and raw samples'
-    columns): stored_digests' digest of a row that holds them byte for byte. None where pydantic
-    cannot write it (a lone surrogate, which only a Result built by hand holds): nor can storing it."""
+    columns): stored_digests' digest of a row that holds them byte for byte, which then reads back
+    as `result`. None where that does not hold: pydantic cannot write it (a lone surrogate, which
+    only a Result built by hand holds: nor can storing it), or a step time is inf or NaN (stored,
+    the row reads back as unreadable: lenient.read_result)."""
+    if not all(map(math.isfinite, result.step_times_s)):
+        return None
     try:
         return _digest(_result_json(result), *_samples_json(result))
     except ValueError:
