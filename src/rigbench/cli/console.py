@@ -127,9 +127,14 @@ def output_gone() -> int:
         try:
             stream.flush()
         except (OSError, ValueError):
-            with contextlib.suppress(OSError, ValueError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            _discard(stream)
     return OUTPUT_GONE
+
+
+def _discard(stream: Any) -> None:
+    """Point `stream`'s file at os.devnull: what it still buffers cannot fail again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 #: What a write that found no room raises: a full disk or quota, a file past its size limit.
@@ -142,8 +147,7 @@ def output_failed(exc: OSError) -> int:
     of 50 lines was; what was stored stays stored. What stdout still holds goes to os.devnull,
     where it cannot fail again at exit."""
     out.quiet = True
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    _discard(sys.stdout)
     print(f"rigbench: error: cannot write {exc.filename or 'the output'}: {exc.strerror}; what was stored "
           "stays stored", file=sys.stderr)
     return 2
