@@ -3,7 +3,8 @@ with 141 (128 + SIGPIPE), what a shell reports of `git log | head -3`, where it 
 (rich's and click's own handling; 1 means "no answer" here) or, for output still buffered at
 exit, "Exception ignored ... BrokenPipeError" and 120. A real pipe and a real `rigbench` process:
 the read end is closed before the command writes, as `head` closes it once it has its lines.
-Output that finds no room (a full disk) is one line and exit 2."""
+Output that finds no room (a full disk) is one line and exit 2. Windows says a reader is gone
+with EINVAL: checked with the platform faked, as tests/unit/test_platforms.py fakes it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from rigbench.cli.console import OUTPUT_GONE
 from rigbench.spec import Metrics, Result, TrialSpec
 from rigbench.store import Store
+from tests.unit.test_platforms import AS_WINDOWS
 
 ROOT = Path(__file__).parents[2]
 
@@ -72,6 +74,53 @@ def test_a_command_started_with_stdout_closed_ends_as_before(db):
     done = subprocess.run([sys.executable, "-m", "rigbench", "workloads"], cwd=ROOT, stderr=subprocess.PIPE,
                           preexec_fn=lambda: os.close(1), timeout=120)
     assert (done.returncode, done.stderr) == (0, b"")
+
+
+#: A rigbench process whose stdout is a pipe without a reader as Windows reports one: each write
+#: raises OSError(EINVAL) with no file name (python/cpython#79935), until the command points the
+#: stream at os.devnull (output_gone). ARGS: the command's arguments.
+READER_GONE_AS_WINDOWS = """
+import errno, io, os, sys
+
+class ReaderGone(io.FileIO):
+    def write(self, data):
+        if os.path.samestat(os.fstat(self.fileno()), os.stat(os.devnull)):
+            return super().write(data)
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+sys.stdout = io.TextIOWrapper(ReaderGone(1, "w", closefd=False), encoding="utf-8")
+sys.argv = ["rigbench", *ARGS]
+import rigbench.cli
+rigbench.cli.main()
+"""
+
+
+def reader_gone(*args: str, windows: bool) -> subprocess.CompletedProcess[str]:
+    script = (AS_WINDOWS if windows else "") + f"ARGS = {list(args)!r}" + READER_GONE_AS_WINDOWS
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    ("results", "list"),  # a rich table: rich's own handling knows BrokenPipeError only
+    ("results", "export", "--format", "csv"),  # click's handling knows EPIPE only
+    ("results", "runs", "--json"),  # still buffered when the command returns, written at exit
+    ("results", "list", "--help"),  # click's own output
+])
+def test_a_stdout_whose_reader_is_gone_on_windows_ends_the_command_silently(db, args):
+    """Windows raises OSError EINVAL, not BrokenPipeError, for a write into a closed pipe: each
+    command ended in a traceback (or, for output still buffered at exit, "Exception ignored"
+    and 120) where POSIX's ended silently with 141."""
+    done = reader_gone(*args, "--db", db, windows=True)
+    assert (done.returncode, done.stdout, done.stderr) == (OUTPUT_GONE, "", "")
+
+
+def test_einval_on_posix_is_an_error_not_a_closed_pipe(db):
+    """On POSIX a closed pipe is EPIPE; EINVAL there is a real error and is not hidden."""
+    done = reader_gone("results", "list", "--db", db, windows=False)
+    assert done.returncode not in (0, OUTPUT_GONE)
+    assert "OSError: [Errno 22] Invalid argument" in done.stderr
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="/dev/full: Linux's always-full device")

@@ -21,7 +21,7 @@ from rigbench.cli import (
     sweep,  # noqa: F401  (registers sweep)
 )
 from rigbench.cli.common import app, results_app
-from rigbench.cli.console import NO_ROOM, err, output_failed, output_gone, utf8_streams
+from rigbench.cli.console import NO_ROOM, closed_pipe, err, output_failed, output_gone, utf8_streams
 from rigbench.cli.examples import add_examples
 
 add_examples(app, results_app)  # after every module above has registered its commands
@@ -73,7 +73,9 @@ def main() -> None:
         app()
     except KeyboardInterrupt:  # before typer's own handling: while it builds the commands
         raise SystemExit(interrupts.unsaid_exit()) from None
-    except OSError as exc:
+    except OSError as exc:  # what typer and rich let through: no room, or a closed pipe on Windows
+        if closed_pipe(exc):
+            raise SystemExit(output_gone()) from None
         if exc.errno not in NO_ROOM:
             raise
         raise SystemExit(output_failed(exc)) from None
@@ -87,9 +89,9 @@ def main() -> None:
         try:  # what is still buffered: written at exit, a closed pipe was "Exception ignored" and exit 120
             if sys.stdout is not None:  # None: started with stdout closed (`>&-`)
                 sys.stdout.flush()
-        except BrokenPipeError:
-            raise SystemExit(output_gone()) from None
         except OSError as exc:
+            if closed_pipe(exc):
+                raise SystemExit(output_gone()) from None
             if exc.errno not in NO_ROOM:
                 raise
             raise SystemExit(output_failed(exc)) from None

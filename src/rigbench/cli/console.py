@@ -109,12 +109,27 @@ def utf8_streams() -> None:
 
 
 #: The exit code where what read the output stopped reading (`| head -3`): 128 + SIGPIPE, what a
-#: shell reports of `git log | head -3` or `ls | head -3`, whose processes SIGPIPE ends.
+#: shell reports of `git log | head -3` or `ls | head -3`, whose processes SIGPIPE ends. Windows
+#: has no SIGPIPE and no one code for this; 141 there too, as git for Windows exits (check_pipe:
+#: with no SIGPIPE to raise, exit(141)) and Git Bash reports its tools: one code a script tests
+#: for on every platform. Not 1, the exit of the recipe in Python's "Note
+#: on SIGPIPE": rigbench's 1 means "no answer" (README, "Exit codes").
 OUTPUT_GONE = 128 + getattr(signal, "SIGPIPE", 13)
 
 
+def closed_pipe(exc: BaseException | None) -> bool:
+    """Whether `exc` is a write that found its reader gone. Windows says so with EINVAL, not
+    EPIPE (its C runtime turns the pipe's ERROR_NO_DATA into EINVAL: python/cpython#79935), as
+    git for Windows reads it too (mingw_write). Only there, and only for an error without a file
+    name (a write to a stream has none): on POSIX, EINVAL is a real error and stays one."""
+    if isinstance(exc, BrokenPipeError):
+        return True
+    return (sys.platform == "win32" and isinstance(exc, OSError) and exc.errno == errno.EINVAL
+            and exc.filename is None)
+
+
 def output_gone() -> int:
-    """A write to stdout or stderr found its reader gone (BrokenPipeError): the command ends
+    """A write to stdout or stderr found its reader gone (closed_pipe): the command ends
     silently with OUTPUT_GONE, as git and ls do, where Python printed a traceback (or click said
     nothing and exited 1, its code for "no answer"). SIGPIPE itself is left ignored, as Python
     sets it: it would also end the command mid-write to a database's socket. What was stored
