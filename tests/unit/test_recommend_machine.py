@@ -131,3 +131,20 @@ def test_the_command_line(tmp_path, monkeypatch):
     assert f"`rigbench recommend cnn --no-run --run g2 --db {db}` recommends from them" in here.stdout
     usage = invoke("recommend", "--help").stdout
     assert "--run" in usage and "those with stored results" not in usage
+
+
+def test_hints_that_measure_here_name_its_database_and_the_flags_that_shape_what_it_measures(tmp_path):
+    """`recommend --no-run --db X` printed `rigbench recommend mlp` (without --no-run) and
+    `rigbench run mlp --batch-size ...`: run as printed, they measured into the default database,
+    and under the default memory limit, where this recommendation reads X and its own limit."""
+    db = stored_db(tmp_path)
+    empty = recommend("mlp", devices=["cpu"], run_missing=False, db=db, quick=True, batch_sizes=[8, 16],
+                      memory_limit_bytes=2**30)
+    assert f"`rigbench run mlp --db {db} --batch-size ...`" in empty.lines[0].text
+    assert empty.measure_hint == (f"`rigbench recommend mlp --db {db} -d cpu --quick -b 8,16 --memory-limit 1GiB` "
+                                  "(without --no-run) measures it here.")
+    cnn = recommend("cnn", devices=["cpu"], run_missing=False, db=db)  # h1's b64 speed: lr-find is missing
+    lr = next(line for line in cnn.lines if line.decision == "learning_rate")
+    assert f"rigbench lr-find cnn --db {db} " in lr.text
+    there = recommend("cnn", devices=["cpu"], run_missing=False, run_ids=["g1"], db=db)  # measured there
+    assert "--db" not in " ".join(texts(there)) and "--db" not in (there.measure_hint or "")

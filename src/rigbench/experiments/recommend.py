@@ -61,7 +61,14 @@ from rigbench.experiments.recommend_trials import (
     data_trials,
 )
 from rigbench.experiments.scaling import default_thread_counts
-from rigbench.experiments.search_limits import limit_of, limit_searches, named_limit, other_limits_text, stored_limit
+from rigbench.experiments.search_limits import (
+    limit_of,
+    limit_searches,
+    named_limit,
+    other_limits_text,
+    size_flag,
+    stored_limit,
+)
 from rigbench.experiments.sweep import TRIAL_OVERHEAD_S
 from rigbench.frameworks import check_framework_name
 from rigbench.hw.cpu import cpu_identity, native_bf16
@@ -90,7 +97,8 @@ def precision_checks(device: str, workload: str = "WORKLOAD", scope: Scope | Non
     there = scope is not None and not scope.here
     native = scope.native_bf16() if scope is not None and there else native_bf16(cpu_identity()["flags"])
     if native is False:
-        run = command("run", workload, scope.framework if scope else "torch", "-d", "cpu", "--precision", "bf16")
+        run = command("run", workload, scope.framework if scope else "torch", "-d", "cpu", "--precision", "bf16",
+                      db=scope.hint_db if scope else None)
         who = "that machine's" if there else "this"
         return [], (f"bf16 on cpu: {who} CPU has no native bfloat16 "
                     f"(no avx512_bf16, amx or Arm bf16 flag), so bf16 is emulated and far slower than fp32; measure "
@@ -243,10 +251,13 @@ def recommend(
         "Measure them again on that machine when it is quiet."))
     outcome.lines = rules.recommend(results, chosen, limits, ref.optimizer,
                                     dataset_size or epoch_samples(ref, options), ref.lr_find, ref.default_lr,
-                                    bandwidths, workload=command_target(workload, framework),
+                                    bandwidths, workload=command_target(workload, framework, scope.hint_db),
                                     device_hint=scope.device_hint(run_missing, chosen), others=scope.others)
     if outcome.missing and not run_missing:
-        outcome.measure_hint = scope.measure_hint()
+        flags = [*(["-d", ",".join(asked)] if asked else []), *(["--quick"] if quick else []),
+                 *(["-b", ",".join(map(str, grid))] if batch_sizes else []),
+                 *(["--memory-limit", size_flag(memory_limit_bytes)] if memory_limit_bytes else [])]
+        outcome.measure_hint = scope.measure_hint(flags)
     return outcome
 
 

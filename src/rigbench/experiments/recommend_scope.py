@@ -32,15 +32,18 @@ from rigbench.units import format_bytes
 from rigbench.workloads import parse_workload_ref
 
 
-def command_target(workload: str, framework: str) -> str:
-    """`WORKLOAD [--framework F]`, quoted for a shell: what each command a recommendation hints at
-    names (analysis/recommend's `workload`), so that a JAX recommendation's hints run JAX."""
-    return shlex.join([workload, *(["--framework", framework] if framework != "torch" else [])])
+def command_target(workload: str, framework: str, db: str | None = None) -> str:
+    """`WORKLOAD [--framework F] [--db DB]`, quoted for a shell: what each command a recommendation
+    hints at names (analysis/recommend's `workload`), so that a JAX recommendation's hints run JAX
+    and what they measure lands in the database the recommendation reads (`db` as given, its
+    password left out); without it a hint measured into the default database, unseen."""
+    return shlex.join([workload, *(["--framework", framework] if framework != "torch" else []),
+                       *(["--db", url_without_password(db)] if db else [])])
 
 
-def command(verb: str, workload: str, framework: str, *rest: str) -> str:
-    """`rigbench VERB WORKLOAD [--framework F] REST...`, quoted for a shell."""
-    return " ".join(["rigbench", verb, command_target(workload, framework), *map(shlex.quote, rest)])
+def command(verb: str, workload: str, framework: str, *rest: str, db: str | None = None) -> str:
+    """`rigbench VERB WORKLOAD [--framework F] [--db DB] REST...`, quoted for a shell."""
+    return " ".join(["rigbench", verb, command_target(workload, framework, db), *map(shlex.quote, rest)])
 
 
 def machine_words(machine: Mapping[str, Any] | None) -> str:
@@ -65,6 +68,13 @@ class Scope:
     elsewhere: list[dict[str, Any]] = field(default_factory=list)
     #: the same machine's results of the workload (its options) in other frameworks
     others: list[Result] = field(default_factory=list)
+    db: str | None = None  # --db as given: the hints that measure here name it (command_target)
+
+    @property
+    def hint_db(self) -> str | None:
+        """The database a hint names: this one's where its commands run here; none for another
+        machine's results (measured there, into that machine's database)."""
+        return self.db if self.here else None
 
     @property
     def here(self) -> bool:
@@ -91,13 +101,19 @@ class Scope:
                     f"measure there with `{command('recommend', w, f, '-d', ','.join(devices))}`, then import its "
                     "bundle here")
         if run_missing:
-            return f"no fp32 speed trial ended ok there (`rigbench results list --workload {shlex.quote(w)}` shows why)"
-        return f"run without --no-run to measure it here, or `{command('run', w, f, '--batch-size', '...')}`"
+            listing = shlex.join(["rigbench", "results", "list", "--workload", w,
+                                  *(["--db", url_without_password(self.db)] if self.db else [])])
+            return f"no fp32 speed trial ended ok there (`{listing}` shows why)"
+        return f"run without --no-run to measure it here, or `{command('run', w, f, '--batch-size', '...', db=self.db)}`"
 
-    def measure_hint(self) -> str:
-        """How to measure what a --no-run recommendation lists as missing."""
+    def measure_hint(self, flags: Sequence[str] = ()) -> str:
+        """How to measure what a --no-run recommendation lists as missing; `flags`: those of the
+        recommendation that shape what it measures (-d, --quick, -b, --memory-limit), repeated so
+        that the command measures what this one reads (a stored search under --memory-limit 1GiB
+        is not the default limit's)."""
         if self.here:
-            return f"`{command('recommend', self.workload, self.framework)}` (without --no-run) measures it here."
+            return (f"`{command('recommend', self.workload, self.framework, *flags, db=self.db)}` (without --no-run) "
+                    "measures it here.")
         return (f"Measure it on that machine (`{command('recommend', self.workload, self.framework)}` there), then "
                 "`rigbench results export --format bundle` there and `rigbench results import` here.")
 
@@ -118,7 +134,7 @@ def stored_scope(store: Store, workload: str, framework: str, run_ids: Sequence[
         others = [r for r in stored if machines[r.run_id] != here]
         return Scope(workload, framework, mine, len(others),
                      elsewhere=_elsewhere(workload, framework, others, machines, store, db),
-                     others=[r for r in every if r.spec.framework != framework and machines[r.run_id] == here])
+                     others=[r for r in every if r.spec.framework != framework and machines[r.run_id] == here], db=db)
     known = store.commands(runs)
     unknown = [run for run in runs if run not in known]
     if unknown:
