@@ -32,6 +32,8 @@ def only_the_error_line(result) -> None:
 
 @pytest.mark.parametrize(("args", "fragment"), [
     (["--start", "0"], "--start must be at least 1"),
+    (["--max", "4"], "--max (4) is below --start (8): raise --max, or lower --start"),  # named --start alone
+    (["--start", "64", "--max", "32"], "--max (32) is below --start (64)"),
     (["--margin", "1"], "--margin must be from 0"),
     (["--tolerance", "-1"], "--tolerance must be from 0"),
     (["-d", "gpu9"], "'gpu9' is not available to torch here"),

@@ -217,8 +217,11 @@ def find_max_batch(workload: str, device: str = "cpu", *, framework: str = "torc
     ends the search with what was found so far (`interrupted`). Raises UsageError for bad input."""
     if precision not in PRECISIONS:
         raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if start < 1 or max_batch < start:
-        raise UsageError(f"--start must be at least 1 and at most --max ({max_batch}), got {start}")
+    if start < 1:
+        raise UsageError(f"--start must be at least 1, got {start}")
+    if max_batch < start:  # a --max below the default --start named --start, which was not given
+        raise UsageError(f"--max ({max_batch}) is below --start ({start}): raise --max, or lower --start "
+                         "to at most it")
     if not 0 <= tolerance < 1:
         raise UsageError(f"--tolerance must be from 0 up to (not including) 1, got {tolerance}")
     if not 0 <= margin < 1:
