@@ -3,6 +3,8 @@
 tolerance from one stopped mid-bisection (Ctrl-C, a timeout, a killed process). The search runs
 here with a fake runner that stores each probe as run_trials does: no child process."""
 
+import logging
+
 import pytest
 
 from rigbench.analysis import recommend as rules
@@ -154,3 +156,20 @@ def test_the_search_block_belongs_to_probes_only():
         TrialSpec(workload="mlp", batch_size=8, search={"start": 8, "max_batch": 64, "tolerance": 0.0})
     with pytest.raises(ValueError):
         TrialSpec(kind="probe", workload="mlp", batch_size=8, search={"start": 8, "max_batch": 64, "tolerance": 1.0})
+
+
+def test_a_limit_over_the_ram_available_is_warned_of_once(tmp_path, monkeypatch, caplog):
+    """--memory-limit 1TiB on a 23 GiB VM was taken silently: the cap never binds, and a probe
+    that outgrows the RAM is the kernel's to kill (a crash that stops the search)."""
+    monkeypatch.setattr(max_batch, "available_memory", lambda: LIMIT // 2)
+    with caplog.at_level(logging.WARNING, logger="rigbench.max_batch"):
+        outcome, _ = search_run(str(tmp_path / "over.db"), monkeypatch, tolerance=0.5)
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "rigbench.max_batch"]
+    assert warning.startswith("rigbench: warning: --memory-limit 1.0 GiB is more than the 512.0 MiB of RAM "
+                              "available now") and warning.endswith("give at most 512MiB")
+    assert outcome.limit_bytes == LIMIT and outcome.limit_source == "--memory-limit"  # the cap stays as given
+    caplog.clear()
+    monkeypatch.setattr(max_batch, "available_memory", lambda: LIMIT * 2)
+    with caplog.at_level(logging.WARNING, logger="rigbench.max_batch"):
+        search_run(str(tmp_path / "under.db"), monkeypatch, tolerance=0.5)
+    assert not [r for r in caplog.records if r.name == "rigbench.max_batch"]

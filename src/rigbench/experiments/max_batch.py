@@ -52,6 +52,7 @@ more (vector units and tensor cores work in multiples of 8; rounding down only l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -97,6 +98,7 @@ VALUE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 #: CPU default limit: this fraction of the RAM available when the search starts, so that
 #: the probes leave room for everything else running on the machine.
 DEFAULT_RAM_FRACTION = 0.5
+log = logging.getLogger("rigbench.max_batch")
 
 
 @dataclass
@@ -190,9 +192,14 @@ def _limit(device: str, framework: str, memory_limit_bytes: int | None) -> tuple
         if why := memory_cap_missing():
             raise UsageError(f"max-batch on the CPU runs each probe under a memory cap, which cannot work here: {why}; "
                              "search a GPU (-d mps, -d cuda:0), or on Linux")
-        if memory_limit_bytes:
-            return memory_limit_bytes, "--memory-limit"
         available = available_memory()  # a container's cgroup limit, where it is lower
+        if memory_limit_bytes:
+            if memory_limit_bytes > available:  # the cap then never binds: the kernel's OOM killer does
+                log.warning("rigbench: warning: --memory-limit %s is more than the %s of RAM available now: a probe "
+                            "that outgrows the RAM is killed by the kernel (a crash, which stops the search; or "
+                            "another process is), not stopped by the cap; give at most %s",
+                            format_bytes(memory_limit_bytes), format_bytes(available), f"{available // 2**20}MiB")
+            return memory_limit_bytes, "--memory-limit"
         source = (f"{DEFAULT_RAM_FRACTION:.0%} of the {format_bytes(available)} of RAM available "
                   f"now; set --memory-limit to change")
         return int(available * DEFAULT_RAM_FRACTION), source
