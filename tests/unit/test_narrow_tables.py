@@ -138,3 +138,30 @@ def test_device_labels_name_the_model_only_where_an_id_is_ambiguous():
                                             "cpu (Intel(R) Xeon(R) Processor (host with NVIDIA H100 80GB HBM3))")] == [
         "H100", "Instinct MI300X", "GeForce RTX 4090", "cpu", "80GB",
         "Xeon(R) Processor (host with NVIDIA H100 80GB HBM3)"]
+
+
+@pytest.mark.parametrize("columns", [40, 60])
+def test_a_long_workload_is_cut_so_that_id_speed_and_status_stay_whole(tmp_path, columns):
+    """At 40 columns the essential columns alone (id, workload, samples/s, status) are too wide
+    for a long workload label; rich cut each evenly: the speed read "1…", the status "sta…", and
+    the id column went. The workload, free text, is now what is cut (the run's table is the same)."""
+    from rigbench.spec import Metrics, Result, TrialSpec
+    from rigbench.store import Store
+
+    db = str(tmp_path / "r.db")
+    store = Store(db)
+    store.add_run("run1", "2026-01-01T00:00:00+00:00", "rigbench run", {"hostname": "box"})
+    for n, (workload, status, speed) in enumerate([("mlp", "ok", 123456.7), ("transformer", "unsupported", None),
+                                                   ("gpt", "ok", 1234.5)]):
+        store.add_result(Result(run_id="run1", created_at=f"2026-01-01T00:0{n}:00+00:00", status=status,
+                                spec=TrialSpec(workload=workload, device="cpu", batch_size=64,
+                                               workload_options={"preset": "small"} if workload == "gpt" else {}),
+                                metrics=Metrics(samples_per_s=speed), error=None if speed else "not here"))
+    listed = invoke("results", "list", "--db", db, columns=columns).stdout
+    assert max(map(len, listed.splitlines())) <= columns
+    assert listed.splitlines()[0].split() == ["id", "workload", "samples/s", "status"], listed
+    rows = [line.split() for line in body(listed)]
+    assert [(r[0], r[-2], r[-1]) for r in rows] == [("1", "123,457", "ok"), ("2", "-", "unsupported"),
+                                                    ("3", "1,234", "ok")], listed
+    assert rows[1][1].startswith("transformer") and rows[1][-3].endswith("…"), listed
+    assert "text ending in … was cut to fit" in " ".join(listed.split())

@@ -64,8 +64,11 @@ def device_column(priority: int = 85) -> Column:
 
 def trial_columns() -> list[Column]:
     """What tells one listed trial from another, in every table that lists trials: workload,
-    framework, device, batch, precision and the rest of the setup (`setup_label`)."""
-    return [Column("workload"), framework_column(), device_column(),
+    framework, device, batch, precision and the rest of the setup (`setup_label`). The workload
+    is cut with "…" where the essential columns alone are too wide (a long `NAME:key=value` or
+    "(unknown to this rigbench)" at 40 columns), where rich cut every column evenly: a speed to
+    "1…", a status to "sta…", the id to nothing."""
+    return [Column("workload", cut=True), framework_column(), device_column(),
             Column("batch", "right", priority=75), Column("prec", priority=60), Column("setup", priority=50)]
 
 
