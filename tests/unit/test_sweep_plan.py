@@ -1,6 +1,7 @@
 """Sweep planning without child processes: the grid, point identity, the TOML file, what
 --resume skips, and the CLI's input errors."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -268,6 +269,25 @@ def test_a_long_sweep_says_its_estimate_and_asks_first(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep_cli, "_interactive", lambda: False)  # a script is never asked
     res = CliRunner().invoke(app, args)
     assert "Start it?" not in res.output and started == [10_000, 10_000]
+
+
+def test_a_sweep_stopped_before_any_point_finished_prints_no_table_and_no_stored_in(tmp_path, monkeypatch):
+    """Ctrl-C during the first trial printed an empty table and "0 of 4 grid points have a result
+    (0 from earlier runs). Stored in ... (run ...)." on stdout, beside stderr's "nothing was stored"."""
+    from rigbench.cli import sweep as sweep_cli
+    from rigbench.experiments.sweep import SweepOutcome
+
+    monkeypatch.setattr(sweep_cli, "_sweep_with_progress", lambda grid, db, resume: SweepOutcome(
+        "r1", "sqlite:///x.db", grid, interrupted=True, stopped=grid[0]))
+    args = ["sweep", "mlp", "-d", "cpu", "--quick", "-b", "8,16", "--db", str(tmp_path / "i.db")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 130 and res.stdout == ""
+    assert "no trial had finished: nothing was stored" in res.stderr
+    assert "; 2 grid points left. Resume with: rigbench " in res.stderr  # (sys.argv: pytest's here)
+    as_json = CliRunner().invoke(app, [*args, "--json"])  # stdout stays one JSON object
+    assert as_json.exit_code == 130
+    assert json.loads(as_json.stdout) == {"run_id": "r1", "db": "sqlite:///x.db", "grid_points": 2, "skipped": 0,
+                                          "ran": 0, "interrupted": True, "results": []}
 
 
 def test_the_estimate_takes_what_this_machines_earlier_trial_of_a_configuration_took(tmp_path, monkeypatch):

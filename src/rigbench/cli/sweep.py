@@ -280,7 +280,7 @@ def sweep(
                           "skipped": len(outcome.skipped), "ran": len(outcome.results),
                           "interrupted": outcome.interrupted,
                           "results": [r.row() for r in finished]}, indent=2))
-    else:
+    elif finished or not outcome.interrupted:  # stopped before any point had a result: stderr says so alone
         out.print(_sweep_table(finished, outcome.run_id))
         for line in terminal.busy_lines(finished):
             out.print(line, highlight=False, markup=False, soft_wrap=True)
