@@ -5,6 +5,7 @@ runs, 128 + the signal when interrupted. The trials are faked: only the commands
 under test."""
 
 import json
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -158,6 +159,19 @@ def test_an_interrupted_scaling_study_shows_its_finished_trials_and_how_to_list_
     last = res.stderr.strip().splitlines()[-1]
     assert last.startswith("interrupted (Ctrl-C); 1 of 4 trials finished and was stored in sqlite:///x.db (run r1)")
     assert last.endswith(f"; see them: rigbench results list --run r1 --db {tmp_path / 's.db'}")
+
+
+def test_an_interrupted_recommendation_says_the_command_that_measures_the_rest(tmp_path, monkeypatch):
+    # before: "the recommendation uses what finished (stored)", and nothing on how to go on
+    lines = [Line("device", "cpu", "device: cpu"), Line("batch_size", 16, "batch size: 16")]
+    monkeypatch.setattr(api, "recommend", lambda *a, **k: RecommendOutcome("mlp", ["cpu"], lines, interrupted=True))
+    monkeypatch.setattr(sys, "argv", ["rigbench", "recommend", "mlp", "--quick", "--db", "postgresql://u:pw@h/r"])
+    res = invoke("recommend", "mlp", "--quick", "--db", str(tmp_path / "r.db"))
+    assert res.exit_code == 130, res.output
+    assert "  - batch size: 16" in res.stdout
+    assert res.stderr.strip().splitlines()[-1] == (
+        "interrupted (Ctrl-C): the recommendation uses what finished (stored); the rest: rigbench recommend mlp "
+        "--quick --db postgresql://u@h/r (it measures only what is missing)")
 
 
 def test_recommend_without_a_device_and_batch_exits_1(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ for SIGTERM), as a shell reports a process the signal ended.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -108,6 +109,15 @@ def kept_text(results: Sequence[Result], total: int, noun: str, stopped: TrialSp
     if left > 0:
         parts.append(f"{left} not started")
     return "; ".join(parts)
+
+
+def again(*extra: str) -> str:
+    """This command as typed, plus `extra` flags it lacks, to print for running it again after an
+    interrupt: a database URL without its password (libpq then reads it from PGPASSWORD)."""
+    from rigbench.store.engine import hint_argv
+
+    args = hint_argv(sys.argv[1:])
+    return "rigbench " + shlex.join(args + [flag for flag in extra if flag not in args])
 
 
 def interrupted_exit() -> typer.Exit:

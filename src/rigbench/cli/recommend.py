@@ -70,7 +70,9 @@ def recommend(
     else:
         _print_outcome(outcome)
     if outcome.interrupted:
-        err.print(f"interrupted ({interrupts.signal_name()}): the recommendation uses what finished (stored)")
+        err.print(f"interrupted ({interrupts.signal_name()}): the recommendation uses what finished (stored); "
+                  f"the rest: {interrupts.again()} (it measures only what is missing)",
+                  highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
     undecided = next((line for line in outcome.lines if line.decision in ("device", "batch_size") and line.value is None),
                      None)

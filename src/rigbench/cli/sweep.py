@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -85,10 +84,7 @@ def _announce(grid: list[TrialSpec], db: str | None, resume: bool, yes: bool) ->
 def _resume_command() -> str:
     """This command again with --resume, a database URL without its password (an interrupted
     sweep on PostgreSQL printed it)."""
-    from rigbench.store.engine import hint_argv
-
-    args = hint_argv(sys.argv[1:])
-    return "rigbench " + shlex.join(args + ([] if "--resume" in args else ["--resume"]))
+    return interrupts.again("--resume")
 
 
 def _sweep_table(results: list[Result], new_run: str | None) -> FitTable:
