@@ -6,6 +6,7 @@ under test."""
 
 import json
 import sys
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -126,6 +127,19 @@ def test_max_batch_exits_1_when_no_batch_fits(tmp_path, monkeypatch, recommended
         assert res.stderr.strip().splitlines()[-1] == (
             "rigbench: max-batch has no batch to recommend: 1 probe ran and none succeeded (batch 8 oom): not even "
             "batch 8 fits under the limit")
+
+
+def test_an_interrupted_max_batch_says_the_command_that_searches_to_the_end(tmp_path, monkeypatch):
+    # before: "...; a probe stopped half-way never is", and nothing on how to go on
+    stopped = replace(_searched(16), interrupted=True)
+    monkeypatch.setattr(max_batch, "find_max_batch", lambda *a, **k: stopped)
+    monkeypatch.setattr(sys, "argv", ["rigbench", "max-batch", "mlp", "--memory-limit", "200MiB"])
+    res = invoke("max-batch", "mlp", "--memory-limit", "200MiB", "--db", str(tmp_path / "m.db"))
+    assert res.exit_code == 130, res.output
+    assert "recommended batch: 16" in res.stdout
+    assert res.stderr.strip().splitlines()[-1] == (
+        "interrupted (Ctrl-C): no probe had finished: nothing was stored; a probe stopped half-way never is. A "
+        "complete search: rigbench max-batch mlp --memory-limit 200MiB (a new one, from --start)")
 
 
 @pytest.mark.parametrize("statuses, code", [(["unsupported", "unsupported"], 1), (["diverged", "ok"], 0)])

@@ -150,8 +150,8 @@ def max_batch(
         n = len(o.probes)
         kept = (f"{n} finished probe{'s are' if n != 1 else ' is'} stored (run {o.run_id})" if n
                 else "no probe had finished: nothing was stored")
-        err.print(f"interrupted ({interrupts.signal_name()}): {kept}; a probe stopped half-way never is",
-                  highlight=False, markup=False, soft_wrap=True)
+        err.print(f"interrupted ({interrupts.signal_name()}): {kept}; a probe stopped half-way never is. A complete "
+                  f"search: {interrupts.again()} (a new one, from --start)", highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
     if o.recommended is None:
         raise no_answer(f"max-batch has no batch to recommend: {o.reason}")
