@@ -77,3 +77,9 @@ class NodeLaunch:
     def env(self) -> dict[str, str]:
         """The variables that carry it to the agent (and the ranks)."""
         return {NODE_RANK_VAR: str(self.node_rank), **({RDZV_ENDPOINT_VAR: self.endpoint} if self.endpoint else {})}
+
+
+def node_rank_here(nodes: int) -> int:
+    """This machine's node rank in a trial that spans `nodes` machines (0 on one machine): only
+    node 0 stores the trial, and only its `rigbench run` records a run for it."""
+    return NodeLaunch.from_env().node_rank if nodes > 1 else 0

@@ -101,8 +101,9 @@ def test_two_nodes_on_localhost_store_one_trial_that_matches_two_processes_on_on
         other.kill()
     assert other.returncode == 0, err
     assert json.loads(out) == [] and "node 0 stores" in err
-    with sqlite3.connect(tmp_path / "node1.db") as conn:
+    with sqlite3.connect(tmp_path / "node1.db") as conn:  # not even an empty run (a fleet's database had one a node)
         assert conn.execute("select count(*) from trials").fetchone() == (0,)
+        assert conn.execute("select count(*) from runs").fetchone() == (0,)
     assert two_nodes["status"] == "ok", two_nodes["error"]
     assert (two_nodes["world_size"], len(two_nodes["ranks"])) == (2, 2)
     assert all(rank["status"] == "ok" and rank["host"] for rank in two_nodes["ranks"])
@@ -142,3 +143,5 @@ def test_a_node_whose_ranks_never_started_says_so_and_not_that_they_ran(tmp_path
                     f"127.0.0.1:{port}", "--timeout", "5", "--db", str(tmp_path / "n1.db"))
     assert "x2 rank 1: timeout: no rank started on node 1 within 5 s (--timeout): torch's agent waits" in proc.stderr
     assert "node 1: this node's ranks failed in 1 of 1 trial(s)" in proc.stderr and "ran 1 trial" not in proc.stderr
+    with sqlite3.connect(tmp_path / "n1.db") as conn:
+        assert conn.execute("select count(*) from runs").fetchone() == (0,)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rigbench.fingerprint import machine_fingerprint
+from rigbench.ranks import node_rank_here
 from rigbench.runner.session import SessionOutcome, check_platform, check_ranks_fit, run_trials
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
@@ -54,7 +55,10 @@ def run(
     check_ranks_fit(specs)
     check_platform(specs)
     store = Store(db)
-    run_id = start_run(store, command)
+    # A node other than 0 stores none of its trials (node 0 stores each with every rank's record):
+    # a run recorded here would be an empty one in the fleet's database for every such node.
+    stores = any(node_rank_here(spec.nodes) == 0 for spec in specs)
+    run_id = start_run(store, command) if stores else new_run_id()
     session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,
                                          on_trial_end=on_trial_end, on_child_start=on_child_start,
                                          on_trial_progress=on_trial_progress)

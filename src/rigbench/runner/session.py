@@ -22,7 +22,7 @@ from rigbench.child_report import ChildReport
 from rigbench.errors import UnsupportedError, UsageError
 from rigbench.hw.cpu import usable_cores
 from rigbench.hw.memory import available_memory, memory_limit_refusal
-from rigbench.ranks import NodeLaunch
+from rigbench.ranks import node_rank_here
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.runner.launchers.base import TrialInterrupted
@@ -94,7 +94,7 @@ def run_trials(
             except KeyboardInterrupt:
                 outcome.interrupted, outcome.stopped = True, spec
                 break
-            node_rank = NodeLaunch.from_env().node_rank if spec.nodes > 1 else 0
+            node_rank = node_rank_here(spec.nodes)
             if node_rank != 0:  # node 0 stores the trial with every rank's record (runner/rank.send_to_node_zero)
                 failures = local_failures(spec, launched, node_rank)
                 for text in failures:
