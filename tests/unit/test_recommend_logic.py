@@ -467,8 +467,13 @@ def test_a_recommendation_that_rests_on_busy_trials_says_which_and_how_to_measur
     store.add_run("r", "2026-01-01T00:00:00+00:00", "rigbench run", machine_fingerprint())
     quiet = trial(16, 100.0, metrics={"others_cpu_pct_mean": 1.0})
     busy = trial(64, 40.0, metrics={"others_cpu_pct_mean": 48.0})
+    # a probe's speed is never used: busy, it was named all the same ("while trials 1, 2, 3, 5, 7
+    # were timed" of a database holding one max-batch search and nothing else)
+    probe = trial(256, 30.0, steps=2, kind="probe", measure=MeasureOptions.quick(min_steps=2, min_seconds=0.0),
+                  metrics={"others_cpu_pct_mean": 75.0, "capped_peak_mib": 500.0})
     quiet.id = store.add_result(quiet)
     busy.id = store.add_result(busy)
+    store.add_result(probe)
     outcome = recommend("mlp", devices=["cpu"], run_missing=False, db=db)
     assert outcome.busy is not None
     assert outcome.busy.startswith(f"busy: other processes used 48% of this machine's CPU while trial {busy.id} was")

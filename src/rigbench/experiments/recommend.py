@@ -245,7 +245,8 @@ def recommend(
 
     results = stored + run.new
     outcome.results_used = len(results)
-    outcome.busy = busy_note(results, then=(
+    # a max-batch probe's speed is never read (its memory peak is), so a busy one is not named
+    outcome.busy = busy_note([r for r in results if r.spec.kind != "probe"], then=(
         "recommend measures its busy speed trials again when it next runs (not with --no-run; lr-find and "
         "input-pipeline trials are used as they are): run it when the machine is quiet." if scope.here else
         "Measure them again on that machine when it is quiet."))
