@@ -46,7 +46,8 @@ class Metrics(BaseModel):
     Accuracy figures are fractions (0.9 = 90%)."""
 
     samples_per_s: float | None = metric(
-        "samples/s", "protocol", "throughput: batch / median step time (training: samples / training time)")
+        "samples/s", "protocol", "throughput: batch (data parallel: global_batch, every rank together) / median step time "
+                                "(training: samples / training time)")
     samples_per_s_ci: tuple[float, float] | None = metric(
         "samples/s", "protocol", "95% CI of samples_per_s [low, high] (analysis/stats.median_ci)")
     tokens_per_s: float | None = metric(

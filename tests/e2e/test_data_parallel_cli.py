@@ -45,6 +45,9 @@ def test_results_show_and_export_carry_the_ranks(study, tmp_path):
     for text in ("straggler_ratio", "comm_share", "allreduce_busbw_gbs", "rank_rss_peak_mib_sum",
                  "its 2 ranks", "replicas_identical"):
         assert text in shown
+    # the one rate is the trial's, every rank's samples (global batch / step), and says so
+    [rate] = [line for line in shown.splitlines() if line.strip().startswith("samples_per_s ")]
+    assert "samples/s (95% CI)" in rate and rate.endswith("; all 2 ranks together"), rate
     exported = json.loads(rigbench("results", "export", "--format", "json", "--db", db).stdout)
     [parallel] = [row for row in exported if row["world_size"] == 2]
     assert [rank["rank"] for rank in parallel["ranks"]] == [0, 1]

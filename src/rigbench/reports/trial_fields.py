@@ -130,8 +130,10 @@ def _speed(r: Result) -> str:
     if speed(r) == "-":  # a failed speed trial's figure: no measurement
         return f"{rate(m.samples_per_s or 0)} samples/s (not a measurement: the trial ended {r.status})"
     flags = [flag for flag, on in (("noisy", m.noisy), ("busy", is_busy(m))) if on]
+    # Several ranks: the trial's whole rate, not one rank's (each rank's own row has no rate)
+    ranks = f"; all {r.spec.world_size} ranks together" if r.spec.world_size > 1 else ""
     return (interval(m.samples_per_s, m.samples_per_s_ci) + " samples/s"
-            + (" (95% CI)" if m.samples_per_s_ci else "") + "".join(f" {flag}" for flag in flags))
+            + (" (95% CI)" if m.samples_per_s_ci else "") + "".join(f" {flag}" for flag in flags) + ranks)
 
 
 def _allreduce(table: list[list[float]]) -> str:
