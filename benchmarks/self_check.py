@@ -46,6 +46,8 @@ from step_pairs import run_pairs
 
 from rigbench import api
 from rigbench.analysis.paired import PairedRatio, paired_ratio, ratio_over_processes
+from rigbench.analysis.step_overhead import duration
+from rigbench.cli.console import utf8_streams
 from rigbench.frameworks import installed_frameworks, load_adapter
 from rigbench.frameworks.host_timer import steps_per_window
 from rigbench.spec import MeasureOptions, TrialSpec
@@ -108,7 +110,7 @@ def check(spec: TrialSpec, rounds: int, steps: int, db: str, fixed_s: float, tra
           f"{pair_processes} processes, {sum(r.rounds for r in per_process)} pairs: {each}; median bare step "
           f"{1e3 * bare_step_s:.2f} ms)", flush=True)
     print(f"{label} total {total.ratio:.4f} [{total.low:.4f}-{total.high:.4f}]  (step pairs + {100 * extra:.3f}% "
-          f"fixed: wait {1e6 * wait_s:.2f} us, protocol {1e6 * fixed_s:.1f} us, tracker "
+          f"fixed: wait {duration(wait_s)}, protocol {duration(fixed_s)}, tracker "
           f"{100 * tracker_share:.2f}%)  verdict: {total.verdict()}", flush=True)
 
 
@@ -127,9 +129,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.pair_processes < 2:
         parser.error("--pair-processes must be at least 2: the interval is over the processes")
+    utf8_streams()  # "µs" as the commands write it: UTF-8 into a file or a pipe, "us" on an ASCII terminal
     db = tempfile.mktemp(suffix=".db")
     per_step_us, tracker_pct = harness_costs()
-    print(f"harness costs: protocol {per_step_us:.2f} us per timed step (no-op step); "
+    print(f"harness costs: protocol {duration(per_step_us / 1e6)} per timed step (no-op step); "
           f"tracker thread {tracker_pct:.2f}% of one core at 10 samples/s")
     print(f"threads={args.threads} rounds={args.rounds} steps={args.steps}; ratios are ours/bare of a time per "
           "step (above 1: rigbench slower); the verdict rests on the step pairs plus the fixed costs")
