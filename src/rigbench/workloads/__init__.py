@@ -331,11 +331,15 @@ def parse_workload_ref(text: str) -> tuple[Workload, dict[str, Any]]:
         if not eq or key not in workload.options:
             known = ", ".join(f"{k}=" for k in workload.options) or "none"
             raise UsageError(f"workload {name!r} has no option {item!r} (options: {known})")
+        if key in options:  # the last one won silently: `resnet:depth=56,depth=20` swept depth 20 alone
+            raise UsageError(f"option {key} of {name!r} is given twice in {text!r}: give it once (to compare two "
+                             f"values, name the workload twice: {name}:{key}={options[key]},{name}:{key}={raw})")
         default = workload.options[key]
         try:
             value = type(default)(raw)
         except ValueError:
-            raise UsageError(f"option {key} of {name!r} takes a {type(default).__name__}, got {raw!r}") from None
+            kind = {"int": "a whole number", "float": "a number"}.get(type(default).__name__, f"a {type(default).__name__}")
+            raise UsageError(f"option {key} of {name!r} takes {kind}, got {raw!r}") from None
         choices = workload.option_choices.get(key)
         if choices and value not in choices:
             raise UsageError(f"option {key}={raw} of {name!r} must be one of {', '.join(map(str, choices))}")
