@@ -54,6 +54,14 @@ def test_a_missing_driver_names_the_extra(monkeypatch):
     assert SECRET not in str(caught.value)
 
 
+def test_another_postgresql_driver_missing_names_the_url_that_works():
+    # `postgresql+asyncpg://` said `pip install 'rigbench[postgres]'`, which installs psycopg, not asyncpg
+    with pytest.raises(UsageError, match=r"not installed \(asyncpg\): rigbench's PostgreSQL driver is psycopg 3 "
+                                         r"\(pip install 'rigbench\[postgres\]'\); give the URL as postgresql://") as caught:
+        Store(f"postgresql+asyncpg://rb:{SECRET}@127.0.0.1:1/rigbench")
+    assert SECRET not in str(caught.value)
+
+
 def rigbench(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rigbench", *args], capture_output=True, text=True, timeout=120)
 

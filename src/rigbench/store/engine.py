@@ -213,6 +213,9 @@ def make_engine(url: str, create: bool = True) -> Engine:
         engine = create_engine(url, **options)
     except ModuleNotFoundError as exc:  # the dialect imports its driver here
         how = f": {POSTGRES_INSTALL}" if backend == "postgresql" else ""
+        if backend == "postgresql" and parsed.get_driver_name() != "psycopg":  # the extra would not bring it
+            how = (f": rigbench's PostgreSQL driver is psycopg 3 ({POSTGRES_INSTALL}); give the URL as "
+                   "postgresql://... and rigbench uses it")
         raise UsageError(f"the database driver for {display_url(url)} is not installed ({exc.name}){how}") from None
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
