@@ -51,6 +51,19 @@ def test_lr_find_without_a_suggestion_exits_1_saying_why(tmp_path, monkeypatch):
     assert res.stderr.strip().splitlines()[-1].startswith("rigbench: lr-find has no learning rate to suggest: only 0")
 
 
+def test_an_interrupted_lr_find_still_prints_one_json_object(tmp_path, monkeypatch):
+    # before: nothing on stdout, where run, sweep, max-batch, scaling and recommend print JSON
+    def stopped(specs, db):
+        return api.RunOutcome("r1", "sqlite:///x.db", [], True, specs[0])
+    monkeypatch.setattr(advise, "_run_with_progress", stopped)
+    monkeypatch.setattr(api, "prepare_data", lambda workload, dataset, data_dir, download: "digits")
+    res = invoke("lr-find", "mlp", "--dataset", "digits", "--json", "--db", str(tmp_path / "l.db"))
+    assert res.exit_code == 130, res.output
+    assert json.loads(res.stdout) == {"interrupted": True, "run_id": "r1", "db": "sqlite:///x.db", "trial_id": None,
+                                      "suggested_lr": None, "curve": []}
+    assert res.stderr.strip().splitlines()[-1].startswith("interrupted (Ctrl-C); no trial had finished")
+
+
 TF32_OFF_CUDA = ("rigbench: error: --precision tf32 is an NVIDIA GPU format (Ampere and later), "
                  "not on cpu: use fp32 there, or -d cuda:N")
 

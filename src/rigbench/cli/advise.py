@@ -103,7 +103,7 @@ def lr_find(
     data_dir: str | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     offline: bool = typer.Option(False, "--offline", help="Never download: fail with the list of files to put in place."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the suggestion, its rule and figures, and the whole curve."),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON on stdout: the suggestion, its rule and figures, and the whole curve (interrupted: {interrupted, run_id, db, trial_id: null, suggested_lr: null, curve: []})."),
 ) -> None:
     """Learning-rate range test: grow the lr exponentially on real batches, stop when the loss diverges, suggest a rate."""
     from rigbench.analysis.lr_find import MIN_POINTS
@@ -124,6 +124,9 @@ def lr_find(
                             end_lr=end_lr, steps=steps, data_dir=data_dir, precision=precision,  # type: ignore[arg-type]
                             threads=threads, framework=framework)
     outcome = _run_with_progress([spec], db)
+    if as_json and outcome.interrupted:  # stdout stays one JSON object, as every other --json's does
+        print(strict_json({"interrupted": True, "run_id": outcome.run_id, "db": outcome.db_url, "trial_id": None,
+                           "suggested_lr": None, "curve": []}, indent=2))
     _finish(outcome, 1, db)
     summary = lr_find_summary(outcome.results[0])
     if as_json:
