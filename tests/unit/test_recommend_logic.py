@@ -485,3 +485,14 @@ def test_a_recommendation_that_rests_on_busy_trials_says_which_and_how_to_measur
     assert outcome.to_dict()["busy"] == outcome.busy
     Store(str(tmp_path / "empty.db"))
     assert recommend("mlp", devices=["cpu"], run_missing=False, db=str(tmp_path / "empty.db")).busy is None
+
+
+def test_what_a_recommendation_may_run_names_torch_compile_only_for_torch():
+    # a JAX recommendation said it might run torch.compile, which compile_trials runs for torch alone
+    from rigbench.experiments.recommend import _expected
+
+    torch_said = _expected(["cpu"], [16, 64], [], MeasureOptions.quick())
+    assert "(and torch.compile where the step proves overhead-bound)" in torch_said
+    for framework in ("jax", "tensorflow"):
+        said = _expected(["cpu"], [16, 64], [], MeasureOptions.quick(), framework)
+        assert "torch.compile" not in said and said.startswith("recommend: up to ")
