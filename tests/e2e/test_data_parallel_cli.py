@@ -59,6 +59,22 @@ def test_results_show_and_export_carry_the_ranks(study, tmp_path):
     assert "Data-parallel scaling" in page and "Data-parallel trials: every rank" in page
 
 
+def test_compare_shows_a_trials_own_samples_per_s_every_rank_together(study, tmp_path):
+    # compare's rate was the rank's batch over the step: half the stored figure for 2 ranks
+    db, rows, _ = study
+    bundle = tmp_path / "study.json"
+    [run] = {row["run_id"] for row in json.loads(rigbench("results", "export", "--format", "json", "--db", db).stdout)}
+    rigbench("results", "export", "--format", "bundle", "--run", run, "-o", str(bundle), "--db", db)
+    compared = json.loads(rigbench("compare", str(bundle), run, "--json", "--db", db).stdout)
+    stored = {row["world_size"]: row["samples_per_s"]
+              for row in json.loads(rigbench("results", "export", "--format", "json", "--db", db).stdout)}
+    pairs = {pair["trial"].endswith(" x2"): pair for pair in compared["pairs"]}
+    assert set(pairs) == {False, True}, compared["pairs"]
+    for two, pair in pairs.items():
+        assert pair["a"]["samples_per_s"] == pytest.approx(stored[2 if two else 1], rel=1e-9)
+        assert pair["b"]["samples_per_s"] == pytest.approx(stored[2 if two else 1], rel=1e-9)
+
+
 def test_one_process_under_the_wrapper_is_a_configuration_of_its_own_with_its_rank(tmp_path):
     # --data-parallel --processes 1: torch's DDP on a gloo group of one, through torchrun; the
     # same trial without it runs in one plain process and has no ranks.

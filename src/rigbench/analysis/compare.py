@@ -46,7 +46,7 @@ from rigbench.analysis.device_prediction import Prediction, predict
 from rigbench.analysis.host_bound import host_bound_note
 from rigbench.analysis.significance import ALPHA, significance, trial_significance
 from rigbench.analysis.stats import MEDIAN_CI_MIN, benjamini_hochberg, geometric_mean, median, median_ci, t_interval
-from rigbench.analysis.trials import is_full_protocol, newest_run_trials
+from rigbench.analysis.trials import global_batch, is_full_protocol, newest_run_trials
 from rigbench.spec import Result
 
 #: software keys that describe the configuration, not a version (compared elsewhere or not at all)
@@ -201,9 +201,10 @@ def version_differences(a: Result, b: Result) -> list[str]:
 
 
 def _speed(r: Result) -> float:
-    """samples/s of a trial with step times: batch / median step time (one figure per window
-    where steps were timed together: Result.timing_samples)."""
-    return r.spec.batch_size / median(r.timing_samples())
+    """samples/s of a trial with step times: its global batch (every rank's: the trial's own
+    samples/s) / median step time (one figure per window where steps were timed together:
+    Result.timing_samples)."""
+    return global_batch(r) / median(r.timing_samples())
 
 
 def _side(trials: Sequence[Result]) -> Side:
@@ -217,7 +218,7 @@ def _side(trials: Sequence[Result]) -> Side:
     if r.status != "ok" or len(r.step_times_s) == 0:
         return Side(r)
     low, high = median_ci(r.timing_samples())
-    batch = r.spec.batch_size
+    batch = global_batch(r)
     return Side(r, _speed(r), (batch / high, batch / low))
 
 
