@@ -198,7 +198,8 @@ def oversubscription(specs: Sequence[TrialSpec], cores: int | None) -> str | Non
 
 #: The least memory a data-parallel rank takes, whatever it trains: its framework, imported (torch
 #: 2.13 alone ~220 MiB resident here; a --quick mlp rank peaked at 520-550 MiB in torch and jax,
-#: 1,250-1,280 MiB in TensorFlow: docs/DATA_PARALLEL.md). A coarse floor, so that only a count that surely cannot fit is refused.
+#: 1,250-1,280 MiB in TensorFlow: docs/DATA_PARALLEL.md). A coarse floor, so that only a count
+#: that surely cannot fit is refused.
 RANK_FLOOR_BYTES = 256 * 2**20
 
 
