@@ -284,10 +284,38 @@ def test_a_sweep_stopped_before_any_point_finished_prints_no_table_and_no_stored
     assert res.exit_code == 130 and res.stdout == ""
     assert "no trial had finished: nothing was stored" in res.stderr
     assert "; 2 grid points left. Resume with: rigbench " in res.stderr  # (sys.argv: pytest's here)
+    assert "result of an earlier run" not in res.stderr  # nothing was stored before
     as_json = CliRunner().invoke(app, [*args, "--json"])  # stdout stays one JSON object
     assert as_json.exit_code == 130
     assert json.loads(as_json.stdout) == {"run_id": "r1", "db": "sqlite:///x.db", "grid_points": 2, "skipped": 0,
                                           "ran": 0, "interrupted": True, "results": []}
+
+
+def test_an_interrupted_re_measurement_says_resume_would_skip_the_points_stored_before(tmp_path, monkeypatch):
+    """A sweep without --resume measures every point again; interrupted, it said only "Resume with:
+    ... --resume", which skips every point with a stored result, so it would have re-measured none of
+    those stored by an earlier run."""
+    from rigbench.cli import sweep as sweep_cli
+    from rigbench.experiments.sweep import SweepOutcome
+
+    db = str(tmp_path / "again.db")
+    store = Store(db)
+    store.add_run("old", "t", "test", this_machine_identity())
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], devices=["cpu"], batch_sizes=[8, 16, 32], quick=True))
+    for spec in grid[:2]:  # b8 and b16 were measured before; b8 again now, then Ctrl-C during b16
+        _stored(store, spec)
+    again = Result(run_id="r1", created_at="t", spec=grid[0], status="ok")
+    monkeypatch.setattr(sweep_cli, "_sweep_with_progress", lambda grid, db, resume: SweepOutcome(
+        "r1", "sqlite:///x.db", grid, results=[] if resume else [again], interrupted=True,
+        stopped=grid[2] if resume else grid[1]))
+    args = ["sweep", "mlp", "-d", "cpu", "--quick", "-b", "8,16,32", "--db", db]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 130
+    assert res.stderr.rstrip().endswith(
+        "--resume (1 of the points left has a result of an earlier run, which --resume counts as done and skips: "
+        "to measure it again, run without --resume)")
+    resumed = CliRunner().invoke(app, [*args, "--resume"])  # resuming: every point left is unstored, no note
+    assert resumed.exit_code == 130 and "earlier run" not in resumed.stderr
 
 
 def test_the_estimate_takes_what_this_machines_earlier_trial_of_a_configuration_took(tmp_path, monkeypatch):

@@ -174,6 +174,21 @@ def _stored_if_any(grid: list[TrialSpec], db: str | None) -> tuple[str, dict[str
     return (store.url, stored_results(store, grid)) if store else (resolve_db_url(db) if db else default_db_url(), {})
 
 
+def _earlier_note(grid: list[TrialSpec], finished: list[Result], db: str | None, resume: bool) -> str:
+    """For a sweep run without --resume (measuring every point again) and interrupted: how many
+    of the points it did not finish have a result of an earlier run, which --resume counts as
+    done. Its resume hint alone sent a re-measurement to run none of them."""
+    from rigbench.experiments.sweep import spec_key
+
+    done = {spec_key(r.spec) for r in finished}
+    earlier = len(_stored_if_any([s for s in grid if spec_key(s) not in done], db)[1]) if not resume else 0
+    if not earlier:
+        return ""
+    return (f" ({earlier} of the points left {'has' if earlier == 1 else 'have'} a result of an earlier run, which "
+            f"--resume counts as done and skips: to measure {'it' if earlier == 1 else 'them'} again, run without "
+            "--resume)")
+
+
 def _dry_run(grid: list[TrialSpec], db: str | None, resume: bool, as_json: bool) -> None:
     from rigbench.experiments.sweep import spec_key
     from rigbench.reports.cells import cells
@@ -289,6 +304,6 @@ def sweep(
         kept = interrupts.kept_text(outcome.results, ran, "trial", outcome.stopped,
                                     f"{outcome.db_url} (run {outcome.run_id})")
         left = len(grid) - len(finished)
-        err.print(f"{kept}; {left} grid point{'s' * (left != 1)} left. Resume with: {_resume_command()}",
-                  highlight=False, markup=False, soft_wrap=True)
+        err.print(f"{kept}; {left} grid point{'s' * (left != 1)} left. Resume with: {_resume_command()}"
+                  + _earlier_note(grid, finished, db, resume), highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
