@@ -122,6 +122,10 @@ def test_an_interrupt_no_command_handled_exits_128_plus_the_signal_with_one_line
     app.command("other")(lambda: None)
     assert _main_exit(monkeypatch, app) == 143
     assert capsys.readouterr().err.startswith("interrupted (SIGTERM) outside a trial: ")
+    # the listing names the command's database: `rigbench results list` alone read the default one
+    monkeypatch.setattr(sys, "argv", ["rigbench", "sweep", "mlp", "--db", "postgresql://u:pw@h/r"])
+    assert interrupts.unsaid_exit() == 143
+    assert capsys.readouterr().err.endswith("(`rigbench results list --db postgresql://u@h/r` shows them)\n")
 
 
 def test_a_command_that_said_what_it_kept_is_left_alone(monkeypatch, capsys, handlers):

@@ -126,6 +126,17 @@ def interrupted_exit() -> typer.Exit:
     return typer.Exit(exit_code())
 
 
+def _listing() -> str:
+    """`rigbench results list`, with the command's --db (its password left out): without it, the
+    listing read the default database, not the one the command was storing in."""
+    from rigbench.store.engine import hint_argv
+
+    args = hint_argv(sys.argv[1:])
+    given = [["--db", args[i + 1]] for i, arg in enumerate(args[:-1]) if arg == "--db"]
+    given += [[arg] for arg in args if arg.startswith("--db=")]
+    return shlex.join(["rigbench", "results", "list", *(given[-1] if given else [])])
+
+
 def unsaid_exit() -> int:
     """For an interrupt no command handled: one that came before the command started (typer
     builds every command first), during its set-up, or once its trials were over (the summary
@@ -133,7 +144,7 @@ def unsaid_exit() -> int:
     Says so in one line on stderr and returns the exit code. Every trial a session finished is
     stored by then, and none was running."""
     print(f"interrupted ({signal_name()}) outside a trial: nothing was left half-done, and every result stored "
-          "before it stays stored (`rigbench results list` shows them)", file=sys.stderr)
+          f"before it stays stored (`{_listing()}` shows them)", file=sys.stderr)
     return exit_code()
 
 
