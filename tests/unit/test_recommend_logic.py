@@ -487,7 +487,7 @@ def test_a_recommendation_that_rests_on_busy_trials_says_which_and_how_to_measur
     assert recommend("mlp", devices=["cpu"], run_missing=False, db=str(tmp_path / "empty.db")).busy is None
 
 
-def test_what_a_recommendation_may_run_names_torch_compile_only_for_torch():
+def test_what_a_recommendation_may_run_names_only_what_runs_for_it():
     # a JAX recommendation said it might run torch.compile, which compile_trials runs for torch alone
     from rigbench.experiments.recommend import _expected
 
@@ -496,3 +496,6 @@ def test_what_a_recommendation_may_run_names_torch_compile_only_for_torch():
     for framework in ("jax", "tensorflow"):
         said = _expected(["cpu"], [16, 64], [], MeasureOptions.quick(), framework)
         assert "torch.compile" not in said and said.startswith("recommend: up to ")
+    # nor an lr-find where the workload takes none (dcgan: it said "plus an lr-find" all the same)
+    gan = _expected(["cpu"], [16], [], MeasureOptions.quick(), "torch", lr_find=False)
+    assert "plus a loader epoch where a data set is here" in gan and "lr-find" not in gan

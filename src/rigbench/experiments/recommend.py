@@ -171,7 +171,7 @@ def recommend(
                          batch_size=batch, measure=measure, **changes)
 
     if run_missing:
-        on_note(_expected(chosen, grid, stored, measure, framework))
+        on_note(_expected(chosen, grid, stored, measure, framework, ref.lr_find))
 
     # Phase 1: per device, the memory limit and the batch grid within it.
     limits: dict[str, MemoryLimit] = {}
@@ -263,7 +263,7 @@ def recommend(
 
 
 def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Result], measure: MeasureOptions,
-              framework: str = "torch") -> str:
+              framework: str = "torch", lr_find: bool = True) -> str:
     """What a recommendation may still run, said before it starts: at most so many trials (the
     stored ones are skipped as it goes) and at least about so long. On the 2-core dev VM
     `recommend mlp -d cpu` ran 11 trials in 119 s from an empty database."""
@@ -276,8 +276,9 @@ def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Resu
         trials += probes + len(grid) + threads + len(precision_checks(device)[0])
     speed_s = trials * (measure.warmup_seconds + measure.min_seconds + TRIAL_OVERHEAD_S)
     compiled = " (and torch.compile where the step proves overhead-bound)" if framework == "torch" else ""  # compile_trials
-    return (f"recommend: up to {trials} speed trials and probes plus an lr-find and a loader epoch where a "
-            f"data set is here{compiled}; at least about {round((speed_s + 2 * DATA_TRIAL_S) / 60, 1)} min")
+    data = "an lr-find and a loader epoch" if lr_find else "a loader epoch"  # a GAN takes no lr-find (needs_lr_find)
+    return (f"recommend: up to {trials} speed trials and probes plus {data} where a data set is here{compiled}; "
+            f"at least about {round((speed_s + (1 + lr_find) * DATA_TRIAL_S) / 60, 1)} min")
 
 
 def stored_recommendation(results: Sequence[Result], workload: str, framework: str = "torch",
