@@ -19,6 +19,21 @@ DUMP = (
     "Extension modules: " + ", ".join(f"numpy._core.module{i}" for i in range(300)) + " (total: 300)\n"
 )
 
+#: JAX's coordination client aborting on node 1 when node 0 went away (Ctrl-C there), as its rank
+#: wrote it on this VM: the check's message, absl's native stack trace, then faulthandler's dump.
+JAX_ABORT = (
+    "F1128 15:41:02.553 coordination_service_agent.cc:339] Terminating process because the JAX distributed "
+    "service detected fatal errors. This most likely indicates that another task died; see the other task "
+    "logs for more details. absl::Status: UNAVAILABLE: Failed to send RPC to coordination service. Either the "
+    "leader task was preempted/died/restarted unexpectedly or this task is experiencing network issues.\n"
+    ":UNKNOWN:Error received from peer  {grpc_status:14, grpc_message:\"Socket closed\"}\n"
+    "*** Check failure stack trace: ***\n"
+    + "    @     0x7fd9b9440634  absl::lts_20260107::log_internal::LogMessage::SendToLog()\n" * 11
+    + "    @     0x7fd9d7aa71f5  (unknown)\n"
+)
+TORCH_FRAMES = ("  frame #4: <unknown function> + 0x674987b (0x7f77fdb4987b in libtorch_cpu.so)\n" * 20
+                + "  <omitting python frames>\n")
+
 
 def test_the_end_of_a_long_file(tmp_path):
     path = tmp_path / "err.txt"
@@ -91,3 +106,13 @@ def test_the_childs_phase_lines_are_not_part_of_its_error(tmp_path):
                     + DUMP, encoding="utf-8")
     tail = stderr_tail(path)
     assert tail.startswith(NATIVE + "Fatal Python error: Aborted") and "rigbench: phase:" not in tail
+
+
+def test_native_stack_frames_leave_room_for_the_message_before_them():
+    dump = DUMP.replace("line 136 in measure\n", "line 136 in measure\n" + FRAME * 100)
+    tail = fitted_tail("warning\n" * 500 + JAX_ABORT + dump)
+    assert "Terminating process because the JAX distributed service detected fatal errors" in tail
+    assert "0x7fd9" not in tail and "Check failure stack trace" not in tail
+    assert 'grpc_message:"Socket closed"}\nFatal Python error: Aborted\n' in tail
+    torch = fitted_tail("torch.distributed.DistStoreError: wait timeout after 60000ms\n" + TORCH_FRAMES, chars=200)
+    assert torch == "torch.distributed.DistStoreError: wait timeout after 60000ms\n"

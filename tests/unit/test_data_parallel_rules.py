@@ -248,6 +248,17 @@ def test_a_node_other_than_0_prints_why_its_own_ranks_failed():
     assert lines == ["node 1: mlp torch cpu b8 fp32 x4 rank 2: crash: RuntimeError: Connection reset by peer",
                      "node 1: mlp torch cpu b8 fp32 x4 rank 3: crash: the trial's process was killed by SIGKILL\n"
                      "  what it printed last"]
+    # a native abort: what the library said before faulthandler's dump, then its first line,
+    # not the threads' stacks (JAX's rank on node 1 when node 0 went away: only stacks were shown)
+    from rigbench.runner.launchers.crash_output import fitted_tail
+    from tests.unit.test_crash_output import DUMP, JAX_ABORT
+    aborted = ChildReport(status="crash", rank=1, world_size=2,
+                          error=fitted_tail(JAX_ABORT + DUMP) + "\nthe trial's process was killed by SIGABRT")
+    [said] = local_failures(spec(world_size=2).model_copy(update={"nodes": 2}),
+                            Outcome(reports=[ChildReport(status="ok", rank=0, world_size=2), aborted], ran_here=[1]),
+                            node_rank=1)
+    assert said.endswith('grpc_message:"Socket closed"}\n  Fatal Python error: Aborted'), said
+    assert "detected fatal errors" in said and "Thread 0x" not in said and "0x7fd9" not in said
     refused = Outcome(reports=[ChildReport(status="unsupported", error="tensorflow has no multi-node launch")])
     assert local_failures(two_nodes, refused, node_rank=1) == [
         "node 1: mlp torch cpu b8 fp32 x4: unsupported: tensorflow has no multi-node launch"]

@@ -26,6 +26,7 @@ from rigbench.ranks import node_rank_here
 from rigbench.runner.assemble import build_result
 from rigbench.runner.launchers import Outcome, TrackerSettings, launcher_for
 from rigbench.runner.launchers.base import TrialInterrupted
+from rigbench.runner.launchers.crash_output import FAULT_HEADER
 from rigbench.runner.signal_names import STOPS
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store, waiting
@@ -171,9 +172,18 @@ def local_failures(spec: TrialSpec, launched: Outcome, node_rank: int) -> list[s
         first = launched.reports[ranks[0]]
         text = line(first, f" rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}")
         if not all(launched.reports[r].collateral for r in ranks):
-            text += "".join(f"\n  {before}" for before in error.strip().splitlines()[:-1][-TAIL_LINES:])
+            text += "".join(f"\n  {before}" for before in _cause_tail(error))
         texts.append(text)
     return texts
+
+
+def _cause_tail(error: str) -> list[str]:
+    """The last TAIL_LINES of a cause's text before its error line; after a native crash, those
+    before faulthandler's dump and its first line: what the library said (JAX's coordination
+    client: the leader task died) is the cause, every thread's stack would fill the lines."""
+    lines = error.strip().splitlines()[:-1]
+    dump = [i for i, line in enumerate(lines) if line.startswith(FAULT_HEADER)]
+    return (lines[:dump[-1] + 1] if dump else lines)[-TAIL_LINES:]
 
 
 def oversubscription(specs: Sequence[TrialSpec], cores: int | None) -> str | None:

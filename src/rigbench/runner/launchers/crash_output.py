@@ -12,6 +12,7 @@ a framework is loaded) and the frames of threading's and runpy's start-up code.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from rigbench.runner.epoch_lines import without_phases
@@ -27,6 +28,10 @@ BEFORE_SHARE = 0.25
 #: Lines of a dump that say nothing about the trial.
 _NOISE_PREFIXES = ("Extension modules: ",)
 _NOISE_FILES = ("/threading.py\"", "\"<frozen runpy>\"")
+#: Lines of a native library's own stack trace: absl's after a failed check (JAX's coordination
+#: client aborting when node 0 went away: a dozen `@ 0x7f...` lines filled the room kept for what
+#: came before the dump, cutting the check's message to its last words) and torch's C++ frames.
+_NATIVE_FRAME = re.compile(r"\s*(@\s+0x[0-9a-f]+\s|frame #\d+: |<omitting python frames>|\*\*\* Check failure stack trace)")
 
 
 def stderr_tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
@@ -62,7 +67,8 @@ def without_frames(text: str) -> str:
 
 def fitted_tail(text: str, chars: int = STDERR_TAIL_CHARS) -> str:
     """`text`'s end in `chars` characters; with a faulthandler dump, the dump without its noise
-    after the end of what came before it (module docstring)."""
+    after the end of what came before it (module docstring), and without native stack frames."""
+    text = "".join(line for line in text.splitlines(keepends=True) if not _NATIVE_FRAME.match(line))
     before, header, dump = text.rpartition(FAULT_HEADER)
     if not header:
         return text[-chars:]
