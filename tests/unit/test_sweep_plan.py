@@ -364,3 +364,17 @@ def test_a_trial_stores_how_long_it_took_on_the_parents_clock(tmp_path):
     stored = store.get(result.id)
     windows = quick_spec("mlp").measure.warmup_seconds + quick_spec("mlp").measure.min_seconds
     assert stored.status == "ok" and stored.metrics.trial_s > windows  # start, build, count beyond the windows
+
+
+def test_the_bar_counts_trials_and_says_when_it_does_not_know_how_many_yet():
+    # "checking the database ━━━ 0/None" before the plan was known
+    from rich.progress import MofNCompleteColumn
+
+    from rigbench.cli.sweep import _bar
+
+    bar = _bar()
+    task = bar.add_task("checking the database", total=None, eta="-")
+    counted = [column for column in bar.columns if isinstance(column, MofNCompleteColumn)]
+    assert len(counted) == 1 and str(counted[0].render(bar.tasks[task])) == "0/?"
+    bar.update(task, total=4, completed=1)
+    assert str(counted[0].render(bar.tasks[task])) == "1/4"

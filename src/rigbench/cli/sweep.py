@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from rigbench.cli import interrupts
 from rigbench.cli.common import (
@@ -117,9 +117,7 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
     from rigbench.experiments.sweep import sweep as run_sweep
     from rigbench.reports import terminal
 
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
-                        TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                        TextColumn("ETA {task.fields[eta]}"), console=err, transient=True, disable=no_bar())
+    progress = _bar()
     timing: dict[str, float] = {}
     labels: dict[int, str] = {}
     with progress:
@@ -150,6 +148,14 @@ def _sweep_with_progress(grid: list[TrialSpec], db: str | None, resume: bool) ->
 
         return run_sweep(grid, db=db, resume=resume, on_plan=planned, on_trial_start=started,
                          on_trial_end=ended, on_trial_progress=advanced)
+
+
+def _bar() -> Progress:
+    """The sweep's bar: trial M/N, elapsed time and ETA (M/? while the database is read: it
+    showed "0/None")."""
+    return Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+                    MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
+                    console=err, transient=True, disable=no_bar())
 
 
 def _store_if_any(db: str | None) -> Store | None:
