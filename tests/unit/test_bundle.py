@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 
 from rigbench.errors import UsageError
 from rigbench.spec import SCHEMA_VERSION, EpochRecord, Metrics, Result, TrialSpec
-from rigbench.store import Store
+from rigbench.store import Store, rows
 from rigbench.store.bundle import (
     FORMAT,
     Bundle,
@@ -274,13 +274,42 @@ def decoded(monkeypatch):
     return ids
 
 
-def test_a_reimport_skips_each_copy_by_its_stored_text_without_decoding_it(source, db_url, decoded):
+@pytest.fixture()
+def read(monkeypatch):
+    """The ids of the stored rows an import decodes without their raw samples (for their specs)."""
+    ids = []
+    real = rows._decoded
+
+    def decoded_rows(found, raw, skipped):
+        found = list(found)
+        ids.extend(row.id for row in found)
+        return real(found, raw, skipped)
+
+    monkeypatch.setattr(rows, "_decoded", decoded_rows)
+    return ids
+
+
+def test_a_reimport_skips_each_copy_by_its_stored_text_without_decoding_it(source, db_url, decoded, read):
+    """Nor decoding any stored row for its spec: every row was, to know which trials are stored."""
     target = Store(db_url)
     bundle = parse_bundle(dump_bundle(_bundle(source)))
     import_bundle(target, bundle)
+    read.clear()  # the export's
     done = import_bundle(target, bundle)
     assert (done.added_results, done.skipped_results) == (0, 3)
-    assert counts(target) == (2, 3, 3) and decoded == []
+    assert counts(target) == (2, 3, 3) and decoded == [] and read == []
+
+
+def test_a_stored_row_that_cannot_be_read_is_said_and_its_trial_added_as_before(source, tmp_path, caplog):
+    target = Store(str(tmp_path / "target.db"))
+    bundle = parse_bundle(dump_bundle(_bundle(source)))
+    import_bundle(target, bundle)
+    with target.engine.begin() as conn:
+        conn.execute(update(trials).where(trials.c.id == 2).values(result_json="[]"))
+    done = import_bundle(target, bundle)
+    assert (done.added_results, done.skipped_results) == (1, 2) and counts(target) == (2, 4, 4)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"skipped 1 stored result(s) in {target.url} that cannot be read: trial 2 (result_json is not an object)"]
 
 
 def test_an_edited_reimport_is_decoded_and_refused_on_every_database(source, db_url, decoded):

@@ -61,10 +61,18 @@ from rigbench.store.bundle_read import (
     trial_digest,
 )
 from rigbench.store.calibrations import CalibrationRecord
-from rigbench.store.db import Store
+from rigbench.store.db import Store, Transaction
 from rigbench.store.export import json_pieces
 from rigbench.store.machines import read_machine
-from rigbench.store.rows import stored_command, stored_digests, stream_results, text_digest
+from rigbench.store.rows import (
+    column_text,
+    read_results,
+    stored_command,
+    stored_digests,
+    stored_keys,
+    text_digest,
+    warn_unreadable,
+)
 from rigbench.store.schema import runs
 from rigbench.textlimits import NAME_CHARS, clip, clip_value
 from rigbench.timestamps import now_iso
@@ -255,16 +263,7 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
             if run.id in present and clip_value(present[run.id], NAME_CHARS) != run.machine:
                 raise UsageError(f"{bundle.origin}: runs[{i}].id: run {run.id!r} is already stored in "
                                  f"{store.url} with a different machine; refusing to mix them")
-        stored: dict[bytes, list[int]] = {}  # each stored trial's key (its digest) -> ids: not the results
-        for run_id in present:
-            for r in stream_results(tx.conn, {"run_id": run_id}, False, tx.url):
-                if r.id is not None:
-                    stored.setdefault(trial_digest(r), []).append(r.id)
-        # each stored row's texts, digested: a row holding byte for byte what storing a validated
-        # result writes reads back as that result (written as it is read: pydantic and json round
-        # trip; test_bundle checks odd values), so the same text is the same content, and decoding
-        # each copy again was most of a re-import (text_digest is None where that does not hold).
-        texts = stored_digests(tx.conn, list(present))
+        stored = _StoredTrials(tx, list(present))
         new_runs = [r for r in bundle.runs if r.id not in present]
         for run in new_runs:  # before their results: a result's run_id must exist
             tx.add_run(run.id, run.created_at, run.command, run.machine)
@@ -273,7 +272,7 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
         pending: list[Result] = []  # stored BATCH at a time (Transaction.add_results): a few MB held
         repeated = bundle.repeated  # only a result of a trial another result of the bundle is of can be a copy
         in_bundle: set[bytes] = set()  # their contents: a copy in a hand-joined bundle lands once
-        for i, result in enumerate(bundle.each()):
+        for i, result in enumerate(stored.said_after(bundle.each())):
             trial = trial_digest(result)
             # (not by trial_key alone: repeats of one spec can share a run and a second, with other figures)
             if trial in repeated:
@@ -281,7 +280,9 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
                 if content in in_bundle:
                     continue
                 in_bundle.add(content)
-            same = stored.get(trial, [])
+            if stored.copy_of(result):
+                continue  # what follows would find that stored row the same, without decoding it
+            same = stored.of_trial(result, trial)
             if not same:
                 if not refused:  # once one is refused nothing will land: only the rest's checks go on
                     pending.append(result.model_copy(update={"id": None}))
@@ -290,10 +291,7 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
                         pending.clear()
                 added += 1
                 continue
-            mine = text_digest(result)
-            if mine and all(texts.get(trial_id) == mine for trial_id in same):
-                continue  # a copy: what follows would find each stored row the same, without decoding it
-            copies = [tx.get(trial_id) for trial_id in same]
+            copies = stored.read_back(same)
             differences = [_difference(_content(c), _content(result)) for c in copies if c is not None]
             if differences and all(differences):
                 refused.append(f"results[{i}]: trial {same[0]} of run {result.run_id} (same time and spec) is "
@@ -308,6 +306,75 @@ def import_bundle(store: Store, bundle: Bundle | BundleFile) -> ImportOutcome:
     present_ids = [r.id for r in bundle.runs if r.id in present]
     return ImportOutcome([r.id for r in new_runs], present_ids, added, bundle.count - added, bundle.notes,
                          len(new_cals), len(bundle.calibrations) - len(new_cals))
+
+
+class _StoredTrials:
+    """The stored results of an import's runs that are already stored, each read only as far as
+    telling which trial it is needs: a row whose texts are byte for byte what storing a bundle's
+    result writes (rows.stored_digests, text_digest) reads back as that result (pydantic and json
+    round trip; test_bundle checks odd values), so it is that trial and that content, undecoded;
+    only a result without such a copy has its candidates (same run and created_at columns:
+    rows.stored_keys) decoded for their specs. Decoding every stored row for its spec was most of
+    a re-import. Rows that cannot be read are said as reading them all said them, per run."""
+
+    def __init__(self, tx: Transaction, run_ids: list[str]):
+        self._tx, self._run_ids = tx, run_ids
+        self._keys = stored_keys(tx.conn, run_ids)
+        self._texts = stored_digests(tx.conn, run_ids)
+        self._trials: dict[int, bytes] = {}  # a decoded row's trial_digest
+        self._unreadable: dict[int, str] = {}  # a row that cannot be read: why
+        self._copies: set[int] = set()  # rows known by their text: readable
+
+    def _candidates(self, result: Result) -> list[int]:
+        return self._keys.get((result.run_id, column_text(result.created_at)), [])
+
+    def copy_of(self, result: Result) -> bool:
+        """Whether a stored row holds byte for byte what storing `result` writes."""
+        candidates = self._candidates(result)
+        mine = text_digest(result) if candidates else None  # None where the text rule does not hold
+        found = [i for i in candidates if mine is not None and self._texts.get(i) == mine]
+        self._copies.update(found)
+        return bool(found)
+
+    def of_trial(self, result: Result, trial: bytes) -> list[int]:
+        """The readable stored rows of `result`'s trial (its `trial` digest), oldest first."""
+        candidates = self._candidates(result)
+        self._decode(candidates)
+        return [i for i in candidates if self._trials.get(i) == trial]
+
+    def read_back(self, ids: list[int]) -> list[Result | None]:
+        """The stored results `ids` with their raw samples (Transaction.get); ValueError for one
+        that cannot be read, after the warning reading every row gave before it."""
+        try:
+            return [self._tx.get(i) for i in ids]
+        except ValueError:
+            self.warn_unreadable()
+            raise
+
+    def said_after(self, results: Iterator[Result]) -> Iterator[Result]:
+        """`results`, then the warning of the stored rows that cannot be read (also where the
+        bundle's file was changed meanwhile: UsageError)."""
+        try:
+            yield from results
+        except UsageError:
+            self.warn_unreadable()
+            raise
+        self.warn_unreadable()
+
+    def _decode(self, ids: list[int]) -> None:
+        found, skipped = read_results(self._tx.conn, [i for i in ids if i not in self._trials
+                                                      and i not in self._unreadable])
+        self._trials.update((r.id, trial_digest(r)) for r in found if r.id is not None)
+        self._unreadable.update(skipped)
+
+    def warn_unreadable(self) -> None:
+        """One warning per run for its rows that cannot be read: each row no copy accounts for is
+        decoded, if it was not."""
+        self._decode([i for ids in self._keys.values() for i in ids if i not in self._copies])
+        run_of = {i: run for (run, _), ids in self._keys.items() for i in ids}
+        for run_id in self._run_ids:
+            warn_unreadable(sorted((i, why) for i, why in self._unreadable.items() if run_of[i] == run_id),
+                            self._tx.url)
 
 
 def _content(result: Result) -> dict[str, Any]:

@@ -147,6 +147,29 @@ def stored_digests(conn: Connection, run_ids: Sequence[str]) -> dict[int, bytes]
     return found
 
 
+def stored_keys(conn: Connection, run_ids: Sequence[str]) -> dict[tuple[str, str], list[int]]:
+    """(run id, created_at) as the key columns hold them -> the ids of the results of `run_ids`
+    stored with them, oldest first: the only rows that can be a result's trial (trial_key; its
+    created_at through column_text), found without decoding any (a bundle's re-import)."""
+    found: dict[tuple[str, str], list[int]] = {}
+    query = select(trials.c.id, trials.c.run_id, trials.c.created_at).order_by(trials.c.id)
+    for start in range(0, len(run_ids), 500):  # bounded IN lists: SQLite's variable limit
+        for row in conn.execute(query.where(trials.c.run_id.in_(run_ids[start:start + 500]))):
+            found.setdefault((row.run_id, row.created_at), []).append(row.id)
+    return found
+
+
+def read_results(conn: Connection, trial_ids: Sequence[int]) -> tuple[list[Result], list[tuple[int, str]]]:
+    """The results of `trial_ids` without raw samples, as stream_results reads them, by id; and
+    the id and why of each row that cannot be read, unsaid (the caller says it: warn_unreadable)."""
+    ids = list(dict.fromkeys(trial_ids))
+    found: list[Any] = []
+    for start in range(0, len(ids), 500):  # bounded IN lists: SQLite's variable limit
+        found += conn.execute(select(trials.c.id, trials.c.result_json).where(trials.c.id.in_(ids[start:start + 500])))
+    skipped: list[tuple[int, str]] = []
+    return list(_decoded(sorted(found, key=lambda row: row.id), False, skipped)), skipped
+
+
 def _decode(row: Any, raw: bool) -> Result:
     """One stored row as a Result (leniently); ValueError if it cannot be read."""
     data = json.loads(row.result_json)
@@ -277,7 +300,7 @@ def stream_results(conn: Connection, where: dict[str, Any], raw: bool, url: str,
             break
         after = page[-1].id
         yield from _decoded(page, raw, skipped)
-    _warn_skipped(skipped, url)
+    warn_unreadable(skipped, url)
 
 
 def _decoded(rows: Iterable[Any], raw: bool, skipped: list[tuple[int, str]]) -> Iterator[Result]:
@@ -294,11 +317,11 @@ def _readable(rows: Iterable[Any], raw: bool, url: str) -> list[Result]:
     first and counting the rest: one bad row never breaks a command over the whole database."""
     skipped: list[tuple[int, str]] = []
     out = list(_decoded(rows, raw, skipped))
-    _warn_skipped(skipped, url)
+    warn_unreadable(skipped, url)
     return out
 
 
-def _warn_skipped(skipped: list[tuple[int, str]], url: str) -> None:
+def warn_unreadable(skipped: list[tuple[int, str]], url: str) -> None:
     if skipped:
         first_id, why = skipped[0]
         more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
