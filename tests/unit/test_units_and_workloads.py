@@ -101,8 +101,8 @@ def test_workload_refs_with_options():
         parse_workload_ref("cnn:depth=20")
     # a key given twice: the last one won silently, so `sweep resnet:depth=56,depth=20` ran depth 20 alone
     with pytest.raises(UsageError, match=r"option depth of 'resnet' is given twice in 'resnet:depth=56,depth=20': "
-                                         r"give it once \(to compare two values, name the workload twice: "
-                                         r"resnet:depth=56,resnet:depth=20\)"):
+                                         r"give it once \(to compare two values, name the workload once for "
+                                         r"each: resnet:depth=56 and resnet:depth=20\)"):
         parse_workload_ref("resnet:depth=56,depth=20")
     with pytest.raises(UsageError, match="option depth of 'resnet' takes a whole number, got 'x'"):  # "a int"
         parse_workload_ref("resnet:depth=x")

@@ -333,7 +333,7 @@ def parse_workload_ref(text: str) -> tuple[Workload, dict[str, Any]]:
             raise UsageError(f"workload {name!r} has no option {item!r} (options: {known})")
         if key in options:  # the last one won silently: `resnet:depth=56,depth=20` swept depth 20 alone
             raise UsageError(f"option {key} of {name!r} is given twice in {text!r}: give it once (to compare two "
-                             f"values, name the workload twice: {name}:{key}={options[key]},{name}:{key}={raw})")
+                             f"values, name the workload once for each: {name}:{key}={options[key]} and {name}:{key}={raw})")
         default = workload.options[key]
         try:
             value = type(default)(raw)
