@@ -247,6 +247,10 @@ def scaling(
                              compile=_compile_variants(compile_, compile_mode),
                              channels_last=channels_last,
                              quick=quick, framework=framework, energy=energy, rounds=rounds)
+    from rigbench.experiments.plan import emulated_bf16
+
+    if slow := emulated_bf16(specs):
+        err.print(f"rigbench: warning: {slow}", highlight=False, markup=False, soft_wrap=True)
     outcome = _run_with_progress(specs, db)
     rows = scaling_table(outcome.results)
     if as_json:

@@ -255,6 +255,7 @@ def sweep(
     """Run the product of lists of settings (from flags or a TOML file); resumable with --resume.
     Says first how many trials will run and how long that takes; asks on a terminal when that
     is over 30 minutes."""
+    from rigbench.experiments.plan import emulated_bf16
     from rigbench.experiments.sweep import load_sweep_file, plan_sweep, sweep_spec
     from rigbench.reports import terminal
 
@@ -285,6 +286,8 @@ def sweep(
         return
     open_store_for(grid, db)
     _announce(grid, db, resume, yes)
+    if slow := emulated_bf16(grid):
+        err.print(f"rigbench: warning: {slow}", highlight=False, markup=False, soft_wrap=True)
     try:
         outcome = _sweep_with_progress(grid, db, resume)
     except KeyboardInterrupt:  # between trials: finished ones are already stored
