@@ -499,3 +499,8 @@ def test_what_a_recommendation_may_run_names_only_what_runs_for_it():
     # nor an lr-find where the workload takes none (dcgan: it said "plus an lr-find" all the same)
     gan = _expected(["cpu"], [16], [], MeasureOptions.quick(), "torch", lr_find=False)
     assert "plus a loader epoch where a data set is here" in gan and "lr-find" not in gan
+    # with timed results stored: it pointed at "the plan below", which a recommendation lacking
+    # nothing never printed
+    assert _expected(["cpu"], [16], [trial(16, 100.0)], MeasureOptions.quick()) == (
+        "recommend: measuring only what the stored results lack, each step announced as it starts (nothing, where "
+        "they lack nothing)")

@@ -268,7 +268,8 @@ def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Resu
     stored ones are skipped as it goes) and at least about so long. On the 2-core dev VM
     `recommend mlp -d cpu` ran 11 trials in 119 s from an empty database."""
     if any(rules.timed(r) for r in stored):
-        return "recommend: measuring only what the stored results lack (at most the plan below)"
+        return ("recommend: measuring only what the stored results lack, each step announced as it starts "
+                "(nothing, where they lack nothing)")
     trials = 0
     for device in devices:
         probes = max_batch_reach(device).bit_length()  # doubling from the grid's largest batch: 2x in 2, 16x in 5
