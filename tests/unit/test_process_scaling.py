@@ -46,6 +46,18 @@ def test_strong_scaling_scales_the_compute_with_the_rank_batch():
     assert scaling_verdict(rows).startswith("communication-bound beyond 1: at 2 processes 60%")
 
 
+def test_an_efficiency_above_1_beyond_its_interval_blames_the_baseline():
+    # 4 ranks on a busy 2-core VM once read 1.87: one process at 2 threads had lost most of its speed
+    rows = process_scaling_rows([result(1, 1, 64, 0.5), result(2, 2, 64, 0.125)])
+    assert rows[1].efficiency_ci[0] > 1
+    assert scaling_verdict(rows) == ("scales to 2 processes with efficiency 4.00 (above 1: each rank outran the one "
+                                     "process, whose speed is the baseline; a busy machine or its threads slowed it, "
+                                     "so time the study again on a quiet machine)")
+    # near 1, within its interval: as measured
+    near = process_scaling_rows([result(1, 1, 64, 0.1), result(2, 2, 64, 0.099)])
+    assert scaling_verdict(near) == "scales to 2 processes with efficiency 1.01"
+
+
 def test_without_the_one_process_trial_there_is_no_ratio():
     [row] = process_scaling_rows([result(2, 2, 64, 0.125, allreduce_ms=20.0)])
     assert row.speedup is None and row.efficiency is None and row.predicted_samples_per_s is None

@@ -144,6 +144,18 @@ def decide_processes(results: Sequence[Result], device: str) -> tuple[int, str, 
     return (good[-1].processes if good else 1), f"processes: {verdict}", numbers
 
 
+def _above_one(row: ProcessRow) -> str:
+    """Why an efficiency above 1, its whole 95% interval too, is not a finding: each rank then
+    outran the one process, which on a CPU (the ranks sharing its cores) means the baseline ran
+    slow: other processes' load, which a framework at its own thread count suffers most from
+    (seen: 1.87 at 4 processes on 2 busy cores), or its threads."""
+    low = row.efficiency_ci[0] if row.efficiency_ci else row.efficiency
+    if low is None or low <= 1:
+        return ""
+    return (" (above 1: each rank outran the one process, whose speed is the baseline; a busy machine or its "
+            "threads slowed it, so time the study again on a quiet machine)")
+
+
 def scaling_verdict(rows: Sequence[ProcessRow]) -> str | None:
     """One line for the recommendation: up to which process count the workload scales with
     at least GOOD_EFFICIENCY, and whether communication bounds it beyond; None without a
@@ -154,7 +166,7 @@ def scaling_verdict(rows: Sequence[ProcessRow]) -> str | None:
     good = [r for r in measured if (r.efficiency or 0) >= GOOD_EFFICIENCY]
     if good and good[-1] is measured[-1]:
         best = good[-1]
-        return f"scales to {best.processes} processes with efficiency {best.efficiency:.2f}"
+        return f"scales to {best.processes} processes with efficiency {best.efficiency:.2f}" + _above_one(best)
     first_bad = next(r for r in measured if (r.efficiency or 0) < GOOD_EFFICIENCY)
     head = (f"scales to {good[-1].processes} processes with efficiency {good[-1].efficiency:.2f}; "
             if good else "")
