@@ -96,6 +96,14 @@ def test_recommend_refuses_an_unknown_framework_before_it_opens_the_database(tmp
     assert not db.exists()
 
 
+def test_recommend_refuses_a_batch_its_data_set_cannot_fill_before_it_makes_the_database(tmp_path):
+    # it was refused, exit 2, but only after an empty database file had been made
+    db = tmp_path / "r.db"
+    assert_one_line_error(invoke("recommend", "mlp", "-b", "64,5000", "--quick", "--db", str(db)),
+                          "digits has 1,438 training samples, fewer than one batch of 5000")
+    assert not db.exists()
+
+
 def test_calibrate_checks_every_device_before_it_measures_one(tmp_path, monkeypatch):
     """`-d cpu,gpu9` calibrated the CPU for a minute, then refused gpu9 without showing the CPU's table."""
     def measure(*_args, **_kwargs):

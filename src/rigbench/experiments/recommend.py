@@ -76,6 +76,7 @@ from rigbench.hw.memory import memory_cap_missing
 from rigbench.spec import MeasureOptions, Result, TrialSpec
 from rigbench.store import Store
 from rigbench.store.calibrations import device_calibrations
+from rigbench.store.engine import default_db_url, resolve_db_url, sqlite_file
 from rigbench.workloads import Workload, epoch_samples, parse_workload_ref
 
 
@@ -145,6 +146,9 @@ def recommend(
     asked = [normalise_device(d) for d in devices]
     check_memory_limit(memory_limit_bytes, asked)
     check_framework_name(framework)  # a misspelt name, before the database is opened (or made)
+    grid = sorted(set(batch_sizes)) or batch_grid(ref, quick)
+    if run_missing and _not_made_yet(db):  # nothing stored: a batch the data set cannot fill is refused first
+        check_data_batches(ref, options, asked or ["cpu"], grid, [])
     store = Store(db, create=run_missing)  # --no-run only reads: a mistyped --db is an error, not a new file
     scope = stored_scope(store, workload, framework, run_ids, db)
     stored = scope.results
@@ -162,7 +166,6 @@ def recommend(
                                runs=scope.runs, machine=scope.machine, elsewhere=scope.elsewhere)
     run = Session(store, run_missing, outcome, on_note, on_trial_end, on_trial_progress)
     measure = MeasureOptions.quick() if quick else MeasureOptions()
-    grid = sorted(set(batch_sizes)) or batch_grid(ref, quick)
     if run_missing:  # the lr-find and loader epoch at a batch of the grid: one their data set fills
         check_data_batches(ref, options, chosen, grid, stored)
 
@@ -260,6 +263,12 @@ def recommend(
                  *(["--memory-limit", size_flag(memory_limit_bytes)] if memory_limit_bytes else [])]
         outcome.measure_hint = scope.measure_hint(flags)
     return outcome
+
+
+def _not_made_yet(db: str | None) -> bool:
+    """Whether `db` is an SQLite file that does not exist yet (Store would make it)."""
+    path = sqlite_file(resolve_db_url(db) if db else default_db_url())
+    return path is not None and not path.exists()
 
 
 def _expected(devices: Sequence[str], grid: Sequence[int], stored: Sequence[Result], measure: MeasureOptions,
