@@ -157,3 +157,27 @@ def test_ctrl_c_while_the_command_imports_is_one_line():
     other = subprocess.run([sys.executable, "-c", "import rigbench.cli.starting\nraise ValueError('kept')"],
                            capture_output=True, text=True, timeout=60)
     assert "Traceback" in other.stderr and other.stderr.endswith("ValueError: kept\n")  # the usual hook
+
+
+def test_an_interrupted_list_of_training_runs_names_the_command_for_the_rest(monkeypatch):
+    """`train --lr 0.01,0.05` stopped during its second run said what was kept and "1 not started",
+    and nothing on how to train what was left."""
+    from rigbench import api
+    from rigbench.spec import Result
+
+    def ended(spec, status="ok"):
+        return Result(run_id="r", created_at="t", spec=spec, status=status)
+
+    two = api.plan_train("mlp", "digits", 2, lrs=[0.01, 0.05], devices=["cpu"])
+    monkeypatch.setattr(sys, "argv", ["rigbench", "train", "mlp", "--dataset", "digits", "--lr=0.01,0.05",
+                                      "--db", "postgresql://u:pw@h/r"])
+    assert interrupts.rest_command(two, [ended(two[0])]) == (
+        "rigbench train mlp --dataset digits --db postgresql://u@h/r --lr 0.05")
+    # a run stopped part-way (its finished epochs stored, status interrupted) is trained again
+    assert interrupts.rest_command(two, [ended(two[0], "interrupted")]).endswith(" --lr 0.01,0.05")
+    assert interrupts.rest_command(two, [ended(s) for s in two]) is None  # nothing left
+    grid = api.plan_train("mlp", "digits", 2, lrs=[0.01, 0.05], batch_sizes=[32, 64], devices=["cpu"])
+    monkeypatch.setattr(sys, "argv", ["rigbench", "train", "mlp", "--lr", "0.01,0.05", "-b32", "-b", "64"])
+    assert interrupts.rest_command(grid, [ended(s) for s in grid[:2]]) == (  # b32 done: b64's two lrs left
+        "rigbench train mlp --lr 0.01,0.05 --batch-size 64")
+    assert interrupts.rest_command(grid, [ended(grid[0])]) is None  # three runs left: no one product of lists

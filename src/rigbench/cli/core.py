@@ -233,9 +233,10 @@ def train(
         out.print(stored_text(outcome.results, outcome.db_url, outcome.run_id, db)
                   + (f" Per-epoch figures: {hint}" if hint else ""), highlight=False, markup=False, soft_wrap=True)
     if outcome.interrupted:
+        rest = interrupts.rest_command(specs, outcome.results)
         err.print(interrupts.kept_text(outcome.results, len(specs), "training run", outcome.stopped,
-                                       f"{outcome.db_url} (run {outcome.run_id})"),
-                  highlight=False, markup=False, soft_wrap=True)
+                                       f"{outcome.db_url} (run {outcome.run_id})")
+                  + (f". The runs not finished: {rest}" if rest else ""), highlight=False, markup=False, soft_wrap=True)
         raise interrupts.interrupted_exit()
     if not any(r.status == "ok" for r in outcome.results):
         ended = ", ".join(sorted({r.status for r in outcome.results}))

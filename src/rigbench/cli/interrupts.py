@@ -120,6 +120,39 @@ def again(*extra: str) -> str:
     return "rigbench " + shlex.join(args + [flag for flag in extra if flag not in args])
 
 
+#: The spec fields a list flag of `train` varies, and that flag's spellings (the first is printed).
+LIST_FLAGS = {"lr": ("--lr",), "batch_size": ("--batch-size", "-b"), "device": ("--device", "-d"),
+              "framework": ("--framework",)}
+
+
+def rest_command(specs: Sequence[TrialSpec], results: Sequence[Result]) -> str | None:
+    """The command that runs what an interrupted list of runs (`train --lr 0.01,0.1`) did not
+    finish: this one, its list flags narrowed to the values left. None where every run finished,
+    or where what is left is not one product of lists (then no single command runs just it)."""
+    done = {r.spec.model_dump_json() for r in results if r.status != "interrupted"}
+    left = [s for s in specs if s.model_dump_json() not in done]
+    varied = [field for field in LIST_FLAGS if len({getattr(s, field) for s in specs}) > 1]
+    values = {field: list(dict.fromkeys(getattr(s, field) for s in left)) for field in varied}
+    size = 1
+    for field in varied:
+        size *= len(values[field])
+    if not left or not varied or size != len(left):
+        return None
+    args, skip = [], False
+    for arg in sys.argv[1:]:
+        flag = next((f for field in varied for f in LIST_FLAGS[field] if arg == f or arg.startswith(f + "=")
+                     or (len(f) == 2 and arg.startswith(f) and not arg.startswith("--"))), None)  # -b32
+        if skip or flag is not None:
+            skip = flag is not None and arg == flag  # `--lr 0.1`: its value is the next argument
+            continue
+        args.append(arg)
+    for field in varied:
+        args += [LIST_FLAGS[field][0], ",".join(map(str, values[field]))]  # str(float): every digit, the same spec
+    from rigbench.store.engine import hint_argv
+
+    return "rigbench " + shlex.join(hint_argv(args))
+
+
 def interrupted_exit() -> typer.Exit:
     """The exit that ends an interrupted command (raise it), once it has said what it kept."""
     _received["said"] = True
