@@ -32,6 +32,15 @@ from tests.databases import fresh_database
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
+# pytest imports readline, which exports COLUMNS=80 and LINES=24 into the process's C environment
+# (not os.environ, so delenv below saw nothing): every `rigbench` a test started laid its tables
+# out 80 wide, where a pipe gets 200 (cli/console.py), and compare's header read "B/A" for
+# "B/A [95% CI]". Setting and deleting through os.environ unsets them there too.
+for _var in ("COLUMNS", "LINES"):
+    if _var not in os.environ:
+        os.environ[_var] = ""
+        del os.environ[_var]
+
 #: A worker's share of the cores, as above: also the threads of a child that asks for a count of
 #: its own (tests/contract/keras_child.py), or two workers' children spin against each other.
 WORKER_THREADS = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))

@@ -70,3 +70,15 @@ def test_the_suites_processes_cache_their_bytecode():
     out = subprocess.run([sys.executable, "-c", "import sys; print(sys.dont_write_bytecode)"],
                          capture_output=True, text=True, check=True).stdout
     assert sys.dont_write_bytecode is False and out.strip() == "False"
+
+
+def test_the_suites_processes_get_no_terminal_size_from_readline():
+    """pytest imports readline, which exports COLUMNS=80 and LINES=24 where os.environ does not
+    show them; tests/conftest.py unsets them, so a `rigbench` a test starts into a pipe lays its
+    tables out as a user's pipe gets them (compare's full headers: tests/e2e/test_compare_cli.py)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('COLUMNS'), os.environ.get('LINES'))"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["None", "None"]
