@@ -37,7 +37,7 @@ def _session(tmp_path, monkeypatch, count=3):
     """A store and `count` trials that run without a child (no launcher: each is stored `unsupported`)."""
     monkeypatch.setattr(session, "launcher_for", lambda spec: (_ for _ in ()).throw(UnsupportedError("no launcher")))
     store = Store(str(tmp_path / "s.db"))
-    store.add_run("run1", "t", "test", {})
+    store.add_run("run1", "t", "test", {}, deferred=True)  # as experiments.execute.start_run: written with a result
     return store, [quick_spec(batch_size=8 * (i + 1)) for i in range(count)]
 
 
@@ -51,6 +51,18 @@ def test_an_interrupt_between_two_trials_ends_the_session_with_what_finished(tmp
     outcome = session.run_trials(specs, store, "run1", on_trial_end=ended)
     assert outcome.interrupted and outcome.stopped is None
     assert [r.spec.batch_size for r in outcome.results] == [8] == [r.spec.batch_size for r in store.list()]
+    assert [(r["id"], r["command"]) for r in store.runs()] == [("run1", "test")]  # with its first result
+
+
+def test_an_interrupt_before_the_first_result_is_stored_leaves_no_run(tmp_path, monkeypatch, handlers):
+    # Seen: `rigbench run` interrupted in start-up said "nothing was stored", yet `rigbench results
+    # runs` listed a new run of 0 trials (in a fleet's shared database these piled up).
+    store, specs = _session(tmp_path, monkeypatch)
+    interrupts.install()
+    monkeypatch.setattr(session, "launch_trial", lambda spec, **kw: _sigterm())  # in the first trial's start-up
+    outcome = session.run_trials(specs, store, "run1")
+    assert outcome.interrupted and outcome.results == [] and outcome.stopped is specs[0]
+    assert store.runs() == [] and store.list() == []
 
 
 def test_an_interrupt_while_a_trial_is_stored_waits_until_it_is_stored_and_counted(tmp_path, monkeypatch, handlers):

@@ -151,7 +151,7 @@ def calibrate(devices: Sequence[str] = (), precisions: Sequence[str] = (), quick
     run_id = new_run_id()
 
     def add_run() -> str:
-        return start_run(store, command, run_id)
+        return start_run(store, command, run_id, deferred=False)  # called before its first calibration is stored
 
     done, interrupted, stopped = calibrate_devices(
         store, add_run, now_iso, framework, chosen, list(precisions) or list(PRECISIONS), quick=quick,

@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rigbench.fingerprint import machine_fingerprint
-from rigbench.ranks import node_rank_here
 from rigbench.runner.session import SessionOutcome, check_platform, check_ranks_fit, run_trials
 from rigbench.spec import Result, TrialSpec
 from rigbench.store import Store
@@ -22,11 +21,13 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def start_run(store: Store, command: str | None = None, run_id: str | None = None) -> str:
+def start_run(store: Store, command: str | None = None, run_id: str | None = None, *,
+              deferred: bool = True) -> str:
     """Record a run (its time, command line, default: this process's, and this machine's
-    fingerprint) under `run_id` (default: a new one); returns its id."""
+    fingerprint) under `run_id` (default: a new one); returns its id. `deferred` (Store.add_run):
+    the run is written with its first result, so one that stores none leaves no empty run."""
     run_id = run_id or new_run_id()
-    store.add_run(run_id, now_iso(), command or shlex.join(sys.argv), machine_fingerprint())
+    store.add_run(run_id, now_iso(), command or shlex.join(sys.argv), machine_fingerprint(), deferred=deferred)
     return run_id
 
 
@@ -55,10 +56,9 @@ def run(
     check_ranks_fit(specs)
     check_platform(specs)
     store = Store(db)
-    # A node other than 0 stores none of its trials (node 0 stores each with every rank's record):
-    # a run recorded here would be an empty one in the fleet's database for every such node.
-    stores = any(node_rank_here(spec.nodes) == 0 for spec in specs)
-    run_id = start_run(store, command) if stores else new_run_id()
+    # Written with its first result: a node other than 0 stores none of its trials (node 0 stores
+    # each with every rank's record), so it never writes this run.
+    run_id = start_run(store, command)
     session: SessionOutcome = run_trials(specs, store, run_id, on_trial_start=on_trial_start,
                                          on_trial_end=on_trial_end, on_child_start=on_child_start,
                                          on_trial_progress=on_trial_progress)

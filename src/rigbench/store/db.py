@@ -139,6 +139,7 @@ class Store:
         real = resolve_db_url(url) if url else default_db_url()
         self.url = display_url(real)
         self._runs: dict[str, dict[str, Any]] = {}  # runs added here: a spooled result keeps its run
+        self._deferred: set[str] = set()  # of those, the runs not written yet (add_run's `deferred`)
         self._spooling = False  # a result was spooled: later ones try once, not for the whole wait
         try:
             self.engine: Engine = make_engine(real, create=create)
@@ -202,8 +203,15 @@ class Store:
             return False
         return exc.connection_invalidated or isinstance(exc, (OperationalError, InterfaceError))
 
-    def add_run(self, run_id: str, created_at: str, command: str, machine: dict[str, Any]) -> None:
+    def add_run(self, run_id: str, created_at: str, command: str, machine: dict[str, Any], *,
+                deferred: bool = False) -> None:
+        """Record a run. `deferred`: written with its first result (add_result, same transaction),
+        so a run that stores none (interrupted in start-up, every trial refused) leaves no empty
+        run row; in a fleet's shared database those piled up."""
         self._runs[run_id] = {"id": run_id, "created_at": created_at, "command": command, "machine": machine}
+        if deferred:
+            self._deferred.add(run_id)
+            return
         try:
             self._write(lambda tx: tx.add_run(run_id, created_at, command, machine))
         except (Unavailable, OperationalError, InterfaceError) as exc:
@@ -225,7 +233,12 @@ class Store:
             tries += 1
             # a retry after a lost connection: the lost commit may have landed
             stored = _stored_id(tx, result) if tries > 1 else None
-            return stored if stored is not None else tx.add_result(result)
+            if stored is not None:
+                return stored
+            if result.run_id in self._deferred and not tx.machines([result.run_id]):
+                run = self._runs[result.run_id]
+                tx.add_run(result.run_id, run["created_at"], run["command"], run["machine"])
+            return tx.add_result(result)
 
         try:
             new_id = self._write(insert_once, 0.0 if self._spooling else None)
@@ -243,6 +256,7 @@ class Store:
                         result.spec.label(), self.url, _why(exc), path)
             return None
         result.id = new_id
+        self._deferred.discard(result.run_id)
         if self._spooling:
             self._spooling = False
             self._import_spool_quietly()
