@@ -48,12 +48,36 @@ def test_vit_presets_have_the_published_sizes():
 
 
 @pytest.mark.parametrize("ref,message", [
-    ("gpt:heads=5", "heads"), ("vit:patch=5", "must divide"), ("gpt:preset=huge", "one of tiny"),
-    ("gpt:layers=0", "positive"),
+    # each size option, under 1: gpt:context=0 was told only "a transformer needs positive sizes
+    # and a width (128) that its heads (4) divide", naming no option
+    *[(f"gpt:{key}={bad}", f"option {key}={bad} of 'gpt' must be a whole number of at least 1")
+      for key in ("layers", "heads", "width", "context", "vocab") for bad in (0, -2)],
+    *[(f"vit:{key}={bad}", f"option {key}={bad} of 'vit' must be a whole number of at least 1")
+      for key in ("layers", "heads", "width", "mlp", "image", "patch") for bad in (0, -2)],
+    ("gpt:heads=5", "option heads=5 of 'gpt' must divide width=128: one of 1, 2, 4, 8, 16, 32, 64, 128"),
+    ("gpt:width=90", "option heads=4 of 'gpt' must divide width=90: one of 1, 2, 3, 5, 6, 9, 10, 15, 18, 30, 45, 90"),
+    ("vit:heads=5", "option heads=5 of 'vit' must divide width=192: one of 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, "
+                    "64, 96, 192"),
+    ("vit:patch=5", "option patch=5 of 'vit' must divide image=32: one of 1, 2, 4, 8, 16, 32"),
+    ("vit:image=30", "option patch=4 of 'vit' must divide image=30: one of 1, 2, 3, 5, 6, 10, 15, 30"),
+    ("gpt:preset=huge", "option preset=huge of 'gpt' must be one of tiny, small, medium"),
+    ("vit:preset=huge", "option preset=huge of 'vit' must be one of tiny, ti32, s32, ti224, s224"),
 ])
-def test_a_shape_the_options_cannot_build_is_refused_up_front(ref, message):
-    with pytest.raises(UsageError, match=message):
+def test_a_shape_the_options_cannot_build_is_refused_up_front_naming_the_option(ref, message):
+    with pytest.raises(UsageError) as refused:
         parse_workload_ref(ref)
+    assert str(refused.value) == message
+
+
+def test_a_bad_transformer_option_is_one_line_and_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench.cli import app
+
+    res = CliRunner().invoke(app, ["run", "gpt:context=0", "-d", "cpu", "--quick", "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == "rigbench: error: option context=0 of 'gpt' must be a whole number of at least 1\n"
+    assert not (tmp_path / "r.db").exists()
 
 
 def test_the_transformers_run_only_when_named():

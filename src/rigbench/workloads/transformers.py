@@ -65,7 +65,23 @@ class Transformer:
         return 12 * self.layers * self.tokens * self.tokens * self.width
 
 
+def _checked(name: str, options: dict[str, Any], sizes: tuple[str, ...], parts: tuple[tuple[str, str], ...]) -> None:
+    """Refuse, naming the option and what it may be, a size under 1 or a (`part`, `whole`) pair
+    whose part does not divide the whole: `gpt:context=0` used to be told only that "a transformer
+    needs positive sizes and a width (128) that its heads (4) divide", naming neither."""
+    for key in sizes:
+        if int(options[key]) < 1:
+            raise UsageError(f"option {key}={options[key]} of {name!r} must be a whole number of at least 1")
+    for part, whole in parts:
+        total = int(options[whole])
+        if total % int(options[part]):
+            divisors = ", ".join(str(k) for k in range(1, total + 1) if total % k == 0)
+            raise UsageError(f"option {part}={options[part]} of {name!r} must divide {whole}={total}: "
+                             f"one of {divisors}")
+
+
 def gpt_shape(options: dict[str, Any]) -> Transformer:
+    _checked("gpt", options, ("layers", "heads", "width", "context", "vocab"), (("heads", "width"),))
     width = int(options["width"])
     return Transformer(int(options["layers"]), int(options["heads"]), width, 4 * width, int(options["context"]),
                        causal=True)
@@ -93,9 +109,8 @@ def gpt_params(options: dict[str, Any]) -> int:
 
 
 def vit_shape(options: dict[str, Any]) -> Transformer:
+    _checked("vit", options, ("layers", "heads", "width", "mlp", "image", "patch"), (("heads", "width"), ("patch", "image")))
     image, patch = int(options["image"]), int(options["patch"])
-    if patch < 1 or image % patch:
-        raise UsageError(f"vit: patch={patch} must divide image={image}")
     patches = (image // patch) ** 2
     return Transformer(int(options["layers"]), int(options["heads"]), int(options["width"]),
                        int(options["mlp"]), patches + 1)  # + the class token
