@@ -20,12 +20,15 @@ WHERES = [
     ["workload=cnn", "precision=fp32", "device=cpu"],
     ["device_name=xeon", "batch_size=32"],  # a part of a name: in Python, after SQL's batch_size
     ["framework=mxnet"],
+    ["world_size=2"],  # the data-parallel trials (was refused: not a key)
+    ["world_size=01", "framework=jax"],
 ]
 
 
 def _result(run_id: str, framework: str, batch: int, status: str = "ok") -> Result:
     r = make_result(run_id, status, **({"samples_per_s": 100.0} if status == "ok" else {}))
-    spec = r.spec.model_copy(update={"framework": framework, "batch_size": batch})
+    spec = r.spec.model_copy(update={"framework": framework, "batch_size": batch,
+                                     "world_size": 2 if (framework, status) == ("torch", "crash") else 1})
     return r.model_copy(update={"spec": spec, "device_name": "Intel Xeon" if batch == 32 else None})
 
 
@@ -57,6 +60,14 @@ def test_selected_and_listed_results_are_those_where_matches_keeps(store, where)
     for limit in (1, 2, 50):
         rows, total = listed_results(store, None, None, None, limit, where)
         assert [r.id for r in rows] == kept[-limit:] and total == len(kept)
+
+
+def test_world_size_picks_the_data_parallel_trials(store):
+    assert [(r.spec.framework, r.spec.world_size) for r in api.select_results(store, where=["world_size=2"])] == [
+        ("torch", 2)]
+    assert len(api.select_results(store, where=["world_size=1"])) == 5
+    with pytest.raises(UsageError, match="world_size must be a whole number"):
+        api.parse_where(["world_size=two"])
 
 
 def test_a_run_with_results_none_of_which_match_is_no_missing_run(store):

@@ -24,7 +24,10 @@ WHERE_KEYS: dict[str, Callable[[Result], Any]] = {
     "precision": lambda r: r.spec.precision,
     "status": lambda r: r.status,
     "batch_size": lambda r: str(r.spec.batch_size),
+    "world_size": lambda r: str(r.spec.world_size),  # the data-parallel processes of a trial (1: one)
 }
+#: Keys that take a whole number, matched as a number (`batch_size=064` is 64).
+WHERE_NUMBERS = frozenset({"batch_size", "world_size"})
 #: Keys matched on a part of the stored value, in any case: `device` is `cuda:0` on an H100 and
 #: an H200 alike, and `device_name=h100` picks "NVIDIA H100 80GB HBM3" (any H100: PCIe, SXM, NVL)
 #: without its exact spelling. A trial that stored no device name matches no device_name.
@@ -43,9 +46,9 @@ def parse_where(filters: Sequence[str]) -> dict[str, set[str]]:
         if key not in WHERE_KEYS:
             raise UsageError(f"unknown --where key {key!r}: use {', '.join(WHERE_KEYS)} "
                              f"(device_name: a part of the device's name, e.g. device_name=h100)")
-        if key == "batch_size" and not value.isdigit():
-            raise UsageError(f"--where {text!r}: batch_size must be a whole number")
-        accepted.setdefault(key, set()).add(str(int(value)) if key == "batch_size" else value)
+        if key in WHERE_NUMBERS and not value.isdigit():
+            raise UsageError(f"--where {text!r}: {key} must be a whole number")
+        accepted.setdefault(key, set()).add(str(int(value)) if key in WHERE_NUMBERS else value)
     return accepted
 
 
@@ -53,7 +56,7 @@ def where_columns(accepted: dict[str, set[str]]) -> dict[str, set[Any]]:
     """The keys of parse_where's `accepted` that SQL can filter on (Store.list's `any_of`): the
     exact ones, each a trials column holding the value WHERE_KEYS reads. A fleet's database is
     filtered before its rows are read; where_matches still decides."""
-    return {key: {int(v) for v in values} if key == "batch_size" else set(values)
+    return {key: {int(v) for v in values} if key in WHERE_NUMBERS else set(values)
             for key, values in accepted.items() if key not in WHERE_PARTS}
 
 
