@@ -56,6 +56,8 @@ def test_vit_presets_have_the_published_sizes():
       for key in ("layers", "heads", "width", "mlp", "image", "patch") for bad in (0, -2)],
     ("gpt:heads=5", "option heads=5 of 'gpt' must divide width=128: one of 1, 2, 4, 8, 16, 32, 64, 128"),
     ("gpt:width=90", "option heads=4 of 'gpt' must divide width=90: one of 1, 2, 3, 5, 6, 9, 10, 15, 18, 30, 45, 90"),
+    # a prime width: its divisors found up to its square root (a loop to 10**9 took minutes)
+    ("gpt:width=1000000007,heads=7", "option heads=7 of 'gpt' must divide width=1000000007: one of 1, 1000000007"),
     ("vit:heads=5", "option heads=5 of 'vit' must divide width=192: one of 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, "
                     "64, 96, 192"),
     ("vit:patch=5", "option patch=5 of 'vit' must divide image=32: one of 1, 2, 4, 8, 16, 32"),

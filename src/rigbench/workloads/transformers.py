@@ -8,6 +8,7 @@ per multiply-add, forward + weight gradients + input gradients.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -75,7 +76,8 @@ def _checked(name: str, options: dict[str, Any], sizes: tuple[str, ...], parts: 
     for part, whole in parts:
         total = int(options[whole])
         if total % int(options[part]):
-            divisors = ", ".join(str(k) for k in range(1, total + 1) if total % k == 0)
+            small = [k for k in range(1, math.isqrt(total) + 1) if total % k == 0]  # not a loop to a width of 10**9
+            divisors = ", ".join(map(str, sorted({*small, *(total // k for k in small)})))
             raise UsageError(f"option {part}={options[part]} of {name!r} must divide {whole}={total}: "
                              f"one of {divisors}")
 
