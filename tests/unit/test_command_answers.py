@@ -150,6 +150,7 @@ def test_an_interrupted_max_batch_says_the_command_that_searches_to_the_end(tmp_
     res = invoke("max-batch", "mlp", "--memory-limit", "200MiB", "--db", str(tmp_path / "m.db"))
     assert res.exit_code == 130, res.output
     assert "recommended batch: 16" in res.stdout
+    assert "Stored in" not in res.stdout  # no probe: no run to list (`results list --run r1` would say none)
     assert res.stderr.strip().splitlines()[-1] == (
         "interrupted (Ctrl-C): no probe had finished: nothing was stored; a probe stopped half-way never is. A "
         "complete search: rigbench max-batch mlp --memory-limit 200MiB (a new one, from --start)")

@@ -93,7 +93,8 @@ def _print_max_batch(o: MaxBatchOutcome, db: str | None) -> None:
                      if o.smallest_oom is None else "")
         say(f"interrupted: the figures above rest on the probes that finished{unbounded}")
     say(f"recommended batch: {o.recommended if o.recommended is not None else '-'} ({o.reason})")
-    say(f"Stored in {o.db_url} (run {o.run_id}): rigbench results list --run {o.run_id}{db_flag(db)}")
+    if o.probes:  # none: its run was never written (a run is stored with its first result)
+        say(f"Stored in {o.db_url} (run {o.run_id}): rigbench results list --run {o.run_id}{db_flag(db)}")
 
 
 @app.command("max-batch", short_help="Find the largest batch that fits in memory.")
