@@ -193,3 +193,24 @@ def test_an_interrupted_list_of_training_runs_names_the_command_for_the_rest(mon
     assert interrupts.rest_command(grid, [ended(s) for s in grid[:2]]) == (  # b32 done: b64's two lrs left
         "rigbench train mlp --lr 0.01,0.05 --batch-size 64")
     assert interrupts.rest_command(grid, [ended(grid[0])]) is None  # three runs left: no one product of lists
+
+
+def test_a_recommendation_stopped_before_its_first_result_names_no_run(tmp_path, monkeypatch, handlers):
+    # its run is written with its first result: none stored, none to name ("run ... measured now")
+    from rigbench.experiments.recommend_trials import RecommendOutcome, Session
+
+    store, specs = _session(tmp_path, monkeypatch)
+    outcome = RecommendOutcome("mlp", ["cpu"], [])
+    run = Session(store, True, outcome, on_note=lambda text: None, on_trial_end=lambda r: None)
+    interrupts.install()
+    launch = session.launch_trial
+    monkeypatch.setattr(session, "launch_trial", lambda spec, **kw: _sigterm())
+    run.measure("batch sizes on cpu", "none stored", specs)
+    assert outcome.interrupted and outcome.run_id is None and run.new == []
+    assert store.runs() == []
+    monkeypatch.setattr(session, "launch_trial", launch)  # a trial that ends (stored `unsupported`): the run is named
+    store, specs = _session(tmp_path / "again", monkeypatch)
+    outcome = RecommendOutcome("mlp", ["cpu"], [])
+    run = Session(store, True, outcome, on_note=lambda text: None, on_trial_end=lambda r: None)
+    run.measure("batch sizes on cpu", "none stored", specs[:1])
+    assert outcome.run_id is not None and [r["id"] for r in store.runs()] == [outcome.run_id]

@@ -73,6 +73,7 @@ class Session:
         self.store, self.run_missing, self.outcome = store, run_missing, outcome
         self.on_note, self.on_trial_end, self.on_trial_progress = on_note, on_trial_end, on_trial_progress
         self.new: list[Result] = []
+        self.run_id: str | None = None  # this recommendation's run: the outcome's once a result is stored in it
 
     def measure(self, what: str, why: str, specs: list[TrialSpec]) -> None:
         if not specs or self.outcome.interrupted:
@@ -82,12 +83,13 @@ class Session:
             return
         self.outcome.ran.append(f"{what}: {why}")
         self.on_note(f"running {what}: {why}")
-        if self.outcome.run_id is None:
-            self.outcome.run_id = start_run(self.store)
-        session = run_trials(specs, self.store, self.outcome.run_id,
+        self.run_id = self.run_id or start_run(self.store)
+        session = run_trials(specs, self.store, self.run_id,
                              on_trial_end=lambda _i, r: self.on_trial_end(r),
                              on_trial_progress=lambda i, text: self.on_trial_progress(specs[i], text))
         self.new += session.results
+        if session.results:  # none: the run was never written ("run ... measured now" would name no run)
+            self.outcome.run_id = self.run_id
         self.outcome.interrupted = session.interrupted
 
 
