@@ -121,6 +121,10 @@ def _store_spooled(tx: Transaction, run: dict[str, Any], result: Result) -> bool
     return True
 
 
+class _RolledBack(Exception):
+    """Ends the transaction that writes a deferred run (Store.add_run): rolled back."""
+
+
 class Store:
     """A results database. Creates or migrates its tables on first use (store/migrate.py).
 
@@ -207,13 +211,19 @@ class Store:
                 deferred: bool = False) -> None:
         """Record a run. `deferred`: written with its first result (add_result, same transaction),
         so a run that stores none (interrupted in start-up, every trial refused) leaves no empty
-        run row; in a fleet's shared database those piled up."""
+        run row; in a fleet's shared database those piled up. Either way it is written now, and a
+        deferred one rolled back: a read-only or unreachable database is a UsageError here."""
         self._runs[run_id] = {"id": run_id, "created_at": created_at, "command": command, "machine": machine}
-        if deferred:
-            self._deferred.add(run_id)
-            return
+
+        def write(tx: Transaction) -> None:
+            tx.add_run(run_id, created_at, command, machine)
+            if deferred:  # written and rolled back: a database that cannot take it is refused now, as
+                raise _RolledBack  # before any trial, not after the first trial's minutes (then spooled)
+
         try:
-            self._write(lambda tx: tx.add_run(run_id, created_at, command, machine))
+            self._write(write)
+        except _RolledBack:
+            self._deferred.add(run_id)
         except (Unavailable, OperationalError, InterfaceError) as exc:
             raise UsageError(f"cannot write to the database {self.url}: {_why(exc)}") from None
 
