@@ -147,7 +147,8 @@ def recommend(
     check_memory_limit(memory_limit_bytes, asked)
     check_framework_name(framework)  # a misspelt name, before the database is opened (or made)
     grid = sorted(set(batch_sizes)) or batch_grid(ref, quick)
-    if run_missing and _not_made_yet(db):  # nothing stored: a batch the data set cannot fill is refused first
+    made_now = run_missing and _not_made_yet(db)
+    if made_now:  # nothing stored (any device needs the data): a batch the data set cannot fill is refused first
         check_data_batches(ref, options, asked or ["cpu"], grid, [])
     store = Store(db, create=run_missing)  # --no-run only reads: a mistyped --db is an error, not a new file
     scope = stored_scope(store, workload, framework, run_ids, db)
@@ -166,7 +167,7 @@ def recommend(
                                runs=scope.runs, machine=scope.machine, elsewhere=scope.elsewhere)
     run = Session(store, run_missing, outcome, on_note, on_trial_end, on_trial_progress)
     measure = MeasureOptions.quick() if quick else MeasureOptions()
-    if run_missing:  # the lr-find and loader epoch at a batch of the grid: one their data set fills
+    if run_missing and not made_now:  # the lr-find and loader epoch at a batch of the grid: one their data set fills
         check_data_batches(ref, options, chosen, grid, stored)
 
     def spec(device: str, batch: int, **changes) -> TrialSpec:
