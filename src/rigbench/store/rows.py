@@ -147,14 +147,24 @@ def stored_digests(conn: Connection, run_ids: Sequence[str]) -> dict[int, bytes]
     return found
 
 
+#: Values in one IN list at most: SQLite bounds a statement's variables (999 before 3.32).
+IN_LIST_MAX = 500
+
+
+def _in_lists(column: Any, values: Sequence[Any]) -> Iterator[Any]:
+    """`column IN (...)` over `values`, IN_LIST_MAX values a clause: one query per clause."""
+    for start in range(0, len(values), IN_LIST_MAX):
+        yield column.in_(values[start:start + IN_LIST_MAX])
+
+
 def stored_keys(conn: Connection, run_ids: Sequence[str]) -> dict[tuple[str, str], list[int]]:
     """(run id, created_at) as the key columns hold them -> the ids of the results of `run_ids`
     stored with them, oldest first: the only rows that can be a result's trial (trial_key; its
     created_at through column_text), found without decoding any (a bundle's re-import)."""
     found: dict[tuple[str, str], list[int]] = {}
     query = select(trials.c.id, trials.c.run_id, trials.c.created_at).order_by(trials.c.id)
-    for start in range(0, len(run_ids), 500):  # bounded IN lists: SQLite's variable limit
-        for row in conn.execute(query.where(trials.c.run_id.in_(run_ids[start:start + 500]))):
+    for chosen in _in_lists(trials.c.run_id, run_ids):
+        for row in conn.execute(query.where(chosen)):
             found.setdefault((row.run_id, row.created_at), []).append(row.id)
     return found
 
@@ -162,10 +172,9 @@ def stored_keys(conn: Connection, run_ids: Sequence[str]) -> dict[tuple[str, str
 def read_results(conn: Connection, trial_ids: Sequence[int]) -> tuple[list[Result], list[tuple[int, str]]]:
     """The results of `trial_ids` without raw samples, as stream_results reads them, by id; and
     the id and why of each row that cannot be read, unsaid (the caller says it: warn_unreadable)."""
-    ids = list(dict.fromkeys(trial_ids))
     found: list[Any] = []
-    for start in range(0, len(ids), 500):  # bounded IN lists: SQLite's variable limit
-        found += conn.execute(select(trials.c.id, trials.c.result_json).where(trials.c.id.in_(ids[start:start + 500])))
+    for chosen in _in_lists(trials.c.id, list(dict.fromkeys(trial_ids))):
+        found += conn.execute(select(trials.c.id, trials.c.result_json).where(chosen))
     skipped: list[tuple[int, str]] = []
     return list(_decoded(sorted(found, key=lambda row: row.id), False, skipped)), skipped
 
@@ -222,11 +231,9 @@ def list_results(conn: Connection, where: dict[str, Any], limit: int | None, url
 def results_of_runs(conn: Connection, run_ids: Sequence[str], url: str) -> list[Result]:
     """The results of the runs `run_ids` (any number of them) without raw samples, oldest first,
     as list_results lists them: one warning for all the rows that cannot be read."""
-    ids = list(dict.fromkeys(run_ids))
     found: list[Any] = []
-    for start in range(0, len(ids), 500):  # bounded IN lists: SQLite's variable limit
-        chunk = trials.c.run_id.in_(ids[start:start + 500])
-        found += conn.execute(select(trials.c.id, trials.c.result_json).where(chunk)).all()
+    for chosen in _in_lists(trials.c.run_id, list(dict.fromkeys(run_ids))):
+        found += conn.execute(select(trials.c.id, trials.c.result_json).where(chosen)).all()
     return _readable(sorted(found, key=lambda row: row.id), False, url)
 
 
@@ -273,8 +280,8 @@ def full_results(conn: Connection, trial_ids: Sequence[int], url: str) -> list[R
     query = _with_samples()
     found: dict[int, Any] = {}
     ids = list(dict.fromkeys(trial_ids))
-    for start in range(0, len(ids), 500):  # bounded IN lists: SQLite's variable limit
-        found.update((row.id, row) for row in conn.execute(query.where(trials.c.id.in_(ids[start:start + 500]))))
+    for chosen in _in_lists(trials.c.id, ids):
+        found.update((row.id, row) for row in conn.execute(query.where(chosen)))
     return _readable((found[i] for i in ids if i in found), True, url)
 
 
