@@ -236,6 +236,28 @@ def test_screenshot_without_playwright_is_one_line_exit_2(monkeypatch, tmp_path)
     assert (tmp_path / "r.html").exists() and not (tmp_path / "r.png").exists()
 
 
+def test_png_into_a_file_is_one_line_exit_2_before_the_page_is_written(tmp_path):
+    from typer.testing import CliRunner
+
+    from rigbench import cli
+    from rigbench.store import Store
+    from tests.e2e.test_bad_input import assert_one_line_error
+
+    db = str(tmp_path / "r.db")
+    Store(db).add_run("r1", "2026-01-01T00:00:00+00:00", "test", {})
+    Store(db).add_result(make_result())
+    a_file = tmp_path / "figures.png"
+    a_file.write_bytes(b"kept")
+    page = tmp_path / "r.html"
+    # checked before the page is drawn: the page was written, then the PNGs failed, exit 2 with the page there
+    for png, message in ((a_file, f"--png {a_file} is a file: give a folder"),
+                         (a_file / "sub", f"cannot write --png {a_file / 'sub'}: Not a directory")):
+        assert_one_line_error(CliRunner().invoke(cli.app, ["report", "--db", db, "--out", str(page), "--png", str(png)]),
+                              message)
+        assert not page.exists()
+    assert a_file.read_bytes() == b"kept"
+
+
 def test_small_multiples_layout_in_plotly():
     go = pytest.importorskip("plotly.graph_objects")
     from rigbench.reports import html

@@ -178,6 +178,14 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
 
     store = Store(db, create=False)
     results = select_results(store, run_ids, where)
+    if png_dir is not None:  # a file, or a folder that cannot be made, fails before the page is drawn
+        png_folder = Path(png_dir)
+        if png_folder.exists() and not png_folder.is_dir():
+            raise UsageError(f"--png {png_dir} is a file: give a folder for the PNGs, e.g. figures/")
+        try:
+            png_folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot write --png {png_dir}: {exc.strerror}") from None
     machines = {run_id: store.machine(run_id) for run_id in dict.fromkeys(r.run_id for r in results)}
     commands = store.commands(list(machines))
     page, charts = html.render(results, machines, filters=list(where),
