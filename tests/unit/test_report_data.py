@@ -199,6 +199,15 @@ def test_other_configuration_fields_make_their_own_line_named_by_what_differs():
                                                       ("cnn", "lr 0.5"): ([16], [90.0])}
 
 
+def test_data_parallel_lines_are_named_in_words():
+    # the H200 bundle's `run --data-parallel` trials named every line "... · data_parallel False"
+    results = [make_result(batch=8, speed=100.0), make_result(batch=16, speed=90.0), make_result(batch=16, speed=80.0)]
+    results[1].spec = results[1].spec.model_copy(update={"data_parallel": True})
+    results[2].spec = results[2].spec.model_copy(update={"world_size": 4, "nodes": 2})
+    assert set(panels(charts_by_id(results)["speed"])) == {
+        ("cnn", "one process"), ("cnn", "data parallel x1"), ("cnn", "data parallel x4 over 2 nodes")}
+
+
 def test_hover_has_value_and_spec_and_escapes_user_text():
     hostile = make_result(options={"tag": "<img src=x onerror=alert(1)>"}, speed=123.4)
     hover = charts_by_id([hostile])["speed"].series[0].hover[0]

@@ -57,16 +57,32 @@ NAMED = ("workload", "device", "framework", "precision", "threads", "variant")
 def dimension_values(r: Result) -> dict[str, str]:
     """The trial's value of each dimension a legend can name, in the order a label writes them
     (workload, device, framework, precision, threads, variant, then each other configuration
-    field as "FIELD VALUE"): the device by its name where the trial recorded one (two machines'
-    "cpu" are different CPUs), threads as asked."""
+    field as "FIELD VALUE", the processes in words: `process_label`): the device by its name
+    where the trial recorded one (two machines' "cpu" are different CPUs), threads as asked."""
     values = {"workload": workload_name(r), "device": r.device_name or r.spec.device,
               "framework": r.spec.framework, "precision": r.spec.precision,
               "threads": "default threads" if r.spec.threads is None
               else f"{r.spec.threads} thread{'s' * (r.spec.threads != 1)}",
               "variant": variant_label(r) or "eager"}
     for f, value in r.spec.config_key(ignore=_LINE_NAMED):
-        values[f] = f"{f} {'default' if value is None else value}"
+        if f in _PROCESS_FIELDS:  # one dimension in words, never "data_parallel False"
+            values["processes"] = process_label(r)
+        else:
+            values[f] = f"{f} {'default' if value is None else value}"
     return values
+
+
+#: The configuration fields that say how many processes trained a trial: one legend dimension.
+_PROCESS_FIELDS = ("world_size", "nodes", "data_parallel")
+
+
+def process_label(r: Result) -> str:
+    """"one process", or "data parallel x2" (x1: one rank under the data-parallel wrapper),
+    "... over 2 nodes" where the ranks were spread over machines."""
+    spec = r.spec
+    if not spec.is_data_parallel:
+        return "one process"
+    return f"data parallel {spec.world_label}" + (f" over {spec.nodes} nodes" if spec.nodes > 1 else "")
 
 
 class Legend:
