@@ -27,7 +27,7 @@ PEAKS = {"NVIDIA GeForce GTX 1060 6GB": 4e12, "Test CPU": 1e11,
          "Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz": 2e11}
 
 
-def fake_peak(name, kind):
+def fake_peak(name, kind, machine=None):
     return Peak(PEAKS[name], f"test peak of {name}") if name in PEAKS else None
 
 
@@ -156,12 +156,20 @@ def test_peaks_from_spec_sheet_or_calibration(tmp_path):
     from rigbench.fingerprint import machine_key
 
     assert peak_resolver(store, machine_key({"hostname": "elsewhere"}))("Never Seen CPU 9000", "cpu").flops == 9e12
+    # `--run HERE --run ELSEWHERE`: each trial's CPU is read at its own machine's calibration (the
+    # command's machine gave the other CPU no peak, so no prediction)
+    machines = {"here": this_machine_identity(), "there": {"hostname": "elsewhere"}}
+    here, there = ours(rid=1), ours(rid=2)
+    here.device_name = there.device_name = "Never Seen CPU 9000"
+    here.run_id, there.run_id = "here", "there"
+    found = compare_published([here, there], ["yin2020"], peak_of, machines=machines).matches
+    assert sorted({(m.ours.run_id, m.peak_ours.flops) for m in found}) == [("here", 1.5e11), ("there", 9e12)]
     sheet = peak_of("NVIDIA GeForce GTX 1060 6GB", "gpu")
     assert sheet.basis.startswith("spec sheet") and sheet.flops > 1e12
 
 
 def test_a_peak_the_trial_beat_is_called_out():
-    def low_peak(name, kind):  # 1 GFLOP/s, but the trial did 2 x 128 x 40 MFLOP = 10.2 GFLOP/s
+    def low_peak(name, kind, machine=None):  # 1 GFLOP/s, but the trial did 2 x 128 x 40 MFLOP = 10.2 GFLOP/s
         return Peak(1e9, "calibrated matmul peak (2026-01-01)") if name == "Test CPU" else fake_peak(name, kind)
 
     gpu = compare_published([ours()], ["yin2020"], low_peak).matches[0]
@@ -282,7 +290,7 @@ def test_data_parallel_trials_are_not_plain_speed_trials():
     assert not only_parallel.matches and "FCN-S" in {m.mapping.network for m in only_parallel.missing}
 
 
-def sheet_peak(name, kind):
+def sheet_peak(name, kind, machine=None):
     """The spec sheets' peaks (published devices), with a made-up peak and bandwidth for ours."""
     return Peak(1e11, "test peak", 10e9) if name == "Test CPU" else peak_resolver(None)(name, kind)
 

@@ -96,15 +96,23 @@ def prediction_text(single: float | None, by_clock: dict[str, float], *, assumpt
     return f"{values} ({said})" if assumption else values
 
 
-def peak_resolver(store: Any | None, machine: tuple[Any, ...] | None = None) -> Callable[[str | None, str], Peak | None]:
-    """`peak_of(device_name, kind)` for compare_published: the spec sheet's FP32 peak
-    (analysis.specs), else the calibrated fp32 matmul peak of that device name in `store`
-    (store.calibrations) on `machine` (fingerprint.machine_key; default this machine: the one
-    our trials ran on), else None. The Peak says which was used."""
+#: `peak_of(device_name, kind, machine)`: a device's FP32 peak, or None where none is known;
+#: `machine` (fingerprint.machine_key, or None for the resolver's own) is the machine whose
+#: calibration counts for a device the spec sheets lack: the one the trial ran on.
+PeakOf = Callable[[str | None, str, tuple[Any, ...] | None], Peak | None]
+
+
+def peak_resolver(store: Any | None, machine: tuple[Any, ...] | None = None) -> PeakOf:
+    """`peak_of` for compare_published: the spec sheet's FP32 peak (analysis.specs), else the
+    calibrated fp32 matmul peak of that device name in `store` (store.calibrations) on the
+    machine `peak_of` is given, else on `machine` (fingerprint.machine_key; default this
+    machine), else None. The Peak says which was used. Per trial, not per command: `compare
+    --published --run A --run B` of two machines read both CPUs at A's calibrations, so B's
+    CPU, calibrated on its own machine, had no peak and no prediction."""
     from rigbench.fingerprint import this_machine_key
     from rigbench.store.calibrations import latest_calibration
 
-    def peak_of(name: str | None, kind: str) -> Peak | None:
+    def peak_of(name: str | None, kind: str, on: tuple[Any, ...] | None = None) -> Peak | None:
         if not name:
             return None
         spec = lookup(name)
@@ -114,7 +122,8 @@ def peak_resolver(store: Any | None, machine: tuple[Any, ...] | None = None) -> 
             bandwidth = spec.memory_bandwidth_gbs * 1e9 if spec.memory_bandwidth_gbs else None
             return Peak(fp32, f"spec sheet: {spec.name}", bandwidth, max(low) if low else None,
                         tuple(fp32_flops_by_clock(spec).items()), spec.cores if spec.kind == "cpu" else None)
-        calibration = latest_calibration(store, name, machine or this_machine_key()) if store is not None else None
+        calibration = (latest_calibration(store, name, on or machine or this_machine_key())
+                       if store is not None else None)
         measured = (calibration or {}).get("matmul_flops", {}).get("fp32")
         if measured:
             bandwidth = calibration.get("memory_bandwidth_bytes_s")  # type: ignore[union-attr]

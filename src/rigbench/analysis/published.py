@@ -26,13 +26,13 @@ configuration of that workload at the same batch (the mean of its newest run's t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rigbench.analysis.contention import is_busy
 from rigbench.analysis.device_names import DeviceNames
-from rigbench.analysis.peaks import Peak, clock_assumption, prediction_text, ratio_by_clock, times
+from rigbench.analysis.peaks import Peak, PeakOf, clock_assumption, prediction_text, ratio_by_clock, times
 from rigbench.analysis.published_tables import (
     MAPPINGS,
     Mapping,
@@ -173,7 +173,7 @@ def _matches_mapping(r: Result, m: Mapping) -> bool:
 
 
 def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
-                      peak_of: Callable[[str | None, str], Peak | None] | None = None,
+                      peak_of: PeakOf | None = None,
                       all_frameworks: bool = False, machines: Machines | None = None) -> PublishedComparison:
     """Pair every published row of `sources` with the newest usable configuration among
     `results` (this machine's, or the runs asked for) of the mapped workload at the same batch,
@@ -181,13 +181,14 @@ def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
     run's trials. A device is its id, model and, with `machines` (run id -> fingerprint), machine
     (trials.device_key): an H100's and an H200's `cuda:0` are two devices, each beside the rows.
 
-    `peak_of(device_name, kind)` gives a device's FP32 peak (None when unknown); it is called
-    with the published spec names and our device names. Published rows of other frameworks
-    are left out when the source has rows of our result's framework family for that network,
-    unless `all_frameworks`. Of Shi et al.'s desktop-CPU columns, the thread count closest to
+    `peak_of(device_name, kind, machine)` gives a device's FP32 peak (None when unknown); it is
+    called with the published spec names and our device names, ours with the machine key of the
+    trial's run (from `machines`; None without), whose calibration counts for it. Published rows
+    of other frameworks are left out when the source has rows of our result's framework family
+    for that network, unless `all_frameworks`. Of Shi et al.'s desktop-CPU columns, the thread count closest to
     our trial's is used.
     """
-    peak_of = peak_of or (lambda name, kind: None)
+    peak_of = peak_of or (lambda name, kind, machine: None)
     rows = published_rows(sources)
     usable = [r for r in results if usable_speed_trial(r)]
     names = DeviceNames(usable, machines)
@@ -209,7 +210,8 @@ def compare_published(results: Sequence[Result], sources: Sequence[str] = (),
                 item[0][0], item[1].newest.spec.device, names(item[1].newest), item[0][2])):
             candidates = [p for p in mrows if p.batch_size == batch]
             for prow in _shown_rows(candidates, ours.newest, all_frameworks):
-                matches.append(_match(prow, mapping, ours, candidates, peak_of, names(ours.newest)))
+                matches.append(_match(prow, mapping, ours, candidates, peak_of, names(ours.newest),
+                                      device_key(ours.newest, machines)[2]))
                 found = True
         if not found:
             batches = sorted({p.batch_size for p in mrows})
@@ -251,7 +253,7 @@ def _ours_kind(r: Result) -> str:
 
 
 def _match(prow: PublishedRow, mapping: Mapping, figure: RunSpeed, candidates: list[PublishedRow],
-           peak_of: Callable[[str | None, str], Peak | None], device: str) -> PublishedMatch:
+           peak_of: PeakOf, device: str, machine: tuple[Any, ...] | None) -> PublishedMatch:
     ours = figure.newest
     match = PublishedMatch(prow, mapping, ours, figure.steps_per_s, prow.steps_per_s / figure.steps_per_s,
                            figure.ids, figure.mean_of("cpu_util_pct_mean"), ours_device=device)
@@ -265,14 +267,14 @@ def _match(prow: PublishedRow, mapping: Mapping, figure: RunSpeed, candidates: l
     # a published CPU column's peak is of the cores its threads used (Shi et al.'s 1-8 thread columns
     # on a 4-core i7-3820): a 2-thread time set against all 4 cores would read half as busy. Ours
     # stays the device's whole peak, as `rigbench roofline`'s MFU takes it.
-    match.peak_published = _on_threads(peak_of(prow.spec_name, prow.device_kind) if prow.spec_name else None,
+    match.peak_published = _on_threads(peak_of(prow.spec_name, prow.device_kind, None) if prow.spec_name else None,
                                        prow.threads)
-    match.peak_ours = peak_of(ours.device_name, _ours_kind(ours))
+    match.peak_ours = peak_of(ours.device_name, _ours_kind(ours), machine)
     if match.peak_published and match.peak_ours:
         match.predicted = match.peak_published.flops / match.peak_ours.flops
         match.predicted_by_clock = ratio_by_clock(match.peak_published, match.peak_ours)
     if match.paper_cpu and match.paper_cpu.spec_name and match.peak_published:
-        paper_cpu_peak = _on_threads(peak_of(match.paper_cpu.spec_name, "cpu"), match.paper_cpu.threads)
+        paper_cpu_peak = _on_threads(peak_of(match.paper_cpu.spec_name, "cpu", None), match.paper_cpu.threads)
         if paper_cpu_peak:
             match.paper_predicted = match.peak_published.flops / paper_cpu_peak.flops
             match.paper_predicted_by_clock = ratio_by_clock(match.peak_published, paper_cpu_peak)
