@@ -76,10 +76,10 @@ def test_a_configuration_is_the_mean_of_its_newest_runs_repeats():
     assert row.mfu == pytest.approx(1e9 * 500.0 / 1e13) and row.mfu_source == "calibrated"
     assert (row.peak_memory_mib, row.memory_kind) == (700.0, "RSS")
     [cell] = summary_cells([row])
-    assert (cell["samples_per_s"], cell["tokens_per_s"]) == ("500.0", "32,000 tokens/s")
+    assert (cell["samples_per_s"], cell["tokens_per_s"]) == ("500", "32,000 tokens/s")
     ids = ", ".join(str(r.id) for r in b8)
     assert cell["samples_note"] == f"mean of trials {ids}" and cell["speedup"].startswith("1.00×")
-    assert cell["speedup_note"].startswith(f"over CPU mean of trials {ids} (500.0 samples/s")
+    assert cell["speedup_note"].startswith(f"over CPU mean of trials {ids} (500 samples/s")
     # a GPU configuration's repeats over the CPU configuration's: a ratio of means
     gpus = [make_result(batch=8, device="cuda:0", speed=s, run_id="r2", **gpt) for s in (2500.0, 10000.0)]
     [row] = summary_rows([*b8, *gpus])
@@ -101,11 +101,14 @@ def test_summary_leaves_out_failures_training_runs_and_probes_and_splits_revisio
 def test_summary_cells_as_the_page_shows_them():
     [cnn, mlp] = summary_cells(summary_rows(headline_results(), recommendations={"mlp": "cpu, batch 16: why"}))
     assert cnn["device"] == f"{H100} (cuda:0)" and cnn["config"] == "torch · bf16 · eager · batch 16 · 1 thread"
-    assert (cnn["samples_per_s"], cnn["speedup"], cnn["memory"], cnn["mfu"]) == ("1,800.0", "12.00×", "900 MiB", "0.18%")
+    assert (cnn["samples_per_s"], cnn["speedup"], cnn["memory"], cnn["mfu"]) == ("1,800", "12.00×", "900 MiB", "0.18%")
+    # as `results list` rounds them: 3 significant digits below 100 (0.368, not "0.4")
+    [slow] = summary_cells(summary_rows([make_result(speed=0.368)]))
+    assert (slow["samples_per_s"], slow["speedup_note"]) == ("0.368", f"over CPU trial {slow['trial']} (0.368 samples/s, cpu)")
     assert cnn["epoch"] == "27.8 s" and cnn["recommendation"] == ""
     assert cnn["tokens_per_s"] == ""  # no language model: no tokens/s
     [gpt] = summary_cells(summary_rows([make_result(workload="gpt", batch=8, speed=250.0, tokens_per_s=16_000.0)]))
-    assert (gpt["workload"], gpt["samples_per_s"], gpt["tokens_per_s"]) == ("gpt", "250.0", "16,000 tokens/s")
+    assert (gpt["workload"], gpt["samples_per_s"], gpt["tokens_per_s"]) == ("gpt", "250", "16,000 tokens/s")
     assert mlp["speedup"].startswith("1.00×") and mlp["recommendation"] == "cpu, batch 16: why"
     assert [format_duration(s) for s in (59.5, 600, 7200, 200_000, None)] == ["59.5 s", "10.0 min", "2.0 h", "2.3 days", "-"]
 

@@ -10,7 +10,7 @@ from rigbench.analysis.contention import is_busy
 from rigbench.analysis.summary import DeviceComparison, MachineEntry, SummaryRow
 from rigbench.analysis.trials import trials_text
 from rigbench.fingerprint import instruction_sets
-from rigbench.reports.cells import rate, share
+from rigbench.reports.cells import interval, rate, share
 from rigbench.spec import Result
 from rigbench.units import format_bytes
 
@@ -64,7 +64,8 @@ def _busy(trials: Sequence[Result]) -> str:
 
 
 def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
-    """The summary table's cells, one dict per workload (the page and its test read these)."""
+    """The summary table's cells, one dict per workload (the page and its test read these);
+    samples/s rounded as `results list` and `results show` round them (cells.interval)."""
     cells = []
     for row in rows:
         best, base = row.best, row.cpu_base
@@ -77,12 +78,12 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
             "workload": row.workload, "trial": best.id, "run_id": best.run_id,
             "device": device_text(best), "devices_note": "; ".join(comparison_text(c) for c in row.devices),
             "config": config_text(best),
-            "samples_per_s": f"{row.samples_per_s:,.1f}", "samples_note": trials_text(row.configuration.ids) + _busy(row.configuration.trials),
+            "samples_per_s": interval(row.samples_per_s, None), "samples_note": trials_text(row.configuration.ids) + _busy(row.configuration.trials),
             "tokens_per_s": "" if tokens is None else f"{rate(tokens)} tokens/s",
             "epoch": format_duration(row.epoch_seconds),
             "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
             "speedup": speedup, "on_cpu": best.spec.device == "cpu",
-            "speedup_note": f"over CPU {trials_text(base.ids)}{_busy(base.trials)} ({base.samples_per_s:,.1f} samples/s, "
+            "speedup_note": f"over CPU {trials_text(base.ids)}{_busy(base.trials)} ({interval(base.samples_per_s, None)} samples/s, "
                             f"{device_text(base.newest)})" if base is not None
                             else "no CPU trial on its machine (the CPU trials here are another machine's)"
                             if row.cpu_elsewhere else "no CPU trial",
