@@ -61,6 +61,21 @@ def test_score_names_the_host_bound_workloads_on_each_side():
     assert not [n for n in compute_score(calm, calm, "gpu").notes() if n.startswith("host-bound")]
 
 
+def test_a_busy_reference_is_named():
+    """A reference timed while other processes took the CPU ran slow, so the speed-ups over it read
+    high: said under the score and per workload in --json, not only our own busy trials."""
+    ours, reference = _sides()
+    assert not [n for n in compute_score(ours, reference, "gpu").notes() if n.startswith("busy")]
+    slowed = {w: (trials[0].model_copy(update={"metrics": trials[0].metrics.model_copy(
+        update={"others_cpu_pct_mean": share})}),) for (w, trials), share in zip(reference.items(), (78.0, 4.0, 81.0, 2.0))}
+    score = compute_score(ours, slowed, "gpu")
+    assert {i.workload: i.as_dict()["busy"] for i in score.items}["mlp"] == {"ours": False, "reference": True}
+    [line] = [n for n in score.notes() if n.startswith("busy")]
+    assert line.startswith("busy in the reference: other processes used 78-81% of its machine's CPU while its "
+                           "trials of mlp, resnet were timed"), line
+    assert "read high" in line
+
+
 def test_a_ci_from_one_trial_a_side_says_it_covers_neither_runs_nor_hosts():
     ours, reference = _sides()
     score = compute_score(ours, reference, "gpu")

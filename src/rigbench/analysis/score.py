@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from rigbench.analysis.contention import is_busy
 from rigbench.analysis.host_bound import host_bound_state
 from rigbench.analysis.stats import geometric_mean, mean_difference_interval, median, resampled_medians
 from rigbench.analysis.trials import is_full_protocol, is_quick_protocol, newest_run_trials
@@ -173,9 +174,15 @@ class ScoreItem:
         None where the side stored no GPU busy or CPU time per step)."""
         return {"ours": host_bound_state(self.ours), "reference": host_bound_state(self.reference)}
 
+    @property
+    def busy(self) -> dict[str, bool]:
+        """Per side, whether other processes took a share of the CPU while one of its trials was
+        timed (analysis/contention.is_busy): that side's speed is its machine's under load."""
+        return {side: any(is_busy(r.metrics) for r in getattr(self, side)) for side in ("ours", "reference")}
+
     def as_dict(self) -> dict[str, Any]:
         return {"workload": self.workload, "batch_size": self.batch_size, "speedup": self.speedup,
-                "quick": self.quick, "host_bound": self.host_bound, "ours": self.side(self.ours),
+                "quick": self.quick, "host_bound": self.host_bound, "busy": self.busy, "ours": self.side(self.ours),
                 "reference": self.side(self.reference)}
 
 
@@ -202,8 +209,22 @@ class Score:
         return "within trials" if singles == 2 * len(self.items) else "repeats" if not singles else "repeats in part"
 
     def notes(self) -> list[str]:
-        """The lines under the score: what its CI leaves out, and the host-bound workloads."""
-        return [line for line in (self._ci_note(), self._host_bound_note()) if line]
+        """The lines under the score: what its CI leaves out, the host-bound workloads, and a busy
+        reference (our own busy trials are named under the table as `run` names them)."""
+        return [line for line in (self._ci_note(), self._host_bound_note(), self._busy_reference_note()) if line]
+
+    def _busy_reference_note(self) -> str | None:
+        """A reference timed on a busy machine ran slow, so our speed-ups over it read high:
+        `--reference RUN` of a run from a shared machine was scored as if it had been quiet."""
+        shares = [r.metrics.others_cpu_pct_mean or 0.0 for i in self.items for r in i.reference if is_busy(r.metrics)]
+        if not shares:
+            return None
+        low, high = min(shares), max(shares)
+        span = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
+        named = ", ".join(i.workload for i in self.items if i.busy["reference"])
+        return (f"busy in the reference: other processes used {span} of its machine's CPU while its trials of "
+                f"{named} were timed: those speeds are that machine's under load, so the speed-ups over them read "
+                "high; score against a reference measured on a quiet machine")
 
     def _ci_note(self) -> str | None:
         if self.ci_covers == "repeats":
