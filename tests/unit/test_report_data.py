@@ -206,6 +206,16 @@ def test_data_parallel_lines_are_named_in_words():
     results[2].spec = results[2].spec.model_copy(update={"world_size": 4, "nodes": 2})
     assert set(panels(charts_by_id(results)["speed"])) == {
         ("cnn", "one process"), ("cnn", "data parallel x1"), ("cnn", "data parallel x4 over 2 nodes")}
+    # only data-parallel trials: said above the chart and in the summary's configuration, as
+    # `results list` says x2 (the dev VM's `run mlp --processes 2` read as one process's speed)
+    from rigbench.analysis.summary import summary_rows
+    from rigbench.reports.summary_table import summary_cells
+
+    two = make_result(batch=64, speed=327.0)
+    two.spec = two.spec.model_copy(update={"world_size": 2})
+    assert charts_by_id([two])["speed"].note == "cpu · torch · fp32 · 1 thread · eager · data parallel x2"
+    assert summary_cells(summary_rows([two]))[0]["config"] == "torch · fp32 · eager · batch 64 · data parallel x2 · 1 thread"
+    assert "one process" not in charts_by_id([make_result()])["speed"].note
 
 
 def test_hover_has_value_and_spec_and_escapes_user_text():

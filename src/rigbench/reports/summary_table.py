@@ -11,6 +11,7 @@ from rigbench.analysis.summary import DeviceComparison, MachineEntry, SummaryRow
 from rigbench.analysis.trials import trials_text
 from rigbench.fingerprint import instruction_sets
 from rigbench.reports.cells import interval, rate, share
+from rigbench.reports.trial_lines import process_label
 from rigbench.spec import Result
 from rigbench.units import format_bytes
 
@@ -32,11 +33,12 @@ def device_text(r: Result) -> str:
 
 def config_text(r: Result) -> str:
     """What the configuration was beyond its device: framework, precision, compiled or eager and
-    batch ("jax · bf16 · eager · batch 128"), then channels-last and threads asked for where set."""
+    batch ("jax · bf16 · eager · batch 128"), then data parallel ("data parallel x2": the speed
+    is every process's together), channels-last and threads asked for where set."""
     spec = r.spec
     return " · ".join(part for part in (
         spec.framework, spec.precision, spec.compile_label or "eager", f"batch {spec.batch_size}",
-        "channels-last" if spec.channels_last else "",
+        process_label(r) if spec.is_data_parallel else "", "channels-last" if spec.channels_last else "",
         f"{spec.threads} thread{'s' * (spec.threads != 1)}" if spec.threads else "") if part)
 
 

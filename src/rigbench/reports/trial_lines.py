@@ -74,6 +74,7 @@ def dimension_values(r: Result) -> dict[str, str]:
 
 #: The configuration fields that say how many processes trained a trial: one legend dimension.
 _PROCESS_FIELDS = ("world_size", "nodes", "data_parallel")
+ONE_PROCESS = "one process"
 
 
 def process_label(r: Result) -> str:
@@ -81,7 +82,7 @@ def process_label(r: Result) -> str:
     "... over 2 nodes" where the ranks were spread over machines."""
     spec = r.spec
     if not spec.is_data_parallel:
-        return "one process"
+        return ONE_PROCESS
     return f"data parallel {spec.world_label}" + (f" over {spec.nodes} nodes" if spec.nodes > 1 else "")
 
 
@@ -99,8 +100,10 @@ class Legend:
                 values[dim].add(value)
         dims = [d for d in values if d not in omit]
         self.varying = [d for d in dims if len(values[d]) > 1]
-        # other configuration fields (kind, lr, world size...) are named only where they vary
-        self.constants = [d for d in dims if len(values[d]) == 1 and d in NAMED]
+        # other configuration fields (kind, lr...) are named only where they vary; data-parallel
+        # processes where every trial had them (a figure over 2 processes is not one process's)
+        self.constants = [d for d in dims if len(values[d]) == 1 and (
+            d in NAMED or d == "processes" and values[d] != {ONE_PROCESS})]
         self._values = values
         self.runs = len({r.run_id for r in results})
         self.by_run = not self.varying and self.runs > 1
