@@ -157,7 +157,9 @@ def test_api_score_against_a_bundle_file_and_a_run(tmp_path):
     assert api.score("minerun", "minerun", db=db).scores[0].value == pytest.approx(1.0)
     with pytest.raises(UsageError, match="is not a shipped reference"):
         api.score("minerun", "no-such-reference", db=db)
-    with pytest.raises(UsageError, match="no suite workload measured both here"):
+    # --device gpu of a CPU-only run: nothing of ours on gpu is the reason, not a missing `rigbench run`
+    with pytest.raises(UsageError, match=r"run minerun measured the suite on cpu only, nothing on gpu: leave "
+                                         r"--device out to score cpu \(`rigbench devices` lists"):
         api.score("minerun", str(bundle), db=db, device_class="gpu")
     assert math.isfinite(score.ci[0])
 

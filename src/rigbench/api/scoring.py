@@ -121,7 +121,8 @@ def _nothing_in_common(ours: list[Result], named: Reference | None, ours_label: 
                        device_class: str | None) -> str:
     """Why `score` has no workload to score, most specific first: the two sides measured the suite
     on different device classes (a score sets cpu against cpu, gpu against gpu); our trials of suite
-    workloads were all left out for their settings; else that nothing of the suite is in common."""
+    workloads were all left out for their settings; `--device` names a class we measured nothing
+    on; else that nothing of the suite is in common."""
     from rigbench.analysis.score import default_suite, left_out_for_settings, suite_results
 
     classes = [device_class] if device_class else ["cpu", "gpu"]
@@ -141,5 +142,10 @@ def _nothing_in_common(ours: list[Result], named: Reference | None, ours_label: 
         return (f"no suite result in {ours_label}{on}: its trials of suite workloads were left out for their "
                 f"settings ({named_trials}{more}); the suite is each workload as a plain `rigbench run` runs it, at "
                 f"its reference batch: run `rigbench run` (the default suite: {suite})")
+    elsewhere = [cls for cls in ("cpu", "gpu") if device_class and cls != device_class and suite_results(ours, cls)]
+    if elsewhere:  # `--device gpu` on a CPU-only machine: `rigbench run` would measure no GPU either
+        how = "`rigbench run -d cpu` measures it" if device_class == "cpu" else "`rigbench devices` lists this machine's GPUs"
+        return (f"{ours_label} measured the suite on {elsewhere[0]} only, nothing on {device_class}: leave "
+                f"--device out to score {elsewhere[0]} ({how})")
     return (f"no suite workload measured both here ({ours_label}) and in {ref_label}{on}: run `rigbench run` "
             f"(the default suite: {suite}, each at its reference batch)")
