@@ -118,3 +118,14 @@ def test_activation_memory_grows_with_the_context_linearly_and_through_the_score
     # 2 s b h + 3 a s^2 b, with s = 1024, h = 768, a = 12, b = 1, over 12 layers, plus the logits
     small = activation_bytes("gpt", resolved_options(WORKLOADS["gpt"], {"preset": "small"}), 2)
     assert small[0] == 12 * (32 * 1024 * 768 + 2 * 12 * 1024**2) + 2 * 1024 * 50_304 * 2
+
+
+def test_a_workload_that_trains_on_real_data_does_not_say_it_trains_on_synthetic_data_only():
+    """gpt's data set said "(nominal: rigbench trains the gpt workload on synthetic tokens only)"
+    in `rigbench workloads --json` after `rigbench train gpt --dataset pysrc` existed."""
+    from rigbench.data.accepts import accepted_datasets
+
+    assert accepted_datasets("gpt")
+    for name, workload in WORKLOADS.items():
+        if accepted_datasets(name):
+            assert "only" not in workload.dataset.source.partition("synthetic")[2], name

@@ -150,7 +150,8 @@ PTB = _text_corpus("ptb", 929_589, 32, "Penn Treebank (Mikolov's split): 929,589
 # byte-level text, `rigbench train gpt --dataset pysrc`, never on OpenWebText.
 OPENWEBTEXT = _text_corpus("openwebtext", 9_035_582_198, 1024, "OpenWebText as nanoGPT prepares it: "
                            "9,035,582,198 GPT-2 training tokens = 8,823,810 sequences of 1024 tokens "
-                           "(nominal: rigbench trains the gpt workload on synthetic tokens only)")
+                           "(nominal: the speed path's tokens are synthetic; `rigbench train gpt` trains "
+                           "on byte-level text such as pysrc)")
 CATSDOGS = Dataset("catsdogs", 20_000, "Kaggle Dogs vs. Cats as the 'GPUs for deep learning' deck splits it: 20,000 training images")
 
 _WORKLOADS: tuple[Workload, ...] = (
