@@ -336,6 +336,25 @@ def lm_result(lr, losses, rid, baseline=3.2163):
                   metrics=Metrics(dataset="pysrc", baseline_loss=baseline, **summary))
 
 
+def test_the_method_lists_the_protocols_of_the_speed_trials_only():
+    pytest.importorskip("jinja2")
+    pytest.importorskip("plotly")
+    from rigbench.reports import html
+    from rigbench.spec import MeasureOptions
+
+    probe = make_result(speed=50.0)
+    probe.spec = probe.spec.model_copy(update={"kind": "probe", "measure": MeasureOptions(min_steps=2, min_seconds=0.0)})
+    speed = make_result()
+    speed.spec = speed.spec.model_copy(update={"measure": MeasureOptions(warmup_steps=1, min_steps=3, min_seconds=0.5)})
+    page, _ = html.render([train_result(0.05), probe, speed], {"r": None, "r1": None})
+    page = " ".join(page.split())
+    # a max-batch probe's 2 steps and `train`'s default measure options are no timing protocol here
+    assert "Protocols of the speed trials in this report: ≥1 warm-up steps, then ≥3 steps and ≥0.5 s timed (quick" in page
+    assert page.count("steps and ≥") == 1
+    page, _ = html.render([train_result(0.05)], {"r": None})
+    assert "Protocols of the speed trials" not in page and "steps and ≥" not in page
+
+
 def test_language_models_chart_their_held_out_loss_against_the_unigram_baseline():
     results = [lm_result(1e-3, [2.9, 2.4], rid=1), lm_result(3e-4, [3.1, 2.8, 2.6], rid=2), train_result(0.05, rid=3)]
     charts = {c.id: c for s, cs in gather(results) if s.id == "training" for c in cs}

@@ -19,6 +19,7 @@ from plotly.offline import get_plotlyjs
 from rigbench import __version__
 from rigbench.analysis.contention import BUSY_OTHERS_PCT, is_busy
 from rigbench.analysis.summary import device_names_once, machines_once, summary_rows
+from rigbench.analysis.trials import speed_figures
 from rigbench.json_text import strict_json
 from rigbench.reports.cells import interval, rate, unknown_mark
 from rigbench.reports.chart_model import (
@@ -247,8 +248,10 @@ def render(results: Sequence[Result], machines: dict[str, dict | None],
     commands = {run_id: clip_value(c, NAME_CHARS) for run_id, c in (commands or {}).items()}
     sections = gather(results, calibrations, machines)
     charts = [c for _, cs in sections for c in cs]
+    # the timing protocols of the speed trials the page draws: not a training run's or a
+    # max-batch probe's (2 steps, 0 s), which the Method's protocol line does not describe
     protocols = sorted({(r.spec.measure.warmup_steps, r.spec.measure.min_steps, r.spec.measure.min_seconds)
-                        for r in results})
+                        for r in speed_figures(results)})
     summary = summary_cells(summary_rows(results, calibrations, recommendations, machines))
     entries = machines_once(results, machines)
     serials = set().union(*(e.gpu_serials for e in entries))
