@@ -263,7 +263,13 @@ def test_an_imported_calibration_of_another_machine_or_an_older_one_does_not_rep
 
 
 def test_compare_names_a_calibrate_run_as_one_with_no_trials(source):
-    """`compare CALIBRATE_RUN RUN` said there was no such run."""
-    done = CliRunner().invoke(cli.app, ["compare", "cal1", "run1", "--db", source.url])
-    assert done.exit_code == 2
-    assert "A: run 'cal1' is a `rigbench calibrate` run, with no trials to compare" in " ".join(done.output.split())
+    """`compare CALIBRATE_RUN RUN` said there was no such run; `score CALIBRATE_RUN` and `compare
+    --published --run CALIBRATE_RUN` that no results were stored for it, and `score --reference
+    CALIBRATE_RUN` that it was no stored run, though `results runs` lists it."""
+    said = "run 'cal1' is a `rigbench calibrate` run, with no trials (`rigbench roofline` reads its peaks)"
+    for args, prefix in ((["compare", "cal1", "run1"], "A: "), (["score", "cal1"], ""),
+                         (["score", "run1", "--reference", "cal1"], "--reference: "),
+                         (["compare", "--published", "--run", "cal1"], "")):
+        done = CliRunner().invoke(cli.app, [*args, "--db", source.url])
+        assert done.exit_code == 2, args
+        assert f"error: {prefix}{said}" in " ".join(done.output.split()), args

@@ -29,8 +29,20 @@ def _selected_results(store: Store, run_ids: Sequence[str]) -> list[Result]:
         return this_machine_results(store)
     results = [r for run_id in dict.fromkeys(run_ids) for r in store.list(run_id=run_id)]
     if not results:
-        raise UsageError(f"no results stored for --run {', '.join(run_ids)} in {store.url}")
+        calibrated = [run_id for run_id in run_ids if calibrate_run_text(store, run_id)]
+        raise UsageError(calibrate_run_text(store, calibrated[0]) if calibrated else
+                         f"no results stored for --run {', '.join(run_ids)} in {store.url}")
     return results
+
+
+def calibrate_run_text(store: Store, run_id: str) -> str | None:
+    """Why a stored run with no trials has none, where it is a `rigbench calibrate` run (`results
+    runs` lists it, so "no results stored for run" sent the reader looking); None otherwise."""
+    from rigbench.store.calibrations import list_calibrations
+
+    if not list_calibrations(store, run_id=run_id):
+        return None
+    return f"run {run_id!r} is a `rigbench calibrate` run, with no trials (`rigbench roofline` reads its peaks)"
 
 
 def compare_published(db: str | None = None, sources: Sequence[str] = (), run_ids: Sequence[str] = (),
@@ -106,7 +118,6 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
     stored results, filtered by --where; with the machine of each run. `store` may be None
     only when `ref` is a bundle file."""
     from rigbench.store.bundle import load_bundle
-    from rigbench.store.calibrations import list_calibrations
 
     accepted = parse_where(where)
     machines: dict[str, Any] = {}
@@ -120,9 +131,8 @@ def side_results(store: Store | None, ref: str | None, where: Sequence[str], nam
             raise UsageError(f"{name}: {ref!r} needs the results database")
         listed = store.list(run_id=ref) if ref is not None else store.list()
         if ref is not None and not listed:
-            if list_calibrations(store, run_id=ref):
-                raise UsageError(f"{name}: run {ref!r} is a `rigbench calibrate` run, with no trials to compare "
-                                 f"(`rigbench roofline` reads its peaks)")
+            if calibrated := calibrate_run_text(store, ref):
+                raise UsageError(f"{name}: {calibrated}")
             if Path(ref).is_dir():  # "no such file" would send the user looking for a missing path
                 raise UsageError(f"{name}: {ref} is a folder, not a results bundle file (`rigbench results export "
                                  "--format bundle -o FILE` writes one) or a stored run")

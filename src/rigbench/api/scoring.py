@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rigbench.api.comparison import machine_text, this_machine_results
+from rigbench.api.comparison import calibrate_run_text, machine_text, this_machine_results
 from rigbench.errors import UsageError
 from rigbench.spec import Result
 from rigbench.store import Store
@@ -47,6 +47,8 @@ def reference_results(store: Store, reference: str) -> Reference:
         bundle = load_bundle(reference)
         return Reference(bundle.results, f"bundle {reference}", machine_text({r.id: r.machine for r in bundle.runs}))
     listed = store.list(run_id=reference)
+    if not listed and (calibrated := calibrate_run_text(store, reference)):
+        raise UsageError(f"--reference: {calibrated}")
     if not listed:
         raise UsageError(f"--reference {reference!r} is not a shipped reference "
                          f"({', '.join(shipped) or 'none ship yet'}), a bundle file or a stored run")
@@ -80,8 +82,8 @@ def score(run_id: str | None = None, reference: str | None = None, db: str | Non
     if run_id is not None:
         listed = store.list(run_id=run_id)
         if not listed:
-            raise UsageError(f"no results stored for run {run_id!r} in {store.url}: "
-                             "`rigbench results runs` lists the stored runs")
+            raise UsageError(calibrate_run_text(store, run_id) or f"no results stored for run {run_id!r} in "
+                             f"{store.url}: `rigbench results runs` lists the stored runs")
         ours_label = f"run {run_id}"
     else:
         listed = this_machine_results(store)
