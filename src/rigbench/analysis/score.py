@@ -19,7 +19,7 @@ percentile bootstrap, 2,000 times with a fixed seed (bootstrap_interval): on eac
 repeats are resampled, then each drawn repeat's raw step times, in blocks of consecutive steps
 where they are correlated (_resampled_speed; ours and the reference's independently); with one
 trial a side this is the step-level bootstrap alone. With 2-3 trials a side the bootstrap drew
-too few distinct repeats to show their spread: 92-93% of simulated scores of a machine against
+too few distinct repeats to show their spread: 89-92% of simulated scores of a machine against
 itself held 1.0 where trials differ in level (docs/METHODOLOGY.md). Workloads missing on either
 side are left out and named; the score is then over the common subset only.
 
