@@ -64,8 +64,8 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
     return float(arr.std(ddof=1) / m) if m else 0.0
 
 
-#: Student's t, the 97.5th percentile by degrees of freedom (1-30; 1.96 beyond): the two-sided
-#: 95% interval of a mean from few values, where a bootstrap understates the spread.
+#: Student's t, the 97.5th percentile by degrees of freedom (1-30; t_975 computes it beyond): the
+#: two-sided 95% interval of a mean from few values, where a bootstrap understates the spread.
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
          2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
          2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
@@ -82,9 +82,18 @@ def t_interval(values: Sequence[float]) -> tuple[float, float]:
 
 def t_975(df: float) -> float:
     """Student's t, 97.5th percentile, at `df` degrees of freedom rounded down (a smaller df
-    gives a wider interval: the conservative side), at least 1; 1.96 beyond the table."""
+    gives a wider interval: the conservative side), at least 1. Beyond the table, the
+    Cornish-Fisher series in 1/df (Abramowitz & Stegun 26.7.5), exact to 5 decimals there. It
+    was 1.96, the normal's: 4% narrower than t at 31 degrees of freedom, which a score's Welch
+    interval over 8 workloads with 3 trials a side reaches (8 x 2 x 2)."""
     whole = max(int(math.floor(df)), 1)
-    return T_975[whole - 1] if whole <= len(T_975) else 1.96
+    if whole <= len(T_975):
+        return T_975[whole - 1]
+    z = NormalDist().inv_cdf(0.975)
+    terms = ((z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+             (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+             (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
+    return z + sum(term / whole ** power for power, term in enumerate(terms, 1))
 
 
 def welch_interval(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
