@@ -275,6 +275,16 @@ def test_small_multiples_layout_in_plotly():
     assert layout["grid"]["rows"] == 1 and layout["grid"]["columns"] == 2
     assert [a["text"] for a in layout["annotations"]] == ["<b>cnn</b>", "<b>mlp</b>"]
     assert layout["yaxis"]["type"] == "log" and layout["yaxis2"]["rangemode"] == "tozero"  # 50x vs 1x
+    assert layout["yaxis"]["dtick"] == 1  # over a decade: a label per decade
+    # a log axis within one decade (the dev VM's gpt and vit on the roofline, 1.0G and 4.8G
+    # FLOP/s, no ceilings) had one label, 1G: plotly's between decades are kept there
+    from rigbench.reports.chart_model import Chart, Series
+
+    roof = Chart(id="roofline", title="t", x_title="x", y_title="y", series=[Series(name="gpt", x=[14.6], y=[4.8e9]),
+                 Series(name="vit", x=[20.2], y=[1.0e9])], kind="scatter", x_scale="log", y_scale="log")
+    assert "dtick" not in html.plotly_figure(roof)["layout"]["yaxis"]
+    roof.series[0].y = [12e9]
+    assert html.plotly_figure(roof)["layout"]["yaxis"]["dtick"] == 1
     assert [(t["xaxis"], t["yaxis"]) for t in figure["data"]] == [("x", "y"), ("x2", "y2"), ("x2", "y2"), ("x", "y")]
     # the cnn line and mlp's fp32 share a name: one legend entry; the legend sits below the plots
     assert [t["showlegend"] for t in figure["data"]] == [True, False, True, True]

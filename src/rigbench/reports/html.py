@@ -25,6 +25,7 @@ from rigbench.reports.cells import interval, rate, unknown_mark
 from rigbench.reports.chart_model import (
     COLOURS,
     DASHES,
+    LOG_RANGE,
     PATTERNS,
     REFERENCE_DASHES,
     SYMBOLS,
@@ -103,11 +104,17 @@ def _axis(chart: Chart, series: Sequence[Series] | None = None) -> dict[str, Any
     return axis
 
 
-def _y_axis(chart: Chart, scale: str | None = None) -> dict[str, Any]:
-    """The y axis: from zero, or log-scaled with SI-prefixed ticks (1G, 10G, 100G)."""
+def _y_axis(chart: Chart, scale: str | None = None, series: Sequence[Series] | None = None) -> dict[str, Any]:
+    """The y axis: from zero, or log-scaled with SI-prefixed ticks (1G, 10G, 100G): a label per
+    decade where the values span one or more (the speed panels' log rule, LOG_RANGE); within
+    less (a CPU's roofline points without ceilings, 1.0G to 4.8G) plotly's labels between decades
+    too, where one per decade left one label on the axis, or none."""
     axis: dict[str, Any] = {"title": {"text": chart.y_title}, "automargin": True}
     if (scale or chart.y_scale) == "log":
-        axis.update(type="log", exponentformat="SI", dtick=1)  # a label per decade only
+        axis.update(type="log", exponentformat="SI")
+        values = [y for s in (chart.series if series is None else series) for y in s.y if y and y > 0]
+        if not values or max(values) > LOG_RANGE * min(values):
+            axis.update(dtick=1)
     else:
         axis.update(rangemode="tozero")
     return axis
@@ -140,7 +147,7 @@ def _panel_layout(chart: Chart, data: list[dict[str, Any]], layout: dict[str, An
     for i, panel in enumerate(chart.panels):
         n = "" if i == 0 else str(i + 1)
         members = [s for s in chart.series if s.panel == panel]
-        x, y = _axis(chart, members), _y_axis(chart, chart.panel_y_scales.get(panel))
+        x, y = _axis(chart, members), _y_axis(chart, chart.panel_y_scales.get(panel), members)
         if i < len(chart.panels) - columns:  # not the bottom row: the x title once below
             x["title"] = {"text": ""}
         if i % columns:
