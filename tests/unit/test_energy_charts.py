@@ -44,7 +44,14 @@ def test_time_against_energy_marks_the_pareto_front():
 def test_scatter_draws_markers_and_the_front_as_a_dashed_line():
     figure = plotly_figure(charts_by_id(energy_results())["energy_pareto_cnn"])
     assert [t["mode"] for t in figure["data"]] == ["markers", "markers", "lines+markers"]
-    assert figure["data"][-1]["line"]["dash"] == "dash" and figure["layout"]["xaxis"]["type"] == "log"
+    assert figure["data"][-1]["line"]["dash"] == "dash"
+    # speeds within 10x (100 to 150 samples/s) on a linear axis: a log one drew the H200's one
+    # dcgan trial between ticks 800 and 70k; a CPU beside a GPU on a log one
+    assert "type" not in figure["layout"]["xaxis"]
+    assert "speed against energy per sample" in figure["layout"]["title"]["text"]
+    gpu = make_result(device="cuda:0", batch=16, speed=3000.0, energy_per_sample_j=0.002)
+    wide = plotly_figure(charts_by_id([*energy_results(), gpu])["energy_pareto_cnn"])
+    assert wide["layout"]["xaxis"]["type"] == "log"
 
 
 def test_no_energy_section_without_measured_energy():

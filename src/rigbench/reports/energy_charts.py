@@ -1,4 +1,4 @@
-"""Energy charts, per workload: measured energy per sample against batch size, and time against
+"""Energy charts, per workload: measured energy per sample against batch size, and speed against
 energy (samples/s against J/sample) with the Pareto front marked (issue 13).
 
 Only speed trials with a measured `energy_per_sample_j` are drawn (estimates are never stored
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from rigbench.analysis.energy import format_joules, has_energy, pareto_front
 from rigbench.analysis.trials import speed, speed_figures
-from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name
+from rigbench.reports.chart_model import Chart, Series, hover_lines, workload_name, y_scale_for
 from rigbench.reports.trial_lines import Legend, LineKey, colour_key, line_key, trial_hover
 from rigbench.spec import Result
 
@@ -71,10 +71,12 @@ def energy_pareto_chart(workload: str, members: Sequence[Result]) -> Chart:
                          hover=[hover_lines(f"Pareto front: {_point_text(r)}", r.spec.label(),
                                             "no other trial is both faster and lower in energy per sample")
                                 for r in front], dash=True, colour=FRONT_COLOUR))
+    # log where the speeds span more than 10x (a CPU beside a GPU), as the speed panels' y
+    x_scale = y_scale_for([speed(r) for r in members])
     return Chart(id=f"energy_pareto_{_slug(workload)}",
-                 title=f"{workload}: time against energy (Pareto front marked)",
+                 title=f"{workload}: speed against energy per sample (Pareto front marked)",
                  x_title="samples/s", y_title="energy per sample (J, measured)", series=series,
-                 kind="scatter", x_scale="log", note=legend.constant())
+                 kind="scatter", x_scale=x_scale, note=legend.constant())
 
 
 def energy_charts(results: Sequence[Result]) -> list[Chart]:
