@@ -8,9 +8,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from rigbench.cli import app
 from rigbench.data import ChecksumError, DownloadError, ensure_files, fetch, load, load_corpus
 from rigbench.data.download import part_path
+from rigbench.data.registry import DATASETS
 from rigbench.errors import UsageError
 from tests.data_files import md5_of, mnist_arrays, text_dataset, wikitext_zip_bytes, write_mnist
 
@@ -78,7 +81,7 @@ def test_fetch_verifies_and_renames(server, tmp_path):
     dest = fetch(f"{server.url}/blob.bin", tmp_path / "sub" / "blob.bin", md5=md5_of(BODY),
                  sha256=hashlib.sha256(BODY).hexdigest(), progress=lambda d, t: seen.append((d, t)))
     assert dest.read_bytes() == BODY and not part_path(dest).exists()
-    assert seen[-1] == (len(BODY), len(BODY))
+    assert seen[0] == (0, len(BODY)) and seen[-1] == (len(BODY), len(BODY))  # said before the first byte too
     assert server.requests == [("/blob.bin", None)]
 
 
@@ -86,8 +89,10 @@ def test_resume_asks_for_the_rest_and_appends(server, tmp_path):
     dest = tmp_path / "blob.bin"
     half = len(BODY) // 2
     part_path(dest).write_bytes(BODY[:half])
-    fetch(f"{server.url}/blob.bin", dest, md5=md5_of(BODY))
+    seen = []
+    fetch(f"{server.url}/blob.bin", dest, md5=md5_of(BODY), progress=lambda d, t: seen.append((d, t)))
     assert server.requests == [("/blob.bin", f"bytes={half}-")]
+    assert seen[0] == (half, len(BODY))  # progress counts from what the .part already held
     assert server.bytes_sent == len(BODY) - half
     assert dest.read_bytes() == BODY and not part_path(dest).exists()
 
@@ -163,6 +168,22 @@ def test_dataset_download_end_to_end(server, tmp_path):
     requests = len(server.requests)
     load(info, target)  # everything present and stamped: no network at all
     assert len(server.requests) == requests
+
+
+def test_train_says_how_its_download_goes(server, tmp_path, monkeypatch):
+    """Into a pipe, `rigbench train` names each file as its download starts and says each tenth
+    of it (a 170 MB CIFAR-10 download said nothing for minutes); refused after it by a batch
+    larger than the training set, so no trial runs."""
+    info, blobs = write_mnist(tmp_path / "upstream", mnist_arrays(seed=9), url_prefix=f"{server.url}/mnist/")
+    server.files.update({f"/mnist/{name}": blob for name, blob in blobs.items()})
+    monkeypatch.setitem(DATASETS, "mnist", info)
+    result = CliRunner().invoke(app, ["train", "mlp", "--dataset", "mnist", "--data-dir", str(tmp_path / "d"),
+                                      "-b", "70000", "--db", str(tmp_path / "r.db")])
+    assert result.exit_code == 2 and "fewer than one batch of 70000" in result.stderr
+    size = len(blobs["train-images-idx3-ubyte.gz"])
+    assert f"  downloading train-images-idx3-ubyte.gz ({size:,} bytes)\n" in result.stderr
+    assert f"  downloading train-images-idx3-ubyte.gz: {size:,} of {size:,} bytes (100%)\n" in result.stderr
+    assert (tmp_path / "d" / "t10k-labels-idx1-ubyte.gz").is_file()
 
 
 def test_mirrors_are_tried_in_order(server, tmp_path):

@@ -25,7 +25,7 @@ from rigbench.cli.common import (
     parse_compile,
     stored_text,
 )
-from rigbench.cli.console import err, out
+from rigbench.cli.console import downloading, err, out
 from rigbench.compile_modes import CompileMode
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
@@ -119,7 +119,8 @@ def lr_find(
     api.check_thread_count(threads)
     api.check_lr_find_workload(workload)
     api.chosen_devices(framework, [device] if device else [], default=["cpu"])  # before the data set is fetched
-    name = api.prepare_data(workload, dataset, data_dir, download=not offline)
+    with downloading() as shown:
+        name = api.prepare_data(workload, dataset, data_dir, download=not offline, progress=shown)
     spec = api.plan_lr_find(workload, name, device=device, batch_size=batch_size, start_lr=start_lr,
                             end_lr=end_lr, steps=steps, data_dir=data_dir, precision=precision,  # type: ignore[arg-type]
                             threads=threads, framework=framework)

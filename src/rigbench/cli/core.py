@@ -32,7 +32,7 @@ from rigbench.cli.common import (
     show_hint,
     stored_text,
 )
-from rigbench.cli.console import err, out, progress_bar, progressed, working
+from rigbench.cli.console import downloading, err, out, progress_bar, progressed, working
 from rigbench.compile_modes import COMPILE_MODES, CompileMode
 from rigbench.errors import UsageError
 from rigbench.json_text import strict_json
@@ -212,7 +212,8 @@ def train(
         raise UsageError("--max-train-samples must be at least 1")
     lrs = parse_positive_floats(lr, "--lr")
     (workload,) = with_preset([workload], preset)
-    name = api.prepare_data(workload, dataset, data_dir, download=not offline)
+    with downloading() as shown:
+        name = api.prepare_data(workload, dataset, data_dir, download=not offline, progress=shown)
     specs = api.plan_train(
         workload, name, epochs, lrs=lrs, batch_sizes=parse_positive_ints(batch_size, "--batch-size"),
         devices=devices, target_accuracy=target_accuracy, target_loss=target_loss,

@@ -106,7 +106,11 @@ def _start_and_total(response: http.client.HTTPResponse, offset: int) -> tuple[i
 
 
 def _copy(response, out, done: int, total: int | None, progress: Progress | None) -> None:
-    while chunk := response.read(_CHUNK):
+    if progress is not None:  # before the first byte: a slow server is seen to be slow, not silent
+        progress(done, total)
+    # read1: whatever has arrived, up to a chunk; read(_CHUNK) waited for a whole MiB between
+    # two calls of `progress` (50 s at 20 KB/s)
+    while chunk := response.read1(_CHUNK):
         out.write(chunk)
         done += len(chunk)
         if progress is not None:

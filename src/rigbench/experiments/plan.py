@@ -8,7 +8,7 @@ import json
 import os
 import socket
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigbench.compile_modes import CompileMode, compile_mode
 from rigbench.errors import UsageError
@@ -19,6 +19,9 @@ from rigbench.ranks import NodeLaunch
 from rigbench.runner.session import check_platform, check_ranks_fit
 from rigbench.spec import EnergyMode, MeasureOptions, Precision, TrainOptions, TrialSpec
 from rigbench.workloads import WORKLOADS, Workload, parse_workload_ref
+
+if TYPE_CHECKING:  # rigbench.data is imported where a data set is used (numpy)
+    from rigbench.data.cache import FileProgress
 
 
 def plan_run(
@@ -201,14 +204,15 @@ def validation_message(exc: ValueError) -> str:
 
 
 def prepare_data(workload: str, dataset: str | None, data_dir: str | None = None,
-                 download: bool = True) -> str:
+                 download: bool = True, progress: FileProgress | None = None) -> str:
     """Check that `workload` (a name, with options as NAME:key=value) can train on `dataset`
     (default: its reference data set) and that
     the files are here and verified, fetching them when allowed; an image folder (at `data_dir`,
     else the cache's `data/image_folder/`) is checked for its layout, class folders, class
     count and files' first bytes (data/image_folder.check_image_folder). Done in the parent,
     before any trial, so that a missing or corrupt file is one clear error (exit 2), not a
-    failed trial. Returns the data set's name."""
+    failed trial. `progress(file, bytes_done, bytes_total)` follows a download. Returns the data
+    set's name."""
     from rigbench.data import (
         check_classes,
         check_compatible,
@@ -224,7 +228,7 @@ def prepare_data(workload: str, dataset: str | None, data_dir: str | None = None
     get_dataset(dataset)  # unknown name: lists the known ones
     options = training_options(ref.name, options, dataset)
     check_compatible(ref.name, dataset, options)
-    ensure_files(dataset, data_dir, download=download)
+    ensure_files(dataset, data_dir, download=download, progress=progress)
     if dataset == "image_folder":  # the user's class folders against the network's outputs
         from rigbench.data.image_folder import find_classes
 
