@@ -273,9 +273,12 @@ def test_a_text_download_resumes(server, tmp_path):
     info = text_dataset("ptb", ptb, url_prefix=f"{server.url}/t/")  # md5 (torchtext's) and sha256 both checked
     target = tmp_path / "ptb"
     server.cut_at = 1000  # the first file's connection drops after 1,000 bytes
-    with pytest.raises(UsageError, match="cannot get the ptb data set"):
+    with pytest.raises(UsageError, match="cannot get the ptb data set") as caught:
         ensure_files(info, target)
     assert part_path(target / "ptb.train.txt").stat().st_size == 1000
+    # the .part is what the next run continues, not a file "rigbench does not read"
+    assert str(caught.value).endswith("; the partial download ptb.train.txt.part (1,000 bytes) is kept: the next "
+                                      "run without --offline continues it")
     corpus = load_corpus(info, target)
     assert ("/t/ptb.train.txt", "bytes=1000-") in server.requests
     assert bytes(corpus.train) == ptb["ptb.train.txt"]

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from rigbench.data.download import fetch
+from rigbench.data.download import fetch, part_path
 from rigbench.data.errors import ChecksumError, DownloadError
 from rigbench.data.hashing import file_digests, first_mismatch
 from rigbench.data.registry import DatasetInfo, RemoteFile, get_dataset
@@ -137,17 +137,22 @@ def _missing_message(info: DatasetInfo, directory: Path, missing: list[RemoteFil
 
 def _found_instead(info: DatasetInfo, directory: Path) -> str:
     """What the folder holds instead, where it holds anything: the MNIST files unpacked, or
-    CIFAR-10's python version, were reported as "not there" as if the folder were empty."""
+    CIFAR-10's python version, were reported as "not there" as if the folder were empty. A
+    download's `.part` is said to be continued, not called a file rigbench does not read."""
     expected = {f.filename for f in info.files}
+    parts = {part_path(directory / name).name for name in expected}
     try:
-        others = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name not in expected
-                        and not p.name.endswith(_STAMP_SUFFIX))
+        files = sorted((p.name, p.stat().st_size) for p in directory.iterdir() if p.is_file())
     except OSError:
         return ""
+    others = [name for name, _ in files if name not in expected | parts and not name.endswith(_STAMP_SUFFIX)]
+    kept = [f"{name} ({size:,} bytes)" for name, size in files if name in parts]
+    said = (f"; the partial download {', '.join(kept)} is kept: the next run without --offline continues it"
+            if kept else "")
     if not others:
-        return ""
+        return said
     shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-    return (f"; the folder holds {shown} instead, which rigbench does not read: it reads the files named "
+    return (f"{said}; the folder holds {shown} instead, which rigbench does not read: it reads the files named "
             "above exactly as published, checked against their digests")
 
 
