@@ -119,6 +119,29 @@ def test_a_batch_the_training_set_cannot_fill_is_refused_in_the_parent(tmp_path)
                                                   "--max-train-samples", "10", "-b", "64")
 
 
+@pytest.mark.parametrize("workload, dataset, targets, said", [
+    ("gpt", "pysrc", {"target_accuracy": 0.5}, "--target-accuracy: gpt has a held-out loss, not an accuracy: "
+                                               "give --target-loss"),
+    ("autoencoder", "digits", {"target_accuracy": 0.9}, "autoencoder has a held-out loss, not an accuracy"),
+    ("dcgan", "digits", {"target_accuracy": 0.9}, "--target-accuracy: dcgan has no held-out figure"),
+    ("dcgan", "digits", {"target_loss": 1.0}, "--target-loss: dcgan has no held-out loss"),
+])
+def test_a_target_the_workload_has_no_figure_for_is_refused(workload, dataset, targets, said):
+    """Was stored and trained towards to the last epoch, never reached (gpt: 7 minutes, exit 0)."""
+    with pytest.raises(UsageError) as caught:
+        plan_train(workload, dataset, 1, **targets)
+    assert said in str(caught.value)
+    assert plan_train("autoencoder", "digits", 1, target_loss=0.05)[0].train.target_loss == 0.05  # a loss it has
+
+
+def test_what_no_trial_could_do_is_refused_before_any(tmp_path):
+    """--workers with jax or keras: each of their trials was stored `unsupported` after loading
+    the data, exit 1. A target with no figure to reach, through the command: exit 2, nothing stored."""
+    with pytest.raises(UsageError, match="--workers is torch's DataLoader; jax, keras-torch read host batches"):
+        plan_train("mlp", "digits", 1, frameworks=["torch", "jax", "keras-torch"], input_mode="loader", workers=2)
+    assert "give --target-loss" in refused(tmp_path, "train", "gpt", "--dataset", "pysrc", "--target-accuracy", "0.5")
+
+
 def test_training_counts_known_without_loading_are_the_loaded_ones(tmp_path):
     """train_samples reads sizes from the registry, a folder's listing, a manifest, files' sizes and
     a zip's directory: each must be the count the loader then gives."""

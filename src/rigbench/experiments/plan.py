@@ -288,8 +288,13 @@ def plan_train(
         given = " and ".join(flag for flag, on in (("--workers", workers), ("--pin-memory", pin_memory)) if on)
         raise UsageError(f"{given} feed a DataLoader: add --input loader (the resident data set has no loader)")
     ref, options = parse_workload_ref(workload)
+    _check_targets(ref, target_accuracy, target_loss)
     options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
     names = list(dict.fromkeys([frameworks] if isinstance(frameworks, str) else frameworks)) or ["torch"]
+    others = [name for name in names if name != "torch"]
+    if workers and others:  # else each of their trials stored `unsupported` (driver/batches.NumpyLoader)
+        raise UsageError(f"--workers is torch's DataLoader; {', '.join(others)} read host batches in the main "
+                         "process: give --workers 0, or train with --framework torch alone")
     chosen = {name: chosen_devices(name, devices, default=["cpu"]) for name in names}
     try:
         train = TrainOptions(dataset=dataset, data_dir=data_dir, download=False, epochs=epochs,
@@ -312,6 +317,18 @@ def plan_train(
     check_threads(specs)
     check_batches_fill(specs, dataset, train_samples(ref.name, dataset, data_dir, options))
     return specs
+
+
+def _check_targets(workload: Workload, target_accuracy: float | None, target_loss: float | None) -> None:
+    """UsageError for a target the workload has no figure to reach: it was stored and trained
+    towards to the last epoch, never reached (gpt --target-accuracy 0.5: 7 minutes, no answer)."""
+    if target_accuracy is not None and workload.metric != "accuracy":
+        held_out = "no held-out figure" if workload.metric == "none" else "a held-out loss, not an accuracy"
+        loss = "" if workload.metric == "none" else ": give --target-loss"
+        raise UsageError(f"--target-accuracy: {workload.name} has {held_out}{loss}")
+    if target_loss is not None and workload.metric == "none":
+        raise UsageError(f"--target-loss: {workload.name} has no held-out loss (a GAN's losses are its two "
+                         "networks' training losses)")
 
 
 def node_launch(nnodes: int, node_rank: int, endpoint: str | None) -> NodeLaunch:
