@@ -39,7 +39,7 @@ def faked_trials(monkeypatch, module, status_of, interrupted: bool = False) -> N
         results = [result(s, status, 100.0 if status == "ok" else None) for s in done if (status := status_of(s))]
         return api.RunOutcome("r1", "sqlite:///x.db", results, interrupted, specs[1] if interrupted else None)
     monkeypatch.setattr(module, "_run_with_progress", run)
-    monkeypatch.setattr(api, "prepare_data", lambda workload, dataset, data_dir, download: "digits")
+    monkeypatch.setattr(api, "prepare_data", lambda workload, dataset, data_dir, download, **_: "digits")
 
 
 def test_lr_find_without_a_suggestion_exits_1_saying_why(tmp_path, monkeypatch):
@@ -56,10 +56,11 @@ def test_an_interrupted_lr_find_still_prints_one_json_object(tmp_path, monkeypat
     def stopped(specs, db):
         return api.RunOutcome("r1", "sqlite:///x.db", [], True, specs[0])
     monkeypatch.setattr(advise, "_run_with_progress", stopped)
-    monkeypatch.setattr(api, "prepare_data", lambda workload, dataset, data_dir, download: "digits")
+    monkeypatch.setattr(api, "prepare_data", lambda workload, dataset, data_dir, download, **_: "digits")
     res = invoke("lr-find", "mlp", "--dataset", "digits", "--json", "--db", str(tmp_path / "l.db"))
     assert res.exit_code == 130, res.output
-    assert json.loads(res.stdout) == {"interrupted": True, "run_id": "r1", "db": "sqlite:///x.db", "trial_id": None,
+    # run r1 was never written (a run is written with its first result): no run to name
+    assert json.loads(res.stdout) == {"interrupted": True, "run_id": None, "db": "sqlite:///x.db", "trial_id": None,
                                       "suggested_lr": None, "curve": []}
     assert res.stderr.strip().splitlines()[-1].startswith("interrupted (Ctrl-C); no trial had finished")
 
@@ -154,6 +155,8 @@ def test_an_interrupted_max_batch_says_the_command_that_searches_to_the_end(tmp_
     assert res.stderr.strip().splitlines()[-1] == (
         "interrupted (Ctrl-C): no probe had finished: nothing was stored; a probe stopped half-way never is. A "
         "complete search: rigbench max-batch mlp --memory-limit 200MiB (a new one, from --start)")
+    as_json = invoke("max-batch", "mlp", "--memory-limit", "200MiB", "--json", "--db", str(tmp_path / "m.db"))
+    assert as_json.exit_code == 130 and json.loads(as_json.stdout)["run_id"] is None  # never written: no probe
 
 
 @pytest.mark.parametrize("statuses, code", [(["unsupported", "unsupported"], 1), (["diverged", "ok"], 0)])

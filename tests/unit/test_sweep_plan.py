@@ -278,7 +278,7 @@ def test_a_sweep_stopped_before_any_point_finished_prints_no_table_and_no_stored
     from rigbench.experiments.sweep import SweepOutcome
 
     monkeypatch.setattr(sweep_cli, "_sweep_with_progress", lambda grid, db, resume: SweepOutcome(
-        "r1", "sqlite:///x.db", grid, interrupted=True, stopped=grid[0]))
+        None, "sqlite:///x.db", grid, interrupted=True, stopped=grid[0]))  # no run: none was written
     args = ["sweep", "mlp", "-d", "cpu", "--quick", "-b", "8,16", "--db", str(tmp_path / "i.db")]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 130 and res.stdout == ""
@@ -287,7 +287,7 @@ def test_a_sweep_stopped_before_any_point_finished_prints_no_table_and_no_stored
     assert "result of an earlier run" not in res.stderr  # nothing was stored before
     as_json = CliRunner().invoke(app, [*args, "--json"])  # stdout stays one JSON object
     assert as_json.exit_code == 130
-    assert json.loads(as_json.stdout) == {"run_id": "r1", "db": "sqlite:///x.db", "grid_points": 2, "skipped": 0,
+    assert json.loads(as_json.stdout) == {"run_id": None, "db": "sqlite:///x.db", "grid_points": 2, "skipped": 0,
                                           "ran": 0, "interrupted": True, "results": []}
 
 
@@ -378,3 +378,20 @@ def test_the_bar_counts_trials_and_says_when_it_does_not_know_how_many_yet():
     assert len(counted) == 1 and str(counted[0].render(bar.tasks[task])) == "0/?"
     bar.update(task, total=4, completed=1)
     assert str(counted[0].render(bar.tasks[task])) == "1/4"
+
+
+def test_a_sweep_stopped_before_any_result_names_no_run(tmp_path, monkeypatch):
+    """A run is written with its first result (Store.add_run(deferred=True)): a sweep interrupted
+    before any trial ended named its run id in `--json` and the library's outcome, a run that
+    `results list --run` would not find."""
+    from rigbench.experiments import execute
+    from rigbench.experiments import sweep as sweep_module
+
+    grid = plan_sweep(SweepSpec(workloads=["mlp"], batch_sizes=[8, 16], quick=True))
+    ended: list[Result] = []
+    monkeypatch.setattr(sweep_module, "run", lambda pending, **_: execute.RunOutcome(
+        "r9", "sqlite:///x.db", list(ended), True, pending[len(ended)]))
+    assert sweep(grid, db=str(tmp_path / "s.db")).run_id is None
+    ended.append(Result(run_id="r9", created_at="t", spec=grid[0], status="ok"))
+    stopped = sweep(grid, db=str(tmp_path / "s.db"))
+    assert stopped.run_id == "r9" and stopped.interrupted and stopped.results == ended

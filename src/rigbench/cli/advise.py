@@ -126,8 +126,9 @@ def lr_find(
                             threads=threads, framework=framework)
     outcome = _run_with_progress([spec], db)
     if as_json and outcome.interrupted:  # stdout stays one JSON object, as every other --json's does
-        print(strict_json({"interrupted": True, "run_id": outcome.run_id, "db": outcome.db_url, "trial_id": None,
-                           "suggested_lr": None, "curve": []}, indent=2))
+        # a run is written with its first result: stopped before one, there is no run to name
+        print(strict_json({"interrupted": True, "run_id": outcome.run_id if outcome.results else None,
+                           "db": outcome.db_url, "trial_id": None, "suggested_lr": None, "curve": []}, indent=2))
     _finish(outcome, 1, db)
     summary = lr_find_summary(outcome.results[0])
     if as_json:

@@ -174,7 +174,9 @@ class MaxBatchOutcome:
             "crashes_counted_as_oom": [{"batch_size": batch, "error": headline, "model_bytes": need}
                                        for batch, headline, need in self.crashes_over_limit],
             "search": self.search.model_dump() if self.search else None, "complete": self.unfinished is None,
-            "unfinished": self.unfinished, "interrupted": self.interrupted, "run_id": self.run_id, "db": self.db_url,
+            "unfinished": self.unfinished, "interrupted": self.interrupted,
+            "run_id": self.run_id if self.probes else None,  # its run is written with the first probe
+            "db": self.db_url,
         }
 
 

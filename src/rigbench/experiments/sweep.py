@@ -193,7 +193,7 @@ def stored_results(store: Store, grid: Sequence[TrialSpec]) -> dict[str, Result]
 class SweepOutcome:
     """What a sweep did. `skipped` are the stored results that resume reused."""
 
-    run_id: str | None  # None when nothing was left to run
+    run_id: str | None  # None when nothing was left to run, or nothing ran to its end (no run was written)
     db_url: str
     grid: list[TrialSpec]
     skipped: list[Result] = field(default_factory=list)
@@ -234,6 +234,8 @@ def sweep(
     if pending:
         done = run(pending, db=db, command=command, on_trial_start=on_trial_start,
                    on_trial_end=on_trial_end, on_trial_progress=on_trial_progress)
-        outcome.run_id, outcome.results, outcome.interrupted = done.run_id, done.results, done.interrupted
+        # a run is written with its first result: interrupted before one, there is no run to name
+        outcome.run_id = done.run_id if done.results else None
+        outcome.results, outcome.interrupted = done.results, done.interrupted
         outcome.stopped = done.stopped
     return outcome
