@@ -75,6 +75,11 @@ def test_compare_notes_a_busy_side():
                              same_machine=True).pairs
     assert pair.verdict == "faster"
     assert any(n.startswith("busy machine: other processes used 55% of the CPU in A #1") for n in pair.notes)
+    # repeats: one clause a side, not one a trial
+    [repeats] = compare_results([_result(i, share, times=slow) for i, share in ((5, 80.0), (6, 77.0), (7, 0.5))],
+                                [_result(i, 82.0, "r2", times=fast) for i in (8, 9)], same_machine=True).pairs
+    assert ("busy machine: other processes used 77-80% of the CPU in A #5, #6; other processes used 82% of the "
+            "CPU in B #8, #9 (a difference") in " ".join(repeats.notes)
     [quiet_pair] = compare_results([_result(3, 0.5, times=slow)], [_result(4, 0.5, "r2", times=fast)],
                                    same_machine=True).pairs
     assert not any("busy" in n for n in quiet_pair.notes)

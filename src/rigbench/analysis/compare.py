@@ -280,10 +280,16 @@ def _hidden_devices(name: str, side: Sequence[Result], compared: Sequence[Result
 
 
 def _busy_text(side: str, trials: Sequence[Result]) -> list[str]:
-    """`other processes used 51% of the CPU in A #5` for each of a side's busy trials
-    (analysis/contention.py)."""
-    return [f"other processes used {t.metrics.others_cpu_pct_mean:.0f}% of the CPU in {side} #{t.id}"
-            for t in trials if is_busy(t.metrics)]
+    """`other processes used 51% of the CPU in A #5`, or `77-80% ... in A #5, #6, #7` for a
+    side's busy repeats (analysis/contention.py): one clause a side, where a clause a trial
+    repeated the sentence six times for two runs of `--repeat 3`."""
+    busy = [t for t in trials if is_busy(t.metrics)]
+    if not busy:
+        return []
+    shares = [t.metrics.others_cpu_pct_mean or 0.0 for t in busy]
+    low, high = min(shares), max(shares)
+    span = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
+    return [f"other processes used {span} of the CPU in {side} {', '.join(f'#{t.id}' for t in busy)}"]
 
 
 def _judge(trials_a: list[Result], trials_b: list[Result], pairing: Pairing, across_versions: bool,
