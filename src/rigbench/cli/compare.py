@@ -315,7 +315,7 @@ def score(
         if quick:
             out.print(f"  * timed with the short --quick protocol (fewer steps, a wider CI): {', '.join(quick)}; "
                       "a score to keep needs a plain `rigbench run`", highlight=False, markup=False)
-        for line in s.notes():  # what the CI leaves out; the workloads whose speed was the host's
+        for line in s.notes():  # what the CI leaves out; the workloads whose speed was the host's; a busy reference
             out.print(f"  {line}", highlight=False, markup=False)
         for line in terminal.busy_lines([r for item in s.items for r in item.ours]):
             out.print(f"  {line}", highlight=False, markup=False)
