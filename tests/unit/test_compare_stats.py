@@ -252,6 +252,13 @@ def test_two_frameworks_compare_on_the_libraries_both_have():
                 .model_copy(update={"spec": jax_spec})]
     (pair,) = compare_results(torch_side, jax_side, same_machine=True, split={"framework"}).pairs
     assert pair.verdict == "no change" and "A vs B: framework torch vs jax" in pair.notes
+    # the table's framework cell names both, as its device cell does (`cpu/cuda:0`); it showed A's alone
+    from rich.console import Console
+
+    from rigbench.reports.compare_tables import pairs_table
+    console = Console(width=200, record=True)
+    console.print(pairs_table([pair]))
+    assert " torch/jax " in console.export_text()
     other_python = [jax_side[0].model_copy(update={"software": {"python": "3.12.1", "jax": "0.10.2"}})]
     (pair,) = compare_results(torch_side, other_python, same_machine=True, split={"framework"}).pairs
     assert pair.verdict == "incomparable" and pair.reason == "software differs: python 3.11.9 -> 3.12.1"

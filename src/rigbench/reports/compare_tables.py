@@ -49,9 +49,11 @@ def _side_speed(side: Any) -> str:
     return interval(side.samples_per_s, side.ci)
 
 
-def _device(p: Any) -> str:
-    a, b = p.a.result.spec.device, p.b.result.spec.device
-    return a if a == b else f"{a}/{b}"
+def _pair_cells(p: Any) -> list[str]:
+    """The trial columns of a pair: `a/b` in each that differs between the sides (the key the
+    sides were split by: `cpu/cuda:0`, `torch/jax`, `fp32/bf16`), where the framework and
+    precision columns showed A's alone."""
+    return [a if a == b else f"{a}/{b}" for a, b in zip(trial_cells(p.a.result), trial_cells(p.b.result))]
 
 
 def _predicted(prediction: Any) -> str:
@@ -76,14 +78,13 @@ def pairs_table(pairs: Sequence[Any]) -> FitTable:
         Column("p", "right", priority=40), Column("verdict"),
     ], more="--json")
     for p in pairs:
-        r = p.a.result
         verdict = p.verdict
         if p.ratio is not None and p.verdict in ("faster", "slower"):
             verdict += f" {100 * (p.ratio - 1):+.1f}%"
         if p.verdict == "no change":
             verdict = "no significant change"
         marked = verdict + ("*" if p.reason or p.notes else "")
-        table.add_row(*cells(*trial_cells(r, _device(p)), _side_speed(p.a), _side_speed(p.b),
+        table.add_row(*cells(*_pair_cells(p), _side_speed(p.a), _side_speed(p.b),
                              "-" if p.ratio is None else interval(p.ratio, p.ratio_ci, _ratio),
                              *([_predicted(p.predicted)] if predicted else []),
                              "-" if p.p_value is None else f"{p.p_value:.2g}",
