@@ -125,6 +125,8 @@ def test_a_batch_the_training_set_cannot_fill_is_refused_in_the_parent(tmp_path)
     ("autoencoder", "digits", {"target_accuracy": 0.9}, "autoencoder has a held-out loss, not an accuracy"),
     ("dcgan", "digits", {"target_accuracy": 0.9}, "--target-accuracy: dcgan has no held-out figure"),
     ("dcgan", "digits", {"target_loss": 1.0}, "--target-loss: dcgan has no held-out loss"),
+    ("mlp", "digits", {"target_accuracy": 0.1}, "--target-accuracy 10.0% is no better than guessing among "
+                                                "the 10 classes of digits (10.0%): give a higher one"),
 ])
 def test_a_target_the_workload_has_no_figure_for_is_refused(workload, dataset, targets, said):
     """Was stored and trained towards to the last epoch, never reached (gpt: 7 minutes, exit 0)."""
@@ -140,6 +142,9 @@ def test_what_no_trial_could_do_is_refused_before_any(tmp_path):
     with pytest.raises(UsageError, match="--workers is torch's DataLoader; jax, keras-torch read host batches"):
         plan_train("mlp", "digits", 1, frameworks=["torch", "jax", "keras-torch"], input_mode="loader", workers=2)
     assert "give --target-loss" in refused(tmp_path, "train", "gpt", "--dataset", "pysrc", "--target-accuracy", "0.5")
+    assert "1.5% is no better than guessing" in refused(tmp_path, "train", "mlp", "--dataset", "digits",
+                                                        "--target-accuracy", "1.5")  # read as 1.5%, reached at once
+    assert plan_train("mlp", "digits", 1, target_accuracy=0.11)[0].train.target_accuracy == 0.11
 
 
 def test_training_counts_known_without_loading_are_the_loaded_ones(tmp_path):

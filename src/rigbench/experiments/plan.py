@@ -288,7 +288,7 @@ def plan_train(
         given = " and ".join(flag for flag, on in (("--workers", workers), ("--pin-memory", pin_memory)) if on)
         raise UsageError(f"{given} feed a DataLoader: add --input loader (the resident data set has no loader)")
     ref, options = parse_workload_ref(workload)
-    _check_targets(ref, target_accuracy, target_loss)
+    _check_targets(ref, target_accuracy, target_loss, dataset, data_dir)
     options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
     names = list(dict.fromkeys([frameworks] if isinstance(frameworks, str) else frameworks)) or ["torch"]
     others = [name for name in names if name != "torch"]
@@ -319,9 +319,12 @@ def plan_train(
     return specs
 
 
-def _check_targets(workload: Workload, target_accuracy: float | None, target_loss: float | None) -> None:
+def _check_targets(workload: Workload, target_accuracy: float | None, target_loss: float | None, dataset: str,
+                   data_dir: str | None) -> None:
     """UsageError for a target the workload has no figure to reach: it was stored and trained
-    towards to the last epoch, never reached (gpt --target-accuracy 0.5: 7 minutes, no answer)."""
+    towards to the last epoch, never reached (gpt --target-accuracy 0.5: 7 minutes, no answer);
+    and for an accuracy guessing reaches (`--target-accuracy 1.5` reads as 1.5%: "reached" in
+    epoch 1 by any network, a typo for 0.15 or 15 that answered nothing)."""
     if target_accuracy is not None and workload.metric != "accuracy":
         held_out = "no held-out figure" if workload.metric == "none" else "a held-out loss, not an accuracy"
         loss = "" if workload.metric == "none" else ": give --target-loss"
@@ -329,6 +332,16 @@ def _check_targets(workload: Workload, target_accuracy: float | None, target_los
     if target_loss is not None and workload.metric == "none":
         raise UsageError(f"--target-loss: {workload.name} has no held-out loss (a GAN's losses are its two "
                          "networks' training losses)")
+    if target_accuracy is not None:
+        from rigbench.data import dataset_dir, get_dataset
+        from rigbench.data.image_folder import find_classes
+
+        info = get_dataset(dataset)
+        classes = len(info.classes or find_classes(dataset_dir(info, data_dir)))
+        if target_accuracy <= 1 / classes:
+            raise UsageError(f"--target-accuracy {target_accuracy:.1%} is no better than guessing among the {classes} "
+                             f"classes of {dataset} ({1 / classes:.1%}): give a higher one, as a fraction (0.9) or a "
+                             "percentage (90)")
 
 
 def node_launch(nnodes: int, node_rank: int, endpoint: str | None) -> NodeLaunch:
