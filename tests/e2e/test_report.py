@@ -168,11 +168,13 @@ def test_every_chart_kind_draws_in_chromium(tmp_path, browser):
     """GPU, speed-up, precision, thread and roofline charts, from results built here (no GPU needed)."""
     db = str(tmp_path / "kinds.db")
     store = Store(db)
-    store.add_run("r1", "2026-01-01T00:00:00+00:00", "test", {"hostname": "<b>host</b>"})
+    # stored names of textlimits' 256 characters without a space: the page keeps its width
+    cpu_name, host = "Test CPU " + "x" * 247, "<b>host</b>" + "y" * 245
+    store.add_run("r1", "2026-01-01T00:00:00+00:00", "test", {"hostname": host})
     # two trials with counted FLOPs and estimated traffic: one on a calibrated CPU, one on a
     # GPU in the spec sheets, so the roofline draws both kinds of ceiling
     roofline_data = {"flops_per_sample": 2e7, "bytes_per_sample": 2e6, "params": 100_000}
-    devices = {(8, "cpu"): "Test CPU", (16, "cuda:0"): "NVIDIA H100 80GB HBM3"}
+    devices = {(8, "cpu"): cpu_name, (16, "cuda:0"): "NVIDIA H100 80GB HBM3"}
     for result in every_kind_of_result():
         name = devices.get((result.spec.batch_size, result.spec.device))
         if name:  # every precision: a device's bf16 and fp32 trials pair by its model (the precision chart)
@@ -181,7 +183,7 @@ def test_every_chart_kind_draws_in_chromium(tmp_path, browser):
             result = result.model_copy(update={"metrics": result.metrics.model_copy(update=roofline_data)})
         store.add_result(result)
     add_calibration(store, "r1", "2026-01-01T00:00:00+00:00", {
-        "device": "cpu", "device_name": "Test CPU", "measurements": [
+        "device": "cpu", "device_name": cpu_name, "measurements": [
             {"kind": "matmul", "precision": "fp32", "status": "ok", "value": 1e11, "unit": "FLOP/s", "detail": {}},
             {"kind": "memory_bandwidth", "precision": None, "status": "ok", "value": 1e10, "unit": "B/s", "detail": {}}]})
     done = api.report(str(tmp_path / "kinds.html"), db=db)
@@ -199,7 +201,10 @@ def test_every_chart_kind_draws_in_chromium(tmp_path, browser):
         axes = page.evaluate("(el => [el.layout.xaxis.type, el.layout.yaxis.type, el.getBoundingClientRect().height])"
                              "(document.getElementById('chart-roofline'))")
         assert axes[:2] == ["log", "log"] and axes[2] >= 400  # issue 14: a roofline that can be read
-        assert "<b>host</b>" in page.locator("#machine").inner_text()
+        assert host in page.locator("#machine").inner_text()
+        assert cpu_name in page.locator("header").inner_text()  # its devices
+        # they break instead: the page was 2,636 px wide at 1,400 with a long device name
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1400
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "report-all-kinds.png"), full_page=True)
     finally:
