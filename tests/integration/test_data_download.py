@@ -197,6 +197,24 @@ def test_mirrors_are_tried_in_order(server, tmp_path):
     assert [p for p, _ in server.requests[:2]] == ["/m1/train-images-idx3-ubyte.gz", "/m2/train-images-idx3-ubyte.gz"]
 
 
+def test_a_mirror_serving_a_wrong_file_is_passed_over(server, tmp_path):
+    """The first mirror's bytes fail the digest (a changed copy, a proxy's error page): the next
+    mirror is tried, as for one that does not answer; before, the download stopped there."""
+    info, blobs = write_mnist(tmp_path / "upstream", mnist_arrays(seed=10))
+    server.files.update({f"/bad/{name}": b"<html>blocked</html>" for name in blobs})
+    server.files.update({f"/good/{name}": blob for name, blob in blobs.items()})
+    mirrored = dataclasses.replace(info, files=tuple(
+        dataclasses.replace(f, urls=(f"{server.url}/bad/{f.filename}", f"{server.url}/good/{f.filename}"))
+        for f in info.files))
+    paths = ensure_files(mirrored, tmp_path / "cache")
+    assert all(paths[f.role].read_bytes() == blobs[f.filename] for f in info.files)
+    only_bad = dataclasses.replace(info, files=tuple(
+        dataclasses.replace(f, urls=(f"{server.url}/bad/{f.filename}",)) for f in info.files))
+    with pytest.raises(ChecksumError):  # no mirror left: the digest's error, nothing kept
+        ensure_files(only_bad, tmp_path / "other")
+    assert not any((tmp_path / "other").iterdir())
+
+
 def test_offline_dataset_lists_every_missing_file(closed_port, tmp_path):
     arrays = mnist_arrays()
     info, _ = write_mnist(tmp_path / "upstream", arrays, url_prefix=f"http://127.0.0.1:{closed_port}/")

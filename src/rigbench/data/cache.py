@@ -111,18 +111,20 @@ def verify_file(path: Path, remote: RemoteFile) -> None:
 
 
 def _download(remote: RemoteFile, dest: Path, progress: FileProgress | None) -> None:
-    """Try each mirror in turn; the last network failure is raised.
+    """Try each mirror in turn; the last failure is raised.
 
     A `.part` left by one mirror may be continued from another: the mirrors serve the
-    same bytes, and the digests are checked before anything is kept.
+    same bytes, and the digests are checked before anything is kept. A mirror whose file
+    has the wrong digest (a changed copy, a proxy's error page) is passed over like one that
+    does not answer: it stopped the download before, the other mirrors untried.
     """
     callback = (lambda done, total: progress(remote.filename, done, total)) if progress else None
-    last: DownloadError | None = None
+    last: DownloadError | ChecksumError | None = None
     for url in remote.urls:
         try:
             fetch(url, dest, md5=remote.md5, sha256=remote.sha256, progress=callback)
             return
-        except DownloadError as error:
+        except (DownloadError, ChecksumError) as error:
             last = error
     assert last is not None
     raise last
