@@ -135,7 +135,10 @@ def test_wrong_checksum_keeps_nothing(server, tmp_path):
     dest = tmp_path / "blob.bin"
     with pytest.raises(ChecksumError) as caught:
         fetch(f"{server.url}/blob.bin", dest, md5="0" * 32)
-    assert str(dest) in str(caught.value) and "nothing was saved" in str(caught.value)
+    assert str(dest) in str(caught.value) and "(10,240 bytes) is not the published file; nothing was saved" in str(
+        caught.value)
+    assert str(caught.value).endswith("fetch the file by hand from another source and put it there "
+                                      "(docs/DATASETS.md, Fetching by hand)")  # what to do, not only what went wrong
     assert caught.value.expected == "0" * 32 and caught.value.got == md5_of(BODY)
     assert not dest.exists() and not part_path(dest).exists()
 

@@ -56,10 +56,13 @@ def fetch(url: str, dest: str | os.PathLike[str], md5: str | None = None, sha256
         _download(url, dest, part, progress, timeout)
         mismatch = first_mismatch(file_digests(part, tuple(expected)), expected)
     if mismatch:
+        received = part.stat().st_size  # an error page is a few hundred bytes: the size tells
         part.unlink()
         algorithm, want, got = mismatch
         raise ChecksumError(str(dest), want, got, algorithm,
-                            hint=f"the download from {url} is not the published file; nothing was saved")
+                            hint=f"the download from {url} ({received:,} bytes) is not the published file; nothing "
+                                 "was saved: run again, and if it fails the same way, fetch the file by hand from "
+                                 "another source and put it there (docs/DATASETS.md, Fetching by hand)")
     os.replace(part, dest)
     return dest
 
