@@ -8,9 +8,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+import typer
 from typer.testing import CliRunner
 
-from rigbench.cli import app
+from rigbench.cli import app, interrupts
+from rigbench.cli.console import downloading
 from rigbench.data import ChecksumError, DownloadError, ensure_files, fetch, load, load_corpus
 from rigbench.data.download import part_path
 from rigbench.data.registry import DATASETS
@@ -198,6 +200,21 @@ def test_mirrors_are_tried_in_order(server, tmp_path):
         for f in info.files))
     ensure_files(mirrored, tmp_path / "cache")
     assert [p for p, _ in server.requests[:2]] == ["/m1/train-images-idx3-ubyte.gz", "/m2/train-images-idx3-ubyte.gz"]
+
+
+def test_an_interrupted_download_says_what_it_kept(capsys, monkeypatch):
+    """Ctrl-C mid-file: its .part is kept for the next run, exit 130; before, the line said
+    'outside a trial: nothing was left half-done' and named the results of a database not made."""
+    monkeypatch.setitem(interrupts._received, "said", False)  # restored: interrupted_exit sets it
+    with pytest.raises(typer.Exit) as ended, downloading() as shown:
+        shown("input.txt", 0, 1000)
+        shown("input.txt", 400, 1000)
+        raise KeyboardInterrupt
+    assert ended.value.exit_code == 130
+    assert ("interrupted (Ctrl-C) while downloading input.txt: its 400 bytes so far are kept in input.txt.part, "
+            "which the next run continues; no trial was started and no result stored") in capsys.readouterr().err
+    with pytest.raises(KeyboardInterrupt), downloading():  # before any byte: the command's own line says it
+        raise KeyboardInterrupt
 
 
 def test_a_mirror_serving_a_wrong_file_is_passed_over(server, tmp_path):

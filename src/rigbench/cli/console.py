@@ -200,17 +200,22 @@ def progressed(progress: Progress, task: TaskID, description: str, line: str, **
 def downloading() -> Iterator[Callable[[str, int, int | None], None]]:
     """A data set's download, followed by the `progress(file, bytes_done, bytes_total)` it yields:
     on a terminal a bar of bytes and speed per file; where no bar is drawn, a line as each file
-    starts (or resumes) and at each tenth of it. Without it a 170 MB download said nothing."""
+    starts (or resumes) and at each tenth of it. Without it a 170 MB download said nothing.
+    Interrupted mid-file, one line says what is kept (the `.part` the next run continues) and
+    the command exits 130; before, it said "outside a trial: nothing was left half-done" and
+    sent the user to list the results of a database not yet made."""
     progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                         TransferSpeedColumn(), TimeElapsedColumn(), console=err, transient=True, disable=no_bar())
     tasks: dict[str, TaskID] = {}
     tenths: dict[str, int] = {}
+    last: list[Any] = []  # the file under way and its bytes so far
 
     def line(text: str) -> None:
         if no_bar():
             err.print(f"  {text}", highlight=False, markup=False, soft_wrap=True)
 
     def shown(name: str, done: int, total: int | None) -> None:
+        last[:] = [name, done, total]
         if name not in tasks:
             tasks[name] = progress.add_task(f"downloading {name}", total=total)
             size = f"{total:,} bytes" if total else "size not given"
@@ -222,8 +227,20 @@ def downloading() -> Iterator[Callable[[str, int, int | None], None]]:
             tenths[name] = tenth
             line(f"downloading {name}: {done:,} of {total:,} bytes ({tenth * 10}%)")
 
-    with progress:
-        yield shown
+    try:
+        with progress:
+            yield shown
+    except KeyboardInterrupt:
+        if not last:  # before any download: the command's own interrupt line says it
+            raise
+        from rigbench.cli import interrupts
+
+        name, done, total = last
+        kept = (f"{name} came whole, and the next run checks it" if total and done >= total else
+                f"its {done:,} bytes so far are kept in {name}.part, which the next run continues")
+        err.print(f"interrupted ({interrupts.signal_name()}) while downloading {name}: {kept}; no trial was "
+                  "started and no result stored", highlight=False, markup=False, soft_wrap=True)
+        raise interrupts.interrupted_exit() from None
 
 
 @contextlib.contextmanager
