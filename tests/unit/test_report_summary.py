@@ -17,6 +17,7 @@ from rigbench.fingerprint import machine_key
 from rigbench.reports.chart_model import COLOURS, Chart, Series, assign_colours, y_scale_for
 from rigbench.reports.summary_table import format_duration, machine_cards, summary_cells
 from rigbench.reports.trial_lines import Legend
+from rigbench.spec import MeasureOptions
 from tests.unit.test_report_data import make_result
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -105,6 +106,12 @@ def test_summary_cells_as_the_page_shows_them():
     # as `results list` rounds them: 3 significant digits below 100 (0.368, not "0.4")
     [slow] = summary_cells(summary_rows([make_result(speed=0.368)]))
     assert (slow["samples_per_s"], slow["speedup_note"]) == ("0.368", f"over CPU trial {slow['trial']} (0.368 samples/s, cpu)")
+    # a figure of `run --quick` says so where it is the answer, as the Method does (a smoke run)
+    quick = make_result(speed=50.0)
+    quick.spec = quick.spec.model_copy(update={"measure": MeasureOptions(min_steps=3, min_seconds=0.5)})
+    busy_quick = quick.model_copy(update={"id": quick.id + 1000, "metrics": quick.metrics.model_copy(update={"others_cpu_pct_mean": 60.0})})
+    assert summary_cells(summary_rows([quick]))[0]["samples_note"] == f"trial {quick.id} (quick)"
+    assert summary_cells(summary_rows([busy_quick]))[0]["samples_note"] == f"trial {busy_quick.id} (busy, quick)"
     assert cnn["epoch"] == "27.8 s" and cnn["recommendation"] == ""
     assert cnn["tokens_per_s"] == ""  # no language model: no tokens/s
     [gpt] = summary_cells(summary_rows([make_result(workload="gpt", batch=8, speed=250.0, tokens_per_s=16_000.0)]))

@@ -8,7 +8,7 @@ from typing import Any
 
 from rigbench.analysis.contention import is_busy
 from rigbench.analysis.summary import DeviceComparison, MachineEntry, SummaryRow
-from rigbench.analysis.trials import trials_text
+from rigbench.analysis.trials import is_quick_protocol, trials_text
 from rigbench.fingerprint import instruction_sets
 from rigbench.reports.cells import interval, rate, share
 from rigbench.reports.trial_lines import process_label
@@ -60,9 +60,13 @@ def comparison_text(c: DeviceComparison) -> str:
     return f"like for like: {faster} {ratio:,.2f}× {slower} ({how})"
 
 
-def _busy(trials: Sequence[Result]) -> str:
-    """" (busy)" after the trials a figure is when one was timed on a busy machine (contention.py)."""
-    return " (busy)" if any(is_busy(t.metrics) for t in trials) else ""
+def _marks(trials: Sequence[Result]) -> str:
+    """" (busy)" after the trials a figure is when one was timed on a busy machine (contention.py),
+    " (quick)" when one was timed with a shorter window than the default protocol (`--quick`: a
+    real figure that knows less), " (busy, quick)" for both."""
+    marks = [mark for mark, test in (("busy", lambda t: is_busy(t.metrics)), ("quick", is_quick_protocol))
+             if any(test(t) for t in trials)]
+    return f" ({', '.join(marks)})" if marks else ""
 
 
 def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
@@ -80,12 +84,12 @@ def summary_cells(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
             "workload": row.workload, "trial": best.id, "run_id": best.run_id,
             "device": device_text(best), "devices_note": "; ".join(comparison_text(c) for c in row.devices),
             "config": config_text(best),
-            "samples_per_s": interval(row.samples_per_s, None), "samples_note": trials_text(row.configuration.ids) + _busy(row.configuration.trials),
+            "samples_per_s": interval(row.samples_per_s, None), "samples_note": trials_text(row.configuration.ids) + _marks(row.configuration.trials),
             "tokens_per_s": "" if tokens is None else f"{rate(tokens)} tokens/s",
             "epoch": format_duration(row.epoch_seconds),
             "epoch_note": f"one epoch of {row.dataset}" if row.dataset else "",
             "speedup": speedup, "on_cpu": best.spec.device == "cpu",
-            "speedup_note": f"over CPU {trials_text(base.ids)}{_busy(base.trials)} ({interval(base.samples_per_s, None)} samples/s, "
+            "speedup_note": f"over CPU {trials_text(base.ids)}{_marks(base.trials)} ({interval(base.samples_per_s, None)} samples/s, "
                             f"{device_text(base.newest)})" if base is not None
                             else "no CPU trial on its machine (the CPU trials here are another machine's)"
                             if row.cpu_elsewhere else "no CPU trial",
