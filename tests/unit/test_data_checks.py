@@ -147,6 +147,17 @@ def test_what_no_trial_could_do_is_refused_before_any(tmp_path):
     assert plan_train("mlp", "digits", 1, target_accuracy=0.11)[0].train.target_accuracy == 0.11
 
 
+def test_a_limit_or_a_folder_that_would_be_stored_unused_is_refused(tmp_path):
+    """--max-train-samples above the training set and --data-dir for digits changed nothing,
+    yet were stored as the run's settings."""
+    with pytest.raises(UsageError, match="--max-train-samples 100,000 is more than the 1,438 training samples of "
+                                         "digits: give at most 1,438"):
+        plan_train("mlp", "digits", 1, max_train_samples=100_000)
+    assert plan_train("mlp", "digits", 1, max_train_samples=1438)[0].train.max_train_samples == 1438
+    line = refused(tmp_path, "train", "mlp", "--dataset", "digits", "--data-dir", str(tmp_path), "--epochs", "1")
+    assert "digits ships inside scikit-learn and reads no folder; leave it out" in line
+
+
 def test_training_counts_known_without_loading_are_the_loaded_ones(tmp_path):
     """train_samples reads sizes from the registry, a folder's listing, a manifest, files' sizes and
     a zip's directory: each must be the count the loader then gives."""

@@ -225,7 +225,9 @@ def prepare_data(workload: str, dataset: str | None, data_dir: str | None = None
 
     ref, options = parse_workload_ref(workload)
     dataset = dataset or reference_dataset(ref.name)
-    get_dataset(dataset)  # unknown name: lists the known ones
+    # an unknown name lists the known ones; a folder digits would never read was stored as given
+    if get_dataset(dataset).format == "sklearn_digits" and data_dir is not None:
+        raise UsageError(f"--data-dir {data_dir}: digits ships inside scikit-learn and reads no folder; leave it out")
     options = training_options(ref.name, options, dataset)
     check_compatible(ref.name, dataset, options)
     ensure_files(dataset, data_dir, download=download, progress=progress)
@@ -315,7 +317,12 @@ def plan_train(
         for lr in lr_values
     ]
     check_threads(specs)
-    check_batches_fill(specs, dataset, train_samples(ref.name, dataset, data_dir, options))
+    samples = train_samples(ref.name, dataset, data_dir, options)
+    if max_train_samples is not None and samples is not None and max_train_samples > samples:
+        # else stored as the limit of a run that trained on all `samples`
+        raise UsageError(f"--max-train-samples {max_train_samples:,} is more than the {samples:,} training samples of "
+                         f"{dataset}: give at most {samples:,}, or leave it out to train on all of them")
+    check_batches_fill(specs, dataset, samples)
     return specs
 
 
