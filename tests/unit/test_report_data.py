@@ -218,6 +218,20 @@ def test_data_parallel_lines_are_named_in_words():
     assert "one process" not in charts_by_id([make_result()])["speed"].note
 
 
+def test_the_data_parallel_table_rounds_as_results_show():
+    pytest.importorskip("jinja2")
+    pytest.importorskip("plotly")
+    from rigbench.rank_record import RankRecord
+    from rigbench.reports import html
+
+    # the H200's one-rank `run --data-parallel` trial: its all-reduce read "0.0 ms" on the page
+    r = make_result(allreduce_grad_ms=0.0274, allreduce_busbw_gbs=0.0)
+    r.spec = r.spec.model_copy(update={"data_parallel": True})
+    r = r.model_copy(update={"ranks": [RankRecord(rank=0, status="ok")]})
+    page, _ = html.render([r], {"r1": None})
+    assert '<td class="num">0.0274 ms</td><td class="num">0 GB/s</td>' in page
+
+
 def test_hover_has_value_and_spec_and_escapes_user_text():
     hostile = make_result(options={"tag": "<img src=x onerror=alert(1)>"}, speed=123.4)
     hover = charts_by_id([hostile])["speed"].series[0].hover[0]

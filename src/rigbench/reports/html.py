@@ -225,13 +225,18 @@ def _num(value: float | None, fmt: str = "{:,.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _rate(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{rate(value)} {unit}"
+
+
 def _parallel_row(r: Result) -> dict[str, Any]:
     """A data-parallel trial's aggregation (analysis/ranks.py) and each rank's record."""
     m = r.metrics
     return {
         "id": r.id, "label": r.spec.label(), "processes": r.spec.world_size, "global_batch": m.global_batch,
         "speed": _trial_row(r)["speed"], "straggler": _num(m.straggler_ratio, "{:.2f}"), "comm": _pct(m.comm_share),
-        "busbw": _num(m.allreduce_busbw_gbs, "{:.2f} GB/s"), "allreduce": _num(m.allreduce_grad_ms, "{:.1f} ms"),
+        # as results show rounds them: 0.0274 ms, not "0.0 ms" (one rank's all-reduce on an H200)
+        "busbw": _rate(m.allreduce_busbw_gbs, "GB/s"), "allreduce": _rate(m.allreduce_grad_ms, "ms"),
         "rss": f"{_num(m.rank_rss_peak_mib_max, '{:,.0f}')} / {_num(m.rank_rss_peak_mib_sum, '{:,.0f}')}",
         "identical": {True: "yes", False: "NO", None: "-"}[m.replicas_identical],
         "ranks": [{"rank": k.rank, "host": k.host or "-", "status": k.status + (" (stopped)" if k.collateral else ""),
