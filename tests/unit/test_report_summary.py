@@ -266,6 +266,10 @@ def test_png_into_a_file_is_one_line_exit_2_before_the_page_is_written(tmp_path)
                               message)
         assert not page.exists()
     assert a_file.read_bytes() == b"kept"
+    # the page cannot be written: the --png folder made for it is gone again
+    assert_one_line_error(CliRunner().invoke(cli.app, ["report", "--db", db, "--out", str(tmp_path / "no" / "r.html"),
+                                                       "--png", str(tmp_path / "figures")]), "cannot write --out")
+    assert not (tmp_path / "figures").exists()
 
 
 def test_small_multiples_layout_in_plotly():

@@ -178,10 +178,12 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
 
     store = Store(db, create=False)
     results = select_results(store, run_ids, where)
+    made: Path | None = None  # the --png folder this call made, removed again if the page cannot be written
     if png_dir is not None:  # a file, or a folder that cannot be made, fails before the page is drawn
         png_folder = Path(png_dir)
         if png_folder.exists() and not png_folder.is_dir():
             raise UsageError(f"--png {png_dir} is a file: give a folder for the PNGs, e.g. figures/")
+        made = None if png_folder.exists() else png_folder
         try:
             png_folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -195,6 +197,8 @@ def report(out: str, db: str | None = None, run_ids: Sequence[str] = (),
         with open(out, "w", encoding="utf-8") as fh:
             fh.write(page)
     except OSError as exc:
+        if made is not None:
+            made.rmdir()
         raise UsageError(f"cannot write --out {out}: {exc.strerror}") from None
     try:
         pngs = [str(p) for p in png.write_pngs(charts, png_dir)] if png_dir is not None else []
