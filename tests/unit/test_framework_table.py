@@ -187,6 +187,19 @@ def test_transformers_get_a_table_per_set_of_options_with_tokens_and_mfu():
     assert [t.label for t in only] == ["gpt:context=128,layers=4,width=256"]
 
 
+def test_a_default_asked_for_by_name_is_the_same_network():
+    """`run gpt` (stored options {}) and `run gpt:preset=tiny` (its default preset) train one
+    network: `compare --frameworks gpt:preset=tiny` after `run gpt` printed "No plain speed results",
+    the options matched as given (score resolves them)."""
+    asked = [make_result("torch", "gpt", batch=8, samples_per_s=200.0, flops_per_sample=1.76e8),
+             make_result("jax", "gpt", batch=8, samples_per_s=250.0, flops_per_sample=1.76e8, options={"preset": "tiny"})]
+    (table,) = framework_tables(asked)
+    assert table.frameworks == ["jax", "torch"]
+    for chosen in (["gpt"], [("gpt", {"preset": "tiny"})], [("gpt", {"layers": 2})]):
+        assert [t.frameworks for t in framework_tables(asked, chosen)] == [["jax", "torch"]], chosen
+    assert framework_tables(asked, [("gpt", {"preset": "small"})]) == []
+
+
 def test_report_groups_transformer_bars_by_options():
     from rigbench.reports.framework_charts import framework_charts
 

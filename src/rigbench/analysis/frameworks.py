@@ -1,7 +1,7 @@
 """Frameworks side by side: the thesis's Table 5 layout (seed 003) for this machine.
 
 For each workload, set of its options and precision (`gpt` and `gpt:preset=small` are two
-networks, two tables; fp32 and bf16 two more), one row per framework and device at one batch size: steps/s, tokens/s for a
+networks, two tables, `gpt` and `gpt:preset=tiny` one; fp32 and bf16 two more), one row per framework and device at one batch size: steps/s, tokens/s for a
 language model, MFU (analysis/roofline.py: the spec sheet's peak, else the calibrated one), the
 trial's CPU use (100 = every logical core, the thesis's Task Manager convention), GPU use, host
 memory and GPU memory. The thesis's own rows (CIFAR-10 CNN at batch 128 on a GTX 1060 and an
@@ -44,7 +44,7 @@ from rigbench.analysis.trials import (
 )
 from rigbench.compile_modes import compile_label
 from rigbench.spec import PRECISIONS, Result
-from rigbench.workloads import WORKLOADS
+from rigbench.workloads import WORKLOADS, resolved_options
 
 #: The published source whose Table 5 this layout is, and its network.
 TABLE5 = ("yin2020", "CIFAR-10 CNN", "yin2020_cpu_vs_gpu.csv")
@@ -161,8 +161,10 @@ def _default_batch(workload: str, figures: Sequence[RunSpeed], published: list[P
     return max(frameworks, key=lambda b: (len(frameworks[b]), b == w.default_batch, b == w.quick_batch, b))
 
 
-def _options_key(options: Mapping[str, Any]) -> tuple:
-    return tuple(sorted(options.items()))
+def _options_key(workload: str, options: Mapping[str, Any]) -> tuple:
+    """The network `options` choose, as its resolved options: `gpt` and `gpt:preset=tiny` (its
+    default) are one network, one table, whichever way each trial was asked for."""
+    return tuple(sorted(resolved_options(WORKLOADS[workload], dict(options)).items()))
 
 
 def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[str, dict[str, Any]]] = (),
@@ -180,17 +182,18 @@ def framework_tables(results: Sequence[Result], workloads: Sequence[str | tuple[
     usable = [r for r in results if one_process_speed_trial(r) and r.spec.workload in WORKLOADS
               and (not precisions or r.spec.precision in precisions)]
     newest = newest_run_speeds(
-        usable, lambda r: (r.spec.workload, _options_key(r.spec.workload_options), r.spec.precision, r.spec.framework,
+        usable, lambda r: (r.spec.workload, _options_key(r.spec.workload, r.spec.workload_options), r.spec.precision,
+                           r.spec.framework,
                            device_key(r, machines), r.spec.batch_size, r.spec.threads, r.spec.compile))
     names = DeviceNames(usable, machines)
-    wanted = [(w, None) if isinstance(w, str) else (w[0], _options_key(w[1])) for w in workloads]
+    wanted = [(w, None) if isinstance(w, str) else (w[0], _options_key(w[0], w[1])) for w in workloads]
     table5 = _table5_rows()
     tables = []
     for workload in WORKLOADS:
         groups: dict[tuple, list[RunSpeed]] = {}
         for figure in newest.values():
             spec = figure.newest.spec
-            key = _options_key(spec.workload_options)
+            key = _options_key(workload, spec.workload_options)
             if spec.workload == workload and (not wanted or (workload, None) in wanted or (workload, key) in wanted):
                 groups.setdefault((key, spec.precision), []).append(figure)
         for mine in sorted(groups.values(), key=lambda figures: (workload_label(figures[0].newest),
@@ -217,8 +220,9 @@ def _table(workload: str, mine: list[RunSpeed], batch_size: int | None, table5: 
     first = mine[0].newest
     options = dict(first.spec.workload_options)
     precision = first.spec.precision
+    default = _options_key(workload, options) == _options_key(workload, {})  # the network the thesis ran
     published = [_published_row(p, workload) for p in table5
-                 if p.batch_size == batch and not options and precision == "fp32"]
+                 if p.batch_size == batch and default and precision == "fp32"]
     return FrameworkTable(workload, batch, rows, published, list(dict.fromkeys(row.framework for row in rows)),
                           sorted(b for b in batches if b != batch), workload_label(first), options, precision)
 
