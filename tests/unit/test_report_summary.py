@@ -272,6 +272,21 @@ def test_png_into_a_file_is_one_line_exit_2_before_the_page_is_written(tmp_path)
     assert not (tmp_path / "figures").exists()
 
 
+def test_a_long_legend_gets_a_row_per_entry_that_does_not_fit_beside_the_last():
+    from rigbench.reports import html
+    from rigbench.reports.chart_model import Chart, Series
+
+    # the H200 bundles' cnn energy chart: 17 names of 46-66 characters, one a row on a half-width
+    # chart, for which counting characters made room for 11 rows, and plotly's legend, at most
+    # half the chart high unless told, scrolled
+    names = [f"NVIDIA H200 · torch · fp32 · eager · one process {i:02d}" for i in range(17)]
+    assert html.legend_rows(names, html.LEGEND_WIDTH_PX) == 17
+    assert html.legend_rows(["fp32", "bf16", "tf32"], html.LEGEND_WIDTH_PX) == 1
+    chart = Chart(id="energy", title="t", x_title="x", y_title="y", series=[Series(name=n, x=[1], y=[1.0]) for n in names])
+    layout = html.plotly_figure(chart)["layout"]
+    assert layout["margin"]["b"] == 60 + 17 * html.LEGEND_ROW_PX and layout["legend"]["maxheight"] == 1
+
+
 def test_small_multiples_layout_in_plotly():
     go = pytest.importorskip("plotly.graph_objects")
     from rigbench.reports import html

@@ -123,8 +123,12 @@ def _y_axis(chart: Chart, scale: str | None = None, series: Sequence[Series] | N
 #: Small multiples: at most this many panels side by side, each this many pixels high.
 PANEL_COLUMNS = 4
 PANEL_HEIGHT = 250
-#: The width a chart's legend wraps in (a full-width chart's is wider; this errs high).
+#: The width a chart's legend wraps in, half-width and full-width (`Chart.wide`, panels): what
+#: they have in a window 1,000 px wide; wider windows leave some room under the legend.
 LEGEND_WIDTH_PX = 560
+WIDE_LEGEND_WIDTH_PX = 880
+#: A legend row's height as plotly draws it at the legend's 11 px font (measured in Chromium).
+LEGEND_ROW_PX = 29
 #: The characters of a subtitle line on a half-width chart (about 620 px at the screenshot's
 #: 1400 px, 520 px at the narrowest grid column; 12 px text); a full-width chart's take twice
 #: as many. Plotly does not wrap a subtitle: one longer line ran off the chart.
@@ -162,6 +166,20 @@ def _panel_layout(chart: Chart, data: list[dict[str, Any]], layout: dict[str, An
     layout["annotations"] = annotations
 
 
+def legend_rows(names: Sequence[str], width: int) -> int:
+    """The rows a horizontal legend of `names` takes `width` px wide: each entry about 7 px a
+    character and its symbol's, placed left to right, and one that does not fit in what is left
+    of a row starting the next, as plotly wraps them. (Counting characters alone, 15 entries of
+    50 characters made 11 rows where plotly drew 15, and the H200s' cnn energy legend scrolled.)"""
+    rows, left = 0, 0
+    for name in names:
+        entry = (len(name) + 6) * 7
+        if entry > left:
+            rows, left = rows + 1, width
+        left -= entry
+    return rows
+
+
 def plotly_figure(chart: Chart) -> dict[str, Any]:
     """`{"id", "data", "layout"}` for Plotly.newPlot."""
     chart = shown(chart)
@@ -187,12 +205,14 @@ def plotly_figure(chart: Chart) -> dict[str, Any]:
         _panel_layout(chart, data, layout)
     layout["height"] += NOTE_LINE_PX * max(len(note) - 1, 0)  # the subtitle's lines take room, not the plot's
     # The legend below the plot area, in the margin made for it, so it never covers a point
-    # nor scrolls: rows estimated from the names' length (about 7 px a character).
-    rows = -(-sum(len(name) + 6 for name in seen) * 7 // LEGEND_WIDTH_PX)
+    # nor scrolls: rows estimated from the names' length.
+    rows = legend_rows([t["name"] for t in data if t["showlegend"]],
+                       WIDE_LEGEND_WIDTH_PX if chart.wide or chart.panels else LEGEND_WIDTH_PX)
     layout["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom",
-                        "yref": "container", "font": {"size": 11}}
-    layout["margin"]["b"] += 22 * rows
-    layout["height"] += 22 * rows
+                        "yref": "container", "font": {"size": 11},
+                        "maxheight": 1}  # plotly's default, half the chart's height, scrolled a long legend
+    layout["margin"]["b"] += LEGEND_ROW_PX * rows
+    layout["height"] += LEGEND_ROW_PX * rows
     return {"id": chart.id, "data": data, "layout": layout}
 
 
