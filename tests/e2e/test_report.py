@@ -227,11 +227,12 @@ def test_where_and_run_select_trials(filled_db, tmp_path):
     proc = rigbench("report", "--db", filled_db, "--run", run_id, "--where", "workload=cnn",
                     "--where", "batch_size=16", "--out", str(tmp_path / "cnn.html"))
     assert proc.returncode == 0, proc.stderr
-    assert "1 trials, 4 charts" in proc.stdout
+    assert "1 trial, 4 charts" in proc.stdout
     # only failures: the page still has the machine and the failed-trials table, and no charts
-    proc = rigbench("report", "--db", filled_db, "--where", "status=crash", "--out", str(tmp_path / "f.html"))
+    proc = rigbench("report", "--db", filled_db, "--where", "status=crash", "--out", str(tmp_path / "f.html"),
+                    "--png", str(tmp_path / "none"))
     assert proc.returncode == 0, proc.stderr
-    assert "1 trials, 0 charts" in proc.stdout
+    assert "1 trial, 0 charts" in proc.stdout and f"PNGs: 0 in {tmp_path / 'none'}" in proc.stdout
     assert "&lt;script&gt;window.__pwned" in (tmp_path / "f.html").read_text(encoding="utf-8")
 
 

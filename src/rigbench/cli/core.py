@@ -390,9 +390,9 @@ def report(
     with working(f"writing {output}: reading the results, drawing the charts"):
         done = api.report(output, db=db, run_ids=run_id or [], where=where or [], png_dir=png_dir,
                           screenshot=screenshot)
-    out.print(f"Wrote {done.path} ({done.size_bytes / 1024:,.0f} KB): {done.trials} trials, "
-              f"{len(done.charts)} charts", highlight=False, markup=False, soft_wrap=True)
-    if done.pngs:
+    out.print(f"Wrote {done.path} ({done.size_bytes / 1024:,.0f} KB): {done.trials} trial{'s' * (done.trials != 1)}, "
+              f"{len(done.charts)} chart{'s' * (len(done.charts) != 1)}", highlight=False, markup=False, soft_wrap=True)
+    if png_dir is not None:  # none, too, where nothing was drawn (only failed trials): not silence
         out.print(f"PNGs: {len(done.pngs)} in {png_dir}", highlight=False, markup=False, soft_wrap=True)
     if done.screenshot:
         out.print(f"Screenshot: {done.screenshot}", highlight=False, markup=False, soft_wrap=True)
