@@ -317,6 +317,11 @@ def test_small_multiples_layout_in_plotly():
     assert layout["legend"]["yref"] == "container" and layout["legend"]["y"] == 0
     assert layout["title"]["subtitle"]["text"] == "same for every series: cpu · torch · 1 thread · eager"
     go.Figure(data=figure["data"], layout=layout)  # plotly accepts it
+    # a long workload name is cut on its panel (it ran over the next panel's), whole on hover
+    long = make_result(workload="gpt", options={"preset": "small", "tag": "x" * 60})
+    titles = html.plotly_figure({c.id: c for _, cs in gather([long, make_result()]) for c in cs}["speed"])["layout"]["annotations"]
+    assert [t["text"] for t in titles] == ["<b>cnn</b>", f"<b>gpt:preset=small,tag={'x' * 43}…</b>"]  # 65 a panel, 2 abreast
+    assert "hovertext" not in titles[0] and titles[1]["hovertext"] == f"gpt:preset=small,tag={'x' * 60}"
     loss = html.plotly_figure(charts["loss_curves"])
     assert loss["layout"]["xaxis"]["dtick"] == 1  # epochs are whole numbers
     page, _ = html.render(results, {"r1": {}})

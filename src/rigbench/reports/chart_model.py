@@ -151,6 +151,13 @@ def wrap_note(text: str, width: int) -> list[str]:
     return lines
 
 
+def panel_title(name: str, limit: int) -> str:
+    """A small-multiples panel's title (its workload) cut to `limit` characters with "…": a
+    longer one ran over its neighbours' (`NAME:key=value,...` of a few options; textlimits lets a
+    stored name have 256 characters). The page shows it whole on hover."""
+    return name if len(name) <= limit else name[:limit - 1] + "…"
+
+
 def hover_lines(*lines: str) -> str:
     """Hover text for one point. Plotly reads hover text as a small HTML subset, so user
     text is escaped here (plotly turns &lt; back into a literal <) and joined with <br>."""

@@ -31,6 +31,7 @@ from rigbench.reports.chart_model import (
     SYMBOLS,
     Chart,
     Series,
+    panel_title,
     shown,
     wrap_note,
 )
@@ -123,6 +124,8 @@ def _y_axis(chart: Chart, scale: str | None = None, series: Sequence[Series] | N
 #: Small multiples: at most this many panels side by side, each this many pixels high.
 PANEL_COLUMNS = 4
 PANEL_HEIGHT = 250
+#: The characters of bold 13 px panel titles across the page (about 32 a panel, 4 abreast).
+PANEL_TITLE_CHARS = 130
 #: The width a chart's legend wraps in, half-width and full-width (`Chart.wide`, panels): what
 #: they have in a window 1,000 px wide; wider windows leave some room under the legend.
 LEGEND_WIDTH_PX = 560
@@ -157,7 +160,9 @@ def _panel_layout(chart: Chart, data: list[dict[str, Any]], layout: dict[str, An
         if i % columns:
             y["title"] = {"text": ""}
         layout[f"xaxis{n}"], layout[f"yaxis{n}"] = x, y
-        annotations.append({"text": f"<b>{html.escape(panel, quote=False)}</b>", "showarrow": False,
+        title = panel_title(panel, PANEL_TITLE_CHARS // columns)
+        annotations.append({"text": f"<b>{html.escape(title, quote=False)}</b>", "showarrow": False,
+                            **({"hovertext": html.escape(panel, quote=False)} if title != panel else {}),
                             "xref": f"x{n} domain", "yref": f"y{n} domain", "x": 0.5, "y": 1.02,
                             "xanchor": "center", "yanchor": "bottom", "font": {"size": 13}})
         for trace, s in zip(data, chart.series):

@@ -13,7 +13,7 @@ matplotlib.use("Agg")  # no display needed, and never pick an interactive backen
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, MultipleLocator, NullLocator  # noqa: E402
 
-from rigbench.reports.chart_model import COLOURS, Chart, Series, shown, wrap_note  # noqa: E402
+from rigbench.reports.chart_model import COLOURS, Chart, Series, panel_title, shown, wrap_note  # noqa: E402
 
 #: chart_model.DASHES, SYMBOLS and PATTERNS as matplotlib names them, in the same order.
 LINESTYLES = ("-", ":", "--", (0, (8, 3)), "-.")
@@ -24,6 +24,8 @@ HATCHES = ("", "//", "xx", "..", "\\\\")
 #: Characters of the title's lines per inch of the figure's width (11 pt at 150 dpi): a longer
 #: note ran off a 6.4 in figure on both sides.
 TITLE_CHARS_PER_INCH = 11.5
+#: Characters of a 9 pt panel title over a panel's 3.4 in.
+PANEL_TITLE_CHARS = 45
 
 
 def _plain(text: str) -> str:
@@ -114,7 +116,7 @@ def write_png(chart: Chart, path: Path) -> Path:
             series = [s for s in chart.series if s.panel == panel] if panel is not None else chart.series
             _draw(ax, chart, series, chart.panel_y_scales.get(panel, chart.y_scale) if panel else chart.y_scale)
             if panel is not None:
-                ax.set_title(_plain(panel), fontsize=9)
+                ax.set_title(_plain(panel_title(panel, PANEL_TITLE_CHARS)), fontsize=9)
             if i // columns == rows - 1 or panel is None:
                 ax.set_xlabel(chart.x_title)
             if i % columns == 0:
