@@ -399,3 +399,16 @@ def test_busy_trials_are_counted_at_the_top_and_marked_in_the_summary_and_the_li
     assert page.count("20.0 [18.0–24.0] [busy]") == 1 and "1,000 [900–1,200] [busy]" not in page  # the list
     quiet_page, _ = html.render([quiet_gpu], {"r1": None})
     assert "<b>Busy</b>" not in quiet_page and "[busy]" not in quiet_page
+
+
+def test_one_trial_is_counted_in_the_singular():
+    """A page of one trial read "1 trials in 1 run", "1 speed trials" and "Show all 1 trials"."""
+    pytest.importorskip("jinja2")
+    pytest.importorskip("plotly")
+    from rigbench.reports import html
+
+    one, _ = html.render([make_result()], {"r1": {"hostname": "vm", "cpu_model": "EPYC"}})
+    assert "1 trials" not in one and "1 speed trials" not in one
+    assert "1 trial in 1 run" in one and "1 speed trial<" in one and "<summary>Show the trial</summary>" in one
+    two, _ = html.render([make_result(), make_result(batch=32)], {"r1": {"hostname": "vm", "cpu_model": "EPYC"}})
+    assert "2 trials in 1 run" in two and "<summary>Show all 2 trials</summary>" in two
