@@ -143,3 +143,24 @@ def test_warm_start_keeps_as_many_servers_as_a_twentieth_of_memory_holds(monkeyp
     assert machine(24, []) == 4  # none running yet: DEFAULT_SERVER_BYTES
     assert machine(8, [224]) == 2 and machine(2, [224]) == 2  # a small machine still keeps two
     assert machine(512, [224]) == 8
+
+
+@pytest.mark.parametrize("status, kept", [("ok", True), ("interrupted", True), ("crash", False)])
+def test_an_interrupt_as_a_training_run_ends_keeps_the_run(monkeypatch, status, kept):
+    """Ctrl-C that reached a training child as its last epoch ended got an `ok` report, which
+    was dropped: every epoch lost, and the line said none had finished (2 of 10 tries of
+    `train mlp --dataset digits --epochs 3 --lr 0.01,0.05` stopped about 4 s in). At a timeout,
+    such a run stays `ok` rather than reading 'did not finish'."""
+    from rigbench.child_report import ChildReport
+    from rigbench.runner.launchers import process
+    from rigbench.runner.launchers.base import Outcome
+    from rigbench.spec import EpochRecord
+
+    epoch = EpochRecord(epoch=1, steps=2, train_loss=1.0, train_seconds=0.1, eval_seconds=0.01)
+    monkeypatch.setattr(process, "interrupt_for_report", lambda child: True)
+    monkeypatch.setattr(ProcessLauncher, "_outcome", staticmethod(
+        lambda spec, child, path, timed_out: Outcome(reports=[ChildReport(status=status, epochs=[epoch])])))
+    outcome = ProcessLauncher()._finished_epochs(quick_spec(), None, None)  # type: ignore[arg-type]
+    assert (outcome is not None and outcome.report.status == status) if kept else outcome is None
+    if status == "ok":
+        assert ProcessLauncher._timed_out_with_epochs(quick_spec(), outcome).report.status == "ok"

@@ -92,6 +92,8 @@ class ProcessLauncher(Launcher):
         """A training run stopped at its timeout, with the epochs it finished: status `timeout`
         (what happened), its finished epochs and their figures kept, as Ctrl-C keeps them."""
         report = kept.report
+        if report.status == "ok":  # its last epoch ended as its time ran out: a finished run
+            return kept
         done = len(report.epochs)
         report.status = "timeout"
         finished = f"the {done} epochs it finished are" if done != 1 else "the 1 epoch it finished is"
@@ -100,8 +102,11 @@ class ProcessLauncher(Launcher):
 
     def _finished_epochs(self, spec: TrialSpec, child: Started, report_path: Path) -> Outcome | None:
         """A training child stopped with SIGINT reports the epochs it finished (status
-        `interrupted`): that outcome, or None when it kept none (or did not answer in time)."""
+        `interrupted`), or its whole run (`ok`) where its last epoch ended as the SIGINT came:
+        that outcome, or None when it kept none (or did not answer in time). An `ok` report was
+        dropped: Ctrl-C at the end of a run lost all its epochs and said none had finished."""
         if not interrupt_for_report(child):
             return None
         outcome = self._outcome(spec, child, report_path, timed_out=False)
-        return outcome if outcome.report.status == "interrupted" and outcome.report.epochs else None
+        kept = outcome.report.status in ("interrupted", "ok") and outcome.report.epochs
+        return outcome if kept else None
