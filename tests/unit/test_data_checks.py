@@ -183,6 +183,36 @@ def test_training_counts_known_without_loading_are_the_loaded_ones(tmp_path):
     assert train_samples("gpt", "ptb", tmp_path / "empty") is None  # not fetched: the trial decides
 
 
+def test_a_context_a_text_part_cannot_fill_is_refused_where_the_loader_refuses_it(tmp_path):
+    """A context longer than the training or validation text: the child refused it only after
+    loading (an `unsupported` trial, exit 1), and a training part with no window read "pysrc has 0
+    training samples ...: lower --batch-size to at most 0". The parent now refuses exactly where
+    the loader would, naming the option (or the text, where the workload's length is fixed)."""
+    text = bytes(range(256)) * 40
+    (tmp_path / "ptb").mkdir()
+    for split in ("train", "valid", "test"):
+        (tmp_path / "ptb" / f"ptb.{split}.txt").write_bytes(text[: 5000 if split == "train" else 600])
+    (tmp_path / "wiki").mkdir()
+    with zipfile.ZipFile(tmp_path / "wiki" / "wikitext-2-raw-v1.zip", "w") as z:
+        z.writestr("wikitext-2-raw/wiki.train.raw", text[:7001])
+        z.writestr("wikitext-2-raw/wiki.valid.raw", text[:500])
+    for dataset, folder, longest in (("ptb", tmp_path / "ptb", 599), ("wikitext2", tmp_path / "wiki", 499)):
+        plan_train(f"gpt:context={longest}", dataset, 1, batch_sizes=[1], data_dir=str(folder))
+        load_for_workload("gpt", dataset, folder, options={"context": longest}, download=False, verify=False)
+        with pytest.raises(UsageError) as loader:
+            load_for_workload("gpt", dataset, folder, options={"context": longest + 1}, download=False, verify=False)
+        with pytest.raises(UsageError, match=f"the validation part of {dataset} .*: give gpt:context={longest} or less"):
+            plan_train(f"gpt:context={longest + 1}", dataset, 1, batch_sizes=[1], data_dir=str(folder))
+        assert "validation part" in str(loader.value)
+    (tmp_path / "short").mkdir()
+    (tmp_path / "short" / "input.txt").write_bytes(text[:30])  # lstm's 32-byte windows: no option sets them
+    with pytest.raises(UsageError, match="the training part of tinyshakespeare has 27 bytes.*: train on a longer text"):
+        plan_lr_find("lstm", "tinyshakespeare", data_dir=str(tmp_path / "short"))
+    line = refused(tmp_path, "train", "gpt:context=700000", "--dataset", "pysrc", "--epochs", "1", "-b", "1")
+    assert line.endswith("training part of pysrc has 631,627 bytes, fewer than one window of gpt's 700,000 bytes "
+                         "plus its next byte: give gpt:context=58,697 or less")
+
+
 def test_lr_find_header_leaves_out_a_count_the_trial_never_made(capsys):
     spec = TrialSpec(workload="mlp", device="cpu", batch_size=64, lr_find=LrFindOptions(dataset="digits"))
     result = Result(run_id="r", created_at="2026-01-01T00:00:00+00:00", spec=spec, status="crash",

@@ -30,7 +30,7 @@ from rigbench.data.cache import FileProgress, dataset_dir, ensure_files, verify_
 from rigbench.data.download import fetch
 from rigbench.data.errors import ChecksumError, CorpusMismatchError, CorruptFileError, DownloadError
 from rigbench.data.registry import DATASETS, TEXT_FORMATS, DatasetInfo, RemoteFile, get_dataset, list_datasets
-from rigbench.data.sizes import train_samples
+from rigbench.data.sizes import check_text_windows, train_samples
 from rigbench.data.text import BYTE_VOCAB, ByteCorpus, UnigramBaseline, next_byte_windows, unigram_entropy
 from rigbench.data.transforms import resize_images, to_channels, to_workload_shape
 from rigbench.errors import UsageError
@@ -39,7 +39,7 @@ from rigbench.workloads import get_workload, shaped
 __all__ = [
     "ACCEPTS", "BYTE_VOCAB", "DATASETS", "ByteCorpus", "ChecksumError", "CorpusMismatchError",
     "CorruptFileError", "DatasetInfo", "DownloadError", "LoadedData", "RemoteFile", "UnigramBaseline",
-    "accepted_datasets", "check_classes", "check_compatible", "dataset_dir", "ensure_files", "fetch", "get_dataset",
+    "accepted_datasets", "check_classes", "check_compatible", "check_text_windows", "dataset_dir", "ensure_files", "fetch", "get_dataset",
     "list_datasets", "load", "load_corpus", "load_for_workload", "next_byte_windows", "reference_dataset",
     "resize_images", "to_channels", "to_workload_shape", "train_samples", "training_options", "unigram_entropy", "verify_file",
 ]

@@ -39,7 +39,7 @@ def plan_lr_find(
     """A learning-rate range test (`rigbench lr-find`) on `dataset`, already checked by
     `prepare_data`: one trial, at the workload's reference batch unless `batch_size`, which the
     training set must fill (check_batches_fill)."""
-    from rigbench.data import train_samples, training_options
+    from rigbench.data import check_text_windows, train_samples, training_options
 
     ref, options = parse_workload_ref(workload)
     options = training_options(ref.name, options, dataset)  # byte text: a language model's vocab=256
@@ -59,6 +59,7 @@ def plan_lr_find(
                          precision=precision, threads=threads, measure=measure, lr_find=lr_find)
     except ValueError as exc:
         raise UsageError(validation_message(exc)) from None
+    check_text_windows(ref.name, dataset, data_dir, options)  # before the batch: 0 windows is the context's fault
     check_batches_fill([spec], dataset, train_samples(ref.name, dataset, data_dir, options))
     return spec
 

@@ -284,7 +284,7 @@ def plan_train(
     reach (a language model's, in nats per token). `compile` as for plan_run: its compilation
     falls in epoch 1's time and so in the time to a target, as a user waits for it. A batch the
     training set cannot fill is refused (check_batches_fill)."""
-    from rigbench.data import train_samples, training_options
+    from rigbench.data import check_text_windows, train_samples, training_options
 
     if input_mode == "resident" and (workers or pin_memory):  # else stored as used, and never used
         given = " and ".join(flag for flag, on in (("--workers", workers), ("--pin-memory", pin_memory)) if on)
@@ -317,6 +317,7 @@ def plan_train(
         for lr in lr_values
     ]
     check_threads(specs)
+    check_text_windows(ref.name, dataset, data_dir, options)  # before the batch: 0 windows is the context's fault
     samples = train_samples(ref.name, dataset, data_dir, options)
     if max_train_samples is not None and samples is not None and max_train_samples > samples:
         # else stored as the limit of a run that trained on all `samples`
