@@ -229,3 +229,14 @@ def test_a_gan_epoch_table_has_its_own_losses_and_no_accuracy():
     header = next(line for line in lines if line.startswith("  epoch "))
     assert header.split() == ["epoch", "steps", "train", "loss", "loss_d", "loss_g", "train", "s", "eval", "s"]
     assert value(lines, "final_extra") == "loss_d 0.69, loss_g 2.1"
+
+
+def test_one_epoch_is_counted_in_the_singular():
+    # `results show --json`'s raw rows and the report's hover read "1 epochs"
+    from rigbench.reports.training_charts import _train_hover
+    from rigbench.reports.trial_fields import raw_rows
+
+    one, three = training_run(1), training_run(3)
+    assert dict(raw_rows(one))["epoch_records"] == "1 epoch" and dict(raw_rows(three))["epoch_records"] == "3 epochs"
+    one.metrics.epochs, one.metrics.train_seconds, one.metrics.eval_seconds = 1, 2.0, 0.5
+    assert "1 epoch, 2.0 s training" in _train_hover(one, "90%")

@@ -23,7 +23,7 @@ def _train_hover(r: Result, value: str) -> str:
         value, f"{workload_name(r)} on {m.dataset}, {r.spec.device}, batch {r.spec.batch_size}, "
                f"lr {r.spec.lr if r.spec.lr is not None else 'default'}",
         f"trial {r.id} · run {r.run_id} · {r.status}",
-        f"{m.epochs} epochs, {m.train_seconds:.1f} s training, {m.eval_seconds:.1f} s evaluation"
+        f"{m.epochs} epoch{'s' * (m.epochs != 1)}, {m.train_seconds:.1f} s training, {m.eval_seconds:.1f} s evaluation"
         if m.train_seconds is not None else "",
     )
 

@@ -306,7 +306,7 @@ def raw_rows(r: Result) -> Rows:
         ("step_times_s", f"{len(steps)} steps, {rate(min(steps) * 1e3)} to {rate(max(steps) * 1e3)} ms" if steps else ""),
         ("step_windows", f"{len(r.step_windows)} windows of steps timed together" if r.step_windows else ""),
         ("tracker_samples", f"{len(r.tracker_samples)} samples" if r.tracker_samples else ""),
-        ("epoch_records", f"{len(r.epoch_records)} epochs" if r.epoch_records else ""),
+        ("epoch_records", f"{len(r.epoch_records)} epoch{'s' * (len(r.epoch_records) != 1)}" if r.epoch_records else ""),
         ("loss_curve", "training loss, " + _curve(r.loss_curve) if r.loss_curve else ""),
     ]
     return [(label, value) for label, value in rows if value]
