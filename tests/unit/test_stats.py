@@ -71,7 +71,7 @@ def test_t_two_sided_p_by_hand_and_against_scipy():
     # at the table's quantiles the p is 0.05, as far as their three decimals allow
     assert [stats.t_two_sided_p(stats.t_975(df), df) for df in range(1, 31)] == [pytest.approx(0.05, abs=6e-5)] * 30
     # beyond the table the series: the normal's 1.96 there made intervals narrower than 95% (at 31:
-    # 1.96 against 2.040), and a score over 8 workloads with 3 trials a side has up to 32
+    # 1.96 against 2.040), and a score of the suite with 3 trials a side reaches 32
     beyond = (31, 32.7, 40, 64, 120, 1000)
     assert [stats.t_two_sided_p(stats.t_975(df), math.floor(df)) for df in beyond] == [
         pytest.approx(0.05, abs=1e-6)] * len(beyond)
