@@ -158,6 +158,18 @@ def test_a_limit_or_a_folder_that_would_be_stored_unused_is_refused(tmp_path):
     assert "digits ships inside scikit-learn and reads no folder; leave it out" in line
 
 
+def ptb_and_wikitext(tmp_path, text: bytes) -> None:
+    """PTB's three files (5,000 training bytes, 600 validation) in tmp_path/ptb and WikiText-2's
+    zip (7,001 and 500) in tmp_path/wiki, cut from `text`, as upstream lays them out."""
+    (tmp_path / "ptb").mkdir()
+    for split in ("train", "valid", "test"):
+        (tmp_path / "ptb" / f"ptb.{split}.txt").write_bytes(text[: 5000 if split == "train" else 600])
+    (tmp_path / "wiki").mkdir()
+    with zipfile.ZipFile(tmp_path / "wiki" / "wikitext-2-raw-v1.zip", "w") as z:
+        z.writestr("wikitext-2-raw/wiki.train.raw", text[:7001])
+        z.writestr("wikitext-2-raw/wiki.valid.raw", text[:500])
+
+
 def test_training_counts_known_without_loading_are_the_loaded_ones(tmp_path):
     """train_samples reads sizes from the registry, a folder's listing, a manifest, files' sizes and
     a zip's directory: each must be the count the loader then gives."""
@@ -166,13 +178,7 @@ def test_training_counts_known_without_loading_are_the_loaded_ones(tmp_path):
     text = bytes(range(256)) * 40
     (tmp_path / "shakespeare").mkdir()
     (tmp_path / "shakespeare" / "input.txt").write_bytes(text)
-    (tmp_path / "ptb").mkdir()
-    for split in ("train", "valid", "test"):
-        (tmp_path / "ptb" / f"ptb.{split}.txt").write_bytes(text[: 5000 if split == "train" else 600])
-    (tmp_path / "wiki").mkdir()
-    with zipfile.ZipFile(tmp_path / "wiki" / "wikitext-2-raw-v1.zip", "w") as z:
-        z.writestr("wikitext-2-raw/wiki.train.raw", text[:7001])
-        z.writestr("wikitext-2-raw/wiki.valid.raw", text[:500])
+    ptb_and_wikitext(tmp_path, text)
     cases = [("mlp", "digits", None), ("catsdogs", "image_folder", tmp_path / "pets"), ("gpt", "pysrc", None),
              ("lstm", "tinyshakespeare", tmp_path / "shakespeare"), ("gpt", "ptb", tmp_path / "ptb"),
              ("gpt", "wikitext2", tmp_path / "wiki")]
@@ -189,13 +195,7 @@ def test_a_context_a_text_part_cannot_fill_is_refused_where_the_loader_refuses_i
     training samples ...: lower --batch-size to at most 0". The parent now refuses exactly where
     the loader would, naming the option (or the text, where the workload's length is fixed)."""
     text = bytes(range(256)) * 40
-    (tmp_path / "ptb").mkdir()
-    for split in ("train", "valid", "test"):
-        (tmp_path / "ptb" / f"ptb.{split}.txt").write_bytes(text[: 5000 if split == "train" else 600])
-    (tmp_path / "wiki").mkdir()
-    with zipfile.ZipFile(tmp_path / "wiki" / "wikitext-2-raw-v1.zip", "w") as z:
-        z.writestr("wikitext-2-raw/wiki.train.raw", text[:7001])
-        z.writestr("wikitext-2-raw/wiki.valid.raw", text[:500])
+    ptb_and_wikitext(tmp_path, text)
     for dataset, folder, longest in (("ptb", tmp_path / "ptb", 599), ("wikitext2", tmp_path / "wiki", 499)):
         plan_train(f"gpt:context={longest}", dataset, 1, batch_sizes=[1], data_dir=str(folder))
         load_for_workload("gpt", dataset, folder, options={"context": longest}, download=False, verify=False)
