@@ -41,7 +41,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigbench.analysis.contention import is_busy
+from rigbench.analysis.contention import is_busy, share_span
 from rigbench.analysis.device_prediction import Prediction, predict
 from rigbench.analysis.host_bound import host_bound_note
 from rigbench.analysis.significance import ALPHA, significance, trial_significance
@@ -286,9 +286,7 @@ def _busy_text(side: str, trials: Sequence[Result]) -> list[str]:
     busy = [t for t in trials if is_busy(t.metrics)]
     if not busy:
         return []
-    shares = [t.metrics.others_cpu_pct_mean or 0.0 for t in busy]
-    low, high = min(shares), max(shares)
-    span = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
+    span = share_span([t.metrics.others_cpu_pct_mean or 0.0 for t in busy])
     return [f"other processes used {span} of the CPU in {side} {', '.join(f'#{t.id}' for t in busy)}"]
 
 

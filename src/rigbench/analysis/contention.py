@@ -44,7 +44,7 @@ def busy_note(results: Sequence[Result], then: str = RUN_AGAIN) -> str | None:
     busy = [r for r in results if is_busy(r.metrics)]
     if not busy:
         return None
-    share = _span([r.metrics.others_cpu_pct_mean or 0.0 for r in busy])
+    share = share_span([r.metrics.others_cpu_pct_mean or 0.0 for r in busy])
     which = _which(busy, results)
     # torch is the framework measured losing x86 (module docstring); the others were not measured
     who = "torch" if all(r.spec.framework == "torch" for r in busy) else "a framework"
@@ -63,7 +63,7 @@ def shared_gpu_note(results: Sequence[Result]) -> str | None:
     if computed:
         shares = [r.metrics.gpu_others_sm_pct_mean or 0.0 for r in computed]
         which = _which(computed, results)
-        return (f"busy GPU: other processes' kernels ran {_span(shares)} of the time on the GPU of {which} while "
+        return (f"busy GPU: other processes' kernels ran {share_span(shares)} of the time on the GPU of {which} while "
                 f"{'it was' if len(computed) == 1 else 'they were'} timed: those speeds are the GPU's share under "
                 "that load, not all of it. Run again when the GPU is quiet (`nvidia-smi` lists who).")
     shared = [r for r in results if (r.metrics.gpu_other_processes_max or 0) >= 1]
@@ -78,8 +78,8 @@ def shared_gpu_note(results: Sequence[Result]) -> str | None:
             f"{which} while {'it was' if len(shared) == 1 else 'they were'} timed; {then}.")
 
 
-def _span(shares: Sequence[float]) -> str:
-    """`48%`, or `47-61%` where the shares differ."""
+def share_span(shares: Sequence[float]) -> str:
+    """`48%`, or `47-61%` where the shares differ (of the CPU, or of the GPU's time)."""
     low, high = min(shares), max(shares)
     return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
 

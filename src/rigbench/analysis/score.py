@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from rigbench.analysis.contention import is_busy
+from rigbench.analysis.contention import is_busy, share_span
 from rigbench.analysis.host_bound import host_bound_state
 from rigbench.analysis.stats import geometric_mean, mean_difference_interval, median, resampled_medians
 from rigbench.analysis.trials import is_full_protocol, is_quick_protocol, newest_run_trials
@@ -219,8 +219,7 @@ class Score:
         shares = [r.metrics.others_cpu_pct_mean or 0.0 for i in self.items for r in i.reference if is_busy(r.metrics)]
         if not shares:
             return None
-        low, high = min(shares), max(shares)
-        span = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
+        span = share_span(shares)
         named = ", ".join(i.workload for i in self.items if i.busy["reference"])
         return (f"busy in the reference: other processes used {span} of its machine's CPU while its trials of "
                 f"{named} were timed: those speeds are that machine's under load, so the speed-ups over them read "
